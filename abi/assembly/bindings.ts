@@ -1,0 +1,74 @@
+// Raw imports of the lockhost guest ABI, version 1 (see abi/ABI.md).
+//
+// These are the host functions exactly as the ABI defines them: pointers and
+// lengths into this module's memory, results encoded as integers (negative =
+// -status code). Most plugins should use the idiomatic wrapper in `index.ts`
+// (`tryLock`, `Lock`, `withLock`, ...); these are exported for advanced use,
+// e.g. benchmarks or code that manages its own buffers.
+//
+// Pointers are `usize` (i32 on wasm32); lengths, capacities, TTLs, flags and
+// handles are `i32`.
+
+/**
+ * `lock.try(key_ptr, key_len, ttl_ms, flags) -> i32`: try to take the lock on
+ * the UTF-8 key at `[keyPtr, keyPtr + keyLen)` for `ttlMs` milliseconds.
+ * Returns a handle `> 0` when acquired, `TRY_CONTENDED` (0) when someone else
+ * holds the key, `-code` on error (see `lock_last_error` for the message).
+ * `flags` is a bitwise OR of `FLAG_GLOBAL` and `FLAG_KEEP`.
+ */
+// @ts-ignore: decorator
+@external("lock", "try")
+export declare function lock_try(keyPtr: usize, keyLen: i32, ttlMs: i32, flags: i32): i32;
+
+/**
+ * `lock.renew(handle, ttl_ms) -> i32`: extend the lease to `ttlMs` from now on
+ * the server's clock (`0` reuses the TTL the lock was taken with).
+ * Returns `OK` (0) or `-code` (`-LOST` if the lease already ended).
+ */
+// @ts-ignore: decorator
+@external("lock", "renew")
+export declare function lock_renew(handle: i32, ttlMs: i32): i32;
+
+/**
+ * `lock.release(handle) -> i32`: release the lock. Returns `OK` (0) or `-code`
+ * (`-ALREADY_RELEASED`, `-INVALID_HANDLE`, `-LOST` when the lease had already ended).
+ */
+// @ts-ignore: decorator
+@external("lock", "release")
+export declare function lock_release(handle: i32): i32;
+
+/**
+ * `lock.fence(handle) -> i64`: the fencing token of this acquisition (`> 0`,
+ * strictly increasing per key across holders), or `-code`.
+ */
+// @ts-ignore: decorator
+@external("lock", "fence")
+export declare function lock_fence(handle: i32): i64;
+
+/**
+ * `lock.owner(handle, buf_ptr, buf_cap) -> i32`: writes the owner token (a UUID,
+ * UTF-8) into `[bufPtr, bufPtr + bufCap)` if it fits. Returns the length the
+ * token needs (nothing is written when it exceeds `bufCap`), or `-code`.
+ */
+// @ts-ignore: decorator
+@external("lock", "owner")
+export declare function lock_owner(handle: i32, bufPtr: usize, bufCap: i32): i32;
+
+/**
+ * `lock.status(key_ptr, key_len, flags, buf_ptr, buf_cap) -> i32`: writes the
+ * status JSON of the key into the buffer if it fits. Returns the length the
+ * JSON needs (nothing is written when it exceeds `bufCap`), or `-code`.
+ * `flags` may contain `FLAG_GLOBAL`.
+ */
+// @ts-ignore: decorator
+@external("lock", "status")
+export declare function lock_status(keyPtr: usize, keyLen: i32, flags: i32, bufPtr: usize, bufCap: i32): i32;
+
+/**
+ * `lock.last_error(buf_ptr, buf_cap) -> i32`: writes the message of this guest
+ * instance's most recent failed call into the buffer if it fits. Returns the
+ * length the message needs (0 if no call has failed yet), or `-code`.
+ */
+// @ts-ignore: decorator
+@external("lock", "last_error")
+export declare function lock_last_error(bufPtr: usize, bufCap: i32): i32;

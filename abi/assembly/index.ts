@@ -1,0 +1,354 @@
+// lockhost guest SDK for AssemblyScript (ABI version 1, see abi/ABI.md).
+//
+//     import { tryLock, withLock, Lock, GLOBAL, KEEP } from "lockhost";
+//
+//     // REQUIRED in every guest's entry file: the host refuses a module
+//     // without this export (it reports the ABI version the guest was built for).
+//     export { lockhost_abi_version } from "lockhost";
+//
+//     export function run(): void {
+//       const r = tryLock("nightly", 30_000);
+//       const lock = r.lock;               // narrow through a local
+//       if (lock) {
+//         // ... work, using lock.fence() with any resource that checks fences ...
+//         lock.release();
+//       } else if (r.contended) {
+//         trace("someone else has it");
+//       } else {
+//         trace("failed: " + r.error!.toString());
+//       }
+//     }
+//
+// Build with the project's asconfig.json (it sets `importMemory`, which the ABI
+// requires: the host supplies `env.memory` and caps its size).
+//
+// Nothing here aborts: every failure comes back as a value (`LockError`, an error
+// inside a result, or a negative code where the doc says so). Contention is not
+// an error. Locks still held when the export returns are released by the host
+// unless they were taken with `KEEP`; if the export traps, every lock of the
+// instance is released.
+
+import {
+  ABI_VERSION,
+  OK,
+  TRY_CONTENDED,
+  CONTENDED,
+  TIMEOUT,
+  NOT_FOUND,
+  OWNERSHIP_MISMATCH,
+  ALREADY_RELEASED,
+  LOST,
+  INVALID_ARGUMENT,
+  INVALID_HANDLE,
+  INVALID_MEMORY,
+  PERMISSION_DENIED,
+  BACKEND_UNAVAILABLE,
+  INTERNAL,
+  FLAG_GLOBAL,
+  FLAG_KEEP,
+} from "../status";
+import {
+  lock_try,
+  lock_renew,
+  lock_release,
+  lock_fence,
+  lock_owner,
+  lock_status,
+  lock_last_error,
+} from "./bindings";
+
+// The ABI constants (status codes, flags, limits, ABI_VERSION), from the one
+// source shared with the host.
+export * from "../status";
+
+// The raw imports, for advanced use (see bindings.ts).
+export {
+  lock_try,
+  lock_renew,
+  lock_release,
+  lock_fence,
+  lock_owner,
+  lock_status,
+  lock_last_error,
+} from "./bindings";
+
+/** Short alias of `FLAG_GLOBAL`: the key is shared across plugins (`global:<key>`), if the config allows it. */
+export const GLOBAL: i32 = FLAG_GLOBAL;
+/** Short alias of `FLAG_KEEP`: keep the lock after the current export call returns. */
+export const KEEP: i32 = FLAG_KEEP;
+
+/**
+ * The ABI version this guest was built against. Every guest must re-export it
+ * from its entry file: `export { lockhost_abi_version } from "lockhost";`
+ */
+export function lockhost_abi_version(): i32 {
+  return ABI_VERSION;
+}
+
+/** The name of a (positive) status code, e.g. `statusName(7)` is `"INVALID_ARGUMENT"`. */
+export function statusName(code: i32): string {
+  switch (code) {
+    case OK: return "OK";
+    case CONTENDED: return "CONTENDED";
+    case TIMEOUT: return "TIMEOUT";
+    case NOT_FOUND: return "NOT_FOUND";
+    case OWNERSHIP_MISMATCH: return "OWNERSHIP_MISMATCH";
+    case ALREADY_RELEASED: return "ALREADY_RELEASED";
+    case LOST: return "LOST";
+    case INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case INVALID_HANDLE: return "INVALID_HANDLE";
+    case INVALID_MEMORY: return "INVALID_MEMORY";
+    case PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case BACKEND_UNAVAILABLE: return "BACKEND_UNAVAILABLE";
+    case INTERNAL: return "INTERNAL";
+    default: return "UNKNOWN_" + code.toString();
+  }
+}
+
+/** A failed call: the status code and the host's message. */
+export class LockError {
+  /** The status code, positive (e.g. `INVALID_ARGUMENT`); the raw call returned `-code`. */
+  readonly code: i32;
+  /** The host's human-readable message (from `last_error`), naming the argument at fault. */
+  readonly message: string;
+
+  constructor(code: i32, message: string) {
+    this.code = code;
+    this.message = message;
+  }
+
+  /** The code's name, e.g. `"INVALID_ARGUMENT"`. */
+  get name(): string {
+    return statusName(this.code);
+  }
+
+  /** `"NAME (code): message"`. */
+  toString(): string {
+    return this.name + " (" + this.code.toString() + "): " + this.message;
+  }
+}
+
+/**
+ * The error for a raw result `-code` that a lock import just returned: reads
+ * the message with `lastError()`. Call it right after the failed call.
+ * `code` may be given negated (raw) or positive.
+ */
+export function errorFromCode(code: i32): LockError {
+  return new LockError(code < 0 ? -code : code, lastError());
+}
+
+/** A lock this guest holds (or held): obtained from `tryLock` or `withLock`. */
+export class Lock {
+  /** The key as the guest named it (without the plugin/global namespace). */
+  readonly key: string;
+  /** The raw handle (`> 0`) for the `lock_*` bindings. */
+  readonly handle: i32;
+  /** The flags the lock was taken with (`GLOBAL`, `KEEP`). */
+  readonly flags: i32;
+  private _released: bool = false;
+
+  /**
+   * Wraps a raw handle. Normally you get a `Lock` from `tryLock`; this is for
+   * code that took the lock with the raw `lock_try`.
+   */
+  constructor(key: string, handle: i32, flags: i32 = 0) {
+    this.key = key;
+    this.handle = handle;
+    this.flags = flags;
+  }
+
+  /** True once `release()` has succeeded through this object. */
+  get released(): bool {
+    return this._released;
+  }
+
+  /**
+   * Extends the lease to `ttlMs` from now on the server's clock; `0` (the
+   * default) reuses the TTL the lock was taken with. Returns null on success,
+   * else the error (`LOST` if the lease already ended or changed hands).
+   */
+  renew(ttlMs: i32 = 0): LockError | null {
+    const r = lock_renew(this.handle, ttlMs);
+    return r < 0 ? errorFromCode(r) : null;
+  }
+
+  /**
+   * Releases the lock. Returns null on success, else the error
+   * (`ALREADY_RELEASED`, `INVALID_HANDLE`, or `LOST` when the lease had
+   * already ended: then nothing was deleted).
+   */
+  release(): LockError | null {
+    const r = lock_release(this.handle);
+    if (r < 0) return errorFromCode(r);
+    this._released = true;
+    return null;
+  }
+
+  /**
+   * The fencing token of this acquisition: `> 0`, strictly increasing per key
+   * across holders. Pass it to any resource that checks fences, so it can
+   * reject a stale holder. Never aborts: when the host cannot answer (handle
+   * released, lease lost, backend down) it returns `-code` (a value `< 0`);
+   * `lastError()` then has the message.
+   */
+  fence(): i64 {
+    return lock_fence(this.handle);
+  }
+
+  /**
+   * The owner token (a UUID) of this acquisition, or `""` if the host cannot
+   * give it (e.g. the handle was released; `lastError()` says why). Use
+   * `ownerOf(handle)` for a result carrying the error.
+   */
+  owner(): string {
+    return ownerOf(this.handle).value;
+  }
+}
+
+/**
+ * The outcome of `tryLock` / `withLock`. Exactly one of these holds:
+ * - acquired: `lock` is non-null (`acquired` is true);
+ * - contended: `contended` is true (someone else holds the key; not an error);
+ * - failed: `error` is non-null (bad input, permission, backend down, ...).
+ *
+ * AssemblyScript narrows nullable locals, not fields: read `r.lock` into a
+ * local (`const lock = r.lock; if (lock) { ... }`) or use `r.lock!` after
+ * checking `r.acquired`.
+ */
+export class TryResult {
+  /** The lock when acquired, else null. */
+  readonly lock: Lock | null;
+  /** True when another holder has the key. */
+  readonly contended: bool;
+  /** The error when the call failed, else null. */
+  readonly error: LockError | null;
+  /**
+   * Set by `withLock` only: the error of its automatic release after the
+   * callback (e.g. `LOST`: the lease ended while the callback ran, so its work
+   * may not have been exclusive). Null otherwise.
+   */
+  releaseError: LockError | null = null;
+
+  constructor(lock: Lock | null, contended: bool, error: LockError | null) {
+    this.lock = lock;
+    this.contended = contended;
+    this.error = error;
+  }
+
+  /** True when the lock was acquired (`lock` is non-null). */
+  get acquired(): bool {
+    return this.lock != null;
+  }
+}
+
+/** A string the host wrote back (owner token, status JSON), or the error. */
+export class TextResult {
+  /** The string; `""` when `error` is set. */
+  readonly value: string;
+  /** The error, or null on success. */
+  readonly error: LockError | null;
+
+  constructor(value: string, error: LockError | null) {
+    this.value = value;
+    this.error = error;
+  }
+
+  /** True when there is no error. */
+  get ok(): bool {
+    return this.error == null;
+  }
+}
+
+/**
+ * Tries once to take the lock on `key` (1 to `MAX_KEY_BYTES` UTF-8 bytes) for
+ * `ttlMs` milliseconds (1 to `MAX_TTL_MS`). `flags`: `0`, `GLOBAL`, `KEEP` or
+ * `GLOBAL | KEEP`. Never waits and never aborts: see `TryResult`.
+ * Without `KEEP` the host releases the lock when the current export returns.
+ */
+export function tryLock(key: string, ttlMs: i32, flags: i32 = 0): TryResult {
+  const buf = String.UTF8.encode(key);
+  const r = lock_try(changetype<usize>(buf), buf.byteLength, ttlMs, flags);
+  if (r > 0) return new TryResult(new Lock(key, r, flags), false, null);
+  if (r == TRY_CONTENDED) return new TryResult(null, true, null);
+  return new TryResult(null, false, errorFromCode(r));
+}
+
+/**
+ * Takes the lock like `tryLock`, and if acquired runs `fn(lock)` and then
+ * always releases the lock (unless `fn` already released it); a failed
+ * automatic release is reported in `releaseError`. If not acquired, `fn` is not
+ * called: check `contended` / `error` on the result.
+ *
+ * `fn` is a plain function (AssemblyScript closures cannot capture locals):
+ * pass state through globals or through the `Lock`. If `fn` traps (abort,
+ * `unreachable`, out-of-bounds access), the call ends there and the host
+ * releases every lock this instance holds (auto-release on trap).
+ */
+export function withLock(key: string, ttlMs: i32, fn: (lock: Lock) => void, flags: i32 = 0): TryResult {
+  const r = tryLock(key, ttlMs, flags);
+  const lock = r.lock;
+  if (lock) {
+    fn(lock);
+    if (!lock.released) r.releaseError = lock.release();
+  }
+  return r;
+}
+
+/**
+ * The status JSON of `key` (see ABI.md: `{"key":…,"held":…,…}`), or the error.
+ * `flags`: `0` or `GLOBAL`.
+ */
+export function keyStatus(key: string, flags: i32 = 0): TextResult {
+  return readText(OP_STATUS, 256, 0, String.UTF8.encode(key), flags);
+}
+
+/** The owner token of a raw handle, or the error (e.g. `INVALID_HANDLE`). */
+export function ownerOf(handle: i32): TextResult {
+  return readText(OP_OWNER, 64, handle, null, 0);
+}
+
+/**
+ * The message of this guest instance's most recent failed lock call (`""` if
+ * none failed yet). Successful calls do not clear it.
+ */
+export function lastError(): string {
+  return readText(OP_LAST_ERROR, 256, 0, null, 0).value;
+}
+
+// --- buffer protocol: call with a buffer; if the answer is longer than the
+// buffer (then nothing was written), retry with a buffer of that length.
+
+// @ts-ignore: decorator
+@inline const OP_OWNER = 0;
+// @ts-ignore: decorator
+@inline const OP_STATUS = 1;
+// @ts-ignore: decorator
+@inline const OP_LAST_ERROR = 2;
+
+function callText(op: i32, handle: i32, key: ArrayBuffer | null, flags: i32, buf: ArrayBuffer): i32 {
+  const bufPtr = changetype<usize>(buf);
+  const cap = buf.byteLength;
+  if (op == OP_OWNER) return lock_owner(handle, bufPtr, cap);
+  if (op == OP_STATUS) {
+    // `key` is a parameter so it stays reachable (GC) while buffers are allocated.
+    return lock_status(changetype<usize>(key), key!.byteLength, flags, bufPtr, cap);
+  }
+  return lock_last_error(bufPtr, cap);
+}
+
+function readText(op: i32, initialCap: i32, handle: i32, key: ArrayBuffer | null, flags: i32): TextResult {
+  let cap = initialCap;
+  // The answer can change between two calls (a status JSON), so retry a few times.
+  for (let attempt = 0; attempt < 4; attempt++) {
+    const buf = new ArrayBuffer(cap);
+    const n = callText(op, handle, key, flags, buf);
+    if (n < 0) {
+      // Reading last_error cannot itself go through lastError() (it just failed).
+      const message = op == OP_LAST_ERROR ? "" : lastError();
+      return new TextResult("", new LockError(-n, message));
+    }
+    if (n <= cap) return new TextResult(String.UTF8.decodeUnsafe(changetype<usize>(buf), <usize>n), null);
+    cap = n;
+  }
+  return new TextResult("", new LockError(INTERNAL, "lockhost SDK: the host's answer kept growing past the buffer"));
+}

@@ -1,0 +1,49 @@
+// ABI v1 constants: the one source for the host (compiled by tsc) and the guest SDK
+// (compiled by asc). Plain integer literals only, so both compilers accept the file:
+// asc infers i32 for each, tsc infers number. Never renumber a code; only append.
+
+/** The ABI version this file describes; guests export `lockhost_abi_version()` returning it. */
+export const ABI_VERSION = 1;
+
+/** Success (renew, release). */
+export const OK = 0;
+/** `try` result when another holder has the key: not an error. */
+export const TRY_CONTENDED = 0;
+
+// Status codes. Calls return them negated (-code) on failure.
+/** Someone else holds the key (used by host APIs; `try` itself returns TRY_CONTENDED). */
+export const CONTENDED = 1;
+/** A wait or a call ran out of time. */
+export const TIMEOUT = 2;
+/** No lock exists under that key or owner. */
+export const NOT_FOUND = 3;
+/** The lock exists but belongs to another owner token. */
+export const OWNERSHIP_MISMATCH = 4;
+/** The handle was already released by this guest. */
+export const ALREADY_RELEASED = 5;
+/** The lease ended (expired or taken over) while the handle was held. */
+export const LOST = 6;
+/** A key, TTL or flag is outside what the ABI allows. */
+export const INVALID_ARGUMENT = 7;
+/** The handle was never issued to this guest, or belongs to a recycled slot. */
+export const INVALID_HANDLE = 8;
+/** A (pointer, length) pair lies outside guest memory. */
+export const INVALID_MEMORY = 9;
+/** The plugin's config does not grant this global key. */
+export const PERMISSION_DENIED = 10;
+/** The configured backend cannot be reached or answered with an error. */
+export const BACKEND_UNAVAILABLE = 11;
+/** A host bug; the message says what happened. */
+export const INTERNAL = 12;
+
+// Flags for `try` (bitwise OR) and `status`.
+/** The key is global (shared across plugins) instead of namespaced by plugin. */
+export const FLAG_GLOBAL = 1;
+/** Keep the lock after the current export call returns (it is still released on trap/crash). */
+export const FLAG_KEEP = 2;
+
+// Limits.
+/** Longest key, in UTF-8 bytes, before namespacing. */
+export const MAX_KEY_BYTES = 512;
+/** Longest TTL in milliseconds (24 hours). */
+export const MAX_TTL_MS = 86400000;

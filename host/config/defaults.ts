@@ -1,0 +1,42 @@
+// What a config leaves out. One frozen object, so the loader, the docs and the tests agree
+// on a single set of values and nothing at runtime can change them.
+import { hostname } from "node:os";
+import type {
+  BackendKind,
+  HostSettings,
+  PgConfig,
+  PluginConfig,
+  RedisConfig,
+  ScheduledConfig,
+} from "./types.js";
+
+/** Defaults of every optional config field, grouped by the table they belong to. */
+export interface ConfigDefaults {
+  readonly backend: BackendKind;
+  readonly plugin: Pick<PluginConfig, "isolation" | "memoryLimitMib" | "callTimeoutMs" | "globalKeys">;
+  readonly scheduled: Pick<ScheduledConfig, "hint" | "ttlMs">;
+  readonly host: HostSettings;
+  readonly redis: RedisConfig;
+  readonly pg: PgConfig;
+}
+
+/** The defaults applied by loadConfig, parseConfig and resolveConfig. */
+export const CONFIG_DEFAULTS: ConfigDefaults = Object.freeze({
+  backend: "memory",
+  plugin: Object.freeze({
+    isolation: "worker",
+    memoryLimitMib: 16,
+    callTimeoutMs: 5000,
+    globalKeys: Object.freeze([]),
+  }),
+  scheduled: Object.freeze({ hint: "require_global", ttlMs: 60000 }),
+  host: Object.freeze({
+    // Read once at startup: a node keeps one name for the life of the process, so the
+    // holder recorded on its locks never changes under it.
+    node: hostname(),
+    shutdownTimeoutMs: 10000,
+    logLevel: "info",
+  }),
+  redis: Object.freeze({ url: "redis://127.0.0.1:6379", keyPrefix: "lockhost:" }),
+  pg: Object.freeze({ url: "postgres://postgres@127.0.0.1:5432/test" }),
+});

@@ -1,0 +1,83 @@
+// The validated, frozen configuration of a host. Produced from TOML by loadConfig/parseConfig;
+// embedders and tests may also build one in code and pass it through resolveConfig.
+
+/** Backends an operator can name. */
+export type BackendKind = "memory" | "redis" | "pg";
+
+/** How a plugin's guest runs. */
+export type Isolation = "worker" | "inline";
+
+/** How a schedule coordinates across the nodes of a cluster. */
+export type LockingHint = "node_local" | "require_global" | "prefer_global";
+
+/** `[locking.redis]` */
+export interface RedisConfig {
+  /** May carry a password; never logged. */
+  readonly url: string;
+  /** Prepended to every Redis key. */
+  readonly keyPrefix: string;
+}
+
+/** `[locking.pg]` */
+export interface PgConfig {
+  /** May carry a password; never logged. */
+  readonly url: string;
+}
+
+/** `[locking]` */
+export interface LockingConfig {
+  readonly backend: BackendKind;
+  readonly redis?: RedisConfig;
+  readonly pg?: PgConfig;
+}
+
+/** One `[[plugins]]` entry. */
+export interface PluginConfig {
+  /** Lowercase letters, digits, '-' and '_'; namespaces the plugin's keys. */
+  readonly name: string;
+  /** Absolute path of the .wasm (relative paths in TOML resolve against the config file's folder). */
+  readonly wasm: string;
+  readonly isolation: Isolation;
+  /** The cap of the guest's WebAssembly.Memory. */
+  readonly memoryLimitMib: number;
+  /** A call running longer is stopped and the guest restarted. */
+  readonly callTimeoutMs: number;
+  /** Global keys the plugin may use; `*` matches any run of characters. */
+  readonly globalKeys: readonly string[];
+}
+
+/** When a schedule fires. */
+export type ScheduleSpec =
+  | { readonly kind: "interval"; readonly everyMs: number; readonly text: string }
+  | { readonly kind: "cron"; readonly expression: string };
+
+/** One `[[scheduled]]` entry. */
+export interface ScheduledConfig {
+  /** Unique per config; the cluster-wide lock of a schedule is keyed on it. Default "{plugin}.{export}". */
+  readonly id: string;
+  readonly plugin: string;
+  readonly export: string;
+  readonly schedule: ScheduleSpec;
+  readonly hint: LockingHint;
+  /** TTL of the schedule's lock. */
+  readonly ttlMs: number;
+}
+
+/** `[host]` */
+export interface HostSettings {
+  /** This node's name, recorded as the holder of its locks. Default: the machine's hostname. */
+  readonly node: string;
+  /** On shutdown, how long in-flight calls may take before their guests are stopped. */
+  readonly shutdownTimeoutMs: number;
+  readonly logLevel: "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
+}
+
+/** A whole, validated lockhost configuration. */
+export interface LockhostConfig {
+  /** The file it was read from, if any (for messages). */
+  readonly source?: string;
+  readonly host: HostSettings;
+  readonly locking: LockingConfig;
+  readonly plugins: readonly PluginConfig[];
+  readonly scheduled: readonly ScheduledConfig[];
+}

@@ -1,0 +1,123 @@
+// The host: wires a validated config to one LockService (shared by every guest), one guest
+// instance per plugin, and the scheduler. Embedders use it directly; the CLI's `run` is a
+// thin wrapper around it.
+import { pino, type Logger } from "pino";
+import { createBackend } from "../plugins/backends/index.js";
+import type { LockhostConfig, PluginConfig } from "./config/types.js";
+import { LockhostError } from "./errors.js";
+import type { LockBackend } from "./locking/backend.js";
+import { globalKeyMatcher } from "./locking/scope.js";
+import { LockService } from "./locking/service.js";
+import type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";
+import { GuestLocks } from "./runtime/guest-locks.js";
+import { loadGuestModule } from "./runtime/guest-module.js";
+import { WorkerGuest } from "./runtime/worker/worker-guest.js";
+import { Scheduler } from "./scheduler/scheduler.js";
+
+/** Options of Host.start. */
+export interface HostOptions {
+  /** Where logs go; default: pino on stdout at the config's log level. */
+  readonly logger?: Logger;
+  /**
+   * A backend to use instead of the one the config names, e.g. one MemoryBackend shared by
+   * two hosts in one process. The host does not close a backend it was given.
+   */
+  readonly backend?: LockBackend;
+}
+
+/** A running lockhost: guests loaded, lock service up, scheduler ready (not started). */
+export class Host {
+  readonly config: LockhostConfig;
+  readonly log: Logger;
+  /** The lock service every guest shares; embedders take locks through it too. */
+  readonly locks: LockService;
+  readonly scheduler: Scheduler;
+  readonly #guests: Map<string, GuestInstance>;
+  readonly #ownsBackend: boolean;
+  #stopping?: Promise<void>;
+
+  private constructor(config: LockhostConfig, log: Logger, locks: LockService, guests: Map<string, GuestInstance>, ownsBackend: boolean) {
+    this.config = config;
+    this.log = log;
+    this.locks = locks;
+    this.#guests = guests;
+    this.#ownsBackend = ownsBackend;
+    this.scheduler = new Scheduler(config.scheduled, { locks, guest: (p) => this.guest(p), log });
+  }
+
+  /**
+   * Creates the backend, loads and checks every plugin, and checks that every scheduled export
+   * exists. Rejects with CONFIG_INVALID or ABI_UNSUPPORTED naming the plugin at fault, after
+   * closing whatever it had started.
+   */
+  static async start(config: LockhostConfig, options: HostOptions = {}): Promise<Host> {
+    const log = options.logger ?? pino({ level: config.host.logLevel, base: { node: config.host.node } });
+    const backend = options.backend ?? createBackend(config.locking, log);
+    const locks = new LockService(backend, { node: config.host.node });
+    const guests = new Map<string, GuestInstance>();
+    try {
+      for (const plugin of config.plugins) guests.set(plugin.name, await startGuest(plugin, locks, log));
+      for (const s of config.scheduled) {
+        if (!guests.get(s.plugin)?.hasExport(s.export)) {
+          throw new LockhostError("CONFIG_INVALID", `${config.source ?? "config"}: [[scheduled]] "${s.id}": plugin ${s.plugin} has no export "${s.export}"`);
+        }
+      }
+    } catch (err) {
+      await Promise.all([...guests.values()].map((g) => g.close()));
+      await locks.close({ closeBackend: !options.backend });
+      throw err;
+    }
+    log.info({ backend: backend.kind, plugins: [...guests.keys()], schedules: config.scheduled.length }, "lockhost host started");
+    return new Host(config, log, locks, guests, !options.backend);
+  }
+
+  /** The running instance of `plugin`. */
+  guest(plugin: string): GuestInstance {
+    const guest = this.#guests.get(plugin);
+    if (!guest) throw new LockhostError("INVALID_ARGUMENT", `no plugin named "${plugin}" (configured: ${[...this.#guests.keys()].join(", ")})`);
+    return guest;
+  }
+
+  /** Calls `exportName` of `plugin` (see GuestInstance.call). */
+  call(plugin: string, exportName: string, args: readonly number[] = []): Promise<GuestValue> {
+    try {
+      return this.guest(plugin).call(exportName, args);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /**
+   * Stops ticking, lets in-flight calls finish for up to `timeoutMs` (default: the config's
+   * shutdown_timeout_ms), then stops every guest, releases every lock and closes the backend.
+   */
+  stop(timeoutMs: number = this.config.host.shutdownTimeoutMs): Promise<void> {
+    this.#stopping ??= this.#stop(timeoutMs);
+    return this.#stopping;
+  }
+
+  async #stop(timeoutMs: number): Promise<void> {
+    this.scheduler.stop();
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
+    const finished = await Promise.race([this.scheduler.idle().then(() => "idle" as const), deadline]);
+    clearTimeout(timer);
+    if (finished === "timeout") this.log.warn({ timeoutMs }, "shutdown: in-flight calls did not finish in time; stopping their guests");
+    await Promise.all([...this.#guests.values()].map((g) => g.close()));
+    await this.scheduler.releaseParked();
+    const failed = await this.locks.releaseAll();
+    for (const e of failed) this.log.warn({ code: e.code, err: e.message }, "shutdown: a lock could not be released; it expires at its TTL");
+    await this.locks.close({ closeBackend: this.#ownsBackend });
+    this.log.info("lockhost host stopped; every lock released");
+  }
+}
+
+async function startGuest(plugin: PluginConfig, locks: LockService, log: Logger): Promise<GuestInstance> {
+  if (plugin.isolation !== "worker") {
+    throw new LockhostError("CONFIG_INVALID", `[[plugins]] "${plugin.name}": isolation = "${plugin.isolation}" is not available in this version yet (available: worker)`);
+  }
+  const module = await loadGuestModule(plugin.name, plugin.wasm, plugin.memoryLimitMib * 2 ** 20);
+  const guestLog = log.child({ plugin: plugin.name });
+  const guestLocks = new GuestLocks(locks, { plugin: plugin.name, allowsGlobal: globalKeyMatcher(plugin.globalKeys) }, guestLog);
+  return WorkerGuest.start({ module, locks: guestLocks, callTimeoutMs: plugin.callTimeoutMs, log: guestLog });
+}

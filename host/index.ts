@@ -1,0 +1,14 @@
+// The public TypeScript API of lockhost, for embedders.
+export * as status from "../abi/status.js";
+export { Host, type HostOptions } from "./host.js";
+export { loadConfig, parseConfig, resolveConfig } from "./config/load.js";
+export type * from "./config/types.js";
+export { LockhostError, type ErrorCode, type AbiErrorCode, isCode } from "./errors.js";
+export type { AcquireRequest, AcquireResult, Holder, LockBackend, LockRecord, ReleaseResult, RenewResult } from "./locking/backend.js";
+export { Lease, type LeaseState } from "./locking/lease.js";
+export { LockService, type LockServiceOptions, type LockStatus, type TryLockOptions } from "./locking/service.js";
+export { qualify, type Scope } from "./locking/scope.js";
+export type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";
+export { Scheduler, scheduleLockKey, type TickEvent, type TickOutcome } from "./scheduler/scheduler.js";
+export { MemoryBackend, type MemoryBackendOptions } from "../plugins/backends/memory.js";
+export { createBackend } from "../plugins/backends/index.js";

@@ -1,0 +1,30 @@
+// Key scopes: a plugin's keys live under its own name, global keys under "global:". The
+// separator ':' cannot occur in a plugin name, and "global" is a reserved plugin name, so
+// no plugin key can ever name a global lock or another plugin's lock.
+
+/** Plugin names lockhost keeps for itself. */
+export const RESERVED_PLUGIN_NAMES: ReadonlySet<string> = new Set(["global", "host", "lockhost"]);
+
+/** What a plugin name must look like. */
+export const PLUGIN_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+/** Where a key lives. */
+export type Scope = { readonly plugin: string } | "global";
+
+/** The full lock name of `key` in `scope`. */
+export function qualify(key: string, scope: Scope): string {
+  return scope === "global" ? `global:${key}` : `${scope.plugin}:${key}`;
+}
+
+/**
+ * A matcher for the global keys a plugin may use. Patterns are literal except `*`, which
+ * matches any run of characters (including none and including ':' and '/').
+ */
+export function globalKeyMatcher(patterns: readonly string[]): (key: string) => boolean {
+  if (patterns.length === 0) return () => false;
+  const escaped = patterns.map((p) =>
+    p.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*"),
+  );
+  const re = new RegExp(`^(?:${escaped.join("|")})$`, "su");
+  return (key) => re.test(key);
+}

@@ -1,0 +1,24 @@
+// The runtime-neutral face of a running guest. The worker runtime implements it today; an
+// inline runtime can implement it later without any change to the lock code.
+
+/** A value an export returned: i32/f32/f64 as number, i64 as bigint, nothing as undefined. */
+export type GuestValue = number | bigint | undefined;
+
+/** One running instance of a guest plugin. */
+export interface GuestInstance {
+  /** The plugin this instance runs. */
+  readonly plugin: string;
+  /** How many locks the instance holds right now (kept locks included). */
+  readonly heldLocks: number;
+  /** Whether the module exports a function of that name. */
+  hasExport(name: string): boolean;
+  /**
+   * Calls an export with i32 arguments. Calls are queued: one runs at a time. When the call
+   * returns, its locks not taken with FLAG_KEEP are released; when it traps, times out or its
+   * worker dies, the instance restarts and every lock it held is released. Rejects with
+   * UNKNOWN_EXPORT, GUEST_TRAP, GUEST_TIMEOUT, GUEST_CRASHED or CLOSED.
+   */
+  call(exportName: string, args?: readonly number[]): Promise<GuestValue>;
+  /** Stops the guest and releases its locks. */
+  close(): Promise<void>;
+}

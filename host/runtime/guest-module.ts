@@ -1,0 +1,93 @@
+// Loads a guest's .wasm and checks, before any guest code runs, that it fits the ABI: an
+// env.memory import (so the host owns the memory cap), only imports the host provides,
+// and the version marker export. The version number itself is read in the guest's worker.
+import { readFile } from "node:fs/promises";
+import { LockhostError } from "../errors.js";
+import { memoryImportLimits } from "./wasm-binary.js";
+
+/** WebAssembly pages are 64 KiB. */
+export const PAGE_BYTES = 65536;
+
+/** The export every guest must have, returning its ABI version. */
+export const VERSION_EXPORT = "lockhost_abi_version";
+
+/** The ABI versions this host can run. */
+export const SUPPORTED_ABI_VERSIONS: readonly number[] = [1];
+
+/** Imports the host provides, by module. */
+export const PROVIDED_IMPORTS: Readonly<Record<string, ReadonlySet<string>>> = {
+  lock: new Set(["try", "renew", "release", "fence", "owner", "status", "last_error"]),
+  env: new Set(["memory", "abort", "trace", "seed", "Date.now", "performance.now"]),
+};
+
+/** A compiled guest module that passed the static ABI checks. */
+export interface GuestModule {
+  readonly plugin: string;
+  readonly path: string;
+  readonly module: WebAssembly.Module;
+  /** Exported function names. */
+  readonly exports: ReadonlySet<string>;
+  /** Pages the guest's memory starts with and may grow to. */
+  readonly memory: { readonly initial: number; readonly maximum: number };
+}
+
+/** Compiles and checks `path` for `plugin`, with a memory cap of `memoryLimitBytes`. */
+export async function loadGuestModule(plugin: string, path: string, memoryLimitBytes: number): Promise<GuestModule> {
+  const where = `plugin ${plugin} (${path})`;
+  let bytes: Uint8Array;
+  try {
+    bytes = await readFile(path);
+  } catch (err) {
+    throw new LockhostError("ABI_UNSUPPORTED", `${where}: cannot read the module: ${(err as Error).message}`, { cause: err });
+  }
+  let module: WebAssembly.Module;
+  try {
+    module = await WebAssembly.compile(bytes);
+  } catch (err) {
+    throw new LockhostError("ABI_UNSUPPORTED", `${where}: not a valid WebAssembly module: ${(err as Error).message}`, { cause: err });
+  }
+
+  const exports = WebAssembly.Module.exports(module);
+  const functions = new Set(exports.filter((e) => e.kind === "function").map((e) => e.name));
+  if (!functions.has(VERSION_EXPORT)) {
+    throw new LockhostError(
+      "ABI_UNSUPPORTED",
+      `${where} does not export ${VERSION_EXPORT}() (the ABI version marker); an AssemblyScript guest adds: export { ${VERSION_EXPORT} } from "lockhost"`,
+    );
+  }
+  if (exports.some((e) => e.kind === "memory") || !WebAssembly.Module.imports(module).some((i) => i.kind === "memory")) {
+    throw new LockhostError(
+      "ABI_UNSUPPORTED",
+      `${where} must import its memory as env.memory so the host can cap it (AssemblyScript: --importMemory) and must not define its own`,
+    );
+  }
+  for (const imp of WebAssembly.Module.imports(module)) {
+    const ok = PROVIDED_IMPORTS[imp.module]?.has(imp.name) && (imp.kind === "memory") === (imp.name === "memory");
+    if (!ok) {
+      throw new LockhostError("ABI_UNSUPPORTED", `${where} imports ${imp.kind} ${imp.module}.${imp.name}, which lockhost does not provide`);
+    }
+  }
+
+  const limits = memoryImportLimits(bytes);
+  if (!limits) throw new LockhostError("ABI_UNSUPPORTED", `${where} must import its memory as env.memory`);
+  if (limits.shared) throw new LockhostError("ABI_UNSUPPORTED", `${where} imports a shared memory; lockhost gives each guest its own`);
+  const capPages = Math.floor(memoryLimitBytes / PAGE_BYTES);
+  const maximum = Math.min(capPages, limits.maximum ?? capPages);
+  if (limits.initial > maximum) {
+    throw new LockhostError(
+      "ABI_UNSUPPORTED",
+      `${where} needs ${limits.initial} pages (${(limits.initial * PAGE_BYTES) / 2 ** 20} MiB) of memory at start, more than its limit of ${maximum} pages; raise memory_limit_mib`,
+    );
+  }
+  return { plugin, path, module, exports: functions, memory: { initial: limits.initial, maximum } };
+}
+
+/** Refuses an ABI version this host does not support. */
+export function checkAbiVersion(mod: Pick<GuestModule, "plugin" | "path">, version: unknown): void {
+  if (typeof version !== "number" || !SUPPORTED_ABI_VERSIONS.includes(version)) {
+    throw new LockhostError(
+      "ABI_UNSUPPORTED",
+      `plugin ${mod.plugin} (${mod.path}) declares lockhost ABI version ${String(version)}; this host supports version ${SUPPORTED_ABI_VERSIONS.join(", ")}`,
+    );
+  }
+}

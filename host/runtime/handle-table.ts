@@ -1,0 +1,97 @@
+// Per-guest handle table. A handle is a positive i32: the low 16 bits are slot + 1, bits
+// 16..30 the slot's generation. A forged handle, or one whose slot was reused, fails the
+// generation check (INVALID_HANDLE), so a guest can never reach another holder's lock.
+import { LockhostError } from "../errors.js";
+
+const SLOT_BITS = 16;
+const SLOT_MASK = (1 << SLOT_BITS) - 1;
+const MAX_SLOTS = SLOT_MASK; // slot + 1 must fit in 16 bits
+const GEN_MASK = 0x7fff; // keeps bit 31 clear: handles stay positive
+/**
+ * Slots are reused only once this many exist, oldest-freed first, so a recently released
+ * handle still reads as ALREADY_RELEASED rather than INVALID_HANDLE.
+ */
+const REUSE_AFTER_SLOTS = 64;
+
+interface Slot<T> {
+  generation: number;
+  value: T | undefined;
+  released: boolean;
+}
+
+/** Maps guest-visible handles to host-side values. */
+export class HandleTable<T> {
+  readonly #slots: Slot<T>[] = [];
+  readonly #free: number[] = [];
+  #freeHead = 0;
+  #live = 0;
+
+  /** How many handles are live. */
+  get size(): number {
+    return this.#live;
+  }
+
+  /** Stores `value` and returns its new handle. */
+  add(value: T): number {
+    let index: number;
+    if (this.#slots.length < REUSE_AFTER_SLOTS || this.#freeHead === this.#free.length) {
+      if (this.#slots.length >= MAX_SLOTS) {
+        throw new LockhostError("INVALID_ARGUMENT", `this guest already holds ${MAX_SLOTS} handles; release some first`);
+      }
+      index = this.#slots.length;
+      this.#slots.push({ generation: 1, value, released: false });
+    } else {
+      index = this.#free[this.#freeHead++]!;
+      if (this.#freeHead > 1024 && this.#freeHead * 2 > this.#free.length) {
+        this.#free.splice(0, this.#freeHead);
+        this.#freeHead = 0;
+      }
+      const slot = this.#slots[index]!;
+      slot.generation = (slot.generation % GEN_MASK) + 1;
+      slot.value = value;
+      slot.released = false;
+    }
+    this.#live++;
+    return (this.#slots[index]!.generation << SLOT_BITS) | (index + 1);
+  }
+
+  /** The value of a live handle; throws INVALID_HANDLE or ALREADY_RELEASED otherwise. */
+  get(handle: number, argName = "handle"): T {
+    const slot = this.#slot(handle, argName);
+    if (slot.released || slot.value === undefined) {
+      throw new LockhostError("ALREADY_RELEASED", `${argName} ${handle} was already released`);
+    }
+    return slot.value;
+  }
+
+  /** Frees a live handle; later uses of it are ALREADY_RELEASED until the slot is reused. */
+  remove(handle: number, argName = "handle"): T {
+    const value = this.get(handle, argName);
+    const index = (handle & SLOT_MASK) - 1;
+    const slot = this.#slots[index]!;
+    slot.value = undefined;
+    slot.released = true;
+    this.#free.push(index);
+    this.#live--;
+    return value;
+  }
+
+  /** Every live [handle, value] pair. */
+  *entries(): IterableIterator<[number, T]> {
+    for (let i = 0; i < this.#slots.length; i++) {
+      const slot = this.#slots[i]!;
+      if (!slot.released && slot.value !== undefined) yield [(slot.generation << SLOT_BITS) | (i + 1), slot.value];
+    }
+  }
+
+  #slot(handle: number, argName: string): Slot<T> {
+    if (!Number.isInteger(handle) || handle <= 0 || handle > 0x7fffffff) {
+      throw new LockhostError("INVALID_HANDLE", `${argName} ${handle} is not a handle (handles are positive)`);
+    }
+    const slot = this.#slots[(handle & SLOT_MASK) - 1];
+    if (!slot || slot.generation !== handle >>> SLOT_BITS) {
+      throw new LockhostError("INVALID_HANDLE", `${argName} ${handle} was not issued to this guest, or is stale`);
+    }
+    return slot;
+  }
+}

@@ -1,0 +1,158 @@
+// The worker side of the worker runtime: instantiates the guest with its own capped memory
+// and serves its lock imports synchronously over the shared channel (write the request, wake
+// the main thread, block in Atomics.wait until it answers). Pointer checks happen here, so a
+// bad pointer costs no round trip and can never reach the host's memory.
+import { parentPort, workerData } from "node:worker_threads";
+import { INVALID_MEMORY } from "../../../abi/status.js";
+import { keyLengthError } from "../../locking/validate.js";
+import { ARG0, ARG1, Channel, DATA_LEN, Op, OP, REQ_SEQ, RESP_SEQ, TEXT_LEN } from "../channel.js";
+import { VERSION_EXPORT } from "../guest-module.js";
+import type { AbortInfo, FromWorker, ToWorker, WorkerInit } from "./messages.js";
+
+const init = workerData as WorkerInit;
+const port = parentPort!;
+const ch = new Channel(init.channel);
+const i32 = ch.i32;
+const utf8 = new TextEncoder();
+
+let memory: WebAssembly.Memory;
+let exports: WebAssembly.Exports;
+/** UTF-8 message of the most recent failed lock call, served by last_error without a round trip. */
+let lastError = new Uint8Array(0);
+
+const post = (msg: FromWorker): void => port.postMessage(msg);
+
+/** Thrown by env.abort so the call handler can report file and line. */
+class GuestAbort extends Error {
+  constructor(readonly info: AbortInfo) {
+    super(`abort: ${info.message} at ${info.file}:${info.line}:${info.column}`);
+  }
+}
+
+function inBounds(ptr: number, len: number): boolean {
+  return (ptr >>> 0) + (len >>> 0) <= memory.buffer.byteLength;
+}
+
+function fail(code: number, message: string): number {
+  lastError = utf8.encode(message);
+  return -code;
+}
+
+function outOfBounds(what: string, ptr: number, len: number): number {
+  return fail(
+    INVALID_MEMORY,
+    `${what} (ptr ${ptr >>> 0}, len ${len >>> 0}) lies outside guest memory (${memory.buffer.byteLength} bytes)`,
+  );
+}
+
+/** Sends one request to the main thread and blocks until it answers. */
+function request(op: number, a0: number, a1: number, keyPtr = 0, keyLen = 0): number {
+  i32[OP] = op;
+  i32[ARG0] = a0;
+  i32[ARG1] = a1;
+  i32[DATA_LEN] = keyLen;
+  if (keyLen > 0) ch.data.set(new Uint8Array(memory.buffer, keyPtr >>> 0, keyLen >>> 0));
+  const seq = (Atomics.load(i32, REQ_SEQ) + 1) | 0;
+  Atomics.store(i32, REQ_SEQ, seq);
+  Atomics.notify(i32, REQ_SEQ);
+  for (;;) {
+    const seen = Atomics.load(i32, RESP_SEQ);
+    if (seen === seq) break;
+    Atomics.wait(i32, RESP_SEQ, seen);
+  }
+  const result = ch.f64[0]!;
+  if (result < 0) lastError = ch.data.slice(0, i32[TEXT_LEN]);
+  return result;
+}
+
+/** A request carrying a key from guest memory: bounds and size are checked before the hop. */
+function keyRequest(op: number, ptr: number, len: number, a0: number, a1: number): number {
+  if (!inBounds(ptr, len)) return outOfBounds("key", ptr, len);
+  const tooLong = keyLengthError(len >>> 0);
+  if (tooLong) return fail(tooLong.status, tooLong.message);
+  return request(op, a0, a1, ptr, len);
+}
+
+/** Copies the reply text into the guest's buffer when it fits (ABI: else write nothing). */
+function writeOut(result: number, bufPtr: number, bufCap: number): number {
+  if (result >= 0 && result <= bufCap >>> 0) new Uint8Array(memory.buffer).set(ch.data.subarray(0, result), bufPtr >>> 0);
+  return result;
+}
+
+/** Decodes an AssemblyScript string (UTF-16, byte length at ptr - 4) without trusting the pointer. */
+function asString(ptr: number): string {
+  const p = ptr >>> 0;
+  const buf = memory.buffer;
+  if (p === 0) return "null";
+  if (p < 4 || p > buf.byteLength) return `<string at ${p} outside memory>`;
+  const bytes = new DataView(buf).getUint32(p - 4, true);
+  if (p + bytes > buf.byteLength) return `<string at ${p} outside memory>`;
+  return Buffer.from(buf, p, bytes & ~1).toString("utf16le");
+}
+
+function imports(): WebAssembly.Imports {
+  return {
+    lock: {
+      try: (ptr: number, len: number, ttlMs: number, flags: number) => keyRequest(Op.TRY, ptr, len, ttlMs, flags),
+      renew: (handle: number, ttlMs: number) => request(Op.RENEW, handle, ttlMs),
+      release: (handle: number) => request(Op.RELEASE, handle, 0),
+      fence: (handle: number) => BigInt(request(Op.FENCE, handle, 0)),
+      owner: (handle: number, buf: number, cap: number) =>
+        inBounds(buf, cap) ? writeOut(request(Op.OWNER, handle, 0), buf, cap) : outOfBounds("buffer", buf, cap),
+      status: (ptr: number, len: number, flags: number, buf: number, cap: number) =>
+        inBounds(buf, cap) ? writeOut(keyRequest(Op.STATUS, ptr, len, flags, 0), buf, cap) : outOfBounds("buffer", buf, cap),
+      last_error: (buf: number, cap: number) => {
+        if (!inBounds(buf, cap)) return outOfBounds("buffer", buf, cap);
+        if (lastError.byteLength <= cap >>> 0) new Uint8Array(memory.buffer).set(lastError, buf >>> 0);
+        return lastError.byteLength;
+      },
+    },
+    env: {
+      memory,
+      abort: (msg: number, file: number, line: number, column: number) => {
+        throw new GuestAbort({ message: asString(msg), file: asString(file), line, column });
+      },
+      trace: (msg: number, n: number, ...args: number[]) => {
+        post({ type: "trace", message: `${asString(msg)}${n > 0 ? " " + args.slice(0, n).join(", ") : ""}` });
+      },
+      seed: () => Math.random() * Number.MAX_SAFE_INTEGER,
+      "Date.now": () => Date.now(),
+      "performance.now": () => performance.now(),
+    },
+  };
+}
+
+/** A fresh memory and instance: at start and after a trap, whose state cannot be trusted. */
+function instantiate(): unknown {
+  memory = new WebAssembly.Memory({ initial: init.memory.initial, maximum: init.memory.maximum });
+  lastError = new Uint8Array(0);
+  exports = new WebAssembly.Instance(init.module, imports()).exports;
+  return (exports[VERSION_EXPORT] as () => unknown)();
+}
+
+try {
+  post({ type: "ready", abiVersion: instantiate() });
+} catch (err) {
+  post({ type: "failed", message: describe(err) });
+}
+
+port.on("message", (msg: ToWorker) => {
+  try {
+    const fn = exports[msg.name] as (...args: number[]) => number | bigint | undefined;
+    post({ type: "return", id: msg.id, value: fn(...msg.args) });
+  } catch (err) {
+    const trap: FromWorker = err instanceof GuestAbort
+      ? { type: "trap", id: msg.id, message: err.message, abort: err.info }
+      : { type: "trap", id: msg.id, message: describe(err) };
+    try {
+      instantiate();
+    } catch (again) {
+      post({ type: "failed", message: `could not restart after a trap: ${describe(again)}` });
+    }
+    post(trap);
+  }
+});
+
+function describe(err: unknown): string {
+  return err instanceof Error ? `${err.constructor.name}: ${err.message}` : String(err);
+}

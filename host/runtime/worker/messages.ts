@@ -1,0 +1,29 @@
+// Messages between a WorkerGuest (main thread) and its guest worker.
+import type { GuestValue } from "../guest-instance.js";
+
+/** What the worker is started with. */
+export interface WorkerInit {
+  readonly plugin: string;
+  readonly module: WebAssembly.Module;
+  readonly channel: SharedArrayBuffer;
+  readonly memory: { readonly initial: number; readonly maximum: number };
+}
+
+/** Main thread to worker. */
+export type ToWorker = { readonly type: "call"; readonly id: number; readonly name: string; readonly args: readonly number[] };
+
+/** An AssemblyScript abort(), decoded. */
+export interface AbortInfo {
+  readonly message: string;
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+}
+
+/** Worker to main thread. */
+export type FromWorker =
+  | { readonly type: "ready"; readonly abiVersion: unknown }
+  | { readonly type: "failed"; readonly message: string }
+  | { readonly type: "return"; readonly id: number; readonly value: GuestValue }
+  | { readonly type: "trap"; readonly id: number; readonly message: string; readonly abort?: AbortInfo }
+  | { readonly type: "trace"; readonly message: string };

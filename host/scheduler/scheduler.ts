@@ -1,0 +1,199 @@
+// Runs scheduled exports. With a global hint, a tick runs only on the node that wins the
+// schedule's lock; the lock is then held until half a period after the tick, so a node whose
+// timer fires a little late cannot run the same tick again.
+import { EventEmitter } from "node:events";
+import type { Logger } from "pino";
+import type { ScheduledConfig } from "../config/types.js";
+import { toLockhostError } from "../errors.js";
+import type { Lease } from "../locking/lease.js";
+import type { LockService } from "../locking/service.js";
+import type { GuestInstance } from "../runtime/guest-instance.js";
+import { tickClock, type TickClock } from "./next-tick.js";
+
+/** What happened to one tick on this node. */
+export type TickOutcome =
+  /** The export ran and returned. */
+  | "ran"
+  /** The export ran and failed (trap, time limit, crash). */
+  | "failed"
+  /** Another node holds the schedule's lock. */
+  | "skipped_contended"
+  /** The previous tick of this schedule is still running here. */
+  | "skipped_overlap"
+  /** The backend failed; the tick was not run. */
+  | "skipped_error";
+
+/** Emitted as "tick" after every tick. */
+export interface TickEvent {
+  readonly id: string;
+  /** The scheduled fire time, epoch ms: the same on every node for the same tick. */
+  readonly tickAtMs: number;
+  readonly outcome: TickOutcome;
+  /** The schedule lock's fence when this node ran the tick under it. */
+  readonly fence?: number;
+}
+
+/** What the scheduler needs from its host. */
+export interface SchedulerDeps {
+  readonly locks: LockService;
+  readonly guest: (plugin: string) => GuestInstance;
+  readonly log: Logger;
+}
+
+interface State {
+  readonly config: ScheduledConfig;
+  readonly clock: TickClock;
+  timer?: NodeJS.Timeout;
+  running?: Promise<void>;
+}
+
+/** The lock name a schedule's ticks are coordinated on. */
+export const scheduleLockKey = (id: string): string => `schedule:${id}`;
+
+/** Fires every configured schedule; emits "tick" with a TickEvent. */
+export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
+  readonly #deps: SchedulerDeps;
+  readonly #states: State[];
+  /** Leases held past their tick until half a period has passed, released by a timer. */
+  readonly #parked = new Map<Lease, NodeJS.Timeout>();
+  #started = false;
+  #warnedLocal = false;
+
+  constructor(schedules: readonly ScheduledConfig[], deps: SchedulerDeps) {
+    super();
+    this.#deps = deps;
+    this.#states = schedules.map((config) => ({ config, clock: tickClock(config.schedule) }));
+  }
+
+  /** Arms every schedule. */
+  start(): void {
+    if (this.#started) return;
+    this.#started = true;
+    for (const state of this.#states) this.#arm(state, Date.now());
+  }
+
+  /** Stops firing new ticks; running ticks go on (see idle()). */
+  stop(): void {
+    this.#started = false;
+    for (const state of this.#states) clearTimeout(state.timer);
+  }
+
+  /** Resolves when no tick is running. */
+  async idle(): Promise<void> {
+    await Promise.all(this.#states.map((s) => s.running));
+  }
+
+  /** Releases the schedule locks still held after their ticks. */
+  async releaseParked(): Promise<void> {
+    const leases = [...this.#parked.keys()];
+    await Promise.all(leases.map((lease) => this.#unpark(lease)));
+  }
+
+  /** Runs one tick of schedule `id` now, as if it fired at `tickAtMs` (for tests and `lockhost` tooling). */
+  async runTick(id: string, tickAtMs: number = Date.now()): Promise<TickOutcome> {
+    const state = this.#states.find((s) => s.config.id === id);
+    if (!state) throw new Error(`no schedule with id ${id}`);
+    return this.#fire(state, tickAtMs);
+  }
+
+  #arm(state: State, fromMs: number): void {
+    if (!this.#started) return;
+    const at = state.clock.next(fromMs);
+    state.timer = setTimeout(() => {
+      void this.#fire(state, at);
+      this.#arm(state, Math.max(at, Date.now()));
+    }, Math.max(0, at - Date.now()));
+  }
+
+  async #fire(state: State, tickAtMs: number): Promise<TickOutcome> {
+    const { id } = state.config;
+    if (state.running) {
+      this.#deps.log.warn({ schedule: id, tickAtMs }, "tick skipped: the previous tick of this schedule is still running");
+      return this.#emit(id, tickAtMs, "skipped_overlap");
+    }
+    const run = this.#tick(state, tickAtMs);
+    state.running = run.then(() => undefined);
+    try {
+      return await run;
+    } finally {
+      state.running = undefined;
+    }
+  }
+
+  async #tick(state: State, tickAtMs: number): Promise<TickOutcome> {
+    const { config } = state;
+    const { locks, log } = this.#deps;
+    if (!this.#coordinated(config)) return this.#emit(config.id, tickAtMs, await this.#invoke(config));
+
+    let lease: Lease | null;
+    try {
+      lease = await locks.tryLock(scheduleLockKey(config.id), {
+        ttlMs: config.ttlMs,
+        scope: { plugin: "lockhost" },
+        plugin: config.plugin,
+      });
+    } catch (err) {
+      const e = toLockhostError(err);
+      log.error({ schedule: config.id, tickAtMs, code: e.code, err: e.message }, "tick skipped: the schedule lock could not be taken");
+      return this.#emit(config.id, tickAtMs, "skipped_error");
+    }
+    if (!lease) {
+      log.info({ schedule: config.id, tickAtMs }, "tick skipped: another node holds the schedule lock");
+      return this.#emit(config.id, tickAtMs, "skipped_contended");
+    }
+    log.info({ schedule: config.id, tickAtMs, lock: lease.name, fence: lease.fence }, "schedule lock taken; running");
+    const outcome = await this.#invoke(config);
+    this.#park(lease, tickAtMs + (state.clock.next(tickAtMs) - tickAtMs) / 2);
+    return this.#emit(config.id, tickAtMs, outcome, lease.fence);
+  }
+
+  /** Whether a schedule's ticks go through its lock (prefer_global falls back once, loudly). */
+  #coordinated(config: ScheduledConfig): boolean {
+    if (config.hint === "node_local") return false;
+    if (config.hint === "require_global" || this.#deps.locks.distributed) return true;
+    if (!this.#warnedLocal) {
+      this.#warnedLocal = true;
+      this.#deps.log.warn(
+        { schedule: config.id, backend: this.#deps.locks.backendKind },
+        "prefer_global: the backend is not distributed, so prefer_global schedules run node_local on every node",
+      );
+    }
+    return false;
+  }
+
+  async #invoke(config: ScheduledConfig): Promise<TickOutcome> {
+    try {
+      await this.#deps.guest(config.plugin).call(config.export);
+      return "ran";
+    } catch (err) {
+      const e = toLockhostError(err);
+      this.#deps.log.error({ schedule: config.id, code: e.code, err: e.message }, "scheduled call failed");
+      return "failed";
+    }
+  }
+
+  #park(lease: Lease, untilMs: number): void {
+    const delay = untilMs - Date.now();
+    if (delay <= 0) {
+      void this.#unpark(lease);
+      return;
+    }
+    this.#parked.set(lease, setTimeout(() => void this.#unpark(lease), delay));
+  }
+
+  async #unpark(lease: Lease): Promise<void> {
+    clearTimeout(this.#parked.get(lease));
+    this.#parked.delete(lease);
+    try {
+      await this.#deps.locks.release(lease);
+    } catch (err) {
+      const e = toLockhostError(err);
+      if (e.code !== "LOST") this.#deps.log.warn({ lock: lease.name, code: e.code, err: e.message }, "schedule lock release failed; it expires at its TTL");
+    }
+  }
+
+  #emit(id: string, tickAtMs: number, outcome: TickOutcome, fence?: number): TickOutcome {
+    this.emit("tick", fence === undefined ? { id, tickAtMs, outcome } : { id, tickAtMs, outcome, fence });
+    return outcome;
+  }
+}

@@ -1,0 +1,134 @@
+// The in-process backend: a Map in this process. It is the embedded default for development
+// and single-node use. It is NOT distributed: two host processes never see each other's
+// locks (two hosts in one process can share one instance, which the tests use).
+import type {
+  AcquireRequest,
+  AcquireResult,
+  Holder,
+  LockBackend,
+  LockRecord,
+  ReleaseResult,
+  RenewResult,
+} from "../../host/locking/backend.js";
+
+interface Entry {
+  owner: string;
+  fence: number;
+  holder: Holder;
+  acquiredAtMs: number;
+  expiresAtMs: number;
+}
+
+/** Options of the memory backend. */
+export interface MemoryBackendOptions {
+  /**
+   * The backend's clock in ms since the epoch. Defaults to a monotonic clock anchored at
+   * process start, so a wall-clock jump can neither expire nor extend a lease.
+   */
+  readonly now?: () => number;
+}
+
+/** How many operations pass between two incremental sweeps of expired entries. */
+const SWEEP_EVERY_OPS = 1024;
+/** How many entries one sweep looks at, so a sweep never stalls the event loop. */
+const SWEEP_BATCH = 256;
+
+const monotonicEpochMs = (): number => performance.timeOrigin + performance.now();
+
+/** In-process lock store; expired entries are swept lazily. */
+export class MemoryBackend implements LockBackend {
+  readonly kind = "memory";
+  readonly distributed = false;
+  readonly #locks = new Map<string, Entry>();
+  /** Fence counters are never deleted, so fences keep increasing after a lock expires. */
+  readonly #fences = new Map<string, number>();
+  readonly #now: () => number;
+  #opsSinceSweep = 0;
+  #sweepCursor: Iterator<[string, Entry]> | undefined;
+
+  constructor(options: MemoryBackendOptions = {}) {
+    this.#now = options.now ?? monotonicEpochMs;
+  }
+
+  /** Entries in the map, including expired ones not swept yet (for tests and metrics). */
+  get size(): number {
+    return this.#locks.size;
+  }
+
+  async acquire(req: AcquireRequest): Promise<AcquireResult> {
+    const now = this.#now();
+    this.#maybeSweep(now);
+    if (this.#live(req.key, now)) return { acquired: false };
+    const fence = (this.#fences.get(req.key) ?? 0) + 1;
+    this.#fences.set(req.key, fence);
+    const entry: Entry = {
+      owner: req.owner,
+      fence,
+      holder: req.holder,
+      acquiredAtMs: now,
+      expiresAtMs: now + req.ttlMs,
+    };
+    this.#locks.set(req.key, entry);
+    return { acquired: true, fence, acquiredAtMs: now, expiresAtMs: entry.expiresAtMs };
+  }
+
+  async renew(key: string, owner: string, ttlMs: number): Promise<RenewResult> {
+    const now = this.#now();
+    const entry = this.#live(key, now);
+    if (!entry) return { ok: false, reason: "not_found" };
+    if (entry.owner !== owner) return { ok: false, reason: "mismatch" };
+    entry.expiresAtMs = now + ttlMs;
+    return { ok: true, expiresAtMs: entry.expiresAtMs };
+  }
+
+  async release(key: string, owner: string): Promise<ReleaseResult> {
+    const entry = this.#live(key, this.#now());
+    if (!entry) return "not_found";
+    if (entry.owner !== owner) return "mismatch";
+    this.#locks.delete(key);
+    return "released";
+  }
+
+  async status(key: string): Promise<LockRecord | null> {
+    const now = this.#now();
+    const entry = this.#live(key, now);
+    if (!entry) return null;
+    return { key, ...entry, ttlRemainingMs: Math.max(0, entry.expiresAtMs - now) };
+  }
+
+  async forceRelease(key: string): Promise<boolean> {
+    const live = this.#live(key, this.#now()) !== undefined;
+    this.#locks.delete(key);
+    return live;
+  }
+
+  async close(): Promise<void> {
+    this.#locks.clear();
+  }
+
+  /** The entry for `key` if its lease has not ended; an ended one is dropped on the way. */
+  #live(key: string, now: number): Entry | undefined {
+    const entry = this.#locks.get(key);
+    if (entry && entry.expiresAtMs <= now) {
+      this.#locks.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  /** Drops a bounded batch of expired entries every few operations, keys never touched again included. */
+  #maybeSweep(now: number): void {
+    if (++this.#opsSinceSweep < SWEEP_EVERY_OPS) return;
+    this.#opsSinceSweep = 0;
+    for (let i = 0; i < SWEEP_BATCH; i++) {
+      this.#sweepCursor ??= this.#locks.entries();
+      const next = this.#sweepCursor.next();
+      if (next.done) {
+        this.#sweepCursor = undefined;
+        return;
+      }
+      const [key, entry] = next.value;
+      if (entry.expiresAtMs <= now) this.#locks.delete(key);
+    }
+  }
+}

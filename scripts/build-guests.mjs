@@ -1,0 +1,156 @@
+#!/usr/bin/env node
+// Builds the WebAssembly guests:
+//   plugins/guests/*.ts            -> plugins/guests/build/<name>.wasm   (AssemblyScript)
+//   test/guests/*.ts, *.wat        -> test/guests/build/<name>.wasm      (AssemblyScript, WebAssembly text)
+//
+// AssemblyScript goes through asc's programmatic API with the shared options of
+// asconfig.json (`--config asconfig.json --target release`, or LOCKHOST_ASC_TARGET=debug).
+// WebAssembly text goes through the `wabt` package.
+//
+// `import ... from "lockhost"` in a guest resolves exactly as it does for a plugin
+// author who ran `npm install lockhost`: asc looks for `node_modules/lockhost/index.ts`,
+// and this script serves that package from the repository itself (see `ascReadFile`).
+//
+// Usage: node scripts/build-guests.mjs
+// Prints one line per artifact; exits non-zero with the compiler's message on failure.
+
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { readFile as readFileAsync } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const TARGET = process.env.LOCKHOST_ASC_TARGET || "release";
+
+// Where asc looks for the package "lockhost" when compiling from ROOT.
+const SELF_PKG = path.join(ROOT, "node_modules", "lockhost");
+// asc 0.28 resolves a package import to `<pkg>/index.ts` (it does not read
+// `ascMain` from package.json). Until the package ships a root index.ts, serve
+// this one-line entry in its place.
+const SELF_ENTRY = 'export * from "./abi/assembly/index";\n';
+
+/** asc `readFile` hook: node_modules/lockhost/<file> is served from ROOT/<file>. */
+async function ascReadFile(filename, baseDir) {
+  const abs = path.resolve(baseDir, filename);
+  let real = abs;
+  if (abs.startsWith(SELF_PKG + path.sep)) {
+    const rel = path.relative(SELF_PKG, abs);
+    real = path.join(ROOT, rel);
+    if (rel === "index.ts" && !existsSync(real)) return SELF_ENTRY;
+  }
+  try {
+    return await readFileAsync(real, "utf8");
+  } catch {
+    return null;
+  }
+}
+
+/** Compiles one AssemblyScript entry; returns { ok, out, bytes, ms, message }. */
+async function buildAsc(entry, out) {
+  const t0 = performance.now();
+  const { default: asc } = await import("assemblyscript/asc");
+  const stdout = asc.createMemoryStream();
+  const stderr = asc.createMemoryStream();
+  const args = [
+    path.relative(ROOT, entry),
+    "--config", "asconfig.json",
+    "--target", TARGET,
+    "--outFile", path.relative(ROOT, out),
+    "--noColors",
+  ];
+  let error;
+  try {
+    ({ error } = await asc.main(args, { stdout, stderr, readFile: ascReadFile }));
+  } catch (e) {
+    error = e;
+  }
+  const ms = performance.now() - t0;
+  const diagnostics = stderr.toString().trim();
+  if (error) {
+    const reason = String(error.message ?? error);
+    const message = diagnostics.includes(reason) ? diagnostics : `${diagnostics}\n${reason}`.trim();
+    return { ok: false, out, ms, message };
+  }
+  return { ok: true, out, ms, bytes: statSync(out).size, message: diagnostics };
+}
+
+let wabtPromise;
+/** Assembles one .wat file. */
+async function buildWat(file, out) {
+  const t0 = performance.now();
+  wabtPromise ??= import("wabt").then((m) => m.default());
+  const wabt = await wabtPromise;
+  let mod;
+  try {
+    mod = wabt.parseWat(path.relative(ROOT, file), readFileSync(file, "utf8"));
+    mod.resolveNames();
+    mod.validate();
+    const { buffer } = mod.toBinary({});
+    mkdirSync(path.dirname(out), { recursive: true });
+    writeFileSync(out, buffer);
+    return { ok: true, out, ms: performance.now() - t0, bytes: buffer.byteLength, message: "" };
+  } catch (e) {
+    return { ok: false, out, ms: performance.now() - t0, message: String(e.message ?? e) };
+  } finally {
+    mod?.destroy();
+  }
+}
+
+function runJob(job) {
+  // Never leave a stale artifact behind a failed build.
+  rmSync(job.out, { force: true });
+  rmSync(`${job.out}.map`, { force: true });
+  return job.kind === "asc" ? buildAsc(job.src, job.out) : buildWat(job.src, job.out);
+}
+
+function listJobs() {
+  const jobs = [];
+  const add = (dir, exts) => {
+    const abs = path.join(ROOT, dir);
+    if (!existsSync(abs)) return;
+    for (const name of readdirSync(abs).sort()) {
+      const ext = exts.find((e) => name.endsWith(e));
+      if (!ext || name.endsWith(".d.ts")) continue;
+      jobs.push({
+        kind: ext === ".wat" ? "wat" : "asc",
+        src: path.join(abs, name),
+        out: path.join(abs, "build", name.slice(0, -ext.length) + ".wasm"),
+      });
+    }
+  };
+  add("plugins/guests", [".ts"]);
+  add("test/guests", [".ts", ".wat"]);
+  return jobs;
+}
+
+async function main() {
+  process.chdir(ROOT);
+  const t0 = performance.now();
+  const jobs = listJobs();
+  // Sequential on purpose: asc is CPU-bound and single-threaded, and on the
+  // 2-core machines this repo targets, worker threads measured no faster
+  // (each one pays the compiler's warm-up again): ~3.5 s either way.
+  const results = [];
+  for (const job of jobs) {
+    const r = await runJob(job);
+    results.push(r);
+    const rel = path.relative(ROOT, r.out);
+    if (r.ok) {
+      const kib = (r.bytes / 1024).toFixed(1).padStart(6);
+      console.log(`  ${rel.padEnd(36)} ${kib} KiB  ${(r.ms / 1000).toFixed(2)} s`);
+      if (r.message) console.log(r.message.replace(/^/gm, "    "));
+    } else {
+      console.error(`  ${rel}: FAILED\n${r.message.replace(/^/gm, "    ")}`);
+    }
+  }
+
+  const failed = results.filter((r) => !r.ok);
+  const secs = ((performance.now() - t0) / 1000).toFixed(2);
+  if (failed.length) {
+    console.error(`build-guests: ${failed.length} of ${results.length} guest(s) failed (${secs} s)`);
+    process.exit(1);
+  }
+  console.log(`build-guests: ${results.length} guest(s) built in ${secs} s`);
+}
+
+await main();

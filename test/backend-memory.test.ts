@@ -1,0 +1,34 @@
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { MemoryBackend } from "../plugins/backends/memory.js";
+import { backendContract } from "./contract/backend-contract.js";
+
+backendContract("memory", { create: () => new MemoryBackend() });
+
+describe("memory backend", () => {
+  const holder = { plugin: "p", node: "n" };
+
+  it("says it is not distributed", () => {
+    expect(new MemoryBackend().distributed).toBe(false);
+  });
+
+  it("decides expiry on its own clock, not the wall clock", async () => {
+    let now = 1_000_000;
+    const backend = new MemoryBackend({ now: () => now });
+    const owner = randomUUID();
+    await backend.acquire({ key: "k", owner, ttlMs: 100, holder });
+    now += 99;
+    expect((await backend.acquire({ key: "k", owner: randomUUID(), ttlMs: 100, holder })).acquired).toBe(false);
+    now += 1;
+    expect((await backend.acquire({ key: "k", owner: randomUUID(), ttlMs: 100, holder })).acquired).toBe(true);
+  });
+
+  it("sweeps expired entries of keys nobody touches again", async () => {
+    let now = 0;
+    const backend = new MemoryBackend({ now: () => now });
+    for (let i = 0; i < 500; i++) await backend.acquire({ key: `old-${i}`, owner: "o", ttlMs: 10, holder });
+    now = 1_000;
+    for (let i = 0; i < 3_000; i++) await backend.acquire({ key: `new-${i}`, owner: "o", ttlMs: 1e6, holder });
+    expect(backend.size).toBe(3_000);
+  });
+});

@@ -1,0 +1,154 @@
+// The contract every LockBackend must meet. Each backend's test file calls
+// backendContract() with a factory; the Redis and PostgreSQL backends run these same cases
+// against real servers. Keys are unique per test, so a shared server needs no cleanup
+// between tests beyond what each test releases.
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AcquireRequest, LockBackend } from "../../host/locking/backend.js";
+
+/** How a backend test file provides its backend. */
+export interface ContractTarget {
+  /** Creates the backend under test (called once per file). */
+  create(): Promise<LockBackend> | LockBackend;
+  /** Frees what create() set up; the backend itself is closed by the suite. */
+  dispose?(): Promise<void>;
+}
+
+const holder = { plugin: "contract", node: "node-a" };
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Registers the contract cases for one backend. */
+export function backendContract(name: string, target: ContractTarget): void {
+  describe(`LockBackend contract: ${name}`, () => {
+    let backend: LockBackend;
+    const run = randomUUID().slice(0, 8);
+    let n = 0;
+    const key = (): string => `contract-${run}-${++n}`;
+    const req = (k: string, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
+      key: k, owner: randomUUID(), ttlMs: 10_000, holder, ...over,
+    });
+
+    beforeAll(async () => {
+      backend = await target.create();
+    });
+    afterAll(async () => {
+      await backend?.close();
+      await target.dispose?.();
+    });
+
+    it("acquires a free key with a fence and a lease on the server's clock", async () => {
+      const r = await backend.acquire(req(key(), { ttlMs: 5_000 }));
+      expect(r.acquired).toBe(true);
+      if (!r.acquired) return;
+      expect(r.fence).toBeGreaterThan(0);
+      expect(r.expiresAtMs - r.acquiredAtMs).toBe(5_000);
+      expect(Math.abs(r.acquiredAtMs - Date.now())).toBeLessThan(5_000);
+    });
+
+    it("reports a held key as not acquired (contention is not an error)", async () => {
+      const k = key();
+      expect((await backend.acquire(req(k))).acquired).toBe(true);
+      expect(await backend.acquire(req(k))).toEqual({ acquired: false });
+    });
+
+    it("lets exactly one of many concurrent acquirers win", async () => {
+      const k = key();
+      const results = await Promise.all(Array.from({ length: 20 }, () => backend.acquire(req(k))));
+      expect(results.filter((r) => r.acquired)).toHaveLength(1);
+    });
+
+    it("releases only for the owner, and tells not-held from not-yours", async () => {
+      const k = key();
+      const a = req(k);
+      await backend.acquire(a);
+      expect(await backend.release(k, randomUUID())).toBe("mismatch");
+      expect((await backend.status(k))?.owner).toBe(a.owner);
+      expect(await backend.release(k, a.owner)).toBe("released");
+      expect(await backend.status(k)).toBeNull();
+      expect(await backend.release(k, a.owner)).toBe("not_found");
+    });
+
+    it("renews only for the owner and moves the expiry", async () => {
+      const k = key();
+      const a = req(k, { ttlMs: 1_000 });
+      const got = await backend.acquire(a);
+      if (!got.acquired) throw new Error("not acquired");
+      const renewed = await backend.renew(k, a.owner, 20_000);
+      expect(renewed.ok).toBe(true);
+      if (renewed.ok) expect(renewed.expiresAtMs).toBeGreaterThan(got.expiresAtMs);
+      expect(await backend.renew(k, randomUUID(), 20_000)).toEqual({ ok: false, reason: "mismatch" });
+      expect(await backend.renew(key(), a.owner, 20_000)).toEqual({ ok: false, reason: "not_found" });
+    });
+
+    it("expires a lease at its TTL; the next holder gets a higher fence and the old owner can neither renew nor release", async () => {
+      const k = key();
+      const a = req(k, { ttlMs: 60 });
+      const first = await backend.acquire(a);
+      await sleep(150);
+      const b = req(k);
+      const second = await backend.acquire(b);
+      expect(second.acquired).toBe(true);
+      if (!first.acquired || !second.acquired) return;
+      expect(second.fence).toBeGreaterThan(first.fence);
+      expect((await backend.renew(k, a.owner, 10_000)).ok).toBe(false);
+      expect(await backend.release(k, a.owner)).toBe("mismatch");
+      expect((await backend.status(k))?.owner).toBe(b.owner);
+    });
+
+    it("keeps fences strictly increasing per key across holders, releases and force-releases", async () => {
+      const k = key();
+      const fences: number[] = [];
+      for (let i = 0; i < 10; i++) {
+        const a = req(k);
+        const r = await backend.acquire(a);
+        if (!r.acquired) throw new Error("not acquired");
+        fences.push(r.fence);
+        if (i % 2 === 0) await backend.release(k, a.owner);
+        else await backend.forceRelease(k);
+      }
+      for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]!);
+    });
+
+    it("keeps fence counters of different keys independent", async () => {
+      const k1 = key();
+      const k2 = key();
+      const a = await backend.acquire(req(k1));
+      await backend.acquire(req(k1 + "-other"));
+      const b = await backend.acquire(req(k2));
+      if (!a.acquired || !b.acquired) throw new Error("not acquired");
+      expect(b.fence).toBe(a.fence);
+    });
+
+    it("reports holder, owner, fence and times in status", async () => {
+      const k = key();
+      const a = req(k, { ttlMs: 8_000, holder: { plugin: "billing", node: "node-b" } });
+      const r = await backend.acquire(a);
+      if (!r.acquired) throw new Error("not acquired");
+      const s = await backend.status(k);
+      expect(s).toMatchObject({
+        key: k, owner: a.owner, fence: r.fence, holder: { plugin: "billing", node: "node-b" },
+        acquiredAtMs: r.acquiredAtMs, expiresAtMs: r.expiresAtMs,
+      });
+      expect(s!.ttlRemainingMs).toBeGreaterThan(0);
+      expect(s!.ttlRemainingMs).toBeLessThanOrEqual(8_000);
+      expect(await backend.status(key())).toBeNull();
+    });
+
+    it("force-releases whoever holds a key, and says whether there was one", async () => {
+      const k = key();
+      await backend.acquire(req(k));
+      expect(await backend.forceRelease(k)).toBe(true);
+      expect(await backend.status(k)).toBeNull();
+      expect(await backend.forceRelease(k)).toBe(false);
+      expect((await backend.acquire(req(k))).acquired).toBe(true);
+    });
+
+    it("treats keys as opaque UTF-8 strings", async () => {
+      const k = `${key()}:ключ/🔒 *?[x]`;
+      const a = req(k);
+      expect((await backend.acquire(a)).acquired).toBe(true);
+      expect((await backend.status(k))?.owner).toBe(a.owner);
+      expect(await backend.release(k, a.owner)).toBe("released");
+    });
+  });
+}

@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    // Guests run in real worker threads and some tests wait on real time limits.
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    // Unhandled rejections fail the run (vitest's default); say it here so nobody turns it off.
+    dangerouslyIgnoreUnhandledErrors: false,
+  },
+});

@@ -3,7 +3,7 @@
 // the main thread, block in Atomics.wait until it answers). Pointer checks happen here, so a
 // bad pointer costs no round trip and can never reach the host's memory.
 import { parentPort, workerData } from "node:worker_threads";
-import { INVALID_MEMORY } from "../../../abi/status.js";
+import { INVALID_ARGUMENT, INVALID_MEMORY } from "../../../abi/status.js";
 import { keyLengthError } from "../../locking/validate.js";
 import { ARG0, ARG1, Channel, DATA_LEN, Op, OP, REQ_SEQ, RESP_SEQ, TEXT_LEN } from "../channel.js";
 import { VERSION_EXPORT } from "../guest-module.js";
@@ -45,8 +45,14 @@ function outOfBounds(what: string, ptr: number, len: number): number {
   );
 }
 
+/** False while the module instantiates: nothing serves the channel yet, so a lock call would block forever. */
+let serving = false;
+
 /** Sends one request to the main thread and blocks until it answers. */
 function request(op: number, a0: number, a1: number, keyPtr = 0, keyLen = 0): number {
+  if (!serving) {
+    return fail(INVALID_ARGUMENT, "lock calls are not available while the module instantiates (top-level code or start function); call them from an export");
+  }
   i32[OP] = op;
   i32[ARG0] = a0;
   i32[ARG1] = a1;
@@ -124,10 +130,13 @@ function imports(): WebAssembly.Imports {
 
 /** A fresh memory and instance: at start and after a trap, whose state cannot be trusted. */
 function instantiate(): unknown {
+  serving = false;
   memory = new WebAssembly.Memory({ initial: init.memory.initial, maximum: init.memory.maximum });
   lastError = new Uint8Array(0);
   exports = new WebAssembly.Instance(init.module, imports()).exports;
-  return (exports[VERSION_EXPORT] as () => unknown)();
+  const version = (exports[VERSION_EXPORT] as () => unknown)();
+  serving = true;
+  return version;
 }
 
 try {

@@ -2,6 +2,7 @@
 // limit per call, restart on trap / time limit / crash, and the serving end of the channel.
 import { Worker } from "node:worker_threads";
 import type { Logger } from "pino";
+import { INTERNAL } from "../../../abi/status.js";
 import { LockhostError } from "../../errors.js";
 import { ARG0, ARG1, Channel, DATA_LEN, Op, OP, REQ_SEQ, RESP_SEQ, TEXT_LEN } from "../channel.js";
 import type { GuestInstance, GuestValue } from "../guest-instance.js";
@@ -44,6 +45,12 @@ function workerEntry(): URL {
     : new URL("./guest-worker.js", here);
 }
 
+/**
+ * Internal: the current worker thread of a WorkerGuest, for tests and diagnostics that need
+ * to make it die the way a crash would. Not part of the public API.
+ */
+export const currentWorker: unique symbol = Symbol("lockhost.currentWorker");
+
 /** A guest instance isolated in its own worker thread. */
 export class WorkerGuest implements GuestInstance {
   readonly plugin: string;
@@ -76,6 +83,10 @@ export class WorkerGuest implements GuestInstance {
     return guest;
   }
 
+  [currentWorker](): Worker {
+    return this.#gen.worker;
+  }
+
   get heldLocks(): number {
     return this.#opts.locks.heldCount;
   }
@@ -105,7 +116,11 @@ export class WorkerGuest implements GuestInstance {
     this.#closed = true;
     const gen = this.#gen;
     this.#retire(gen);
-    gen.pending?.reject(new LockhostError("CLOSED", `plugin ${this.plugin} was closed during ${gen.pending.name}`));
+    if (gen.pending) {
+      clearTimeout(gen.pending.timer);
+      gen.pending.reject(new LockhostError("CLOSED", `plugin ${this.plugin} was closed during ${gen.pending.name}`));
+      gen.pending = undefined;
+    }
     await gen.worker.terminate();
     await this.#opts.locks.reset("its plugin was closed");
   }
@@ -265,7 +280,7 @@ export class WorkerGuest implements GuestInstance {
       case Op.STATUS:
         return locks.status(ch.data.slice(0, ch.i32[DATA_LEN]), a0);
       default:
-        return { result: -12, text: `unknown channel op ${ch.i32[OP]}` };
+        return { result: -INTERNAL, text: `unknown channel op ${ch.i32[OP]}` };
     }
   }
 }

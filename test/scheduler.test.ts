@@ -1,0 +1,155 @@
+// The scheduler on two nodes (two LockServices, each with its own guest) that share one
+// memory backend, as two hosts of a cluster share Redis or PostgreSQL.
+import { afterEach, describe, expect, it } from "vitest";
+import type { LockingHint, ScheduledConfig } from "../host/config/types.js";
+import type { LockBackend } from "../host/locking/backend.js";
+import { LockService } from "../host/locking/service.js";
+import { Scheduler, type TickEvent } from "../host/scheduler/scheduler.js";
+import type { WorkerGuest } from "../host/runtime/worker/worker-guest.js";
+import { MemoryBackend } from "../plugins/backends/memory.js";
+import { unreachableBackend } from "./support/failing-backend.js";
+import { startGuest } from "./support/guest.js";
+import { captureLogger } from "./support/log.js";
+
+interface Node {
+  readonly name: string;
+  readonly scheduler: Scheduler;
+  readonly locks: LockService;
+  readonly guest: WorkerGuest;
+  readonly log: ReturnType<typeof captureLogger>;
+  readonly ticks: TickEvent[];
+}
+
+const nodes: Node[] = [];
+
+function schedule(hint: LockingHint, over: Partial<ScheduledConfig> = {}): ScheduledConfig {
+  return { id: "job", plugin: "test", export: "noop", schedule: { kind: "interval", everyMs: 200, text: "200ms" }, hint, ttlMs: 5_000, ...over };
+}
+
+async function node(name: string, backend: LockBackend, config: ScheduledConfig, callTimeoutMs = 5_000): Promise<Node> {
+  const log = captureLogger();
+  const locks = new LockService(backend, { node: name });
+  const guest = await startGuest("locker", locks, log.logger, { callTimeoutMs });
+  const scheduler = new Scheduler([config], { locks, guest: () => guest, log: log.logger });
+  const ticks: TickEvent[] = [];
+  scheduler.on("tick", (t) => ticks.push(t));
+  const n = { name, scheduler, locks, guest, log, ticks };
+  nodes.push(n);
+  return n;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+afterEach(async () => {
+  for (const n of nodes) n.scheduler.stop();
+  for (const n of nodes.splice(0)) {
+    await n.scheduler.idle();
+    await n.scheduler.releaseParked();
+    await n.guest.close();
+    await n.locks.close({ closeBackend: false });
+  }
+});
+
+/** Ticks of both nodes by fire time, only for ticks both nodes saw. */
+function byTick(a: Node, b: Node): Map<number, TickEvent[]> {
+  const all = new Map<number, TickEvent[]>();
+  for (const t of [...a.ticks, ...b.ticks]) all.set(t.tickAtMs, [...(all.get(t.tickAtMs) ?? []), t]);
+  return new Map([...all].filter(([, ts]) => ts.length === 2));
+}
+
+describe("scheduler hints across two nodes", () => {
+  it("require_global: exactly one node runs each tick, the other skips it", async () => {
+    const backend = new MemoryBackend();
+    const a = await node("a", backend, schedule("require_global"));
+    const b = await node("b", backend, schedule("require_global"));
+    a.scheduler.start();
+    b.scheduler.start();
+    await sleep(1_300);
+    a.scheduler.stop();
+    b.scheduler.stop();
+    await Promise.all([a.scheduler.idle(), b.scheduler.idle()]);
+    const ticks = byTick(a, b);
+    expect(ticks.size).toBeGreaterThanOrEqual(4);
+    for (const [, ts] of ticks) {
+      expect(ts.map((t) => t.outcome).sort()).toEqual(["ran", "skipped_contended"]);
+    }
+    const fences = [...ticks.values()].map((ts) => ts.find((t) => t.outcome === "ran")!.fence!);
+    for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]!);
+    const skippedLog = [...a.log.lines, ...b.log.lines].filter((l) => l.msg === "tick skipped: another node holds the schedule lock");
+    expect(skippedLog.length).toBe(ticks.size);
+  });
+
+  it("require_global: a node that fires the same tick late still skips it", async () => {
+    const backend = new MemoryBackend();
+    const config = schedule("require_global", { schedule: { kind: "interval", everyMs: 1_000, text: "1s" } });
+    const a = await node("a", backend, config);
+    const b = await node("b", backend, config);
+    const tick = Date.now();
+    expect(await a.scheduler.runTick("job", tick)).toBe("ran");
+    await sleep(100); // b's timer is 100 ms late; a's job is long done
+    expect(await b.scheduler.runTick("job", tick)).toBe("skipped_contended");
+  });
+
+  it("node_local: every node runs every tick, without a lock", async () => {
+    const backend = new MemoryBackend();
+    const a = await node("a", backend, schedule("node_local"));
+    const b = await node("b", backend, schedule("node_local"));
+    const tick = Date.now();
+    expect(await a.scheduler.runTick("job", tick)).toBe("ran");
+    expect(await b.scheduler.runTick("job", tick)).toBe("ran");
+    expect(backend.size).toBe(0);
+  });
+
+  it("prefer_global: falls back to node_local on a backend that is not distributed, warning once", async () => {
+    const backend = new MemoryBackend();
+    const a = await node("a", backend, schedule("prefer_global"));
+    const b = await node("b", backend, schedule("prefer_global"));
+    for (let i = 0; i < 3; i++) {
+      const tick = Date.now() + i;
+      expect(await a.scheduler.runTick("job", tick)).toBe("ran");
+      expect(await b.scheduler.runTick("job", tick)).toBe("ran");
+    }
+    for (const n of [a, b]) expect(n.log.lines.filter((l) => l.msg.startsWith("prefer_global:")).length).toBe(1);
+  });
+
+  it("prefer_global: takes the lock on a distributed backend (here: one that is down, so the tick is skipped)", async () => {
+    const a = await node("a", unreachableBackend(), schedule("prefer_global"));
+    expect(await a.scheduler.runTick("job")).toBe("skipped_error");
+  });
+});
+
+describe("scheduler ticks on one node", () => {
+  it("logs and skips a tick when the backend fails", async () => {
+    const a = await node("a", unreachableBackend(), schedule("require_global"));
+    expect(await a.scheduler.runTick("job")).toBe("skipped_error");
+    const line = a.log.lines.find((l) => l.msg === "tick skipped: the schedule lock could not be taken")!;
+    expect(line).toMatchObject({ schedule: "job", code: "BACKEND_UNAVAILABLE" });
+  });
+
+  it("never overlaps a schedule's ticks on one node", async () => {
+    const backend = new MemoryBackend();
+    const a = await node("a", backend, schedule("require_global", { export: "holdSpin" }), 400);
+    const first = a.scheduler.runTick("job", 1_000);
+    expect(await a.scheduler.runTick("job", 2_000)).toBe("skipped_overlap");
+    expect(await first).toBe("failed"); // the spinning call hit its time limit
+    expect(a.log.lines.some((l) => l.msg.startsWith("tick skipped: the previous tick"))).toBe(true);
+  });
+
+  it("releases the schedule lock after a failed call", async () => {
+    const backend = new MemoryBackend();
+    const a = await node("a", backend, schedule("require_global", { export: "holdTrap", schedule: { kind: "interval", everyMs: 50, text: "50ms" } }));
+    expect(await a.scheduler.runTick("job", Date.now() - 1_000)).toBe("failed");
+    expect((await a.locks.status("lockhost:schedule:job")).held).toBe(false);
+  });
+
+  it("fires on a cron schedule", async () => {
+    const backend = new MemoryBackend();
+    const a = await node("a", backend, schedule("node_local", { schedule: { kind: "cron", expression: "* * * * * *" } }));
+    a.scheduler.start();
+    await sleep(2_200);
+    a.scheduler.stop();
+    await a.scheduler.idle();
+    expect(a.ticks.length).toBeGreaterThanOrEqual(2);
+    for (const t of a.ticks) expect(t.tickAtMs % 1_000).toBe(0);
+  });
+});

@@ -1,0 +1,91 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import * as S from "../abi/status.js";
+import { globalKeyMatcher, qualify } from "../host/locking/scope.js";
+import { LockService } from "../host/locking/service.js";
+import { MemoryBackend } from "../plugins/backends/memory.js";
+
+let backend: MemoryBackend;
+let locks: LockService;
+beforeEach(() => {
+  backend = new MemoryBackend();
+  locks = new LockService(backend, { node: "node-a" });
+});
+afterEach(async () => {
+  await locks.close();
+});
+
+describe("LockService", () => {
+  it("acquires with an owner token and a fence, and reports contention as null", async () => {
+    const lease = await locks.tryLock("orders", { ttlMs: 5_000 });
+    expect(lease).not.toBeNull();
+    expect(lease!.name).toBe("global:orders");
+    expect(lease!.owner).toMatch(/^[0-9a-f-]{36}$/);
+    expect(lease!.fence).toBe(1);
+    expect(lease!.holder).toEqual({ plugin: "host", node: "node-a" });
+    expect(await locks.tryLock("orders", { ttlMs: 5_000 })).toBeNull();
+    await locks.release(lease!);
+    expect((await locks.tryLock("orders", { ttlMs: 5_000 }))!.fence).toBe(2);
+  });
+
+  it("rejects bad keys and TTLs with INVALID_ARGUMENT naming the argument", async () => {
+    await expect(locks.tryLock("", { ttlMs: 1 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: "key must not be empty" });
+    await expect(locks.tryLock("x".repeat(S.MAX_KEY_BYTES + 1), { ttlMs: 1 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(locks.tryLock("é".repeat(S.MAX_KEY_BYTES / 2 + 1), { ttlMs: 1 })).rejects.toThrow(/bytes of UTF-8/);
+    await expect(locks.tryLock("\ud800", { ttlMs: 1 })).rejects.toThrow(/lone surrogate/);
+    await expect(locks.tryLock("k", { ttlMs: 0 })).rejects.toThrow("ttlMs must be > 0, got 0");
+    await expect(locks.tryLock("k", { ttlMs: 1.5 })).rejects.toThrow(/ttlMs must be an integer/);
+    await expect(locks.tryLock("k", { ttlMs: S.MAX_TTL_MS + 1 })).rejects.toThrow(/at most/);
+  });
+
+  it("reports LOST when the lease ended, and never deletes the new holder's lock", async () => {
+    const a = (await locks.tryLock("k", { ttlMs: 30 }))!;
+    await new Promise((r) => setTimeout(r, 60));
+    const b = (await locks.tryLock("k", { ttlMs: 5_000 }))!;
+    await expect(locks.renew(a)).rejects.toMatchObject({ code: "LOST" });
+    expect(a.state).toBe("lost");
+    await expect(locks.release(a)).rejects.toMatchObject({ code: "LOST" });
+    expect((await locks.status("global:k")).held).toBe(true);
+    await locks.release(b);
+    await expect(locks.release(b)).rejects.toMatchObject({ code: "ALREADY_RELEASED" });
+  });
+
+  it("reports LOST on release after a force-release", async () => {
+    const a = (await locks.tryLock("k", { ttlMs: 5_000 }))!;
+    expect(await locks.forceRelease("global:k")).toBe(true);
+    await expect(locks.release(a)).rejects.toMatchObject({ code: "LOST" });
+    expect(locks.heldCount).toBe(0);
+  });
+
+  it("shows status with holder, owner, fence and times", async () => {
+    const a = (await locks.tryLock("k", { ttlMs: 5_000, scope: { plugin: "billing" } }))!;
+    const s = await locks.status("billing:k");
+    expect(s).toMatchObject({ held: true, key: "billing:k", owner: a.owner, fence: 1, holder: { plugin: "billing", node: "node-a" } });
+    expect(await locks.status("billing:other")).toEqual({ key: "billing:other", held: false });
+  });
+
+  it("releases everything it holds on close, then refuses with CLOSED", async () => {
+    await locks.tryLock("a", { ttlMs: 5_000 });
+    await locks.tryLock("b", { ttlMs: 5_000 });
+    await locks.close({ closeBackend: false });
+    expect(backend.size).toBe(0);
+    await expect(locks.tryLock("c", { ttlMs: 1 })).rejects.toMatchObject({ code: "CLOSED" });
+  });
+});
+
+describe("scopes", () => {
+  it("namespaces plugin keys and global keys apart", () => {
+    expect(qualify("k", { plugin: "billing" })).toBe("billing:k");
+    expect(qualify("k", "global")).toBe("global:k");
+  });
+
+  it("matches global-key patterns literally except for *", () => {
+    const m = globalKeyMatcher(["ledger", "jobs/*", "a.b"]);
+    expect(m("ledger")).toBe(true);
+    expect(m("ledger2")).toBe(false);
+    expect(m("jobs/")).toBe(true);
+    expect(m("jobs/x:y/z")).toBe(true);
+    expect(m("a.b")).toBe(true);
+    expect(m("axb")).toBe(false);
+    expect(globalKeyMatcher([])("anything")).toBe(false);
+  });
+});

@@ -1,0 +1,21 @@
+// A backend whose server is unreachable: every step fails the way a real backend reports an
+// outage. Used to test the callers' error paths; the real-server fault tests belong to the
+// Redis and PostgreSQL backends.
+import { LockhostError } from "../../host/errors.js";
+import type { LockBackend } from "../../host/locking/backend.js";
+
+const down = (): Promise<never> => Promise.reject(new LockhostError("BACKEND_UNAVAILABLE", "backend unreachable (test)"));
+
+/** A LockBackend that is always down. */
+export function unreachableBackend(): LockBackend {
+  return {
+    kind: "unreachable",
+    distributed: true,
+    acquire: down,
+    renew: down,
+    release: down,
+    status: down,
+    forceRelease: down,
+    close: () => Promise.resolve(),
+  };
+}

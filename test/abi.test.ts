@@ -76,7 +76,7 @@ describe("modules that do not meet the ABI", () => {
 describe("abi/status.ts and ABI.md", () => {
   it("agree on every status code", () => {
     const doc = readFileSync(new URL("../abi/ABI.md", import.meta.url), "utf8");
-    const rows = [...doc.matchAll(/^\| (\d+) \| `([A-Z_]+)` \|/gm)].map((m) => [Number(m[1]), m[2]] as const);
+    const rows = [...doc.matchAll(/^\| (\d+) \| `([A-Z_]+)` \|/gm)].map((m) => [Number(m[1]), m[2]!] as const);
     expect(rows.length).toBeGreaterThanOrEqual(13);
     for (const [num, name] of rows) {
       expect((S as Record<string, number>)[name], name).toBe(num);

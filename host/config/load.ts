@@ -165,7 +165,13 @@ const K = {
 } as const satisfies Record<string, Key>;
 
 function build(root: Table, source: string | undefined): LockhostConfig {
-  root.onlyKeys(["host", "locking", "plugins", "scheduled", ...(root.ctx.mode === "code" ? ["source", "baseDir"] : [])]);
+  if (root.ctx.mode === "code") {
+    root.onlyKeys(["source", "baseDir", "host", "locking", "plugins", "scheduled"]);
+    root.string("source");
+    root.nonEmptyString("baseDir");
+  } else {
+    root.onlyKeys(["host", "locking", "plugins", "scheduled"]);
+  }
   const host = hostSettings(root.table("host", "host"));
   const locking = lockingConfig(root.table("locking", "locking"));
   const plugins = pluginList(root);
@@ -531,10 +537,12 @@ function nearest(name: string, known: readonly string[]): string | undefined {
   const norm = (s: string) => s.toLowerCase().replace(/[_-]/g, "");
   const n = norm(name);
   let best: string | undefined;
-  let bestDistance = 3;
+  let bestDistance = Infinity;
   for (const candidate of known) {
-    const d = editDistance(n, norm(candidate));
-    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+    const c = norm(candidate);
+    // A dropped suffix ("memory_limit" for "memory_limit_mib") is as likely as a typo.
+    const d = n.length >= 3 && c.startsWith(n) ? 1 : editDistance(n, c);
+    if (d <= Math.max(2, Math.floor(c.length / 4)) && d < bestDistance) [best, bestDistance] = [candidate, d];
   }
   return best;
 }

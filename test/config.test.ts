@@ -1,0 +1,587 @@
+// The config loader: a TOML file (or an object built in code) becomes a validated, frozen
+// LockhostConfig, and every mistake an operator can make is named by file, table and key.
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { hostname, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { MAX_TTL_MS } from "../abi/status.js";
+import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
+import { parseDuration } from "../host/config/duration.js";
+import { expandEnv } from "../host/config/env.js";
+import { loadConfig, parseConfig, redactUrlSecrets, resolveConfig } from "../host/config/load.js";
+import type { LockhostConfig } from "../host/config/types.js";
+import { LockhostError } from "../host/errors.js";
+
+const SOURCE = "lockhost.toml";
+const BASE = resolve("/srv/lockhost");
+
+function parse(text: string, env: NodeJS.ProcessEnv = {}): LockhostConfig {
+  return parseConfig(text, { source: SOURCE, baseDir: BASE, env });
+}
+
+/** The CONFIG_INVALID error `fn` throws. */
+function configErrorOf(fn: () => unknown): LockhostError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(LockhostError);
+    expect((err as LockhostError).code).toBe("CONFIG_INVALID");
+    return err as LockhostError;
+  }
+  throw new Error("expected a CONFIG_INVALID error, but nothing was thrown");
+}
+
+function messageOf(text: string, env: NodeJS.ProcessEnv = {}): string {
+  return configErrorOf(() => parse(text, env)).message;
+}
+
+function expectDeepFrozen(value: unknown, path = "config"): void {
+  if (typeof value !== "object" || value === null) return;
+  expect(Object.isFrozen(value), `${path} is frozen`).toBe(true);
+  for (const [key, child] of Object.entries(value)) expectDeepFrozen(child, `${path}.${key}`);
+}
+
+const PLUGIN = `
+[[plugins]]
+name = "report"
+wasm = "report.wasm"
+`;
+
+describe("parseConfig: a valid file", () => {
+  it("reads every field, resolves the wasm path, applies defaults and freezes the result", () => {
+    const config = parse(`
+[host]
+node = "node-a"
+shutdown_timeout_ms = 2500
+log_level = "debug"
+
+[locking]
+backend = "redis"
+[locking.redis]
+url = "rediss://cache.internal:6380/2"
+key_prefix = "app:"
+[locking.pg]
+url = "postgresql://app@db.internal:5432/locks"
+
+[[plugins]]
+name = "report"
+wasm = "plugins/guests/build/report.wasm"
+isolation = "inline"
+memory_limit_mib = 64
+call_timeout_ms = 1000
+global_keys = ["ledger", "shared-*"]
+
+[[plugins]]
+name = "cleanup_2"
+wasm = "/opt/guests/cleanup.wasm"
+
+[[scheduled]]
+id = "report.run"
+plugin = "report"
+export = "run"
+schedule = "5s"
+hint = "prefer_global"
+ttl_ms = 30000
+
+[[scheduled]]
+plugin = "cleanup_2"
+export = "sweep"
+schedule = "  */15 * * * *  "
+`);
+    expect(config).toEqual({
+      source: SOURCE,
+      host: { node: "node-a", shutdownTimeoutMs: 2500, logLevel: "debug" },
+      locking: {
+        backend: "redis",
+        redis: { url: "rediss://cache.internal:6380/2", keyPrefix: "app:" },
+        pg: { url: "postgresql://app@db.internal:5432/locks" },
+      },
+      plugins: [
+        {
+          name: "report",
+          wasm: resolve(BASE, "plugins/guests/build/report.wasm"),
+          isolation: "inline",
+          memoryLimitMib: 64,
+          callTimeoutMs: 1000,
+          globalKeys: ["ledger", "shared-*"],
+        },
+        {
+          name: "cleanup_2",
+          wasm: resolve("/opt/guests/cleanup.wasm"),
+          isolation: "worker",
+          memoryLimitMib: 16,
+          callTimeoutMs: 5000,
+          globalKeys: [],
+        },
+      ],
+      scheduled: [
+        {
+          id: "report.run",
+          plugin: "report",
+          export: "run",
+          schedule: { kind: "interval", everyMs: 5000, text: "5s" },
+          hint: "prefer_global",
+          ttlMs: 30000,
+        },
+        {
+          id: "cleanup_2.sweep",
+          plugin: "cleanup_2",
+          export: "sweep",
+          schedule: { kind: "cron", expression: "*/15 * * * *" },
+          hint: "require_global",
+          ttlMs: 60000,
+        },
+      ],
+    });
+    expectDeepFrozen(config);
+  });
+
+  it("gives an empty file the defaults: memory backend, hostname as node, no plugins", () => {
+    const config = parse("");
+    expect(config).toEqual({
+      source: SOURCE,
+      host: { node: hostname(), shutdownTimeoutMs: 10000, logLevel: "info" },
+      locking: { backend: "memory" },
+      plugins: [],
+      scheduled: [],
+    });
+    expectDeepFrozen(config);
+  });
+
+  it("fills a named backend's settings with defaults when its table is left out", () => {
+    expect(parse(`[locking]\nbackend = "redis"`).locking).toEqual({
+      backend: "redis",
+      redis: { url: "redis://127.0.0.1:6379", keyPrefix: "lockhost:" },
+    });
+    expect(parse(`[locking]\nbackend = "pg"`).locking).toEqual({
+      backend: "pg",
+      pg: { url: "postgres://postgres@127.0.0.1:5432/test" },
+    });
+  });
+
+  it("validates a backend's table whatever the backend, filling its missing keys", () => {
+    expect(parse(`[locking.redis]\nkey_prefix = "x:"`).locking).toEqual({
+      backend: "memory",
+      redis: { url: "redis://127.0.0.1:6379", keyPrefix: "x:" },
+    });
+    expect(messageOf(`[locking]\nbackend = "memory"\n[locking.pg]\nurl = "mysql://db"`)).toContain("[locking.pg]: url");
+  });
+
+  it("takes an empty key_prefix and an empty global_keys list", () => {
+    const config = parse(`[locking.redis]\nkey_prefix = ""\n${PLUGIN}global_keys = []`);
+    expect(config.locking.redis?.keyPrefix).toBe("");
+    expect(config.plugins[0]?.globalKeys).toEqual([]);
+  });
+
+  it("freezes its defaults", () => {
+    expectDeepFrozen(CONFIG_DEFAULTS, "CONFIG_DEFAULTS");
+    expect(CONFIG_DEFAULTS.host.node).toBe(hostname());
+  });
+});
+
+describe("parseConfig: errors name the file, the table and the key", () => {
+  it("matches the documented message form exactly", () => {
+    const message = messageOf(`
+[[plugins]]
+name = "cleanup"
+wasm = "c.wasm"
+
+[[plugins]]
+name = "report"
+wasm = "r.wasm"
+memory_limit_mib = "16MB"
+`);
+    expect(message).toBe(
+      `lockhost.toml: [[plugins]] #2 ("report"): memory_limit_mib must be an integer from 1 to 4096, got "16MB"`,
+    );
+  });
+
+  const cases: [title: string, toml: string, ...expected: string[]][] = [
+    // Unknown tables and keys
+    ["an unknown top-level table", `[hots]\nnode = "a"`, "lockhost.toml: unknown table [hots]", `did you mean "host"?`],
+    ["an unknown top-level key", `verbose = true`, `lockhost.toml: unknown key "verbose"`, "known: host, locking, plugins, scheduled"],
+    ["an unknown array of tables", `[[plugin]]\nname = "a"`, "lockhost.toml: unknown table [[plugin]]", `did you mean "plugins"?`],
+    ["an unknown key in [host]", `[host]\nlog-level = "info"`, `lockhost.toml: [host]: unknown key "log-level"`, `did you mean "log_level"?`],
+    ["an unknown key in [locking]", `[locking]\nbakend = "redis"`, `lockhost.toml: [locking]: unknown key "bakend"`, `did you mean "backend"?`],
+    ["an unknown sub-table of [locking]", `[locking.redsi]\nurl = "redis://h"`, "lockhost.toml: [locking]: unknown table [locking.redsi]", `did you mean "redis"?`],
+    ["an unknown key in [locking.redis]", `[locking.redis]\nprefix = "x"`, `lockhost.toml: [locking.redis]: unknown key "prefix"`],
+    ["an unknown key in [locking.pg]", `[locking.pg]\npool = 3`, `lockhost.toml: [locking.pg]: unknown key "pool"`],
+    ["an unknown key in a plugin", `${PLUGIN}memory_limit = 8`, `lockhost.toml: [[plugins]] #1 ("report"): unknown key "memory_limit"`, `did you mean "memory_limit_mib"?`],
+    ["a camelCase key in TOML", `${PLUGIN}memoryLimitMib = 8`, `unknown key "memoryLimitMib"`, `did you mean "memory_limit_mib"?`],
+    ["an unknown key in a schedule", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "1s"\nttl = 5`, `lockhost.toml: [[scheduled]] #1 ("report.run"): unknown key "ttl"`],
+    // [host]
+    ["[host] that is not a table", `host = "a"`, `lockhost.toml: host must be a table, got "a"`],
+    ["an empty node", `[host]\nnode = ""`, "lockhost.toml: [host]: node must be 1 to 255 characters", `got ""`],
+    ["a node that is not a string", `[host]\nnode = 7`, "lockhost.toml: [host]: node must be a string, got 7"],
+    ["a negative shutdown_timeout_ms", `[host]\nshutdown_timeout_ms = -1`, "lockhost.toml: [host]: shutdown_timeout_ms must be an integer from 0 to 3600000, got -1"],
+    ["a shutdown_timeout_ms with a unit", `[host]\nshutdown_timeout_ms = "10s"`, `[host]: shutdown_timeout_ms must be an integer from 0 to 3600000, got "10s"`],
+    ["an unknown log_level", `[host]\nlog_level = "verbose"`, `lockhost.toml: [host]: log_level must be one of "trace", "debug", "info", "warn", "error", "fatal", "silent", got "verbose"`],
+    // [locking]
+    ["an unknown backend", `[locking]\nbackend = "etcd"`, `lockhost.toml: [locking]: backend must be one of "memory", "redis", "pg", got "etcd"`],
+    ["a backend that is not a string", `[locking]\nbackend = 1`, "lockhost.toml: [locking]: backend must be a string, got 1"],
+    ["[locking.redis] that is not a table", `[locking]\nredis = "redis://h"`, `lockhost.toml: [locking]: redis must be a table, got "redis://h"`],
+    ["a redis url of another scheme", `[locking.redis]\nurl = "http://h:6379"`, `lockhost.toml: [locking.redis]: url must be a redis:// or rediss:// URL, got "http://h:6379"`],
+    ["a redis url without //", `[locking.redis]\nurl = "redis:h"`, "[locking.redis]: url must be a redis:// or rediss:// URL"],
+    ["a redis url that does not parse", `[locking.redis]\nurl = "redis://h:99999"`, `lockhost.toml: [locking.redis]: url is not a valid URL, got "redis://h:99999"`],
+    ["a redis url that is not a string", `[locking.redis]\nurl = 6379`, "lockhost.toml: [locking.redis]: url must be a string, got 6379"],
+    ["a key_prefix that is not a string", `[locking.redis]\nkey_prefix = 5`, "lockhost.toml: [locking.redis]: key_prefix must be a string, got 5"],
+    ["a pg url of another scheme", `[locking.pg]\nurl = "mysql://db/x"`, `lockhost.toml: [locking.pg]: url must be a postgres:// or postgresql:// URL, got "mysql://db/x"`],
+    // [[plugins]]
+    ["plugins that are not an array", `plugins = "report"`, `lockhost.toml: plugins must be an array of tables ([[plugins]]), got "report"`],
+    ["[plugins] as a single table", `[plugins]\nname = "a"`, "lockhost.toml: plugins must be an array of tables ([[plugins]]), got a table"],
+    ["a plugin entry that is not a table", `plugins = [1]`, "lockhost.toml: [[plugins]] #1 must be a table, got 1"],
+    ["a plugin without a name", `[[plugins]]\nwasm = "a.wasm"`, "lockhost.toml: [[plugins]] #1: name is required"],
+    ["a plugin name that is not a string", `[[plugins]]\nname = 3\nwasm = "a.wasm"`, "lockhost.toml: [[plugins]] #1: name must be a string, got 3"],
+    ["a plugin name with capitals", `[[plugins]]\nname = "Report"\nwasm = "a.wasm"`, `lockhost.toml: [[plugins]] #1 ("Report"): name must be lowercase letters, digits, '-' and '_'`, `got "Report"`],
+    ["a plugin name with ':'", `[[plugins]]\nname = "a:b"\nwasm = "a.wasm"`, `[[plugins]] #1 ("a:b"): name must be lowercase`],
+    ["a reserved plugin name", `[[plugins]]\nname = "global"\nwasm = "a.wasm"`, `lockhost.toml: [[plugins]] #1 ("global"): name "global" is reserved`],
+    ["a duplicate plugin name", `${PLUGIN}${PLUGIN}`, `lockhost.toml: [[plugins]] #2 ("report"): name "report" is already used by [[plugins]] #1 ("report")`],
+    ["a plugin without wasm", `[[plugins]]\nname = "report"`, `lockhost.toml: [[plugins]] #1 ("report"): wasm is required`],
+    ["an empty wasm", `[[plugins]]\nname = "report"\nwasm = ""`, `lockhost.toml: [[plugins]] #1 ("report"): wasm must not be empty`],
+    ["a wasm that is not a string", `[[plugins]]\nname = "report"\nwasm = ["a.wasm"]`, `[[plugins]] #1 ("report"): wasm must be a string, got an array`],
+    ["an unknown isolation", `${PLUGIN}isolation = "thread"`, `lockhost.toml: [[plugins]] #1 ("report"): isolation must be one of "worker", "inline", got "thread"`],
+    ["a memory_limit_mib of 0", `${PLUGIN}memory_limit_mib = 0`, `("report"): memory_limit_mib must be an integer from 1 to 4096, got 0`],
+    ["a memory_limit_mib over 4096", `${PLUGIN}memory_limit_mib = 4097`, "memory_limit_mib must be an integer from 1 to 4096, got 4097"],
+    ["a fractional memory_limit_mib", `${PLUGIN}memory_limit_mib = 1.5`, "memory_limit_mib must be an integer from 1 to 4096, got 1.5"],
+    ["a call_timeout_ms of 0", `${PLUGIN}call_timeout_ms = 0`, `("report"): call_timeout_ms must be an integer from 1 to 3600000, got 0`],
+    ["a call_timeout_ms over an hour", `${PLUGIN}call_timeout_ms = 3_600_001`, "call_timeout_ms must be an integer from 1 to 3600000, got 3600001"],
+    ["a boolean call_timeout_ms", `${PLUGIN}call_timeout_ms = true`, "call_timeout_ms must be an integer from 1 to 3600000, got true"],
+    ["global_keys that are not an array", `${PLUGIN}global_keys = "ledger"`, `("report"): global_keys must be an array of strings, got "ledger"`],
+    ["an empty global key", `${PLUGIN}global_keys = ["ledger", ""]`, `lockhost.toml: [[plugins]] #1 ("report"): global_keys[1] must be a non-empty string, got ""`],
+    ["a global key that is not a string", `${PLUGIN}global_keys = [7]`, `("report"): global_keys[0] must be a non-empty string, got 7`],
+    // [[scheduled]]
+    ["scheduled that are not an array", `scheduled = 1`, "lockhost.toml: scheduled must be an array of tables ([[scheduled]]), got 1"],
+    ["a schedule without a plugin", `${PLUGIN}[[scheduled]]\nexport = "run"\nschedule = "1s"`, "lockhost.toml: [[scheduled]] #1: plugin is required"],
+    ["a schedule naming an undeclared plugin", `${PLUGIN}[[scheduled]]\nplugin = "reprot"\nexport = "run"\nschedule = "1s"`, `lockhost.toml: [[scheduled]] #1 ("reprot.run"): plugin "reprot" is not declared by any [[plugins]] entry (declared: report)`],
+    ["a schedule when no plugin is declared", `[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "1s"`, `plugin "report" is not declared by any [[plugins]] entry (none is declared)`],
+    ["a schedule without an export", `${PLUGIN}[[scheduled]]\nplugin = "report"\nschedule = "1s"`, "lockhost.toml: [[scheduled]] #1: export is required"],
+    ["a schedule with an empty export", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = ""\nschedule = "1s"`, "lockhost.toml: [[scheduled]] #1: export must not be empty"],
+    ["a schedule without a schedule", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"`, `lockhost.toml: [[scheduled]] #1 ("report.run"): schedule is required`],
+    ["a zero interval", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "0s"`, `lockhost.toml: [[scheduled]] #1 ("report.run"): schedule must be an interval`, `got "0s"`],
+    ["an interval with an unknown unit", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "5d"`, `schedule must be an interval ("500ms", "5s", "1m", "2h"`, `got "5d"`],
+    ["an empty schedule", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = " "`, `("report.run"): schedule must be an interval`],
+    ["a cron expression of 4 fields", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "* * * *"`, `("report.run"): schedule must be a cron expression of 5 fields`, "got 4 fields"],
+    ["a cron expression of 7 fields", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "0 0 0 * * * 2030"`, "got 7 fields"],
+    ["a cron field out of range", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "61 * * * *"`, `lockhost.toml: [[scheduled]] #1 ("report.run"): schedule is not a valid cron expression`, "minute", `got "61 * * * *"`],
+    ["a cron field of letters", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "every day at noon ok"`, "schedule is not a valid cron expression"],
+    ["a cron expression that never fires", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "0 0 30 2 *"`, `("report.run"): schedule is a cron expression that never fires, got "0 0 30 2 *"`],
+    ["an unknown hint", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "1s"\nhint = "global"`, `("report.run"): hint must be one of "node_local", "require_global", "prefer_global", got "global"`],
+    ["a ttl_ms of 0", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "1s"\nttl_ms = 0`, `("report.run"): ttl_ms must be an integer from 1 to ${MAX_TTL_MS}, got 0`],
+    ["a ttl_ms over MAX_TTL_MS", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "1s"\nttl_ms = ${MAX_TTL_MS + 1}`, `ttl_ms must be an integer from 1 to ${MAX_TTL_MS}, got ${MAX_TTL_MS + 1}`],
+    ["an id with a space", `${PLUGIN}[[scheduled]]\nid = "nightly run"\nplugin = "report"\nexport = "run"\nschedule = "1s"`, `lockhost.toml: [[scheduled]] #1 ("nightly run"): id must be 1 to 128 characters from A-Z a-z 0-9 . _ : -, got "nightly run"`],
+    ["an id that is not a string", `${PLUGIN}[[scheduled]]\nid = 1\nplugin = "report"\nexport = "run"\nschedule = "1s"`, "lockhost.toml: [[scheduled]] #1: id must be a string, got 1"],
+    ["an invalid derived id", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run now"\nschedule = "1s"`, `id must be 1 to 128 characters`, `got "report.run now" (derived from plugin and export; set id explicitly)`],
+    ["a duplicate derived id", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "1s"\n[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "1m"`, `lockhost.toml: [[scheduled]] #2 ("report.run"): id "report.run" is already used by [[scheduled]] #1 ("report.run")`],
+    ["a date where a string belongs", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = 2024-01-01`, `("report.run"): schedule must be a string, got a date`],
+  ];
+
+  it.each(cases)("rejects %s", (_title, toml, ...expected) => {
+    const message = messageOf(toml);
+    for (const part of expected) expect(message).toContain(part);
+  });
+
+  it("reports a TOML syntax error with its line and column", () => {
+    const message = messageOf(`[host]\nnode = "a"\nlog_level = info\n`);
+    expect(message).toMatch(/^lockhost\.toml: TOML syntax error at line 3, column \d+: /);
+    expect(message).toContain("3:  log_level = info");
+  });
+
+  it("reports a key defined twice as a TOML error", () => {
+    expect(messageOf(`[host]\nnode = "a"\nnode = "b"`)).toMatch(/^lockhost\.toml: TOML syntax error at line 3, column \d+/);
+  });
+
+  it("reports keys that could touch Object.prototype as unknown keys", () => {
+    expect(messageOf(`__proto__ = { a = 1 }`)).toContain("lockhost.toml: unknown table [__proto__]");
+    expect(messageOf(`[host]\nconstructor = 1`)).toContain(`lockhost.toml: [host]: unknown key "constructor"`);
+  });
+});
+
+describe("passwords never appear in messages", () => {
+  it("masks user:pass@ in a rejected URL", () => {
+    const message = messageOf(`[locking.redis]\nurl = "http://admin:hunter2@cache:6379"`);
+    expect(message).toContain(`got "http://admin:***@cache:6379"`);
+    expect(message).not.toContain("hunter2");
+  });
+
+  it("masks the password of a URL that does not parse", () => {
+    const message = messageOf(`[locking.pg]\nurl = "postgres://app:s3cr%t@db:99999/x"`);
+    expect(message).toContain(`[locking.pg]: url is not a valid URL, got "postgres://app:***@db:99999/x"`);
+    expect(message).not.toContain("s3cr");
+  });
+
+  it("masks a password that contains '@' or ':'", () => {
+    const message = messageOf(`[locking.redis]\nurl = "tcp://u:p@ss:w0rd@h"`);
+    expect(message).toContain(`"tcp://u:***@h"`);
+    expect(message).not.toContain("w0rd");
+  });
+
+  it("masks the password in the lines quoted by a TOML syntax error", () => {
+    const message = messageOf(`[locking.redis]\nurl = "redis://u:hunter2@h" trailing`);
+    expect(message).toContain("TOML syntax error at line 2");
+    expect(message).toContain("u:***@h");
+    expect(message).not.toContain("hunter2");
+  });
+
+  it("masks a password coming from the environment", () => {
+    const message = messageOf(`[locking.redis]\nurl = "\${URL}"`, { URL: "http://u:fromenv@h" });
+    expect(message).not.toContain("fromenv");
+  });
+
+  it("redactUrlSecrets masks user:pass@ and password= and leaves the rest", () => {
+    expect(redactUrlSecrets("redis://:pw@h:6379/0")).toBe("redis://:***@h:6379/0");
+    expect(redactUrlSecrets("see postgres://app:pw@db/x and rediss://u:p2@c")).toBe(
+      "see postgres://app:***@db/x and rediss://u:***@c",
+    );
+    expect(redactUrlSecrets("postgres://db/x?sslmode=require&password=pw")).toBe(
+      "postgres://db/x?sslmode=require&password=***",
+    );
+    expect(redactUrlSecrets("redis://user@h redis://h:6379")).toBe("redis://user@h redis://h:6379");
+  });
+});
+
+describe("environment substitution", () => {
+  const REDIS = `[locking.redis]\nurl = "\${REDIS_URL}"\nkey_prefix = "\${PREFIX:-lh:}"`;
+
+  it("substitutes ${VAR} and ${VAR:-default} after parsing", () => {
+    const config = parse(REDIS, { REDIS_URL: "redis://cache:6379", PREFIX: "p:" });
+    expect(config.locking.redis).toEqual({ url: "redis://cache:6379", keyPrefix: "p:" });
+  });
+
+  it("uses the default when the variable is unset or empty", () => {
+    expect(parse(REDIS, { REDIS_URL: "redis://c" }).locking.redis?.keyPrefix).toBe("lh:");
+    expect(parse(REDIS, { REDIS_URL: "redis://c", PREFIX: "" }).locking.redis?.keyPrefix).toBe("lh:");
+  });
+
+  it("names the variable, file, table and key when a variable is unset", () => {
+    const message = messageOf(REDIS, {});
+    expect(message).toContain("lockhost.toml: [locking.redis]: url uses ${REDIS_URL}");
+    expect(message).toContain("REDIS_URL is not set");
+  });
+
+  it("names the entry when a variable in an array is unset", () => {
+    const message = messageOf(`${PLUGIN}global_keys = ["a", "\${TEAM}-*"]`);
+    expect(message).toContain(`lockhost.toml: [[plugins]] #1 ("report"): global_keys[1] uses \${TEAM}`);
+  });
+
+  it("substitutes in every string, including strings inside arrays", () => {
+    const config = parse(
+      `[host]\nnode = "\${NODE}"\n[[plugins]]\nname = "\${PLUGIN}"\nwasm = "\${DIR}/r.wasm"\nglobal_keys = ["\${TEAM}-*", "fixed"]\n` +
+        `[[scheduled]]\nplugin = "\${PLUGIN}"\nexport = "run"\nschedule = "\${EVERY:-10s}"`,
+      { NODE: "n1", PLUGIN: "report", DIR: "/opt/g", TEAM: "blue" },
+    );
+    expect(config.host.node).toBe("n1");
+    expect(config.plugins[0]).toMatchObject({ name: "report", wasm: resolve("/opt/g/r.wasm"), globalKeys: ["blue-*", "fixed"] });
+    expect(config.scheduled[0]).toMatchObject({ id: "report.run", schedule: { kind: "interval", everyMs: 10000 } });
+  });
+
+  it("reads $$ as a literal $", () => {
+    expect(parse(`[locking.redis]\nkey_prefix = "$$app$$:"`).locking.redis?.keyPrefix).toBe("$app$:");
+    expect(parse(`[locking.redis]\nkey_prefix = "$\${X}"`).locking.redis?.keyPrefix).toBe("${X}");
+  });
+
+  it("never lets a value inject TOML or be substituted again", () => {
+    const value = `x"\n[[plugins]]\nname = "evil" \${OTHER} $$`;
+    const config = parse(`[locking.redis]\nkey_prefix = "\${PREFIX}"`, { PREFIX: value, OTHER: "no" });
+    expect(config.locking.redis?.keyPrefix).toBe(value);
+    expect(config.plugins).toEqual([]);
+  });
+
+  it("rejects a lone $, an unterminated ${ and a malformed name", () => {
+    expect(messageOf(`[host]\nnode = "a$b"`)).toContain(`lockhost.toml: [host]: node has a "$" at character 2 that starts no substitution`);
+    expect(messageOf(`[host]\nnode = "\${NODE"`)).toContain(`lockhost.toml: [host]: node has an unterminated "\${"`);
+    expect(messageOf(`[host]\nnode = "\${1X}"`)).toContain(`lockhost.toml: [host]: node has "\${1X}", which is not`);
+    expect(messageOf(`[host]\nnode = "\${}"`)).toContain("which is not ${NAME}");
+  });
+
+  it("substitutes only strings: a number-typed key needs a number in the file", () => {
+    expect(messageOf(`${PLUGIN}memory_limit_mib = "\${MEM}"`, { MEM: "32" })).toContain(
+      `memory_limit_mib must be an integer from 1 to 4096, got "\${MEM}"`,
+    );
+  });
+
+  it("sees no variables when parseConfig is given no env", () => {
+    const message = configErrorOf(() => parseConfig(`[host]\nnode = "\${HOME}"`, { source: SOURCE, baseDir: BASE })).message;
+    expect(message).toContain("HOME is not set");
+  });
+
+  it("expandEnv works on its own", () => {
+    const where = () => "f: [t]: k";
+    expect(expandEnv("plain", {}, where)).toBe("plain");
+    expect(expandEnv("${A}/${B:-b}/$$/${C:-}", { A: "a" }, where)).toBe("a/b/$/");
+    expect(expandEnv("${A:-x:-y}", {}, where)).toBe("x:-y");
+    expect(configErrorOf(() => expandEnv("${MISSING}", {}, where)).message).toBe(
+      "f: [t]: k uses ${MISSING}, but the environment variable MISSING is not set (set it, or give a default: ${MISSING:-value})",
+    );
+  });
+});
+
+describe("schedules", () => {
+  it.each([
+    ["500ms", 500],
+    ["5s", 5000],
+    ["1m", 60_000],
+    ["2h", 7_200_000],
+    ["05s", 5000],
+  ])("parseDuration(%j) = %d", (text, ms) => {
+    expect(parseDuration(text)).toBe(ms);
+  });
+
+  it.each(["0s", "0ms", "1.5s", "5 s", " 5s", "5", "s", "-5s", "5d", "5S", "1h30m", "", "99999999999999999999h"])(
+    "parseDuration(%j) is undefined",
+    (text) => {
+      expect(parseDuration(text)).toBeUndefined();
+    },
+  );
+
+  function scheduleOf(text: string) {
+    return parse(`${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "${text}"`).scheduled[0]?.schedule;
+  }
+
+  it("reads intervals and cron expressions of 5 or 6 fields", () => {
+    expect(scheduleOf("250ms")).toEqual({ kind: "interval", everyMs: 250, text: "250ms" });
+    expect(scheduleOf("0 3 * * MON-FRI")).toEqual({ kind: "cron", expression: "0 3 * * MON-FRI" });
+    expect(scheduleOf("*/10 * * * * *")).toEqual({ kind: "cron", expression: "*/10 * * * * *" });
+    expect(scheduleOf("0 0 29 2 *")).toEqual({ kind: "cron", expression: "0 0 29 2 *" });
+  });
+
+  it("rejects cron nicknames and dates, which are not 5 or 6 fields", () => {
+    expect(messageOf(`${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "@daily"`)).toContain("schedule must be an interval");
+    expect(messageOf(`${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "2030-01-01T00:00:00"`)).toContain("schedule must be an interval");
+  });
+});
+
+describe("resolveConfig", () => {
+  it("applies the defaults to an empty object", () => {
+    const config = resolveConfig({});
+    expect(config).toEqual({
+      host: { node: hostname(), shutdownTimeoutMs: 10000, logLevel: "info" },
+      locking: { backend: "memory" },
+      plugins: [],
+      scheduled: [],
+    });
+    expect("source" in config).toBe(false);
+    expectDeepFrozen(config);
+  });
+
+  it("builds a config with camelCase names, string or parsed schedules, and baseDir", () => {
+    const config = resolveConfig({
+      source: "test",
+      baseDir: BASE,
+      host: { node: "n" },
+      locking: { backend: "pg", redis: { keyPrefix: "k:" } },
+      plugins: [{ name: "report", wasm: "r.wasm", memoryLimitMib: 32, globalKeys: ["g"] }],
+      scheduled: [
+        { plugin: "report", export: "run", schedule: "1m", ttlMs: 5000 },
+        { id: "nightly", plugin: "report", export: "run", schedule: { kind: "cron", expression: "0 2 * * *" }, hint: "node_local" },
+        { id: "fast", plugin: "report", export: "run", schedule: { kind: "interval", everyMs: 750, text: "750ms" } },
+      ],
+    });
+    expect(config).toEqual({
+      source: "test",
+      host: { node: "n", shutdownTimeoutMs: 10000, logLevel: "info" },
+      locking: {
+        backend: "pg",
+        redis: { url: "redis://127.0.0.1:6379", keyPrefix: "k:" },
+        pg: { url: "postgres://postgres@127.0.0.1:5432/test" },
+      },
+      plugins: [
+        { name: "report", wasm: resolve(BASE, "r.wasm"), isolation: "worker", memoryLimitMib: 32, callTimeoutMs: 5000, globalKeys: ["g"] },
+      ],
+      scheduled: [
+        { id: "report.run", plugin: "report", export: "run", schedule: { kind: "interval", everyMs: 60000, text: "1m" }, hint: "require_global", ttlMs: 5000 },
+        { id: "nightly", plugin: "report", export: "run", schedule: { kind: "cron", expression: "0 2 * * *" }, hint: "node_local", ttlMs: 60000 },
+        { id: "fast", plugin: "report", export: "run", schedule: { kind: "interval", everyMs: 750, text: "750ms" }, hint: "require_global", ttlMs: 60000 },
+      ],
+    });
+    expectDeepFrozen(config);
+  });
+
+  it("leaves the caller's objects unfrozen", () => {
+    const input = { host: { node: "n" }, plugins: [{ name: "a", wasm: "a.wasm", globalKeys: ["k"] }] };
+    resolveConfig(input);
+    expect(Object.isFrozen(input) || Object.isFrozen(input.host) || Object.isFrozen(input.plugins[0]?.globalKeys)).toBe(false);
+  });
+
+  it("resolves relative wasm paths against the working directory by default", () => {
+    expect(resolveConfig({ plugins: [{ name: "a", wasm: "a.wasm" }] }).plugins[0]?.wasm).toBe(resolve("a.wasm"));
+  });
+
+  it("accepts a LockhostConfig and returns an equal one", () => {
+    const config = parse(`[locking]\nbackend = "redis"\n${PLUGIN}global_keys = ["x"]\n[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "*/5 * * * *"`);
+    expect(resolveConfig(config)).toEqual(config);
+  });
+
+  it("does not substitute variables in values given in code", () => {
+    expect(resolveConfig({ host: { node: "${NODE}" } }).host.node).toBe("${NODE}");
+  });
+
+  it("names fields by their code names", () => {
+    const bad = (input: unknown) => configErrorOf(() => resolveConfig(input as never)).message;
+    expect(bad({ plugins: [{ name: "report", wasm: "r.wasm", memoryLimitMib: "16MB" }] })).toBe(
+      `config: plugins[0] ("report"): memoryLimitMib must be an integer from 1 to 4096, got "16MB"`,
+    );
+    expect(bad({ source: "embed", plugins: [{ name: "a", wasm: "a.wasm", memoryLimitMB: 8 }] })).toContain(
+      `embed: plugins[0] ("a"): unknown key "memoryLimitMB" (did you mean "memoryLimitMib"?`,
+    );
+    expect(bad({ locking: { redis: { url: "redis://u:pw@h:0x" } } })).toBe(
+      `config: locking.redis: url is not a valid URL, got "redis://u:***@h:0x"`,
+    );
+    expect(bad({ host: { logLevel: "loud" } })).toContain("config: host: logLevel must be one of");
+    expect(bad({ plugins: [{ name: "a", wasm: "a.wasm" }], scheduled: [{ plugin: "a", export: "run", schedule: { kind: "interval", everyMs: 0 } }] })).toContain(
+      `config: scheduled[0] ("a.run").schedule: everyMs must be an integer from 1 to`,
+    );
+    expect(bad({ plugins: [{ name: "a", wasm: "a.wasm" }], scheduled: [{ plugin: "a", export: "run", schedule: { kind: "cron", expression: "61 * * * *" } }] })).toContain(
+      `config: scheduled[0] ("a.run").schedule: expression is not a valid cron expression`,
+    );
+    expect(bad({ plugins: [{ name: "a", wasm: "a.wasm", globalKeys: null }] })).toContain("globalKeys must be an array of strings, got null");
+    expect(bad({ hosts: {} })).toContain(`config: unknown key "hosts" (did you mean "host"?`);
+    expect(bad({ source: 5 })).toBe("config: source must be a string, got 5");
+    expect(bad({ baseDir: "" })).toBe("config: baseDir must not be empty");
+    expect(bad(null)).toBe("config must be an object, got null");
+  });
+});
+
+describe("loadConfig", () => {
+  let dir: string | undefined;
+
+  afterEach(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+    dir = undefined;
+  });
+
+  it("reads a file and resolves wasm paths against its folder", async () => {
+    dir = await mkdtemp(join(tmpdir(), "lockhost-config-"));
+    await mkdir(join(dir, "etc"));
+    const path = join(dir, "etc", "lockhost.toml");
+    await writeFile(path, `\uFEFF[host]\nnode = "\${NODE}"\n[[plugins]]\nname = "report"\nwasm = "../guests/report.wasm"\n`);
+    const config = await loadConfig(path, { NODE: "from-env" });
+    expect(config.source).toBe(path);
+    expect(config.host.node).toBe("from-env");
+    expect(config.plugins[0]?.wasm).toBe(join(dir, "guests", "report.wasm"));
+    expectDeepFrozen(config);
+  });
+
+  it("names the file in validation messages", async () => {
+    dir = await mkdtemp(join(tmpdir(), "lockhost-config-"));
+    const path = join(dir, "lockhost.toml");
+    await writeFile(path, `[locking]\nbackend = "zk"\n`);
+    await expect(loadConfig(path, {})).rejects.toThrow(`${path}: [locking]: backend must be one of`);
+  });
+
+  it("rejects a missing file naming its path", async () => {
+    dir = await mkdtemp(join(tmpdir(), "lockhost-config-"));
+    const path = join(dir, "nope.toml");
+    const err = await loadConfig(path, {}).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LockhostError);
+    expect((err as LockhostError).code).toBe("CONFIG_INVALID");
+    expect((err as LockhostError).message).toBe(`${path}: cannot read the config file (no such file)`);
+  });
+
+  it("rejects a folder given as the config file", async () => {
+    dir = await mkdtemp(join(tmpdir(), "lockhost-config-"));
+    await expect(loadConfig(dir, {})).rejects.toMatchObject({
+      code: "CONFIG_INVALID",
+      message: `${dir}: cannot read the config file (it is a directory)`,
+    });
+  });
+});

@@ -8,9 +8,10 @@ import { MAX_TTL_MS } from "../abi/status.js";
 import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
 import { parseDuration } from "../host/config/duration.js";
 import { expandEnv } from "../host/config/env.js";
-import { loadConfig, parseConfig, redactUrlSecrets, resolveConfig } from "../host/config/load.js";
+import { loadConfig, parseConfig, resolveConfig } from "../host/config/load.js";
 import type { LockhostConfig } from "../host/config/types.js";
 import { LockhostError } from "../host/errors.js";
+import { redactUrlSecrets } from "../host/redact.js";
 
 const SOURCE = "lockhost.toml";
 const BASE = resolve("/srv/lockhost");

@@ -10,6 +10,9 @@ export type Isolation = "worker" | "inline";
 /** How a schedule coordinates across the nodes of a cluster. */
 export type LockingHint = "node_local" | "require_global" | "prefer_global";
 
+/** The levels of the host's logger, least to most severe; "silent" logs nothing. */
+export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
+
 /** `[locking.redis]` */
 export interface RedisConfig {
   /** May carry a password; never logged. */
@@ -69,7 +72,7 @@ export interface HostSettings {
   readonly node: string;
   /** On shutdown, how long in-flight calls may take before their guests are stopped. */
   readonly shutdownTimeoutMs: number;
-  readonly logLevel: "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
+  readonly logLevel: LogLevel;
 }
 
 /** A whole, validated lockhost configuration. */
@@ -80,4 +83,45 @@ export interface LockhostConfig {
   readonly locking: LockingConfig;
   readonly plugins: readonly PluginConfig[];
   readonly scheduled: readonly ScheduledConfig[];
+}
+
+// What resolveConfig accepts: the shapes above with every defaulted field optional. Kept here,
+// next to the types they mirror, so a field added to one is not missed in the other.
+
+/** A `[[plugins]]` entry built in code: the fields of PluginConfig, defaults optional. */
+export interface PluginInput {
+  readonly name: string;
+  /** Relative paths resolve against ConfigInput.baseDir. */
+  readonly wasm: string;
+  readonly isolation?: Isolation;
+  readonly memoryLimitMib?: number;
+  readonly callTimeoutMs?: number;
+  readonly globalKeys?: readonly string[];
+}
+
+/** A `[[scheduled]]` entry built in code: the fields of ScheduledConfig, defaults optional. */
+export interface ScheduledInput {
+  readonly id?: string;
+  readonly plugin: string;
+  readonly export: string;
+  /** The TOML form ("5s", "0 * * * *") or an already parsed ScheduleSpec. */
+  readonly schedule: string | ScheduleSpec;
+  readonly hint?: LockingHint;
+  readonly ttlMs?: number;
+}
+
+/** A config built in code for resolveConfig. A LockhostConfig is itself a valid ConfigInput. */
+export interface ConfigInput {
+  /** Names the config in messages, and is kept as LockhostConfig.source. */
+  readonly source?: string;
+  /** Where relative wasm paths resolve from; default: the process's working directory. */
+  readonly baseDir?: string;
+  readonly host?: Partial<HostSettings>;
+  readonly locking?: {
+    readonly backend?: BackendKind;
+    readonly redis?: Partial<RedisConfig>;
+    readonly pg?: Partial<PgConfig>;
+  };
+  readonly plugins?: readonly PluginInput[];
+  readonly scheduled?: readonly ScheduledInput[];
 }

@@ -47,6 +47,9 @@ interface State {
   running?: Promise<void>;
 }
 
+/** The longest delay setTimeout honours. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** The lock name a schedule's ticks are coordinated on. */
 export const scheduleLockKey = (id: string): string => `schedule:${id}`;
 
@@ -98,11 +101,20 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
 
   #arm(state: State, fromMs: number): void {
     if (!this.#started) return;
-    const at = state.clock.next(fromMs);
+    this.#armAt(state, state.clock.next(fromMs));
+  }
+
+  #armAt(state: State, at: number): void {
+    const delay = at - Date.now();
+    if (delay > MAX_TIMER_MS) {
+      // setTimeout fires at once past 2^31-1 ms; wait in steps instead.
+      state.timer = setTimeout(() => this.#armAt(state, at), MAX_TIMER_MS);
+      return;
+    }
     state.timer = setTimeout(() => {
       void this.#fire(state, at);
       this.#arm(state, Math.max(at, Date.now()));
-    }, Math.max(0, at - Date.now()));
+    }, Math.max(0, delay));
   }
 
   async #fire(state: State, tickAtMs: number): Promise<TickOutcome> {

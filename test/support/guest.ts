@@ -20,6 +20,7 @@ export interface TestGuestOptions {
 export async function startGuest(wasm: string, locks: LockService, log: Logger, options: TestGuestOptions = {}): Promise<WorkerGuest> {
   const plugin = options.plugin ?? "test";
   const module = await loadGuestModule(plugin, guestWasm(wasm, options.kind), (options.memoryLimitMib ?? 4) * 2 ** 20);
-  const guestLocks = new GuestLocks(locks, { plugin, allowsGlobal: globalKeyMatcher(options.globalKeys ?? []) }, log);
-  return WorkerGuest.start({ module, locks: guestLocks, callTimeoutMs: options.callTimeoutMs ?? 5_000, log });
+  const guestLog = log.child({ plugin });
+  const guestLocks = new GuestLocks(locks, { plugin, allowsGlobal: globalKeyMatcher(options.globalKeys ?? []) }, guestLog);
+  return WorkerGuest.start({ module, locks: guestLocks, callTimeoutMs: options.callTimeoutMs ?? 5_000, log: guestLog });
 }

@@ -16,6 +16,7 @@ export interface WorkerGuestOptions {
   readonly locks: GuestLocks;
   /** A call running longer is stopped by terminating the worker. */
   readonly callTimeoutMs: number;
+  /** The plugin's logger (a child carrying the plugin's name). */
   readonly log: Logger;
 }
 
@@ -181,7 +182,7 @@ export class WorkerGuest implements GuestInstance {
 
   async #onMessage(gen: Generation, msg: FromWorker): Promise<void> {
     if (msg.type === "trace") {
-      this.#log.info({ plugin: this.plugin }, `guest: ${msg.message}`);
+      this.#log.info(`guest: ${msg.message}`);
       return;
     }
     if (msg.type === "failed") {
@@ -200,7 +201,7 @@ export class WorkerGuest implements GuestInstance {
     }
     const where = msg.abort ? ` at ${msg.abort.file}:${msg.abort.line}:${msg.abort.column}` : "";
     this.#log.error(
-      { plugin: this.plugin, export: pending.name, ...(msg.abort && { file: msg.abort.file, line: msg.abort.line, column: msg.abort.column }) },
+      { export: pending.name, ...(msg.abort && { file: msg.abort.file, line: msg.abort.line, column: msg.abort.column }) },
       msg.abort ? `guest abort: ${msg.abort.message}${where}` : `guest trapped: ${msg.message}`,
     );
     await this.#opts.locks.reset(`its export ${pending.name} trapped`);
@@ -211,13 +212,13 @@ export class WorkerGuest implements GuestInstance {
     const pending = gen.pending;
     if (!pending || !gen.alive) return;
     const message = `plugin ${this.plugin} export ${pending.name} ran past its time limit of ${this.#opts.callTimeoutMs} ms and was stopped`;
-    this.#log.error({ plugin: this.plugin, export: pending.name, callTimeoutMs: this.#opts.callTimeoutMs }, "guest call timed out; restarting the guest");
+    this.#log.error({ export: pending.name, callTimeoutMs: this.#opts.callTimeoutMs }, "guest call timed out; restarting the guest");
     await this.#replace(gen, new LockhostError("GUEST_TIMEOUT", message), "its call timed out");
   }
 
   async #crashed(gen: Generation, why: string): Promise<void> {
     if (!gen.alive) return;
-    this.#log.error({ plugin: this.plugin, export: gen.pending?.name }, `guest worker died (${why}); restarting the guest`);
+    this.#log.error({ export: gen.pending?.name }, `guest worker died (${why}); restarting the guest`);
     const err = new LockhostError("GUEST_CRASHED", `plugin ${this.plugin} worker died during ${gen.pending?.name ?? "no call"}: ${why}`);
     await this.#replace(gen, err, "its worker died");
   }
@@ -230,7 +231,7 @@ export class WorkerGuest implements GuestInstance {
     if (pending) clearTimeout(pending.timer);
     if (!this.#closed) {
       this.#ready = this.#spawn();
-      this.#ready.catch((e: unknown) => this.#log.error({ plugin: this.plugin, err: (e as Error).message }, "guest restart failed"));
+      this.#ready.catch((e: unknown) => this.#log.error({ err: (e as Error).message }, "guest restart failed"));
     }
     await gen.worker.terminate();
     await this.#opts.locks.reset(reason);

@@ -1,0 +1,251 @@
+// Typed reads of raw config tables, knowing nothing of lockhost's own keys. Every failure names
+// the file, the table and the key, because an operator reading the message has the file open
+// and nothing else. The same reader serves TOML and objects built in code; the two differ only
+// in key spelling (snake_case or camelCase), in how a table is named, and in that only TOML
+// strings get environment substitution.
+import { LockhostError } from "../errors.js";
+import { redactUrlSecrets } from "../redact.js";
+import { expandEnv } from "./env.js";
+
+/** A table as the TOML parser or the caller handed it over, not yet checked. */
+export type Raw = { readonly [key: string]: unknown };
+
+/** What holds for the whole input being read. */
+export interface Ctx {
+  /** Names the input at the start of every message. */
+  readonly source: string;
+  readonly mode: "toml" | "code";
+  /** Where the schema resolves relative paths from. */
+  readonly baseDir: string;
+  /** Set for TOML only: objects built in code get no substitution. */
+  readonly env: NodeJS.ProcessEnv | undefined;
+}
+
+/** A key's TOML name and code name; a plain string when both are spelled the same. */
+export type Key = string | readonly [toml: string, code: string];
+
+/** One table of the input, with what is needed to name it in messages. */
+export class Table {
+  private constructor(
+    readonly ctx: Ctx,
+    /** How messages name this table: `[[plugins]] #2 ("report")` or `plugins[1] ("report")`; "" for the root. */
+    readonly label: string,
+    /** Its dotted TOML path ("locking.redis"), for naming unknown sub-tables. */
+    private readonly header: string,
+    private readonly raw: Raw,
+  ) {}
+
+  /** The top level of an input. */
+  static root(ctx: Ctx, raw: Raw): Table {
+    return new Table(ctx, "", "", raw);
+  }
+
+  /** The same table, labelled with its entry's name once that is known. */
+  named(name: string | undefined): Table {
+    return name === undefined ? this : new Table(this.ctx, `${this.label} (${this.show(name)})`, this.header, this.raw);
+  }
+
+  get(key: Key): unknown {
+    const name = this.nameOf(key);
+    // Own keys only: a TOML key named "constructor" must not find Object.prototype's.
+    return Object.hasOwn(this.raw, name) ? this.raw[name] : undefined;
+  }
+
+  fail(key: Key, problem: string): never {
+    throw configError(`${this.where(key)} ${problem}`);
+  }
+
+  /** `[[plugins]]` in TOML, `plugins` in code. */
+  plural(key: string): string {
+    return this.ctx.mode === "toml" ? `[[${key}]]` : key;
+  }
+
+  show(value: unknown): string {
+    return show(value, this.ctx.mode);
+  }
+
+  /** Rejects any key not in `keys`, suggesting the nearest known one. */
+  onlyKeys(keys: readonly Key[]): void {
+    const known = keys.map((k) => this.nameOf(k));
+    for (const name of Object.keys(this.raw)) {
+      // An undefined value is how code leaves an optional field out, not a key it meant to set.
+      if (known.includes(name) || this.raw[name] === undefined) continue;
+      const value = this.raw[name];
+      const guess = nearest(name, known);
+      const what =
+        this.ctx.mode === "code" ? `unknown key "${name}"`
+        : isTable(value) ? `unknown table [${this.header ? `${this.header}.` : ""}${name}]`
+        : Array.isArray(value) && value.length > 0 && value.every(isTable) ? `unknown table [[${name}]]`
+        : `unknown key "${name}"`;
+      const hint = guess ? `did you mean "${guess}"? ` : "";
+      throw configError(`${this.prefix()}${what} (${hint}known: ${known.join(", ")})`);
+    }
+  }
+
+  /**
+   * The sub-table at `key`; none when absent.
+   *
+   * @param dotted its full dotted name, which labels it in messages.
+   */
+  table(key: string, dotted: string): Table | undefined {
+    const value = this.get(key);
+    if (value === undefined) return undefined;
+    if (!isTable(value)) this.fail(key, `must be a table, got ${this.show(value)}`);
+    const label = this.ctx.mode === "toml" ? `[${dotted}]` : dotted;
+    return new Table(this.ctx, label, dotted, value);
+  }
+
+  /** The entries of an array of tables (`[[plugins]]`); none when absent. */
+  entries(key: string): Table[] {
+    const value = this.get(key);
+    if (value === undefined) return [];
+    if (!Array.isArray(value)) this.fail(key, `must be an array of tables (${this.plural(key)}), got ${this.show(value)}`);
+    return value.map((item: unknown, i) => {
+      const label = this.ctx.mode === "toml" ? `[[${key}]] #${i + 1}` : `${key}[${i}]`;
+      if (!isTable(item)) throw configError(`${this.ctx.source}: ${label} must be a table, got ${this.show(item)}`);
+      return new Table(this.ctx, label, key, item);
+    });
+  }
+
+  string(key: Key): string | undefined {
+    const value = this.get(key);
+    if (value === undefined) return undefined;
+    if (typeof value !== "string") this.fail(key, `must be a string, got ${this.show(value)}`);
+    return this.expand(value, () => this.where(key));
+  }
+
+  nonEmptyString(key: Key): string | undefined {
+    const value = this.string(key);
+    if (value === "") this.fail(key, "must not be empty");
+    return value;
+  }
+
+  /** A list of non-empty strings. */
+  stringList(key: Key): string[] | undefined {
+    const value = this.get(key);
+    if (value === undefined) return undefined;
+    if (!Array.isArray(value)) this.fail(key, `must be an array of strings, got ${this.show(value)}`);
+    return value.map((item: unknown, i) => {
+      const where = () => `${this.where(key)}[${i}]`;
+      if (typeof item !== "string" || item === "") {
+        throw configError(`${where()} must be a non-empty string, got ${this.show(item)}`);
+      }
+      const expanded = this.expand(item, where);
+      if (expanded === "") throw configError(`${where()} must not be empty (after substitution)`);
+      return expanded;
+    });
+  }
+
+  int(key: Key, [min, max]: readonly [number, number]): number | undefined {
+    const value = this.get(key);
+    if (value === undefined) return undefined;
+    if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+      this.fail(key, `must be an integer from ${min} to ${max}, got ${this.show(value)}`);
+    }
+    return value;
+  }
+
+  oneOf<T extends string>(key: Key, allowed: readonly T[]): T | undefined {
+    const value = this.string(key);
+    if (value === undefined) return undefined;
+    if (!(allowed as readonly string[]).includes(value)) {
+      this.fail(key, `must be one of ${allowed.map((a) => `"${a}"`).join(", ")}, got ${this.show(value)}`);
+    }
+    return value as T;
+  }
+
+  /** A URL whose scheme is one of `schemes` and which has `//` (an authority). */
+  url(key: Key, schemes: readonly string[]): string | undefined {
+    const value = this.string(key);
+    if (value === undefined) return undefined;
+    const wanted = schemes.map((s) => `${s}://`).join(" or ");
+    const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(value)?.[1]?.toLowerCase();
+    if (scheme === undefined || !schemes.includes(scheme)) this.fail(key, `must be a ${wanted} URL, got ${this.show(value)}`);
+    if (!URL.canParse(value)) this.fail(key, `is not a valid URL, got ${this.show(value)}`);
+    return value;
+  }
+
+  /**
+   * Claims `value` for this entry in `seen`, a map of the values earlier entries claimed to
+   * their labels; fails naming the first claimant when it is taken.
+   */
+  unique(key: Key, value: string, seen: Map<string, string>): void {
+    const first = seen.get(value);
+    if (first !== undefined) this.fail(key, `${this.show(value)} is already used by ${first}`);
+    seen.set(value, this.label);
+  }
+
+  private expand(value: string, where: () => string): string {
+    return this.ctx.env === undefined ? value : expandEnv(value, this.ctx.env, where);
+  }
+
+  private nameOf(key: Key): string {
+    return typeof key === "string" ? key : this.ctx.mode === "toml" ? key[0] : key[1];
+  }
+
+  private prefix(): string {
+    return this.label ? `${this.ctx.source}: ${this.label}: ` : `${this.ctx.source}: `;
+  }
+
+  private where(key: Key): string {
+    return `${this.prefix()}${this.nameOf(key)}`;
+  }
+}
+
+/**
+ * The CONFIG_INVALID error every config check raises. The whole message is masked, since a
+ * path or a parser's excerpt can quote a connection URL too.
+ */
+export function configError(message: string, cause?: unknown): LockhostError {
+  return new LockhostError("CONFIG_INVALID", redactUrlSecrets(message), cause === undefined ? undefined : { cause });
+}
+
+/** Whether `value` is a table: an object that is neither an array nor a TOML date. */
+export function isTable(value: unknown): value is Raw {
+  return typeof value === "object" && value !== null && !Array.isArray(value) && !(value instanceof Date);
+}
+
+/** A value as a message shows it: strings quoted, shortened and with URL secrets masked. */
+export function show(value: unknown, mode: Ctx["mode"]): string {
+  if (typeof value === "string") {
+    // Masked before shortening: a URL cut inside its password no longer matches the mask.
+    const safe = redactUrlSecrets(value);
+    return JSON.stringify(safe.length > 80 ? `${safe.slice(0, 77)}...` : safe);
+  }
+  if (value === undefined) return "nothing";
+  if (value === null) return "null";
+  if (value instanceof Date) return "a date";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "object") return mode === "toml" ? "a table" : "an object";
+  return String(value);
+}
+
+/** The known key a mistyped one most likely meant, if any is close. */
+function nearest(name: string, known: readonly string[]): string | undefined {
+  // Compared without case or separators, so "memoryLimitMib" in TOML still finds its key.
+  const norm = (s: string) => s.toLowerCase().replace(/[_-]/g, "");
+  const n = norm(name);
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const candidate of known) {
+    const c = norm(candidate);
+    // A dropped suffix ("memory_limit" for "memory_limit_mib") is as likely as a typo.
+    const d = n.length >= 3 && c.startsWith(n) ? 1 : editDistance(n, c);
+    if (d <= Math.max(2, Math.floor(c.length / 4)) && d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return best;
+}
+
+/** Levenshtein distance, one row at a time. */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      row[j] = Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + cost);
+    }
+    prev = row;
+  }
+  return prev[b.length] as number;
+}

@@ -1,0 +1,228 @@
+// The lockhost schema: which tables and keys a config has, what each may hold, the defaults
+// applied to what is left out, and the checks that span entries (unique names, schedules that
+// name a declared plugin). Reading and messages are the reader's job; this file says only what
+// is allowed.
+import { resolve } from "node:path";
+import { Cron } from "croner";
+import { MAX_TTL_MS } from "../../abi/status.js";
+import { PLUGIN_NAME_PATTERN, RESERVED_PLUGIN_NAMES } from "../locking/scope.js";
+import { CONFIG_DEFAULTS } from "./defaults.js";
+import { parseDuration } from "./duration.js";
+import { isTable, type Key, type Table } from "./reader.js";
+import type {
+  BackendKind,
+  HostSettings,
+  Isolation,
+  LockhostConfig,
+  LockingConfig,
+  LockingHint,
+  LogLevel,
+  PgConfig,
+  PluginConfig,
+  RedisConfig,
+  ScheduledConfig,
+  ScheduleSpec,
+} from "./types.js";
+
+const LIMITS = {
+  memoryLimitMib: [1, 4096],
+  callTimeoutMs: [1, 3_600_000],
+  shutdownTimeoutMs: [0, 3_600_000],
+  ttlMs: [1, MAX_TTL_MS],
+  everyMs: [1, Number.MAX_SAFE_INTEGER],
+} as const satisfies Record<string, readonly [number, number]>;
+
+// Records keyed by the union types, so adding a member to a union in types.ts fails to compile
+// here until the loader accepts it.
+const BACKENDS = keysOf<BackendKind>({ memory: 1, redis: 1, pg: 1 });
+const ISOLATIONS = keysOf<Isolation>({ worker: 1, inline: 1 });
+const HINTS = keysOf<LockingHint>({ node_local: 1, require_global: 1, prefer_global: 1 });
+const LOG_LEVELS = keysOf<LogLevel>({ trace: 1, debug: 1, info: 1, warn: 1, error: 1, fatal: 1, silent: 1 });
+
+const SCHEDULE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const REDIS_SCHEMES = ["redis", "rediss"] as const;
+const PG_SCHEMES = ["postgres", "postgresql"] as const;
+
+const K = {
+  shutdownTimeoutMs: ["shutdown_timeout_ms", "shutdownTimeoutMs"],
+  logLevel: ["log_level", "logLevel"],
+  keyPrefix: ["key_prefix", "keyPrefix"],
+  memoryLimitMib: ["memory_limit_mib", "memoryLimitMib"],
+  callTimeoutMs: ["call_timeout_ms", "callTimeoutMs"],
+  globalKeys: ["global_keys", "globalKeys"],
+  ttlMs: ["ttl_ms", "ttlMs"],
+} as const satisfies Record<string, Key>;
+
+/**
+ * Checks a whole config against the schema and fills in the defaults.
+ *
+ * @param root the top level of the input, read as TOML or as an object built in code.
+ * @param source kept as LockhostConfig.source; omitted from the result when undefined.
+ * @throws LockhostError CONFIG_INVALID at the first key that breaks the schema.
+ */
+export function buildConfig(root: Table, source: string | undefined): LockhostConfig {
+  if (root.ctx.mode === "code") {
+    root.onlyKeys(["source", "baseDir", "host", "locking", "plugins", "scheduled"]);
+    // Read only to be type-checked: the caller has already taken both values.
+    root.string("source");
+    root.nonEmptyString("baseDir");
+  } else {
+    root.onlyKeys(["host", "locking", "plugins", "scheduled"]);
+  }
+  const host = hostSettings(root.table("host", "host"));
+  const locking = lockingConfig(root.table("locking", "locking"));
+  const plugins = pluginList(root);
+  const scheduled = scheduledList(root, new Set(plugins.map((p) => p.name)));
+  return { ...(source === undefined ? {} : { source }), host, locking, plugins, scheduled };
+}
+
+function hostSettings(t: Table | undefined): HostSettings {
+  const d = CONFIG_DEFAULTS.host;
+  if (!t) return { ...d };
+  t.onlyKeys(["node", K.shutdownTimeoutMs, K.logLevel]);
+  const node = t.string("node") ?? d.node;
+  // The node name is shown as a lock's holder, in status output and logs.
+  if (node.length === 0 || node.length > 255 || /\p{Cc}/u.test(node)) {
+    t.fail("node", `must be 1 to 255 characters without control characters, got ${t.show(node)}`);
+  }
+  return {
+    node,
+    shutdownTimeoutMs: t.int(K.shutdownTimeoutMs, LIMITS.shutdownTimeoutMs) ?? d.shutdownTimeoutMs,
+    logLevel: t.oneOf(K.logLevel, LOG_LEVELS) ?? d.logLevel,
+  };
+}
+
+function lockingConfig(t: Table | undefined): LockingConfig {
+  t?.onlyKeys(["backend", "redis", "pg"]);
+  const backend = t?.oneOf("backend", BACKENDS) ?? CONFIG_DEFAULTS.backend;
+  const redisTable = t?.table("redis", "locking.redis");
+  const pgTable = t?.table("pg", "locking.pg");
+  // A backend named without its table runs on the defaults, so whoever opens the backend can
+  // rely on its settings being present.
+  const redis = redisTable ? redisConfig(redisTable) : backend === "redis" ? { ...CONFIG_DEFAULTS.redis } : undefined;
+  const pg = pgTable ? pgConfig(pgTable) : backend === "pg" ? { ...CONFIG_DEFAULTS.pg } : undefined;
+  return { backend, ...(redis && { redis }), ...(pg && { pg }) };
+}
+
+function redisConfig(t: Table): RedisConfig {
+  t.onlyKeys(["url", K.keyPrefix]);
+  return {
+    url: t.url("url", REDIS_SCHEMES) ?? CONFIG_DEFAULTS.redis.url,
+    keyPrefix: t.string(K.keyPrefix) ?? CONFIG_DEFAULTS.redis.keyPrefix,
+  };
+}
+
+function pgConfig(t: Table): PgConfig {
+  t.onlyKeys(["url"]);
+  return { url: t.url("url", PG_SCHEMES) ?? CONFIG_DEFAULTS.pg.url };
+}
+
+function pluginList(root: Table): PluginConfig[] {
+  const seen = new Map<string, string>();
+  return root.entries("plugins").map((entry) => {
+    const name = entry.string("name");
+    const t = entry.named(name);
+    t.onlyKeys(["name", "wasm", "isolation", K.memoryLimitMib, K.callTimeoutMs, K.globalKeys]);
+    if (name === undefined) return t.fail("name", "is required");
+    if (!PLUGIN_NAME_PATTERN.test(name)) {
+      t.fail("name", `must be lowercase letters, digits, '-' and '_' (${PLUGIN_NAME_PATTERN}), got ${t.show(name)}`);
+    }
+    if (RESERVED_PLUGIN_NAMES.has(name)) {
+      t.fail("name", `${t.show(name)} is reserved (reserved names: ${[...RESERVED_PLUGIN_NAMES].join(", ")})`);
+    }
+    t.unique("name", name, seen);
+    const d = CONFIG_DEFAULTS.plugin;
+    return {
+      name,
+      wasm: resolve(t.ctx.baseDir, t.nonEmptyString("wasm") ?? t.fail("wasm", "is required")),
+      isolation: t.oneOf("isolation", ISOLATIONS) ?? d.isolation,
+      memoryLimitMib: t.int(K.memoryLimitMib, LIMITS.memoryLimitMib) ?? d.memoryLimitMib,
+      callTimeoutMs: t.int(K.callTimeoutMs, LIMITS.callTimeoutMs) ?? d.callTimeoutMs,
+      globalKeys: t.stringList(K.globalKeys) ?? [...d.globalKeys],
+    };
+  });
+}
+
+function scheduledList(root: Table, pluginNames: ReadonlySet<string>): ScheduledConfig[] {
+  const seen = new Map<string, string>();
+  return root.entries("scheduled").map((entry) => {
+    const givenId = entry.string("id");
+    const plugin = entry.string("plugin");
+    const exportName = entry.nonEmptyString("export");
+    const derived = plugin !== undefined && exportName !== undefined ? `${plugin}.${exportName}` : undefined;
+    const id = givenId ?? derived;
+    const t = entry.named(id);
+    t.onlyKeys(["id", "plugin", "export", "schedule", "hint", K.ttlMs]);
+    if (plugin === undefined) return t.fail("plugin", "is required");
+    if (exportName === undefined) return t.fail("export", "is required");
+    if (!pluginNames.has(plugin)) {
+      const declared = pluginNames.size ? `declared: ${[...pluginNames].join(", ")}` : "none is declared";
+      t.fail("plugin", `${t.show(plugin)} is not declared by any ${t.plural("plugins")} entry (${declared})`);
+    }
+    if (id === undefined || !SCHEDULE_ID.test(id)) {
+      const why = givenId === undefined ? ` (derived from plugin and export; set id explicitly)` : "";
+      return t.fail("id", `must be 1 to 128 characters from A-Z a-z 0-9 . _ : -, got ${t.show(id)}${why}`);
+    }
+    t.unique("id", id, seen);
+    const d = CONFIG_DEFAULTS.scheduled;
+    return {
+      id,
+      plugin,
+      export: exportName,
+      schedule: scheduleSpec(t),
+      hint: t.oneOf("hint", HINTS) ?? d.hint,
+      ttlMs: t.int(K.ttlMs, LIMITS.ttlMs) ?? d.ttlMs,
+    };
+  });
+}
+
+function scheduleSpec(t: Table): ScheduleSpec {
+  if (t.ctx.mode === "code" && isTable(t.get("schedule"))) return scheduleSpecObject(t);
+  const text = (t.string("schedule") ?? t.fail("schedule", "is required")).trim();
+  const everyMs = parseDuration(text);
+  if (everyMs !== undefined) return { kind: "interval", everyMs, text };
+  const fields = text.split(/\s+/).length;
+  if (text === "" || fields === 1) {
+    t.fail("schedule", `must be an interval ("500ms", "5s", "1m", "2h": a whole number greater than 0) or a cron expression of 5 or 6 fields, got ${t.show(text)}`);
+  }
+  if (fields !== 5 && fields !== 6) {
+    t.fail("schedule", `must be a cron expression of 5 fields (minute hour day month weekday) or 6 (seconds first), got ${fields} fields: ${t.show(text)}`);
+  }
+  return { kind: "cron", expression: checkCron(t, "schedule", text) };
+}
+
+/** A ScheduleSpec object given in code, held to the same rules as the TOML form. */
+function scheduleSpecObject(parent: Table): ScheduleSpec {
+  // Called only once scheduleSpec has seen a table at "schedule", so it is never undefined.
+  const t = parent.table("schedule", `${parent.label}.schedule`) as Table;
+  const kind = t.oneOf("kind", ["interval", "cron"] as const) ?? t.fail("kind", "is required");
+  if (kind === "cron") {
+    t.onlyKeys(["kind", "expression"]);
+    return { kind, expression: checkCron(t, "expression", t.nonEmptyString("expression") ?? t.fail("expression", "is required")) };
+  }
+  t.onlyKeys(["kind", "everyMs", "text"]);
+  const everyMs = t.int("everyMs", LIMITS.everyMs) ?? t.fail("everyMs", "is required");
+  return { kind, everyMs, text: t.string("text") ?? `${everyMs}ms` };
+}
+
+function checkCron(t: Table, key: Key, expression: string): string {
+  let job: Cron;
+  try {
+    // Paused and without a callback: croner only parses, it arms no timer.
+    job = new Cron(expression, { paused: true, mode: "5-or-6-parts" });
+  } catch (err) {
+    const why = err instanceof Error ? err.message.replace(/^CronPattern: /, "") : String(err);
+    return t.fail(key, `is not a valid cron expression (${why}), got ${t.show(expression)}`);
+  }
+  try {
+    // "0 0 30 2 *" parses but never runs; a schedule that silently never fires is a typo.
+    if (job.nextRun() === null) t.fail(key, `is a cron expression that never fires, got ${t.show(expression)}`);
+  } finally {
+    job.stop();
+  }
+  return expression;
+}
+
+function keysOf<T extends string>(record: Record<T, 1>): readonly T[] {
+  return Object.keys(record) as T[];
+}

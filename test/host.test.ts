@@ -1,0 +1,90 @@
+// The Host: config in, guests and scheduler up, everything released on stop.
+import { afterEach, describe, expect, it } from "vitest";
+import * as S from "../abi/status.js";
+import { resolveConfig, type ConfigInput } from "../host/config/load.js";
+import { Host } from "../host/host.js";
+import { MemoryBackend } from "../plugins/backends/memory.js";
+import { guestWasm } from "./support/guests.js";
+import { captureLogger } from "./support/log.js";
+
+const hosts: Host[] = [];
+afterEach(async () => {
+  await Promise.all(hosts.splice(0).map((h) => h.stop(1_000)));
+});
+
+async function start(input: ConfigInput, backend = new MemoryBackend()): Promise<{ host: Host; log: ReturnType<typeof captureLogger>; backend: MemoryBackend }> {
+  const log = captureLogger();
+  const host = await Host.start(resolveConfig(input), { logger: log.logger, backend });
+  hosts.push(host);
+  return { host, log, backend };
+}
+
+const locker = { name: "locker", wasm: guestWasm("locker") };
+
+describe("Host", () => {
+  it("runs the example plugins, and the ledger guest rejects a stale fence", async () => {
+    const { host, log } = await start({
+      plugins: [
+        { name: "report", wasm: guestWasm("report", "example") },
+        { name: "ledger", wasm: guestWasm("ledger", "example"), globalKeys: ["ledger"] },
+      ],
+    });
+    await host.call("report", "run");
+    await host.call("ledger", "run");
+    const msgs = log.messages();
+    expect(msgs).toContain("guest: report: generated with fence 1 (total 500500)");
+    expect(msgs).toContain("guest: ledger: accepted write with fence 1, balance 100");
+    expect(msgs).toContain("guest: ledger: rejected stale fence 0 (last accepted 1)");
+    expect(host.locks.heldCount).toBe(0);
+  });
+
+  it("releases every lock on stop, kept ones included", async () => {
+    const { host, backend } = await start({ plugins: [locker] });
+    expect(await host.call("locker", "hold", [1, 60_000, S.FLAG_KEEP])).toBeGreaterThan(0);
+    await host.locks.tryLock("embedder-key", { ttlMs: 60_000 });
+    expect(backend.size).toBe(2);
+    await host.stop();
+    expect(backend.size).toBe(0);
+    await expect(host.call("locker", "noop")).rejects.toMatchObject({ code: "CLOSED" });
+  });
+
+  it("refuses a scheduled export the plugin does not have, naming it", async () => {
+    await expect(start({ plugins: [locker], scheduled: [{ plugin: "locker", export: "nope", schedule: "1s" }] })).rejects.toMatchObject({
+      code: "CONFIG_INVALID",
+      message: expect.stringContaining('plugin locker has no export "nope"'),
+    });
+  });
+
+  it("refuses a guest that does not meet the ABI, and leaves nothing running", async () => {
+    const backend = new MemoryBackend();
+    await expect(
+      start({ plugins: [locker, { name: "old", wasm: guestWasm("noversion") }] }, backend),
+    ).rejects.toMatchObject({ code: "ABI_UNSUPPORTED" });
+    expect(backend.size).toBe(0);
+  });
+
+  it("says clearly that the inline runtime and the redis/pg backends are not in this version", async () => {
+    await expect(start({ plugins: [{ ...locker, isolation: "inline" }] })).rejects.toThrow(/isolation = "inline" is not available in this version yet/);
+    const log = captureLogger();
+    await expect(Host.start(resolveConfig({ locking: { backend: "redis" } }), { logger: log.logger })).rejects.toThrow(
+      /\[locking\] backend = "redis" is not available in this version of lockhost yet \(available: memory\)/,
+    );
+  });
+
+  it("warns that the memory backend is not distributed", async () => {
+    const log = captureLogger();
+    const host = await Host.start(resolveConfig({}), { logger: log.logger });
+    hosts.push(host);
+    expect(log.lines.some((l) => l.level === 40 && l.msg.includes("NOT shared with other hosts"))).toBe(true);
+  });
+
+  it("runs a require_global schedule on one of two hosts sharing a backend", async () => {
+    const backend = new MemoryBackend();
+    const input: ConfigInput = { plugins: [locker], scheduled: [{ id: "tick", plugin: "locker", export: "noop", schedule: "1s" }] };
+    const a = await start({ ...input, host: { node: "a" } }, backend);
+    const b = await start({ ...input, host: { node: "b" } }, backend);
+    const tick = Date.now();
+    const outcomes = await Promise.all([a.host.scheduler.runTick("tick", tick), b.host.scheduler.runTick("tick", tick)]);
+    expect(outcomes.sort()).toEqual(["ran", "skipped_contended"]);
+  });
+});

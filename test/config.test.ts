@@ -323,6 +323,12 @@ describe("passwords never appear in messages", () => {
     expect(message).not.toContain("hunter2");
   });
 
+  it("masks a password quoted by a malformed substitution", () => {
+    const message = messageOf(`[locking.pg]\nurl = "\${DB:postgres://u:hunter2@h}"`);
+    expect(message).toContain("which is not ${NAME}");
+    expect(message).not.toContain("hunter2");
+  });
+
   it("masks a password coming from the environment", () => {
     const message = messageOf(`[locking.redis]\nurl = "\${URL}"`, { URL: "http://u:fromenv@h" });
     expect(message).not.toContain("fromenv");

@@ -3,6 +3,7 @@
 // string, add a key or open a table. Values are not scanned again after substitution, so a
 // variable holding "${OTHER}" or "$$" comes through as exactly those characters.
 import { LockhostError } from "../errors.js";
+import { redactUrlSecrets } from "../redact.js";
 
 const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([^]*))?$/;
 
@@ -61,5 +62,6 @@ function lookup(reference: string, env: NodeJS.ProcessEnv, where: () => string):
 }
 
 function invalid(where: () => string, problem: string): LockhostError {
-  return new LockhostError("CONFIG_INVALID", `${where()} ${problem}`);
+  // The problem may quote the raw value, and a value may be a URL with a password in it.
+  return new LockhostError("CONFIG_INVALID", redactUrlSecrets(`${where()} ${problem}`));
 }

@@ -62,15 +62,7 @@ import {
 export * from "../status";
 
 // The raw imports, for advanced use (see bindings.ts).
-export {
-  lock_try,
-  lock_renew,
-  lock_release,
-  lock_fence,
-  lock_owner,
-  lock_status,
-  lock_last_error,
-} from "./bindings";
+export * from "./bindings";
 
 /** Short alias of `FLAG_GLOBAL`: the key is shared across plugins (`global:<key>`), if the config allows it. */
 export const GLOBAL: i32 = FLAG_GLOBAL;

@@ -44,8 +44,10 @@ export type AbiErrorCode = keyof typeof ABI_CODES;
 
 /** The one error class of lockhost: branch on `code`, show `message`. */
 export class LockhostError extends Error {
+  /** Always "LockhostError". */
   override readonly name = "LockhostError";
   constructor(
+    /** The stable code to branch on ("LOST", "CLOSED", ...); never renamed between versions. */
     readonly code: ErrorCode,
     message: string,
     options?: { cause?: unknown },

@@ -27,13 +27,21 @@ export interface HostOptions {
 
 /** A running lockhost: guests loaded, lock service up, scheduler ready (not started). */
 export class Host {
+  /** The validated, frozen config this host runs (source names its file, if any). */
   readonly config: LockhostConfig;
+  /** The host's logger (options.logger, or pino on stdout); guests log through children of it. */
   readonly log: Logger;
   /** The lock service every guest shares; embedders take locks through it too. */
   readonly locks: LockService;
+  /**
+   * Runs the config's [[scheduled]] exports: not started by Host.start, call
+   * `scheduler.start()`; listen to its "tick" events; stop() stops it.
+   */
   readonly scheduler: Scheduler;
   readonly #guests: Map<string, GuestInstance>;
   readonly #ownsBackend: boolean;
+  /** host.call() calls not settled yet; they never reject. stop() waits for them. */
+  readonly #calls = new Set<Promise<void>>();
   #stopping?: Promise<void>;
 
   private constructor(config: LockhostConfig, log: Logger, locks: LockService, guests: Map<string, GuestInstance>, ownsBackend: boolean) {
@@ -52,14 +60,17 @@ export class Host {
    */
   static async start(config: LockhostConfig, options: HostOptions = {}): Promise<Host> {
     const log = options.logger ?? pino({ level: config.host.logLevel, base: { node: config.host.node } });
-    const backend = options.backend ?? createBackend(config.locking, log);
+    const backend = options.backend ?? createBackend(config.locking, log, config.source);
     const locks = new LockService(backend, { node: config.host.node });
     const guests = new Map<string, GuestInstance>();
     try {
-      for (const plugin of config.plugins) guests.set(plugin.name, await startGuest(plugin, locks, log));
+      for (const plugin of config.plugins) guests.set(plugin.name, await startGuest(plugin, locks, log, config.source));
       for (const s of config.scheduled) {
-        if (!guests.get(s.plugin)?.hasExport(s.export)) {
-          throw new LockhostError("CONFIG_INVALID", `${config.source ?? "config"}: [[scheduled]] "${s.id}": plugin ${s.plugin} has no export "${s.export}"`);
+        const sig = guests.get(s.plugin)?.exportSignature(s.export);
+        const where = `${config.source ?? "config"}: [[scheduled]] "${s.id}"`;
+        if (!sig) throw new LockhostError("CONFIG_INVALID", `${where}: plugin ${s.plugin} has no export "${s.export}"`);
+        if (sig.params.length > 0) {
+          throw new LockhostError("CONFIG_INVALID", `${where}: export ${s.export} of plugin ${s.plugin} takes arguments (${sig.params.join(", ")}); a scheduled export must take none`);
         }
       }
     } catch (err) {
@@ -78,17 +89,30 @@ export class Host {
     return guest;
   }
 
-  /** Calls `exportName` of `plugin` (see GuestInstance.call). */
+  /**
+   * Calls `exportName` of `plugin` (see GuestInstance.call). stop() lets a call in flight
+   * finish (up to its timeout); once stop() has started, new calls reject with CLOSED.
+   */
   call(plugin: string, exportName: string, args: readonly number[] = []): Promise<GuestValue> {
+    let result: Promise<GuestValue>;
     try {
-      return this.guest(plugin).call(exportName, args);
+      if (this.#stopping) throw new LockhostError("CLOSED", "the host is stopping");
+      result = this.guest(plugin).call(exportName, args);
     } catch (err) {
       return Promise.reject(err);
     }
+    const settled = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#calls.add(settled);
+    void settled.then(() => this.#calls.delete(settled));
+    return result;
   }
 
   /**
-   * Stops ticking, lets in-flight calls finish for up to `timeoutMs` (default: the config's
+   * Stops ticking and refuses new host.call() calls, lets in-flight calls (scheduled ticks
+   * and host.call() calls) finish for up to `timeoutMs` (default: the config's
    * shutdown_timeout_ms), then stops every guest, releases every lock and closes the backend.
    */
   stop(timeoutMs: number = this.config.host.shutdownTimeoutMs): Promise<void> {
@@ -100,7 +124,9 @@ export class Host {
     this.scheduler.stop();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
-    const finished = await Promise.race([this.scheduler.idle().then(() => "idle" as const), deadline]);
+    // Neither idle() nor the call trackers reject; no new calls start once #stopping is set.
+    const inFlight = Promise.all([this.scheduler.idle(), ...this.#calls]).then(() => "idle" as const);
+    const finished = await Promise.race([inFlight, deadline]);
     clearTimeout(timer);
     if (finished === "timeout") this.log.warn({ timeoutMs }, "shutdown: in-flight calls did not finish in time; stopping their guests");
     await Promise.all([...this.#guests.values()].map((g) => g.close()));
@@ -112,9 +138,9 @@ export class Host {
   }
 }
 
-async function startGuest(plugin: PluginConfig, locks: LockService, log: Logger): Promise<GuestInstance> {
+async function startGuest(plugin: PluginConfig, locks: LockService, log: Logger, source: string | undefined): Promise<GuestInstance> {
   if (plugin.isolation !== "worker") {
-    throw new LockhostError("CONFIG_INVALID", `[[plugins]] "${plugin.name}": isolation = "${plugin.isolation}" is not available in this version yet (available: worker)`);
+    throw new LockhostError("CONFIG_INVALID", `${source ?? "config"}: [[plugins]] "${plugin.name}": isolation = "${plugin.isolation}" is not available in this version yet (available: worker)`);
   }
   const module = await loadGuestModule(plugin.name, plugin.wasm, plugin.memoryLimitMib * 2 ** 20);
   const guestLog = log.child({ plugin: plugin.name });

@@ -8,6 +8,7 @@ export type { AcquireRequest, AcquireResult, Holder, LockBackend, LockRecord, Re
 export { Lease, type LeaseState } from "./locking/lease.js";
 export { LockService, type LockServiceOptions, type LockStatus, type TryLockOptions } from "./locking/service.js";
 export { qualify, type Scope } from "./locking/scope.js";
+export { MAX_NAME_BYTES } from "./locking/validate.js";
 export type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";
 export { Scheduler, scheduleLockKey, type TickEvent, type TickOutcome } from "./scheduler/scheduler.js";
 export { MemoryBackend, type MemoryBackendOptions } from "../plugins/backends/memory.js";

@@ -23,6 +23,22 @@ describe("memory backend", () => {
     expect((await backend.acquire({ key: "k", owner: randomUUID(), ttlMs: 100, holder })).acquired).toBe(true);
   });
 
+  it("reports integer ms times on its default clock (acquire, renew, status)", async () => {
+    const backend = new MemoryBackend();
+    const owner = randomUUID();
+    for (let i = 0; i < 20; i++) {
+      const got = await backend.acquire({ key: `k${i}`, owner, ttlMs: 10_000, holder });
+      if (!got.acquired) throw new Error("not acquired");
+      expect([got.acquiredAtMs, got.expiresAtMs].every(Number.isInteger)).toBe(true);
+      const renewed = await backend.renew(`k${i}`, owner, 20_000);
+      if (!renewed.ok) throw new Error("not renewed");
+      expect(Number.isInteger(renewed.expiresAtMs)).toBe(true);
+      const s = (await backend.status(`k${i}`))!;
+      expect([s.acquiredAtMs, s.expiresAtMs, s.ttlRemainingMs].every(Number.isInteger)).toBe(true);
+      await new Promise((r) => setTimeout(r, 1));
+    }
+  });
+
   it("sweeps expired entries of keys nobody touches again", async () => {
     let now = 0;
     const backend = new MemoryBackend({ now: () => now });

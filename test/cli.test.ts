@@ -51,17 +51,35 @@ describe("lockhost CLI", () => {
     expect(r.stderr).toMatch(/CONFIG_INVALID: .*lockhost\.toml: \[\[plugins\]\] #1.*name/);
   });
 
+  it("names the config file when the configured backend is not available", async () => {
+    const file = await configFile('[locking]\nbackend = "redis"\n');
+    for (const args of [["status", "global:x"], ["run"]]) {
+      const r = lockhost(...args, "--config", file);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain(`CONFIG_INVALID: ${file}: [locking] backend = "redis" is not available`);
+    }
+  });
+
   it("runs the example config as two local nodes: one takes each tick, the other skips it, and SIGTERM exits 0 with every lock released", async () => {
     const child = spawn(process.execPath, [cli, "run", "--config", "lockhost.toml", "--local-nodes", "2"], { cwd: root });
+    // Listen for the exit first: a child that dies early ends the wait instead of hanging the test.
+    let exited = false;
+    const exit = new Promise<number | null>((resolve) =>
+      child.on("exit", (code) => {
+        exited = true;
+        resolve(code);
+      }),
+    );
     let out = "";
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     child.stderr.on("data", (d: Buffer) => (out += d.toString()));
     const deadline = Date.now() + 15_000;
-    while (Date.now() < deadline && !(out.includes("another node holds the schedule lock") && out.includes("report: generated with fence"))) {
-      await new Promise((r) => setTimeout(r, 100));
+    while (!exited && Date.now() < deadline && !(out.includes("another node holds the schedule lock") && out.includes("report: generated with fence"))) {
+      await Promise.race([new Promise((r) => setTimeout(r, 100)), exit]);
     }
+    expect(exited, `lockhost run exited before SIGTERM:\n${out}`).toBe(false);
     child.kill("SIGTERM");
-    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+    const code = await exit;
     const lines = out.split("\n").filter(Boolean).map((l) => JSON.parse(l) as { msg: string; node?: string });
     const msgs = lines.map((l) => l.msg);
     expect(msgs).toContain("schedule lock taken; running");

@@ -6,6 +6,7 @@ import { LockService } from "../host/locking/service.js";
 import { currentWorker, type WorkerGuest } from "../host/runtime/worker/worker-guest.js";
 import { MemoryBackend } from "../plugins/backends/memory.js";
 import { captureLogger } from "./support/log.js";
+import { faultyBackend } from "./support/faulty-backend.js";
 import { startGuest, type TestGuestOptions } from "./support/guest.js";
 
 let locks: LockService;
@@ -199,15 +200,17 @@ describe("bad input", () => {
     expect(await a.call("tryLongKey", [S.MAX_KEY_BYTES])).toBeGreaterThan(0);
   });
 
-  it("rejects an owner buffer outside memory and a stale handle after slot reuse", async () => {
+  it("rejects an owner buffer outside memory, and a released handle after many new locks", async () => {
     const a = await guest();
     const h = (await a.call("hold", [20, 10_000, S.FLAG_KEEP])) as number;
     expect(await a.call("ownerBadBuffer", [h])).toBe(-S.INVALID_MEMORY);
     expect(await a.call("release", [h])).toBe(S.OK);
-    // Reuse slots until the first one comes round again: the old handle must not reach the new lock.
+    // Slots are not reused for ~65k acquisitions: the old handle still reads as released,
+    // and never reaches any of the new locks.
     const kept: number[] = [];
     for (let i = 0; i < 70; i++) kept.push((await a.call("hold", [100 + i, 10_000, S.FLAG_KEEP])) as number);
-    expect(await a.call("release", [h])).toBe(-S.INVALID_HANDLE);
+    expect(kept).not.toContain(h);
+    expect(await a.call("release", [h])).toBe(-S.ALREADY_RELEASED);
     for (const k of kept) expect(await a.call("release", [k])).toBe(S.OK);
   });
 
@@ -224,5 +227,86 @@ describe("bad input", () => {
     expect(await a.call("growMemory", [16])).toBe(-1); // 16 more pages would pass 1 MiB
     expect(await a.call("growMemory", [16 - before])).toBe(before);
     expect(await a.call("growMemory", [1])).toBe(-1);
+  });
+});
+
+describe("a host that guests cannot break", () => {
+  it("gives up on a guest whose start function never returns, within its time limit", async () => {
+    const started = performance.now();
+    await expect(startGuest("startloop", locks, log.logger, { callTimeoutMs: 300 })).rejects.toMatchObject({
+      code: "GUEST_TIMEOUT",
+      message: expect.stringContaining("did not finish instantiating within 300 ms"),
+    });
+    expect(performance.now() - started).toBeLessThan(3_000);
+  });
+
+  it("caps what one call may trace, and says how much it dropped", async () => {
+    const a = await guest();
+    await a.call("traceFlood", [10_000]);
+    await a.call("noop");
+    const lines = log.messages().filter((m) => m.startsWith("guest: "));
+    expect(lines.filter((m) => m.startsWith("guest: flood "))).toHaveLength(100);
+    expect(lines).toContain("guest: (9900 more trace lines dropped: at most 100 per call)");
+  });
+
+  it("refuses a call its export cannot take, without trapping or restarting the guest", async () => {
+    const a = await guest();
+    const h = (await a.call("hold", [30, 60_000, S.FLAG_KEEP])) as number;
+    await expect(a.call("wide", [5])).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("the host cannot pass i64") });
+    await expect(a.call("add", [1])).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("takes 2 argument(s), got 1") });
+    expect(await held("test:k30")).toBe(true); // no restart: the kept lock survived
+    expect(await a.call("release", [h])).toBe(S.OK);
+  });
+
+  it("reports LOST for fence and owner once a lease has ended", async () => {
+    const a = await guest();
+    const h = (await a.call("hold", [31, 50, S.FLAG_KEEP])) as number;
+    expect(await a.call("fence", [h])).toBe(1n);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(await a.call("fence", [h])).toBe(BigInt(-S.LOST));
+    expect(await a.call("ownerLen", [h])).toBe(-S.LOST);
+    expect(await a.call("release", [h])).toBe(-S.LOST);
+  });
+
+  it("fails close() cleanly for calls queued behind a restart", async () => {
+    for (let i = 0; i < 10; i++) {
+      const a = await startGuest("locker", locks, log.logger, { callTimeoutMs: 100 });
+      const spin = a.call("holdSpin", [32, 60_000]);
+      const queued = a.call("add", [1, 2]);
+      await expect(spin).rejects.toMatchObject({ code: "GUEST_TIMEOUT" });
+      await a.close();
+      await expect(queued).rejects.toMatchObject({ code: "CLOSED" });
+    }
+  });
+});
+
+describe("races with the backend", () => {
+  it("keeps the handle when a release fails, so the guest can retry", async () => {
+    const { backend, inner, faults } = faultyBackend();
+    const service = new LockService(backend, { node: "n" });
+    const a = await startGuest("locker", service, log.logger);
+    const h = (await a.call("hold", [40, 60_000, S.FLAG_KEEP])) as number;
+    faults.failReleases = 1;
+    expect(await a.call("release", [h])).toBe(-S.BACKEND_UNAVAILABLE);
+    expect(inner.size).toBe(1);
+    expect(await a.call("release", [h])).toBe(S.OK);
+    expect(inner.size).toBe(0);
+    await a.close();
+    await service.close();
+  });
+
+  it("releases a lock whose acquisition completes after its call timed out", async () => {
+    const { backend, inner, faults } = faultyBackend();
+    const service = new LockService(backend, { node: "n" });
+    const a = await startGuest("locker", service, log.logger, { callTimeoutMs: 100 });
+    faults.acquireDelayMs = 300; // the worker is blocked in Atomics.wait when the time limit hits
+    await expect(a.call("hold", [41, 60_000, S.FLAG_KEEP])).rejects.toMatchObject({ code: "GUEST_TIMEOUT" });
+    await new Promise((r) => setTimeout(r, 400));
+    expect(inner.size).toBe(0);
+    expect(service.heldCount).toBe(0);
+    faults.acquireDelayMs = 0;
+    expect(await a.call("hold", [41, 60_000, 0])).toBeGreaterThan(0);
+    await a.close();
+    await service.close();
   });
 });

@@ -44,3 +44,61 @@ describe("HandleTable", () => {
     expect([...t.entries()]).toEqual([[b, "b"]]);
   });
 });
+
+describe("HandleTable reuse", () => {
+  it("keeps a released handle ALREADY_RELEASED until every slot exists, and it never resolves again over 70,000 cycles", () => {
+    const t = new HandleTable<number>();
+    const old = t.add(-1);
+    t.remove(old);
+    const codeOf = (h: number): string => {
+      try {
+        t.get(h);
+        return "resolved";
+      } catch (err) {
+        return (err as { code: string }).code;
+      }
+    };
+    let reissued = 0;
+    for (let i = 1; i <= 70_000; i++) {
+      const h = t.add(i);
+      if (h === old) reissued++;
+      if (i % 1_000 === 0 || i === 100) {
+        // Slot reuse starts only once all 65,535 slots exist.
+        const code = codeOf(old);
+        if (i < 65_535) expect(code).toBe("ALREADY_RELEASED");
+        else expect(["ALREADY_RELEASED", "INVALID_HANDLE"]).toContain(code);
+      }
+      t.remove(h);
+    }
+    expect(reissued).toBe(0);
+    expect(["ALREADY_RELEASED", "INVALID_HANDLE"]).toContain(codeOf(old));
+    expect(t.size).toBe(0);
+  });
+
+  it("does not reissue a handle after the 2.1M acquisitions that used to wrap the generations", () => {
+    const t = new HandleTable<number>();
+    const old = t.add(-1);
+    t.remove(old);
+    let reissuedAt = -1;
+    const cycles = 64 * 0x7fff + 1_000; // past where 64 slots x 32,767 generations wrapped
+    for (let i = 0; i < cycles; i++) {
+      const h = t.add(i);
+      if (h === old && reissuedAt < 0) reissuedAt = i;
+      t.remove(h);
+    }
+    expect(reissuedAt).toBe(-1);
+    expect(() => t.get(old)).toThrow(expect.objectContaining({ code: "INVALID_HANDLE" }));
+  });
+
+  it("holds up to 65,535 handles at once and refuses one more", () => {
+    const t = new HandleTable<number>();
+    const hs: number[] = [];
+    for (let i = 0; i < 65_535; i++) hs.push(t.add(i));
+    expect(new Set(hs).size).toBe(65_535);
+    expect(() => t.add(-1)).toThrow(expect.objectContaining({ code: "INVALID_ARGUMENT" }));
+    t.remove(hs[10]!);
+    const h = t.add(99);
+    expect(t.get(h)).toBe(99);
+    expect(() => t.get(hs[10]!)).toThrow(expect.objectContaining({ code: "INVALID_HANDLE" }));
+  });
+});

@@ -55,6 +55,13 @@ describe("Host", () => {
     });
   });
 
+  it("refuses a scheduled export that takes arguments", async () => {
+    await expect(start({ plugins: [locker], scheduled: [{ plugin: "locker", export: "add", schedule: "1s" }] })).rejects.toMatchObject({
+      code: "CONFIG_INVALID",
+      message: expect.stringContaining("export add of plugin locker takes arguments (i32, i32); a scheduled export must take none"),
+    });
+  });
+
   it("refuses a guest that does not meet the ABI, and leaves nothing running", async () => {
     const backend = new MemoryBackend();
     await expect(
@@ -69,6 +76,36 @@ describe("Host", () => {
     await expect(Host.start(resolveConfig({ locking: { backend: "redis" } }), { logger: log.logger })).rejects.toThrow(
       /\[locking\] backend = "redis" is not available in this version of lockhost yet \(available: memory\)/,
     );
+  });
+
+  it("names the config file in the inline-isolation and backend-not-available errors", async () => {
+    const source = "/etc/lockhost/lockhost.toml";
+    await expect(start({ source, plugins: [{ ...locker, isolation: "inline" }] })).rejects.toThrow(
+      '/etc/lockhost/lockhost.toml: [[plugins]] "locker": isolation = "inline" is not available in this version yet',
+    );
+    const log = captureLogger();
+    await expect(Host.start(resolveConfig({ source, locking: { backend: "redis" } }), { logger: log.logger })).rejects.toThrow(
+      '/etc/lockhost/lockhost.toml: [locking] backend = "redis" is not available in this version of lockhost yet',
+    );
+  });
+
+  it("lets an in-flight host.call finish before stop resolves, and refuses new calls while stopping", async () => {
+    const { host, backend } = await start({ plugins: [{ ...locker, callTimeoutMs: 300 }] });
+    const events: string[] = [];
+    const call = host.call("locker", "holdSpin", [1, 60_000]).then(
+      () => "returned",
+      (err: { code: string }) => err.code,
+    );
+    void call.then((code) => events.push(`call settled: ${code}`));
+    await new Promise((r) => setTimeout(r, 50)); // the guest is spinning, holding test:k1
+    expect(backend.size).toBe(1);
+    const stopping = host.stop(2_000);
+    await expect(host.call("locker", "noop")).rejects.toMatchObject({ code: "CLOSED" });
+    await stopping;
+    events.push("stopped");
+    expect(await call).toBe("GUEST_TIMEOUT");
+    expect(events).toEqual(["call settled: GUEST_TIMEOUT", "stopped"]);
+    expect(backend.size).toBe(0);
   });
 
   it("warns that the memory backend is not distributed", async () => {

@@ -84,7 +84,9 @@ describe("scheduler hints across two nodes", () => {
     const config = schedule("require_global", { schedule: { kind: "interval", everyMs: 1_000, text: "1s" } });
     const a = await node("a", backend, config);
     const b = await node("b", backend, config);
-    const tick = Date.now();
+    // An aligned fire time, as the timers use: the lock is then held until half a period
+    // (500 ms) past it. (An unaligned Date.now() could leave under 100 ms of that.)
+    const tick = Math.ceil(Date.now() / 1_000) * 1_000;
     expect(await a.scheduler.runTick("job", tick)).toBe("ran");
     await sleep(100); // b's timer is 100 ms late; a's job is long done
     expect(await b.scheduler.runTick("job", tick)).toBe("skipped_contended");
@@ -151,5 +153,29 @@ describe("scheduler ticks on one node", () => {
     await a.scheduler.idle();
     expect(a.ticks.length).toBeGreaterThanOrEqual(2);
     for (const t of a.ticks) expect(t.tickAtMs % 1_000).toBe(0);
+  });
+});
+
+describe("scheduler robustness", () => {
+  it("survives a tick listener that throws: logs it, releases the schedule lock, idle() resolves", async () => {
+    const backend = new MemoryBackend();
+    const a = await node("a", backend, schedule("require_global", { schedule: { kind: "interval", everyMs: 100, text: "100ms" } }));
+    a.scheduler.on("tick", () => {
+      throw new Error("listener boom");
+    });
+    // runTick resolves with the outcome even though a listener threw.
+    expect(await a.scheduler.runTick("job", Date.now() - 1_000)).toBe("ran");
+    // The timer path: ticks keep firing, no unhandled rejection (vitest would fail the run).
+    a.scheduler.start();
+    await sleep(450);
+    a.scheduler.stop();
+    await expect(a.scheduler.idle()).resolves.toBeUndefined();
+    expect(a.ticks.filter((t) => t.outcome === "ran").length).toBeGreaterThanOrEqual(3);
+    await sleep(100); // the last tick's lock is parked for half a period (50 ms)
+    expect((await a.locks.status("lockhost:schedule:job")).held).toBe(false);
+    expect(a.locks.heldCount).toBe(0);
+    const logged = a.log.lines.filter((l) => l.msg === "a tick listener threw; the tick itself is done");
+    expect(logged.length).toBeGreaterThanOrEqual(4);
+    expect(logged[0]).toMatchObject({ level: 50, schedule: "job", err: "listener boom" });
   });
 });

@@ -2,7 +2,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import * as S from "../abi/status.js";
 import { globalKeyMatcher, qualify } from "../host/locking/scope.js";
 import { LockService } from "../host/locking/service.js";
+import { MAX_NAME_BYTES } from "../host/locking/validate.js";
 import { MemoryBackend } from "../plugins/backends/memory.js";
+import { faultyBackend } from "./support/faulty-backend.js";
 
 let backend: MemoryBackend;
 let locks: LockService;
@@ -69,6 +71,61 @@ describe("LockService", () => {
     await locks.close({ closeBackend: false });
     expect(backend.size).toBe(0);
     await expect(locks.tryLock("c", { ttlMs: 1 })).rejects.toMatchObject({ code: "CLOSED" });
+  });
+});
+
+describe("LockService close with acquisitions in flight", () => {
+  it("rejects a tryLock still waiting on the backend with CLOSED and leaves nothing held", async () => {
+    const { backend: slow, inner, faults } = faultyBackend();
+    const service = new LockService(slow, { node: "node-a" });
+    faults.acquireDelayMs = 100;
+    const pending = service.tryLock("k", { ttlMs: 60_000 });
+    const outcome = pending.then(
+      (lease) => ({ lease }),
+      (err: unknown) => ({ err }),
+    );
+    await service.close({ closeBackend: false });
+    expect(await outcome).toMatchObject({ err: { code: "CLOSED" } });
+    expect(inner.size).toBe(0);
+    expect(service.heldCount).toBe(0);
+    expect((await inner.acquire({ key: "global:k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } })).acquired).toBe(true);
+  });
+
+  it("refuses new tryLocks as soon as close() starts, while releases of held leases still work", async () => {
+    const { backend: slow, inner, faults } = faultyBackend();
+    const service = new LockService(slow, { node: "node-a" });
+    const held = (await service.tryLock("held", { ttlMs: 60_000 }))!;
+    faults.acquireDelayMs = 100;
+    const pending = service.tryLock("slow", { ttlMs: 60_000 }).catch((err: unknown) => err);
+    const closing = service.close({ closeBackend: false });
+    await expect(service.tryLock("late", { ttlMs: 60_000 })).rejects.toMatchObject({ code: "CLOSED" });
+    await service.release(held); // still open for existing leases while closing
+    expect(held.state).toBe("released");
+    await closing;
+    expect(await pending).toMatchObject({ code: "CLOSED" });
+    expect(inner.size).toBe(0);
+    await expect(service.tryLock("after", { ttlMs: 1_000 })).rejects.toMatchObject({ code: "CLOSED" });
+  });
+});
+
+describe("full lock names", () => {
+  it("inspects and force-releases a maximal key in a maximal plugin scope", async () => {
+    const plugin = "x".repeat(64);
+    const key = "k".repeat(S.MAX_KEY_BYTES);
+    const lease = (await locks.tryLock(key, { ttlMs: 60_000, scope: { plugin } }))!;
+    expect(lease.name).toBe(`${plugin}:${key}`);
+    expect(await locks.status(lease.name)).toMatchObject({ held: true, key: lease.name, owner: lease.owner });
+    expect(await locks.forceRelease(lease.name)).toBe(true);
+    expect(await locks.status(lease.name)).toEqual({ key: lease.name, held: false });
+    await expect(locks.release(lease)).rejects.toMatchObject({ code: "LOST" });
+  });
+
+  it("still rejects a name longer than any scope prefix plus MAX_KEY_BYTES", async () => {
+    const name = "n".repeat(MAX_NAME_BYTES + 1);
+    await expect(locks.status(name)).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringMatching(/^name is \d+ bytes of UTF-8; the maximum is \d+$/) });
+    await expect(locks.forceRelease(name)).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(locks.status("")).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: "name must not be empty" });
+    expect(MAX_NAME_BYTES).toBe(S.MAX_KEY_BYTES + 65);
   });
 });
 

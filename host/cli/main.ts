@@ -119,7 +119,7 @@ async function run(config: LockhostConfig, localNodes: number): Promise<number> 
     hosts.push(await Host.start(config));
   } else {
     const log = pino({ level: config.host.logLevel });
-    const backend = createBackend(config.locking, log);
+    const backend = createBackend(config.locking, log, config.source);
     for (let i = 1; i <= localNodes; i++) {
       const node = `${config.host.node}-${i}`;
       const nodeConfig: LockhostConfig = { ...config, host: { ...config.host, node } };
@@ -158,7 +158,7 @@ async function admin(config: LockhostConfig, command: string, key: string, json:
     );
   }
   const log = pino({ level: "warn" }, pino.destination(2));
-  const locks = new LockService(createBackend(config.locking, log), { node: config.host.node });
+  const locks = new LockService(createBackend(config.locking, log, config.source), { node: config.host.node });
   try {
     if (command === "status") {
       const status = await locks.status(key);

@@ -9,6 +9,7 @@ export class Lease {
   expiresAtMs: number;
   /** Host monotonic clock (performance.now()) by which the lease ends at the latest. */
   deadline: number;
+  /** "held" until released ("released") or found ended by renew/release ("lost"). */
   state: LeaseState = "held";
 
   constructor(
@@ -20,10 +21,13 @@ export class Lease {
     readonly fence: number,
     /** The TTL the lock was taken with; renew reuses it by default. */
     readonly ttlMs: number,
+    /** Who holds the lock: the plugin (or "host") and this host's node name. */
     readonly holder: Holder,
     /** Server clock, ms since epoch. */
     readonly acquiredAtMs: number,
+    /** Initial value of the expiresAtMs field. */
     expiresAtMs: number,
+    /** Initial value of the deadline field. */
     deadline: number,
   ) {
     this.expiresAtMs = expiresAtMs;

@@ -5,8 +5,17 @@
 /** Plugin names lockhost keeps for itself. */
 export const RESERVED_PLUGIN_NAMES: ReadonlySet<string> = new Set(["global", "host", "lockhost"]);
 
-/** What a plugin name must look like. */
-export const PLUGIN_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+/** The longest plugin name, in characters (all ASCII, so also in bytes). */
+export const MAX_PLUGIN_NAME_LENGTH = 64;
+
+/** What a plugin name must look like: at most MAX_PLUGIN_NAME_LENGTH characters. */
+export const PLUGIN_NAME_PATTERN = new RegExp(`^[a-z0-9][a-z0-9_-]{0,${MAX_PLUGIN_NAME_LENGTH - 1}}$`);
+
+/**
+ * The longest scope prefix qualify() puts before a key, in UTF-8 bytes: a maximal plugin
+ * name and ':' (longer than "global:" and "lockhost:").
+ */
+export const MAX_SCOPE_PREFIX_BYTES = MAX_PLUGIN_NAME_LENGTH + 1;
 
 /** Where a key lives. */
 export type Scope = { readonly plugin: string } | "global";

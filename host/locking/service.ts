@@ -6,7 +6,7 @@ import { LockhostError, toLockhostError } from "../errors.js";
 import type { Holder, LockBackend, LockRecord } from "./backend.js";
 import { Lease } from "./lease.js";
 import { qualify, type Scope } from "./scope.js";
-import { validateKey, validateTtl } from "./validate.js";
+import { validateKey, validateName, validateTtl } from "./validate.js";
 
 /** Options of a LockService. */
 export interface LockServiceOptions {
@@ -16,6 +16,7 @@ export interface LockServiceOptions {
 
 /** Options of one acquisition. */
 export interface TryLockOptions {
+  /** The lease, in ms (1 to MAX_TTL_MS), on the backend's clock. */
   readonly ttlMs: number;
   /** Where the key lives: a plugin's namespace or "global" (the default for host-side callers). */
   readonly scope?: Scope;
@@ -33,7 +34,13 @@ export class LockService {
   readonly #backend: LockBackend;
   readonly #node: string;
   readonly #held = new Set<Lease>();
+  /** Acquisitions still waiting on the backend; close() waits for them. */
+  readonly #acquiring = new Set<Promise<Lease | null>>();
+  /** Set when close() starts: no new acquisitions; leases held can still renew and release. */
+  #closing = false;
+  /** Set when close() is done: every call rejects with CLOSED. */
   #closed = false;
+  #closePromise?: Promise<void>;
 
   constructor(backend: LockBackend, options: LockServiceOptions) {
     this.#backend = backend;
@@ -58,10 +65,22 @@ export class LockService {
   /**
    * Takes `key` if it is free. Resolves to a Lease when acquired and to null when someone
    * else holds it (contention is not an error); rejects with a LockhostError on bad input
-   * (INVALID_ARGUMENT) or a backend failure (BACKEND_UNAVAILABLE).
+   * (INVALID_ARGUMENT) or a backend failure (BACKEND_UNAVAILABLE). Rejects with CLOSED once
+   * close() has started, also when the backend answers after that: a lock acquired then is
+   * released on the backend at once, so close() never leaves a lease nobody can release.
    */
   async tryLock(key: string, options: TryLockOptions): Promise<Lease | null> {
-    this.#checkOpen();
+    if (this.#closing) throw closedError();
+    const acquisition = this.#acquire(key, options);
+    this.#acquiring.add(acquisition);
+    try {
+      return await acquisition;
+    } finally {
+      this.#acquiring.delete(acquisition);
+    }
+  }
+
+  async #acquire(key: string, options: TryLockOptions): Promise<Lease | null> {
     validateKey(key);
     const ttlMs = validateTtl(options.ttlMs);
     const scope = options.scope ?? "global";
@@ -74,6 +93,12 @@ export class LockService {
     // The host's deadline counts from before the request left, so it never outlives the server's.
     const sentAt = performance.now();
     const result = await this.#backendCall(() => this.#backend.acquire({ key: name, owner, ttlMs, holder }));
+    if (this.#closing) {
+      // close() began while the backend worked: nobody may get a lease now, so give it back
+      // (close() waits for this). If that fails, the lock ends at its TTL.
+      if (result.acquired) await this.#backend.release(name, owner).catch(() => undefined);
+      throw closedError();
+    }
     if (!result.acquired) return null;
     const lease = new Lease(
       name, owner, result.fence, ttlMs, holder,
@@ -126,7 +151,7 @@ export class LockService {
   /** Who holds the fully qualified lock `name` (as logs and `lockhost status` show it). */
   async status(name: string): Promise<LockStatus> {
     this.#checkOpen();
-    validateKey(name, "name");
+    validateName(name);
     const record = await this.#backendCall(() => this.#backend.status(name));
     return record ? { held: true, ...record } : { key: name, held: false };
   }
@@ -134,7 +159,7 @@ export class LockService {
   /** Deletes the lock `name` whoever holds it (an operator action); true when one was held. */
   async forceRelease(name: string): Promise<boolean> {
     this.#checkOpen();
-    validateKey(name, "name");
+    validateName(name);
     return this.#backendCall(() => this.#backend.forceRelease(name));
   }
 
@@ -145,16 +170,27 @@ export class LockService {
     return settled.flatMap((s) => (s.status === "rejected" ? [toLockhostError(s.reason)] : []));
   }
 
-  /** Releases every lease, then closes the backend. Later calls reject with CLOSED. */
-  async close(options: { closeBackend?: boolean } = {}): Promise<void> {
-    if (this.#closed) return;
+  /**
+   * Refuses new acquisitions (tryLock rejects with CLOSED from now on), waits for the ones
+   * in flight, releases every lease, then closes the backend (unless `closeBackend: false`).
+   * Later calls reject with CLOSED. Calling it again returns the first call's promise.
+   */
+  close(options: { closeBackend?: boolean } = {}): Promise<void> {
+    this.#closePromise ??= this.#close(options.closeBackend ?? true);
+    return this.#closePromise;
+  }
+
+  async #close(closeBackend: boolean): Promise<void> {
+    this.#closing = true;
+    // An acquisition that completes now gives its lock back itself (see #acquire).
+    await Promise.allSettled([...this.#acquiring]);
     await this.releaseAll();
     this.#closed = true;
-    if (options.closeBackend ?? true) await this.#backend.close();
+    if (closeBackend) await this.#backend.close();
   }
 
   #checkOpen(): void {
-    if (this.#closed) throw new LockhostError("CLOSED", "the lock service is closed");
+    if (this.#closed) throw closedError();
   }
 
   #checkUsable(lease: Lease): void {
@@ -179,6 +215,10 @@ export class LockService {
       throw toLockhostError(err, "BACKEND_UNAVAILABLE");
     }
   }
+}
+
+function closedError(): LockhostError {
+  return new LockhostError("CLOSED", "the lock service is closed");
 }
 
 function lostError(lease: Lease, reason: "not_found" | "mismatch"): LockhostError {

@@ -2,30 +2,54 @@
 // the same codes and messages.
 import { MAX_KEY_BYTES, MAX_TTL_MS } from "../../abi/status.js";
 import { LockhostError } from "../errors.js";
+import { MAX_SCOPE_PREFIX_BYTES } from "./scope.js";
 
 const utf8 = new TextEncoder();
 
+/**
+ * Longest fully qualified lock name ("<scope>:<key>"), in UTF-8 bytes: MAX_KEY_BYTES plus the
+ * longest scope prefix (a 64-character plugin name and ':'). status() and forceRelease() take
+ * such names, so every lock tryLock can take can also be inspected and force-released.
+ */
+export const MAX_NAME_BYTES = MAX_KEY_BYTES + MAX_SCOPE_PREFIX_BYTES;
+
 /** Throws INVALID_ARGUMENT unless `key` is a non-empty, well-formed string of at most MAX_KEY_BYTES UTF-8 bytes. */
 export function validateKey(key: unknown, argName = "key"): string {
-  if (typeof key !== "string") {
-    throw new LockhostError("INVALID_ARGUMENT", `${argName} must be a string, got ${typeof key}`);
-  }
-  if (key.length === 0) throw new LockhostError("INVALID_ARGUMENT", `${argName} must not be empty`);
-  if (!key.isWellFormed()) {
-    throw new LockhostError("INVALID_ARGUMENT", `${argName} contains a lone surrogate (not valid Unicode)`);
-  }
-  // Every UTF-16 unit encodes to at most 3 bytes: short keys need no encoding to pass.
-  if (key.length * 3 > MAX_KEY_BYTES) {
-    const tooLong = keyLengthError(utf8.encode(key).byteLength, argName);
-    if (tooLong) throw tooLong;
-  }
-  return key;
+  return validateString(key, argName, MAX_KEY_BYTES);
+}
+
+/**
+ * Throws INVALID_ARGUMENT unless `name` is a non-empty, well-formed fully qualified lock name
+ * (scope prefix included) of at most MAX_NAME_BYTES UTF-8 bytes.
+ */
+export function validateName(name: unknown, argName = "name"): string {
+  return validateString(name, argName, MAX_NAME_BYTES);
 }
 
 /** The error for a key of `bytes` UTF-8 bytes when that is over MAX_KEY_BYTES, else undefined. */
 export function keyLengthError(bytes: number, argName = "key"): LockhostError | undefined {
-  if (bytes <= MAX_KEY_BYTES) return undefined;
-  return new LockhostError("INVALID_ARGUMENT", `${argName} is ${bytes} bytes of UTF-8; the maximum is ${MAX_KEY_BYTES}`);
+  return lengthError(bytes, argName, MAX_KEY_BYTES);
+}
+
+function validateString(value: unknown, argName: string, maxBytes: number): string {
+  if (typeof value !== "string") {
+    throw new LockhostError("INVALID_ARGUMENT", `${argName} must be a string, got ${typeof value}`);
+  }
+  if (value.length === 0) throw new LockhostError("INVALID_ARGUMENT", `${argName} must not be empty`);
+  if (!value.isWellFormed()) {
+    throw new LockhostError("INVALID_ARGUMENT", `${argName} contains a lone surrogate (not valid Unicode)`);
+  }
+  // Every UTF-16 unit encodes to at most 3 bytes: short strings need no encoding to pass.
+  if (value.length * 3 > maxBytes) {
+    const tooLong = lengthError(utf8.encode(value).byteLength, argName, maxBytes);
+    if (tooLong) throw tooLong;
+  }
+  return value;
+}
+
+function lengthError(bytes: number, argName: string, maxBytes: number): LockhostError | undefined {
+  if (bytes <= maxBytes) return undefined;
+  return new LockhostError("INVALID_ARGUMENT", `${argName} is ${bytes} bytes of UTF-8; the maximum is ${maxBytes}`);
 }
 
 /** Throws INVALID_ARGUMENT unless `ttlMs` is an integer in 1..MAX_TTL_MS. */

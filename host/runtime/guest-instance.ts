@@ -1,6 +1,8 @@
 // The runtime-neutral face of a running guest. The worker runtime implements it today; an
 // inline runtime can implement it later without any change to the lock code.
 
+import type { FuncSignature } from "./wasm-binary.js";
+
 /** A value an export returned: i32/f32/f64 as number, i64 as bigint, nothing as undefined. */
 export type GuestValue = number | bigint | undefined;
 
@@ -10,8 +12,10 @@ export interface GuestInstance {
   readonly plugin: string;
   /** How many locks the instance holds right now (kept locks included). */
   readonly heldLocks: number;
-  /** Whether the module exports a function of that name. */
+  /** Whether the module exports a callable function of that name. */
   hasExport(name: string): boolean;
+  /** The parameter and result types of a callable export, or undefined. */
+  exportSignature(name: string): FuncSignature | undefined;
   /**
    * Calls an export with i32 arguments. Calls are queued: one runs at a time. When the call
    * returns, its locks not taken with FLAG_KEEP are released; when it traps, times out or its

@@ -83,30 +83,37 @@ export class GuestLocks {
     }
   }
 
-  /** `lock.release`: OK or -code (LOST when the lease had ended: nothing is deleted). */
+  /**
+   * `lock.release`: OK or -code (LOST when the lease had ended: nothing is deleted). When the
+   * backend fails, the handle stays valid so the guest can retry (and auto-release still runs).
+   */
   async release(handle: number): Promise<AbiReply> {
     try {
-      const { lease } = this.#handles.remove(handle);
-      await this.#service.release(lease);
+      const { lease } = this.#handles.get(handle);
+      try {
+        await this.#service.release(lease);
+      } finally {
+        if (lease.state !== "held") this.#forget(handle);
+      }
       return { result: 0 };
     } catch (err) {
       return this.#fail(err);
     }
   }
 
-  /** `lock.fence`: the fencing token or -code. */
+  /** `lock.fence`: the fencing token, or -LOST once the lease has ended. */
   fence(handle: number): AbiReply {
     try {
-      return { result: this.#handles.get(handle).lease.fence };
+      return { result: this.#current(handle).fence };
     } catch (err) {
       return this.#fail(err);
     }
   }
 
-  /** `lock.owner`: the owner token. */
+  /** `lock.owner`: the owner token, or -LOST once the lease has ended. */
   owner(handle: number): AbiReply {
     try {
-      const { lease } = this.#handles.get(handle);
+      const lease = this.#current(handle);
       return { result: lease.owner.length, text: lease.owner };
     } catch (err) {
       return this.#fail(err);
@@ -153,14 +160,32 @@ export class GuestLocks {
     await Promise.all(picked.map((lease) => this.#release(lease, reason)));
   }
 
+  /** The lease of a handle whose lease has not ended by the host's own (conservative) deadline. */
+  #current(handle: number): Lease {
+    const { lease } = this.#handles.get(handle);
+    if (lease.state === "lost" || performance.now() >= lease.deadline) {
+      throw new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) is no longer held: its lease ended`);
+    }
+    return lease;
+  }
+
+  /** Drops a handle that a concurrent reset() may already have dropped. */
+  #forget(handle: number): void {
+    try {
+      this.#handles.remove(handle);
+    } catch {
+      // Already gone: reset() released everything while this release was in flight.
+    }
+  }
+
   async #release(lease: Lease, reason: string): Promise<void> {
     try {
       await this.#service.release(lease);
       this.#log.debug({ lock: lease.name, fence: lease.fence, reason }, "auto-released lock");
     } catch (err) {
       const e = toLockhostError(err);
-      // LOST: the lease had ended already, so there is nothing left to free.
-      if (e.code !== "LOST") this.#log.warn({ lock: lease.name, code: e.code, err: e.message, reason }, "auto-release failed; the lock will expire at its TTL");
+      // LOST: the lease had ended already; ALREADY_RELEASED: the guest's own release got there first.
+      if (e.code !== "LOST" && e.code !== "ALREADY_RELEASED") this.#log.warn({ lock: lease.name, code: e.code, err: e.message, reason }, "auto-release failed; the lock will expire at its TTL");
     }
   }
 

@@ -2,8 +2,9 @@
 // env.memory import (so the host owns the memory cap), only imports the host provides,
 // and the version marker export. The version number itself is read in the guest's worker.
 import { readFile } from "node:fs/promises";
+import { ABI_VERSION } from "../../abi/status.js";
 import { LockhostError } from "../errors.js";
-import { memoryImportLimits } from "./wasm-binary.js";
+import { readModuleFacts, type FuncSignature } from "./wasm-binary.js";
 
 /** WebAssembly pages are 64 KiB. */
 export const PAGE_BYTES = 65536;
@@ -12,7 +13,7 @@ export const PAGE_BYTES = 65536;
 export const VERSION_EXPORT = "lockhost_abi_version";
 
 /** The ABI versions this host can run. */
-export const SUPPORTED_ABI_VERSIONS: readonly number[] = [1];
+export const SUPPORTED_ABI_VERSIONS: readonly number[] = [ABI_VERSION];
 
 /** Imports the host provides, by module. */
 export const PROVIDED_IMPORTS: Readonly<Record<string, ReadonlySet<string>>> = {
@@ -25,8 +26,8 @@ export interface GuestModule {
   readonly plugin: string;
   readonly path: string;
   readonly module: WebAssembly.Module;
-  /** Exported function names. */
-  readonly exports: ReadonlySet<string>;
+  /** Exported functions and their signatures. */
+  readonly exports: ReadonlyMap<string, FuncSignature>;
   /** Pages the guest's memory starts with and may grow to. */
   readonly memory: { readonly initial: number; readonly maximum: number };
 }
@@ -48,8 +49,9 @@ export async function loadGuestModule(plugin: string, path: string, memoryLimitB
   }
 
   const exports = WebAssembly.Module.exports(module);
-  const functions = new Set(exports.filter((e) => e.kind === "function").map((e) => e.name));
-  if (!functions.has(VERSION_EXPORT)) {
+  // The module compiled, so its binary is well-formed: reading it cannot fail.
+  const facts = readModuleFacts(bytes);
+  if (!facts.exports.has(VERSION_EXPORT)) {
     throw new LockhostError(
       "ABI_UNSUPPORTED",
       `${where} does not export ${VERSION_EXPORT}() (the ABI version marker); an AssemblyScript guest adds: export { ${VERSION_EXPORT} } from "lockhost"`,
@@ -68,7 +70,7 @@ export async function loadGuestModule(plugin: string, path: string, memoryLimitB
     }
   }
 
-  const limits = memoryImportLimits(bytes);
+  const limits = facts.memoryImport;
   if (!limits) throw new LockhostError("ABI_UNSUPPORTED", `${where} must import its memory as env.memory`);
   if (limits.shared) throw new LockhostError("ABI_UNSUPPORTED", `${where} imports a shared memory; lockhost gives each guest its own`);
   const capPages = Math.floor(memoryLimitBytes / PAGE_BYTES);
@@ -79,7 +81,7 @@ export async function loadGuestModule(plugin: string, path: string, memoryLimitB
       `${where} needs ${limits.initial} pages (${(limits.initial * PAGE_BYTES) / 2 ** 20} MiB) of memory at start, more than its limit of ${maximum} pages; raise memory_limit_mib`,
     );
   }
-  return { plugin, path, module, exports: functions, memory: { initial: limits.initial, maximum } };
+  return { plugin, path, module, exports: facts.exports, memory: { initial: limits.initial, maximum } };
 }
 
 /** Refuses an ABI version this host does not support. */

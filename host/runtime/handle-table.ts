@@ -1,6 +1,11 @@
 // Per-guest handle table. A handle is a positive i32: the low 16 bits are slot + 1, bits
 // 16..30 the slot's generation. A forged handle, or one whose slot was reused, fails the
 // generation check (INVALID_HANDLE), so a guest can never reach another holder's lock.
+//
+// Slots are reused only once all MAX_SLOTS (65,535) exist, oldest-freed first, and a reuse
+// bumps the slot's 15-bit generation. So a handle value comes back only after its slot went
+// round all 32,767 generations: about 65,535 x 32,767 (~2^31) acquisitions by the same guest
+// instance, not the 64 x 32,767 (~2.1M) it took when reuse started after 64 slots.
 import { LockhostError } from "../errors.js";
 
 const SLOT_BITS = 16;
@@ -8,10 +13,12 @@ const SLOT_MASK = (1 << SLOT_BITS) - 1;
 const MAX_SLOTS = SLOT_MASK; // slot + 1 must fit in 16 bits
 const GEN_MASK = 0x7fff; // keeps bit 31 clear: handles stay positive
 /**
- * Slots are reused only once this many exist, oldest-freed first, so a recently released
- * handle still reads as ALREADY_RELEASED rather than INVALID_HANDLE.
+ * Slots are reused only once this many exist (all of them; the table grows lazily up to
+ * there), oldest-freed first. Until its slot is reused a released handle reads as
+ * ALREADY_RELEASED rather than INVALID_HANDLE, and a handle value is not reissued before
+ * about REUSE_AFTER_SLOTS x GEN_MASK (~2^31) acquisitions.
  */
-const REUSE_AFTER_SLOTS = 64;
+const REUSE_AFTER_SLOTS = MAX_SLOTS;
 
 interface Slot<T> {
   generation: number;
@@ -35,6 +42,7 @@ export class HandleTable<T> {
   add(value: T): number {
     let index: number;
     if (this.#slots.length < REUSE_AFTER_SLOTS || this.#freeHead === this.#free.length) {
+      // Every slot exists and none is free: all MAX_SLOTS handles are live.
       if (this.#slots.length >= MAX_SLOTS) {
         throw new LockhostError("INVALID_ARGUMENT", `this guest already holds ${MAX_SLOTS} handles; release some first`);
       }
@@ -64,7 +72,10 @@ export class HandleTable<T> {
     return slot.value;
   }
 
-  /** Frees a live handle; later uses of it are ALREADY_RELEASED until the slot is reused. */
+  /**
+   * Frees a live handle; later uses of it are ALREADY_RELEASED until the slot is reused
+   * (not before all MAX_SLOTS slots exist), then INVALID_HANDLE.
+   */
   remove(handle: number, argName = "handle"): T {
     const value = this.get(handle, argName);
     const index = (handle & SLOT_MASK) - 1;

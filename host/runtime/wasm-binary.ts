@@ -1,5 +1,7 @@
-// Reads what WebAssembly.Module.imports() does not tell: the limits of a memory import.
-// The host must create the guest's memory with at least the module's declared minimum.
+// Reads what the WebAssembly JS API does not tell without type reflection: the limits of a
+// memory import (the host must create the guest's memory with at least the declared minimum)
+// and the signatures of exported functions (so a call with the wrong arguments is refused
+// before it reaches the guest, instead of throwing inside it).
 
 /** Page counts of a memory import. */
 export interface MemoryLimits {
@@ -8,55 +10,92 @@ export interface MemoryLimits {
   readonly shared: boolean;
 }
 
-/** The limits of the memory imported as `module.field`, or undefined when there is none. */
-export function memoryImportLimits(bytes: Uint8Array, module = "env", field = "memory"): MemoryLimits | undefined {
+/** A WebAssembly value type, as the text format names it. */
+export type ValType = "i32" | "i64" | "f32" | "f64" | "v128" | "funcref" | "externref";
+
+/** The signature of a function. */
+export interface FuncSignature {
+  readonly params: readonly ValType[];
+  readonly results: readonly ValType[];
+}
+
+/** What the host needs to know of a module's binary. */
+export interface ModuleFacts {
+  /** The memory imported as env.memory, if any. */
+  readonly memoryImport?: MemoryLimits;
+  /** Exported functions by name. */
+  readonly exports: ReadonlyMap<string, FuncSignature>;
+}
+
+const VALTYPES: Record<number, ValType> = { 0x7f: "i32", 0x7e: "i64", 0x7d: "f32", 0x7c: "f64", 0x7b: "v128", 0x70: "funcref", 0x6f: "externref" };
+
+/** Reads the memory import and the exported function signatures of a module. */
+export function readModuleFacts(bytes: Uint8Array): ModuleFacts {
   const r = new Reader(bytes);
   if (r.u32le() !== 0x6d736100) throw new Error("not a WebAssembly module (bad magic)");
   r.u32le(); // version
+  const types: FuncSignature[] = [];
+  const funcTypes: number[] = []; // type index of every function, imported ones first
+  const exports = new Map<string, FuncSignature>();
+  let memoryImport: MemoryLimits | undefined;
   while (!r.done) {
     const id = r.byte();
-    const size = r.leb();
-    if (id !== 2) {
-      r.skip(size);
-      continue;
+    const end = r.leb() + r.pos;
+    if (id === 1) {
+      for (let n = r.leb(); n > 0; n--) {
+        if (r.byte() !== 0x60) throw new Error("unsupported type in the type section");
+        const params = r.vec(() => r.valtype());
+        const results = r.vec(() => r.valtype());
+        types.push({ params, results });
+      }
+    } else if (id === 2) {
+      for (let n = r.leb(); n > 0; n--) {
+        const mod = r.name();
+        const name = r.name();
+        const kind = r.byte();
+        if (kind === 0) funcTypes.push(r.leb());
+        else if (kind === 1) {
+          r.byte();
+          r.limits();
+        } else if (kind === 2) {
+          const limits = r.limits();
+          if (mod === "env" && name === "memory") memoryImport = limits;
+        } else if (kind === 3) {
+          r.byte();
+          r.byte();
+        } else if (kind === 4) {
+          r.byte();
+          r.leb();
+        } else throw new Error(`unknown import kind ${kind}`);
+      }
+    } else if (id === 3) {
+      for (let n = r.leb(); n > 0; n--) funcTypes.push(r.leb());
+    } else if (id === 7) {
+      for (let n = r.leb(); n > 0; n--) {
+        const name = r.name();
+        const kind = r.byte();
+        const index = r.leb();
+        const sig = kind === 0 ? types[funcTypes[index] ?? -1] : undefined;
+        if (sig) exports.set(name, sig);
+      }
     }
-    const count = r.leb();
-    for (let i = 0; i < count; i++) {
-      const mod = r.name();
-      const name = r.name();
-      const kind = r.byte();
-      if (kind === 0) r.leb();
-      else if (kind === 1) {
-        r.byte();
-        r.limits();
-      } else if (kind === 2) {
-        const limits = r.limits();
-        if (mod === module && name === field) return limits;
-      } else if (kind === 3) {
-        r.byte();
-        r.byte();
-      } else if (kind === 4) {
-        r.byte();
-        r.leb();
-      } else throw new Error(`unknown import kind ${kind}`);
-    }
-    return undefined;
+    r.pos = end;
   }
-  return undefined;
+  return memoryImport ? { memoryImport, exports } : { exports };
 }
 
 class Reader {
-  #pos = 0;
+  pos = 0;
   readonly #utf8 = new TextDecoder();
   constructor(readonly bytes: Uint8Array) {}
 
   get done(): boolean {
-    return this.#pos >= this.bytes.length;
+    return this.pos >= this.bytes.length;
   }
 
   byte(): number {
-    if (this.#pos >= this.bytes.length) throw new Error("truncated WebAssembly module");
-    return this.bytes[this.#pos++]!;
+    if (this.pos >= this.bytes.length) throw new Error("truncated WebAssembly module");
+    return this.bytes[this.pos++]!;
   }
 
   u32le(): number {
@@ -74,14 +113,23 @@ class Reader {
     }
   }
 
-  skip(n: number): void {
-    this.#pos += n;
+  vec<T>(item: () => T): T[] {
+    const out: T[] = [];
+    for (let n = this.leb(); n > 0; n--) out.push(item());
+    return out;
+  }
+
+  valtype(): ValType {
+    const b = this.byte();
+    const t = VALTYPES[b];
+    if (!t) throw new Error(`unknown value type 0x${b.toString(16)}`);
+    return t;
   }
 
   name(): string {
     const len = this.leb();
-    const s = this.#utf8.decode(this.bytes.subarray(this.#pos, this.#pos + len));
-    this.#pos += len;
+    const s = this.#utf8.decode(this.bytes.subarray(this.pos, this.pos + len));
+    this.pos += len;
     return s;
   }
 

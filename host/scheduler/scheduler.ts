@@ -23,11 +23,16 @@ export type TickOutcome =
   /** The backend failed; the tick was not run. */
   | "skipped_error";
 
-/** Emitted as "tick" after every tick. */
+/**
+ * Emitted as "tick" after every tick. A listener that throws is logged and ignored: it
+ * cannot fail the tick, keep its lock held or reject idle().
+ */
 export interface TickEvent {
+  /** The schedule's id ([[scheduled]] id). */
   readonly id: string;
   /** The scheduled fire time, epoch ms: the same on every node for the same tick. */
   readonly tickAtMs: number;
+  /** What happened to the tick on this node. */
   readonly outcome: TickOutcome;
   /** The schedule lock's fence when this node ran the tick under it. */
   readonly fence?: number;
@@ -35,8 +40,11 @@ export interface TickEvent {
 
 /** What the scheduler needs from its host. */
 export interface SchedulerDeps {
+  /** Where schedule locks are taken (as plugin scope "lockhost"). */
   readonly locks: LockService;
+  /** The running guest instance of a plugin. */
   readonly guest: (plugin: string) => GuestInstance;
+  /** Where skipped, failed and contended ticks are logged. */
   readonly log: Logger;
 }
 
@@ -44,6 +52,7 @@ interface State {
   readonly config: ScheduledConfig;
   readonly clock: TickClock;
   timer?: NodeJS.Timeout;
+  /** The running tick; never rejects. */
   running?: Promise<void>;
 }
 
@@ -81,7 +90,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     for (const state of this.#states) clearTimeout(state.timer);
   }
 
-  /** Resolves when no tick is running. */
+  /** Resolves when no tick is running; never rejects. */
   async idle(): Promise<void> {
     await Promise.all(this.#states.map((s) => s.running));
   }
@@ -112,7 +121,11 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       return;
     }
     state.timer = setTimeout(() => {
-      void this.#fire(state, at);
+      // Nobody awaits a timer's tick: a failure is logged, never an unhandled rejection.
+      this.#fire(state, at).catch((err: unknown) => {
+        const e = toLockhostError(err);
+        this.#deps.log.error({ schedule: state.config.id, tickAtMs: at, code: e.code, err: e.message }, "tick failed unexpectedly");
+      });
       this.#arm(state, Math.max(at, Date.now()));
     }, Math.max(0, delay));
   }
@@ -124,7 +137,11 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       return this.#emit(id, tickAtMs, "skipped_overlap");
     }
     const run = this.#tick(state, tickAtMs);
-    state.running = run.then(() => undefined);
+    // idle() awaits this: it must not reject (the caller of #fire sees the failure).
+    state.running = run.then(
+      () => undefined,
+      () => undefined,
+    );
     try {
       return await run;
     } finally {
@@ -153,9 +170,14 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       log.info({ schedule: config.id, tickAtMs }, "tick skipped: another node holds the schedule lock");
       return this.#emit(config.id, tickAtMs, "skipped_contended");
     }
-    log.info({ schedule: config.id, tickAtMs, lock: lease.name, fence: lease.fence }, "schedule lock taken; running");
-    const outcome = await this.#invoke(config);
-    this.#park(lease, tickAtMs + (state.clock.next(tickAtMs) - tickAtMs) / 2);
+    let outcome: TickOutcome = "failed";
+    try {
+      log.info({ schedule: config.id, tickAtMs, lock: lease.name, fence: lease.fence }, "schedule lock taken; running");
+      outcome = await this.#invoke(config);
+    } finally {
+      // Whatever happened above, the lock is let go (after half a period).
+      this.#park(lease, () => tickAtMs + (state.clock.next(tickAtMs) - tickAtMs) / 2);
+    }
     return this.#emit(config.id, tickAtMs, outcome, lease.fence);
   }
 
@@ -184,9 +206,15 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     }
   }
 
-  #park(lease: Lease, untilMs: number): void {
-    const delay = untilMs - Date.now();
-    if (delay <= 0) {
+  /** Holds `lease` until `untilMs()` (released at once if that cannot be computed or has passed). */
+  #park(lease: Lease, untilMs: () => number): void {
+    let delay: number;
+    try {
+      delay = untilMs() - Date.now();
+    } catch {
+      delay = 0;
+    }
+    if (!(delay > 0)) {
       void this.#unpark(lease);
       return;
     }
@@ -205,7 +233,15 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   }
 
   #emit(id: string, tickAtMs: number, outcome: TickOutcome, fence?: number): TickOutcome {
-    this.emit("tick", fence === undefined ? { id, tickAtMs, outcome } : { id, tickAtMs, outcome, fence });
+    try {
+      this.emit("tick", fence === undefined ? { id, tickAtMs, outcome } : { id, tickAtMs, outcome, fence });
+    } catch (err) {
+      // A listener's bug must not fail the tick, nor (on the timer path) the process.
+      this.#deps.log.error(
+        { schedule: id, tickAtMs, outcome, err: err instanceof Error ? err.message : String(err) },
+        "a tick listener threw; the tick itself is done",
+      );
+    }
     return outcome;
   }
 }

@@ -9,8 +9,11 @@ import { MemoryBackend } from "./memory.js";
 /** Backends this build can create. */
 export const AVAILABLE_BACKENDS: readonly string[] = ["memory"];
 
-/** Creates the backend `[locking] backend` names; CONFIG_INVALID for one not available yet. */
-export function createBackend(config: LockingConfig, log: Logger): LockBackend {
+/**
+ * Creates the backend `[locking] backend` names; CONFIG_INVALID for one not available yet.
+ * @param source the config file (LockhostConfig.source), named in that error; default "config".
+ */
+export function createBackend(config: LockingConfig, log: Logger, source?: string): LockBackend {
   switch (config.backend) {
     case "memory":
       log.warn(
@@ -21,7 +24,7 @@ export function createBackend(config: LockingConfig, log: Logger): LockBackend {
     default:
       throw new LockhostError(
         "CONFIG_INVALID",
-        `[locking] backend = "${config.backend}" is not available in this version of lockhost yet (available: ${AVAILABLE_BACKENDS.join(", ")})`,
+        `${source ?? "config"}: [locking] backend = "${config.backend}" is not available in this version of lockhost yet (available: ${AVAILABLE_BACKENDS.join(", ")})`,
       );
   }
 }

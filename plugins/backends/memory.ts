@@ -22,8 +22,9 @@ interface Entry {
 /** Options of the memory backend. */
 export interface MemoryBackendOptions {
   /**
-   * The backend's clock in ms since the epoch. Defaults to a monotonic clock anchored at
-   * process start, so a wall-clock jump can neither expire nor extend a lease.
+   * The backend's clock in whole ms since the epoch (return integers: every time the backend
+   * reports is derived from it). Defaults to a monotonic clock anchored at process start,
+   * floored to whole ms, so a wall-clock jump can neither expire nor extend a lease.
    */
   readonly now?: () => number;
 }
@@ -33,11 +34,18 @@ const SWEEP_EVERY_OPS = 1024;
 /** How many entries one sweep looks at, so a sweep never stalls the event loop. */
 const SWEEP_BATCH = 256;
 
-const monotonicEpochMs = (): number => performance.timeOrigin + performance.now();
+/** Whole ms since the epoch, never going back: performance.now() is monotonic, and so is its floor. */
+const monotonicEpochMs = (): number => Math.floor(performance.timeOrigin + performance.now());
 
-/** In-process lock store; expired entries are swept lazily. */
+/**
+ * In-process lock store; expired entries are swept lazily. Its methods implement
+ * LockBackend (see host/locking/backend.ts for each step's contract); every time it reports
+ * is an integer number of ms on its clock.
+ */
 export class MemoryBackend implements LockBackend {
+  /** Always "memory". */
   readonly kind = "memory";
+  /** Always false: only this process (and hosts sharing this instance) sees its locks. */
   readonly distributed = false;
   readonly #locks = new Map<string, Entry>();
   /** Fence counters are never deleted, so fences keep increasing after a lock expires. */
@@ -55,6 +63,7 @@ export class MemoryBackend implements LockBackend {
     return this.#locks.size;
   }
 
+  /** Takes `req.key` if it is free or its lease ended, with the next fence (LockBackend.acquire). */
   async acquire(req: AcquireRequest): Promise<AcquireResult> {
     const now = this.#now();
     this.#maybeSweep(now);
@@ -72,6 +81,7 @@ export class MemoryBackend implements LockBackend {
     return { acquired: true, fence, acquiredAtMs: now, expiresAtMs: entry.expiresAtMs };
   }
 
+  /** Sets the lease to `ttlMs` from now if `owner` still holds `key` (LockBackend.renew). */
   async renew(key: string, owner: string, ttlMs: number): Promise<RenewResult> {
     const now = this.#now();
     const entry = this.#live(key, now);
@@ -81,6 +91,7 @@ export class MemoryBackend implements LockBackend {
     return { ok: true, expiresAtMs: entry.expiresAtMs };
   }
 
+  /** Deletes the lock if `owner` still holds `key` (LockBackend.release). */
   async release(key: string, owner: string): Promise<ReleaseResult> {
     const entry = this.#live(key, this.#now());
     if (!entry) return "not_found";
@@ -89,6 +100,7 @@ export class MemoryBackend implements LockBackend {
     return "released";
   }
 
+  /** The live holder of `key`, or null (LockBackend.status). */
   async status(key: string): Promise<LockRecord | null> {
     const now = this.#now();
     const entry = this.#live(key, now);
@@ -96,12 +108,14 @@ export class MemoryBackend implements LockBackend {
     return { key, ...entry, ttlRemainingMs: Math.max(0, entry.expiresAtMs - now) };
   }
 
+  /** Deletes the lock whoever holds it; fence counters stay (LockBackend.forceRelease). */
   async forceRelease(key: string): Promise<boolean> {
     const live = this.#live(key, this.#now()) !== undefined;
     this.#locks.delete(key);
     return live;
   }
 
+  /** Drops every lock (fence counters stay, so a reused instance keeps fences increasing). */
   async close(): Promise<void> {
     this.#locks.clear();
   }

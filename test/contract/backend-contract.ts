@@ -41,6 +41,8 @@ export function backendContract(name: string, target: ContractTarget): void {
       expect(r.acquired).toBe(true);
       if (!r.acquired) return;
       expect(r.fence).toBeGreaterThan(0);
+      expect(Number.isInteger(r.acquiredAtMs)).toBe(true);
+      expect(Number.isInteger(r.expiresAtMs)).toBe(true);
       expect(r.expiresAtMs - r.acquiredAtMs).toBe(5_000);
       expect(Math.abs(r.acquiredAtMs - Date.now())).toBeLessThan(5_000);
     });

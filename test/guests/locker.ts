@@ -235,3 +235,15 @@ export function noop(): void {}
 export function add(a: i32, b: i32): i32 {
   return a + b;
 }
+
+// --- host robustness ---------------------------------------------------------
+
+/** Traces `n` lines (the host caps what one call may log). */
+export function traceFlood(n: i32): void {
+  for (let i = 0; i < n; i++) trace("flood " + i.toString());
+}
+
+/** Takes an i64, which the host cannot pass: it must refuse the call, not trap the guest. */
+export function wide(x: i64): i64 {
+  return x + 1;
+}

@@ -22,6 +22,20 @@ let lastError = new Uint8Array(0);
 
 const post = (msg: FromWorker): void => port.postMessage(msg);
 
+/** Trace lines a guest may log per call (or per instantiation); the rest are counted, not sent. */
+const MAX_TRACES_PER_CALL = 100;
+/** The longest guest string (trace or abort message) the host decodes, in UTF-16 units. */
+const MAX_GUEST_STRING = 2048;
+let traces = 0;
+let dropped = 0;
+
+/** Ends a call's trace budget: says how many lines were dropped, then starts afresh. */
+function flushTraceBudget(): void {
+  if (dropped > 0) post({ type: "trace", message: `(${dropped} more trace lines dropped: at most ${MAX_TRACES_PER_CALL} per call)` });
+  traces = 0;
+  dropped = 0;
+}
+
 /** Thrown by env.abort so the call handler can report file and line. */
 class GuestAbort extends Error {
   constructor(readonly info: AbortInfo) {
@@ -93,7 +107,8 @@ function asString(ptr: number): string {
   if (p < 4 || p > buf.byteLength) return `<string at ${p} outside memory>`;
   const bytes = new DataView(buf).getUint32(p - 4, true);
   if (p + bytes > buf.byteLength) return `<string at ${p} outside memory>`;
-  return Buffer.from(buf, p, bytes & ~1).toString("utf16le");
+  const kept = Math.min(bytes & ~1, MAX_GUEST_STRING * 2);
+  return Buffer.from(buf, p, kept).toString("utf16le") + (kept < bytes ? "…" : "");
 }
 
 function imports(): WebAssembly.Imports {
@@ -119,6 +134,11 @@ function imports(): WebAssembly.Imports {
         throw new GuestAbort({ message: asString(msg), file: asString(file), line, column });
       },
       trace: (msg: number, n: number, ...args: number[]) => {
+        // A guest tracing in a loop must not flood the host's event loop and log.
+        if (++traces > MAX_TRACES_PER_CALL) {
+          dropped++;
+          return;
+        }
         post({ type: "trace", message: `${asString(msg)}${n > 0 ? " " + args.slice(0, n).join(", ") : ""}` });
       },
       seed: () => Math.random() * Number.MAX_SAFE_INTEGER,
@@ -140,16 +160,22 @@ function instantiate(): unknown {
 }
 
 try {
-  post({ type: "ready", abiVersion: instantiate() });
+  const abiVersion = instantiate();
+  flushTraceBudget();
+  post({ type: "ready", abiVersion });
 } catch (err) {
+  flushTraceBudget();
   post({ type: "failed", message: describe(err) });
 }
 
 port.on("message", (msg: ToWorker) => {
   try {
     const fn = exports[msg.name] as (...args: number[]) => number | bigint | undefined;
-    post({ type: "return", id: msg.id, value: fn(...msg.args) });
+    const value = fn(...msg.args);
+    flushTraceBudget();
+    post({ type: "return", id: msg.id, value });
   } catch (err) {
+    flushTraceBudget();
     const trap: FromWorker = err instanceof GuestAbort
       ? { type: "trap", id: msg.id, message: err.message, abort: err.info }
       : { type: "trap", id: msg.id, message: describe(err) };

@@ -1,5 +1,6 @@
 // The main-thread side of the worker runtime: one worker thread per guest instance, a time
-// limit per call, restart on trap / time limit / crash, and the serving end of the channel.
+// limit per call and per (re)start, restart on trap / time limit / crash, and the serving end
+// of the channel.
 import { Worker } from "node:worker_threads";
 import type { Logger } from "pino";
 import { INTERNAL } from "../../../abi/status.js";
@@ -7,14 +8,15 @@ import { LockhostError } from "../../errors.js";
 import { ARG0, ARG1, Channel, DATA_LEN, Op, OP, REQ_SEQ, RESP_SEQ, TEXT_LEN } from "../channel.js";
 import type { GuestInstance, GuestValue } from "../guest-instance.js";
 import type { AbiReply, GuestLocks } from "../guest-locks.js";
-import { checkAbiVersion, type GuestModule } from "../guest-module.js";
+import { checkAbiVersion, VERSION_EXPORT, type GuestModule } from "../guest-module.js";
+import type { FuncSignature } from "../wasm-binary.js";
 import type { FromWorker, ToWorker, WorkerInit } from "./messages.js";
 
 /** Options of a worker-isolated guest instance. */
 export interface WorkerGuestOptions {
   readonly module: GuestModule;
   readonly locks: GuestLocks;
-  /** A call running longer is stopped by terminating the worker. */
+  /** A call, or an instantiation, running longer is stopped by terminating the worker. */
   readonly callTimeoutMs: number;
   /** The plugin's logger (a child carrying the plugin's name). */
   readonly log: Logger;
@@ -58,7 +60,7 @@ export class WorkerGuest implements GuestInstance {
   readonly #opts: WorkerGuestOptions;
   readonly #log: Logger;
   #gen!: Generation;
-  /** Resolves when a live generation is ready; a failed restart rejects the next call. */
+  /** Resolves when the current generation is ready; rejects when its (re)start failed. */
   #ready: Promise<void>;
   /** Calls run one at a time, in order. */
   #queue: Promise<unknown> = Promise.resolve();
@@ -72,7 +74,7 @@ export class WorkerGuest implements GuestInstance {
     this.#ready = this.#spawn();
   }
 
-  /** Starts the worker and checks the guest's ABI version; rejects with ABI_UNSUPPORTED. */
+  /** Starts the worker and checks the guest's ABI version; rejects with ABI_UNSUPPORTED or GUEST_TIMEOUT. */
   static async start(opts: WorkerGuestOptions): Promise<WorkerGuest> {
     const guest = new WorkerGuest(opts);
     try {
@@ -93,19 +95,19 @@ export class WorkerGuest implements GuestInstance {
   }
 
   hasExport(name: string): boolean {
-    return this.#opts.module.exports.has(name);
+    return this.exportSignature(name) !== undefined;
+  }
+
+  exportSignature(name: string): FuncSignature | undefined {
+    return name === VERSION_EXPORT ? undefined : this.#opts.module.exports.get(name);
   }
 
   call(exportName: string, args: readonly number[] = []): Promise<GuestValue> {
-    if (this.#closed) return Promise.reject(new LockhostError("CLOSED", `plugin ${this.plugin} is closed`));
-    if (!this.hasExport(exportName) || exportName === "lockhost_abi_version") {
-      const names = [...this.#opts.module.exports].filter((n) => n !== "lockhost_abi_version").join(", ");
-      return Promise.reject(
-        new LockhostError("UNKNOWN_EXPORT", `plugin ${this.plugin} has no export "${exportName}" (it exports: ${names || "nothing callable"})`),
-      );
-    }
-    if (!args.every((a) => Number.isInteger(a) && a >= -0x80000000 && a <= 0xffffffff)) {
-      return Promise.reject(new LockhostError("INVALID_ARGUMENT", `args of ${exportName} must be i32 integers, got [${args.join(", ")}]`));
+    if (this.#closed) return Promise.reject(this.#closedError());
+    try {
+      this.#checkArgs(exportName, args);
+    } catch (err) {
+      return Promise.reject(err);
     }
     const run = this.#queue.then(() => this.#run(exportName, args));
     this.#queue = run.catch(() => undefined);
@@ -117,19 +119,32 @@ export class WorkerGuest implements GuestInstance {
     this.#closed = true;
     const gen = this.#gen;
     this.#retire(gen);
-    if (gen.pending) {
-      clearTimeout(gen.pending.timer);
-      gen.pending.reject(new LockhostError("CLOSED", `plugin ${this.plugin} was closed during ${gen.pending.name}`));
-      gen.pending = undefined;
-    }
+    this.#fail(gen, this.#closedError(gen.pending && `during ${gen.pending.name}`));
     await gen.worker.terminate();
     await this.#opts.locks.reset("its plugin was closed");
   }
 
+  /** Refuses, before anything reaches the guest, a call its export's signature cannot take. */
+  #checkArgs(name: string, args: readonly number[]): void {
+    const sig = this.exportSignature(name);
+    if (!sig) {
+      const names = [...this.#opts.module.exports.keys()].filter((n) => n !== VERSION_EXPORT).join(", ");
+      throw new LockhostError("UNKNOWN_EXPORT", `plugin ${this.plugin} has no export "${name}" (it exports: ${names || "nothing callable"})`);
+    }
+    const where = `export ${name}(${sig.params.join(", ")}) of plugin ${this.plugin}`;
+    if (args.length !== sig.params.length) {
+      throw new LockhostError("INVALID_ARGUMENT", `${where} takes ${sig.params.length} argument(s), got ${args.length}`);
+    }
+    sig.params.forEach((type, i) => {
+      const a = args[i]!;
+      if (type === "i32" ? !Number.isInteger(a) || a < -0x80000000 || a > 0xffffffff : type === "f32" || type === "f64" ? typeof a !== "number" : true) {
+        throw new LockhostError("INVALID_ARGUMENT", `${where}: argument ${i + 1} must be ${type === "i32" || type === "f32" || type === "f64" ? `an ${type}` : `one of i32, f32, f64 (the host cannot pass ${type})`}, got ${a}`);
+      }
+    });
+  }
+
   async #run(name: string, args: readonly number[]): Promise<GuestValue> {
-    if (this.#closed) throw new LockhostError("CLOSED", `plugin ${this.plugin} is closed`);
-    await this.#ready;
-    const gen = this.#gen;
+    const gen = await this.#live();
     return new Promise<GuestValue>((resolve, reject) => {
       const id = ++this.#nextId;
       const timer = setTimeout(() => void this.#timedOut(gen), this.#opts.callTimeoutMs);
@@ -138,9 +153,26 @@ export class WorkerGuest implements GuestInstance {
     });
   }
 
-  /** Starts a new worker generation and waits until the guest is instantiated and versioned. */
+  /** A ready generation; a failed restart is retried once for the call that finds it. */
+  async #live(): Promise<Generation> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.#ready;
+      } catch (err) {
+        if (this.#closed) throw this.#closedError();
+        if (attempt > 0) throw err;
+        this.#ready = this.#spawn();
+        continue;
+      }
+      if (this.#closed) throw this.#closedError();
+      if (this.#gen.alive) return this.#gen;
+      if (attempt > 0) throw new LockhostError("GUEST_CRASHED", `plugin ${this.plugin} could not be restarted`);
+    }
+  }
+
+  /** Starts a new worker generation; settles when the guest is instantiated and versioned, or fails. */
   #spawn(): Promise<void> {
-    const { module } = this.#opts;
+    const { module, callTimeoutMs } = this.#opts;
     const channel = new Channel();
     const init: WorkerInit = { plugin: module.plugin, module: module.module, channel: channel.buffer, memory: module.memory };
     const worker = new Worker(workerEntry(), { workerData: init });
@@ -148,33 +180,47 @@ export class WorkerGuest implements GuestInstance {
     this.#gen = gen;
     return new Promise<void>((resolve, reject) => {
       let started = false;
+      const fail = (err: LockhostError): void => {
+        if (started) return;
+        started = true; // settled, as a failure
+        clearTimeout(deadline);
+        this.#retire(gen);
+        void worker.terminate();
+        reject(err);
+      };
+      // A start function that never returns must not hang the host's start or the plugin.
+      const deadline = setTimeout(
+        () => fail(new LockhostError("GUEST_TIMEOUT", `plugin ${module.plugin} (${module.path}) did not finish instantiating within ${callTimeoutMs} ms`)),
+        callTimeoutMs,
+      );
       worker.on("message", (msg: FromWorker) => {
+        if (started) {
+          void this.#onMessage(gen, msg);
+          return;
+        }
         if (msg.type === "ready") {
           try {
             checkAbiVersion(module, msg.abiVersion);
           } catch (err) {
-            this.#retire(gen);
-            void worker.terminate();
-            reject(err);
+            fail(err as LockhostError);
             return;
           }
           started = true;
+          clearTimeout(deadline);
           void this.#serve(gen);
           resolve();
-        } else if (msg.type === "failed" && !started) {
-          this.#retire(gen);
-          void worker.terminate();
-          reject(new LockhostError("ABI_UNSUPPORTED", `plugin ${module.plugin} (${module.path}) failed to instantiate: ${msg.message}`));
-        } else {
-          void this.#onMessage(gen, msg);
+        } else if (msg.type === "failed") {
+          fail(new LockhostError("ABI_UNSUPPORTED", `plugin ${module.plugin} (${module.path}) failed to instantiate: ${msg.message}`));
+        } else if (msg.type === "trace") {
+          this.#log.info(`guest: ${msg.message}`);
         }
       });
       worker.on("error", (err) => {
-        if (!started) reject(new LockhostError("GUEST_CRASHED", `plugin ${module.plugin} worker failed to start: ${err.message}`, { cause: err }));
+        if (!started) fail(new LockhostError("GUEST_CRASHED", `plugin ${module.plugin} worker failed to start: ${err.message}`, { cause: err }));
         else this.#log.error({ err: err.message }, "guest worker error");
       });
       worker.on("exit", (code) => {
-        if (!started) reject(new LockhostError("GUEST_CRASHED", `plugin ${module.plugin} worker exited with code ${code} while starting`));
+        if (!started) fail(new LockhostError("GUEST_CRASHED", `plugin ${module.plugin} worker exited with code ${code} while starting`));
         else if (gen.alive) void this.#crashed(gen, `its worker exited with code ${code}`);
       });
     });
@@ -191,14 +237,16 @@ export class WorkerGuest implements GuestInstance {
       return;
     }
     const pending = gen.pending;
-    if (msg.type === "ready" || !pending || pending.id !== msg.id) return;
-    clearTimeout(pending.timer);
-    gen.pending = undefined;
+    if (msg.type === "ready" || !gen.alive || !pending || pending.id !== msg.id) return;
     if (msg.type === "return") {
+      gen.pending = undefined;
+      clearTimeout(pending.timer);
       await this.#opts.locks.endCall();
       pending.resolve(msg.value);
       return;
     }
+    gen.pending = undefined;
+    clearTimeout(pending.timer);
     const where = msg.abort ? ` at ${msg.abort.file}:${msg.abort.line}:${msg.abort.column}` : "";
     this.#log.error(
       { export: pending.name, ...(msg.abort && { file: msg.abort.file, line: msg.abort.line, column: msg.abort.column }) },
@@ -209,17 +257,18 @@ export class WorkerGuest implements GuestInstance {
   }
 
   async #timedOut(gen: Generation): Promise<void> {
-    const pending = gen.pending;
-    if (!pending || !gen.alive) return;
-    const message = `plugin ${this.plugin} export ${pending.name} ran past its time limit of ${this.#opts.callTimeoutMs} ms and was stopped`;
-    this.#log.error({ export: pending.name, callTimeoutMs: this.#opts.callTimeoutMs }, "guest call timed out; restarting the guest");
+    const name = gen.pending?.name;
+    if (!gen.alive || name === undefined) return;
+    this.#log.error({ export: name, callTimeoutMs: this.#opts.callTimeoutMs }, "guest call timed out; restarting the guest");
+    const message = `plugin ${this.plugin} export ${name} ran past its time limit of ${this.#opts.callTimeoutMs} ms and was stopped`;
     await this.#replace(gen, new LockhostError("GUEST_TIMEOUT", message), "its call timed out");
   }
 
   async #crashed(gen: Generation, why: string): Promise<void> {
     if (!gen.alive) return;
-    this.#log.error({ export: gen.pending?.name }, `guest worker died (${why}); restarting the guest`);
-    const err = new LockhostError("GUEST_CRASHED", `plugin ${this.plugin} worker died during ${gen.pending?.name ?? "no call"}: ${why}`);
+    const name = gen.pending?.name;
+    this.#log.error({ export: name }, `guest worker died (${why}); restarting the guest`);
+    const err = new LockhostError("GUEST_CRASHED", `plugin ${this.plugin} worker died during ${name ?? "no call"}: ${why}`);
     await this.#replace(gen, err, "its worker died");
   }
 
@@ -231,11 +280,20 @@ export class WorkerGuest implements GuestInstance {
     if (pending) clearTimeout(pending.timer);
     if (!this.#closed) {
       this.#ready = this.#spawn();
-      this.#ready.catch((e: unknown) => this.#log.error({ err: (e as Error).message }, "guest restart failed"));
+      this.#ready.catch((e: unknown) => this.#log.error({ err: (e as Error).message }, "guest restart failed; the next call tries again"));
     }
     await gen.worker.terminate();
     await this.#opts.locks.reset(reason);
     pending?.reject(err);
+  }
+
+  /** Fails a generation's pending call, if it has one. */
+  #fail(gen: Generation, error: LockhostError): void {
+    const pending = gen.pending;
+    if (!pending) return;
+    gen.pending = undefined;
+    clearTimeout(pending.timer);
+    pending.reject(error);
   }
 
   #retire(gen: Generation): void {
@@ -244,11 +302,15 @@ export class WorkerGuest implements GuestInstance {
     Atomics.notify(gen.channel.i32, REQ_SEQ);
   }
 
+  #closedError(detail?: string): LockhostError {
+    return new LockhostError("CLOSED", `plugin ${this.plugin} was closed${detail ? ` ${detail}` : ""}`);
+  }
+
   /** Answers the worker's lock calls until the generation retires. No polling: waitAsync wakes us. */
   async #serve(gen: Generation): Promise<void> {
     const { i32 } = gen.channel;
     let seen = 0;
-    for (;;) {
+    while (gen.alive) {
       const wait = Atomics.waitAsync(i32, REQ_SEQ, seen);
       if (wait.async) await wait.value;
       if (!gen.alive) return;

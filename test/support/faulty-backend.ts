@@ -1,0 +1,39 @@
+// A real MemoryBackend with faults injected in front of it: slow acquisitions, failing
+// releases. For the callers' race and error paths; the real-server fault tests belong to the
+// Redis and PostgreSQL backends.
+import { LockhostError } from "../../host/errors.js";
+import type { AcquireRequest, AcquireResult, LockBackend, ReleaseResult } from "../../host/locking/backend.js";
+import { MemoryBackend } from "../../plugins/backends/memory.js";
+
+/** Faults to inject; change them at any time. */
+export interface Faults {
+  /** Every acquire waits this long before reaching the store. */
+  acquireDelayMs: number;
+  /** The next N releases fail with BACKEND_UNAVAILABLE without reaching the store. */
+  failReleases: number;
+}
+
+/** A MemoryBackend (`inner`) behind injectable faults. */
+export function faultyBackend(inner = new MemoryBackend()): { backend: LockBackend; inner: MemoryBackend; faults: Faults } {
+  const faults: Faults = { acquireDelayMs: 0, failReleases: 0 };
+  const backend: LockBackend = {
+    kind: "faulty-memory",
+    distributed: false,
+    async acquire(req: AcquireRequest): Promise<AcquireResult> {
+      if (faults.acquireDelayMs > 0) await new Promise((r) => setTimeout(r, faults.acquireDelayMs));
+      return inner.acquire(req);
+    },
+    renew: (key, owner, ttlMs) => inner.renew(key, owner, ttlMs),
+    async release(key: string, owner: string): Promise<ReleaseResult> {
+      if (faults.failReleases > 0) {
+        faults.failReleases--;
+        throw new LockhostError("BACKEND_UNAVAILABLE", "release failed (injected fault)");
+      }
+      return inner.release(key, owner);
+    },
+    status: (key) => inner.status(key),
+    forceRelease: (key) => inner.forceRelease(key),
+    close: () => inner.close(),
+  };
+  return { backend, inner, faults };
+}

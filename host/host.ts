@@ -131,9 +131,8 @@ export class Host {
     if (finished === "timeout") this.log.warn({ timeoutMs }, "shutdown: in-flight calls did not finish in time; stopping their guests");
     await Promise.all([...this.#guests.values()].map((g) => g.close()));
     await this.scheduler.releaseParked();
-    const failed = await this.locks.releaseAll();
+    const failed = await this.locks.close({ closeBackend: this.#ownsBackend });
     for (const e of failed) this.log.warn({ code: e.code, err: e.message }, "shutdown: a lock could not be released; it expires at its TTL");
-    await this.locks.close({ closeBackend: this.#ownsBackend });
     this.log.info("lockhost host stopped; every lock released");
   }
 }

@@ -40,7 +40,7 @@ export class LockService {
   #closing = false;
   /** Set when close() is done: every call rejects with CLOSED. */
   #closed = false;
-  #closePromise?: Promise<void>;
+  #closePromise?: Promise<LockhostError[]>;
 
   constructor(backend: LockBackend, options: LockServiceOptions) {
     this.#backend = backend;
@@ -69,15 +69,14 @@ export class LockService {
    * close() has started, also when the backend answers after that: a lock acquired then is
    * released on the backend at once, so close() never leaves a lease nobody can release.
    */
-  async tryLock(key: string, options: TryLockOptions): Promise<Lease | null> {
-    if (this.#closing) throw closedError();
+  tryLock(key: string, options: TryLockOptions): Promise<Lease | null> {
+    if (this.#closing) return Promise.reject(closedError());
+    // Not async: the lock path is measured in microseconds, and one more frame is one more microtask.
     const acquisition = this.#acquire(key, options);
     this.#acquiring.add(acquisition);
-    try {
-      return await acquisition;
-    } finally {
-      this.#acquiring.delete(acquisition);
-    }
+    const forget = (): void => void this.#acquiring.delete(acquisition);
+    acquisition.then(forget, forget);
+    return acquisition;
   }
 
   async #acquire(key: string, options: TryLockOptions): Promise<Lease | null> {
@@ -163,6 +162,21 @@ export class LockService {
     return this.#backendCall(() => this.#backend.forceRelease(name));
   }
 
+  /**
+   * Releases `lease` if it is still held, for callers cleaning up (auto-release, schedules,
+   * shutdown): a lease that had already ended or been released is not a failure here.
+   * Resolves to the error of a release that did fail (the lock then ends at its TTL).
+   */
+  async releaseIfHeld(lease: Lease): Promise<LockhostError | undefined> {
+    try {
+      await this.release(lease);
+      return undefined;
+    } catch (err) {
+      const e = toLockhostError(err);
+      return e.code === "LOST" || e.code === "ALREADY_RELEASED" ? undefined : e;
+    }
+  }
+
   /** Releases every lease this service holds; failures are returned, not thrown. */
   async releaseAll(): Promise<LockhostError[]> {
     const leases = [...this.#held];
@@ -174,19 +188,22 @@ export class LockService {
    * Refuses new acquisitions (tryLock rejects with CLOSED from now on), waits for the ones
    * in flight, releases every lease, then closes the backend (unless `closeBackend: false`).
    * Later calls reject with CLOSED. Calling it again returns the first call's promise.
+   * Resolves to the errors of releases that failed; those locks end at their TTL.
    */
-  close(options: { closeBackend?: boolean } = {}): Promise<void> {
+  close(options: { closeBackend?: boolean } = {}): Promise<LockhostError[]> {
     this.#closePromise ??= this.#close(options.closeBackend ?? true);
     return this.#closePromise;
   }
 
-  async #close(closeBackend: boolean): Promise<void> {
+  /** Resolves to the errors of releases that failed (those locks end at their TTL). */
+  async #close(closeBackend: boolean): Promise<LockhostError[]> {
     this.#closing = true;
     // An acquisition that completes now gives its lock back itself (see #acquire).
     await Promise.allSettled([...this.#acquiring]);
-    await this.releaseAll();
+    const failed = await this.releaseAll();
     this.#closed = true;
     if (closeBackend) await this.#backend.close();
+    return failed;
   }
 
   #checkOpen(): void {
@@ -208,13 +225,18 @@ export class LockService {
     this.#held.delete(lease);
   }
 
-  async #backendCall<T>(step: () => Promise<T>): Promise<T> {
+  /** Runs a backend step; any failure becomes BACKEND_UNAVAILABLE (not async: it is on the lock path). */
+  #backendCall<T>(step: () => Promise<T>): Promise<T> {
     try {
-      return await step();
+      return step().catch(backendFailure);
     } catch (err) {
-      throw toLockhostError(err, "BACKEND_UNAVAILABLE");
+      return backendFailure(err);
     }
   }
+}
+
+function backendFailure(err: unknown): never {
+  throw toLockhostError(err, "BACKEND_UNAVAILABLE");
 }
 
 function closedError(): LockhostError {

@@ -179,14 +179,9 @@ export class GuestLocks {
   }
 
   async #release(lease: Lease, reason: string): Promise<void> {
-    try {
-      await this.#service.release(lease);
-      this.#log.debug({ lock: lease.name, fence: lease.fence, reason }, "auto-released lock");
-    } catch (err) {
-      const e = toLockhostError(err);
-      // LOST: the lease had ended already; ALREADY_RELEASED: the guest's own release got there first.
-      if (e.code !== "LOST" && e.code !== "ALREADY_RELEASED") this.#log.warn({ lock: lease.name, code: e.code, err: e.message, reason }, "auto-release failed; the lock will expire at its TTL");
-    }
+    const e = await this.#service.releaseIfHeld(lease);
+    if (e) this.#log.warn({ lock: lease.name, code: e.code, err: e.message, reason }, "auto-release failed; the lock will expire at its TTL");
+    else this.#log.debug({ lock: lease.name, fence: lease.fence, reason }, "auto-released lock");
   }
 
   #scoped(keyBytes: Uint8Array, flags: number): { key: string; scope: Scope } {

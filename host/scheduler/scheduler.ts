@@ -224,12 +224,8 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   async #unpark(lease: Lease): Promise<void> {
     clearTimeout(this.#parked.get(lease));
     this.#parked.delete(lease);
-    try {
-      await this.#deps.locks.release(lease);
-    } catch (err) {
-      const e = toLockhostError(err);
-      if (e.code !== "LOST") this.#deps.log.warn({ lock: lease.name, code: e.code, err: e.message }, "schedule lock release failed; it expires at its TTL");
-    }
+    const e = await this.#deps.locks.releaseIfHeld(lease);
+    if (e) this.#deps.log.warn({ lock: lease.name, code: e.code, err: e.message }, "schedule lock release failed; it expires at its TTL");
   }
 
   #emit(id: string, tickAtMs: number, outcome: TickOutcome, fence?: number): TickOutcome {

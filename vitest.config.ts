@@ -3,6 +3,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // Redis and PostgreSQL must answer (or be started privately) before any test runs.
+    globalSetup: ["test/support/global-setup.ts"],
     // Guests run in real worker threads and some tests wait on real time limits.
     testTimeout: 30_000,
     hookTimeout: 30_000,

@@ -61,8 +61,13 @@ backend = "redis"
 [locking.redis]
 url = "rediss://cache.internal:6380/2"
 key_prefix = "app:"
+command_timeout_ms = 500
+reclaim_own_locks = true
 [locking.pg]
 url = "postgresql://app@db.internal:5432/locks"
+sessions = 8
+table = "locks.lockhost"
+command_timeout_ms = 750
 
 [[plugins]]
 name = "report"
@@ -94,8 +99,8 @@ schedule = "  */15 * * * *  "
       host: { node: "node-a", shutdownTimeoutMs: 2500, logLevel: "debug" },
       locking: {
         backend: "redis",
-        redis: { url: "rediss://cache.internal:6380/2", keyPrefix: "app:" },
-        pg: { url: "postgresql://app@db.internal:5432/locks" },
+        redis: { url: "rediss://cache.internal:6380/2", keyPrefix: "app:", commandTimeoutMs: 500, reclaimOwnLocks: true },
+        pg: { url: "postgresql://app@db.internal:5432/locks", sessions: 8, table: "locks.lockhost", commandTimeoutMs: 750 },
       },
       plugins: [
         {
@@ -152,18 +157,18 @@ schedule = "  */15 * * * *  "
   it("fills a named backend's settings with defaults when its table is left out", () => {
     expect(parse(`[locking]\nbackend = "redis"`).locking).toEqual({
       backend: "redis",
-      redis: { url: "redis://127.0.0.1:6379", keyPrefix: "lockhost:" },
+      redis: { url: "redis://127.0.0.1:6379", keyPrefix: "lockhost:", commandTimeoutMs: 2000, reclaimOwnLocks: false },
     });
     expect(parse(`[locking]\nbackend = "pg"`).locking).toEqual({
       backend: "pg",
-      pg: { url: "postgres://postgres@127.0.0.1:5432/test" },
+      pg: { url: "postgres://postgres@127.0.0.1:5432/test", sessions: 4, table: "lockhost_locks", commandTimeoutMs: 2000 },
     });
   });
 
   it("validates a backend's table whatever the backend, filling its missing keys", () => {
     expect(parse(`[locking.redis]\nkey_prefix = "x:"`).locking).toEqual({
       backend: "memory",
-      redis: { url: "redis://127.0.0.1:6379", keyPrefix: "x:" },
+      redis: { url: "redis://127.0.0.1:6379", keyPrefix: "x:", commandTimeoutMs: 2000, reclaimOwnLocks: false },
     });
     expect(messageOf(`[locking]\nbackend = "memory"\n[locking.pg]\nurl = "mysql://db"`)).toContain("[locking.pg]: url");
   });
@@ -226,6 +231,11 @@ memory_limit_mib = "16MB"
     ["a redis url that does not parse", `[locking.redis]\nurl = "redis://h:99999"`, `lockhost.toml: [locking.redis]: url is not a valid URL, got "redis://h:99999"`],
     ["a redis url that is not a string", `[locking.redis]\nurl = 6379`, "lockhost.toml: [locking.redis]: url must be a string, got 6379"],
     ["a key_prefix that is not a string", `[locking.redis]\nkey_prefix = 5`, "lockhost.toml: [locking.redis]: key_prefix must be a string, got 5"],
+    ["a key_prefix with a brace", `[locking.redis]\nkey_prefix = "a{b}:"`, `lockhost.toml: [locking.redis]: key_prefix must not contain "{" or "}", got "a{b}:"`],
+    ["a command_timeout_ms of 0", `[locking.redis]\ncommand_timeout_ms = 0`, "lockhost.toml: [locking.redis]: command_timeout_ms must be an integer from 1 to 600000, got 0"],
+    ["a reclaim_own_locks that is not a boolean", `[locking.redis]\nreclaim_own_locks = "yes"`, `lockhost.toml: [locking.redis]: reclaim_own_locks must be true or false, got "yes"`],
+    ["too many pg sessions", `[locking.pg]\nsessions = 65`, "lockhost.toml: [locking.pg]: sessions must be an integer from 1 to 64, got 65"],
+    ["a pg table that is not an identifier", `[locking.pg]\ntable = "locks; drop table x"`, `lockhost.toml: [locking.pg]: table must be a lowercase SQL identifier`],
     ["a pg url of another scheme", `[locking.pg]\nurl = "mysql://db/x"`, `lockhost.toml: [locking.pg]: url must be a postgres:// or postgresql:// URL, got "mysql://db/x"`],
     // [[plugins]]
     ["plugins that are not an array", `plugins = "report"`, `lockhost.toml: plugins must be an array of tables ([[plugins]]), got "report"`],
@@ -351,7 +361,7 @@ describe("environment substitution", () => {
 
   it("substitutes ${VAR} and ${VAR:-default} after parsing", () => {
     const config = parse(REDIS, { REDIS_URL: "redis://cache:6379", PREFIX: "p:" });
-    expect(config.locking.redis).toEqual({ url: "redis://cache:6379", keyPrefix: "p:" });
+    expect(config.locking.redis).toMatchObject({ url: "redis://cache:6379", keyPrefix: "p:" });
   });
 
   it("uses the default when the variable is unset or empty", () => {
@@ -383,14 +393,14 @@ describe("environment substitution", () => {
 
   it("reads $$ as a literal $", () => {
     expect(parse(`[locking.redis]\nkey_prefix = "$$app$$:"`).locking.redis?.keyPrefix).toBe("$app$:");
-    expect(parse(`[locking.redis]\nkey_prefix = "$\${X}"`).locking.redis?.keyPrefix).toBe("${X}");
+    // A brace-free field for the braces: key_prefix refuses "{" and "}".
+    expect(parse(`${PLUGIN}global_keys = ["$\${X}"]`).plugins[0]?.globalKeys).toEqual(["${X}"]);
   });
 
   it("never lets a value inject TOML or be substituted again", () => {
     const value = `x"\n[[plugins]]\nname = "evil" \${OTHER} $$`;
-    const config = parse(`[locking.redis]\nkey_prefix = "\${PREFIX}"`, { PREFIX: value, OTHER: "no" });
-    expect(config.locking.redis?.keyPrefix).toBe(value);
-    expect(config.plugins).toEqual([]);
+    const config = parse(`${PLUGIN}global_keys = ["\${PREFIX}"]`, { PREFIX: value, OTHER: "no" });
+    expect(config.plugins.map((p) => p.globalKeys)).toEqual([[value]]);
   });
 
   it("rejects a lone $, an unterminated ${ and a malformed name", () => {
@@ -488,8 +498,8 @@ describe("resolveConfig", () => {
       host: { node: "n", shutdownTimeoutMs: 10000, logLevel: "info" },
       locking: {
         backend: "pg",
-        redis: { url: "redis://127.0.0.1:6379", keyPrefix: "k:" },
-        pg: { url: "postgres://postgres@127.0.0.1:5432/test" },
+        redis: { url: "redis://127.0.0.1:6379", keyPrefix: "k:", commandTimeoutMs: 2000, reclaimOwnLocks: false },
+        pg: { url: "postgres://postgres@127.0.0.1:5432/test", sessions: 4, table: "lockhost_locks", commandTimeoutMs: 2000 },
       },
       plugins: [
         { name: "report", wasm: resolve(BASE, "r.wasm"), isolation: "worker", memoryLimitMib: 32, callTimeoutMs: 5000, globalKeys: ["g"] },

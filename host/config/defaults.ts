@@ -37,6 +37,16 @@ export const CONFIG_DEFAULTS: ConfigDefaults = Object.freeze({
     shutdownTimeoutMs: 10000,
     logLevel: "info",
   }),
-  redis: Object.freeze({ url: "redis://127.0.0.1:6379", keyPrefix: "lockhost:" }),
-  pg: Object.freeze({ url: "postgres://postgres@127.0.0.1:5432/test" }),
+  redis: Object.freeze({
+    url: "redis://127.0.0.1:6379",
+    keyPrefix: "lockhost:",
+    commandTimeoutMs: 2000,
+    reclaimOwnLocks: false,
+  }),
+  pg: Object.freeze({
+    url: "postgres://postgres@127.0.0.1:5432/test",
+    sessions: 4,
+    table: "lockhost_locks",
+    commandTimeoutMs: 2000,
+  }),
 });

@@ -136,6 +136,13 @@ export class Table {
     });
   }
 
+  bool(key: Key): boolean | undefined {
+    const value = this.get(key);
+    if (value === undefined) return undefined;
+    if (typeof value !== "boolean") this.fail(key, `must be true or false, got ${this.show(value)}`);
+    return value;
+  }
+
   int(key: Key, [min, max]: readonly [number, number]): number | undefined {
     const value = this.get(key);
     if (value === undefined) return undefined;

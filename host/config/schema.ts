@@ -30,6 +30,8 @@ const LIMITS = {
   shutdownTimeoutMs: [0, 3_600_000],
   ttlMs: [1, MAX_TTL_MS],
   everyMs: [1, Number.MAX_SAFE_INTEGER],
+  commandTimeoutMs: [1, 600_000],
+  pgSessions: [1, 64],
 } as const satisfies Record<string, readonly [number, number]>;
 
 // Records keyed by the union types, so adding a member to a union in types.ts fails to compile
@@ -42,6 +44,8 @@ const LOG_LEVELS = keysOf<LogLevel>({ trace: 1, debug: 1, info: 1, warn: 1, erro
 const SCHEDULE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const REDIS_SCHEMES = ["redis", "rediss"] as const;
 const PG_SCHEMES = ["postgres", "postgresql"] as const;
+/** An unquoted PostgreSQL identifier, optionally schema-qualified; interpolated into SQL, so kept strict. */
+const PG_TABLE = /^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$/;
 
 const K = {
   shutdownTimeoutMs: ["shutdown_timeout_ms", "shutdownTimeoutMs"],
@@ -51,6 +55,8 @@ const K = {
   callTimeoutMs: ["call_timeout_ms", "callTimeoutMs"],
   globalKeys: ["global_keys", "globalKeys"],
   ttlMs: ["ttl_ms", "ttlMs"],
+  commandTimeoutMs: ["command_timeout_ms", "commandTimeoutMs"],
+  reclaimOwnLocks: ["reclaim_own_locks", "reclaimOwnLocks"],
 } as const satisfies Record<string, Key>;
 
 /**
@@ -105,16 +111,33 @@ function lockingConfig(t: Table | undefined): LockingConfig {
 }
 
 function redisConfig(t: Table): RedisConfig {
-  t.onlyKeys(["url", K.keyPrefix]);
+  const d = CONFIG_DEFAULTS.redis;
+  t.onlyKeys(["url", K.keyPrefix, K.commandTimeoutMs, K.reclaimOwnLocks]);
+  const keyPrefix = t.string(K.keyPrefix) ?? d.keyPrefix;
+  // Redis Cluster hashes only the first {...} of a key: the backend puts the lock name there,
+  // so a brace in the prefix would split a lock from its fence counter.
+  if (/[{}]/.test(keyPrefix)) t.fail(K.keyPrefix, `must not contain "{" or "}", got ${t.show(keyPrefix)}`);
   return {
-    url: t.url("url", REDIS_SCHEMES) ?? CONFIG_DEFAULTS.redis.url,
-    keyPrefix: t.string(K.keyPrefix) ?? CONFIG_DEFAULTS.redis.keyPrefix,
+    url: t.url("url", REDIS_SCHEMES) ?? d.url,
+    keyPrefix,
+    commandTimeoutMs: t.int(K.commandTimeoutMs, LIMITS.commandTimeoutMs) ?? d.commandTimeoutMs,
+    reclaimOwnLocks: t.bool(K.reclaimOwnLocks) ?? d.reclaimOwnLocks,
   };
 }
 
 function pgConfig(t: Table): PgConfig {
-  t.onlyKeys(["url"]);
-  return { url: t.url("url", PG_SCHEMES) ?? CONFIG_DEFAULTS.pg.url };
+  const d = CONFIG_DEFAULTS.pg;
+  t.onlyKeys(["url", "sessions", "table", K.commandTimeoutMs]);
+  const table = t.string("table") ?? d.table;
+  if (!PG_TABLE.test(table)) {
+    t.fail("table", `must be a lowercase SQL identifier, optionally schema-qualified (${PG_TABLE}), got ${t.show(table)}`);
+  }
+  return {
+    url: t.url("url", PG_SCHEMES) ?? d.url,
+    sessions: t.int("sessions", LIMITS.pgSessions) ?? d.sessions,
+    table,
+    commandTimeoutMs: t.int(K.commandTimeoutMs, LIMITS.commandTimeoutMs) ?? d.commandTimeoutMs,
+  };
 }
 
 function pluginList(root: Table): PluginConfig[] {

@@ -17,14 +17,31 @@ export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" |
 export interface RedisConfig {
   /** May carry a password; never logged. */
   readonly url: string;
-  /** Prepended to every Redis key. */
+  /** Prepended to every Redis key; never contains `{` or `}` (the hash tag is the lock name). */
   readonly keyPrefix: string;
+  /**
+   * Longest a lock call waits on Redis (connecting included) before it fails with
+   * BACKEND_UNAVAILABLE; calls never queue while Redis is unreachable.
+   */
+  readonly commandTimeoutMs: number;
+  /**
+   * Whether a restarted node may take back at once a lock that an earlier process with the
+   * same node name still holds, instead of waiting for its TTL. Safe only when every running
+   * process has its own node name.
+   */
+  readonly reclaimOwnLocks: boolean;
 }
 
 /** `[locking.pg]` */
 export interface PgConfig {
   /** May carry a password; never logged. */
   readonly url: string;
+  /** Dedicated session connections that hold the advisory locks (many locks each). */
+  readonly sessions: number;
+  /** The fence and holder table, created on first use; `name` or `schema.name`. */
+  readonly table: string;
+  /** Longest a lock call waits on PostgreSQL (connecting included) before BACKEND_UNAVAILABLE. */
+  readonly commandTimeoutMs: number;
 }
 
 /** `[locking]` */

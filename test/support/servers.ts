@@ -1,0 +1,273 @@
+// Private Redis and PostgreSQL servers for tests: on a free loopback port, from the binaries
+// on PATH, owned by the test that started them. Fault tests kill and restart them; the global
+// setup starts one of each when nothing answers at REDIS_URL / DATABASE_URL.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { chmodSync, chownSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer, Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { delimiter, join } from "node:path";
+
+/** A server a test may kill and start again on the same port. */
+export interface TestServer {
+  readonly url: string;
+  readonly port: number;
+  /** Stops it the hard way (Redis: SIGKILL; PostgreSQL: immediate shutdown) and waits for exit. */
+  kill(): Promise<void>;
+  /** (Re)starts it on the same port and waits until it answers. */
+  start(): Promise<void>;
+  /** Stops it for good and removes its files. */
+  stop(): Promise<void>;
+}
+export type RedisServer = TestServer;
+export type PgServer = TestServer;
+
+/** The Redis the shared tests use: REDIS_URL, or the machine's default. */
+export const redisUrl = (): string => process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+/** The PostgreSQL the shared tests use: DATABASE_URL, or the machine's default. */
+export const databaseUrl = (): string => process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+const START_TIMEOUT_MS = 20_000;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** A TCP port nobody listens on right now. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  const address = server.address();
+  await new Promise<void>((r) => server.close(() => r()));
+  if (address === null || typeof address === "string") throw new Error("no free port");
+  return address.port;
+}
+
+/**
+ * Finds `name` on PATH or in `extraDirs`; throws a message that says exactly what is missing
+ * and how to get it, so a newcomer's `npm test` explains itself.
+ */
+export function findBinary(name: string, extraDirs: readonly string[], install: string): string {
+  const dirs = [...(process.env.PATH ?? "").split(delimiter), ...extraDirs].filter(Boolean);
+  for (const dir of dirs) {
+    const path = join(dir, name);
+    if (existsSync(path)) return path;
+  }
+  throw new Error(`${name} was not found on PATH (${dirs.join(delimiter)}); ${install}`);
+}
+
+/** PostgreSQL's server binaries live outside PATH on Debian. */
+function postgresBinDirs(): string[] {
+  const base = "/usr/lib/postgresql";
+  if (!existsSync(base)) return [];
+  const versions = spawnSync("ls", [base], { encoding: "utf8" }).stdout.split("\n").filter(Boolean);
+  return versions.sort((a, b) => Number(b) - Number(a)).map((v) => join(base, v, "bin"));
+}
+
+/** Whether something accepts TCP connections on 127.0.0.1:`port`. */
+function answers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.once("error", () => done(false));
+    socket.connect(port, "127.0.0.1", () => done(true));
+  });
+}
+
+async function waitUntil(what: string, check: () => Promise<boolean>, child: () => ChildProcess | undefined, log: () => string): Promise<void> {
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    const c = child();
+    if (c && c.exitCode !== null) throw new Error(`${what} exited with code ${c.exitCode} while starting:\n${log()}`);
+    await sleep(50);
+  }
+  throw new Error(`${what} did not answer within ${START_TIMEOUT_MS} ms:\n${log()}`);
+}
+
+function exited(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((r) => child.once("exit", () => r()));
+}
+
+/** Starts a private redis-server (no persistence) on a free port. */
+export async function startRedisServer(): Promise<RedisServer> {
+  const bin = findBinary("redis-server", [], "install Redis (Debian: apt install redis-server) or set REDIS_URL to a running server");
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), "lockhost-redis-"));
+  let child: ChildProcess | undefined;
+  let output = "";
+  const start = async (): Promise<void> => {
+    output = "";
+    child = spawn(bin, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout?.on("data", (d: Buffer) => void (output += d.toString()));
+    child.stderr?.on("data", (d: Buffer) => void (output += d.toString()));
+    await waitUntil(`redis-server on port ${port}`, () => redisPing(port), () => child, () => output);
+  };
+  const kill = async (): Promise<void> => {
+    child?.kill("SIGKILL");
+    await exited(child);
+  };
+  await start();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    kill,
+    start,
+    async stop() {
+      await kill();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Whether a Redis on `port` answers PING with PONG (a bare TCP accept is not enough while loading). */
+function redisPing(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    let reply = "";
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.once("error", () => done(false));
+    socket.on("data", (d: Buffer) => {
+      reply += d.toString();
+      if (reply.includes("\r\n")) done(reply.startsWith("+PONG"));
+    });
+    socket.connect(port, "127.0.0.1", () => socket.write("PING\r\n"));
+  });
+}
+
+/**
+ * Starts a private PostgreSQL (trust auth, user postgres, fsync off) on a free port, with a
+ * database `test`. PostgreSQL refuses to run as root, so as root it runs as the `postgres` user.
+ */
+export async function startPostgresServer(): Promise<PgServer> {
+  const install = "install PostgreSQL's server (Debian: apt install postgresql) or set DATABASE_URL to a running server";
+  const extra = postgresBinDirs();
+  const initdb = findBinary("initdb", extra, install);
+  const postgres = findBinary("postgres", extra, install);
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), "lockhost-pg-"));
+  const data = join(dir, "data");
+  const asRoot = process.getuid?.() === 0;
+  // setpriv execs in place (runuser would fork), so the pid we hold is the postmaster's.
+  const wrap = (cmd: string, args: string[]): [string, string[]] =>
+    asRoot ? ["setpriv", ["--reuid=postgres", "--regid=postgres", "--init-groups", cmd, ...args]] : [cmd, args];
+  if (asRoot) {
+    const ids = spawnSync("id", ["-u", "postgres"], { encoding: "utf8" });
+    const gids = spawnSync("id", ["-g", "postgres"], { encoding: "utf8" });
+    if (ids.status !== 0) throw new Error("running as root, and there is no 'postgres' user to run a private PostgreSQL as");
+    chownSync(dir, Number(ids.stdout.trim()), Number(gids.stdout.trim()));
+    chmodSync(dir, 0o700);
+  }
+  const [initCmd, initArgs] = wrap(initdb, ["-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"]);
+  const init = spawnSync(initCmd, initArgs, { encoding: "utf8" });
+  if (init.status !== 0) throw new Error(`initdb failed (${init.status}):\n${init.stdout}\n${init.stderr}`);
+
+  let child: ChildProcess | undefined;
+  let output = "";
+  const start = async (): Promise<void> => {
+    output = "";
+    const [cmd, args] = wrap(postgres, [
+      "-D", data, "-p", String(port), "-k", dir, "-c", "listen_addresses=127.0.0.1",
+      "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+    ]);
+    child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout?.on("data", (d: Buffer) => void (output += d.toString()));
+    child.stderr?.on("data", (d: Buffer) => void (output += d.toString()));
+    await waitUntil(`postgres on port ${port}`, () => pgReady(port), () => child, () => output);
+  };
+  const kill = async (): Promise<void> => {
+    // SIGQUIT is PostgreSQL's immediate shutdown: every backend goes at once, as in a crash.
+    // (SIGKILL on the postmaster alone would leave its backends serving their clients.)
+    child?.kill("SIGQUIT");
+    await exited(child);
+  };
+  await start();
+  const created = await createDatabase(port, "test");
+  if (!created.ok) {
+    await kill();
+    throw new Error(`could not create database test on the private PostgreSQL: ${created.error}`);
+  }
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/test`,
+    port,
+    kill,
+    start,
+    async stop() {
+      await kill();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Ready when it accepts a query, not only TCP: PostgreSQL accepts connections while starting up. */
+async function pgReady(port: number): Promise<boolean> {
+  if (!(await answers(port))) return false;
+  const { default: pg } = await import("pg");
+  const client = new pg.Client({ host: "127.0.0.1", port, user: "postgres", database: "postgres", connectionTimeoutMillis: 1000 });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+    await client.query("select 1");
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+async function createDatabase(port: number, name: string): Promise<{ ok: true } | { ok: false; error: string }> {
+  const { default: pg } = await import("pg");
+  const client = new pg.Client({ host: "127.0.0.1", port, user: "postgres", database: "postgres" });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+    await client.query(`create database ${name}`);
+    return { ok: true };
+  } catch (err) {
+    return { ok: false, error: String(err) };
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** Whether the Redis at `url` answers PING (used by the global setup). */
+export async function redisAnswers(url: string): Promise<boolean> {
+  const { Redis } = await import("ioredis");
+  const client = new Redis(url, { lazyConnect: true, connectTimeout: 1500, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+    return (await client.ping()) === "PONG";
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** Whether the PostgreSQL at `url` accepts a query (used by the global setup). */
+export async function postgresAnswers(url: string): Promise<boolean> {
+  const { default: pg } = await import("pg");
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1500 });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+    await client.query("select 1");
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}

@@ -1,19 +1,22 @@
-// Chooses the backend the operator configured. Each backend is one file behind LockBackend;
-// this is the only place that knows them all.
+// Chooses the backend the operator configured. Each backend is one file (or small folder)
+// behind LockBackend; this is the only place that knows them all.
 import type { Logger } from "pino";
+import { CONFIG_DEFAULTS } from "../../host/config/defaults.js";
 import type { LockingConfig } from "../../host/config/types.js";
-import { LockhostError } from "../../host/errors.js";
 import type { LockBackend } from "../../host/locking/backend.js";
 import { MemoryBackend } from "./memory.js";
+import { PgBackend } from "./pg/index.js";
+import { RedisBackend } from "./redis/index.js";
 
 /** Backends this build can create. */
-export const AVAILABLE_BACKENDS: readonly string[] = ["memory"];
+export const AVAILABLE_BACKENDS: readonly string[] = ["memory", "redis", "pg"];
 
 /**
- * Creates the backend `[locking] backend` names; CONFIG_INVALID for one not available yet.
- * @param source the config file (LockhostConfig.source), named in that error; default "config".
+ * Creates the backend `[locking] backend` names. Connections are opened in the background:
+ * a backend that cannot reach its server fails each call with BACKEND_UNAVAILABLE, never here.
+ * @param source the config file (LockhostConfig.source), kept for messages.
  */
-export function createBackend(config: LockingConfig, log: Logger, source?: string): LockBackend {
+export function createBackend(config: LockingConfig, log: Logger, _source?: string): LockBackend {
   switch (config.backend) {
     case "memory":
       log.warn(
@@ -21,12 +24,13 @@ export function createBackend(config: LockingConfig, log: Logger, source?: strin
         "memory backend: locks live in this process only and are NOT shared with other hosts; use redis or pg for a cluster",
       );
       return new MemoryBackend();
-    default:
-      throw new LockhostError(
-        "CONFIG_INVALID",
-        `${source ?? "config"}: [locking] backend = "${config.backend}" is not available in this version of lockhost yet (available: ${AVAILABLE_BACKENDS.join(", ")})`,
-      );
+    case "redis":
+      return new RedisBackend(config.redis ?? CONFIG_DEFAULTS.redis, log.child({ backend: "redis" }));
+    case "pg":
+      return new PgBackend(config.pg ?? CONFIG_DEFAULTS.pg, log.child({ backend: "pg" }));
   }
 }
 
 export { MemoryBackend } from "./memory.js";
+export { PgBackend } from "./pg/index.js";
+export { RedisBackend } from "./redis/index.js";

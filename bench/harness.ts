@@ -1,0 +1,93 @@
+// What every bench part shares: timed loops (sequential and concurrent) and bench guests
+// running in real worker runtimes over a LockService.
+import { fileURLToPath } from "node:url";
+import { pino, type Logger } from "pino";
+import type { LockService } from "../host/locking/service.js";
+import { GuestLocks } from "../host/runtime/guest-locks.js";
+import { loadGuestModule } from "../host/runtime/guest-module.js";
+import { WorkerGuest } from "../host/runtime/worker/worker-guest.js";
+import { medianRound, quantile, type Round } from "./stats.js";
+
+export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+export const TTL_MS = 10_000;
+export const benchLog: Logger = pino({ level: "warn" });
+
+/** Runs `op` `n` times in a row, timing each. */
+export async function sequential(n: number, op: (i: number) => Promise<unknown>): Promise<Round> {
+  const samples = new Array<number>(n);
+  const started = performance.now();
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await op(i);
+    samples[i] = performance.now() - t0;
+  }
+  const totalMs = performance.now() - started;
+  return { opsPerSec: (n / totalMs) * 1000, p50Us: quantile(samples, 0.5) * 1000, p99Us: quantile(samples, 0.99) * 1000 };
+}
+
+/** Runs `workers` loops at once, each doing `op(worker, i)` `n` times in a row. */
+export async function concurrent(workers: number, n: number, op: (worker: number, i: number) => Promise<unknown>): Promise<Round> {
+  const samples: number[] = [];
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: workers }, async (_, w) => {
+      for (let i = 0; i < n; i++) {
+        const t0 = performance.now();
+        await op(w, i);
+        samples.push(performance.now() - t0);
+      }
+    }),
+  );
+  const totalMs = performance.now() - started;
+  return { opsPerSec: ((workers * n) / totalMs) * 1000, p50Us: quantile(samples, 0.5) * 1000, p99Us: quantile(samples, 0.99) * 1000 };
+}
+
+/** Runs every measurement once as a warm-up, then ROUNDS times interleaved; returns medians. */
+export async function interleaved(measures: Record<string, () => Promise<Round>>): Promise<Record<string, Round>> {
+  const names = Object.keys(measures);
+  for (const name of names) await measures[name]!();
+  const rounds: Record<string, Round[]> = Object.fromEntries(names.map((n) => [n, []]));
+  for (let r = 0; r < ROUNDS; r++) for (const name of names) rounds[name]!.push(await measures[name]!());
+  return Object.fromEntries(names.map((n) => [n, medianRound(rounds[n]!)]));
+}
+
+/** Bench guests (test/guests/bench.wasm), each in its own worker, over one LockService. */
+export async function startBenchGuests(locks: LockService, count: number): Promise<WorkerGuest[]> {
+  const wasm = fileURLToPath(new URL("../../test/guests/build/bench.wasm", import.meta.url));
+  const module = await loadGuestModule("bench", wasm, 64 * 2 ** 20);
+  return Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      WorkerGuest.start({
+        module,
+        locks: new GuestLocks(locks, { plugin: `bench${i}`, allowsGlobal: () => false }, benchLog),
+        callTimeoutMs: 600_000,
+        log: benchLog,
+      }),
+    ),
+  );
+}
+
+/** One round of a guest's in-guest timed loop of try+release pairs on "k<keyId>". */
+export async function guestLoop(guest: WorkerGuest, ops: number, keyId: number, loop: "loop" | "fenceLoop" = "loop"): Promise<Round> {
+  const totalMs = (await guest.call(loop, [ops, keyId])) as number;
+  const p50Us = (await guest.call("pct", [500])) as number;
+  const p99Us = (await guest.call("pct", [990])) as number;
+  return { opsPerSec: (ops / totalMs) * 1000, p50Us, p99Us };
+}
+
+/** Several guests' loops at once (each its own key): total pairs/s, and the median guest's percentiles. */
+export async function guestsConcurrent(guests: readonly WorkerGuest[], ops: number): Promise<Round> {
+  const started = performance.now();
+  const rounds = await Promise.all(guests.map((g, i) => guestLoop(g, ops, i + 1)));
+  const totalMs = performance.now() - started;
+  const m = medianRound(rounds);
+  return { opsPerSec: ((guests.length * ops) / totalMs) * 1000, p50Us: m.p50Us, p99Us: m.p99Us };
+}
+
+export const fmt = (n: number, digits = 1): string => n.toFixed(digits);
+
+/** A table row for `round`, with its ratio to `base` (p50 latency, or throughput when `by` says so). */
+export function row(name: string, round: Round, base: Round | undefined, by: "p50" | "throughput" = "p50"): string[] {
+  const ratio = base === undefined ? "1.00" : by === "p50" ? fmt(round.p50Us / base.p50Us, 2) : fmt(base.opsPerSec / round.opsPerSec, 2);
+  return [name, fmt(round.opsPerSec, 0), fmt(round.p50Us), fmt(round.p99Us), ratio];
+}

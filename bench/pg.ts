@@ -1,0 +1,99 @@
+// Bench part "pg", all on one PostgreSQL in one run:
+// 1. a guest's try+release through the worker runtime vs raw prepared pg_try_advisory_lock +
+//    pg_advisory_unlock on one connection (target: ≤ 1.25x raw);
+// 2. holding 1,000 locks at once: lockhost (a few session connections) vs a connection per lock,
+//    in time and server connections.
+import { randomUUID } from "node:crypto";
+import pg from "pg";
+import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
+import { LockService } from "../host/locking/service.js";
+import type { Lease } from "../host/locking/lease.js";
+import { redactUrlSecrets } from "../host/redact.js";
+import { PgBackend } from "../plugins/backends/pg/index.js";
+import { benchLog, fmt, guestLoop, interleaved, ROUNDS, row, sequential, startBenchGuests, TTL_MS } from "./harness.js";
+import { median, table } from "./stats.js";
+
+const OPS = Number(process.env.BENCH_PG_OPS ?? 1_000);
+const HOLD = 1_000;
+const URL_ = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+/** Server connections open to this database, other than the one asking. */
+async function connections(admin: pg.Client): Promise<number> {
+  const r = await admin.query<{ n: string }>("select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()");
+  return Number(r.rows[0]!.n);
+}
+
+export async function pgBench(): Promise<void> {
+  const table_ = `lockhost_bench_${randomUUID().slice(0, 8)}`;
+  const config = { ...CONFIG_DEFAULTS.pg, url: URL_, table: table_ };
+  const admin = new pg.Client({ connectionString: URL_ });
+  await admin.connect();
+  const raw = new pg.Client({ connectionString: URL_ });
+  await raw.connect();
+  const locks = new LockService(new PgBackend(config, benchLog), { node: "bench" });
+  const [guest] = await startBenchGuests(locks, 1);
+
+  const rawPair = async (): Promise<void> => {
+    const got = await raw.query({ name: "try", text: "select pg_try_advisory_lock($1) as ok", values: ["4242"] });
+    if (got.rows[0].ok !== true) throw new Error("raw: not acquired");
+    await raw.query({ name: "unlock", text: "select pg_advisory_unlock($1) as ok", values: ["4242"] });
+  };
+
+  try {
+    const m = await interleaved({
+      raw: () => sequential(OPS, rawPair),
+      guest: () => guestLoop(guest!, OPS, 0),
+    });
+    console.log(`\nlockhost bench: pg at ${redactUrlSecrets(URL_)} (${ROUNDS} rounds x ${OPS} pairs, medians)\n`);
+    console.log("try+release: guest through the worker runtime vs raw prepared advisory lock + unlock (ratio: p50)\n");
+    console.log(table(["path", "pairs/s", "p50 µs", "p99 µs", "ratio"], [
+      row("raw pg_try_advisory_lock + pg_advisory_unlock, one connection", m.raw!, undefined),
+      row("guest via worker runtime", m.guest!, m.raw),
+    ]));
+    const ratio = m.guest!.p50Us / m.raw!.p50Us;
+    console.log(`\nguest/raw p50: ${fmt(ratio, 2)}x (target ≤ 1.25x: ${ratio <= 1.25 ? "met" : "NOT met"})`);
+
+    // Holding many locks at once.
+    const baseline = await connections(admin);
+    const lockhostMs: number[] = [];
+    let lockhostConns = 0;
+    for (let r = 0; r < ROUNDS; r++) {
+      const t0 = performance.now();
+      const leases = await Promise.all(Array.from({ length: HOLD }, (_, i) => locks.tryLock(`hold-${i}`, { ttlMs: TTL_MS })));
+      lockhostMs.push(performance.now() - t0);
+      if (leases.some((l) => l === null)) throw new Error("lockhost: a hold lock was not acquired");
+      lockhostConns = Math.max(lockhostConns, (await connections(admin)) - baseline);
+      await Promise.all(leases.map((l) => locks.release(l as Lease)));
+    }
+
+    // A connection per lock cannot reach 1,000 on a server with max_connections = 100: take as
+    // many as the server leaves room for, and scale the time.
+    const max = Number((await admin.query<{ max_connections: string }>("show max_connections")).rows[0]!.max_connections);
+    const room = Math.max(1, Math.min(HOLD, max - (await connections(admin)) - 10));
+    const perLockMs: number[] = [];
+    for (let r = 0; r < Math.min(ROUNDS, 3); r++) {
+      const t0 = performance.now();
+      const clients = await Promise.all(Array.from({ length: room }, async (_, i) => {
+        const c = new pg.Client({ connectionString: URL_ });
+        await c.connect();
+        await c.query("select pg_try_advisory_lock($1)", [String(900_000 + i)]);
+        return c;
+      }));
+      perLockMs.push(performance.now() - t0);
+      await Promise.all(clients.map((c) => c.end()));
+    }
+    const perLock = median(perLockMs);
+    console.log(`\nholding ${HOLD} locks at once (median of rounds; lockhost: ${config.sessions} session connections)\n`);
+    console.log(table(["approach", "locks", "time ms", "server connections"], [
+      ["lockhost pg backend", String(HOLD), fmt(median(lockhostMs)), String(lockhostConns)],
+      [`connection per lock (measured at ${room}, max_connections ${max})`, String(room), fmt(perLock), String(room)],
+      [`connection per lock, scaled to ${HOLD}`, String(HOLD), fmt((perLock / room) * HOLD), `${HOLD} (refused past ${max})`],
+    ]));
+  } finally {
+    await guest?.close();
+    await locks.close();
+    await raw.end();
+    await admin.query(`drop table if exists ${table_}`).catch(() => undefined);
+    await admin.end();
+  }
+}

@@ -1,0 +1,123 @@
+// Bench part "redis", all on one Redis in one run:
+// 1. a guest's try+release through the worker runtime vs raw ioredis SET NX PX + a Lua
+//    compare-and-delete, one at a time and with 16 at once (target: ≤ 1.25x raw, sequential);
+// 2. the host-side API (LockService) vs the peers node-redlock and redis-semaphore's Mutex,
+//    acquire+release (target: ≥ 1.5x the faster peer's throughput).
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import Redlock from "redlock";
+import { Mutex } from "redis-semaphore";
+import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
+import { LockService } from "../host/locking/service.js";
+import { redactUrlSecrets } from "../host/redact.js";
+import { RedisBackend } from "../plugins/backends/redis/index.js";
+import { benchLog, concurrent, fmt, guestLoop, guestsConcurrent, interleaved, ROUNDS, row, sequential, startBenchGuests, TTL_MS } from "./harness.js";
+import { table } from "./stats.js";
+
+const OPS = Number(process.env.BENCH_REDIS_OPS ?? 2_000);
+const CONCURRENCY = 16;
+const URL_ = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+
+/** The raw baseline's release: the usual compare-and-delete script. */
+const COMPARE_AND_DELETE = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`;
+
+interface RawClient extends Redis {
+  compareAndDelete(key: string, token: string): Promise<number>;
+}
+
+export async function redisBench(): Promise<void> {
+  const prefix = `lockhost-bench:${randomUUID().slice(0, 8)}:`;
+  const raw = new Redis(URL_) as RawClient;
+  raw.defineCommand("compareAndDelete", { numberOfKeys: 1, lua: COMPARE_AND_DELETE });
+  const peerClient = new Redis(URL_);
+  const backend = new RedisBackend({ ...CONFIG_DEFAULTS.redis, url: URL_, keyPrefix: prefix }, benchLog);
+  const locks = new LockService(backend, { node: "bench" });
+  const guests = await startBenchGuests(locks, CONCURRENCY);
+  const redlock = new Redlock([peerClient], { retryCount: 0 });
+  redlock.on("clientError", () => undefined);
+
+  const rawPair = async (key: string, i: number): Promise<void> => {
+    const token = `t${i}`;
+    if ((await raw.set(key, token, "PX", TTL_MS, "NX")) !== "OK") throw new Error("raw: not acquired");
+    if ((await raw.compareAndDelete(key, token)) !== 1) throw new Error("raw: not released");
+  };
+  const lockhostPair = async (key: string): Promise<void> => {
+    const lease = await locks.tryLock(key, { ttlMs: TTL_MS });
+    if (!lease) throw new Error("lockhost: not acquired");
+    await locks.release(lease);
+  };
+  const redlockPair = async (key: string): Promise<void> => {
+    const lock = await redlock.lock(key, TTL_MS);
+    await lock.unlock();
+  };
+  const mutexPair = async (key: string): Promise<void> => {
+    // refreshInterval 0: no renewal timer, as lockhost's lease here.
+    const mutex = new Mutex(peerClient, key, { lockTimeout: TTL_MS, acquireAttemptsLimit: 1, refreshInterval: 0 });
+    await mutex.acquire();
+    await mutex.release();
+  };
+
+  try {
+    const m = await interleaved({
+      raw: () => sequential(OPS, (i) => rawPair(`${prefix}raw:1`, i)),
+      guest: () => guestLoop(guests[0]!, OPS, 0),
+      raw16: () => concurrent(CONCURRENCY, OPS, (w, i) => rawPair(`${prefix}raw:${w}`, i)),
+      guest16: () => guestsConcurrent(guests, OPS),
+      lockhost: () => sequential(OPS, () => lockhostPair("seq")),
+      redlock: () => sequential(OPS, () => redlockPair(`${prefix}redlock:1`)),
+      mutex: () => sequential(OPS, () => mutexPair(`${prefix}mutex:1`)),
+      lockhost16: () => concurrent(CONCURRENCY, OPS, (w) => lockhostPair(`c${w}`)),
+      redlock16: () => concurrent(CONCURRENCY, OPS, (w) => redlockPair(`${prefix}redlock:${w}`)),
+      mutex16: () => concurrent(CONCURRENCY, OPS, (w) => mutexPair(`${prefix}mutex:${w}`)),
+    });
+    const r = m as Record<string, NonNullable<(typeof m)[string]>>;
+    console.log(`\nlockhost bench: redis at ${redactUrlSecrets(URL_)} (${ROUNDS} rounds x ${OPS} pairs per loop, medians)\n`);
+    console.log("try+release: guest through the worker runtime vs raw ioredis (ratio: p50 sequential, throughput at 16)\n");
+    console.log(
+      table(
+        ["path", "pairs/s", "p50 µs", "p99 µs", "ratio"],
+        [
+          row("raw ioredis SET NX PX + Lua CAD, 1 at a time", r.raw!, undefined),
+          row("guest via worker runtime, 1 at a time", r.guest!, r.raw),
+          row(`raw ioredis, ${CONCURRENCY} loops on one connection`, r.raw16!, undefined, "throughput"),
+          row(`${CONCURRENCY} guests via worker runtime`, r.guest16!, r.raw16, "throughput"),
+        ],
+      ),
+    );
+    const seqRatio = r.guest!.p50Us / r.raw!.p50Us;
+    console.log(`\nguest/raw p50, sequential: ${fmt(seqRatio, 2)}x (target ≤ 1.25x: ${seqRatio <= 1.25 ? "met" : "NOT met"})`);
+
+    const fasterSeq = Math.max(r.redlock!.opsPerSec, r.mutex!.opsPerSec);
+    const faster16 = Math.max(r.redlock16!.opsPerSec, r.mutex16!.opsPerSec);
+    console.log("\nacquire+release from the host: lockhost's LockService vs peers (ratio: lockhost throughput / this row's)\n");
+    const peerRow = (name: string, round: typeof r.raw, mine: typeof r.raw): string[] => [
+      name, fmt(round!.opsPerSec, 0), fmt(round!.p50Us), fmt(round!.p99Us), fmt(mine!.opsPerSec / round!.opsPerSec, 2),
+    ];
+    console.log(
+      table(
+        ["path", "pairs/s", "p50 µs", "p99 µs", "lockhost x"],
+        [
+          peerRow("lockhost LockService, 1 at a time", r.lockhost, r.lockhost),
+          peerRow("redlock 4 (node-redlock), 1 at a time", r.redlock, r.lockhost),
+          peerRow("redis-semaphore Mutex, 1 at a time", r.mutex, r.lockhost),
+          peerRow(`lockhost LockService, ${CONCURRENCY} at once`, r.lockhost16, r.lockhost16),
+          peerRow(`redlock 4, ${CONCURRENCY} at once`, r.redlock16, r.lockhost16),
+          peerRow(`redis-semaphore Mutex, ${CONCURRENCY} at once`, r.mutex16, r.lockhost16),
+        ],
+      ),
+    );
+    const seqPeer = r.lockhost!.opsPerSec / fasterSeq;
+    const conPeer = r.lockhost16!.opsPerSec / faster16;
+    console.log(
+      `\nlockhost / faster peer throughput: ${fmt(seqPeer, 2)}x sequential, ${fmt(conPeer, 2)}x at ${CONCURRENCY}` +
+        ` (target ≥ 1.5x: ${seqPeer >= 1.5 ? "met" : "NOT met"} sequential, ${conPeer >= 1.5 ? "met" : "NOT met"} at ${CONCURRENCY})`,
+    );
+  } finally {
+    await Promise.all(guests.map((g) => g.close()));
+    await locks.close();
+    const keys = await raw.keys(`${prefix}*`);
+    if (keys.length > 0) await raw.del(...keys);
+    raw.disconnect();
+    peerClient.disconnect();
+  }
+}

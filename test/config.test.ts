@@ -1,5 +1,6 @@
 // The config loader: a TOML file (or an object built in code) becomes a validated, frozen
 // LockhostConfig, and every mistake an operator can make is named by file, table and key.
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -600,5 +601,18 @@ describe("loadConfig", () => {
       code: "CONFIG_INVALID",
       message: `${dir}: cannot read the config file (it is a directory)`,
     });
+  });
+});
+
+describe("the shipped example configs", () => {
+  const root = resolve(import.meta.dirname, "..");
+  it.each(["lockhost.toml", "examples/redis.toml", "examples/pg.toml"])("%s loads, with wasm paths that exist", async (file) => {
+    const config = await loadConfig(join(root, file), { LOCKHOST_NODE: "node-x" });
+    expect(config.plugins.length).toBeGreaterThan(0);
+    for (const p of config.plugins) expect(existsSync(p.wasm), p.wasm).toBe(true);
+    if (file !== "lockhost.toml") {
+      expect(config.host.node).toBe("node-x");
+      expect(config.scheduled.every((s) => s.hint === "require_global")).toBe(true);
+    }
   });
 });

@@ -37,12 +37,9 @@ export interface HammerOptions {
 export async function runHammer(o: HammerOptions): Promise<{ report: ExclusionReport; stats: NodeStats[] }> {
   const dir = mkdtempSync(join(tmpdir(), "lockhost-exclusion-"));
   const log = join(dir, "sections.log");
-  // Processes take a moment to start their guests: all begin at the same wall-clock instant.
-  const startAtMs = Date.now() + 2_000;
   try {
-    const stats = await Promise.all(
-      Array.from({ length: o.nodes }, (_, i) =>
-        runNode(join(import.meta.dirname, "hammer-node.mjs"), {
+    const nodes = Array.from({ length: o.nodes }, (_, i) =>
+        startNode(join(import.meta.dirname, "hammer-node.mjs"), {
           dist: pathToFileURL(join(ROOT, "dist/host/index.js")).href,
           wasm: join(ROOT, "test/guests/build/hammer.wasm"),
           node: `node-${i + 1}`,
@@ -52,32 +49,59 @@ export async function runHammer(o: HammerOptions): Promise<{ report: ExclusionRe
           holdMs: o.holdMs,
           ttlMs: o.ttlMs,
           log,
-          startAtMs,
-          endAtMs: startAtMs + o.durationMs,
         }),
-      ),
     );
+    // Hosts take different times to start their guests: all begin hammering together.
+    await Promise.all(nodes.map((n) => n.ready)).catch((err: unknown) => {
+      for (const n of nodes) n.kill();
+      throw err;
+    });
+    const endAtMs = Date.now() + o.durationMs;
+    for (const n of nodes) n.go(endAtMs);
+    const stats = await Promise.all(nodes.map((n) => n.done));
     return { report: checkExclusion(readFileSync(log, "utf8")), stats };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-function runNode(script: string, options: object): Promise<NodeStats> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [script, JSON.stringify(options)], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d: Buffer) => void (out += d.toString()));
-    child.stderr.on("data", (d: Buffer) => void (err += d.toString()));
+interface HammerNode {
+  /** Resolves when the host has started; rejects if the process ends first. */
+  readonly ready: Promise<void>;
+  /** Starts its hammering, until `endAtMs`. */
+  go(endAtMs: number): void;
+  /** Its summary, once it has stopped. */
+  readonly done: Promise<NodeStats>;
+  /** Ends it at once (when another node failed to start). */
+  kill(): void;
+}
+
+function startNode(script: string, options: object): HammerNode {
+  const child = spawn(process.execPath, [script, JSON.stringify(options)], { stdio: ["pipe", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  let onReady: () => void = () => undefined;
+  const ready = new Promise<void>((r) => (onReady = r));
+  child.stdout.on("data", (d: Buffer) => {
+    out += d.toString();
+    if (out.includes('{"ready":')) onReady();
+  });
+  child.stderr.on("data", (d: Buffer) => void (err += d.toString()));
+  const done = new Promise<NodeStats>((resolvePromise, reject) => {
     child.once("error", reject);
     child.once("exit", (code) => {
       const last = out.trim().split("\n").pop() ?? "";
-      if (code !== 0 || !last.startsWith("{")) {
+      if (code !== 0 || !last.startsWith('{"node"')) {
         reject(new Error(`hammer process exited with ${code}\nstdout:\n${out}\nstderr:\n${err}`));
         return;
       }
       resolvePromise(JSON.parse(last) as NodeStats);
     });
   });
+  return {
+    ready: Promise.race([ready, done.then(() => undefined)]),
+    go: (endAtMs) => void child.stdin.end(`${JSON.stringify({ endAtMs })}\n`),
+    done,
+    kill: () => void child.kill("SIGKILL"),
+  };
 }

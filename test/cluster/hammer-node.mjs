@@ -1,11 +1,12 @@
 // @ts-check
-// One host process of the exclusion check (run by test/cluster/exclusion.test.ts with node,
-// from the built dist/). It starts a Host with `guests` worker guests of hammer.wasm, all on
+// One host process of the exclusion check (run by test/cluster/cluster.ts with node, from
+// the built dist/). It starts a Host with `guests` worker guests of hammer.wasm, all on
 // the same few global keys, and until the deadline each guest loops: enter (take a key), write
 // "E <key> <fence> <node>" to the shared log, stay a moment, write "X ...", leave (release).
 // The log is opened O_APPEND, so the kernel orders every line: a line written while a lock is
 // held lands between that lock's E and X. Prints one JSON summary line on stdout at the end.
 import { openSync, writeSync, closeSync } from "node:fs";
+import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pino } from "pino";
 
@@ -20,7 +21,13 @@ const host = await Host.start(config, { logger: pino({ level: "warn" }, pino.des
 const fd = openSync(opts.log, "a");
 const stats = { node: opts.node, attempts: 0, acquired: 0, contended: 0, errors: 0, errorSamples: /** @type {string[]} */ ([]) };
 
-await sleep(Math.max(0, opts.startAtMs - Date.now()));
+// Start together: say ready, then wait for the parent's go with the common deadline, since
+// hosts take different times to start their guests.
+process.stdout.write(`${JSON.stringify({ ready: opts.node })}\n`);
+const lines = createInterface({ input: process.stdin });
+const go = JSON.parse(await new Promise((resolve) => lines.once("line", resolve)));
+lines.close();
+opts.endAtMs = go.endAtMs;
 await Promise.all(plugins.map(async (p) => {
   while (Date.now() < opts.endAtMs) {
     const keyId = Math.floor(Math.random() * opts.keys);

@@ -6,6 +6,7 @@ import { Host } from "../host/host.js";
 import { MemoryBackend } from "../plugins/backends/memory.js";
 import { guestWasm } from "./support/guests.js";
 import { captureLogger } from "./support/log.js";
+import { freePort } from "./support/servers.js";
 
 const hosts: Host[] = [];
 afterEach(async () => {
@@ -70,23 +71,30 @@ describe("Host", () => {
     expect(backend.size).toBe(0);
   });
 
-  it("says clearly that the inline runtime and the redis/pg backends are not in this version", async () => {
+  it("says clearly that the inline runtime is not in this version, naming the config file", async () => {
     await expect(start({ plugins: [{ ...locker, isolation: "inline" }] })).rejects.toThrow(/isolation = "inline" is not available in this version yet/);
-    const log = captureLogger();
-    await expect(Host.start(resolveConfig({ locking: { backend: "redis" } }), { logger: log.logger })).rejects.toThrow(
-      /\[locking\] backend = "redis" is not available in this version of lockhost yet \(available: memory\)/,
-    );
-  });
-
-  it("names the config file in the inline-isolation and backend-not-available errors", async () => {
     const source = "/etc/lockhost/lockhost.toml";
     await expect(start({ source, plugins: [{ ...locker, isolation: "inline" }] })).rejects.toThrow(
       '/etc/lockhost/lockhost.toml: [[plugins]] "locker": isolation = "inline" is not available in this version yet',
     );
+  });
+
+  it.each([
+    ["redis", (port: number): ConfigInput["locking"] => ({ backend: "redis", redis: { url: `redis://:hunter2@127.0.0.1:${port}`, commandTimeoutMs: 300 } })],
+    ["pg", (port: number): ConfigInput["locking"] => ({ backend: "pg", pg: { url: `postgres://postgres:hunter2@127.0.0.1:${port}/test`, commandTimeoutMs: 300 } })],
+  ])("starts on %s while its server is down; guests get BACKEND_UNAVAILABLE, the host keeps running", async (_name, locking) => {
     const log = captureLogger();
-    await expect(Host.start(resolveConfig({ source, locking: { backend: "redis" } }), { logger: log.logger })).rejects.toThrow(
-      '/etc/lockhost/lockhost.toml: [locking] backend = "redis" is not available in this version of lockhost yet',
-    );
+    const host = await Host.start(resolveConfig({ locking: locking(await freePort()), plugins: [locker] }), { logger: log.logger });
+    hosts.push(host);
+    for (let i = 0; i < 3; i++) {
+      const started = Date.now();
+      // outcome(): 100 + the error's status code, after tracing its name and message.
+      expect(await host.call("locker", "outcome", [1, 10_000, 0])).toBe(100 + S.BACKEND_UNAVAILABLE);
+      expect(Date.now() - started).toBeLessThan(3_000);
+    }
+    expect(await host.call("locker", "add", [2, 3])).toBe(5);
+    expect(log.messages().some((m) => m.includes("BACKEND_UNAVAILABLE"))).toBe(true);
+    expect(JSON.stringify(log.lines)).not.toContain("hunter2");
   });
 
   it("lets an in-flight host.call finish before stop resolves, and refuses new calls while stopping", async () => {

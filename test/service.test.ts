@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import * as S from "../abi/status.js";
 import { globalKeyMatcher, qualify } from "../host/locking/scope.js";
 import { LockService } from "../host/locking/service.js";
@@ -105,6 +105,16 @@ describe("LockService close with acquisitions in flight", () => {
     expect(await pending).toMatchObject({ code: "CLOSED" });
     expect(inner.size).toBe(0);
     await expect(service.tryLock("after", { ttlMs: 1_000 })).rejects.toMatchObject({ code: "CLOSED" });
+  });
+
+  it("gives back a lock whose acquire was applied but whose reply was lost, so it does not sit until its TTL", async () => {
+    const { backend: lossy, inner, faults } = faultyBackend();
+    const service = new LockService(lossy, { node: "node-a" });
+    faults.loseAcquireReplies = 1;
+    await expect(service.tryLock("orphan", { ttlMs: 60_000 })).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+    await vi.waitFor(() => expect(inner.size).toBe(0));
+    expect(await service.tryLock("orphan", { ttlMs: 60_000 })).not.toBeNull();
+    await service.close();
   });
 });
 

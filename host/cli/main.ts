@@ -179,7 +179,7 @@ export function formatStatus(s: LockStatus): string {
   const iso = (ms: number): string => new Date(ms).toISOString();
   return [
     `${s.key}: held`,
-    `  holder:        plugin ${s.holder.plugin} on node ${s.holder.node}`,
+    `  holder:        plugin ${s.holder.plugin} on node ${s.holder.node}${s.holder.hostname ? ` (host ${s.holder.hostname})` : ""}`,
     `  owner:         ${s.owner}`,
     `  fence:         ${s.fence}`,
     `  acquired_at:   ${iso(s.acquiredAtMs)}`,

@@ -9,6 +9,11 @@ export interface Holder {
   readonly plugin: string;
   /** The configured node name of the host process. */
   readonly node: string;
+  /**
+   * The machine the lock was taken on (os.hostname()), as a distributed backend records it
+   * beside the configurable node name; absent in acquire requests and where not recorded.
+   */
+  readonly hostname?: string;
 }
 
 /** One atomic acquisition attempt. */

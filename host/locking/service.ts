@@ -91,7 +91,15 @@ export class LockService {
     const owner = uuidv4();
     // The host's deadline counts from before the request left, so it never outlives the server's.
     const sentAt = performance.now();
-    const result = await this.#backendCall(() => this.#backend.acquire({ key: name, owner, ttlMs, holder }));
+    const result = await this.#backendCall(() => this.#backend.acquire({ key: name, owner, ttlMs, holder })).catch(
+      (err: unknown) => {
+        // A timed-out or cut-off acquire may still have been applied on the server. Nobody
+        // knows this owner token but us, so a release with it can only delete that orphan,
+        // never someone else's lock; if the server is still unreachable the lock ends at its TTL.
+        this.#backend.release(name, owner).catch(() => undefined);
+        throw err;
+      },
+    );
     if (this.#closing) {
       // close() began while the backend worked: nobody may get a lease now, so give it back
       // (close() waits for this). If that fails, the lock ends at its TTL.

@@ -145,6 +145,27 @@ export function backendContract(name: string, target: ContractTarget): void {
       expect((await backend.acquire(req(k))).acquired).toBe(true);
     });
 
+    it("keeps names apart that differ only in braces, percent signs and separators", async () => {
+      const base = key();
+      const names = ["}", "{", "%", "%7D", "{}", "}{", "a{b}c", "a{b}d", ":", "%25", ""].map((s) => `${base}${s}`);
+      const owners = names.map(() => randomUUID());
+      for (const [i, k] of names.entries()) expect((await backend.acquire(req(k, { owner: owners[i]! }))).acquired, k).toBe(true);
+      for (const [i, k] of names.entries()) expect((await backend.status(k))?.owner, k).toBe(owners[i]);
+      for (const [i, k] of names.entries()) expect(await backend.release(k, owners[i]!), k).toBe("released");
+    });
+
+    it("shows a renewed lease in status", async () => {
+      const k = key();
+      const a = req(k, { ttlMs: 2_000 });
+      await backend.acquire(a);
+      const renewed = await backend.renew(k, a.owner, 30_000);
+      if (!renewed.ok) throw new Error("not renewed");
+      const s = await backend.status(k);
+      expect(s?.expiresAtMs).toBe(renewed.expiresAtMs);
+      expect(s!.ttlRemainingMs).toBeGreaterThan(2_000);
+      await backend.release(k, a.owner);
+    });
+
     it("treats keys as opaque UTF-8 strings", async () => {
       const k = `${key()}:ключ/🔒 *?[x]`;
       const a = req(k);

@@ -11,17 +11,24 @@ export interface Faults {
   acquireDelayMs: number;
   /** The next N releases fail with BACKEND_UNAVAILABLE without reaching the store. */
   failReleases: number;
+  /** The next N acquires reach the store, then fail with BACKEND_UNAVAILABLE (a lost reply). */
+  loseAcquireReplies: number;
 }
 
 /** A MemoryBackend (`inner`) behind injectable faults. */
 export function faultyBackend(inner = new MemoryBackend()): { backend: LockBackend; inner: MemoryBackend; faults: Faults } {
-  const faults: Faults = { acquireDelayMs: 0, failReleases: 0 };
+  const faults: Faults = { acquireDelayMs: 0, failReleases: 0, loseAcquireReplies: 0 };
   const backend: LockBackend = {
     kind: "faulty-memory",
     distributed: false,
     async acquire(req: AcquireRequest): Promise<AcquireResult> {
       if (faults.acquireDelayMs > 0) await new Promise((r) => setTimeout(r, faults.acquireDelayMs));
-      return inner.acquire(req);
+      const result = await inner.acquire(req);
+      if (faults.loseAcquireReplies > 0) {
+        faults.loseAcquireReplies--;
+        throw new LockhostError("BACKEND_UNAVAILABLE", "acquire timed out (injected fault: applied, reply lost)");
+      }
+      return result;
     },
     renew: (key, owner, ttlMs) => inner.renew(key, owner, ttlMs),
     async release(key: string, owner: string): Promise<ReleaseResult> {

@@ -1,0 +1,46 @@
+// Turns what ioredis rejects with into one LockhostError (BACKEND_UNAVAILABLE) whose message
+// says what happened in operator terms, names the server by its redacted URL, and says when
+// the command may have been applied anyway (so nobody assumes a timed-out acquire did nothing).
+import { LockhostError } from "../../../host/errors.js";
+import type { Scrubber } from "./secrets.js";
+
+/** What a message needs to know about the connection. */
+export interface ErrorContext {
+  /** The server's URL, password masked. */
+  readonly url: string;
+  readonly commandTimeoutMs: number;
+  readonly scrub: Scrubber;
+  /** The last connection error seen (already scrubbed), if any. */
+  readonly lastError: string | undefined;
+}
+
+/**
+ * The LockhostError for a failed Redis call. The raw error is not kept as `cause`: ioredis
+ * hangs the AUTH/HELLO arguments (the password) on `command.args` of some errors, and a cause
+ * travels wherever the error is logged or serialized.
+ */
+export function backendError(err: unknown, ctx: ErrorContext): LockhostError {
+  if (err instanceof LockhostError) return err;
+  const name = err instanceof Error ? err.name : "";
+  const message = ctx.scrub(err instanceof Error ? err.message : String(err));
+  return new LockhostError("BACKEND_UNAVAILABLE", describe(name, message, ctx));
+}
+
+/** The message of an unreachable server, with the last connection error when there is one. */
+export function unreachableMessage(ctx: ErrorContext, what: string): string {
+  return `redis at ${ctx.url} ${what}${ctx.lastError ? ` (last error: ${ctx.lastError})` : ""}`;
+}
+
+function describe(name: string, message: string, ctx: ErrorContext): string {
+  if (message === "Command timed out") {
+    return `redis at ${ctx.url} did not answer within ${ctx.commandTimeoutMs} ms (commandTimeoutMs); the command may still have been applied`;
+  }
+  if (name === "MaxRetriesPerRequestError" || message.startsWith("Command aborted")) {
+    return `the connection to redis at ${ctx.url} was lost with the command in flight; it may or may not have been applied`;
+  }
+  if (message.startsWith("Stream isn't writeable") || message === "Connection is closed.") {
+    return unreachableMessage(ctx, "is not connected");
+  }
+  if (name === "ReplyError") return `redis at ${ctx.url} refused the command: ${message}`;
+  return `redis at ${ctx.url}: ${message}`;
+}

@@ -1,0 +1,56 @@
+// Where a lock lives in Redis. Each lock name has two keys: the lock record and its fence
+// counter. Both carry the same Redis Cluster hash tag, so one script can touch both on a
+// cluster (a script may only use keys of one slot) and a name always maps to one slot.
+import { LockhostError } from "../../../host/errors.js";
+
+/**
+ * The hash tag of a lock name: the name itself, with `%` and `}` percent-encoded.
+ *
+ * Redis hashes only the text between the first `{` of a key and the first `}` after it, and
+ * the whole key when that text is empty. Left raw, a `}` in the name would cut the tag short
+ * (still the same slot for both keys, but a poor spread), and a name starting with `}` would
+ * make the tag empty, so the lock and fence keys would hash whole, to different slots. With
+ * every `}` encoded the tag is exactly the name, never empty. `%` is encoded too so the
+ * mapping stays one-to-one: no two names share a key. `{` needs nothing: inside the tag only
+ * the first `}` matters.
+ */
+export function hashTag(name: string): string {
+  // Nearly every name has neither character: skip the regex replace for them.
+  if (name.indexOf("}") === -1 && name.indexOf("%") === -1) return name;
+  return name.replace(ESCAPED, escapeChar);
+}
+
+const ESCAPED = /[%}]/g;
+const escapeChar = (c: string): string => (c === "%" ? "%25" : "%7D");
+
+/** The Redis keys of lock names under one configured prefix. */
+export class KeyLayout {
+  /** The configured prefix, as given. */
+  readonly prefix: string;
+  // The constant heads are built once: a key is then one concatenation per call.
+  readonly #lockHead: string;
+  readonly #fenceHead: string;
+
+  /** @throws LockhostError CONFIG_INVALID when `prefix` contains a brace (it would steal the hash tag). */
+  constructor(prefix: string) {
+    if (/[{}]/.test(prefix)) {
+      throw new LockhostError(
+        "CONFIG_INVALID",
+        `[locking.redis] key_prefix must not contain "{" or "}" (the lock name is the hash tag), got ${JSON.stringify(prefix)}`,
+      );
+    }
+    this.prefix = prefix;
+    this.#lockHead = `${prefix}lock:{`;
+    this.#fenceHead = `${prefix}fence:{`;
+  }
+
+  /** The key of the lock record (a hash with a TTL) of `name`. */
+  lock(name: string): string {
+    return this.#lockHead + hashTag(name) + "}";
+  }
+
+  /** The key of the fence counter of `name`: never expires and is never deleted. */
+  fence(name: string): string {
+    return this.#fenceHead + hashTag(name) + "}";
+  }
+}

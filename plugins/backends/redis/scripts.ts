@@ -1,0 +1,134 @@
+// The Lua scripts behind each backend step, and their typed ioredis commands. Each step is one
+// script so it is atomic on the server and costs one round trip. ioredis sends EVALSHA and
+// falls back to EVAL on NOSCRIPT (a restarted or SCRIPT FLUSHed server), per connection.
+//
+// The lock record is a hash with a TTL rather than a packed string: renew and release compare
+// one field (owner) without parsing, status reads the fields it shows, and an operator can
+// read a lock with HGETALL. It costs one more command inside acquire (HSET + PEXPIRE instead
+// of SET PX): a few µs of server time at most, measured within noise of a packed string,
+// while the fixed cost of running any script is larger. The fence is stored in the record
+// too (though the counter holds the same number while the lock lives) so that one read of
+// one key shows the whole lock.
+//
+// Times come from the server's TIME inside the script, never from the host: the lease must
+// end by the clock that expires the key. Scripts that call TIME and then write need effects
+// replication, the default since Redis 5 (the oldest version this backend supports).
+//
+// Replies are integers wherever possible (the cheapest reply to parse) and never nil: Lua's
+// false turns into a different reply type depending on RESP2 or RESP3.
+import type { Redis } from "ioredis";
+
+/** Integer replies for "no lock" and "another owner's lock" (renew and release). */
+export const NOT_FOUND = -1;
+/** See NOT_FOUND. */
+export const MISMATCH = -2;
+/** acquire's reply when the key is held by someone else. */
+export const CONTENDED = 0;
+/** release's and forceRelease's reply when a lock was deleted. */
+export const DELETED = 1;
+
+/** `{fence, acquiredAtMs, expiresAtMs}`, plus `oldFence, lockKey, node` when a stale lock was reclaimed. */
+export type AcquireReply =
+  | typeof CONTENDED
+  | readonly [fence: number, acquiredAtMs: number, expiresAtMs: number]
+  | readonly [fence: number, acquiredAtMs: number, expiresAtMs: number, oldFence: number, lockKey: string, node: string];
+
+/** The new expiresAtMs (> 0), NOT_FOUND or MISMATCH. */
+export type RenewReply = number;
+
+/** DELETED, NOT_FOUND or MISMATCH. */
+export type ReleaseReply = number;
+
+/** NOT_FOUND, or the record: hash fields as strings, then the PTTL. */
+export type StatusReply =
+  | typeof NOT_FOUND
+  | readonly [
+      owner: string, fence: string, plugin: string, node: string, hostname: string,
+      acquiredAt: string, expiresAt: string, pttl: number,
+    ];
+
+/** Shared by acquire and renew: the server's clock in whole ms. */
+const NOW_MS = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+
+/**
+ * KEYS: lock, fence. ARGV: owner, ttlMs, plugin, node, hostname, instance, reclaim ("1"/"0").
+ * Reclaim: a lock left by an earlier process of the same node (same node name, another
+ * instance id) is taken over at once instead of waiting for its TTL; the new fence fences it.
+ */
+const ACQUIRE = `
+local reclaimed
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if ARGV[7] ~= '1' then return ${CONTENDED} end
+  local held = redis.call('HMGET', KEYS[1], 'node', 'instance', 'fence')
+  if held[1] ~= ARGV[4] or held[2] == ARGV[6] then return ${CONTENDED} end
+  reclaimed = held
+end
+local fence = redis.call('INCR', KEYS[2])
+${NOW_MS}
+local ttl = tonumber(ARGV[2])
+local expires = now + ttl
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'fence', fence, 'plugin', ARGV[3], 'node', ARGV[4],
+  'hostname', ARGV[5], 'instance', ARGV[6], 'acquired_at', now, 'expires_at', expires)
+redis.call('PEXPIRE', KEYS[1], ttl)
+if reclaimed then
+  return {fence, now, expires, tonumber(reclaimed[3]) or 0, KEYS[1], reclaimed[1]}
+end
+return {fence, now, expires}`;
+
+/** KEYS: lock. ARGV: owner, ttlMs. */
+const RENEW = `
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if not owner then return ${NOT_FOUND} end
+if owner ~= ARGV[1] then return ${MISMATCH} end
+${NOW_MS}
+local expires = now + tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'expires_at', expires)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return expires`;
+
+/** KEYS: lock. ARGV: owner. The fence counter is another key and stays. */
+const RELEASE = `
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if not owner then return ${NOT_FOUND} end
+if owner ~= ARGV[1] then return ${MISMATCH} end
+redis.call('DEL', KEYS[1])
+return ${DELETED}`;
+
+/** KEYS: lock. PTTL in the same script, so the record and its remaining lease agree. */
+const STATUS = `
+local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'plugin', 'node', 'hostname', 'acquired_at', 'expires_at')
+if not v[1] then return ${NOT_FOUND} end
+return {v[1], v[2], v[3] or '', v[4] or '', v[5] or '', v[6] or '0', v[7] or '0', redis.call('PTTL', KEYS[1])}`;
+
+/** KEYS: lock. Deletes whoever holds it; the fence counter stays. */
+const FORCE_RELEASE = `
+return redis.call('DEL', KEYS[1])`;
+
+/** The scripts as ioredis commands on a client; see the Lua above for arguments and replies. */
+export interface LockCommands {
+  lockhostAcquire(
+    lockKey: string, fenceKey: string, owner: string, ttlMs: number,
+    plugin: string, node: string, hostname: string, instance: string, reclaim: "1" | "0",
+  ): Promise<AcquireReply>;
+  lockhostRenew(lockKey: string, owner: string, ttlMs: number): Promise<RenewReply>;
+  lockhostRelease(lockKey: string, owner: string): Promise<ReleaseReply>;
+  lockhostStatus(lockKey: string): Promise<StatusReply>;
+  lockhostForceRelease(lockKey: string): Promise<number>;
+}
+
+const DEFINITIONS: Record<keyof LockCommands, { lua: string; numberOfKeys: number }> = {
+  lockhostAcquire: { lua: ACQUIRE, numberOfKeys: 2 },
+  lockhostRenew: { lua: RENEW, numberOfKeys: 1 },
+  lockhostRelease: { lua: RELEASE, numberOfKeys: 1 },
+  lockhostStatus: { lua: STATUS, numberOfKeys: 1 },
+  lockhostForceRelease: { lua: FORCE_RELEASE, numberOfKeys: 1 },
+};
+
+/** Registers the scripts on `redis` once (ioredis hashes them there) and returns it, typed. */
+export function defineLockCommands(redis: Redis): Redis & LockCommands {
+  for (const [name, definition] of Object.entries(DEFINITIONS)) redis.defineCommand(name, definition);
+  // defineCommand adds the methods at runtime; ioredis cannot type them.
+  return redis as Redis & LockCommands;
+}

@@ -1,0 +1,317 @@
+// The Redis backend when its server fails, against a private redis-server this file kills and
+// restarts: calls fail fast with BACKEND_UNAVAILABLE (never queue, never crash the host), the
+// connection comes back by itself, a server that stops answering is cut off after one command
+// timeout, and a refused password never shows up in errors or logs.
+import { randomUUID } from "node:crypto";
+import { createServer, type AddressInfo, type Socket } from "node:net";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RedisConfig } from "../host/config/types.js";
+import { LockhostError } from "../host/errors.js";
+import { LockService } from "../host/locking/service.js";
+import { RedisBackend } from "../plugins/backends/redis/index.js";
+import { captureLogger } from "./support/log.js";
+import { startRedisServer, type RedisServer } from "./support/servers.js";
+
+const COMMAND_TIMEOUT_MS = 500;
+/** Generous: "promptly" means bounded by the command timeout, not a race against the scheduler. */
+const PROMPT_MS = COMMAND_TIMEOUT_MS + 1_000;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+let server: RedisServer;
+beforeAll(async () => {
+  server = await startRedisServer();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+const config = (over: Partial<RedisConfig> = {}): RedisConfig => ({
+  url: server.url,
+  keyPrefix: `lockhost-fault:${randomUUID().slice(0, 8)}:`,
+  commandTimeoutMs: COMMAND_TIMEOUT_MS,
+  reclaimOwnLocks: false,
+  ...over,
+});
+
+/** Runs `call`, expecting BACKEND_UNAVAILABLE within PROMPT_MS; returns the error. */
+async function failsPromptly(call: () => Promise<unknown>): Promise<LockhostError> {
+  const started = performance.now();
+  const outcome = await call().then(
+    (value) => ({ value }),
+    (err: unknown) => ({ err }),
+  );
+  const elapsed = performance.now() - started;
+  if (!("err" in outcome)) throw new Error(`expected a failure, got ${JSON.stringify(outcome.value)}`);
+  expect(outcome.err).toBeInstanceOf(LockhostError);
+  expect(outcome.err).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+  expect(elapsed).toBeLessThan(PROMPT_MS);
+  return outcome.err as LockhostError;
+}
+
+/** Polls `attempt` until it resolves to a non-null value, failing after `deadlineMs`. */
+async function eventually<T>(attempt: () => Promise<T | null>, deadlineMs: number): Promise<T> {
+  const deadline = Date.now() + deadlineMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await attempt();
+      if (value !== null) return value;
+    } catch (err) {
+      last = err;
+    }
+    await sleep(100);
+  }
+  throw new Error(`no success within ${deadlineMs} ms; last error: ${String(last)}`);
+}
+
+describe("redis backend: server killed and restarted", () => {
+  it("fails fast while Redis is down, does not crash, and takes locks again once it is back", async () => {
+    const capture = captureLogger();
+    const backend = new RedisBackend(config(), capture.logger);
+    const service = new LockService(backend, { node: "node-f" });
+    try {
+      const lease = await service.tryLock("job", { ttlMs: 10_000 });
+      expect(lease).not.toBeNull();
+
+      await server.kill();
+      // Right after the kill the client may not have noticed yet: the call fails on the dead socket.
+      const renewErr = await failsPromptly(() => service.renew(lease!));
+      expect(renewErr.message).toContain(server.url);
+      await failsPromptly(() => service.tryLock("other", { ttlMs: 1_000 }));
+      // Later, while reconnect attempts are refused, calls fail at once.
+      await sleep(300);
+      for (let i = 0; i < 5; i++) {
+        const started = performance.now();
+        await failsPromptly(() => service.tryLock(`down-${i}`, { ttlMs: 1_000 }));
+        expect(performance.now() - started).toBeLessThan(COMMAND_TIMEOUT_MS);
+      }
+      await failsPromptly(() => service.status("global:job"));
+      // A renewal failure is an outage, not a lost lock: the lease is still held.
+      expect(lease!.state).toBe("held");
+
+      await server.start();
+      // The restarted server is empty (no persistence), so "job" is free again.
+      const again = await eventually(() => service.tryLock("job", { ttlMs: 10_000 }), 10_000);
+      expect(again.fence).toBeGreaterThan(0);
+      await service.release(again);
+
+      const messages = capture.messages();
+      expect(messages.some((m) => /connection to .* lost/.test(m))).toBe(true);
+      expect(messages.some((m) => /recovered/.test(m))).toBe(true);
+      // One line per state change and per new error, not one per reconnect attempt.
+      expect(capture.lines.filter((l) => l.level >= 40).length).toBeLessThanOrEqual(4);
+    } finally {
+      await service.close();
+    }
+  });
+
+  it("closes without hanging while Redis is down", async () => {
+    const backend = new RedisBackend(config(), captureLogger().logger);
+    expect((await backend.acquire({ key: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } })).acquired).toBe(true);
+    await server.kill();
+    try {
+      await sleep(100);
+      const started = performance.now();
+      await backend.close();
+      expect(performance.now() - started).toBeLessThan(PROMPT_MS);
+    } finally {
+      await server.start();
+    }
+  });
+
+  it("a backend started while Redis is down fails fast, then connects by itself", async () => {
+    await server.kill();
+    const backend = new RedisBackend(config(), captureLogger().logger);
+    try {
+      await failsPromptly(() => backend.acquire({ key: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } }));
+      await server.start();
+      const got = await eventually(async () => {
+        const r = await backend.acquire({ key: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } });
+        return r.acquired ? r : null;
+      }, 10_000);
+      expect(got.fence).toBeGreaterThan(0);
+    } finally {
+      await backend.close();
+    }
+  });
+});
+
+describe("redis backend: script cache", () => {
+  /** Calls of `command` so far, from INFO commandstats. */
+  async function calls(admin: Redis, command: string): Promise<number> {
+    const stats = await admin.info("commandstats");
+    return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, "m").exec(stats)?.[1] ?? 0);
+  }
+
+  it("sends EVALSHA on the lock path, and keeps working after SCRIPT FLUSH (falls back to EVAL)", async () => {
+    const admin = new Redis(server.url);
+    const backend = new RedisBackend(config(), captureLogger().logger);
+    const holder = { plugin: "p", node: "n" };
+    try {
+      const k = "flushed";
+      expect((await backend.acquire({ key: k, owner: "a", ttlMs: 10_000, holder })).acquired).toBe(true);
+      expect(await backend.release(k, "a")).toBe("released");
+      await admin.config("RESETSTAT");
+      for (let i = 0; i < 20; i++) {
+        expect((await backend.acquire({ key: k, owner: `o${i}`, ttlMs: 10_000, holder })).acquired).toBe(true);
+        expect(await backend.release(k, `o${i}`)).toBe("released");
+      }
+      expect(await calls(admin, "evalsha")).toBe(40);
+      expect(await calls(admin, "eval")).toBe(0);
+
+      expect((await backend.acquire({ key: k, owner: "b", ttlMs: 10_000, holder })).acquired).toBe(true);
+      await admin.script("FLUSH");
+      expect((await backend.renew(k, "b", 10_000)).ok).toBe(true);
+      await admin.script("FLUSH");
+      expect((await backend.status(k))?.owner).toBe("b");
+      await admin.script("FLUSH");
+      expect(await backend.release(k, "b")).toBe("released");
+      await admin.script("FLUSH");
+      expect((await backend.acquire({ key: k, owner: "c", ttlMs: 10_000, holder })).acquired).toBe(true);
+      await admin.script("FLUSH");
+      expect(await backend.forceRelease(k)).toBe(true);
+    } finally {
+      await backend.close();
+      admin.disconnect();
+    }
+  });
+});
+
+describe("redis backend: a dropped connection", () => {
+  it("waits for the first reconnect instead of failing when the server closes the connection (idle timeout, CLIENT KILL)", async () => {
+    const admin = new Redis(server.url);
+    const capture = captureLogger();
+    const backend = new RedisBackend(config(), capture.logger);
+    const holder = { plugin: "p", node: "n" };
+    try {
+      expect((await backend.acquire({ key: "k1", owner: "o", ttlMs: 5_000, holder })).acquired).toBe(true);
+      const clients = await admin.client("LIST");
+      const id = /id=(\d+) [^\n]*name=lockhost /.exec(String(clients))?.[1];
+      expect(id).toBeDefined();
+      await admin.client("KILL", "ID", id!);
+      await sleep(20); // the client has seen the close; its first reconnect attempt is due in 25-50 ms
+      expect((await backend.acquire({ key: "k2", owner: "o", ttlMs: 5_000, holder })).acquired).toBe(true);
+      expect(capture.messages().some((m) => /dropped and was re-established/.test(m))).toBe(true);
+      expect(capture.lines.filter((l) => l.level >= 40)).toEqual([]);
+    } finally {
+      await backend.close();
+      admin.disconnect();
+    }
+  });
+});
+
+describe("redis backend: a server that stops answering", () => {
+  it("times out after commandTimeoutMs, cuts the connection off, and recovers when the server answers again", async () => {
+    const capture = captureLogger();
+    const backend = new RedisBackend(config(), capture.logger);
+    const blocker = new Redis(server.url);
+    try {
+      const holder = { plugin: "p", node: "n" };
+      expect((await backend.acquire({ key: "a", owner: "o", ttlMs: 5_000, holder })).acquired).toBe(true);
+      // A script that spins for 1.5 s: Redis answers nobody meanwhile (below lua-time-limit, so not even BUSY).
+      const spinning = blocker.eval(
+        "local s = redis.call('TIME') local t repeat t = redis.call('TIME') until (t[1] - s[1]) * 1e6 + (t[2] - s[2]) > 1500000 return 1",
+        0,
+      );
+      await sleep(50);
+      const err = await failsPromptly(() => backend.renew("a", "o", 5_000));
+      // The command's timeout and the socket's fire together; either message is right.
+      expect(err.message).toMatch(/did not answer within 500 ms|lost with the command in flight/);
+      // The silent connection was dropped; the reconnect attempt hangs as well (for at most one
+      // command timeout), and from then on calls fail at once instead of each waiting again.
+      await sleep(100);
+      await failsPromptly(() => backend.acquire({ key: "b", owner: "o", ttlMs: 1_000, holder }));
+      const started = performance.now();
+      await failsPromptly(() => backend.acquire({ key: "c", owner: "o", ttlMs: 1_000, holder }));
+      expect(performance.now() - started).toBeLessThan(COMMAND_TIMEOUT_MS);
+      await spinning;
+      const renewed = await eventually(async () => {
+        const r = await backend.renew("a", "o", 5_000);
+        return r.ok ? r : null;
+      }, 10_000);
+      expect(renewed.ok).toBe(true);
+    } finally {
+      await backend.close();
+      blocker.disconnect();
+    }
+  });
+});
+
+describe("redis backend: a refused password", () => {
+  it("fails with BACKEND_UNAVAILABLE and never puts the password in errors or logs", async () => {
+    const admin = new Redis(server.url);
+    await admin.config("SET", "requirepass", "the-right-one");
+    admin.disconnect();
+    const capture = captureLogger();
+    const urls = [
+      server.url.replace("redis://", "redis://:s3cret-wrong@"),
+      server.url.replace("redis://", "redis://someone:s3cret-wrong@"),
+      `${server.url}?password=s3cret-wrong`,
+    ];
+    try {
+      for (const url of urls) {
+        const backend = new RedisBackend(config({ url }), capture.logger);
+        try {
+          const err = await failsPromptly(() => backend.acquire({ key: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } }));
+          expect(err.message).not.toContain("s3cret");
+          expect(JSON.stringify(err)).not.toContain("s3cret");
+          await sleep(300); // a few refused reconnects
+          const again = await failsPromptly(() => backend.status("k"));
+          expect(again.message).not.toContain("s3cret");
+        } finally {
+          await backend.close();
+        }
+      }
+      const logged = JSON.stringify(capture.lines);
+      expect(logged).toMatch(/WRONGPASS|NOAUTH|invalid password|AUTH/i);
+      expect(logged).not.toContain("s3cret");
+    } finally {
+      const fix = new Redis(server.url, { password: "the-right-one" });
+      await fix.config("SET", "requirepass", "");
+      fix.disconnect();
+    }
+  });
+});
+
+describe("redis backend: startup against a server that never answers", () => {
+  it("waits for the first connection at most commandTimeoutMs, then fails fast", async () => {
+    // Accepts TCP connections and never says a word, as a hung server or a wrong port behind a proxy.
+    const sockets = new Set<Socket>();
+    const silent = createServer((s) => void sockets.add(s));
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
+    const { port } = silent.address() as AddressInfo;
+    const backend = new RedisBackend(config({ url: `redis://127.0.0.1:${port}` }), captureLogger().logger);
+    try {
+      const err = await failsPromptly(() => backend.acquire({ key: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } }));
+      expect(err.message).toContain(`127.0.0.1:${port}`);
+      await sleep(100);
+      const started = performance.now();
+      await failsPromptly(() => backend.status("k"));
+      expect(performance.now() - started).toBeLessThan(COMMAND_TIMEOUT_MS);
+    } finally {
+      const closing = performance.now();
+      await backend.close();
+      expect(performance.now() - closing).toBeLessThan(PROMPT_MS);
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => silent.close(() => r()));
+    }
+  });
+});
+
+describe("redis backend: eviction policy", () => {
+  it("warns when the server may evict fence counters (allkeys-* policy)", async () => {
+    const admin = new Redis(server.url);
+    await admin.config("SET", "maxmemory-policy", "allkeys-lru");
+    const capture = captureLogger();
+    const backend = new RedisBackend(config(), capture.logger);
+    try {
+      expect((await backend.acquire({ key: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } })).acquired).toBe(true);
+      await eventually(async () => capture.lines.find((l) => l.maxmemoryPolicy === "allkeys-lru") ?? null, 5_000);
+    } finally {
+      await backend.close();
+      await admin.config("SET", "maxmemory-policy", "noeviction");
+      admin.disconnect();
+    }
+  });
+});

@@ -1,0 +1,312 @@
+// The Redis backend against the shared Redis (REDIS_URL): the backend contract, then what is
+// specific to Redis: key layout and hash tags, the server's clock, fence counters that
+// outlive locks, reclaim, the script cache, and failures that never leak the password.
+// Every key lives under a per-run prefix, removed in afterAll.
+import { randomUUID } from "node:crypto";
+import { createRequire } from "node:module";
+import { hostname } from "node:os";
+import { Redis } from "ioredis";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RedisConfig } from "../host/config/types.js";
+import { LockhostError } from "../host/errors.js";
+import type { AcquireRequest } from "../host/locking/backend.js";
+import { LockService } from "../host/locking/service.js";
+import { KeyLayout, RedisBackend, hashTag } from "../plugins/backends/redis/index.js";
+import { backendContract } from "./contract/backend-contract.js";
+import { captureLogger } from "./support/log.js";
+import { freePort, redisUrl } from "./support/servers.js";
+
+/** ioredis's own slot function (what its Cluster client routes by), a dependency of ioredis without types. */
+const keySlot = createRequire(import.meta.url)("cluster-key-slot") as (key: string) => number;
+
+const url = redisUrl();
+const prefix = `lockhost-test:${randomUUID().slice(0, 8)}:`;
+const silent = pino({ level: "silent" });
+const config = (over: Partial<RedisConfig> = {}): RedisConfig => ({
+  url, keyPrefix: prefix, commandTimeoutMs: 2_000, reclaimOwnLocks: false, ...over,
+});
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+let n = 0;
+const name = (): string => `redis-${++n}`;
+const req = (key: string, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
+  key, owner: randomUUID(), ttlMs: 10_000, holder: { plugin: "p", node: "node-a" }, ...over,
+});
+
+/** The server's clock in ms, read the way the scripts read it. */
+async function serverNowMs(redis: Redis): Promise<number> {
+  const [s, us] = await redis.time();
+  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+}
+
+const backends: RedisBackend[] = [];
+/** A backend closed in afterAll. */
+function open(over: Partial<RedisConfig> = {}, log = silent): RedisBackend {
+  const backend = new RedisBackend(config(over), log);
+  backends.push(backend);
+  return backend;
+}
+
+let admin: Redis;
+let layout: KeyLayout;
+beforeAll(() => {
+  admin = new Redis(url, { maxRetriesPerRequest: 1 });
+  layout = new KeyLayout(prefix);
+});
+afterAll(async () => {
+  await Promise.all(backends.map((b) => b.close()));
+  let cursor = "0";
+  do {
+    const [next, keys] = await admin.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+    if (keys.length > 0) await admin.del(...keys);
+    cursor = next;
+  } while (cursor !== "0");
+  await admin.quit();
+});
+
+backendContract("redis", { create: () => new RedisBackend(config(), silent) });
+
+describe("redis backend: key layout", () => {
+  const tricky = [
+    "a", "global:orders", "}", "}x", "{", "{}", "{a}", "a}b{c", "x{y}z", "%", "%7D", "%257D", "%25",
+    "ключ/🔒 *?[x]", "}}}", "{{{",
+  ];
+
+  it("puts the lock and its fence counter under the prefix, with the name as hash tag", () => {
+    expect(layout.lock("billing:nightly")).toBe(`${prefix}lock:{billing:nightly}`);
+    expect(layout.fence("billing:nightly")).toBe(`${prefix}fence:{billing:nightly}`);
+  });
+
+  it("keeps both keys of a name in one cluster slot, whatever braces the name has", () => {
+    for (const n of tricky) {
+      const lock = layout.lock(n);
+      const fence = layout.fence(n);
+      expect(keySlot(lock), n).toBe(keySlot(fence));
+      // The tag Redis hashes is exactly the (escaped) name: never empty, never cut short.
+      expect(keySlot(lock), n).toBe(keySlot(hashTag(n)));
+      expect(hashTag(n)).not.toBe("");
+      expect(hashTag(n)).not.toContain("}");
+    }
+  });
+
+  it("maps different names to different keys (the escaping is one-to-one)", () => {
+    expect(new Set(tricky.map((n) => layout.lock(n))).size).toBe(tricky.length);
+    expect(hashTag("plain:name")).toBe("plain:name");
+  });
+
+  it("refuses a key prefix with braces (it would take the hash tag)", () => {
+    expect(() => new KeyLayout("a{b:")).toThrow(LockhostError);
+    expect(() => new RedisBackend(config({ keyPrefix: "x}" }), silent)).toThrow(/must not contain/);
+  });
+
+  it("writes exactly the lock and fence keys, also for names with braces", async () => {
+    const backend = open();
+    for (const n of ["}x{", `${name()}{a}`]) {
+      const a = req(n);
+      expect((await backend.acquire(a)).acquired).toBe(true);
+      expect(await admin.exists(layout.lock(n), layout.fence(n))).toBe(2);
+      expect(await admin.hget(layout.lock(n), "owner")).toBe(a.owner);
+      expect(await backend.release(n, a.owner)).toBe("released");
+    }
+  });
+
+  it("namespaces by prefix: two prefixes on one server share nothing", async () => {
+    const other = `${prefix}other:`;
+    const a = open();
+    const b = open({ keyPrefix: other });
+    const k = name();
+    const first = await a.acquire(req(k));
+    const second = await b.acquire(req(k));
+    expect(first.acquired && second.acquired).toBe(true);
+    if (!first.acquired || !second.acquired) return;
+    expect(second.fence).toBe(first.fence);
+    expect(await admin.exists(`${other}lock:{${k}}`, `${other}fence:{${k}}`)).toBe(2);
+    expect((await a.status(k))?.owner).not.toBe((await b.status(k))?.owner);
+  });
+});
+
+describe("redis backend: records and clocks", () => {
+  it("stores holder metadata: owner, fence, plugin, node, this machine's hostname, instance id, times", async () => {
+    const backend = open();
+    const k = name();
+    const a = req(k, { holder: { plugin: "billing", node: "node-7" }, ttlMs: 30_000 });
+    const r = await backend.acquire(a);
+    if (!r.acquired) throw new Error("not acquired");
+    expect(await admin.hgetall(layout.lock(k))).toEqual({
+      owner: a.owner,
+      fence: String(r.fence),
+      plugin: "billing",
+      node: "node-7",
+      hostname: hostname(),
+      instance: backend.instanceId,
+      acquired_at: String(r.acquiredAtMs),
+      expires_at: String(r.expiresAtMs),
+    });
+    const ttl = await admin.pttl(layout.lock(k));
+    expect(ttl).toBeGreaterThan(29_000);
+    expect(ttl).toBeLessThanOrEqual(30_000);
+    expect((await backend.status(k))?.holder).toEqual({ plugin: "billing", node: "node-7", hostname: hostname() });
+  });
+
+  it("takes acquire and renew times from the server's TIME, in whole ms, expiry exactly ttl later", async () => {
+    const backend = open();
+    const k = name();
+    const a = req(k, { ttlMs: 7_777 });
+    const before = await serverNowMs(admin);
+    const r = await backend.acquire(a);
+    const after = await serverNowMs(admin);
+    if (!r.acquired) throw new Error("not acquired");
+    expect(r.acquiredAtMs).toBeGreaterThanOrEqual(before);
+    expect(r.acquiredAtMs).toBeLessThanOrEqual(after);
+    expect(r.expiresAtMs - r.acquiredAtMs).toBe(7_777);
+    const renewBefore = await serverNowMs(admin);
+    const renewed = await backend.renew(k, a.owner, 3_333);
+    const renewAfter = await serverNowMs(admin);
+    if (!renewed.ok) throw new Error("not renewed");
+    expect(Number.isInteger(renewed.expiresAtMs)).toBe(true);
+    expect(renewed.expiresAtMs).toBeGreaterThanOrEqual(renewBefore + 3_333);
+    expect(renewed.expiresAtMs).toBeLessThanOrEqual(renewAfter + 3_333);
+    const s = await backend.status(k);
+    expect(s?.expiresAtMs).toBe(renewed.expiresAtMs);
+    expect(s?.acquiredAtMs).toBe(r.acquiredAtMs);
+    expect(s!.ttlRemainingMs).toBeLessThanOrEqual(3_333);
+  });
+
+  it("never deletes the fence counter: fences keep rising after expiry and force-release", async () => {
+    const backend = open();
+    const k = name();
+    const first = await backend.acquire(req(k, { ttlMs: 50 }));
+    if (!first.acquired) throw new Error("not acquired");
+    await sleep(120);
+    expect(await admin.exists(layout.lock(k))).toBe(0);
+    expect(await admin.get(layout.fence(k))).toBe(String(first.fence));
+    expect(await admin.pttl(layout.fence(k))).toBe(-1); // no TTL
+    const second = await backend.acquire(req(k));
+    if (!second.acquired) throw new Error("not acquired");
+    expect(second.fence).toBe(first.fence + 1);
+    expect(await backend.forceRelease(k)).toBe(true);
+    expect(await admin.get(layout.fence(k))).toBe(String(second.fence));
+    const third = await backend.acquire(req(k));
+    if (!third.acquired) throw new Error("not acquired");
+    expect(third.fence).toBe(second.fence + 1);
+  });
+
+  it("rejects a TTL Redis cannot take with INVALID_ARGUMENT, before writing anything", async () => {
+    const backend = open();
+    const k = name();
+    await expect(backend.acquire(req(k, { ttlMs: 1.5 }))).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(backend.acquire(req(k, { ttlMs: 0 }))).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(backend.renew(k, "o", -1)).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    expect(await admin.exists(layout.lock(k), layout.fence(k))).toBe(0);
+  });
+
+  it("waits for the first connection instead of failing a call made right after start", async () => {
+    const backend = open();
+    const r = await backend.acquire(req(name()));
+    expect(r.acquired).toBe(true);
+  });
+});
+
+describe("redis backend: reclaiming a restarted node's own locks", () => {
+  it("with reclaimOwnLocks, a new process of the same node takes its stale lock at once, with a higher fence", async () => {
+    const k = name();
+    const holder = { plugin: "p", node: "node-r" };
+    const earlier = open({ reclaimOwnLocks: true });
+    const stale = req(k, { holder, ttlMs: 60_000 });
+    const old = await earlier.acquire(stale);
+    if (!old.acquired) throw new Error("not acquired");
+
+    const capture = captureLogger();
+    const restarted = open({ reclaimOwnLocks: true }, capture.logger);
+    const fresh = req(k, { holder });
+    const got = await restarted.acquire(fresh);
+    if (!got.acquired) throw new Error("not reclaimed");
+    expect(got.fence).toBeGreaterThan(old.fence);
+    expect(await admin.hget(layout.lock(k), "instance")).toBe(restarted.instanceId);
+    const line = capture.lines.find((l) => /reclaimed/.test(l.msg));
+    expect(line).toMatchObject({ level: 40, redisKey: layout.lock(k), oldFence: old.fence, fence: got.fence, node: "node-r" });
+
+    // The stale holder is fenced off: it can neither renew nor release the lock now.
+    expect(await earlier.renew(k, stale.owner, 1_000)).toEqual({ ok: false, reason: "mismatch" });
+    expect(await earlier.release(k, stale.owner)).toBe("mismatch");
+  });
+
+  it("reclaims neither another node's lock nor one this same process holds", async () => {
+    const k = name();
+    const a = open({ reclaimOwnLocks: true });
+    const b = open({ reclaimOwnLocks: true });
+    expect((await a.acquire(req(k, { holder: { plugin: "p", node: "node-x" } }))).acquired).toBe(true);
+    expect(await b.acquire(req(k, { holder: { plugin: "p", node: "node-y" } }))).toEqual({ acquired: false });
+    expect(await a.acquire(req(k, { holder: { plugin: "p", node: "node-x" } }))).toEqual({ acquired: false });
+  });
+
+  it("without reclaimOwnLocks (the default), the same node's stale lock is contended until its TTL", async () => {
+    const k = name();
+    const holder = { plugin: "p", node: "node-s" };
+    expect((await open().acquire(req(k, { holder, ttlMs: 150 }))).acquired).toBe(true);
+    const restarted = open();
+    expect(await restarted.acquire(req(k, { holder }))).toEqual({ acquired: false });
+    await sleep(250);
+    expect((await restarted.acquire(req(k, { holder }))).acquired).toBe(true);
+  });
+});
+
+describe("redis backend: failures", () => {
+  it("fails fast with BACKEND_UNAVAILABLE when nothing listens, never showing the password", async () => {
+    const port = await freePort();
+    const capture = captureLogger();
+    const backend = new RedisBackend(config({ url: `redis://:s3cret@127.0.0.1:${port}`, commandTimeoutMs: 500 }), capture.logger);
+    try {
+      for (let i = 0; i < 3; i++) {
+        const started = performance.now();
+        const err = await backend.acquire(req(name())).then(() => undefined, (e: unknown) => e);
+        expect(performance.now() - started).toBeLessThan(1_500);
+        expect(err).toBeInstanceOf(LockhostError);
+        expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+        expect((err as Error).message).toContain(`127.0.0.1:${port}`);
+        expect((err as Error).message).not.toContain("s3cret");
+        expect((err as Error).cause).toBeUndefined();
+        await sleep(100);
+      }
+      await expect(backend.status("k")).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+      await expect(backend.release("k", "o")).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+    } finally {
+      const closing = performance.now();
+      await backend.close();
+      expect(performance.now() - closing).toBeLessThan(1_000);
+    }
+    const logged = JSON.stringify(capture.lines);
+    expect(logged).toContain("cannot connect to redis");
+    expect(logged).not.toContain("s3cret");
+    // Repeated reconnect errors are not logged one line per attempt.
+    expect(capture.lines.filter((l) => l.level >= 40).length).toBeLessThanOrEqual(2);
+  });
+
+  it("rejects calls after close() with BACKEND_UNAVAILABLE", async () => {
+    const backend = new RedisBackend(config(), silent);
+    expect((await backend.acquire(req(name()))).acquired).toBe(true);
+    await backend.close();
+    await expect(backend.acquire(req(name()))).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE", message: expect.stringMatching(/closed/) });
+    await backend.close(); // idempotent
+  });
+
+  it("under a LockService: locks work, and an unreachable Redis is BACKEND_UNAVAILABLE, not a crash", async () => {
+    const service = new LockService(open(), { node: "node-svc" });
+    const k = name();
+    const lease = await service.tryLock(k, { ttlMs: 5_000 });
+    expect(lease).not.toBeNull();
+    expect(await service.tryLock(k, { ttlMs: 5_000 })).toBeNull();
+    await service.renew(lease!);
+    expect(await service.status(lease!.name)).toMatchObject({ held: true, owner: lease!.owner, fence: lease!.fence });
+    await service.release(lease!);
+    await service.close({ closeBackend: false });
+
+    const port = await freePort();
+    const down = new LockService(new RedisBackend(config({ url: `redis://user:s3cret@127.0.0.1:${port}`, commandTimeoutMs: 300 }), silent), { node: "n" });
+    const err = await down.tryLock("x", { ttlMs: 1_000 }).then(() => undefined, (e: unknown) => e);
+    expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+    expect((err as Error).message).not.toContain("s3cret");
+    await expect(down.status("global:x")).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+    await down.close();
+  });
+});

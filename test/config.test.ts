@@ -100,7 +100,7 @@ schedule = "  */15 * * * *  "
       host: { node: "node-a", shutdownTimeoutMs: 2500, logLevel: "debug" },
       locking: {
         backend: "redis",
-        redis: { url: "rediss://cache.internal:6380/2", keyPrefix: "app:", commandTimeoutMs: 500, reclaimOwnLocks: true },
+        redis: { url: "rediss://cache.internal:6380/2", keyPrefix: "app:", commandTimeoutMs: 500, reclaimOwnLocks: true, cluster: false },
         pg: { url: "postgresql://app@db.internal:5432/locks", sessions: 8, table: "locks.lockhost", commandTimeoutMs: 750 },
       },
       plugins: [
@@ -158,7 +158,7 @@ schedule = "  */15 * * * *  "
   it("fills a named backend's settings with defaults when its table is left out", () => {
     expect(parse(`[locking]\nbackend = "redis"`).locking).toEqual({
       backend: "redis",
-      redis: { url: "redis://127.0.0.1:6379", keyPrefix: "lockhost:", commandTimeoutMs: 2000, reclaimOwnLocks: false },
+      redis: { url: "redis://127.0.0.1:6379", keyPrefix: "lockhost:", commandTimeoutMs: 2000, reclaimOwnLocks: false, cluster: false },
     });
     expect(parse(`[locking]\nbackend = "pg"`).locking).toEqual({
       backend: "pg",
@@ -169,7 +169,7 @@ schedule = "  */15 * * * *  "
   it("validates a backend's table whatever the backend, filling its missing keys", () => {
     expect(parse(`[locking.redis]\nkey_prefix = "x:"`).locking).toEqual({
       backend: "memory",
-      redis: { url: "redis://127.0.0.1:6379", keyPrefix: "x:", commandTimeoutMs: 2000, reclaimOwnLocks: false },
+      redis: { url: "redis://127.0.0.1:6379", keyPrefix: "x:", commandTimeoutMs: 2000, reclaimOwnLocks: false, cluster: false },
     });
     expect(messageOf(`[locking]\nbackend = "memory"\n[locking.pg]\nurl = "mysql://db"`)).toContain("[locking.pg]: url");
   });
@@ -235,6 +235,7 @@ memory_limit_mib = "16MB"
     ["a key_prefix with a brace", `[locking.redis]\nkey_prefix = "a{b}:"`, `lockhost.toml: [locking.redis]: key_prefix must not contain "{" or "}", got "a{b}:"`],
     ["a command_timeout_ms of 0", `[locking.redis]\ncommand_timeout_ms = 0`, "lockhost.toml: [locking.redis]: command_timeout_ms must be an integer from 1 to 600000, got 0"],
     ["a reclaim_own_locks that is not a boolean", `[locking.redis]\nreclaim_own_locks = "yes"`, `lockhost.toml: [locking.redis]: reclaim_own_locks must be true or false, got "yes"`],
+    ["a cluster that is not a boolean", `[locking.redis]\ncluster = 1`, "lockhost.toml: [locking.redis]: cluster must be true or false, got 1"],
     ["too many pg sessions", `[locking.pg]\nsessions = 65`, "lockhost.toml: [locking.pg]: sessions must be an integer from 1 to 64, got 65"],
     ["a pg table that is not an identifier", `[locking.pg]\ntable = "locks; drop table x"`, `lockhost.toml: [locking.pg]: table must be a lowercase SQL identifier`],
     ["a pg url of another scheme", `[locking.pg]\nurl = "mysql://db/x"`, `lockhost.toml: [locking.pg]: url must be a postgres:// or postgresql:// URL, got "mysql://db/x"`],
@@ -499,7 +500,7 @@ describe("resolveConfig", () => {
       host: { node: "n", shutdownTimeoutMs: 10000, logLevel: "info" },
       locking: {
         backend: "pg",
-        redis: { url: "redis://127.0.0.1:6379", keyPrefix: "k:", commandTimeoutMs: 2000, reclaimOwnLocks: false },
+        redis: { url: "redis://127.0.0.1:6379", keyPrefix: "k:", commandTimeoutMs: 2000, reclaimOwnLocks: false, cluster: false },
         pg: { url: "postgres://postgres@127.0.0.1:5432/test", sessions: 4, table: "lockhost_locks", commandTimeoutMs: 2000 },
       },
       plugins: [

@@ -16,7 +16,8 @@ export interface ConfigDefaults {
   readonly plugin: Pick<PluginConfig, "isolation" | "memoryLimitMib" | "callTimeoutMs" | "globalKeys">;
   readonly scheduled: Pick<ScheduledConfig, "hint" | "ttlMs">;
   readonly host: HostSettings;
-  readonly redis: RedisConfig;
+  /** Every field set, the optional ones included. */
+  readonly redis: Required<RedisConfig>;
   readonly pg: PgConfig;
 }
 
@@ -42,6 +43,7 @@ export const CONFIG_DEFAULTS: ConfigDefaults = Object.freeze({
     keyPrefix: "lockhost:",
     commandTimeoutMs: 2000,
     reclaimOwnLocks: false,
+    cluster: false,
   }),
   pg: Object.freeze({
     url: "postgres://postgres@127.0.0.1:5432/test",

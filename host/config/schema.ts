@@ -112,7 +112,7 @@ function lockingConfig(t: Table | undefined): LockingConfig {
 
 function redisConfig(t: Table): RedisConfig {
   const d = CONFIG_DEFAULTS.redis;
-  t.onlyKeys(["url", K.keyPrefix, K.commandTimeoutMs, K.reclaimOwnLocks]);
+  t.onlyKeys(["url", K.keyPrefix, K.commandTimeoutMs, K.reclaimOwnLocks, "cluster"]);
   const keyPrefix = t.string(K.keyPrefix) ?? d.keyPrefix;
   // Redis Cluster hashes only the first {...} of a key: the backend puts the lock name there,
   // so a brace in the prefix would split a lock from its fence counter.
@@ -122,6 +122,7 @@ function redisConfig(t: Table): RedisConfig {
     keyPrefix,
     commandTimeoutMs: t.int(K.commandTimeoutMs, LIMITS.commandTimeoutMs) ?? d.commandTimeoutMs,
     reclaimOwnLocks: t.bool(K.reclaimOwnLocks) ?? d.reclaimOwnLocks,
+    cluster: t.bool("cluster") ?? d.cluster,
   };
 }
 

@@ -30,6 +30,13 @@ export interface RedisConfig {
    * process has its own node name.
    */
   readonly reclaimOwnLocks: boolean;
+  /**
+   * Whether `url` is a seed node of a Redis Cluster rather than a single server: the client
+   * learns the other nodes from it, and applies its user name, password and TLS (`rediss://`)
+   * to every node. The database must be 0. Absent means false (a config read by the loader
+   * always has it).
+   */
+  readonly cluster?: boolean;
 }
 
 /** `[locking.pg]` */

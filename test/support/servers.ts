@@ -271,3 +271,89 @@ export async function postgresAnswers(url: string): Promise<boolean> {
     await client.end().catch(() => undefined);
   }
 }
+
+/** A private Redis Cluster of primaries only, on loopback. */
+export interface RedisClusterServer {
+  /** A seed node's URL (any node works: the client discovers the others). */
+  readonly url: string;
+  /** The client port of every node. */
+  readonly ports: readonly number[];
+  /** Stops every node (SIGKILL) and removes their files. */
+  stop(): Promise<void>;
+}
+
+/** Highest usable client port: the cluster bus listens 10000 above it. */
+const MAX_CLUSTER_PORT = 65_535 - 10_000;
+
+/** A free client port whose cluster bus port (+10000) is free as well. */
+async function freeClusterPort(taken: ReadonlySet<number>): Promise<number> {
+  for (let i = 0; i < 100; i++) {
+    const port = await freePort();
+    if (port > MAX_CLUSTER_PORT || taken.has(port) || taken.has(port + 10_000)) continue;
+    if (!(await answers(port + 10_000))) return port;
+  }
+  throw new Error(`found no free port at or below ${MAX_CLUSTER_PORT} whose cluster bus port (+10000) is free as well`);
+}
+
+/** Reads CLUSTER INFO of the node on `port` with redis-cli ("" when it does not answer). */
+function clusterInfo(cli: string, port: number): string {
+  return spawnSync(cli, ["-h", "127.0.0.1", "-p", String(port), "cluster", "info"], { encoding: "utf8", timeout: 5_000 }).stdout ?? "";
+}
+
+/**
+ * Starts a private Redis Cluster of `size` primaries (no replicas, no persistence) on free
+ * loopback ports, joins them with `redis-cli --cluster create`, and waits until every node
+ * reports cluster_state:ok. Needs redis-server and redis-cli 5 or newer.
+ */
+export async function startRedisCluster(size = 3): Promise<RedisClusterServer> {
+  const install = "install Redis 5 or newer with its CLI (Debian: apt install redis-server redis-tools)";
+  const server = findBinary("redis-server", [], install);
+  const cli = findBinary("redis-cli", [], install);
+  const dir = mkdtempSync(join(tmpdir(), "lockhost-redis-cluster-"));
+  const ports: number[] = [];
+  const taken = new Set<number>();
+  for (let i = 0; i < size; i++) {
+    const port = await freeClusterPort(taken);
+    ports.push(port);
+    taken.add(port).add(port + 10_000);
+  }
+  const children: ChildProcess[] = [];
+  const outputs = new Map<number, string>();
+  const stop = async (): Promise<void> => {
+    for (const child of children) child.kill("SIGKILL");
+    await Promise.all(children.map(exited));
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    for (const port of ports) {
+      outputs.set(port, "");
+      const child = spawn(server, [
+        "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir,
+        "--cluster-enabled", "yes", "--cluster-config-file", join(dir, `nodes-${port}.conf`),
+      ], { stdio: ["ignore", "pipe", "pipe"] });
+      const append = (d: Buffer): void => void outputs.set(port, outputs.get(port) + d.toString());
+      child.stdout?.on("data", append);
+      child.stderr?.on("data", append);
+      children.push(child);
+      await waitUntil(`cluster redis-server on port ${port}`, () => redisPing(port), () => child, () => outputs.get(port) ?? "");
+    }
+    const create = spawnSync(
+      cli,
+      ["--cluster", "create", ...ports.map((p) => `127.0.0.1:${p}`), "--cluster-replicas", "0", "--cluster-yes"],
+      { encoding: "utf8", timeout: START_TIMEOUT_MS },
+    );
+    if (create.status !== 0) {
+      throw new Error(`redis-cli --cluster create failed (${create.status ?? create.signal}):\n${create.stdout}\n${create.stderr}`);
+    }
+    // Every node must agree the cluster is up: a node that has not heard of the others yet
+    // answers CLUSTERDOWN, which would make the first test flaky.
+    const allOk = async (): Promise<boolean> => ports.every((p) => /^cluster_state:ok\r?$/m.test(clusterInfo(cli, p)));
+    await waitUntil("redis cluster (cluster_state:ok on every node)", allOk, () => children.find((c) => c.exitCode !== null), () =>
+      ports.map((p) => `--- node ${p}:\n${clusterInfo(cli, p)}${outputs.get(p) ?? ""}`).join("\n"),
+    );
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { url: `redis://127.0.0.1:${ports[0]}`, ports, stop };
+}

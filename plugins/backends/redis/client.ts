@@ -13,40 +13,22 @@
 // has finished. A host that locks at startup should not fail because the TCP handshake was
 // still running, nor a call fail because the server closed an idle connection a moment ago.
 // As soon as an attempt fails (or takes longer than commandTimeoutMs), calls fail at once.
-import { Redis, type RedisOptions } from "ioredis";
+//
+// A Redis Cluster client (cluster = true) keeps one connection per node; the states below are
+// those of the client as a whole: up once it has read the slot layout from a node, down while
+// no node answers. ioredis drops a failed node's connection and opens a new one on the next
+// call for one of its slots (a call then waits for that attempt, at most commandTimeoutMs;
+// connect.ts says why the cluster client's own queue stays on for that).
 import type { Logger } from "pino";
 import type { RedisConfig } from "../../../host/config/types.js";
 import { LockhostError } from "../../../host/errors.js";
+import { createClient, type LockClient } from "./connect.js";
 import { backendError, unreachableMessage, type ErrorContext } from "./errors.js";
 import { warnIfEvictingFences } from "./policy.js";
-import { defineLockCommands, type LockCommands } from "./scripts.js";
 import { scrubberFor, type Scrubber } from "./secrets.js";
 
-/** First reconnect delay; it doubles per failed attempt up to RECONNECT_MAX_MS. */
-const RECONNECT_MIN_MS = 50;
-/**
- * Longest pause between reconnect attempts: how long after Redis is back the backend may
- * still fail calls. An attempt against a down server is one refused TCP connect, so a short
- * cap costs nothing; jitter keeps a fleet of hosts from reconnecting in lockstep.
- */
-const RECONNECT_MAX_MS = 1_000;
-/**
- * Floor of the TCP connect timeout. It does not delay calls (they wait at most
- * commandTimeoutMs), so it can be generous enough for a slow network; it bounds how long one
- * attempt at an unresponsive address lasts before the next.
- */
-const CONNECT_TIMEOUT_MIN_MS = 5_000;
 /** While Redis stays unreachable, the same error is logged again at most this often. */
 const REPEAT_LOG_MS = 60_000;
-
-/** Exponential backoff with jitter, never giving up (a number keeps ioredis reconnecting). */
-function reconnectDelay(attempt: number): number {
-  const ceiling = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** Math.min(attempt - 1, 16));
-  return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
-}
-
-/** After failover a former primary answers READONLY: reconnecting finds the new primary behind the same address. */
-const reconnectOnReadonly = (err: Error): boolean => err.message.startsWith("READONLY");
 
 /**
  * starting: first attempt running; up: ready; reconnecting: dropped, first reconnect attempt
@@ -61,12 +43,17 @@ interface Waiter {
   fail(err: LockhostError): void;
 }
 
-/** Owns the ioredis client of one RedisBackend. */
+/** Owns the ioredis client of one RedisBackend: one server's, or a cluster's. */
 export class RedisConnection {
   /** The client, with the lock scripts registered. */
-  readonly redis: Redis & LockCommands;
-  /** The server's URL with its password masked: the only form that is logged or quoted. */
+  readonly redis: LockClient;
+  /** The server's URL (a cluster's: its seed's) with its password masked: the only form that is logged or quoted. */
   readonly url: string;
+  /** How log lines name what they are about. */
+  readonly #kind: "redis" | "redis cluster";
+  /** `${kind} at ${url}`: how messages name the server. */
+  readonly #server: string;
+  readonly #cluster: boolean;
   readonly #scrub: Scrubber;
   readonly #log: Logger;
   readonly #timeoutMs: number;
@@ -85,40 +72,33 @@ export class RedisConnection {
 
   /**
    * Starts connecting in the background; never throws for an unreachable server.
-   * @throws LockhostError CONFIG_INVALID for a URL ioredis cannot parse.
+   * @throws LockhostError CONFIG_INVALID for a URL ioredis cannot parse, or (cluster) one that
+   *   cannot seed a cluster.
    */
-  constructor(config: Pick<RedisConfig, "url" | "commandTimeoutMs">, log: Logger) {
+  constructor(config: Pick<RedisConfig, "url" | "commandTimeoutMs" | "cluster">, log: Logger) {
     this.#scrub = scrubberFor(config.url);
     this.url = this.#scrub(config.url);
+    this.#cluster = config.cluster === true;
+    this.#kind = this.#cluster ? "redis cluster" : "redis";
+    this.#server = `${this.#kind} at ${this.url}`;
     this.#log = log;
     this.#timeoutMs = config.commandTimeoutMs;
-    const options: RedisOptions = {
-      lazyConnect: true, // listeners first: an 'error' without one would go to console.error
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      autoResendUnfulfilledCommands: false,
-      commandTimeout: config.commandTimeoutMs,
-      // A server that stops answering without closing the socket (paused, partitioned) is
-      // dropped after one command timeout, so later calls fail at once instead of each waiting.
-      socketTimeout: config.commandTimeoutMs,
-      connectTimeout: Math.max(CONNECT_TIMEOUT_MIN_MS, config.commandTimeoutMs),
-      retryStrategy: reconnectDelay,
-      reconnectOnError: reconnectOnReadonly,
-      connectionName: "lockhost",
-    };
-    let redis: Redis;
+    let client: LockClient;
     try {
-      redis = new Redis(config.url, options);
+      client = createClient(config, this.url);
     } catch (err) {
+      if (err instanceof LockhostError) throw err;
       // Only a malformed URL gets here; its message may quote the URL.
       throw new LockhostError("CONFIG_INVALID", `[locking.redis] url ${this.url} is not a valid Redis URL: ${this.#scrub(String(err))}`);
     }
-    this.redis = defineLockCommands(redis);
-    redis.on("error", this.#onError);
-    redis.on("ready", this.#onReady);
-    redis.on("close", this.#onClose);
-    redis.on("end", this.#onEnd);
-    redis.connect().catch(() => undefined); // failures arrive as 'error' and 'close' events
+    this.redis = client;
+    client.on("error", this.#onError);
+    client.on("ready", this.#onReady);
+    client.on("close", this.#onClose);
+    client.on("end", this.#onEnd);
+    // A cluster client reports its nodes' connection errors apart from its own 'error'.
+    if (this.#cluster) client.on("node error", this.#onNodeError);
+    client.connect().catch(() => undefined); // failures arrive as 'error' and 'close' events
   }
 
   /**
@@ -172,11 +152,14 @@ export class RedisConnection {
     }
     // After QUIT this only tidies up; without it, it ends the socket and cancels any reconnect.
     this.redis.disconnect();
-    this.#log.info({ url: this.url }, "redis connection closed");
+    this.#log.info({ url: this.url }, `${this.#kind} connection closed`);
   }
 
   #context(): ErrorContext {
-    return { url: this.url, commandTimeoutMs: this.#timeoutMs, scrub: this.#scrub, lastError: this.#lastError };
+    return {
+      url: this.url, server: this.#server, cluster: this.#cluster,
+      commandTimeoutMs: this.#timeoutMs, scrub: this.#scrub, lastError: this.#lastError,
+    };
   }
 
   #downError(): LockhostError {
@@ -187,7 +170,7 @@ export class RedisConnection {
   }
 
   #closedError(): LockhostError {
-    return new LockhostError("BACKEND_UNAVAILABLE", `the redis backend (${this.url}) is closed`);
+    return new LockhostError("BACKEND_UNAVAILABLE", `the ${this.#kind} backend (${this.url}) is closed`);
   }
 
   #tooSlow(): string {
@@ -204,8 +187,8 @@ export class RedisConnection {
     this.#log.warn(
       { url: this.url, error: this.#lastError },
       first
-        ? `cannot connect to redis at ${this.url}${reason}; lock calls fail until it answers, reconnecting in the background`
-        : `redis connection to ${this.url} lost${reason}; lock calls fail until it is back, reconnecting in the background`,
+        ? `cannot connect to ${this.#server}${reason}; lock calls fail until it answers, reconnecting in the background`
+        : `${this.#kind} connection to ${this.url} lost${reason}; lock calls fail until it is back, reconnecting in the background`,
     );
     this.#failWaiters(this.#downError());
   }
@@ -224,11 +207,11 @@ export class RedisConnection {
     if (this.#state === "closed") return;
     const downMs = Date.now() - this.#downSince;
     if (this.#state === "starting") {
-      this.#log.info({ url: this.url }, `redis connected at ${this.url}`);
+      this.#log.info({ url: this.url }, `${this.#kind} connected at ${this.url}`);
     } else if (this.#state === "reconnecting") {
-      this.#log.info({ url: this.url, downMs }, `redis connection to ${this.url} dropped and was re-established in ${downMs} ms`);
+      this.#log.info({ url: this.url, downMs }, `${this.#kind} connection to ${this.url} dropped and was re-established in ${downMs} ms`);
     } else {
-      this.#log.info({ url: this.url, downMs }, `redis connection to ${this.url} recovered after ${downMs} ms`);
+      this.#log.info({ url: this.url, downMs }, `${this.#kind} connection to ${this.url} recovered after ${downMs} ms`);
     }
     this.#state = "up";
     this.#downSince = 0;
@@ -250,7 +233,7 @@ export class RedisConnection {
         // Maybe only an idle connection the server closed: wait for the first reconnect attempt to tell.
         this.#state = "reconnecting";
         this.#downSince = Date.now();
-        this.#log.debug({ url: this.url, error: this.#lastError }, `redis connection to ${this.url} dropped; reconnecting`);
+        this.#log.debug({ url: this.url, error: this.#lastError }, `${this.#kind} connection to ${this.url} dropped; reconnecting`);
         return;
       case "starting":
       case "reconnecting":
@@ -267,17 +250,17 @@ export class RedisConnection {
    * ahead of the 'close' it causes, and is logged with the state change, as its reason.
    */
   readonly #onError = (err: unknown): void => {
-    const message = this.#scrub(err instanceof Error ? err.message : String(err));
+    const message = this.#scrub(errorText(err));
     this.#lastError = message;
     if (this.#state !== "down") {
-      if (this.#state !== "closed") this.#log.debug({ url: this.url, error: message }, `redis client error: ${message}`);
+      if (this.#state !== "closed") this.#log.debug({ url: this.url, error: message }, `${this.#kind} client error: ${message}`);
       return;
     }
     const now = Date.now();
     if (message === this.#lastLogged && now - this.#lastLoggedAt < REPEAT_LOG_MS) return;
     this.#lastLogged = message;
     this.#lastLoggedAt = now;
-    this.#log.warn({ url: this.url, error: message, downMs: now - this.#downSince }, `redis at ${this.url} still unreachable: ${message}`);
+    this.#log.warn({ url: this.url, error: message, downMs: now - this.#downSince }, `${this.#server} still unreachable: ${message}`);
   };
 
   /** The reconnect strategy never gives up, so 'end' without close() means ioredis could not even open a socket. */
@@ -286,9 +269,31 @@ export class RedisConnection {
     this.#state = "down";
     this.#ended = true;
     this.#downSince ||= Date.now();
-    this.#log.error({ url: this.url, error: this.#lastError }, `redis client for ${this.url} stopped and will not reconnect`);
+    this.#log.error({ url: this.url, error: this.#lastError }, `${this.#kind} client for ${this.url} stopped and will not reconnect`);
     this.#failWaiters(this.#downError());
   };
+
+  /**
+   * A cluster node's connection failed. The cluster as a whole may still be up (other nodes
+   * serve their slots), so this changes no state; it is what a failed call will quote.
+   */
+  readonly #onNodeError = (err: unknown, node: unknown): void => {
+    if (this.#state === "closed") return;
+    const message = this.#scrub(`${String(node)}: ${errorText(err)}`);
+    this.#lastError = message;
+    this.#log.debug({ url: this.url, node: String(node), error: message }, `redis cluster node error: ${message}`);
+  };
+}
+
+/**
+ * An error's message. A cluster client that reached none of its nodes says only "Failed to
+ * refresh slots cache."; the reason is on its `lastNodeError` (ioredis does not export the
+ * class), and is told here in operator terms.
+ */
+function errorText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const last: unknown = (err as { lastNodeError?: unknown }).lastNodeError;
+  return last instanceof Error ? `no node answered CLUSTER SLOTS (last node error: ${last.message})` : err.message;
 }
 
 function noop(): void {}

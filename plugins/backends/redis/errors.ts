@@ -1,13 +1,18 @@
 // Turns what ioredis rejects with into one LockhostError (BACKEND_UNAVAILABLE) whose message
-// says what happened in operator terms, names the server by its redacted URL, and says when
-// the command may have been applied anyway (so nobody assumes a timed-out acquire did nothing).
+// says what happened in operator terms, names the server (or cluster) by its redacted URL, and
+// says when the command may have been applied anyway (so nobody assumes a timed-out acquire
+// did nothing).
 import { LockhostError } from "../../../host/errors.js";
 import type { Scrubber } from "./secrets.js";
 
 /** What a message needs to know about the connection. */
 export interface ErrorContext {
-  /** The server's URL, password masked. */
+  /** The server's URL (a cluster's: its seed's), password masked. */
   readonly url: string;
+  /** How messages name it: `redis at <url>`, or `redis cluster at <url>`. */
+  readonly server: string;
+  /** A cluster client: one call may use a connection to any of its nodes. */
+  readonly cluster: boolean;
   readonly commandTimeoutMs: number;
   readonly scrub: Scrubber;
   /** The last connection error seen (already scrubbed), if any. */
@@ -28,19 +33,24 @@ export function backendError(err: unknown, ctx: ErrorContext): LockhostError {
 
 /** The message of an unreachable server, with the last connection error when there is one. */
 export function unreachableMessage(ctx: ErrorContext, what: string): string {
-  return `redis at ${ctx.url} ${what}${ctx.lastError ? ` (last error: ${ctx.lastError})` : ""}`;
+  return `${ctx.server} ${what}${ctx.lastError ? ` (last error: ${ctx.lastError})` : ""}`;
 }
 
 function describe(name: string, message: string, ctx: ErrorContext): string {
   if (message === "Command timed out") {
-    return `redis at ${ctx.url} did not answer within ${ctx.commandTimeoutMs} ms (commandTimeoutMs); the command may still have been applied`;
+    return `${ctx.server} did not answer within ${ctx.commandTimeoutMs} ms (commandTimeoutMs); the command may still have been applied`;
   }
   if (name === "MaxRetriesPerRequestError" || message.startsWith("Command aborted")) {
-    return `the connection to redis at ${ctx.url} was lost with the command in flight; it may or may not have been applied`;
+    return `the connection to ${ctx.server} was lost with the command in flight; it may or may not have been applied`;
+  }
+  if (message === "Connection is closed." && ctx.cluster) {
+    // A cluster client says this both for a node it could not reach and for a connection that
+    // dropped under a sent command: it cannot tell which, so neither can the caller.
+    return `the connection to a node of ${ctx.server} closed; the command may or may not have been applied${ctx.lastError ? ` (last error: ${ctx.lastError})` : ""}`;
   }
   if (message.startsWith("Stream isn't writeable") || message === "Connection is closed.") {
     return unreachableMessage(ctx, "is not connected");
   }
-  if (name === "ReplyError") return `redis at ${ctx.url} refused the command: ${message}`;
-  return `redis at ${ctx.url}: ${message}`;
+  if (name === "ReplyError") return `${ctx.server} refused the command: ${message}`;
+  return `${ctx.server}: ${message}`;
 }

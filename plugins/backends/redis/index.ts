@@ -1,11 +1,11 @@
 // The Redis backend: a single-node Redlock variant. Each LockBackend step is one Lua script
-// (scripts.ts) on one connection (client.ts), over keys that Redis Cluster keeps in one slot
+// (scripts.ts) on one connection (client.ts) to one server or, with cluster = true, to the
+// Redis Cluster node that owns the lock's slot, over keys that Redis Cluster keeps in one slot
 // per lock name (keys.ts). This file maps steps to scripts and replies to results. On the
 // lock path (acquire, renew, release while connected): one EVALSHA per call, reply handlers
 // bound once, no per-call closures, shared results for the outcomes that carry no data.
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { RedisConfig } from "../../../host/config/types.js";
 import { LockhostError } from "../../../host/errors.js";
@@ -19,10 +19,11 @@ import type {
   RenewResult,
 } from "../../../host/locking/backend.js";
 import { RedisConnection } from "./client.js";
+import type { LockClient } from "./connect.js";
 import { KeyLayout } from "./keys.js";
 import {
   CONTENDED, DELETED, MISMATCH, NOT_FOUND,
-  type AcquireReply, type LockCommands, type ReleaseReply, type RenewReply, type StatusReply,
+  type AcquireReply, type ReleaseReply, type RenewReply, type StatusReply,
 } from "./scripts.js";
 
 /** The holder as this backend records it: the plugin and node, plus the machine that took the lock. */
@@ -60,9 +61,10 @@ function ttlError(ttlMs: number): Promise<never> {
 }
 
 /**
- * Locks in Redis (ioredis), shared by every host that points at the same server and key
- * prefix. Its methods implement LockBackend (see host/locking/backend.ts for each step's
- * contract); every time it reports comes from the server's clock, in whole ms.
+ * Locks in Redis (ioredis), shared by every host that points at the same server (or the same
+ * Redis Cluster) and key prefix. Its methods implement LockBackend (see
+ * host/locking/backend.ts for each step's contract); every time it reports comes from the
+ * clock of the server that holds the lock (on a cluster: the node owning its slot), in whole ms.
  *
  * Failures (server unreachable, command timeout, a refused command) reject with a
  * LockhostError BACKEND_UNAVAILABLE within about commandTimeoutMs, at once while the
@@ -71,7 +73,7 @@ function ttlError(ttlMs: number): Promise<never> {
 export class RedisBackend implements LockBackend {
   /** Always "redis". */
   readonly kind = "redis";
-  /** Always true: every host on the same server and key prefix shares these locks. */
+  /** Always true: every host on the same server (or cluster) and key prefix shares these locks. */
   readonly distributed = true;
   /**
    * Random per backend instance, stored with each lock it takes: a lock of this node with
@@ -79,7 +81,7 @@ export class RedisBackend implements LockBackend {
    */
   readonly instanceId: string = randomUUID();
   readonly #conn: RedisConnection;
-  readonly #redis: Redis & LockCommands;
+  readonly #redis: LockClient;
   readonly #keys: KeyLayout;
   readonly #log: Logger;
   readonly #hostname = hostname();

@@ -16,7 +16,7 @@
 //
 // Replies are integers wherever possible (the cheapest reply to parse) and never nil: Lua's
 // false turns into a different reply type depending on RESP2 or RESP3.
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 
 /** Integer replies for "no lock" and "another owner's lock" (renew and release). */
 export const NOT_FOUND = -1;
@@ -126,9 +126,13 @@ const DEFINITIONS: Record<keyof LockCommands, { lua: string; numberOfKeys: numbe
   lockhostForceRelease: { lua: FORCE_RELEASE, numberOfKeys: 1 },
 };
 
-/** Registers the scripts on `redis` once (ioredis hashes them there) and returns it, typed. */
-export function defineLockCommands(redis: Redis): Redis & LockCommands {
-  for (const [name, definition] of Object.entries(DEFINITIONS)) redis.defineCommand(name, definition);
+/**
+ * Registers the scripts on `client` once (ioredis hashes them there) and returns it, typed. On a
+ * Cluster, ioredis sends each script to the node that owns the slot of its first key; every
+ * script here touches only keys of one lock name, which share a slot (keys.ts).
+ */
+export function defineLockCommands<C extends Redis | Cluster>(client: C): C & LockCommands {
+  for (const [name, definition] of Object.entries(DEFINITIONS)) client.defineCommand(name, definition);
   // defineCommand adds the methods at runtime; ioredis cannot type them.
-  return redis as Redis & LockCommands;
+  return client as C & LockCommands;
 }

@@ -1,0 +1,283 @@
+// The Redis backend on a real Redis Cluster (cluster = true): a private three-primary cluster
+// started by this file. The backend contract, then what only a cluster shows: locks spread
+// over the nodes, each lock and its fence counter in one slot whatever the name, credentials
+// applied to every node, and failures (a dead node, a dead cluster) that stay fast and never
+// show the password. The cluster is this file's alone, so nothing is cleaned up key by key.
+import { randomUUID } from "node:crypto";
+import { Cluster, type Redis } from "ioredis";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RedisConfig } from "../host/config/types.js";
+import { LockhostError } from "../host/errors.js";
+import type { AcquireRequest } from "../host/locking/backend.js";
+import { LockService } from "../host/locking/service.js";
+import { KeyLayout, RedisBackend } from "../plugins/backends/redis/index.js";
+import { clusterSeed } from "../plugins/backends/redis/seed.js";
+import { backendContract } from "./contract/backend-contract.js";
+import { captureLogger } from "./support/log.js";
+import { freePort, startRedisCluster, type RedisClusterServer } from "./support/servers.js";
+
+const COMMAND_TIMEOUT_MS = 1_000;
+/** Generous: "promptly" means bounded by the command timeout, not a race against the scheduler. */
+const PROMPT_MS = COMMAND_TIMEOUT_MS + 1_000;
+const prefix = `lockhost-cluster:${randomUUID().slice(0, 8)}:`;
+const silent = pino({ level: "silent" });
+const layout = new KeyLayout(prefix);
+
+let cluster: RedisClusterServer;
+/** An ordinary ioredis Cluster client, to look at what the backend wrote. */
+let admin: Cluster;
+const backends: RedisBackend[] = [];
+
+beforeAll(async () => {
+  cluster = await startRedisCluster();
+  admin = new Cluster([{ host: "127.0.0.1", port: cluster.ports[0]! }]);
+  await admin.ping();
+});
+afterAll(async () => {
+  await Promise.all(backends.map((b) => b.close()));
+  admin?.disconnect();
+  await cluster?.stop();
+});
+
+const config = (over: Partial<RedisConfig> = {}): RedisConfig => ({
+  url: cluster.url, keyPrefix: prefix, commandTimeoutMs: COMMAND_TIMEOUT_MS, reclaimOwnLocks: false, cluster: true, ...over,
+});
+/** A backend closed in afterAll. */
+function open(over: Partial<RedisConfig> = {}, log = silent): RedisBackend {
+  const backend = new RedisBackend(config(over), log);
+  backends.push(backend);
+  return backend;
+}
+let n = 0;
+const name = (): string => `cluster-${++n}`;
+const req = (key: string, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
+  key, owner: randomUUID(), ttlMs: 30_000, holder: { plugin: "p", node: "node-a" }, ...over,
+});
+
+/** The primaries, as direct connections (no redirects: each answers for itself only). */
+async function primaries(): Promise<Redis[]> {
+  // The client learns the layout on its own schedule; asking once makes it current.
+  await admin.cluster("SLOTS");
+  return admin.nodes("master");
+}
+
+/** The keys under this file's prefix that the node behind `node` holds itself. */
+async function keysOn(node: Redis): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, batch] = await node.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+    keys.push(...batch);
+    cursor = next;
+  } while (cursor !== "0");
+  return keys;
+}
+
+/** The slot the server (not the client library) computes for `key`. */
+const serverSlot = (key: string): Promise<number> => admin.cluster("KEYSLOT", key) as Promise<number>;
+
+/** Runs `call`, expecting BACKEND_UNAVAILABLE within PROMPT_MS; returns the error. */
+async function failsPromptly(call: () => Promise<unknown>): Promise<LockhostError> {
+  const started = performance.now();
+  const err = await call().then(
+    (value) => new Error(`expected a failure, got ${JSON.stringify(value)}`),
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(LockhostError);
+  expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+  expect(performance.now() - started).toBeLessThan(PROMPT_MS);
+  return err as LockhostError;
+}
+
+backendContract("redis cluster", { create: () => new RedisBackend(config(), silent) });
+
+describe("redis cluster backend: keys across nodes", () => {
+  it("spreads the locks of many names over the nodes, each lock next to its fence counter", async () => {
+    const backend = open();
+    const names = Array.from({ length: 40 }, name);
+    for (const k of names) expect((await backend.acquire(req(k))).acquired, k).toBe(true);
+
+    const nodes = await primaries();
+    expect(nodes.length).toBe(cluster.ports.length);
+    const held = await Promise.all(nodes.map(keysOn));
+    // Every lock lives on exactly one node, and its fence counter on the same one.
+    for (const k of names) {
+      const owners = held.filter((keys) => keys.includes(layout.lock(k)));
+      expect(owners, k).toHaveLength(1);
+      expect(owners[0], k).toContain(layout.fence(k));
+    }
+    const nodesWithLocks = held.filter((keys) => names.some((k) => keys.includes(layout.lock(k))));
+    expect(nodesWithLocks.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it("keeps the lock and fence of a name with braces in one slot (the server's own KEYSLOT agrees)", async () => {
+    const backend = open();
+    const base = name();
+    for (const k of ["}", "}x{", "{", "{}", "a{b}c", `${base}{a}`, `{${base}}`, `}${base}`, "%7D", "ключ/🔒"]) {
+      const a = req(k);
+      const got = await backend.acquire(a);
+      // A script whose keys were in two slots would have failed with CROSSSLOT.
+      expect(got.acquired, k).toBe(true);
+      expect(await serverSlot(layout.lock(k)), k).toBe(await serverSlot(layout.fence(k)));
+      expect((await backend.status(k))?.owner, k).toBe(a.owner);
+      expect(await backend.release(k, a.owner), k).toBe("released");
+      const again = await backend.acquire(req(k));
+      if (!got.acquired || !again.acquired) throw new Error(`not acquired: ${k}`);
+      expect(again.fence, k).toBe(got.fence + 1);
+    }
+  });
+
+  it("under a LockService: takes, renews, reports and releases locks whichever node holds them", async () => {
+    const service = new LockService(open(), { node: "node-svc" });
+    try {
+      const leases = [];
+      for (let i = 0; i < 12; i++) {
+        const k = name();
+        const lease = await service.tryLock(k, { ttlMs: 5_000 });
+        expect(lease, k).not.toBeNull();
+        expect(await service.tryLock(k, { ttlMs: 5_000 })).toBeNull();
+        leases.push(lease!);
+      }
+      for (const lease of leases) {
+        await service.renew(lease);
+        expect(await service.status(lease.name)).toMatchObject({ held: true, owner: lease.owner, fence: lease.fence });
+        await service.release(lease);
+        expect(await service.status(lease.name)).toMatchObject({ held: false });
+      }
+    } finally {
+      await service.close({ closeBackend: false });
+    }
+  });
+});
+
+describe("redis cluster backend: configuration", () => {
+  it("reads the seed node, and the credentials and TLS every node gets, from the URL", () => {
+    const seed = (url: string): ReturnType<typeof clusterSeed> => clusterSeed(url, "shown");
+    expect(seed("redis://cache:7000")).toEqual({ host: "cache", port: 7000, tls: false });
+    expect(seed("rediss://app:p%40ss@cache.internal")).toEqual({ host: "cache.internal", port: 6379, username: "app", password: "p@ss", tls: true });
+    expect(seed("redis://:pw@[::1]:7001/0")).toEqual({ host: "::1", port: 7001, password: "pw", tls: false });
+    expect(seed("redis://cache:7000?username=u&password=pw")).toEqual({ host: "cache", port: 7000, username: "u", password: "pw", tls: false });
+    expect(() => seed("redis://cache:7000?db=3")).toThrow(/shown cannot seed a Redis Cluster.*database 3/);
+    expect(() => seed("redis://:a%zz@cache")).toThrow(/malformed %-escape/);
+  });
+
+  it("refuses a URL a cluster cannot use, without showing its password", () => {
+    const port = cluster.ports[0]!;
+    expect(() => new RedisBackend(config({ url: `redis://:s3cret@127.0.0.1:${port}/2` }), silent)).toThrow(/only database 0/);
+    expect(() => new RedisBackend(config({ url: `redis://127.0.0.1:${port}?family=6` }), silent)).toThrow(/"family"/);
+    try {
+      new RedisBackend(config({ url: `redis://:s3cret@127.0.0.1:${port}/2` }), silent);
+    } catch (err) {
+      expect(err).toMatchObject({ code: "CONFIG_INVALID" });
+      expect((err as Error).message).not.toContain("s3cret");
+    }
+  });
+
+  it("applies the URL's password to every node, and never shows it when it is wrong", async () => {
+    const nodes = await primaries();
+    await Promise.all(nodes.map((node) => node.config("SET", "requirepass", "s3cret")));
+    const opened: RedisBackend[] = [];
+    try {
+      const backend = new RedisBackend(config({ url: `redis://:s3cret@127.0.0.1:${cluster.ports[1]}` }), silent);
+      opened.push(backend);
+      const names = Array.from({ length: 20 }, name);
+      for (const k of names) expect((await backend.acquire(req(k))).acquired, k).toBe(true);
+      const slots = new Set(await Promise.all(names.map((k) => serverSlot(layout.lock(k)))));
+      expect(slots.size).toBeGreaterThan(1);
+
+      const capture = captureLogger();
+      const wrong = new RedisBackend(config({ url: `redis://:wr0ng-s3cret@127.0.0.1:${cluster.ports[0]}` }), capture.logger);
+      opened.push(wrong);
+      const err = await failsPromptly(() => wrong.acquire(req(name())));
+      expect(err.message).toContain("redis cluster at");
+      expect(err.message).not.toContain("wr0ng");
+      expect(JSON.stringify(capture.lines)).not.toContain("wr0ng");
+    } finally {
+      // Closed first: once the password is gone they would reconnect with one the server does not ask for.
+      await Promise.all(opened.map((b) => b.close()));
+      await Promise.all(nodes.map((node) => node.config("SET", "requirepass", "")));
+    }
+  });
+});
+
+describe("redis cluster backend: failures", () => {
+  it("fails fast with BACKEND_UNAVAILABLE when no seed answers, and closes without hanging", async () => {
+    const port = await freePort();
+    const capture = captureLogger();
+    const backend = new RedisBackend(config({ url: `redis://user:s3cret@127.0.0.1:${port}`, commandTimeoutMs: 500 }), capture.logger);
+    try {
+      for (let i = 0; i < 3; i++) {
+        const err = await failsPromptly(() => backend.acquire(req(name())));
+        expect(err.message).toContain(`127.0.0.1:${port}`);
+        expect(err.message).not.toContain("s3cret");
+        expect(err.cause).toBeUndefined();
+        await new Promise((r) => setTimeout(r, 150));
+      }
+    } finally {
+      const closing = performance.now();
+      await backend.close();
+      expect(performance.now() - closing).toBeLessThan(1_000);
+    }
+    const logged = JSON.stringify(capture.lines);
+    expect(logged).toContain("cannot connect to redis cluster");
+    expect(logged).not.toContain("s3cret");
+    // Repeated reconnect errors are not logged one line per attempt.
+    expect(capture.lines.filter((l) => l.level >= 40).length).toBeLessThanOrEqual(2);
+  });
+
+  it("never resends a command whose connection dropped (it may have run): the call fails, nothing is written later", async () => {
+    const backend = open();
+    const k = name();
+    expect(await backend.status(k)).toBeNull(); // the node's connection is open
+    const nodes = await primaries();
+    // Writes wait on every node, so the acquire below sits in the server, not yet run...
+    await Promise.all(nodes.map((node) => node.call("CLIENT", "PAUSE", "5000", "WRITE")));
+    try {
+      const pending = backend.acquire(req(k)).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      await new Promise((r) => setTimeout(r, 100));
+      // ...when its connection is cut: the server drops the command unrun.
+      for (const node of nodes) {
+        const list = String(await node.call("CLIENT", "LIST"));
+        for (const id of list.split("\n").filter((l) => / name=lockhost /.test(l)).map((l) => /\bid=(\d+)/.exec(l)?.[1])) {
+          if (id) await node.call("CLIENT", "KILL", "ID", id);
+        }
+      }
+      const err = await pending;
+      expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE", message: expect.stringMatching(/may or may not have been applied/) });
+    } finally {
+      await Promise.all(nodes.map((node) => node.call("CLIENT", "UNPAUSE")));
+    }
+    // A resent acquire would have been queued behind the pause and run now.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await admin.exists(layout.lock(k))).toBe(0);
+    expect((await backend.acquire(req(k))).acquired).toBe(true);
+  });
+
+  // Runs last: it stops nodes of the shared cluster.
+  it("when a node dies, fails the calls for its slots fast while the other nodes keep serving; then the whole cluster", async () => {
+    const backend = open();
+    const names = Array.from({ length: 30 }, name);
+    for (const k of names) expect((await backend.acquire(req(k))).acquired, k).toBe(true);
+    const nodes = await primaries();
+    const victim = nodes[0]!;
+    const victimKeys = new Set(await keysOn(victim));
+    const onVictim = names.filter((k) => victimKeys.has(layout.lock(k)));
+    const elsewhere = names.filter((k) => !victimKeys.has(layout.lock(k)));
+    expect(onVictim.length).toBeGreaterThan(0);
+    expect(elsewhere.length).toBeGreaterThan(0);
+
+    await victim.call("SHUTDOWN", "NOSAVE").catch(() => undefined); // the reply is the connection closing
+    for (const k of onVictim.slice(0, 3)) await failsPromptly(() => backend.status(k));
+    for (const k of elsewhere.slice(0, 3)) expect(await backend.status(k), k).not.toBeNull();
+
+    for (const node of nodes.slice(1)) await node.call("SHUTDOWN", "NOSAVE").catch(() => undefined);
+    for (const k of names.slice(0, 5)) await failsPromptly(() => backend.acquire(req(k)));
+    const closing = performance.now();
+    await backend.close();
+    expect(performance.now() - closing).toBeLessThan(PROMPT_MS);
+  });
+});

@@ -1,0 +1,81 @@
+// How driver and server errors become LockhostErrors: which ones end a session, and messages
+// that say what failed where, without ever carrying the connection password.
+import pg from "pg";
+import { LockhostError } from "../../../host/errors.js";
+import { redactUrlSecrets } from "../../../host/redact.js";
+
+/** What an error message may say about the server, fixed per backend. */
+export interface ErrorContext {
+  /** The connection URL with its secrets masked, named in messages. */
+  readonly target: string;
+  /** commandTimeoutMs, named when a call ran out of time. */
+  readonly commandTimeoutMs: number;
+  /** Removes secrets from any text before it leaves the backend. */
+  readonly scrub: (text: string) => string;
+}
+
+/**
+ * A scrubber for the secrets of `url`: the URL masking every part of lockhost uses, plus the
+ * password itself wherever a driver or server message might echo it (passwords shorter than
+ * 4 characters are not searched for, or every message would be mangled).
+ */
+export function scrubberFor(url: string): (text: string) => string {
+  let password = "";
+  try {
+    password = decodeURIComponent(new URL(url).password);
+  } catch {
+    // Not a URL node can parse: the masking below still applies.
+  }
+  if (password.length < 4) return redactUrlSecrets;
+  return (text) => redactUrlSecrets(text).split(password).join("***");
+}
+
+/** Whether `err` is an error the server sent (as opposed to the socket or the driver). */
+export function isServerError(err: unknown): err is pg.DatabaseError {
+  return err instanceof pg.DatabaseError;
+}
+
+/**
+ * Whether `err` leaves the connection unusable: anything that is not a plain statement error
+ * (socket errors, read timeouts, "not queryable", FATAL/PANIC, admin shutdown, connection
+ * exceptions). When unsure the answer is yes: dropping a session only costs its locks, while
+ * using a broken one could leave a lock nobody tracks.
+ */
+export function endsSession(err: unknown): boolean {
+  if (!isServerError(err)) return true;
+  const code = err.code ?? "";
+  return err.severity === "FATAL" || err.severity === "PANIC" || code.startsWith("08") || code.startsWith("57P");
+}
+
+/** The LockhostError (BACKEND_UNAVAILABLE) for a failed `what` ("acquire", "connect", ...). */
+export function backendError(err: unknown, what: string, ctx: ErrorContext): LockhostError {
+  if (err instanceof LockhostError) return err;
+  return new LockhostError("BACKEND_UNAVAILABLE", ctx.scrub(describe(err, what, ctx)));
+}
+
+function describe(err: unknown, what: string, ctx: ErrorContext): string {
+  const where = `PostgreSQL at ${ctx.target}`;
+  if (isServerError(err)) {
+    switch (err.code) {
+      case "53200":
+        return (
+          `${where} ran out of lock table space during ${what} (SQLSTATE 53200, "${err.message}"): ` +
+          `advisory locks share the server's lock table, which holds max_locks_per_transaction × ` +
+          `(max_connections + max_prepared_transactions) locks; raise max_locks_per_transaction ` +
+          `(a server restart is needed) or hold fewer locks at once`
+        );
+      case "57014":
+        return `${where} cancelled ${what} at its statement timeout (commandTimeoutMs ${ctx.commandTimeoutMs} ms): ${err.message}`;
+      default:
+        return `${where}: ${what} failed: ${err.message} (SQLSTATE ${err.code ?? "unknown"})`;
+    }
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  if (message === "Query read timeout") {
+    return `${where} did not answer ${what} within commandTimeoutMs (${ctx.commandTimeoutMs} ms); the session was closed`;
+  }
+  if (/timeout/i.test(message)) {
+    return `${where} did not answer ${what} within commandTimeoutMs (${ctx.commandTimeoutMs} ms): ${message}`;
+  }
+  return `${where} is unreachable (${what}): ${message}`;
+}

@@ -1,0 +1,207 @@
+// Every statement the pg backend sends, built once per backend for its tables. Each lock step
+// is ONE statement (one round trip, one implicit transaction), named so that every session
+// parses and plans it once.
+//
+// Who holds a lock is decided by the advisory lock alone. Two tables, keyed by advisory id
+// (names whose ids collide share their rows, as they share their lock), hold what advisory
+// locks cannot:
+//
+// - `<table>` (logged): per id, `reserved`, a bound no fence ever handed out exceeds. It is
+//   raised a block at a time (FENCE_BLOCK), by a commit that is flushed to disk before the
+//   fence that needed it is handed out; so it survives any crash the server survives.
+// - `<table>_holders` (UNLOGGED): per id, the last fence handed out (and a copy of
+//   `reserved`) and the last holder: name, owner, plugin, node, hostname, session pid, times.
+//   Written on acquire and renew without flushing the WAL (an unlogged write needs no WAL);
+//   release only reads it. PostgreSQL empties unlogged tables after a crash, when every
+//   session and advisory lock is gone too; the next acquire then starts a new block above
+//   `reserved`, so fences never repeat, nor go back. So acquire is one round trip, and two
+//   (plus a flush) on a name's first acquisition, every FENCE_BLOCK-th, and after a crash.
+//
+// A holders row describes a holding only while its `owner` is set AND the session `pid` it
+// names holds the advisory lock (pg_locks): a session that releases or ends (crash, network
+// loss, pg_terminate_backend) frees its locks at once, whatever its row still says. A row is
+// overwritten by the next acquisition of its id, so it can never describe an older holding
+// of a lock its pid took again, even for a colliding name (`key` is compared too).
+//
+// Times are the server's: now() truncated to whole ms, so acquired/expires in ms since the
+// epoch are integers and differ by exactly the TTL.
+import { createHash } from "node:crypto";
+
+/** Fences reserved per flushed write: a crash makes a name's fences jump by up to this much. */
+export const FENCE_BLOCK = 1024;
+
+/** A named statement: node-postgres prepares it on first use on each connection. */
+export interface Statement {
+  readonly name: string;
+  readonly text: string;
+}
+
+/** The statements of one backend, for one configured table. */
+export interface Statements {
+  /** [whether both tables exist]: checked first, so a role without CREATE can use tables made for it. */
+  readonly tablesExist: { readonly text: string; readonly values: readonly string[] };
+  /** Creates both tables if missing (two statements, run one at a time). */
+  readonly createTables: readonly string[];
+  /** $1 advisory id, $2 key, $3 owner, $4 plugin, $5 node, $6 hostname, $7 ttl ms -> [fence, reserved, acquired ms, expires ms] or no row. */
+  readonly acquire: Statement;
+  /** $1 advisory id, $2 fence just taken -> [the fence to hand out]; only while holding the lock. */
+  readonly reserve: Statement;
+  /** $1 advisory id, $2 key, $3 owner, $4 ttl ms -> [expires ms] or no row. */
+  readonly renew: Statement;
+  /** $1 advisory id, $2 owner -> [whether the row still named this owner, unlocked]; always unlocks. */
+  readonly release: Statement;
+  /** $1 advisory id -> [unlocked]. */
+  readonly unlock: Statement;
+  /** $1 advisory id, $2 key, $3 classid, $4 objid -> [owner, fence, plugin, node, acquired ms, expires ms, remaining ms] or no row. */
+  readonly status: Statement;
+  /** $1 advisory id, $2 key, $3 classid, $4 objid -> [holder pid, terminated] or no row. */
+  readonly forceRelease: Statement;
+  /** $1 classid, $2 objid, $3 pid -> [whether that pid still holds the lock]. */
+  readonly heldBy: Statement;
+}
+
+/** PostgreSQL's identifier limit (NAMEDATALEN - 1). */
+const MAX_IDENTIFIER = 63;
+const HOLDERS_SUFFIX = "_holders";
+
+/**
+ * The holders table's name for the configured `table` (`name` or `schema.name`): `<name>_holders`
+ * in the same schema; a name too long for the suffix is cut and marked with a hash of the
+ * whole name, so two configured tables never share a holders table.
+ */
+export function holdersTableOf(table: string): string {
+  const dot = table.lastIndexOf(".");
+  const schema = table.slice(0, dot + 1);
+  const name = table.slice(dot + 1);
+  if (name.length + HOLDERS_SUFFIX.length <= MAX_IDENTIFIER) return `${schema}${name}${HOLDERS_SUFFIX}`;
+  const hash = createHash("sha256").update(name).digest("hex").slice(0, 8);
+  return `${schema}${name.slice(0, MAX_IDENTIFIER - HOLDERS_SUFFIX.length - 9)}_${hash}${HOLDERS_SUFFIX}`;
+}
+
+/** `name` or `schema.name` (already validated as lowercase identifiers), quoted. */
+export function quoteTable(table: string): string {
+  return table
+    .split(".")
+    .map((part) => `"${part.replace(/"/g, '""')}"`)
+    .join(".");
+}
+
+/** The advisory lock with classid `c`, objid `o` in this database, granted (int8 keys have objsubid 1). */
+const advisoryLock = (c: string, o: string): string =>
+  `l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.classid = ${c}::oid AND l.objid = ${o}::oid` +
+  ` AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`;
+
+const ms = (column: string): string => `(extract(epoch FROM ${column}) * 1000)::int8`;
+const serverNow = "date_trunc('milliseconds', now())";
+
+/** Builds the statements for the configured `table` (`name` or `schema.name`). */
+export function statementsFor(table: string): Statements {
+  const t = quoteTable(table);
+  const h = quoteTable(holdersTableOf(table));
+  return {
+    tablesExist: { text: "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL", values: [t, h] },
+    createTables: [
+      `CREATE TABLE IF NOT EXISTS ${t} (id bigint PRIMARY KEY, reserved bigint NOT NULL)`,
+      `CREATE UNLOGGED TABLE IF NOT EXISTS ${h} (
+        id bigint PRIMARY KEY,
+        key text NOT NULL,
+        fence bigint NOT NULL,
+        reserved bigint NOT NULL,
+        owner text,
+        plugin text NOT NULL,
+        node text NOT NULL,
+        hostname text NOT NULL,
+        pid integer NOT NULL,
+        acquired_at timestamptz NOT NULL,
+        expires_at timestamptz NOT NULL
+      )`,
+    ],
+    // The advisory lock, the next fence and the holder in one statement. `l` is volatile, so
+    // it runs exactly once, and nothing is written (no row comes back) unless it got the lock.
+    // CAREFUL: the statement's snapshot is taken before pg_try_advisory_lock runs, so a plain
+    // read here may miss what the previous holder committed in between. The fence therefore
+    // comes from ON CONFLICT DO UPDATE, which works on the latest row version: last fence + 1.
+    // Only with no holders row at all (a new id, or emptied by a crash: then no holder
+    // committed anything since) is it taken from `reserved`. When the fence passes the
+    // row's copy of `reserved`, the caller runs `reserve` before handing the fence out.
+    // A session-level advisory lock survives the rollback of a failed statement: the caller
+    // unlocks after any error.
+    acquire: {
+      name: "lockhost_acquire",
+      text: `WITH l AS (SELECT pg_try_advisory_lock($1::int8) AS got),
+        r AS (SELECT coalesce((SELECT reserved FROM ${t} WHERE id = $1::int8), 0) AS reserved)
+        INSERT INTO ${h} AS h (id, key, fence, reserved, owner, plugin, node, hostname, pid, acquired_at, expires_at)
+        SELECT $1::int8, $2::text, r.reserved + 1, r.reserved, $3::text, $4::text, $5::text, $6::text, pg_backend_pid(),
+               ${serverNow}, ${serverNow} + $7::int8 * interval '1 millisecond'
+        FROM l, r WHERE l.got
+        ON CONFLICT (id) DO UPDATE SET fence = h.fence + 1, key = EXCLUDED.key, owner = EXCLUDED.owner,
+          plugin = EXCLUDED.plugin, node = EXCLUDED.node, hostname = EXCLUDED.hostname, pid = EXCLUDED.pid,
+          acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at
+        RETURNING fence, reserved, ${ms("acquired_at")}, ${ms("expires_at")}`,
+    },
+    // Reserves the next block for a fence the acquire just took past `reserved`, while the
+    // lock is held (so this statement's snapshot already sees every earlier holder's commits),
+    // and flushes it to disk (also on a server with synchronous_commit = off) before the fence
+    // is handed out. The fence is raised above `reserved` if it was not already.
+    reserve: {
+      name: "lockhost_reserve",
+      text: `WITH cur AS (
+          SELECT greatest($2::int8, coalesce((SELECT reserved FROM ${t} WHERE id = $1::int8), 0) + 1) AS fence
+        ),
+        f AS (
+          INSERT INTO ${t} AS f (id, reserved)
+          SELECT $1::int8, cur.fence + ${FENCE_BLOCK - 1} FROM cur
+          WHERE current_setting('synchronous_commit') <> 'off' OR set_config('synchronous_commit', 'on', true) = 'on'
+          ON CONFLICT (id) DO UPDATE SET reserved = greatest(f.reserved, EXCLUDED.reserved)
+          RETURNING reserved
+        )
+        UPDATE ${h} h SET fence = cur.fence, reserved = f.reserved FROM cur, f WHERE h.id = $1::int8
+        RETURNING h.fence`,
+    },
+    // Runs on the holding session, so an answer proves the session (and with it the advisory
+    // lock) alive: a session loses an advisory lock only by unlocking it, which the caller's
+    // bookkeeping tracks, or by ending. The row must still name this owner and session:
+    // after a force-release it does not. (pg_locks is not consulted: reading it copies the
+    // server's whole lock table, which would make each renew cost O(locks on the server).)
+    renew: {
+      name: "lockhost_renew",
+      text: `UPDATE ${h} SET expires_at = ${serverNow} + $4::int8 * interval '1 millisecond'
+        WHERE id = $1::int8 AND key = $2 AND owner = $3 AND pid = pg_backend_pid()
+        RETURNING ${ms("expires_at")}`,
+    },
+    // Only reads (no transaction id, no lock table entry: it works even when the server's lock
+    // table is full) and always unlocks: the caller's bookkeeping says this session holds the
+    // advisory lock. A row no longer naming this owner was force-released.
+    release: {
+      name: "lockhost_release",
+      text: `SELECT EXISTS (SELECT FROM ${h} WHERE id = $1::int8 AND owner = $2 AND pid = pg_backend_pid()),
+          pg_advisory_unlock($1::int8)`,
+    },
+    unlock: { name: "lockhost_unlock", text: "SELECT pg_advisory_unlock($1::int8)" },
+    status: {
+      name: "lockhost_status",
+      text: `SELECT owner, fence, plugin, node, ${ms("acquired_at")}, ${ms("expires_at")},
+          greatest(0, ${ms("expires_at")} - ${ms(serverNow)})
+        FROM ${h} h
+        WHERE id = $1::int8 AND key = $2 AND owner IS NOT NULL
+          AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = h.pid AND ${advisoryLock("$3", "$4")})`,
+    },
+    // Clears the owner only when the row describes a live holding, then ends the holding
+    // session (its advisory locks go with it): the one way to take an advisory lock away from
+    // another session. Never terminates the session running this (see PgBackend.forceRelease).
+    forceRelease: {
+      name: "lockhost_force_release",
+      text: `WITH u AS (
+          UPDATE ${h} SET owner = NULL
+          WHERE id = $1::int8 AND key = $2 AND owner IS NOT NULL
+            AND pid IN (SELECT l.pid FROM pg_locks l WHERE ${advisoryLock("$3", "$4")})
+          RETURNING pid
+        )
+        SELECT pid, CASE WHEN pid = pg_backend_pid() THEN false ELSE pg_terminate_backend(pid) END FROM u`,
+    },
+    heldBy: {
+      name: "lockhost_held_by",
+      text: `SELECT EXISTS (SELECT FROM pg_locks l WHERE l.pid = $3::int4 AND ${advisoryLock("$1", "$2")})`,
+    },
+  };
+}

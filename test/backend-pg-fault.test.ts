@@ -1,0 +1,200 @@
+// The PostgreSQL backend when its server fails, against a private PostgreSQL this file kills,
+// freezes and restarts: calls fail fast with BACKEND_UNAVAILABLE (never hang, never crash the
+// host), locks on a lost session are reported lost, sessions come back by themselves, a full
+// server lock table is named as such, and close() returns even when the server is gone.
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
+import type { PgConfig } from "../host/config/types.js";
+import { LockhostError } from "../host/errors.js";
+import type { AcquireRequest } from "../host/locking/backend.js";
+import { LockService } from "../host/locking/service.js";
+import { PgBackend } from "../plugins/backends/pg/index.js";
+import { FENCE_BLOCK } from "../plugins/backends/pg/sql.js";
+import { captureLogger } from "./support/log.js";
+import { startPostgresServer, type PgServer } from "./support/servers.js";
+
+const COMMAND_TIMEOUT_MS = 500;
+/** Generous: "promptly" means bounded by the command timeout, not a race against the scheduler. */
+const PROMPT_MS = COMMAND_TIMEOUT_MS + 1_000;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+let server: PgServer;
+beforeAll(async () => {
+  server = await startPostgresServer();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+const config = (over: Partial<PgConfig> = {}): PgConfig => ({
+  ...CONFIG_DEFAULTS.pg,
+  url: server.url,
+  table: `lockhost_fault_${randomUUID().slice(0, 8)}`,
+  commandTimeoutMs: COMMAND_TIMEOUT_MS,
+  ...over,
+});
+let n = 0;
+const req = (over: Partial<AcquireRequest> = {}): AcquireRequest => ({
+  key: `fault-${++n}`, owner: randomUUID(), ttlMs: 10_000, holder: { plugin: "fault", node: "node-f" }, ...over,
+});
+
+/** Runs `call`, expecting BACKEND_UNAVAILABLE within PROMPT_MS; returns the error. */
+async function failsPromptly(call: () => Promise<unknown>): Promise<LockhostError> {
+  const started = performance.now();
+  const outcome = await call().then(
+    (value) => ({ value }),
+    (err: unknown) => ({ err }),
+  );
+  const elapsed = performance.now() - started;
+  if (!("err" in outcome)) throw new Error(`expected a failure, got ${JSON.stringify(outcome.value)}`);
+  expect(outcome.err).toBeInstanceOf(LockhostError);
+  expect(outcome.err).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+  expect(elapsed).toBeLessThan(PROMPT_MS);
+  return outcome.err as LockhostError;
+}
+
+/** Polls `attempt` until it resolves to true, failing after `ms`. */
+async function eventually(what: string, ms: number, attempt: () => Promise<boolean>): Promise<void> {
+  const deadline = performance.now() + ms;
+  let last: unknown;
+  while (performance.now() < deadline) {
+    try {
+      if (await attempt()) return;
+    } catch (err) {
+      last = err;
+    }
+    await sleep(50);
+  }
+  throw new Error(`${what}: not within ${ms} ms; last error: ${String(last)}`);
+}
+
+describe("pg backend: server killed, frozen and restarted", () => {
+  it("reports locks lost and fails fast while PostgreSQL is down, then takes locks again once it is back", async () => {
+    const capture = captureLogger();
+    const backend = new PgBackend(config(), capture.logger);
+    try {
+      const held = [req(), req(), req()];
+      for (const r of held) expect((await backend.acquire(r)).acquired).toBe(true);
+
+      await server.kill();
+      // Renew: lost (the session's end was noticed) or BACKEND_UNAVAILABLE, promptly either way.
+      const started = performance.now();
+      const renewed = await backend.renew(held[0]!.key, held[0]!.owner, 10_000).catch((err: unknown) => err);
+      expect(performance.now() - started).toBeLessThan(PROMPT_MS);
+      if (renewed instanceof LockhostError) expect(renewed.code).toBe("BACKEND_UNAVAILABLE");
+      else expect(renewed).toEqual({ ok: false, reason: "not_found" });
+      // By now the session's end has surely been seen: every lock on it is lost.
+      await eventually("the backend sees its sessions end", PROMPT_MS, async () => backend.heldCount === 0);
+      expect(await backend.release(held[1]!.key, held[1]!.owner)).toBe("not_found");
+      expect(await backend.renew(held[2]!.key, held[2]!.owner, 10_000)).toEqual({ ok: false, reason: "not_found" });
+
+      const err = await failsPromptly(() => backend.acquire(req()));
+      expect(err.message).toContain(server.url);
+      await failsPromptly(() => backend.acquire(req()));
+      await failsPromptly(() => backend.status("fault-x"));
+      await failsPromptly(() => backend.forceRelease("fault-x"));
+
+      await server.start();
+      await eventually("a lock is taken again after the restart", 5_000, async () => (await backend.acquire(req())).acquired);
+      // The locks lost in the outage are free again. The crash emptied the holders table, so
+      // the fence starts a new block above the one reserved (and flushed) before it: it never
+      // repeats one handed out before the crash.
+      const again = await backend.acquire(held[0]!);
+      expect(again.acquired).toBe(true);
+      if (again.acquired) expect(again.fence).toBe(FENCE_BLOCK + 1);
+      expect(capture.lines.some((l) => l.msg.includes("its locks are lost"))).toBe(true);
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it("through LockService: tryLock rejects BACKEND_UNAVAILABLE and renew reports LOST while the server is down", async () => {
+    const service = new LockService(new PgBackend(config(), captureLogger().logger), { node: "node-f" });
+    try {
+      const lease = await service.tryLock("job", { ttlMs: 10_000 });
+      expect(lease).not.toBeNull();
+      await server.kill();
+      await expect(service.renew(lease!)).rejects.toSatisfy(
+        (e: unknown) => e instanceof LockhostError && (e.code === "LOST" || e.code === "BACKEND_UNAVAILABLE"),
+      );
+      await failsPromptly(() => service.tryLock("job2", { ttlMs: 10_000 }));
+    } finally {
+      await server.start();
+      await service.close();
+    }
+  });
+
+  it("closes promptly while the server is down", async () => {
+    const backend = new PgBackend(config(), captureLogger().logger);
+    expect((await backend.acquire(req())).acquired).toBe(true);
+    await server.kill();
+    try {
+      const started = performance.now();
+      await backend.close();
+      expect(performance.now() - started).toBeLessThan(PROMPT_MS);
+    } finally {
+      await server.start();
+    }
+  });
+
+  it("gives up on a server that stops answering after commandTimeoutMs, and drops that session", async () => {
+    const capture = captureLogger();
+    const backend = new PgBackend(config({ sessions: 1 }), capture.logger);
+    const frozen: number[] = [];
+    try {
+      const first = req();
+      expect((await backend.acquire(first)).acquired).toBe(true);
+      // Freeze the session's server process: it neither answers nor closes the connection.
+      const [pid] = backend.sessionPids;
+      process.kill(pid!, "SIGSTOP");
+      frozen.push(pid!);
+      // A burst: some statements go on the wire, the rest wait their turn; all fail promptly.
+      const burst = Array.from({ length: 100 }, () => failsPromptly(() => backend.acquire(req())));
+      const err = await failsPromptly(() => backend.acquire(req()));
+      expect(err.message).toMatch(/did not answer (for|within) commandTimeoutMs \(500 ms\)/);
+      await Promise.all(burst);
+      // A connection that might still be running our statement is never trusted again.
+      expect(backend.heldCount).toBe(0);
+      expect(await backend.renew(first.key, first.owner, 10_000)).toEqual({ ok: false, reason: "not_found" });
+      // A new session works (the frozen one still holds its lock on the server until it notices).
+      expect((await backend.acquire(req())).acquired).toBe(true);
+      expect(backend.sessionPids[0]).not.toBe(pid);
+      const started = performance.now();
+      await backend.close();
+      expect(performance.now() - started).toBeLessThan(PROMPT_MS);
+    } finally {
+      for (const pid of frozen) process.kill(pid, "SIGCONT");
+      await backend.close();
+    }
+  });
+
+  it("names max_locks_per_transaction when the server's lock table is full, and keeps working", async () => {
+    const backend = new PgBackend(config({ commandTimeoutMs: 5_000 }), captureLogger().logger);
+    const held: AcquireRequest[] = [];
+    try {
+      let failure: unknown;
+      // The lock table holds max_locks_per_transaction × (max_connections + ...) entries: some
+      // thousands on a default server. Fill it in batches until the server refuses.
+      for (let batch = 0; batch < 40 && failure === undefined; batch++) {
+        const reqs = Array.from({ length: 1_000 }, () => req());
+        const results = await Promise.allSettled(reqs.map((r) => backend.acquire(r)));
+        results.forEach((r, i) => {
+          if (r.status === "fulfilled" && r.value.acquired) held.push(reqs[i]!);
+          else if (r.status === "rejected") failure ??= r.reason;
+        });
+      }
+      expect(failure).toBeInstanceOf(LockhostError);
+      expect(failure).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+      expect((failure as Error).message).toContain("max_locks_per_transaction");
+      expect((failure as Error).message).toContain("53200");
+      expect(held.length).toBeGreaterThan(1_000);
+
+      const released = await Promise.all(held.map((r) => backend.release(r.key, r.owner)));
+      expect(released.every((r) => r === "released")).toBe(true);
+      expect((await backend.acquire(req())).acquired).toBe(true);
+    } finally {
+      await backend.close();
+    }
+  });
+});

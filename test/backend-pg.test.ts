@@ -1,0 +1,620 @@
+// The PostgreSQL backend against a real server (DATABASE_URL, or the machine's default): the
+// backend contract, plus what only this backend has: advisory locks shared by many callers on
+// a few sessions, host-enforced lease ends, sessions that end under their locks, and
+// force-release across hosts. Every table is made up for this run and dropped at the end.
+import { randomUUID } from "node:crypto";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
+import type { PgConfig } from "../host/config/types.js";
+import { LockhostError } from "../host/errors.js";
+import type { AcquireRequest } from "../host/locking/backend.js";
+import { LockService } from "../host/locking/service.js";
+import { PgBackend, type PgBackendOptions } from "../plugins/backends/pg/index.js";
+import { DeadlineQueue, type Timed } from "../plugins/backends/pg/expiry.js";
+import { advisoryKeyFromId, advisoryKeyOf } from "../plugins/backends/pg/key-hash.js";
+import { FENCE_BLOCK, holdersTableOf, statementsFor } from "../plugins/backends/pg/sql.js";
+import { backendContract } from "./contract/backend-contract.js";
+import { dropPgTable } from "./support/cleanup.js";
+import { captureLogger } from "./support/log.js";
+import { databaseUrl, freePort } from "./support/servers.js";
+
+const url = databaseUrl();
+const run = randomUUID().slice(0, 8);
+const table = `lockhost_test_${run}`;
+const tables = [table];
+const config = (over: Partial<PgConfig> = {}): PgConfig => ({ ...CONFIG_DEFAULTS.pg, url, table, ...over });
+const capture = captureLogger();
+const backends: PgBackend[] = [];
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** A backend ("a host") on this run's table, closed at the end of the file. */
+function host(over: Partial<PgConfig> = {}, options: PgBackendOptions = {}): PgBackend {
+  const backend = new PgBackend(config(over), capture.logger, options);
+  backends.push(backend);
+  return backend;
+}
+
+let n = 0;
+const key = (label = "k"): string => `pg-${run}-${label}-${++n}`;
+const req = (k: string, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
+  key: k, owner: randomUUID(), ttlMs: 10_000, holder: { plugin: "pgtest", node: "node-a" }, ...over,
+});
+
+/** Polls `check` until it returns true, failing after `ms`. */
+async function until(what: string, ms: number, check: () => Promise<boolean> | boolean): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+    await sleep(10);
+  }
+}
+
+let admin: pg.Client;
+beforeAll(async () => {
+  admin = new pg.Client({ connectionString: url });
+  admin.on("error", () => undefined);
+  await admin.connect();
+});
+afterAll(async () => {
+  await Promise.all(backends.map((b) => b.close()));
+  await admin?.end();
+  for (const t of tables) {
+    await dropPgTable(url, t);
+    await dropPgTable(url, holdersTableOf(t));
+  }
+});
+
+/** Server pids holding the advisory lock of `name` in this database. */
+async function holders(name: string): Promise<number[]> {
+  const a = advisoryKeyOf(name);
+  const r = await admin.query<{ pid: number }>(
+    `select pid from pg_locks where locktype = 'advisory' and granted and objsubid = 1
+       and classid = $1::oid and objid = $2::oid and database = (select oid from pg_database where datname = current_database())`,
+    [a.classid, a.objid],
+  );
+  return r.rows.map((row) => row.pid);
+}
+
+backendContract("pg", { create: () => host() });
+
+describe("pg backend", () => {
+  it("maps names to advisory ids with the documented, stable hash (the same in SQL)", async () => {
+    // Fixed vectors: changing the mapping would let two versions of lockhost both grant a lock.
+    expect(advisoryKeyOf("billing:nightly")).toEqual({ id: "-7078239667779884089", classid: 2646936198, objid: 921086919 });
+    expect(advisoryKeyOf("global:ключ/🔒").id).toBe("8571938049554905428");
+    const names = ["billing:nightly", "global:ключ/🔒", key()];
+    for (const name of names) {
+      const { rows } = await admin.query<{ id: string }>(
+        "select ('x' || encode(substr(sha256(convert_to($1, 'UTF8')), 1, 8), 'hex'))::bit(64)::bigint::text as id",
+        [name],
+      );
+      expect(rows[0]!.id).toBe(advisoryKeyOf(name).id);
+    }
+    expect(advisoryKeyFromId(-1n)).toEqual({ id: "-1", classid: 0xffff_ffff, objid: 0xffff_ffff });
+    expect(advisoryKeyFromId(0x1_0000_0002n)).toEqual({ id: "4294967298", classid: 1, objid: 2 });
+  });
+
+  it("names the holders table after the configured one, within PostgreSQL's 63-character limit", () => {
+    expect(holdersTableOf("lockhost_locks")).toBe("lockhost_locks_holders");
+    expect(holdersTableOf("ops.locks")).toBe("ops.locks_holders");
+    const long1 = `s.${"a".repeat(60)}1`;
+    const long2 = `s.${"a".repeat(60)}2`;
+    const [h1, h2] = [holdersTableOf(long1), holdersTableOf(long2)];
+    expect(h1).not.toBe(h2);
+    for (const h of [h1, h2]) {
+      expect(h.startsWith("s.")).toBe(true);
+      expect(h.length - 2).toBeLessThanOrEqual(63);
+      expect(h.endsWith("_holders")).toBe(true);
+    }
+  });
+
+  it("says it is distributed", () => {
+    expect(host().distributed).toBe(true);
+    expect(host().kind).toBe("pg");
+  });
+
+  it("reports times on the server's clock, expiresAt - acquiredAt being exactly the TTL", async () => {
+    const backend = host();
+    const { rows } = await admin.query<{ ms: string }>("select (extract(epoch from now()) * 1000)::int8 as ms");
+    for (const ttlMs of [1_000, 999, 12_345, 86_400_000]) {
+      const got = await backend.acquire(req(key(), { ttlMs }));
+      if (!got.acquired) throw new Error("not acquired");
+      expect(got.expiresAtMs - got.acquiredAtMs).toBe(ttlMs);
+      expect(Math.abs(got.acquiredAtMs - Number(rows[0]!.ms))).toBeLessThan(5_000);
+    }
+  });
+
+  it("answers a second acquire of a key this backend holds from its bookkeeping, never re-entering the lock", async () => {
+    const a = host();
+    const b = host();
+    const k = key();
+    const first = req(k);
+    expect((await a.acquire(first)).acquired).toBe(true);
+    expect(await a.acquire(req(k))).toEqual({ acquired: false });
+    // Had the session locked twice, one unlock would leave it held and b could not take it.
+    expect(await a.release(k, first.owner)).toBe("released");
+    expect(await holders(k)).toEqual([]);
+    expect((await b.acquire(req(k))).acquired).toBe(true);
+  });
+
+  it("lets one of 20 concurrent acquirers on one backend win, and one release frees the key", async () => {
+    const a = host();
+    const b = host();
+    const k = key();
+    const reqs = Array.from({ length: 20 }, () => req(k));
+    const results = await Promise.all(reqs.map((r) => a.acquire(r)));
+    const winners = reqs.filter((_, i) => results[i]!.acquired);
+    expect(winners).toHaveLength(1);
+    expect(await holders(k)).toHaveLength(1);
+    expect(await a.release(k, winners[0]!.owner)).toBe("released");
+    expect((await b.acquire(req(k))).acquired).toBe(true);
+  });
+
+  it("keeps names whose advisory ids collide apart: false contention, never a double grant or a wrong status", async () => {
+    // Both names get one made-up id, on both hosts (the mapping must agree across hosts).
+    const id = BigInt.asIntN(64, BigInt(`0x${randomUUID().replace(/-/g, "").slice(0, 16)}`));
+    const options: PgBackendOptions = {
+      advisoryKey: (name) => (name.includes("-collide-") ? advisoryKeyFromId(id) : advisoryKeyOf(name)),
+    };
+    const a = host({}, options);
+    const b = host({}, options);
+    const [k1, k2] = [key("collide"), key("collide")];
+    const one = req(k1);
+    expect((await a.acquire(one)).acquired).toBe(true);
+    // Same host: the bookkeeping is keyed by id, so k2 is contended without asking the server.
+    expect(await a.acquire(req(k2))).toEqual({ acquired: false });
+    // Another host: the server's advisory lock says the same.
+    expect(await b.acquire(req(k2))).toEqual({ acquired: false });
+    // Nobody holds k2: status and force-release compare the stored name.
+    expect(await a.status(k2)).toBeNull();
+    expect(await b.forceRelease(k2)).toBe(false);
+    expect(await a.renew(k2, one.owner, 1_000)).toEqual({ ok: false, reason: "not_found" });
+    expect(await a.release(k2, one.owner)).toBe("not_found");
+    expect((await a.status(k1))?.owner).toBe(one.owner);
+
+    expect(await a.release(k1, one.owner)).toBe("released");
+    const two = req(k2);
+    expect((await b.acquire(two)).acquired).toBe(true);
+    expect((await b.status(k2))?.owner).toBe(two.owner);
+    expect(await b.status(k1)).toBeNull();
+    expect(await a.acquire(req(k1))).toEqual({ acquired: false });
+  });
+
+  it("hands out dense fences within a reserved block and reserves the next block past it", async () => {
+    const backend = host();
+    const k = key();
+    const a = req(k);
+    const first = await backend.acquire(a);
+    if (!first.acquired) throw new Error("not acquired");
+    expect(first.fence).toBe(1);
+    expect(await backend.release(k, a.owner)).toBe("released");
+    const reserved = async (): Promise<number> =>
+      Number((await admin.query(`select reserved from ${table} where id = $1`, [advisoryKeyOf(k).id])).rows[0].reserved);
+    expect(await reserved()).toBe(FENCE_BLOCK);
+    // Skip to the end of the block rather than take a thousand locks.
+    await admin.query(`update ${holdersTableOf(table)} set fence = $2 where key = $1`, [k, FENCE_BLOCK - 2]);
+    const fences: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const r = req(k);
+      const got = await backend.acquire(r);
+      if (!got.acquired) throw new Error("not acquired");
+      fences.push(got.fence);
+      await backend.release(k, r.owner);
+    }
+    expect(fences).toEqual([FENCE_BLOCK - 1, FENCE_BLOCK, FENCE_BLOCK + 1, FENCE_BLOCK + 2]);
+    expect(await reserved()).toBe(2 * FENCE_BLOCK);
+  });
+
+  it("takes the fence from the latest holders row, also one committed after the acquiring statement began", async () => {
+    // The statement's snapshot predates its pg_try_advisory_lock: a holder that commits in
+    // between must still be seen. Here a transaction holds the row while the acquire runs.
+    const backend = host();
+    const k = key();
+    const first = req(k);
+    expect((await backend.acquire(first)).acquired).toBe(true);
+    expect(await backend.release(k, first.owner)).toBe("released");
+    const writer = new pg.Client({ connectionString: url });
+    await writer.connect();
+    try {
+      await writer.query("begin");
+      await writer.query(`update ${holdersTableOf(table)} set fence = 500 where id = $1`, [advisoryKeyOf(k).id]);
+      const pending = backend.acquire(req(k));
+      await sleep(100);
+      await writer.query("commit");
+      const got = await pending;
+      expect(got.acquired).toBe(true);
+      if (got.acquired) expect(got.fence).toBe(501);
+    } finally {
+      await writer.end();
+    }
+  });
+
+  it("never repeats a fence when the holders table is emptied (as a server crash does) or dropped", async () => {
+    const own = `lockhost_test_${run}_crash`;
+    const other = `lockhost_test_${run}_drop`;
+    tables.push(own, other);
+    const backend = host({ table: own });
+    const b = host({ table: other });
+    const k = key();
+    const take = async (on: PgBackend): Promise<number> => {
+      const r = req(k);
+      const got = await on.acquire(r);
+      if (!got.acquired) throw new Error("not acquired");
+      expect(await on.release(k, r.owner)).toBe("released");
+      return got.fence;
+    };
+    expect([await take(backend), await take(backend), await take(backend)]).toEqual([1, 2, 3]);
+    // PostgreSQL empties unlogged tables in crash recovery: the next fence starts a new block.
+    await admin.query(`truncate ${holdersTableOf(own)}`);
+    expect(await take(backend)).toBe(FENCE_BLOCK + 1);
+    expect(await take(backend)).toBe(FENCE_BLOCK + 2);
+
+    // Dropped under a live backend: the session that finds it gone is dropped (its locks are
+    // lost) and the next connection creates it again; fences go on above the reserved block.
+    expect(await take(b)).toBe(1);
+    const held = req(key());
+    expect((await b.acquire(held)).acquired).toBe(true);
+    await admin.query(`drop table ${holdersTableOf(other)}`);
+    let fence = 0;
+    await until("b works again", 3_000, async () => {
+      fence = await take(b).catch(() => 0);
+      return fence > 0;
+    });
+    expect(fence).toBe(FENCE_BLOCK + 1);
+    expect(await b.renew(held.key, held.owner, 1_000)).toEqual({ ok: false, reason: "not_found" });
+  });
+
+  it("under contention from several hosts: never two holders, fences strictly increasing per key", async () => {
+    const hosts = Array.from({ length: 4 }, () => host({ sessions: 2 }));
+    const keys = [key("hot"), key("hot")];
+    const inside = new Map<string, string>();
+    const lastFence = new Map<string, number>();
+    const problems: string[] = [];
+    let acquisitions = 0;
+    const until = performance.now() + 1_500;
+    const worker = async (h: PgBackend, w: number): Promise<void> => {
+      while (performance.now() < until) {
+        const k = keys[w % keys.length]!;
+        const r = req(k, { ttlMs: 5_000 });
+        const got = await h.acquire(r);
+        if (!got.acquired) {
+          // Contention on this host is answered without I/O: yield, or the loop starves it.
+          await new Promise((resolve) => setImmediate(resolve));
+          continue;
+        }
+        acquisitions++;
+        if (inside.has(k)) problems.push(`${k}: ${r.owner} entered while ${inside.get(k)} was inside`);
+        if (got.fence <= (lastFence.get(k) ?? 0)) problems.push(`${k}: fence ${got.fence} after ${lastFence.get(k)}`);
+        inside.set(k, r.owner);
+        lastFence.set(k, got.fence);
+        await sleep(1);
+        inside.delete(k);
+        expect(await h.release(k, r.owner)).toBe("released");
+      }
+    };
+    await Promise.all(hosts.flatMap((h) => Array.from({ length: 4 }, (_, w) => worker(h, w))));
+    expect(problems).toEqual([]);
+    expect(acquisitions).toBeGreaterThan(20);
+  });
+
+  it("creates its table on first use, also when several hosts race to create it", async () => {
+    const raced = `lockhost_test_${run}_race`;
+    tables.push(raced);
+    const hosts = Array.from({ length: 6 }, () => host({ table: raced }));
+    const results = await Promise.all(hosts.map((h, i) => h.acquire(req(key(`race${i}`)))));
+    expect(results.every((r) => r.acquired)).toBe(true);
+    const r = await admin.query("select count(*)::int as n from " + holdersTableOf(raced));
+    expect(r.rows[0]).toEqual({ n: 6 });
+  });
+
+  it("creates its table in a schema when the config names one", async () => {
+    const schema = `lockhost_test_${run}_s`;
+    await admin.query(`create schema ${schema}`);
+    try {
+      const backend = host({ table: `${schema}.locks` });
+      const k = key();
+      const a = req(k);
+      expect((await backend.acquire(a)).acquired).toBe(true);
+      expect((await backend.status(k))?.owner).toBe(a.owner);
+      await backend.close();
+    } finally {
+      await admin.query(`drop schema ${schema} cascade`);
+    }
+  });
+
+  it("uses tables an operator made for a role that may not create tables", async () => {
+    const schema = `lockhost_test_${run}_ro`;
+    const role = `lockhost_test_${run}_role`;
+    const t = `${schema}.locks`;
+    await admin.query(`create schema ${schema}; create role ${role} login`);
+    try {
+      for (const ddl of statementsFor(t).createTables) await admin.query(ddl);
+      await admin.query(`grant usage on schema ${schema} to ${role}`);
+      await admin.query(`grant select, insert, update on ${t}, ${holdersTableOf(t)} to ${role}`);
+      const roleUrl = new URL(url);
+      roleUrl.username = role;
+      const backend = host({ url: roleUrl.toString(), table: t });
+      const k = key();
+      const a = req(k);
+      expect((await backend.acquire(a)).acquired).toBe(true);
+      expect((await backend.renew(k, a.owner, 5_000)).ok).toBe(true);
+      expect((await backend.status(k))?.owner).toBe(a.owner);
+      expect(await backend.release(k, a.owner)).toBe("released");
+      await backend.close();
+    } finally {
+      await admin.query(`drop schema ${schema} cascade; drop role ${role}`);
+    }
+  });
+
+  it("holds 1,000 locks on its few session connections, and releases them all", async () => {
+    const applicationName = `lockhost-test-${run}-many`;
+    const backend = host({ sessions: 4 }, { applicationName });
+    const reqs = Array.from({ length: 1_000 }, (_, i) => req(key(`many${i}`)));
+    const results = await Promise.all(reqs.map((r) => backend.acquire(r)));
+    expect(results.filter((r) => r.acquired)).toHaveLength(1_000);
+    expect(backend.heldCount).toBe(1_000);
+
+    const conns = await admin.query<{ pid: number }>("select pid from pg_stat_activity where application_name = $1", [applicationName]);
+    expect(conns.rows.length).toBeLessThanOrEqual(8);
+    expect(conns.rows.length).toBe(4);
+    const pids = conns.rows.map((row) => row.pid);
+    const held = await admin.query<{ n: number }>(
+      "select count(*)::int as n from pg_locks where locktype = 'advisory' and granted and pid = any($1::int[])",
+      [pids],
+    );
+    expect(held.rows[0]!.n).toBe(1_000);
+
+    const released = await Promise.all(reqs.map((r) => backend.release(r.key, r.owner)));
+    expect(released.every((r) => r === "released")).toBe(true);
+    const after = await admin.query<{ n: number }>(
+      "select count(*)::int as n from pg_locks where locktype = 'advisory' and pid = any($1::int[])",
+      [pids],
+    );
+    expect(after.rows[0]!.n).toBe(0);
+    expect(backend.heldCount).toBe(0);
+  });
+
+  it("ends a lease that is not renewed at its deadline; another host then takes it with a higher fence", async () => {
+    const a = host();
+    const b = host();
+    const k = key();
+    const first = req(k, { ttlMs: 300 });
+    const started = performance.now();
+    const got = await a.acquire(first);
+    if (!got.acquired) throw new Error("not acquired");
+    expect(await b.acquire(req(k))).toEqual({ acquired: false });
+    let fence = 0;
+    await until("b takes the expired lock", 3_000, async () => {
+      const second = await b.acquire(req(k));
+      if (second.acquired) fence = second.fence;
+      return second.acquired;
+    });
+    const elapsed = performance.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(290);
+    expect(elapsed).toBeLessThan(1_500);
+    expect(fence).toBeGreaterThan(got.fence);
+    expect(await a.renew(k, first.owner, 10_000)).toEqual({ ok: false, reason: "not_found" });
+    expect(await a.release(k, first.owner)).toBe("not_found");
+    expect(a.heldCount).toBe(0);
+  });
+
+  it("keeps a renewed lease past its first deadline", async () => {
+    const a = host();
+    const b = host();
+    const k = key();
+    const first = req(k, { ttlMs: 300 });
+    expect((await a.acquire(first)).acquired).toBe(true);
+    for (let i = 0; i < 4; i++) {
+      await sleep(150);
+      expect((await a.renew(k, first.owner, 300)).ok).toBe(true);
+    }
+    expect(await b.acquire(req(k))).toEqual({ acquired: false });
+    expect((await b.status(k))?.owner).toBe(first.owner);
+  });
+
+  it("loses every lock of a session terminated under it, notices at once, and reconnects", async () => {
+    const a = host({ sessions: 1 });
+    const b = host();
+    const [k1, k2] = [key(), key()];
+    const one = req(k1);
+    const two = req(k2);
+    const got = await a.acquire(one);
+    expect((await a.acquire(two)).acquired).toBe(true);
+    if (!got.acquired) throw new Error("not acquired");
+    const [pid] = await holders(k1);
+    expect(a.sessionPids).toEqual([pid]);
+
+    await admin.query("select pg_terminate_backend($1)", [pid]);
+    // The session's end reaches the backend without any call of ours.
+    await until("a notices its session ended", 2_000, () => a.heldCount === 0);
+    expect(await a.renew(k1, one.owner, 10_000)).toEqual({ ok: false, reason: "not_found" });
+    expect(await a.release(k2, two.owner)).toBe("not_found");
+
+    const taken = await b.acquire(req(k1));
+    expect(taken.acquired).toBe(true);
+    if (taken.acquired) expect(taken.fence).toBeGreaterThan(got.fence);
+    // a reconnects on its next call.
+    expect((await a.acquire(req(key()))).acquired).toBe(true);
+    expect(a.sessionPids).toHaveLength(1);
+    expect(a.sessionPids[0]).not.toBe(pid);
+    expect(capture.lines.some((l) => l.msg.includes("its locks are lost") && l.locks === 2)).toBe(true);
+  });
+
+  it("force-releases another host's lock by ending its session; that host learns it lost the lock", async () => {
+    const a = host({ sessions: 1 });
+    const b = host();
+    const k = key();
+    const first = req(k);
+    const got = await a.acquire(first);
+    if (!got.acquired) throw new Error("not acquired");
+    expect((await b.status(k))?.owner).toBe(first.owner);
+
+    expect(await b.forceRelease(k)).toBe(true);
+    expect(await b.status(k)).toBeNull();
+    // The holder's session is gone by the time forceRelease resolves: the key is free now.
+    const second = await b.acquire(req(k));
+    expect(second.acquired).toBe(true);
+    if (second.acquired) expect(second.fence).toBeGreaterThan(got.fence);
+    expect(await a.renew(k, first.owner, 10_000)).toEqual({ ok: false, reason: "not_found" });
+    expect(await a.release(k, first.owner)).toBe("not_found");
+    expect(await b.forceRelease(key())).toBe(false);
+    // a reconnects and goes on.
+    expect((await a.acquire(req(key()))).acquired).toBe(true);
+  });
+
+  it("gives a lock up when its row no longer names the owner (force-released while the session lives on)", async () => {
+    const a = host();
+    const b = host();
+    const k = key();
+    const first = req(k);
+    expect((await a.acquire(first)).acquired).toBe(true);
+    await admin.query(`update ${holdersTableOf(table)} set owner = null where id = $1`, [advisoryKeyOf(k).id]);
+    expect(await a.renew(k, first.owner, 10_000)).toEqual({ ok: false, reason: "not_found" });
+    await until("a unlocks it", 2_000, async () => (await holders(k)).length === 0);
+    expect((await b.acquire(req(k))).acquired).toBe(true);
+    // Release says so too, and unlocks all the same.
+    const k2 = key();
+    const second = req(k2);
+    expect((await a.acquire(second)).acquired).toBe(true);
+    await admin.query(`update ${holdersTableOf(table)} set owner = null where id = $1`, [advisoryKeyOf(k2).id]);
+    expect(await a.release(k2, second.owner)).toBe("not_found");
+    expect(await holders(k2)).toEqual([]);
+    expect(a.heldCount).toBe(0);
+  });
+
+  it("through LockService: a force-released lease is reported LOST on renew", async () => {
+    const a = new LockService(host(), { node: "node-a" });
+    const b = new LockService(host(), { node: "node-b" });
+    const k = key();
+    const lease = await a.tryLock(k, { ttlMs: 10_000 });
+    expect(lease).not.toBeNull();
+    expect(await b.forceRelease(lease!.name)).toBe(true);
+    await expect(a.renew(lease!)).rejects.toMatchObject({ code: "LOST" });
+    expect(await b.tryLock(k, { ttlMs: 10_000 })).not.toBeNull();
+    await a.close({ closeBackend: false });
+    await b.close({ closeBackend: false });
+  });
+
+  it("unlocks when the acquire statement fails after taking the advisory lock", async () => {
+    const a = host();
+    const b = host();
+    const k = key();
+    // Fails the row write, after pg_try_advisory_lock in the same statement succeeded.
+    await admin.query(`alter table ${holdersTableOf(table)} add constraint no_explode_${run} check (plugin <> 'explode')`);
+    try {
+      await expect(a.acquire(req(k, { holder: { plugin: "explode", node: "n" } }))).rejects.toMatchObject({
+        code: "BACKEND_UNAVAILABLE",
+        message: expect.stringContaining("23514"),
+      });
+      await until("the advisory lock is given back", 2_000, async () => (await holders(k)).length === 0);
+      expect((await b.acquire(req(k))).acquired).toBe(true);
+      expect((await a.acquire(req(key()))).acquired).toBe(true);
+    } finally {
+      await admin.query(`alter table ${holdersTableOf(table)} drop constraint no_explode_${run}`);
+    }
+  });
+
+  it("keeps its session and locks on a slow server: calls fail at commandTimeoutMs, abandoned acquisitions are unlocked", async () => {
+    const slow = `lockhost_test_${run}_slow`;
+    tables.push(slow);
+    const backend = host({ table: slow, sessions: 1, commandTimeoutMs: 400 });
+    const kept = req(key());
+    expect((await backend.acquire(kept)).acquired).toBe(true);
+    const [pid] = backend.sessionPids;
+    // Every acquire now blocks on the table (after taking its advisory lock) until the server
+    // cancels it at statement_timeout: slow answers, but answers.
+    const locker = new pg.Client({ connectionString: url });
+    await locker.connect();
+    await locker.query(`begin; lock table ${holdersTableOf(slow)} in access exclusive mode`);
+    const reqs = Array.from({ length: 10 }, () => req(key()));
+    try {
+      const started = performance.now();
+      const outcomes = await Promise.all(reqs.map((r) => backend.acquire(r).catch((e: unknown) => e)));
+      expect(performance.now() - started).toBeLessThan(1_500);
+      for (const outcome of outcomes) expect(outcome).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+    } finally {
+      await locker.query("rollback");
+      await locker.end();
+    }
+    // The abandoned acquisitions run once the table is free, and are unlocked right after.
+    await until("no abandoned acquisition keeps its lock", 10_000, async () => {
+      for (const r of reqs) if ((await holders(r.key)).length > 0) return false;
+      return true;
+    });
+    expect(backend.sessionPids).toEqual([pid]);
+    expect((await backend.renew(kept.key, kept.owner, 10_000)).ok).toBe(true);
+    expect(backend.heldCount).toBe(1);
+    expect((await backend.acquire(req(reqs[0]!.key))).acquired).toBe(true);
+  });
+
+  it("fails fast with BACKEND_UNAVAILABLE and never shows the password when the server cannot be reached", async () => {
+    const port = await freePort();
+    const secret = "s3cretpw";
+    const local = captureLogger();
+    const backend = new PgBackend(
+      { ...config(), url: `postgres://postgres:${secret}@127.0.0.1:${port}/test`, commandTimeoutMs: 500 },
+      local.logger,
+    );
+    try {
+      for (const call of [
+        () => backend.acquire(req(key())),
+        () => backend.acquire(req(key())),
+        () => backend.status(key()),
+        () => backend.forceRelease(key()),
+      ]) {
+        const started = performance.now();
+        const err = await call().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(performance.now() - started).toBeLessThan(1_500);
+        expect(err).toBeInstanceOf(LockhostError);
+        expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+        const message = (err as Error).message;
+        expect(message).not.toContain(secret);
+        expect(message).toContain(`postgres://postgres:***@127.0.0.1:${port}/test`);
+      }
+      expect(await backend.renew(key(), "o", 1_000)).toEqual({ ok: false, reason: "not_found" });
+      expect(JSON.stringify(local.lines)).not.toContain(secret);
+      expect(local.lines.length).toBeGreaterThan(0);
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it("frees its locks on close, rejects calls with CLOSED afterwards, and closes only once", async () => {
+    const backend = new PgBackend(config(), capture.logger);
+    const k = key();
+    expect((await backend.acquire(req(k))).acquired).toBe(true);
+    await Promise.all([backend.close(), backend.close()]);
+    await until("the server frees the closed sessions' locks", 2_000, async () => (await holders(k)).length === 0);
+    expect(await host().status(k)).toBeNull();
+    await expect(backend.acquire(req(key()))).rejects.toMatchObject({ code: "CLOSED" });
+    await expect(backend.status(key())).rejects.toMatchObject({ code: "CLOSED" });
+  });
+});
+
+describe("pg expiry queue", () => {
+  it("calls back each item once, earliest deadline first, skipping removed ones and honouring moved ones", async () => {
+    type Item = Timed & { id: number };
+    const fired: Item[] = [];
+    const queue = new DeadlineQueue<Item>((item) => fired.push(item));
+    const start = performance.now();
+    const items: Item[] = Array.from({ length: 200 }, (_, id) => ({ id, deadline: start + ((id * 37) % 60), heapIndex: -1 }));
+    for (const item of items) queue.add(item);
+    for (const item of items.filter((i) => i.id % 5 === 0)) queue.remove(item);
+    for (const item of items.filter((i) => i.id % 7 === 0)) {
+      item.deadline = start + 80 + (item.id % 10);
+      queue.update(item);
+    }
+    queue.remove(items[5]!); // twice: a no-op
+    await until("all due items fired", 2_000, () => queue.size === 0);
+    // Moving an item that was taken out queues it again.
+    const expected = items.filter((i) => i.id % 5 !== 0 || i.id % 7 === 0);
+    expect(fired.map((i) => i.id).sort((a, b) => a - b)).toEqual(expected.map((i) => i.id));
+    for (let i = 1; i < fired.length; i++) expect(fired[i]!.deadline).toBeGreaterThanOrEqual(fired[i - 1]!.deadline);
+    for (const item of fired) expect(item.heapIndex).toBe(-1);
+    queue.clear();
+  });
+});

@@ -10,6 +10,7 @@ import { LockService } from "../host/locking/service.js";
 import type { Lease } from "../host/locking/lease.js";
 import { redactUrlSecrets } from "../host/redact.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
+import { holdersTableOf } from "../plugins/backends/pg/sql.js";
 import { benchLog, fmt, guestLoop, interleaved, ROUNDS, row, sequential, startBenchGuests, TTL_MS } from "./harness.js";
 import { median, table } from "./stats.js";
 
@@ -93,7 +94,7 @@ export async function pgBench(): Promise<void> {
     await guest?.close();
     await locks.close();
     await raw.end();
-    await admin.query(`drop table if exists ${table_}`).catch(() => undefined);
+    await admin.query(`drop table if exists ${table_}, ${holdersTableOf(table_)}`).catch(() => undefined);
     await admin.end();
   }
 }

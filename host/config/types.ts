@@ -45,7 +45,10 @@ export interface PgConfig {
   readonly url: string;
   /** Dedicated session connections that hold the advisory locks (many locks each). */
   readonly sessions: number;
-  /** The fence and holder table, created on first use; `name` or `schema.name`. */
+  /**
+   * The fence table, created on first use (`name` or `schema.name`), with its unlogged
+   * holders table `<name>_holders` beside it.
+   */
   readonly table: string;
   /** Longest a lock call waits on PostgreSQL (connecting included) before BACKEND_UNAVAILABLE. */
   readonly commandTimeoutMs: number;

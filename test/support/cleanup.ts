@@ -1,6 +1,7 @@
 // Removes what a test left on the shared Redis and PostgreSQL.
 import pg from "pg";
 import { Redis } from "ioredis";
+import { holdersTableOf } from "../../plugins/backends/pg/sql.js";
 
 /** Deletes every Redis key under `prefix`. */
 export async function dropRedisPrefix(url: string, prefix: string): Promise<void> {
@@ -19,13 +20,13 @@ export async function dropRedisPrefix(url: string, prefix: string): Promise<void
   }
 }
 
-/** Drops `table` (an identifier the test made up) if it exists. */
+/** Drops `table` (an identifier the test made up) and the pg backend's holders table beside it. */
 export async function dropPgTable(url: string, table: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   client.on("error", () => undefined);
   try {
     await client.connect();
-    await client.query(`drop table if exists ${table}`);
+    await client.query(`drop table if exists ${table}, ${holdersTableOf(table)}`);
   } finally {
     await client.end().catch(() => undefined);
   }

@@ -18,9 +18,12 @@ const OPS = Number(process.env.BENCH_PG_OPS ?? 1_000);
 const HOLD = 1_000;
 const URL_ = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 
-/** Server connections open to this database, other than the one asking. */
-async function connections(admin: pg.Client): Promise<number> {
-  const r = await admin.query<{ n: string }>("select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()");
+/** Server connections open to this database, other than the one asking; only `app`'s when given. */
+async function connections(admin: pg.Client, app?: string): Promise<number> {
+  const r = await admin.query<{ n: string }>(
+    "select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and ($1::text is null or application_name = $1)",
+    [app ?? null],
+  );
   return Number(r.rows[0]!.n);
 }
 
@@ -55,7 +58,6 @@ export async function pgBench(): Promise<void> {
     console.log(`\nguest/raw p50: ${fmt(ratio, 2)}x (target ≤ 1.25x: ${ratio <= 1.25 ? "met" : "NOT met"})`);
 
     // Holding many locks at once.
-    const baseline = await connections(admin);
     const lockhostMs: number[] = [];
     let lockhostConns = 0;
     for (let r = 0; r < ROUNDS; r++) {
@@ -63,7 +65,7 @@ export async function pgBench(): Promise<void> {
       const leases = await Promise.all(Array.from({ length: HOLD }, (_, i) => locks.tryLock(`hold-${i}`, { ttlMs: TTL_MS })));
       lockhostMs.push(performance.now() - t0);
       if (leases.some((l) => l === null)) throw new Error("lockhost: a hold lock was not acquired");
-      lockhostConns = Math.max(lockhostConns, (await connections(admin)) - baseline);
+      lockhostConns = Math.max(lockhostConns, await connections(admin, `lockhost:${process.pid}`));
       await Promise.all(leases.map((l) => locks.release(l as Lease)));
     }
 

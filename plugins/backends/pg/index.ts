@@ -230,8 +230,8 @@ export class PgBackend implements LockBackend {
       lock = next;
     }
     if (lock !== undefined && lock.key === key && lock.state === "held") {
-      await this.#unlock(session, lock, true);
-      return true;
+      // "not_found": the session ended meanwhile, so there was nothing left to release.
+      return (await this.#unlock(session, lock, true)) === "released";
     }
     const rows = await this.#run("forceRelease", advisory, this.#sql.forceRelease, [advisory.id, key, advisory.classid, advisory.objid]);
     const row = rows[0];

@@ -3,7 +3,7 @@
 // Backends stay atomic steps; guests and embedders both come through here.
 import { v4 as uuidv4 } from "uuid";
 import { LockhostError, toLockhostError } from "../errors.js";
-import type { Holder, LockBackend, LockRecord } from "./backend.js";
+import type { AcquireResult, Holder, LockBackend, LockRecord } from "./backend.js";
 import { Lease } from "./lease.js";
 import { qualify, type Scope } from "./scope.js";
 import { validateKey, validateName, validateTtl } from "./validate.js";
@@ -91,19 +91,17 @@ export class LockService {
     const owner = uuidv4();
     // The host's deadline counts from before the request left, so it never outlives the server's.
     const sentAt = performance.now();
-    const result = await this.#backendCall(() => this.#backend.acquire({ key: name, owner, ttlMs, holder })).catch(
-      (err: unknown) => {
-        // A timed-out or cut-off acquire may still have been applied on the server. Nobody
-        // knows this owner token but us, so a release with it can only delete that orphan,
-        // never someone else's lock; if the server is still unreachable the lock ends at its TTL.
-        this.#backend.release(name, owner).catch(() => undefined);
-        throw err;
-      },
-    );
+    let result: AcquireResult;
+    try {
+      result = await this.#backendCall(() => this.#backend.acquire({ key: name, owner, ttlMs, holder }));
+    } catch (err) {
+      // A timed-out or cut-off acquire may still have been applied on the server.
+      void this.#giveBack(name, owner);
+      throw err;
+    }
     if (this.#closing) {
-      // close() began while the backend worked: nobody may get a lease now, so give it back
-      // (close() waits for this). If that fails, the lock ends at its TTL.
-      if (result.acquired) await this.#backend.release(name, owner).catch(() => undefined);
+      // close() began while the backend worked: nobody may get a lease now (close() waits for this).
+      if (result.acquired) await this.#giveBack(name, owner);
       throw closedError();
     }
     if (!result.acquired) return null;
@@ -214,6 +212,15 @@ export class LockService {
     return failed;
   }
 
+  /**
+   * Releases a lock this service may have taken but hands to nobody. Only we know `owner`, so
+   * this can delete only that orphan, never another holder's lock; if it fails, the lock ends
+   * at its TTL.
+   */
+  #giveBack(name: string, owner: string): Promise<void> {
+    return this.#backend.release(name, owner).then(ignore, ignore);
+  }
+
   #checkOpen(): void {
     if (this.#closed) throw closedError();
   }
@@ -242,6 +249,8 @@ export class LockService {
     }
   }
 }
+
+const ignore = (): void => undefined;
 
 function backendFailure(err: unknown): never {
   throw toLockhostError(err, "BACKEND_UNAVAILABLE");

@@ -209,36 +209,31 @@ export async function startPostgresServer(): Promise<PgServer> {
   };
 }
 
-/** Ready when it accepts a query, not only TCP: PostgreSQL accepts connections while starting up. */
-async function pgReady(port: number): Promise<boolean> {
-  if (!(await answers(port))) return false;
+/** Runs `sql` on a fresh connection; an error message instead of throwing. */
+async function pgQuery(connection: import("pg").ClientConfig, sql: string): Promise<{ ok: true } | { ok: false; error: string }> {
   const { default: pg } = await import("pg");
-  const client = new pg.Client({ host: "127.0.0.1", port, user: "postgres", database: "postgres", connectionTimeoutMillis: 1000 });
+  const client = new pg.Client({ connectionTimeoutMillis: 1500, ...connection });
   client.on("error", () => undefined);
   try {
     await client.connect();
-    await client.query("select 1");
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
-async function createDatabase(port: number, name: string): Promise<{ ok: true } | { ok: false; error: string }> {
-  const { default: pg } = await import("pg");
-  const client = new pg.Client({ host: "127.0.0.1", port, user: "postgres", database: "postgres" });
-  client.on("error", () => undefined);
-  try {
-    await client.connect();
-    await client.query(`create database ${name}`);
+    await client.query(sql);
     return { ok: true };
   } catch (err) {
     return { ok: false, error: String(err) };
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+const privatePg = (port: number): import("pg").ClientConfig => ({ host: "127.0.0.1", port, user: "postgres", database: "postgres" });
+
+/** Ready when it accepts a query, not only TCP: PostgreSQL accepts connections while starting up. */
+async function pgReady(port: number): Promise<boolean> {
+  return (await answers(port)) && (await pgQuery(privatePg(port), "select 1")).ok;
+}
+
+function createDatabase(port: number, name: string): Promise<{ ok: true } | { ok: false; error: string }> {
+  return pgQuery({ ...privatePg(port), connectionTimeoutMillis: 10_000 }, `create database ${name}`);
 }
 
 /** Whether the Redis at `url` answers PING (used by the global setup). */
@@ -258,18 +253,7 @@ export async function redisAnswers(url: string): Promise<boolean> {
 
 /** Whether the PostgreSQL at `url` accepts a query (used by the global setup). */
 export async function postgresAnswers(url: string): Promise<boolean> {
-  const { default: pg } = await import("pg");
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1500 });
-  client.on("error", () => undefined);
-  try {
-    await client.connect();
-    await client.query("select 1");
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
+  return (await pgQuery({ connectionString: url }, "select 1")).ok;
 }
 
 /** A private Redis Cluster of primaries only, on loopback. */

@@ -2,7 +2,6 @@
 // that say what failed where, without ever carrying the connection password.
 import pg from "pg";
 import { LockhostError } from "../../../host/errors.js";
-import { redactUrlSecrets } from "../../../host/redact.js";
 
 /** What an error message may say about the server, fixed per backend. */
 export interface ErrorContext {
@@ -12,22 +11,6 @@ export interface ErrorContext {
   readonly commandTimeoutMs: number;
   /** Removes secrets from any text before it leaves the backend. */
   readonly scrub: (text: string) => string;
-}
-
-/**
- * A scrubber for the secrets of `url`: the URL masking every part of lockhost uses, plus the
- * password itself wherever a driver or server message might echo it (passwords shorter than
- * 4 characters are not searched for, or every message would be mangled).
- */
-export function scrubberFor(url: string): (text: string) => string {
-  let password = "";
-  try {
-    password = decodeURIComponent(new URL(url).password);
-  } catch {
-    // Not a URL node can parse: the masking below still applies.
-  }
-  if (password.length < 4) return redactUrlSecrets;
-  return (text) => redactUrlSecrets(text).split(password).join("***");
 }
 
 /** Whether `err` is an error the server sent (as opposed to the socket or the driver). */

@@ -28,8 +28,8 @@ import type {
   ReleaseResult,
   RenewResult,
 } from "../../../host/locking/backend.js";
-import { redactUrlSecrets } from "../../../host/redact.js";
-import { backendError, isServerError, scrubberFor, type ErrorContext } from "./errors.js";
+import { redactUrlSecrets, scrubberFor } from "../../../host/redact.js";
+import { backendError, isServerError, type ErrorContext } from "./errors.js";
 import { DeadlineQueue } from "./expiry.js";
 import { HeldLock } from "./held-lock.js";
 import { advisoryKeyOf, type AdvisoryKey } from "./key-hash.js";

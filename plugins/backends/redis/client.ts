@@ -25,7 +25,7 @@ import { LockhostError } from "../../../host/errors.js";
 import { createClient, type LockClient } from "./connect.js";
 import { backendError, unreachableMessage, type ErrorContext } from "./errors.js";
 import { warnIfEvictingFences } from "./policy.js";
-import { scrubberFor, type Scrubber } from "./secrets.js";
+import { scrubberFor, type Scrubber } from "../../../host/redact.js";
 
 /** While Redis stays unreachable, the same error is logged again at most this often. */
 const REPEAT_LOG_MS = 60_000;

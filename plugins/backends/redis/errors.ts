@@ -3,7 +3,7 @@
 // says when the command may have been applied anyway (so nobody assumes a timed-out acquire
 // did nothing).
 import { LockhostError } from "../../../host/errors.js";
-import type { Scrubber } from "./secrets.js";
+import type { Scrubber } from "../../../host/redact.js";
 
 /** What a message needs to know about the connection. */
 export interface ErrorContext {

@@ -22,7 +22,7 @@ import { RedisConnection } from "./client.js";
 import type { LockClient } from "./connect.js";
 import { KeyLayout } from "./keys.js";
 import {
-  CONTENDED, DELETED, MISMATCH, NOT_FOUND,
+  DELETED, MISMATCH, NOT_FOUND,
   type AcquireReply, type ReleaseReply, type RenewReply, type StatusReply,
 } from "./scripts.js";
 

@@ -12,4 +12,4 @@ export { MAX_NAME_BYTES } from "./locking/validate.js";
 export type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";
 export { Scheduler, scheduleLockKey, type TickEvent, type TickOutcome } from "./scheduler/scheduler.js";
 export { MemoryBackend, type MemoryBackendOptions } from "../plugins/backends/memory.js";
-export { createBackend } from "../plugins/backends/index.js";
+export { createBackend, PgBackend, RedisBackend } from "../plugins/backends/index.js";

@@ -2,7 +2,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -121,10 +121,10 @@ describe.each([
       const shown = lockhost("status", "global:cli-x", "--config", file, "--json");
       expect(shown.status, shown.stderr).toBe(0);
       expect(JSON.parse(shown.stdout)).toMatchObject({
-        key: "global:cli-x", held: true, owner: lease!.owner, fence: lease!.fence, holder: { plugin: "host", node: "cli-holder" },
+        key: "global:cli-x", held: true, owner: lease!.owner, fence: lease!.fence, holder: { plugin: "host", node: "cli-holder", hostname: hostname() },
       });
       const human = lockhost("status", "global:cli-x", "--config", file);
-      expect(human.stdout).toContain("holder:        plugin host on node cli-holder");
+      expect(human.stdout).toContain(`holder:        plugin host on node cli-holder (host ${hostname()})`);
 
       const released = lockhost("release", "--force", "global:cli-x", "--config", file);
       expect(released.status, released.stderr).toBe(0);

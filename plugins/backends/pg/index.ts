@@ -193,12 +193,12 @@ export class PgBackend implements LockBackend {
     const rows = await this.#run("status", advisory, this.#sql.status, [advisory.id, key, advisory.classid, advisory.objid]);
     const row = rows[0];
     if (row === undefined) return null;
-    const [owner, fence, plugin, node, acquiredAt, expiresAt, remaining] = row;
+    const [owner, fence, plugin, node, host, acquiredAt, expiresAt, remaining] = row;
     return {
       key,
       owner: String(owner),
       fence: Number(fence),
-      holder: { plugin: String(plugin), node: String(node) },
+      holder: { plugin: String(plugin), node: String(node), hostname: String(host) },
       acquiredAtMs: Number(acquiredAt),
       expiresAtMs: Number(expiresAt),
       ttlRemainingMs: Number(remaining),

@@ -52,7 +52,7 @@ export interface Statements {
   readonly release: Statement;
   /** $1 advisory id -> [unlocked]. */
   readonly unlock: Statement;
-  /** $1 advisory id, $2 key, $3 classid, $4 objid -> [owner, fence, plugin, node, acquired ms, expires ms, remaining ms] or no row. */
+  /** $1 advisory id, $2 key, $3 classid, $4 objid -> [owner, fence, plugin, node, hostname, acquired ms, expires ms, remaining ms] or no row. */
   readonly status: Statement;
   /** $1 advisory id, $2 key, $3 classid, $4 objid -> [holder pid, terminated] or no row. */
   readonly forceRelease: Statement;
@@ -180,7 +180,7 @@ export function statementsFor(table: string): Statements {
     unlock: { name: "lockhost_unlock", text: "SELECT pg_advisory_unlock($1::int8)" },
     status: {
       name: "lockhost_status",
-      text: `SELECT owner, fence, plugin, node, ${ms("acquired_at")}, ${ms("expires_at")},
+      text: `SELECT owner, fence, plugin, node, hostname, ${ms("acquired_at")}, ${ms("expires_at")},
           greatest(0, ${ms("expires_at")} - ${ms(serverNow)})
         FROM ${h} h
         WHERE id = $1::int8 AND key = $2 AND owner IS NOT NULL

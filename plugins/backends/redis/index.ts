@@ -26,12 +26,6 @@ import {
   type AcquireReply, type ReleaseReply, type RenewReply, type StatusReply,
 } from "./scripts.js";
 
-/** The holder as this backend records it: the plugin and node, plus the machine that took the lock. */
-export interface RedisHolder extends Holder {
-  /** os.hostname() of the host process that took the lock (node names are configurable, this is not). */
-  readonly hostname: string;
-}
-
 // Results that carry nothing per call are shared, frozen, so the lock path allocates none.
 const NOT_ACQUIRED: AcquireResult = Object.freeze({ acquired: false });
 const RENEW_NOT_FOUND: RenewResult = Object.freeze({ ok: false, reason: "not_found" });
@@ -179,7 +173,7 @@ export class RedisBackend implements LockBackend {
 function toRecord(key: string, reply: StatusReply): LockRecord | null {
   if (reply === NOT_FOUND) return null;
   const [owner, fence, plugin, node, host, acquiredAt, expiresAt, pttl] = reply;
-  const holder: RedisHolder = { plugin, node, hostname: host };
+  const holder: Holder = { plugin, node, hostname: host };
   return {
     key,
     owner,

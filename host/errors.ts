@@ -46,13 +46,16 @@ export type AbiErrorCode = keyof typeof ABI_CODES;
 export class LockhostError extends Error {
   /** Always "LockhostError". */
   override readonly name = "LockhostError";
+  /** Facts a caller may branch on beside the code, e.g. `waitedMs` of a TIMEOUT. */
+  readonly details: Readonly<Record<string, number | string>> | undefined;
   constructor(
     /** The stable code to branch on ("LOST", "CLOSED", ...); never renamed between versions. */
     readonly code: ErrorCode,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; details?: Readonly<Record<string, number | string>> },
   ) {
     super(message, options);
+    this.details = options?.details;
   }
 
   /** The ABI status number for this error (INTERNAL for host-only codes). */

@@ -156,3 +156,132 @@ describe("scopes", () => {
     expect(globalKeyMatcher([])("anything")).toBe(false);
   });
 });
+
+describe("LockService lifecycle (memory, faults injected)", () => {
+  const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+  const keepalive = { renewAtRatio: 0.5, maxRetries: 3, safetyMarginRatio: 0.1, batchWindowMs: 5 };
+
+  it("retries a keepalive renewal that failed on I/O, and keeps the lock", async () => {
+    const { backend: faulty, faults } = faultyBackend();
+    const service = new LockService(faulty, { node: "n", keepalive });
+    try {
+      faults.failRenewals = 2;
+      const lease = (await service.tryLock("k", { ttlMs: 400, keepalive: true }))!;
+      await sleep(900);
+      expect(lease.state).toBe("held");
+      const s = service.stats();
+      expect(s.renewalsFailed).toBe(2);
+      expect(s.renewalsOk).toBeGreaterThanOrEqual(2);
+      expect(s.lost).toBe(0);
+    } finally {
+      await service.close();
+    }
+  });
+
+  it("declares a lock lost when no renewal is confirmed before the safety margin, and gives it back", async () => {
+    const { backend: faulty, inner, faults } = faultyBackend();
+    const service = new LockService(faulty, { node: "n", keepalive });
+    try {
+      faults.failRenewals = 1_000;
+      const lease = (await service.tryLock("k", { ttlMs: 400, keepalive: true }))!;
+      const t0 = performance.now();
+      const reason = await new Promise<unknown>((resolve) => lease.signal.addEventListener("abort", () => resolve(lease.signal.reason)));
+      const at = performance.now() - t0;
+      // Lost before the lease would end (400 ms), after the retries (≥ 200 ms in).
+      expect(at).toBeGreaterThan(190);
+      expect(at).toBeLessThan(400);
+      expect(reason).toMatchObject({ code: "LOST", message: expect.stringMatching(/could not be confirmed/) });
+      expect(service.stats()).toMatchObject({ renewalsFailed: 4, lost: 1, held: 0 });
+      await sleep(20);
+      // Given back by owner token, so the key is free before its TTL.
+      expect(await inner.status("global:k")).toBeNull();
+    } finally {
+      await service.close();
+    }
+  });
+
+  it("turns keepalive on and off for a held lease", async () => {
+    const lease = (await locks.tryLock("k", { ttlMs: 200 }))!;
+    locks.setKeepalive(lease, true);
+    expect(locks.stats().keepalive).toBe(1);
+    await sleep(450);
+    expect(lease.state).toBe("held");
+    locks.setKeepalive(lease, false);
+    expect(locks.stats().keepalive).toBe(0);
+    await locks.release(lease);
+  });
+
+  it("rejects bad waitMs with INVALID_ARGUMENT, and waitMs 0 on a held key with TIMEOUT at once", async () => {
+    await expect(locks.acquire("k", { ttlMs: 1_000, waitMs: -1 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringMatching(/^waitMs/) });
+    await expect(locks.acquire("k", { ttlMs: 1_000, waitMs: 1.5 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(locks.acquire("k", { ttlMs: 1_000, waitMs: S.MAX_WAIT_MS + 1 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    const held = (await locks.tryLock("k", { ttlMs: 5_000 }))!;
+    await expect(locks.acquire("k", { ttlMs: 1_000, waitMs: 0 })).rejects.toMatchObject({ code: "TIMEOUT", details: { waitedMs: 0 } });
+    await locks.release(held);
+    const free = await locks.acquire("k", { ttlMs: 1_000, waitMs: 0 });
+    await locks.release(free);
+  });
+
+  it("ends waits with CLOSED when the service closes, and leaves nothing queued", async () => {
+    const other = new LockService(backend, { node: "node-b" });
+    const held = (await other.tryLock("k", { ttlMs: 30_000 }))!;
+    const waits = [locks.acquire("k", { ttlMs: 1_000, waitMs: 30_000 }), locks.acquire("k", { ttlMs: 1_000, waitMs: 30_000 })];
+    await sleep(50);
+    expect(locks.stats().waiters).toBe(2);
+    const closed = locks.close({ closeBackend: false });
+    for (const w of waits) await expect(w).rejects.toMatchObject({ code: "CLOSED" });
+    await closed;
+    expect(locks.stats().waiters).toBe(0);
+    await other.release(held);
+    await other.close({ closeBackend: false });
+  });
+
+  it("restore returns the lease this service already holds for that owner", async () => {
+    const lease = (await locks.tryLock("k", { ttlMs: 5_000 }))!;
+    expect(await locks.restore("k", lease.owner)).toBe(lease);
+    expect(locks.stats().held).toBe(1);
+  });
+
+  it("counts acquisitions, contention, waits and time waited", async () => {
+    const held = (await locks.tryLock("k", { ttlMs: 5_000 }))!;
+    expect(await locks.tryLock("k", { ttlMs: 5_000 })).toBeNull();
+    setTimeout(() => void locks.release(held), 100);
+    const got = await locks.acquire("k", { ttlMs: 5_000, waitMs: 5_000 });
+    const s = locks.stats();
+    expect(s).toMatchObject({ acquisitions: 2, held: 1, waits: 1, waitTimeouts: 0, waiters: 0 });
+    expect(s.contended).toBeGreaterThanOrEqual(2);
+    expect(s.waitTimeMsTotal).toBeGreaterThan(80);
+    await locks.release(got);
+  });
+
+  it("does not lose a released lease, nor tell its observers anything", async () => {
+    const lease = (await locks.tryLock("k", { ttlMs: 100 }))!;
+    let told = false;
+    lease.onLost(() => (told = true));
+    await locks.release(lease);
+    await sleep(200);
+    expect(told).toBe(false);
+    expect(lease.signal.aborted).toBe(false);
+    expect(locks.stats().lost).toBe(0);
+  });
+});
+
+describe("LockService lifecycle options", () => {
+  const make = (opts: object): LockService => new LockService(new MemoryBackend(), { node: "n", ...opts });
+
+  it("are validated when the service is made, naming the option at fault", () => {
+    expect(() => make({ keepalive: { renewAtRatio: 1 } })).toThrow(expect.objectContaining({ code: "INVALID_ARGUMENT", message: expect.stringMatching(/^keepalive\.renewAtRatio/) }));
+    expect(() => make({ keepalive: { renewAtRatio: 0.9, safetyMarginRatio: 0.2 } })).toThrow(/^keepalive\.safetyMarginRatio .* less than 1 - renewAtRatio \(0\.1\)/);
+    expect(() => make({ keepalive: { maxRetries: -1 } })).toThrow(/^keepalive\.maxRetries must be an integer from 0 to 100/);
+    expect(() => make({ keepalive: { batchWindowMs: 1.5 } })).toThrow(/^keepalive\.batchWindowMs/);
+    expect(() => make({ waiting: { pollIntervalMs: 0 } })).toThrow(/^waiting\.pollIntervalMs must be an integer from 10/);
+  });
+
+  it("default what is left out, including fields given as undefined", async () => {
+    const service = make({ keepalive: { renewAtRatio: undefined, maxRetries: 0 }, waiting: {} });
+    const lease = (await service.tryLock("k", { ttlMs: 200, keepalive: true }))!;
+    await new Promise((r) => setTimeout(r, 450));
+    expect(lease.state).toBe("held");
+    await service.close();
+  });
+});

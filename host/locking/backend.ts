@@ -37,7 +37,22 @@ export type AcquireResult =
       /** Server clock, ms since epoch. */
       readonly expiresAtMs: number;
     }
-  | { readonly acquired: false };
+  | {
+      readonly acquired: false;
+      /**
+       * How long until the current holder's lease ends, in ms on the server's clock, when the
+       * backend learned it in the same step; a waiter retries then at the latest. Absent when
+       * unknown.
+       */
+      readonly retryAfterMs?: number;
+    };
+
+/** One renewal of a batch (see LockBackend.renewMany). */
+export interface RenewRequest {
+  readonly key: string;
+  readonly owner: string;
+  readonly ttlMs: number;
+}
 
 /** The outcome of a compare-and-set renewal. */
 export type RenewResult =
@@ -69,12 +84,40 @@ export interface LockBackend {
   acquire(req: AcquireRequest): Promise<AcquireResult>;
   /** Sets the lease to `ttlMs` from now, only if `owner` still holds `key`. */
   renew(key: string, owner: string, ttlMs: number): Promise<RenewResult>;
+  /**
+   * Renews many locks in one round trip (one pipeline or script on Redis, one statement per
+   * session on PostgreSQL): the renewal manager sends every renewal due in a tick through it.
+   * Resolves to one result per request, in order; rejects (for the whole batch) only when
+   * the backend failed, and then any subset of the renewals may have been applied.
+   */
+  renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]>;
   /** Deletes the lock, only if `owner` still holds `key`. */
   release(key: string, owner: string): Promise<ReleaseResult>;
   /** The current holder of `key`, or null when free. */
   status(key: string): Promise<LockRecord | null>;
   /** Deletes the lock whoever holds it; true when there was one. Fence counters stay. */
   forceRelease(key: string): Promise<boolean>;
+  /**
+   * Calls `listener` (with no arguments, possibly more than once, possibly spuriously) when
+   * `key` may have become free on any host sharing this backend: released or force-released
+   * (Redis pub/sub, PostgreSQL LISTEN/NOTIFY, in-process for memory). Expiry need not be
+   * signalled: waiters also wake at the `retryAfterMs` a contended acquire reported, and poll
+   * as a fallback. Never throws; a watch that cannot be set up resolves `ready` anyway, and
+   * the waiters fall back to polling.
+   */
+  watch(key: string, listener: () => void): ReleaseWatch;
   /** Frees connections and timers. */
   close(): Promise<void>;
+}
+
+/** A subscription made by LockBackend.watch. */
+export interface ReleaseWatch {
+  /**
+   * Settles (never rejects) once releases are being delivered to the listener: a waiter
+   * retries after it, so a release between its failed attempt and the subscription is not
+   * missed.
+   */
+  readonly ready: Promise<void>;
+  /** Stops delivering to this listener; the last watcher of a key unsubscribes. Idempotent. */
+  close(): void;
 }

@@ -1,6 +1,6 @@
 // Input checks shared by the host API and the guest ABI, so both reject the same inputs with
 // the same codes and messages.
-import { MAX_KEY_BYTES, MAX_TTL_MS } from "../../abi/status.js";
+import { MAX_KEY_BYTES, MAX_TTL_MS, MAX_WAIT_MS } from "../../abi/status.js";
 import { LockhostError } from "../errors.js";
 import { MAX_SCOPE_PREFIX_BYTES } from "./scope.js";
 
@@ -62,4 +62,12 @@ export function validateTtl(ttlMs: unknown, argName = "ttlMs"): number {
     throw new LockhostError("INVALID_ARGUMENT", `${argName} must be at most ${MAX_TTL_MS} (24 h), got ${ttlMs}`);
   }
   return ttlMs;
+}
+
+/** Throws INVALID_ARGUMENT unless `waitMs` is an integer in 0..MAX_WAIT_MS. */
+export function validateWaitMs(waitMs: unknown, argName = "waitMs"): number {
+  if (typeof waitMs !== "number" || !Number.isInteger(waitMs) || waitMs < 0 || waitMs > MAX_WAIT_MS) {
+    throw new LockhostError("INVALID_ARGUMENT", `${argName} must be an integer number of milliseconds from 0 to ${MAX_WAIT_MS} (24 h), got ${String(waitMs)}`);
+  }
+  return waitMs;
 }

@@ -8,6 +8,8 @@ import type {
   LockBackend,
   LockRecord,
   ReleaseResult,
+  ReleaseWatch,
+  RenewRequest,
   RenewResult,
 } from "../../host/locking/backend.js";
 
@@ -51,6 +53,8 @@ export class MemoryBackend implements LockBackend {
   /** Fence counters are never deleted, so fences keep increasing after a lock expires. */
   readonly #fences = new Map<string, number>();
   readonly #now: () => number;
+  /** Release listeners per key (LockBackend.watch): in-process, so no subscription round trip. */
+  readonly #watchers = new Map<string, Set<() => void>>();
   #opsSinceSweep = 0;
   #sweepCursor: Iterator<[string, Entry]> | undefined;
 
@@ -67,7 +71,8 @@ export class MemoryBackend implements LockBackend {
   async acquire(req: AcquireRequest): Promise<AcquireResult> {
     const now = this.#now();
     this.#maybeSweep(now);
-    if (this.#live(req.key, now)) return { acquired: false };
+    const held = this.#live(req.key, now);
+    if (held) return { acquired: false, retryAfterMs: held.expiresAtMs - now };
     const fence = (this.#fences.get(req.key) ?? 0) + 1;
     this.#fences.set(req.key, fence);
     const entry: Entry = {
@@ -91,13 +96,38 @@ export class MemoryBackend implements LockBackend {
     return { ok: true, expiresAtMs: entry.expiresAtMs };
   }
 
+  /** Renews each lock as renew() would (LockBackend.renewMany). */
+  async renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
+    return Promise.all(reqs.map((r) => this.renew(r.key, r.owner, r.ttlMs)));
+  }
+
   /** Deletes the lock if `owner` still holds `key` (LockBackend.release). */
   async release(key: string, owner: string): Promise<ReleaseResult> {
     const entry = this.#live(key, this.#now());
     if (!entry) return "not_found";
     if (entry.owner !== owner) return "mismatch";
     this.#locks.delete(key);
+    this.#released(key);
     return "released";
+  }
+
+  /** Calls `listener` after every release or force-release of `key` in this instance (LockBackend.watch). */
+  watch(key: string, listener: () => void): ReleaseWatch {
+    let set = this.#watchers.get(key);
+    if (!set) this.#watchers.set(key, (set = new Set()));
+    // A distinct function per watch, so the same listener can be watched twice and closed once.
+    const own = (): void => listener();
+    set.add(own);
+    let open = true;
+    return {
+      ready: Promise.resolve(),
+      close: () => {
+        if (!open) return;
+        open = false;
+        set.delete(own);
+        if (set.size === 0 && this.#watchers.get(key) === set) this.#watchers.delete(key);
+      },
+    };
   }
 
   /** The live holder of `key`, or null (LockBackend.status). */
@@ -112,12 +142,28 @@ export class MemoryBackend implements LockBackend {
   async forceRelease(key: string): Promise<boolean> {
     const live = this.#live(key, this.#now()) !== undefined;
     this.#locks.delete(key);
+    if (live) this.#released(key);
     return live;
   }
 
   /** Drops every lock (fence counters stay, so a reused instance keeps fences increasing). */
   async close(): Promise<void> {
     this.#locks.clear();
+  }
+
+  /** Tells the key's watchers, after the caller's step has returned (as a server's message would). */
+  #released(key: string): void {
+    const set = this.#watchers.get(key);
+    if (!set) return;
+    for (const listener of [...set]) {
+      queueMicrotask(() => {
+        try {
+          listener();
+        } catch {
+          // A watcher's bug must not reach the releaser.
+        }
+      });
+    }
   }
 
   /** The entry for `key` if its lease has not ended; an ended one is dropped on the way. */

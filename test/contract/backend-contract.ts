@@ -5,6 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AcquireRequest, LockBackend } from "../../host/locking/backend.js";
+import { lifecycleContract } from "./lifecycle-contract.js";
 
 /** How a backend test file provides its backend. */
 export interface ContractTarget {
@@ -17,8 +18,12 @@ export interface ContractTarget {
 const holder = { plugin: "contract", node: "node-a" };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Registers the contract cases for one backend. */
+/**
+ * Registers the contract cases for one backend: its atomic steps, then the lease lifecycle
+ * that the LockService builds on them (test/contract/lifecycle-contract.ts).
+ */
 export function backendContract(name: string, target: ContractTarget): void {
+  lifecycleContract(name, target);
   describe(`LockBackend contract: ${name}`, () => {
     let backend: LockBackend;
     const run = randomUUID().slice(0, 8);
@@ -50,7 +55,14 @@ export function backendContract(name: string, target: ContractTarget): void {
     it("reports a held key as not acquired (contention is not an error)", async () => {
       const k = key();
       expect((await backend.acquire(req(k))).acquired).toBe(true);
-      expect(await backend.acquire(req(k))).toEqual({ acquired: false });
+      const contended = await backend.acquire(req(k));
+      expect(contended.acquired).toBe(false);
+      // A backend may say when the holder's lease ends; if it does, that is within the TTL.
+      if (!contended.acquired && contended.retryAfterMs !== undefined) {
+        expect(contended.retryAfterMs).toBeGreaterThan(0);
+        expect(contended.retryAfterMs).toBeLessThanOrEqual(req(k).ttlMs);
+      }
+      expect(Object.keys(contended).every((f) => f === "acquired" || f === "retryAfterMs")).toBe(true);
     });
 
     it("lets exactly one of many concurrent acquirers win", async () => {

@@ -13,7 +13,10 @@ export function unreachableBackend(): LockBackend {
     distributed: true,
     acquire: down,
     renew: down,
+    renewMany: down,
     release: down,
+    // Nothing can be subscribed to: waiters fall back to polling.
+    watch: () => ({ ready: Promise.resolve(), close: () => undefined }),
     status: down,
     forceRelease: down,
     close: () => Promise.resolve(),

@@ -13,11 +13,13 @@ export interface Faults {
   failReleases: number;
   /** The next N acquires reach the store, then fail with BACKEND_UNAVAILABLE (a lost reply). */
   loseAcquireReplies: number;
+  /** The next N renewMany batches fail with BACKEND_UNAVAILABLE without reaching the store. */
+  failRenewals: number;
 }
 
 /** A MemoryBackend (`inner`) behind injectable faults. */
 export function faultyBackend(inner = new MemoryBackend()): { backend: LockBackend; inner: MemoryBackend; faults: Faults } {
-  const faults: Faults = { acquireDelayMs: 0, failReleases: 0, loseAcquireReplies: 0 };
+  const faults: Faults = { acquireDelayMs: 0, failReleases: 0, loseAcquireReplies: 0, failRenewals: 0 };
   const backend: LockBackend = {
     kind: "faulty-memory",
     distributed: false,
@@ -31,6 +33,14 @@ export function faultyBackend(inner = new MemoryBackend()): { backend: LockBacke
       return result;
     },
     renew: (key, owner, ttlMs) => inner.renew(key, owner, ttlMs),
+    async renewMany(reqs) {
+      if (faults.failRenewals > 0) {
+        faults.failRenewals--;
+        throw new LockhostError("BACKEND_UNAVAILABLE", "renewal batch failed (injected fault)");
+      }
+      return inner.renewMany(reqs);
+    },
+    watch: (key, listener) => inner.watch(key, listener),
     async release(key: string, owner: string): Promise<ReleaseResult> {
       if (faults.failReleases > 0) {
         faults.failReleases--;

@@ -1,0 +1,232 @@
+// The renewal manager: one per LockService (so one per host), one timer and one min-heap of
+// deadlines for every lease it watches, however many. A keepalive lease is renewed once
+// `renewAtRatio` of its TTL has passed; renewals due in the same tick (within the batch
+// window) go to the backend as one LockBackend.renewMany call, i.e. one round trip. A
+// renewal that fails on I/O is retried a bounded number of times, spread over what is left
+// before the safety margin; one not confirmed by then, or refused by the backend, ends the
+// lease as lost. Leases without keepalive are watched only once someone observes them
+// (signal / onLost), and end as lost when their host-side deadline passes.
+import type { KeepaliveSettings } from "../config/types.js";
+import { LockhostError, toLockhostError } from "../errors.js";
+import type { RenewRequest, RenewResult } from "./backend.js";
+import { DeadlineQueue, type Timed } from "./deadline-queue.js";
+import type { Lease } from "./lease.js";
+
+/** What the renewal manager needs from its service. */
+export interface RenewalHost {
+  /** One batched round trip to the backend. */
+  renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]>;
+  /** A renewal was confirmed: the lease now ends `ttlMs` after `sentAt` (host clock). */
+  renewed(lease: Lease, expiresAtMs: number, sentAt: number): void;
+  /** A renewal was refused or failed (counted; `lost` follows when it is final). */
+  renewalFailed(lease: Lease): void;
+  /** The lease is lost for `reason` (LOST); `stillHeld` when the server may still hold it. */
+  lost(lease: Lease, reason: LockhostError, stillHeld: boolean): void;
+}
+
+
+/** A watched lease's one place in the queue. */
+interface Entry extends Timed {
+  readonly lease: Lease;
+  /** "renew": the next renewal is due at `deadline`; "end": the lease ends (or must be confirmed) by then. */
+  phase: "renew" | "end";
+  /** Whether a renewal of this lease is on its way to the backend. */
+  inFlight: boolean;
+  /** I/O failures of the current renewal so far. */
+  failures: number;
+}
+
+/** One renewal manager: one timer, one heap, batched renewals. */
+export class RenewalManager {
+  readonly #host: RenewalHost;
+  readonly #settings: KeepaliveSettings;
+  readonly #entries = new Map<Lease, Entry>();
+  readonly #queue: DeadlineQueue<Entry>;
+  /** Renewals taken from the queue in the current firing, sent together after it. */
+  #batch: Entry[] = [];
+  #ticks = 0;
+  #batches = 0;
+  #closed = false;
+
+  /** `settings` are validated (resolveKeepalive). */
+  constructor(host: RenewalHost, settings: KeepaliveSettings) {
+    this.#host = host;
+    this.#settings = settings;
+    const window = this.#settings.batchWindowMs;
+    this.#queue = new DeadlineQueue<Entry>((e) => this.#due(e), {
+      // Renewing a little early is harmless; declaring a lease lost early is not.
+      slackMs: (e) => (e.phase === "renew" ? Math.min(window, e.lease.ttlMs * 0.1) : 0),
+      afterFire: () => this.#flush(),
+    });
+  }
+
+  /** Leases watched now under keepalive. */
+  get keepaliveCount(): number {
+    let n = 0;
+    for (const lease of this.#entries.keys()) if (lease.keepalive) n++;
+    return n;
+  }
+
+  /** Firings that sent at least one renewal. */
+  get ticks(): number {
+    return this.#ticks;
+  }
+
+  /** renewMany calls made. */
+  get batches(): number {
+    return this.#batches;
+  }
+
+  /** Timers armed now (0 or 1). */
+  get timers(): number {
+    return this.#queue.timers;
+  }
+
+  /** Starts watching `lease`: renewals if it has keepalive, else its end. Idempotent. */
+  watch(lease: Lease): void {
+    if (this.#closed || lease.state !== "held") return;
+    let entry = this.#entries.get(lease);
+    if (!entry) {
+      entry = { lease, phase: "end", inFlight: false, failures: 0, deadline: 0, heapIndex: -1 };
+      this.#entries.set(lease, entry);
+    }
+    if (!entry.inFlight) this.#schedule(entry);
+  }
+
+  /** The lease's deadline moved (a manual renew) or its keepalive changed: re-plan it. */
+  replan(lease: Lease): void {
+    const entry = this.#entries.get(lease);
+    if (entry && !entry.inFlight) this.#schedule(entry);
+  }
+
+  /** Stops watching `lease` (released or lost); a renewal in flight for it is ignored. */
+  forget(lease: Lease): void {
+    const entry = this.#entries.get(lease);
+    if (!entry) return;
+    this.#entries.delete(lease);
+    this.#queue.remove(entry);
+  }
+
+  /** Stops the timer and forgets every lease. */
+  close(): void {
+    this.#closed = true;
+    this.#queue.clear();
+    this.#entries.clear();
+    this.#batch = [];
+  }
+
+  /** Queues the next step of an idle entry: its renewal, or its end. */
+  #schedule(entry: Entry): void {
+    const { lease } = entry;
+    if (lease.keepalive) {
+      entry.phase = "renew";
+      // The lease started ttlMs before its deadline; renew once renewAtRatio of it has passed.
+      entry.deadline = lease.deadline - lease.ttlMs * (1 - this.#settings.renewAtRatio);
+    } else {
+      entry.phase = "end";
+      entry.deadline = lease.deadline;
+    }
+    this.#queue.update(entry);
+  }
+
+  #due(entry: Entry): void {
+    const { lease } = entry;
+    if (this.#entries.get(lease) !== entry || lease.state !== "held") return;
+    if (entry.phase === "renew") {
+      entry.inFlight = true;
+      this.#batch.push(entry);
+      // Watch the confirmation: a renewal not back by the safety margin ends the lease.
+      entry.phase = "end";
+      entry.deadline = this.#confirmBy(lease);
+      this.#queue.add(entry);
+      return;
+    }
+    this.#entries.delete(lease);
+    const unconfirmed = entry.inFlight || lease.keepalive;
+    this.#host.lost(
+      lease,
+      lostError(lease, unconfirmed ? "its renewal could not be confirmed before the lease would end" : "its lease ran out (no keepalive, not renewed)"),
+      unconfirmed,
+    );
+  }
+
+  /** The latest host time by which a renewal must be confirmed. */
+  #confirmBy(lease: Lease): number {
+    return lease.deadline - lease.ttlMs * this.#settings.safetyMarginRatio;
+  }
+
+  #flush(): void {
+    const batch = this.#batch;
+    if (batch.length === 0) return;
+    this.#batch = [];
+    this.#ticks++;
+    this.#batches++;
+    const reqs: RenewRequest[] = batch.map(({ lease }) => ({ key: lease.name, owner: lease.owner, ttlMs: lease.ttlMs }));
+    const sentAt = performance.now();
+    let sent: Promise<RenewResult[]>;
+    try {
+      sent = this.#host.renewMany(reqs);
+    } catch (err) {
+      sent = Promise.reject(err);
+    }
+    sent.then(
+      (results) => batch.forEach((entry, i) => this.#settle(entry, results[i], sentAt)),
+      (err: unknown) => {
+        const e = toLockhostError(err, "BACKEND_UNAVAILABLE");
+        for (const entry of batch) this.#failed(entry, e);
+      },
+    );
+  }
+
+  #settle(entry: Entry, result: RenewResult | undefined, sentAt: number): void {
+    const { lease } = entry;
+    const current = this.#entries.get(lease) === entry;
+    entry.inFlight = false;
+    if (!current || lease.state !== "held") {
+      // Released meanwhile, or already declared lost: a late success holds a lock nobody uses.
+      if (result?.ok && lease.state === "lost") this.#host.lost(lease, lease.lostReason!, true);
+      return;
+    }
+    if (result === undefined) {
+      this.#failed(entry, new LockhostError("INTERNAL", "renewMany returned fewer results than requests"));
+      return;
+    }
+    if (result.ok) {
+      entry.failures = 0;
+      this.#host.renewed(lease, result.expiresAtMs, sentAt);
+      this.#schedule(entry);
+      return;
+    }
+    this.#entries.delete(lease);
+    this.#queue.remove(entry);
+    this.#host.renewalFailed(lease);
+    const why = result.reason === "mismatch" ? "another owner holds it now" : "it expired, was deleted or was force-released";
+    this.#host.lost(lease, lostError(lease, `its renewal was refused: ${why}`), false);
+  }
+
+  /** An I/O failure: retry inside the safety margin while retries last, else the lease is lost. */
+  #failed(entry: Entry, err: LockhostError): void {
+    const { lease } = entry;
+    if (this.#entries.get(lease) !== entry || lease.state !== "held") return;
+    entry.inFlight = false;
+    this.#host.renewalFailed(lease);
+    const now = performance.now();
+    const left = this.#confirmBy(lease) - now;
+    const retriesLeft = this.#settings.maxRetries - entry.failures;
+    if (retriesLeft > 0 && left > 1) {
+      entry.failures++;
+      entry.phase = "renew";
+      // Spread the remaining attempts over what is left of the window.
+      entry.deadline = now + Math.max(1, left / (retriesLeft + 1));
+      this.#queue.update(entry);
+      return;
+    }
+    this.#entries.delete(lease);
+    this.#queue.remove(entry);
+    this.#host.lost(lease, lostError(lease, `its renewal could not be confirmed before the lease would end (${err.code}: ${err.message})`), true);
+  }
+}
+
+function lostError(lease: Lease, why: string): LockhostError {
+  return new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) was lost: ${why}`);
+}

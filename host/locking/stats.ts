@@ -1,0 +1,34 @@
+// The counters of one LockService, as `lockhost status` and the admin listener's /metrics show
+// them. Plain numbers bumped on the lock path (no allocation); readers take a snapshot.
+
+/** A snapshot of a LockService's counters (totals since the service started). */
+export interface LockStats {
+  /** Leases held now. */
+  readonly held: number;
+  /** Leases held now under keepalive (renewed by the renewal manager). */
+  readonly keepalive: number;
+  /** Acquisitions that succeeded (tryLock, acquire, restore). */
+  readonly acquisitions: number;
+  /** Attempts that found the key held by someone else (each try of a waiting acquire counts). */
+  readonly contended: number;
+  /** Renewals the backend confirmed (manual and keepalive). */
+  readonly renewalsOk: number;
+  /** Renewals refused (the lock changed hands or ended) or not confirmed (backend failure). */
+  readonly renewalsFailed: number;
+  /** Leases found lost: a renewal refused or unconfirmed before the lease ended, or the lease ran out. */
+  readonly lost: number;
+  /** Acquire calls waiting for a key now. */
+  readonly waiters: number;
+  /** Waits that ended (acquired, timed out or aborted). */
+  readonly waits: number;
+  /** Waits that ended with TIMEOUT. */
+  readonly waitTimeouts: number;
+  /** Total time spent waiting by the waits that ended, in ms. */
+  readonly waitTimeMsTotal: number;
+  /** Renewal manager ticks that sent at least one renewal. */
+  readonly renewalTicks: number;
+  /** Batched renewal calls (LockBackend.renewMany) the renewal manager made. */
+  readonly renewalBatches: number;
+  /** Timers the renewal manager has armed now (0 or 1: one for the whole host). */
+  readonly renewalTimers: number;
+}

@@ -1,0 +1,287 @@
+// The lease lifecycle, checked on every backend: keepalive, lost detection, waiting that wakes
+// on release, FIFO waiters, TIMEOUT, restore, withLock and the admin listener's token check.
+// It runs LockServices (the layer that owns the lifecycle) over the backend under test; "two
+// hosts" are two services over two backend instances when the backend is distributed (two
+// connections, as two processes would have), or over one shared instance for memory.
+import { randomUUID } from "node:crypto";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startAdminServer } from "../../host/admin/server.js";
+import { LockhostError } from "../../host/errors.js";
+import type { LockBackend } from "../../host/locking/backend.js";
+import type { Lease } from "../../host/locking/lease.js";
+import { LockService, type LockServiceOptions } from "../../host/locking/service.js";
+import type { ContractTarget } from "./backend-contract.js";
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const silent = pino({ level: "silent" });
+
+/** Renewal at half the TTL; polling so slow that only a release notification (or the lease end) explains a quick wake-up. */
+const OPTIONS: Omit<LockServiceOptions, "node"> = {
+  keepalive: { renewAtRatio: 0.5, maxRetries: 3, safetyMarginRatio: 0.1, batchWindowMs: 20 },
+  waiting: { pollIntervalMs: 10_000 },
+};
+
+/** Resolves with the time (ms since `since`) at which `lease` was reported lost. */
+function lostAt(lease: Lease, since: number): Promise<number> {
+  return new Promise((resolve) => lease.onLost(() => resolve(performance.now() - since)));
+}
+
+async function rejection(p: Promise<unknown>): Promise<LockhostError> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof LockhostError) return err;
+    throw err;
+  }
+  throw new Error("expected a rejection");
+}
+
+/** Registers the lifecycle cases for one backend. */
+export function lifecycleContract(name: string, target: ContractTarget): void {
+  describe(`lease lifecycle contract: ${name}`, () => {
+    let a: LockService;
+    let b: LockService;
+    const backends: LockBackend[] = [];
+    const run = randomUUID().slice(0, 8);
+    let n = 0;
+    const key = (): string => `life-${run}-${++n}`;
+
+    beforeAll(async () => {
+      const first = await target.create();
+      const second = first.distributed ? await target.create() : first;
+      backends.push(first, second);
+      a = new LockService(first, { node: "host-a", ...OPTIONS });
+      b = new LockService(second, { node: "host-b", ...OPTIONS });
+    });
+    afterAll(async () => {
+      await a?.close({ closeBackend: false });
+      await b?.close({ closeBackend: false });
+      for (const backend of new Set(backends)) await backend.close();
+    });
+
+    it("keeps a keepalive lock well past its TTL, with batched renewals on one timer", async () => {
+      const k = key();
+      const before = a.stats();
+      const lease = (await a.tryLock(k, { ttlMs: 300, keepalive: true }))!;
+      expect(lease).not.toBeNull();
+      await sleep(1_200);
+      expect(lease.state).toBe("held");
+      expect(await b.tryLock(k, { ttlMs: 300 })).toBeNull();
+      const s = await b.status(`global:${k}`);
+      expect(s.held && s.fence).toBe(lease.fence);
+      const after = a.stats();
+      expect(after.renewalsOk - before.renewalsOk).toBeGreaterThanOrEqual(3);
+      expect(after.renewalTimers).toBe(1);
+      await a.release(lease);
+      expect(a.stats().keepalive).toBe(0);
+    });
+
+    it("renews many keepalive locks due in the same tick in one batch", async () => {
+      const leases = await Promise.all(Array.from({ length: 40 }, () => a.tryLock(key(), { ttlMs: 400, keepalive: true })));
+      const before = a.stats();
+      await sleep(450);
+      const after = a.stats();
+      const renewed = after.renewalsOk - before.renewalsOk;
+      const batches = after.renewalBatches - before.renewalBatches;
+      expect(renewed).toBeGreaterThanOrEqual(40);
+      // 40 leases taken together are due together: a handful of batches, not one per lease.
+      expect(batches).toBeLessThanOrEqual(Math.ceil(renewed / 40) + 2);
+      for (const lease of leases) await a.release(lease!);
+    });
+
+    it("reports a keepalive lock deleted behind the holder's back as lost within one renewal interval", async () => {
+      const k = key();
+      const ttlMs = 600;
+      const lease = (await a.tryLock(k, { ttlMs, keepalive: true }))!;
+      const signal = lease.signal;
+      await sleep(50);
+      const t0 = performance.now();
+      const lost = lostAt(lease, t0);
+      expect(await b.forceRelease(`global:${k}`)).toBe(true);
+      const after = await lost;
+      // One renewal interval (renewAtRatio x TTL) plus a round trip's slack.
+      expect(after).toBeLessThan(ttlMs * 0.5 + 250);
+      expect(signal.aborted).toBe(true);
+      expect((signal.reason as LockhostError).code).toBe("LOST");
+      expect(lease.state).toBe("lost");
+      expect((await rejection(a.release(lease))).code).toBe("LOST");
+    });
+
+    it("reports a stolen lock as lost, and releasing it deletes nothing of the new holder", async () => {
+      const k = key();
+      const lease = (await a.tryLock(k, { ttlMs: 600, keepalive: true }))!;
+      const t0 = performance.now();
+      const lost = lostAt(lease, t0);
+      await b.forceRelease(`global:${k}`);
+      const thief = (await b.tryLock(k, { ttlMs: 10_000 }))!;
+      expect(thief).not.toBeNull();
+      expect(await lost).toBeLessThan(600 * 0.5 + 250);
+      expect((await rejection(a.release(lease))).code).toBe("LOST");
+      const s = await a.status(`global:${k}`);
+      expect(s.held && s.owner).toBe(thief.owner);
+      await b.release(thief);
+    });
+
+    it("signals the end of a lease without keepalive to whoever watches it", async () => {
+      const lease = (await a.tryLock(key(), { ttlMs: 150 }))!;
+      const t0 = performance.now();
+      const lost = await lostAt(lease, t0);
+      expect(lost).toBeGreaterThan(100);
+      expect(lost).toBeLessThan(600);
+      expect(lease.signal.aborted).toBe(true);
+    });
+
+    it("wakes a waiter on another host as soon as the holder releases, long before waitMs", async () => {
+      const k = key();
+      const held = (await a.tryLock(k, { ttlMs: 30_000 }))!;
+      const waiting = b.acquire(k, { ttlMs: 5_000, waitMs: 8_000 });
+      await sleep(200);
+      expect(b.stats().waiters).toBe(1);
+      const released = performance.now();
+      await a.release(held);
+      const lease = await waiting;
+      const handoffMs = performance.now() - released;
+      // Polling is set to 10 s: only the release notification can explain this.
+      expect(handoffMs).toBeLessThan(1_000);
+      expect(lease.fence).toBeGreaterThan(held.fence);
+      await b.release(lease);
+    });
+
+    it("wakes a waiter when the holder's lease ends without a release", async () => {
+      const k = key();
+      await a.tryLock(k, { ttlMs: 400 });
+      const t0 = performance.now();
+      const lease = await b.acquire(k, { ttlMs: 5_000, waitMs: 5_000 });
+      const waited = performance.now() - t0;
+      expect(waited).toBeLessThan(2_000);
+      await b.release(lease);
+    });
+
+    it("serves the waiters of one host in arrival order", async () => {
+      const k = key();
+      const held = (await a.tryLock(k, { ttlMs: 30_000 }))!;
+      const order: number[] = [];
+      const waiters = [1, 2, 3, 4].map(async (i) => {
+        await sleep(i * 40);
+        const lease = await b.acquire(k, { ttlMs: 5_000, waitMs: 10_000 });
+        order.push(i);
+        await sleep(10);
+        await b.release(lease);
+      });
+      await sleep(300);
+      expect(b.stats().waiters).toBe(4);
+      await a.release(held);
+      await Promise.all(waiters);
+      expect(order).toEqual([1, 2, 3, 4]);
+    });
+
+    it("rejects with TIMEOUT and the time waited when nobody releases", async () => {
+      const k = key();
+      const held = (await a.tryLock(k, { ttlMs: 30_000 }))!;
+      const t0 = performance.now();
+      const e = await rejection(b.acquire(k, { ttlMs: 1_000, waitMs: 300 }));
+      const waited = performance.now() - t0;
+      expect(e.code).toBe("TIMEOUT");
+      expect(e.details?.waitedMs).toBeGreaterThanOrEqual(290);
+      expect(e.details?.waitedMs).toBeLessThan(1_000);
+      expect(e.message).toMatch(/waiting \d+ ms/);
+      expect(waited).toBeLessThan(1_500);
+      expect(b.stats().waiters).toBe(0);
+      await a.release(held);
+    });
+
+    it("ends a wait when its signal aborts", async () => {
+      const k = key();
+      const held = (await a.tryLock(k, { ttlMs: 30_000 }))!;
+      const controller = new AbortController();
+      const waiting = b.acquire(k, { ttlMs: 1_000, waitMs: 10_000, signal: controller.signal });
+      await sleep(100);
+      controller.abort(new Error("caller gave up"));
+      await expect(waiting).rejects.toThrow("caller gave up");
+      expect(b.stats().waiters).toBe(0);
+      await a.release(held);
+    });
+
+    it("restores a lock from its owner token on another host, which can then release it", async () => {
+      const k = key();
+      const lease = (await a.tryLock(k, { ttlMs: 10_000 }))!;
+      const restored = await b.restore(k, lease.owner);
+      expect(restored.fence).toBe(lease.fence);
+      expect(restored.name).toBe(lease.name);
+      await b.renew(restored, 10_000);
+      await b.release(restored);
+      expect((await b.status(`global:${k}`)).held).toBe(false);
+      // The original handle now finds its lock gone: LOST, nothing deleted.
+      expect((await rejection(a.release(lease))).code).toBe("LOST");
+      expect((await rejection(b.release(restored))).code).toBe("ALREADY_RELEASED");
+      expect((await rejection(b.restore(k, lease.owner))).code).toBe("ALREADY_RELEASED");
+      // The key is free for anyone again.
+      const next = (await a.tryLock(k, { ttlMs: 1_000 }))!;
+      expect(next).not.toBeNull();
+      await a.release(next);
+    });
+
+    it("refuses restore with a wrong owner (OWNERSHIP_MISMATCH) or for a free key (NOT_FOUND)", async () => {
+      const k = key();
+      const lease = (await a.tryLock(k, { ttlMs: 10_000 }))!;
+      expect((await rejection(b.restore(k, randomUUID()))).code).toBe("OWNERSHIP_MISMATCH");
+      expect((await rejection(b.restore(key(), lease.owner))).code).toBe("NOT_FOUND");
+      expect((await rejection(b.restore("", lease.owner))).code).toBe("INVALID_ARGUMENT");
+      const s = await a.status(`global:${k}`);
+      expect(s.held && s.owner).toBe(lease.owner);
+      await a.release(lease);
+    });
+
+    it("withLock runs the function under the lock with a lock-loss signal, and always releases", async () => {
+      const k = key();
+      const value = await a.withLock(k, async (signal, lease) => {
+        expect(signal.aborted).toBe(false);
+        expect((await b.tryLock(k, { ttlMs: 1_000 })) === null).toBe(true);
+        expect(lease.keepalive).toBe(true);
+        await sleep(400); // longer than the TTL: keepalive carries it
+        expect(lease.state).toBe("held");
+        return 42;
+      }, { ttlMs: 250 });
+      expect(value).toBe(42);
+      expect((await a.status(`global:${k}`)).held).toBe(false);
+      await expect(a.withLock(k, () => { throw new Error("boom"); }, { ttlMs: 1_000 })).rejects.toThrow("boom");
+      expect((await a.status(`global:${k}`)).held).toBe(false);
+    });
+
+    it("withLock rejects with CONTENDED without waitMs, waits with it, and aborts fn's signal on loss", async () => {
+      const k = key();
+      const held = (await b.tryLock(k, { ttlMs: 30_000 }))!;
+      expect((await rejection(a.withLock(k, () => 1, { ttlMs: 1_000 }))).code).toBe("CONTENDED");
+      setTimeout(() => void b.release(held), 100);
+      const reason = await a.withLock(k, async (signal) => {
+        await b.forceRelease(`global:${k}`);
+        return new Promise<unknown>((resolve) => signal.addEventListener("abort", () => resolve(signal.reason)));
+      }, { ttlMs: 400, waitMs: 5_000 });
+      expect((reason as LockhostError).code).toBe("LOST");
+    });
+
+    it("admin listener: refuses force-release without the token, and does it with the token", async () => {
+      const k = key();
+      const lease = (await a.tryLock(k, { ttlMs: 30_000 }))!;
+      const token = "contract-token-0123456789";
+      const server = await startAdminServer({
+        service: a, settings: { listen: { host: "127.0.0.1", port: 0 }, token }, log: silent, node: "host-a",
+      });
+      try {
+        const url = `${server.url}/locks/${encodeURIComponent(lease.name)}/force-release`;
+        const none = await fetch(url, { method: "POST" });
+        expect(none.status).toBe(401);
+        const wrong = await fetch(url, { method: "POST", headers: { authorization: "Bearer wrong-token-0123456789" } });
+        expect(wrong.status).toBe(403);
+        expect((await a.status(lease.name)).held).toBe(true);
+        const ok = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${token}` } });
+        expect(ok.status).toBe(200);
+        expect(await ok.json()).toMatchObject({ released: true });
+        expect((await a.status(lease.name)).held).toBe(false);
+      } finally {
+        await server.close();
+      }
+    });
+  });
+}

@@ -1,0 +1,211 @@
+// The admin HTTP listener: stats, Prometheus metrics, the status of a lock and force-release,
+// for operators and for `lockhost status` / `lockhost release --force --admin`. It listens on
+// loopback unless told otherwise, and force-release needs the bearer token from the config:
+// reading is harmless, deleting someone's lock is not.
+import { createHash, timingSafeEqual } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Logger } from "pino";
+import type { AdminSettings } from "../config/types.js";
+import { LockhostError, toLockhostError, type ErrorCode } from "../errors.js";
+import type { LockService } from "../locking/service.js";
+import { lockMetrics } from "./metrics.js";
+
+/** What startAdminServer needs. */
+export interface AdminServerOptions {
+  /** The host's lock service: its stats, status and force-release are served. */
+  readonly service: LockService;
+  readonly settings: AdminSettings;
+  readonly log: Logger;
+  /** This host's node name (a label on every metric, and in /stats). */
+  readonly node: string;
+}
+
+/** A running admin listener. */
+export interface AdminServer {
+  /** Base URL, e.g. "http://127.0.0.1:9464" (the real port when the config said 0). */
+  readonly url: string;
+  /** Stops listening and ends open connections. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** The body of GET /stats. */
+export interface AdminStatsBody {
+  readonly node: string;
+  readonly backend: string;
+  readonly distributed: boolean;
+  readonly stats: ReturnType<LockService["stats"]>;
+}
+
+const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
+  INVALID_ARGUMENT: 400,
+  PERMISSION_DENIED: 403,
+  NOT_FOUND: 404,
+  BACKEND_UNAVAILABLE: 503,
+  CLOSED: 503,
+};
+
+/** The longest request target served; lock names are at most ~600 bytes, encoded at most 3x. */
+const MAX_URL_LENGTH = 4_096;
+
+/**
+ * Starts the admin listener. Endpoints: `GET /healthz`, `GET /stats` (JSON, AdminStatsBody),
+ * `GET /metrics` (Prometheus text), `GET /locks/<name>` (the lock's status, name URL-encoded)
+ * and `POST /locks/<name>/force-release` (needs `Authorization: Bearer <token>`: 401 without
+ * it, 403 with a wrong one or when the config sets no token). Rejects with CONFIG_INVALID
+ * when the address cannot be listened on.
+ */
+export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
+  const { service, settings, log, node } = options;
+  const metrics = lockMetrics(service, node);
+  const tokenDigest = settings.token === undefined ? undefined : digest(settings.token);
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      // A handler bug must not take the host down; the client gets a 500.
+      log.error({ err: toLockhostError(err).message, url: req.url }, "admin request failed");
+      if (!res.headersSent) send(res, 500, { code: "INTERNAL", message: "internal error" });
+      else res.destroy();
+    });
+  });
+  server.keepAliveTimeout = 5_000;
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Bodies are never read: drain them so the connection can be reused.
+    req.resume();
+    const target = req.url ?? "/";
+    if (target.length > MAX_URL_LENGTH) return send(res, 414, { code: "INVALID_ARGUMENT", message: "request target too long" });
+    const path = target.split("?", 1)[0]!;
+    const method = req.method ?? "GET";
+    if (path === "/healthz") {
+      if (only(method, "GET", res)) send(res, 200, { ok: true });
+      return;
+    }
+    if (path === "/stats") {
+      if (!only(method, "GET", res)) return;
+      const body: AdminStatsBody = { node, backend: service.backendKind, distributed: service.distributed, stats: service.stats() };
+      return send(res, 200, body);
+    }
+    if (path === "/metrics") {
+      if (!only(method, "GET", res)) return;
+      const text = await metrics.render();
+      res.writeHead(200, { "content-type": metrics.registry.contentType });
+      res.end(text);
+      return;
+    }
+    const force = /^\/locks\/([^/]+)\/force-release$/.exec(path);
+    if (force) {
+      if (!only(method, "POST", res)) return;
+      const name = decode(force[1]!, res);
+      if (name === undefined || !authorized(req, res)) return;
+      return answer(res, async () => {
+        const released = await service.forceRelease(name);
+        log.warn({ lock: name, released, from: req.socket.remoteAddress }, "lock force-released through the admin listener");
+        return { key: name, released };
+      });
+    }
+    const lock = /^\/locks\/([^/]+)$/.exec(path);
+    if (lock) {
+      if (!only(method, "GET", res)) return;
+      const name = decode(lock[1]!, res);
+      if (name === undefined) return;
+      return answer(res, () => service.status(name));
+    }
+    send(res, 404, { code: "NOT_FOUND", message: `no such endpoint: ${path}` });
+  }
+
+  /** Checks the bearer token in constant time; answers 401/403 itself when it does not match. */
+  function authorized(req: IncomingMessage, res: ServerResponse): boolean {
+    if (tokenDigest === undefined) {
+      send(res, 403, { code: "PERMISSION_DENIED", message: "force-release through the admin listener is disabled: set [admin] token in the config" });
+      return false;
+    }
+    const header = req.headers.authorization;
+    const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match) {
+      res.setHeader("www-authenticate", 'Bearer realm="lockhost"');
+      send(res, 401, { code: "PERMISSION_DENIED", message: "force-release needs an Authorization: Bearer <token> header ([admin] token)" });
+      return false;
+    }
+    if (!timingSafeEqual(digest(match[1]!), tokenDigest)) {
+      log.warn({ from: req.socket.remoteAddress }, "admin force-release refused: wrong token");
+      send(res, 403, { code: "PERMISSION_DENIED", message: "wrong admin token" });
+      return false;
+    }
+    return true;
+  }
+
+  await listen(server, settings);
+  const address = server.address() as AddressInfo;
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+  log.info({ url, forceRelease: tokenDigest !== undefined }, "admin listener started");
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
+
+function listen(server: Server, settings: AdminSettings): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException): void => {
+      reject(
+        new LockhostError(
+          "CONFIG_INVALID",
+          `[admin] listen: cannot listen on ${settings.listen.host}:${settings.listen.port} (${err.code ?? err.message})`,
+        ),
+      );
+    };
+    server.once("error", onError);
+    server.listen(settings.listen.port, settings.listen.host, () => {
+      server.off("error", onError);
+      // Later socket errors are per connection; they must never reach the process.
+      server.on("error", () => undefined);
+      resolve();
+    });
+  });
+}
+
+/** Runs a service call and answers with its result, or with its error's code and message. */
+async function answer(res: ServerResponse, call: () => Promise<unknown>): Promise<void> {
+  try {
+    send(res, 200, await call());
+  } catch (err) {
+    const e = toLockhostError(err);
+    send(res, HTTP_STATUS[e.code] ?? 500, { code: e.code, message: e.message });
+  }
+}
+
+function only(method: string, allowed: string, res: ServerResponse): boolean {
+  if (method === allowed) return true;
+  res.setHeader("allow", allowed);
+  send(res, 405, { code: "INVALID_ARGUMENT", message: `use ${allowed}` });
+  return false;
+}
+
+function decode(segment: string, res: ServerResponse): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    send(res, 400, { code: "INVALID_ARGUMENT", message: "the lock name is not valid percent-encoding" });
+    return undefined;
+  }
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
+  res.end(text);
+}
+
+function digest(token: string): Buffer {
+  return createHash("sha256").update(token).digest();
+}

@@ -1,0 +1,125 @@
+// The admin listener over a memory-backed LockService: stats, Prometheus metrics, lock status,
+// force-release behind the token, and bad requests that get a code and never hurt the host.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { startAdminServer, type AdminServer } from "../host/admin/server.js";
+import { LockService } from "../host/locking/service.js";
+import { MemoryBackend } from "../plugins/backends/memory.js";
+import { captureLogger } from "./support/log.js";
+
+const TOKEN = "admin-test-token-0123456789";
+let locks: LockService;
+let server: AdminServer;
+let capture: ReturnType<typeof captureLogger>;
+
+beforeEach(async () => {
+  locks = new LockService(new MemoryBackend(), { node: "node-admin" });
+  capture = captureLogger();
+  server = await startAdminServer({ service: locks, settings: { listen: { host: "127.0.0.1", port: 0 }, token: TOKEN }, log: capture.logger, node: "node-admin" });
+});
+afterEach(async () => {
+  await server.close();
+  await locks.close();
+});
+
+const get = (path: string): Promise<Response> => fetch(`${server.url}${path}`);
+const forceRelease = (name: string, headers: Record<string, string> = {}): Promise<Response> =>
+  fetch(`${server.url}/locks/${encodeURIComponent(name)}/force-release`, { method: "POST", headers });
+
+describe("admin listener", () => {
+  it("listens on loopback and answers /healthz", async () => {
+    expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(await (await get("/healthz")).json()).toEqual({ ok: true });
+  });
+
+  it("serves the service's stats as JSON", async () => {
+    const lease = (await locks.tryLock("a", { ttlMs: 5_000, keepalive: true }))!;
+    expect(await locks.tryLock("a", { ttlMs: 5_000 })).toBeNull();
+    const body = await (await get("/stats")).json();
+    expect(body).toMatchObject({
+      node: "node-admin", backend: "memory", distributed: false,
+      stats: { held: 1, keepalive: 1, acquisitions: 1, contended: 1, lost: 0, waiters: 0 },
+    });
+    await locks.release(lease);
+  });
+
+  it("serves Prometheus metrics labelled with node and backend", async () => {
+    const lease = (await locks.tryLock("a", { ttlMs: 5_000 }))!;
+    await locks.tryLock("a", { ttlMs: 5_000 });
+    const res = await get("/metrics");
+    expect(res.headers.get("content-type")).toMatch(/^text\/plain/);
+    const text = await res.text();
+    expect(text).toContain("# TYPE lockhost_locks_held gauge");
+    expect(text).toContain('lockhost_locks_held{node="node-admin",backend="memory"} 1');
+    expect(text).toContain('lockhost_acquisitions_total{node="node-admin",backend="memory"} 1');
+    expect(text).toContain('lockhost_contended_total{node="node-admin",backend="memory"} 1');
+    expect(text).toMatch(/lockhost_renewals_total\{result="ok",node="node-admin",backend="memory"\} 0/);
+    expect(text).toContain("# TYPE lockhost_wait_seconds_total counter");
+    await locks.release(lease);
+    // Counters never go down between scrapes; gauges follow the state.
+    const again = await (await get("/metrics")).text();
+    expect(again).toContain('lockhost_locks_held{node="node-admin",backend="memory"} 0');
+    expect(again).toContain('lockhost_acquisitions_total{node="node-admin",backend="memory"} 1');
+  });
+
+  it("serves the status of one lock by its URL-encoded name", async () => {
+    const lease = (await locks.tryLock("orders/42 ü", { ttlMs: 5_000 }))!;
+    const held = await (await get(`/locks/${encodeURIComponent(lease.name)}`)).json();
+    expect(held).toMatchObject({ held: true, key: "global:orders/42 ü", owner: lease.owner, fence: lease.fence });
+    expect(await (await get(`/locks/${encodeURIComponent("global:free")}`)).json()).toEqual({ key: "global:free", held: false });
+    await locks.release(lease);
+  });
+
+  it("force-releases only with the right bearer token", async () => {
+    const lease = (await locks.tryLock("a", { ttlMs: 30_000 }))!;
+    const none = await forceRelease(lease.name);
+    expect(none.status).toBe(401);
+    expect(none.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    expect(await none.json()).toMatchObject({ code: "PERMISSION_DENIED" });
+    expect((await forceRelease(lease.name, { authorization: "Bearer not-the-token-at-all" })).status).toBe(403);
+    expect((await forceRelease(lease.name, { authorization: `Basic ${TOKEN}` })).status).toBe(401);
+    expect((await locks.status(lease.name)).held).toBe(true);
+    const ok = await forceRelease(lease.name, { authorization: `Bearer ${TOKEN}` });
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ key: lease.name, released: true });
+    expect((await locks.status(lease.name)).held).toBe(false);
+    expect(await (await forceRelease(lease.name, { authorization: `Bearer ${TOKEN}` })).json()).toEqual({ key: lease.name, released: false });
+    // The token never reaches the log.
+    expect(JSON.stringify(capture.lines)).not.toContain(TOKEN);
+  });
+
+  it("refuses force-release when no token is configured", async () => {
+    const open = await startAdminServer({ service: locks, settings: { listen: { host: "127.0.0.1", port: 0 } }, log: capture.logger, node: "n" });
+    try {
+      const lease = (await locks.tryLock("a", { ttlMs: 30_000 }))!;
+      const res = await fetch(`${open.url}/locks/${encodeURIComponent(lease.name)}/force-release`, { method: "POST", headers: { authorization: "Bearer anything-at-all-here" } });
+      expect(res.status).toBe(403);
+      expect((await res.json()).message).toMatch(/set \[admin\] token/);
+      expect((await locks.status(lease.name)).held).toBe(true);
+    } finally {
+      await open.close();
+    }
+  });
+
+  it("answers bad requests with a status and a code, and keeps serving", async () => {
+    expect((await get("/nope")).status).toBe(404);
+    const wrongMethod = await fetch(`${server.url}/stats`, { method: "POST" });
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get("allow")).toBe("GET");
+    expect((await get("/locks/global%3Aa/force-release")).status).toBe(405);
+    const badEncoding = await get("/locks/%E0%A4%A");
+    expect(badEncoding.status).toBe(400);
+    expect(await badEncoding.json()).toMatchObject({ code: "INVALID_ARGUMENT" });
+    const tooLong = await get(`/locks/${"x".repeat(2_000)}`);
+    expect(tooLong.status).toBe(400);
+    expect(await tooLong.json()).toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringMatching(/^name is \d+ bytes/) });
+    expect((await get(`/locks/${"x".repeat(5_000)}`)).status).toBe(414);
+    expect((await get("/healthz")).status).toBe(200);
+  });
+
+  it("reports a listen address it cannot use as CONFIG_INVALID naming [admin] listen", async () => {
+    const port = Number(new URL(server.url).port);
+    await expect(
+      startAdminServer({ service: locks, settings: { listen: { host: "127.0.0.1", port } }, log: capture.logger, node: "n" }),
+    ).rejects.toMatchObject({ code: "CONFIG_INVALID", message: expect.stringMatching(/^\[admin\] listen: cannot listen on 127\.0\.0\.1:\d+ \(EADDRINUSE\)/) });
+  });
+});

@@ -4,11 +4,11 @@
 // force-release across hosts. Every table is made up for this run and dropped at the end.
 import { randomUUID } from "node:crypto";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
 import type { PgConfig } from "../host/config/types.js";
 import { LockhostError } from "../host/errors.js";
-import type { AcquireRequest } from "../host/locking/backend.js";
+import type { AcquireRequest, AcquireResult } from "../host/locking/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { PgBackend, type PgBackendOptions } from "../plugins/backends/pg/index.js";
 import { DeadlineQueue, type Timed } from "../plugins/backends/pg/expiry.js";
@@ -28,10 +28,13 @@ const capture = captureLogger();
 const backends: PgBackend[] = [];
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** A backend ("a host") on this run's table, closed at the end of the file. */
+/** Backends made by the running test: closed after it, so the server's connections last. */
+let perTest: PgBackend[] | undefined;
+
+/** A backend ("a host") on this run's table, closed after the test (or, made outside one, at the end of the file). */
 function host(over: Partial<PgConfig> = {}, options: PgBackendOptions = {}): PgBackend {
   const backend = new PgBackend(config(over), capture.logger, options);
-  backends.push(backend);
+  (perTest ?? backends).push(backend);
   return backend;
 }
 
@@ -40,6 +43,16 @@ const key = (label = "k"): string => `pg-${run}-${label}-${++n}`;
 const req = (k: string, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
   key: k, owner: randomUUID(), ttlMs: 10_000, holder: { plugin: "pgtest", node: "node-a" }, ...over,
 });
+
+/** Checks a contended result: not acquired, and a retry hint, when given, within the holder's `ttlMs`. */
+function expectContended(result: AcquireResult, ttlMs = 10_000): void {
+  expect(result.acquired).toBe(false);
+  if (!result.acquired && result.retryAfterMs !== undefined) {
+    expect(result.retryAfterMs).toBeGreaterThan(0);
+    expect(result.retryAfterMs).toBeLessThanOrEqual(ttlMs);
+  }
+  expect(Object.keys(result).every((f) => f === "acquired" || f === "retryAfterMs")).toBe(true);
+}
 
 /** Polls `check` until it returns true, failing after `ms`. */
 async function until(what: string, ms: number, check: () => Promise<boolean> | boolean): Promise<void> {
@@ -55,6 +68,14 @@ beforeAll(async () => {
   admin = new pg.Client({ connectionString: url });
   admin.on("error", () => undefined);
   await admin.connect();
+});
+beforeEach(() => {
+  perTest = [];
+});
+afterEach(async () => {
+  const made = perTest ?? [];
+  perTest = undefined;
+  await Promise.all(made.map((b) => b.close()));
 });
 afterAll(async () => {
   await Promise.all(backends.map((b) => b.close()));
@@ -131,7 +152,7 @@ describe("pg backend", () => {
     const k = key();
     const first = req(k);
     expect((await a.acquire(first)).acquired).toBe(true);
-    expect(await a.acquire(req(k))).toEqual({ acquired: false });
+    expectContended(await a.acquire(req(k)));
     // Had the session locked twice, one unlock would leave it held and b could not take it.
     expect(await a.release(k, first.owner)).toBe("released");
     expect(await holders(k)).toEqual([]);
@@ -163,9 +184,9 @@ describe("pg backend", () => {
     const one = req(k1);
     expect((await a.acquire(one)).acquired).toBe(true);
     // Same host: the bookkeeping is keyed by id, so k2 is contended without asking the server.
-    expect(await a.acquire(req(k2))).toEqual({ acquired: false });
+    expectContended(await a.acquire(req(k2)));
     // Another host: the server's advisory lock says the same.
-    expect(await b.acquire(req(k2))).toEqual({ acquired: false });
+    expectContended(await b.acquire(req(k2)));
     // Nobody holds k2: status and force-release compare the stored name.
     expect(await a.status(k2)).toBeNull();
     expect(await b.forceRelease(k2)).toBe(false);
@@ -178,7 +199,7 @@ describe("pg backend", () => {
     expect((await b.acquire(two)).acquired).toBe(true);
     expect((await b.status(k2))?.owner).toBe(two.owner);
     expect(await b.status(k1)).toBeNull();
-    expect(await a.acquire(req(k1))).toEqual({ acquired: false });
+    expectContended(await a.acquire(req(k1)));
   });
 
   it("hands out dense fences within a reserved block and reserves the next block past it", async () => {
@@ -383,7 +404,7 @@ describe("pg backend", () => {
     const started = performance.now();
     const got = await a.acquire(first);
     if (!got.acquired) throw new Error("not acquired");
-    expect(await b.acquire(req(k))).toEqual({ acquired: false });
+    expectContended(await b.acquire(req(k)));
     let fence = 0;
     await until("b takes the expired lock", 3_000, async () => {
       const second = await b.acquire(req(k));
@@ -409,7 +430,7 @@ describe("pg backend", () => {
       await sleep(150);
       expect((await a.renew(k, first.owner, 300)).ok).toBe(true);
     }
-    expect(await b.acquire(req(k))).toEqual({ acquired: false });
+    expectContended(await b.acquire(req(k)));
     expect((await b.status(k))?.owner).toBe(first.owner);
   });
 
@@ -575,7 +596,11 @@ describe("pg backend", () => {
         expect(message).not.toContain(secret);
         expect(message).toContain(`postgres://postgres:***@127.0.0.1:${port}/test`);
       }
-      expect(await backend.renew(key(), "o", 1_000)).toEqual({ ok: false, reason: "not_found" });
+      // A lock this backend does not hold may be held by another host (renew by owner after
+      // restore): only the server can answer, so this fails too, and just as carefully.
+      const renewed = await backend.renew(key(), "o", 1_000).then(() => undefined, (e: unknown) => e);
+      expect(renewed).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+      expect((renewed as Error).message).not.toContain(secret);
       expect(JSON.stringify(local.lines)).not.toContain(secret);
       expect(local.lines.length).toBeGreaterThan(0);
     } finally {
@@ -592,6 +617,233 @@ describe("pg backend", () => {
     expect(await host().status(k)).toBeNull();
     await expect(backend.acquire(req(key()))).rejects.toMatchObject({ code: "CLOSED" });
     await expect(backend.status(key())).rejects.toMatchObject({ code: "CLOSED" });
+  });
+});
+
+describe("pg backend: batched renewals, release notifications, owner tokens from anywhere", () => {
+  /** Counts the calls of a watch on `k` of `backend`; resolves once it listens. */
+  async function watchCount(backend: PgBackend, k: string): Promise<{ calls: () => number; close: () => void }> {
+    let calls = 0;
+    const w = backend.watch(k, () => void calls++);
+    await w.ready;
+    return { calls: () => calls, close: () => w.close() };
+  }
+
+  it("renews a batch with one statement per session, mixed results in request order", async () => {
+    const a = host({ sessions: 2 });
+    const b = host();
+    const mine = Array.from({ length: 6 }, () => req(key("batch")));
+    for (const r of mine) expect((await a.acquire(r)).acquired).toBe(true);
+    const [theirs, others] = [req(key("batch")), req(key("batch"))];
+    expect((await b.acquire(theirs)).acquired).toBe(true);
+    expect((await b.acquire(others)).acquired).toBe(true);
+    const gone = mine[5]!;
+    expect(await a.release(gone.key, gone.owner)).toBe("released");
+
+    const before = a.renewRoundTrips;
+    const results = await a.renewMany([
+      { key: mine[0]!.key, owner: mine[0]!.owner, ttlMs: 20_000 },
+      { key: mine[1]!.key, owner: randomUUID(), ttlMs: 20_000 }, // not the owner
+      { key: key("nobody"), owner: randomUUID(), ttlMs: 20_000 }, // held by nobody
+      { key: mine[2]!.key, owner: mine[2]!.owner, ttlMs: 30_000 },
+      { key: others.key, owner: randomUUID(), ttlMs: 20_000 }, // another host's, not the owner
+      { key: gone.key, owner: gone.owner, ttlMs: 20_000 }, // released already
+      { key: theirs.key, owner: theirs.owner, ttlMs: 25_000 }, // another host's, by its owner token
+      { key: mine[3]!.key, owner: mine[3]!.owner, ttlMs: 20_000 },
+    ]);
+    const sent = a.renewRoundTrips - before;
+    expect(sent).toBeGreaterThanOrEqual(1);
+    expect(sent).toBeLessThanOrEqual(2);
+    expect(results.map((r) => (r.ok ? "ok" : r.reason))).toEqual([
+      "ok", "mismatch", "not_found", "ok", "mismatch", "not_found", "ok", "ok",
+    ]);
+    for (const [i, r] of [[0, mine[0]!], [3, mine[2]!], [6, theirs], [7, mine[3]!]] as const) {
+      const status = await b.status(r.key);
+      const result = results[i]!;
+      expect(result.ok && status?.expiresAtMs).toBe(result.ok && result.expiresAtMs);
+    }
+    expect((await b.status(mine[2]!.key))!.ttlRemainingMs).toBeGreaterThan(20_000);
+
+    // Many locks, still one statement per session; a name twice in one batch needs another.
+    const many = Array.from({ length: 40 }, () => req(key("batch")));
+    for (const r of many) expect((await a.acquire(r)).acquired).toBe(true);
+    const start = a.renewRoundTrips;
+    const all = await a.renewMany(many.map((r) => ({ key: r.key, owner: r.owner, ttlMs: 10_000 })));
+    expect(all.every((r) => r.ok)).toBe(true);
+    expect(a.renewRoundTrips - start).toBeLessThanOrEqual(2);
+    const twice = await a.renewMany([
+      { key: many[0]!.key, owner: many[0]!.owner, ttlMs: 10_000 },
+      { key: many[0]!.key, owner: many[0]!.owner, ttlMs: 12_000 },
+    ]);
+    expect(twice.every((r) => r.ok)).toBe(true);
+    const afterTwice = a.renewRoundTrips;
+    expect(await a.renewMany([])).toEqual([]);
+    expect(a.renewRoundTrips).toBe(afterTwice);
+  });
+
+  it("says when the holder's lease ends on contention, from another host and from its own bookkeeping", async () => {
+    const a = host();
+    const b = host();
+    const k = key();
+    expect((await a.acquire(req(k, { ttlMs: 5_000 }))).acquired).toBe(true);
+    for (const backend of [b, a]) {
+      const contended = await backend.acquire(req(k));
+      expectContended(contended, 5_000);
+      if (contended.acquired) throw new Error("acquired");
+      expect(contended.retryAfterMs).toBeGreaterThan(3_000);
+    }
+  });
+
+  it("notifies watchers on another host of a release and a force-release, never of a refused release", async () => {
+    const a = host();
+    const b = host();
+    const w = host();
+    const k = key();
+    const watched = await watchCount(w, k);
+    const other = await watchCount(w, key());
+    const first = req(k);
+    expect((await a.acquire(first)).acquired).toBe(true);
+    expect(await a.release(k, randomUUID())).toBe("mismatch");
+    expect(await b.release(k, randomUUID())).toBe("mismatch");
+    await sleep(300);
+    expect(watched.calls()).toBe(0);
+
+    expect(await a.release(k, first.owner)).toBe("released");
+    await until("the release reaches the watcher", 3_000, () => watched.calls() >= 1);
+    expect((await a.acquire(req(k))).acquired).toBe(true);
+    const seen = watched.calls();
+    expect(await b.forceRelease(k)).toBe(true);
+    await until("the force-release reaches the watcher", 3_000, () => watched.calls() > seen);
+    expect(other.calls()).toBe(0);
+
+    // A lease ending at its deadline is announced too.
+    expect((await b.acquire(req(k, { ttlMs: 200 }))).acquired).toBe(true);
+    const beforeExpiry = watched.calls();
+    await until("the lease end reaches the watcher", 3_000, () => watched.calls() > beforeExpiry);
+
+    // Closed: no more calls.
+    watched.close();
+    const closedAt = watched.calls();
+    expect((await a.acquire(first)).acquired).toBe(true);
+    expect(await a.release(k, first.owner)).toBe("released");
+    await sleep(300);
+    expect(watched.calls()).toBe(closedAt);
+    other.close();
+  });
+
+  it("listens on a connection of its own, and comes back after it is terminated, calling every watcher once", async () => {
+    const applicationName = `lockhost-test-${run}-listen`;
+    const w = host({ sessions: 2 }, { applicationName });
+    const a = host();
+    const k = key();
+    expect((await w.acquire(req(key()))).acquired).toBe(true);
+    const watched = await watchCount(w, k);
+    const pid = w.listenerPid;
+    expect(pid).toBeDefined();
+    expect(w.sessionPids).not.toContain(pid);
+    const conns = await admin.query<{ pid: number; application_name: string }>(
+      "select pid, application_name from pg_stat_activity where application_name like $1", [`${applicationName}%`],
+    );
+    expect(conns.rows.find((r) => r.pid === pid)?.application_name).toBe(`${applicationName}:listen`);
+    expect(conns.rows.filter((r) => r.application_name === applicationName).map((r) => r.pid).sort()).toEqual([...w.sessionPids].sort());
+
+    await admin.query("select pg_terminate_backend($1)", [pid]);
+    await until("the listener reconnects", 5_000, () => w.listenerPid !== undefined && w.listenerPid !== pid);
+    // A release may have been missed while it was down: every watcher is called once.
+    await until("the watcher is called after the reconnection", 3_000, () => watched.calls() >= 1);
+    const seen = watched.calls();
+    const r = req(k);
+    expect((await a.acquire(r)).acquired).toBe(true);
+    expect(await a.release(k, r.owner)).toBe("released");
+    await until("a release after the reconnection is delivered", 3_000, () => watched.calls() > seen);
+    watched.close();
+  });
+
+  it("resolves a watch's ready (waiters then poll) when the server cannot be reached", async () => {
+    const port = await freePort();
+    const backend = new PgBackend({ ...config(), url: `postgres://postgres@127.0.0.1:${port}/test`, commandTimeoutMs: 300 }, capture.logger);
+    try {
+      const w = backend.watch(key(), () => undefined);
+      await w.ready;
+      w.close();
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it("releases by owner token from another instance: the holder unlocks at once and later finds its lease gone", async () => {
+    const a = host();
+    const b = host();
+    const c = host();
+    const k = key();
+    const first = req(k, { ttlMs: 30_000 });
+    expect((await a.acquire(first)).acquired).toBe(true);
+    const [pid] = await holders(k);
+    expect(a.sessionPids).toContain(pid);
+    expect(await b.release(k, randomUUID())).toBe("mismatch");
+    expect(await b.release(key(), first.owner)).toBe("not_found");
+    expect((await b.status(k))?.owner).toBe(first.owner);
+
+    const t0 = performance.now();
+    expect(await b.release(k, first.owner)).toBe("released");
+    expect(await b.status(k)).toBeNull();
+    // The holder hears it on its control channel and unlocks: long before the 30 s lease ends.
+    await until("a unlocks", 5_000, async () => (await holders(k)).length === 0);
+    expect((await c.acquire(req(k))).acquired).toBe(true);
+    expect(performance.now() - t0).toBeLessThan(5_000);
+    expect(a.heldCount).toBe(0);
+    expect(await a.release(k, first.owner)).toBe("not_found");
+    expect(await a.renew(k, first.owner, 1_000)).toEqual({ ok: false, reason: "not_found" });
+    // c holds it now: not that owner's any more, from anywhere.
+    expect(await b.release(k, first.owner)).toBe("mismatch");
+  });
+
+  it("renews by owner token from another instance: the holder keeps the lock past its own deadline", async () => {
+    const a = host();
+    const b = host();
+    const c = host();
+    const k = key();
+    const first = req(k, { ttlMs: 400 });
+    expect((await a.acquire(first)).acquired).toBe(true);
+    const [pid] = await holders(k);
+    expect(await b.renew(k, randomUUID(), 3_000)).toEqual({ ok: false, reason: "mismatch" });
+    expect(await b.renew(key(), first.owner, 3_000)).toEqual({ ok: false, reason: "not_found" });
+    const renewed = await b.renew(k, first.owner, 3_000);
+    expect(renewed.ok).toBe(true);
+    await sleep(900); // past a's own deadline (400 ms)
+    expect(await holders(k)).toEqual([pid]);
+    expectContended(await c.acquire(req(k)), 3_000);
+    expect((await c.status(k))?.owner).toBe(first.owner);
+    expect(a.heldCount).toBe(1);
+    // The batch renews it from elsewhere too; then the holder itself releases it.
+    expect((await b.renewMany([{ key: k, owner: first.owner, ttlMs: 3_000 }]))[0]?.ok).toBe(true);
+    expect(await a.release(k, first.owner)).toBe("released");
+    expect(await holders(k)).toEqual([]);
+    // Not renewed elsewhere: the lease ends at the holder's deadline as before.
+    const second = req(k, { ttlMs: 300 });
+    expect((await a.acquire(second)).acquired).toBe(true);
+    await until("a ends the lease", 3_000, async () => (await holders(k)).length === 0);
+    expect(await b.renew(k, second.owner, 1_000)).toEqual({ ok: false, reason: "not_found" });
+  });
+
+  it("through LockService: a lease restored with keepalive on another host outlives its TTL, and its release frees it", async () => {
+    const a = new LockService(host(), { node: "node-a" });
+    const b = new LockService(host(), { node: "node-b" });
+    const c = host();
+    const k = key();
+    const lease = (await a.tryLock(k, { ttlMs: 300 }))!;
+    expect(lease).not.toBeNull();
+    const restored = await b.restore(k, lease.owner, { keepalive: true, ttlMs: 300 });
+    await sleep(1_000);
+    expect(restored.state).toBe("held");
+    expect((await b.status(lease.name)).held).toBe(true);
+    expectContended(await c.acquire(req(lease.name)), 300);
+    await b.release(restored);
+    await until("the holder unlocks", 5_000, async () => (await holders(lease.name)).length === 0);
+    expect((await c.acquire(req(lease.name))).acquired).toBe(true);
+    await expect(a.release(lease)).rejects.toMatchObject({ code: "LOST" });
+    await a.close({ closeBackend: false });
+    await b.close({ closeBackend: false });
   });
 });
 

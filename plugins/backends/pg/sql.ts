@@ -42,12 +42,36 @@ export interface Statements {
   readonly tablesExist: { readonly text: string; readonly values: readonly string[] };
   /** Creates both tables if missing (two statements, run one at a time). */
   readonly createTables: readonly string[];
-  /** $1 advisory id, $2 key, $3 owner, $4 plugin, $5 node, $6 hostname, $7 ttl ms -> [fence, reserved, acquired ms, expires ms] or no row. */
+  /**
+   * $1 advisory id, $2 key, $3 owner, $4 plugin, $5 node, $6 hostname, $7 ttl ms ->
+   * [fence, reserved, acquired ms, expires ms, null] when taken; [null x 4, ms left of the
+   * holder row's lease] when contended and the row is there; else no row.
+   */
   readonly acquire: Statement;
   /** $1 advisory id, $2 fence just taken -> [the fence to hand out]; only while holding the lock. */
   readonly reserve: Statement;
   /** $1 advisory id, $2 key, $3 owner, $4 ttl ms -> [expires ms] or no row. */
   readonly renew: Statement;
+  /**
+   * Many renewals at once, ids unique: $1 ids, $2 keys, $3 owners, $4 ttl ms, $5 whether this
+   * session holds the lock (else: any live session may) -> per request in order [expires ms
+   * or null, whether a live holder has another owner (asked only of the others)].
+   */
+  readonly renewMany: Statement;
+  /**
+   * Release by owner of a lock another session holds: $1 advisory id, $2 key, $3 owner, $4
+   * control channel -> ["released" | "mismatch" | "not_found"]. Clears the row's owner and
+   * tells the holder (control channel, payload `pid:id:fence`) to unlock.
+   */
+  readonly releaseRemote: Statement;
+  /**
+   * The end of a lease at its host deadline: $1 advisory id, $2 key, $3 owner, $4 expires ms
+   * known to the holder -> [ms left, expires ms, null] when another host renewed it meanwhile
+   * (kept), else [null, null, unlocked].
+   */
+  readonly expire: Statement;
+  /** $1 channel, $2 payload -> [] (pg_notify: delivered when the statement commits). */
+  readonly notify: Statement;
   /** $1 advisory id, $2 owner -> [whether the row still named this owner, unlocked]; always unlocks. */
   readonly release: Statement;
   /** $1 advisory id -> [unlocked]. */
@@ -58,6 +82,14 @@ export interface Statements {
   readonly forceRelease: Statement;
   /** $1 classid, $2 objid, $3 pid -> [whether that pid still holds the lock]. */
   readonly heldBy: Statement;
+}
+
+/** The NOTIFY channels of one configured table. */
+export interface Channels {
+  /** Payload: the advisory id of a lock that was just unlocked (release, expiry, force-release). */
+  readonly released: string;
+  /** Payload `pid:id:fence`: the session `pid` must unlock `id` (released by owner from another host). */
+  readonly control: string;
 }
 
 /** PostgreSQL's identifier limit (NAMEDATALEN - 1). */
@@ -78,6 +110,21 @@ export function holdersTableOf(table: string): string {
   return `${schema}${name.slice(0, MAX_IDENTIFIER - HOLDERS_SUFFIX.length - 9)}_${hash}${HOLDERS_SUFFIX}`;
 }
 
+/**
+ * The NOTIFY channels of the configured `table`: `<schema>_<name>_released` and `..._control`
+ * (lowercase letters, digits and `_` only; cut and marked with a hash past 63 characters), so
+ * hosts sharing a table share channels and other tables' traffic never reaches them.
+ */
+export function channelsOf(table: string): Channels {
+  const base = table.toLowerCase().replace(/[^a-z0-9_]/g, "_");
+  const channel = (suffix: string): string => {
+    if (base.length + suffix.length <= MAX_IDENTIFIER) return `${base}${suffix}`;
+    const hash = createHash("sha256").update(table).digest("hex").slice(0, 8);
+    return `${base.slice(0, MAX_IDENTIFIER - suffix.length - 9)}_${hash}${suffix}`;
+  };
+  return { released: channel("_released"), control: channel("_control") };
+}
+
 /** `name` or `schema.name` (already validated as lowercase identifiers), quoted. */
 export function quoteTable(table: string): string {
   return table
@@ -90,6 +137,10 @@ export function quoteTable(table: string): string {
 const advisoryLock = (c: string, o: string): string =>
   `l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.classid = ${c}::oid AND l.objid = ${o}::oid` +
   ` AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`;
+
+/** The same, for an int8 advisory id in column `id`. */
+const advisoryLockOfId = (id: string): string =>
+  advisoryLock(`((${id} >> 32) & 4294967295)`, `(${id} & 4294967295)`);
 
 const ms = (column: string): string => `(extract(epoch FROM ${column}) * 1000)::int8`;
 const serverNow = "date_trunc('milliseconds', now())";
@@ -117,7 +168,9 @@ export function statementsFor(table: string): Statements {
       )`,
     ],
     // The advisory lock, the next fence and the holder in one statement. `l` is volatile, so
-    // it runs exactly once, and nothing is written (no row comes back) unless it got the lock.
+    // it runs exactly once, and nothing is written unless it got the lock. When it did not,
+    // the holder row (maybe an older version: see below) tells how long its lease has left,
+    // a hint for waiters only.
     // CAREFUL: the statement's snapshot is taken before pg_try_advisory_lock runs, so a plain
     // read here may miss what the previous holder committed in between. The fence therefore
     // comes from ON CONFLICT DO UPDATE, which works on the latest row version: last fence + 1.
@@ -129,15 +182,21 @@ export function statementsFor(table: string): Statements {
     acquire: {
       name: "lockhost_acquire",
       text: `WITH l AS (SELECT pg_try_advisory_lock($1::int8) AS got),
-        r AS (SELECT coalesce((SELECT reserved FROM ${t} WHERE id = $1::int8), 0) AS reserved)
-        INSERT INTO ${h} AS h (id, key, fence, reserved, owner, plugin, node, hostname, pid, acquired_at, expires_at)
-        SELECT $1::int8, $2::text, r.reserved + 1, r.reserved, $3::text, $4::text, $5::text, $6::text, pg_backend_pid(),
-               ${serverNow}, ${serverNow} + $7::int8 * interval '1 millisecond'
-        FROM l, r WHERE l.got
-        ON CONFLICT (id) DO UPDATE SET fence = h.fence + 1, key = EXCLUDED.key, owner = EXCLUDED.owner,
-          plugin = EXCLUDED.plugin, node = EXCLUDED.node, hostname = EXCLUDED.hostname, pid = EXCLUDED.pid,
-          acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at
-        RETURNING fence, reserved, ${ms("acquired_at")}, ${ms("expires_at")}`,
+        r AS (SELECT coalesce((SELECT reserved FROM ${t} WHERE id = $1::int8), 0) AS reserved),
+        i AS (
+          INSERT INTO ${h} AS h (id, key, fence, reserved, owner, plugin, node, hostname, pid, acquired_at, expires_at)
+          SELECT $1::int8, $2::text, r.reserved + 1, r.reserved, $3::text, $4::text, $5::text, $6::text, pg_backend_pid(),
+                 ${serverNow}, ${serverNow} + $7::int8 * interval '1 millisecond'
+          FROM l, r WHERE l.got
+          ON CONFLICT (id) DO UPDATE SET fence = h.fence + 1, key = EXCLUDED.key, owner = EXCLUDED.owner,
+            plugin = EXCLUDED.plugin, node = EXCLUDED.node, hostname = EXCLUDED.hostname, pid = EXCLUDED.pid,
+            acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at
+          RETURNING fence, reserved, ${ms("acquired_at")} AS acquired, ${ms("expires_at")} AS expires
+        )
+        SELECT fence, reserved, acquired, expires, NULL::int8 FROM i
+        UNION ALL
+        SELECT NULL, NULL, NULL, NULL, ${ms("h.expires_at")} - ${ms(serverNow)}
+        FROM l, ${h} h WHERE NOT l.got AND h.id = $1::int8 AND h.owner IS NOT NULL`,
     },
     // Reserves the next block for a fence the acquire just took past `reserved`, while the
     // lock is held (so this statement's snapshot already sees every earlier holder's commits),
@@ -172,6 +231,59 @@ export function statementsFor(table: string): Statements {
     // Only reads (no transaction id, no lock table entry: it works even when the server's lock
     // table is full) and always unlocks: the caller's bookkeeping says this session holds the
     // advisory lock. A row no longer naming this owner was force-released.
+    // Local renewals check the session as `renew` does; the others check that the row's
+    // session is alive and holds the lock (pg_locks: read only when such a request is there).
+    // Ids are unique per statement: UPDATE ... FROM updates a row once, whatever joins it.
+    renewMany: {
+      name: "lockhost_renew_many",
+      text: `WITH q AS (
+          SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::int8[], $5::bool[])
+            WITH ORDINALITY AS q(id, key, owner, ttl, here, i)
+        ),
+        u AS (
+          UPDATE ${h} h SET expires_at = ${serverNow} + q.ttl * interval '1 millisecond'
+          FROM q
+          WHERE h.id = q.id AND h.key = q.key AND h.owner = q.owner
+            AND CASE WHEN q.here THEN h.pid = pg_backend_pid()
+                ELSE EXISTS (SELECT FROM pg_locks l WHERE l.pid = h.pid AND ${advisoryLockOfId("q.id")}) END
+          RETURNING q.i, ${ms("h.expires_at")} AS expires
+        )
+        SELECT u.expires,
+          CASE WHEN q.here OR u.i IS NOT NULL THEN false
+            ELSE EXISTS (SELECT FROM ${h} x WHERE x.id = q.id AND x.key = q.key AND x.owner <> q.owner
+              AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = x.pid AND ${advisoryLockOfId("q.id")})) END
+        FROM q LEFT JOIN u ON u.i = q.i
+        ORDER BY q.i`,
+    },
+    // Another session holds the lock: only it can unlock it, so the row's owner is cleared
+    // (the lease has ended for every reader: status, renew, release) and the holder is told.
+    releaseRemote: {
+      name: "lockhost_release_remote",
+      text: `WITH cur AS (
+          SELECT h.owner FROM ${h} h
+          WHERE h.id = $1::int8 AND h.key = $2 AND h.owner IS NOT NULL
+            AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = h.pid AND ${advisoryLockOfId("$1::int8")})
+        ),
+        u AS (
+          UPDATE ${h} h SET owner = NULL
+          WHERE h.id = $1::int8 AND h.key = $2 AND h.owner = $3 AND EXISTS (SELECT FROM cur WHERE cur.owner = $3)
+          RETURNING h.pid, h.fence
+        )
+        SELECT CASE WHEN EXISTS (SELECT FROM u) THEN 'released' WHEN EXISTS (SELECT FROM cur) THEN 'mismatch' ELSE 'not_found' END,
+          (SELECT pg_notify($4, u.pid || ':' || $1::int8 || ':' || u.fence) FROM u)`,
+    },
+    // Another host may have renewed the lease by owner (restore): then the row says a later
+    // expiry than the holder last knew, and the lease goes on. Only reads, as release does.
+    expire: {
+      name: "lockhost_expire",
+      text: `WITH r AS (
+          SELECT ${ms("expires_at")} - ${ms(serverNow)} AS remaining, ${ms("expires_at")} AS expires FROM ${h}
+          WHERE id = $1::int8 AND key = $2 AND owner = $3 AND pid = pg_backend_pid()
+            AND ${ms("expires_at")} > $4::int8 AND expires_at > now()
+        )
+        SELECT (SELECT remaining FROM r), (SELECT expires FROM r), CASE WHEN NOT EXISTS (SELECT FROM r) THEN pg_advisory_unlock($1::int8) END`,
+    },
+    notify: { name: "lockhost_notify", text: "SELECT pg_notify($1, $2)" },
     release: {
       name: "lockhost_release",
       text: `SELECT EXISTS (SELECT FROM ${h} WHERE id = $1::int8 AND owner = $2 AND pid = pg_backend_pid()),

@@ -1,0 +1,149 @@
+// The pg backend's one LISTEN connection: release notifications for waiters and control
+// messages for the locks this host holds. It is a connection of its own, never a lock
+// session: a session's statements queue behind each other and its end takes its locks, while
+// this one only waits for notifications and may drop and come back at no cost but a missed
+// message (so every listener is called once after it comes back).
+import pg from "pg";
+import type { Logger } from "pino";
+import { backendError, type ErrorContext } from "./errors.js";
+
+/** What a ReleaseListener needs from its backend. */
+export interface ListenerOptions {
+  /** node-postgres settings of the connection (URL, connect timeout, application_name). */
+  readonly client: pg.ClientConfig;
+  /** The channels to LISTEN on (already valid identifiers). */
+  readonly channels: readonly string[];
+  /** Bound on connecting and on the LISTEN statement. */
+  readonly commandTimeoutMs: number;
+  /** Called for every notification on one of the channels. */
+  readonly onNotification: (channel: string, payload: string) => void;
+  /** Called after the connection came back: notifications may have been missed meanwhile. */
+  readonly onReconnect: () => void;
+  readonly errors: ErrorContext;
+  readonly log: Logger;
+}
+
+const BACKOFF_MIN_MS = 50;
+const BACKOFF_MAX_MS = 1_000;
+
+/**
+ * A lazily opened LISTEN connection that reconnects (with backoff) until closed. start()
+ * resolves once LISTEN is confirmed or the attempt failed; it never rejects.
+ */
+export class ReleaseListener {
+  readonly #options: ListenerOptions;
+  #client: pg.Client | undefined;
+  /** The connection being opened, if any (close() ends it too). */
+  #opening: pg.Client | undefined;
+  /** The attempt in flight or the last one, settled (never rejects); undefined until started. */
+  #attempt: Promise<void> | undefined;
+  /** Set once an attempt has finished: later successes are reconnections. */
+  #settledOnce = false;
+  #failures = 0;
+  #retry: NodeJS.Timeout | undefined;
+  /** Settles the pending retry's attempt (close() calls it, so nobody waits for a cancelled retry). */
+  #settleRetry: (() => void) | undefined;
+  #pid: number | undefined;
+  #closed = false;
+
+  constructor(options: ListenerOptions) {
+    this.#options = options;
+  }
+
+  /** The server pid of the LISTEN connection while it is up (for tests and diagnostics). */
+  get pid(): number | undefined {
+    return this.#client === undefined ? undefined : this.#pid;
+  }
+
+  /** Connects (once) and resolves when notifications flow, or when that failed for now. */
+  start(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    this.#attempt ??= this.#open();
+    return this.#attempt;
+  }
+
+  /** Closes the connection now (nothing to flush) and stops reconnecting. */
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#retry);
+    this.#settleRetry?.();
+    for (const client of [this.#client, this.#opening]) if (client !== undefined) destroy(client);
+    this.#client = undefined;
+    this.#opening = undefined;
+  }
+
+  async #open(): Promise<void> {
+    const { client: config, channels, commandTimeoutMs, log } = this.#options;
+    const client = new pg.Client(config);
+    this.#opening = client;
+    client.on("error", () => this.#dropped(client));
+    client.on("end", () => this.#dropped(client));
+    client.on("notification", (msg) => {
+      if (client === this.#client && msg.payload !== undefined) this.#options.onNotification(msg.channel, msg.payload);
+    });
+    try {
+      await client.connect();
+      const listen = channels.map((c) => `LISTEN "${c}";`).join(" ") + " SELECT pg_backend_pid()";
+      const result = await client.query({ text: listen, query_timeout: commandTimeoutMs } as pg.QueryConfig);
+      // A multi-statement query resolves to one result per statement; the pid is the last.
+      const results = Array.isArray(result) ? (result as pg.QueryResult[]) : [result];
+      const row = results[results.length - 1]?.rows[0] as { pg_backend_pid?: number } | undefined;
+      this.#opening = undefined;
+      if (this.#closed) {
+        destroy(client);
+        return;
+      }
+      this.#pid = row?.pg_backend_pid;
+      this.#client = client;
+      const reconnected = this.#settledOnce;
+      this.#settledOnce = true;
+      if (this.#failures > 0) log.info({ pid: this.#pid }, "pg listener connected again");
+      this.#failures = 0;
+      if (reconnected) this.#options.onReconnect();
+    } catch (err) {
+      this.#opening = undefined;
+      destroy(client);
+      if (this.#closed) return;
+      this.#settledOnce = true;
+      // One warning per outage; waiters poll meanwhile.
+      if (this.#failures === 0) {
+        const failure = backendError(err, "listen", this.#options.errors);
+        log.warn({ err: failure.message }, "pg listener cannot connect: waiters poll until it is back");
+      }
+      this.#failures++;
+      this.#schedule();
+    }
+  }
+
+  /** `client` ended or failed: the next attempt reconnects, after a backoff when it keeps failing. */
+  #dropped(client: pg.Client): void {
+    if (client !== this.#client) return;
+    this.#client = undefined;
+    destroy(client);
+    if (this.#closed) return;
+    this.#options.log.info({ pid: this.#pid }, "pg listener connection ended: reconnecting");
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    clearTimeout(this.#retry);
+    const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.max(0, this.#failures - 1));
+    // Watchers arriving meanwhile wait for the retry (or its failure), then poll if need be.
+    this.#attempt = new Promise<void>((resolve) => {
+      this.#settleRetry = resolve;
+      this.#retry = setTimeout(() => {
+        this.#retry = undefined;
+        this.#settleRetry = undefined;
+        if (this.#closed) return resolve();
+        this.#open().then(resolve, resolve);
+      }, delay);
+      this.#retry.unref();
+    });
+  }
+}
+
+/** Closes `client`'s socket now, whatever it is doing. */
+function destroy(client: pg.Client): void {
+  client.end().catch(() => undefined);
+  client.connection.stream.destroy();
+}

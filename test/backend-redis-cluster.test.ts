@@ -151,6 +151,54 @@ describe("redis cluster backend: keys across nodes", () => {
   });
 });
 
+describe("redis cluster backend: batched renewals and release notifications", () => {
+  it("renews a batch whose locks are spread over slots and nodes, one call per slot, results in order", async () => {
+    const backend = open();
+    const reqs = Array.from({ length: 60 }, () => req(name(), { ttlMs: 5_000 }));
+    for (const r of reqs) expect((await backend.acquire(r)).acquired, r.key).toBe(true);
+    const nodes = await primaries();
+    const held = await Promise.all(nodes.map(keysOn));
+    expect(held.filter((keys) => reqs.some((r) => keys.includes(layout.lock(r.key)))).length).toBeGreaterThanOrEqual(2);
+
+    const free = name();
+    const renewals = [
+      ...reqs.map((r) => ({ key: r.key, owner: r.owner, ttlMs: 60_000 })),
+      { key: reqs[0]!.key, owner: randomUUID(), ttlMs: 60_000 },
+      { key: free, owner: randomUUID(), ttlMs: 60_000 },
+    ];
+    const slots = new Set(await Promise.all(renewals.map((r) => serverSlot(layout.lock(r.key)))));
+    const trips = backend.renewRoundTrips;
+    const results = await backend.renewMany(renewals);
+    expect(backend.renewRoundTrips - trips).toBe(slots.size);
+    expect(results.slice(0, reqs.length).every((r) => r.ok)).toBe(true);
+    expect(results.slice(reqs.length)).toEqual([{ ok: false, reason: "mismatch" }, { ok: false, reason: "not_found" }]);
+    for (const r of reqs.slice(0, 10)) expect(await admin.pttl(layout.lock(r.key)), r.key).toBeGreaterThan(59_000);
+  });
+
+  it("calls a watcher when another client releases a lock, whichever node holds it", async () => {
+    const watcher = open();
+    const other = open();
+    const names = Array.from({ length: 12 }, name);
+    const slots = new Set(await Promise.all(names.map((k) => serverSlot(layout.lock(k)))));
+    expect(slots.size).toBeGreaterThan(1);
+    const heard = new Map<string, number>();
+    const watches = names.map((k) => watcher.watch(k, () => heard.set(k, (heard.get(k) ?? 0) + 1)));
+    await Promise.all(watches.map((w) => w.ready));
+    for (const [i, k] of names.entries()) {
+      const a = req(k);
+      expect((await other.acquire(a)).acquired, k).toBe(true);
+      expect(await other.release(k, randomUUID()), k).toBe("mismatch");
+      if (i % 2 === 0) expect(await other.release(k, a.owner), k).toBe("released");
+      else expect(await other.forceRelease(k), k).toBe(true);
+    }
+    const deadline = Date.now() + 5_000;
+    while (heard.size < names.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    // Exactly once each: the failed (mismatch) releases published nothing.
+    for (const k of names) expect(heard.get(k), k).toBe(1);
+    for (const w of watches) w.close();
+  });
+});
+
 describe("redis cluster backend: configuration", () => {
   it("reads the seed node, and the credentials and TLS every node gets, from the URL", () => {
     const seed = (url: string): ReturnType<typeof clusterSeed> => clusterSeed(url, "shown");

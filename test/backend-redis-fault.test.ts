@@ -315,3 +315,116 @@ describe("redis backend: eviction policy", () => {
     }
   });
 });
+
+describe("redis backend: release notifications across a restart", () => {
+  const holder = { plugin: "p", node: "n" };
+
+  /** A listener whose calls are counted; `next()` resolves at the next call (rejects after `ms`). */
+  function counter(): { readonly listener: () => void; readonly count: () => number; next(ms: number): Promise<void> } {
+    let calls = 0;
+    let waiting: (() => void) | undefined;
+    return {
+      listener: () => {
+        calls++;
+        waiting?.();
+      },
+      count: () => calls,
+      next: (ms) =>
+        new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`no notification within ${ms} ms`)), ms);
+          waiting = () => {
+            clearTimeout(timer);
+            waiting = undefined;
+            resolve();
+          };
+        }),
+    };
+  }
+
+  it("uses one subscriber connection for every watched key", async () => {
+    const admin = new Redis(server.url);
+    const backend = new RedisBackend(config(), captureLogger().logger);
+    try {
+      const watches = ["a", "b", "c"].map((k) => backend.watch(k, () => undefined));
+      await Promise.all(watches.map((w) => w.ready));
+      const subscribers = String(await admin.client("LIST")).split("\n").filter((l) => / name=lockhost-watch /.test(l));
+      expect(subscribers).toHaveLength(1);
+      expect(subscribers[0]).toMatch(/ sub=3 /);
+      for (const w of watches) w.close();
+    } finally {
+      await backend.close();
+      admin.disconnect();
+    }
+  });
+
+  it("subscribes again after the server restarts, calls the listener once it is back, and hears later releases", async () => {
+    const capture = captureLogger();
+    const cfg = config();
+    const watcher = new RedisBackend(cfg, capture.logger);
+    const seen = counter();
+    try {
+      const watch = watcher.watch("job", seen.listener);
+      await watch.ready;
+      await server.kill();
+      const reconnected = seen.next(15_000);
+      await server.start();
+      // A release may have been missed while the subscriber was away: the listener is called.
+      await reconnected;
+      expect(seen.count()).toBe(1);
+
+      // And the subscription is live again: another connection's release reaches it.
+      const other = new RedisBackend(cfg, captureLogger().logger);
+      try {
+        const got = await eventually(async () => {
+          const r = await other.acquire({ key: "job", owner: "o", ttlMs: 10_000, holder });
+          return r.acquired ? r : null;
+        }, 10_000);
+        expect(got.acquired).toBe(true);
+        const released = seen.next(5_000);
+        expect(await other.release("job", "o")).toBe("released");
+        await released;
+        expect(seen.count()).toBe(2);
+      } finally {
+        await other.close();
+      }
+      watch.close();
+    } finally {
+      await watcher.close();
+    }
+  });
+
+  it("a watch made while Redis is down is ready within commandTimeoutMs, and subscribes once it is back", async () => {
+    const cfg = config();
+    const backend = new RedisBackend(cfg, captureLogger().logger);
+    const seen = counter();
+    await server.kill();
+    let restarted = false;
+    try {
+      const started = performance.now();
+      const watch = backend.watch("late", seen.listener);
+      await watch.ready;
+      expect(performance.now() - started).toBeLessThan(PROMPT_MS);
+      const back = seen.next(15_000);
+      await server.start();
+      restarted = true;
+      await back; // the missed subscription is made, and the listener told to look again
+
+      const other = new RedisBackend(cfg, captureLogger().logger);
+      try {
+        await eventually(async () => {
+          const r = await other.acquire({ key: "late", owner: "o", ttlMs: 10_000, holder });
+          return r.acquired ? r : null;
+        }, 10_000);
+        const released = seen.next(5_000);
+        expect(await other.release("late", "o")).toBe("released");
+        await released;
+      } finally {
+        await other.close();
+      }
+      watch.close();
+    } finally {
+      await backend.close();
+      if (!restarted) await server.start();
+    }
+  });
+});

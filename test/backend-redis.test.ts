@@ -13,6 +13,7 @@ import { LockhostError } from "../host/errors.js";
 import type { AcquireRequest } from "../host/locking/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { KeyLayout, RedisBackend, hashTag } from "../plugins/backends/redis/index.js";
+import { slotOf } from "../plugins/backends/redis/keys.js";
 import { backendContract } from "./contract/backend-contract.js";
 import { captureLogger } from "./support/log.js";
 import { freePort, redisUrl } from "./support/servers.js";
@@ -87,6 +88,15 @@ describe("redis backend: key layout", () => {
       expect(hashTag(n)).not.toBe("");
       expect(hashTag(n)).not.toContain("}");
     }
+  });
+
+  it("computes each name's cluster slot as Redis does (renewMany groups a cluster's batch by it)", () => {
+    for (const n of [...tricky, "billing:nightly", "k0", "k9999"]) expect(slotOf(n), n).toBe(keySlot(layout.lock(n)));
+  });
+
+  it("puts the release channel under the prefix, with the same hash tag", () => {
+    expect(layout.released("billing:nightly")).toBe(`${prefix}released:{billing:nightly}`);
+    expect(layout.released("}x")).toBe(`${prefix}released:{%7Dx}`);
   });
 
   it("maps different names to different keys (the escaping is one-to-one)", () => {
@@ -236,8 +246,10 @@ describe("redis backend: reclaiming a restarted node's own locks", () => {
     const a = open({ reclaimOwnLocks: true });
     const b = open({ reclaimOwnLocks: true });
     expect((await a.acquire(req(k, { holder: { plugin: "p", node: "node-x" } }))).acquired).toBe(true);
-    expect(await b.acquire(req(k, { holder: { plugin: "p", node: "node-y" } }))).toEqual({ acquired: false });
-    expect(await a.acquire(req(k, { holder: { plugin: "p", node: "node-x" } }))).toEqual({ acquired: false });
+    const other = await b.acquire(req(k, { holder: { plugin: "p", node: "node-y" } }));
+    expect(other).toEqual({ acquired: false, retryAfterMs: expect.any(Number) });
+    const same = await a.acquire(req(k, { holder: { plugin: "p", node: "node-x" } }));
+    expect(same).toEqual({ acquired: false, retryAfterMs: expect.any(Number) });
   });
 
   it("without reclaimOwnLocks (the default), the same node's stale lock is contended until its TTL", async () => {
@@ -245,7 +257,9 @@ describe("redis backend: reclaiming a restarted node's own locks", () => {
     const holder = { plugin: "p", node: "node-s" };
     expect((await open().acquire(req(k, { holder, ttlMs: 150 }))).acquired).toBe(true);
     const restarted = open();
-    expect(await restarted.acquire(req(k, { holder }))).toEqual({ acquired: false });
+    const contended = await restarted.acquire(req(k, { holder }));
+    expect(contended).toEqual({ acquired: false, retryAfterMs: expect.any(Number) });
+    if (!contended.acquired) expect(contended.retryAfterMs).toBeLessThanOrEqual(150);
     await sleep(250);
     expect((await restarted.acquire(req(k, { holder }))).acquired).toBe(true);
   });
@@ -308,5 +322,260 @@ describe("redis backend: failures", () => {
     expect((err as Error).message).not.toContain("s3cret");
     await expect(down.status("global:x")).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
     await down.close();
+  });
+});
+
+describe("redis backend: contended acquire", () => {
+  it("tells how long the holder's lease has left (retryAfterMs, the server's PTTL)", async () => {
+    const backend = open();
+    const k = name();
+    expect((await backend.acquire(req(k, { ttlMs: 5_000 }))).acquired).toBe(true);
+    await sleep(100);
+    const got = await open().acquire(req(k));
+    const pttl = await admin.pttl(layout.lock(k));
+    if (got.acquired) throw new Error("acquired a held lock");
+    expect(got.retryAfterMs).toBeDefined();
+    expect(got.retryAfterMs!).toBeLessThanOrEqual(4_900);
+    expect(got.retryAfterMs!).toBeGreaterThanOrEqual(pttl);
+    expect(got.retryAfterMs! - pttl).toBeLessThan(1_000);
+  });
+
+  it("leaves retryAfterMs out for a lock someone stripped of its TTL", async () => {
+    const backend = open();
+    const k = name();
+    expect((await backend.acquire(req(k))).acquired).toBe(true);
+    await admin.persist(layout.lock(k));
+    expect(await backend.acquire(req(k))).toEqual({ acquired: false });
+    await admin.del(layout.lock(k));
+  });
+});
+
+describe("redis backend: batched renewals (renewMany)", () => {
+  it("renews a batch in order, each as renew would: ok, mismatch, not_found, on the server's clock", async () => {
+    const backend = open();
+    const [k1, k2, k3] = [name(), name(), name()];
+    const a = req(k1, { ttlMs: 1_000 });
+    const b = req(k2, { ttlMs: 1_000 });
+    expect((await backend.acquire(a)).acquired).toBe(true);
+    expect((await backend.acquire(b)).acquired).toBe(true);
+    const before = await serverNowMs(admin);
+    const trips = backend.renewRoundTrips;
+    const results = await backend.renewMany([
+      { key: k1, owner: a.owner, ttlMs: 20_000 },
+      { key: k2, owner: randomUUID(), ttlMs: 20_000 },
+      { key: k3, owner: randomUUID(), ttlMs: 20_000 },
+      { key: k2, owner: b.owner, ttlMs: 30_000 },
+    ]);
+    const after = await serverNowMs(admin);
+    expect(backend.renewRoundTrips - trips).toBe(1);
+    expect(results.map((r) => (r.ok ? "ok" : r.reason))).toEqual(["ok", "mismatch", "not_found", "ok"]);
+    const [r1, , , r4] = results;
+    if (!r1!.ok || !r4!.ok) throw new Error("not renewed");
+    expect(r1!.expiresAtMs).toBeGreaterThanOrEqual(before + 20_000);
+    expect(r1!.expiresAtMs).toBeLessThanOrEqual(after + 20_000);
+    expect(r4!.expiresAtMs - r1!.expiresAtMs).toBe(10_000); // one reading of the clock per script
+    expect(await admin.pttl(layout.lock(k1))).toBeGreaterThan(19_000);
+    expect(await admin.pttl(layout.lock(k2))).toBeGreaterThan(29_000);
+    expect((await backend.status(k2))?.expiresAtMs).toBe(r4!.expiresAtMs);
+    expect(await admin.exists(layout.lock(k3))).toBe(0);
+  });
+
+  it("renews 2,000 locks in at most 2 round trips, and 2,500 in 3 calls of at most 1,000", async () => {
+    const backend = open();
+    const reqs = Array.from({ length: 2_500 }, () => req(name(), { ttlMs: 5_000 }));
+    for (let i = 0; i < reqs.length; i += 250) {
+      const got = await Promise.all(reqs.slice(i, i + 250).map((r) => backend.acquire(r)));
+      expect(got.every((g) => g.acquired)).toBe(true);
+    }
+    const renewals = reqs.map((r) => ({ key: r.key, owner: r.owner, ttlMs: 60_000 }));
+    let trips = backend.renewRoundTrips;
+    const results = await backend.renewMany(renewals.slice(0, 2_000));
+    expect(backend.renewRoundTrips - trips).toBeLessThanOrEqual(2);
+    expect(results).toHaveLength(2_000);
+    expect(results.every((r) => r.ok)).toBe(true);
+    for (const i of [0, 999, 1_000, 1_999]) expect(await admin.pttl(layout.lock(reqs[i]!.key)), String(i)).toBeGreaterThan(59_000);
+
+    // The last one stolen: its result stays in its place.
+    await admin.hset(layout.lock(reqs[2_499]!.key), "owner", "someone-else");
+    trips = backend.renewRoundTrips;
+    const all = await backend.renewMany(renewals);
+    expect(backend.renewRoundTrips - trips).toBe(3);
+    expect(all.slice(0, 2_499).every((r) => r.ok)).toBe(true);
+    expect(all[2_499]).toEqual({ ok: false, reason: "mismatch" });
+  });
+
+  it("costs no round trip for an empty batch, and refuses a bad TTL before renewing anything", async () => {
+    const backend = open();
+    const trips = backend.renewRoundTrips;
+    expect(await backend.renewMany([])).toEqual([]);
+    expect(backend.renewRoundTrips).toBe(trips);
+    const k = name();
+    const a = req(k, { ttlMs: 5_000 });
+    expect((await backend.acquire(a)).acquired).toBe(true);
+    await expect(backend.renewMany([{ key: k, owner: a.owner, ttlMs: 60_000 }, { key: k, owner: a.owner, ttlMs: 0 }]))
+      .rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    expect(backend.renewRoundTrips).toBe(trips);
+    expect(await admin.pttl(layout.lock(k))).toBeLessThanOrEqual(5_000);
+  });
+});
+
+/** Counts a listener's calls; `next()` resolves at the next one (or rejects after `ms`). */
+function counter(): { readonly listener: () => void; readonly count: () => number; next(ms?: number): Promise<void> } {
+  let calls = 0;
+  let waiting: (() => void) | undefined;
+  return {
+    listener: () => {
+      calls++;
+      waiting?.();
+    },
+    count: () => calls,
+    next: (ms = 5_000) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no notification within ${ms} ms`)), ms);
+        waiting = () => {
+          clearTimeout(timer);
+          waiting = undefined;
+          resolve();
+        };
+      }),
+  };
+}
+
+/** Subscribers of `channel` on the shared server. */
+async function numsub(channel: string): Promise<number> {
+  const reply = (await admin.call("PUBSUB", "NUMSUB", channel)) as [string, number];
+  return Number(reply[1]);
+}
+
+describe("redis backend: release notifications (watch)", () => {
+  it("calls the listener when another connection releases or force-releases the key", async () => {
+    const watcher = open();
+    const other = open();
+    const k = name();
+    const seen = counter();
+    const watch = watcher.watch(k, seen.listener);
+    await watch.ready;
+    expect(await numsub(layout.released(k))).toBe(1);
+
+    const a = req(k);
+    expect((await other.acquire(a)).acquired).toBe(true);
+    let next = seen.next();
+    expect(await other.release(k, a.owner)).toBe("released");
+    await next;
+    expect(seen.count()).toBe(1);
+
+    expect((await other.acquire(req(k))).acquired).toBe(true);
+    next = seen.next();
+    expect(await other.forceRelease(k)).toBe(true);
+    await next;
+    expect(seen.count()).toBe(2);
+    watch.close();
+  });
+
+  it("is not called for a release that deleted nothing (wrong owner, no lock)", async () => {
+    const watcher = open();
+    const other = open();
+    const k = name();
+    const seen = counter();
+    const watch = watcher.watch(k, seen.listener);
+    await watch.ready;
+    const a = req(k);
+    expect((await other.acquire(a)).acquired).toBe(true);
+    expect(await other.release(k, randomUUID())).toBe("mismatch");
+    expect(await other.release(`${k}-free`, a.owner)).toBe("not_found");
+    expect(await other.forceRelease(`${k}-free`)).toBe(false);
+    // Messages on one channel arrive in order: had the failed release published, the count would be 2 here.
+    const next = seen.next();
+    expect(await other.release(k, a.owner)).toBe("released");
+    await next;
+    expect(seen.count()).toBe(1);
+    watch.close();
+  });
+
+  it("shares one subscription per key, unsubscribes with the last watcher, and calls no closed watcher", async () => {
+    const backend = open();
+    const k = name();
+    const channel = layout.released(k);
+    const first = counter();
+    const second = counter();
+    const w1 = backend.watch(k, first.listener);
+    const w2 = backend.watch(k, second.listener);
+    await Promise.all([w1.ready, w2.ready]);
+    expect(await numsub(channel)).toBe(1);
+
+    w1.close();
+    w1.close(); // idempotent
+    const a = req(k);
+    expect((await backend.acquire(a)).acquired).toBe(true);
+    const next = second.next();
+    expect(await backend.release(k, a.owner)).toBe("released");
+    await next;
+    expect(first.count()).toBe(0);
+    expect(await numsub(channel)).toBe(1);
+
+    w2.close();
+    const deadline = Date.now() + 5_000;
+    while ((await numsub(channel)) !== 0 && Date.now() < deadline) await sleep(20);
+    expect(await numsub(channel)).toBe(0);
+
+    // Watching again after the unsubscribe subscribes again.
+    const third = counter();
+    const w3 = backend.watch(k, third.listener);
+    await w3.ready;
+    expect(await numsub(channel)).toBe(1);
+    w3.close();
+  });
+
+  it("unsubscribes everything when the backend closes", async () => {
+    const backend = new RedisBackend(config(), silent);
+    const keys = [name(), name(), name()];
+    const watches = keys.map((k) => backend.watch(k, () => undefined));
+    await Promise.all(watches.map((w) => w.ready));
+    for (const k of keys) expect(await numsub(layout.released(k))).toBe(1);
+    await backend.close();
+    const deadline = Date.now() + 5_000;
+    while ((await numsub(layout.released(keys[0]!))) !== 0 && Date.now() < deadline) await sleep(20);
+    for (const k of keys) expect(await numsub(layout.released(k))).toBe(0);
+    // A watch of a closed backend is ready at once and never called.
+    const late = backend.watch(keys[0]!, () => {
+      throw new Error("called");
+    });
+    await late.ready;
+    late.close();
+  });
+
+  it("is ready within commandTimeoutMs when Redis is unreachable, and never shows the password", async () => {
+    const port = await freePort();
+    const capture = captureLogger();
+    const backend = new RedisBackend(config({ url: `redis://:s3cret@127.0.0.1:${port}`, commandTimeoutMs: 300 }), capture.logger);
+    try {
+      const started = performance.now();
+      const watch = backend.watch("k", () => undefined);
+      await watch.ready;
+      expect(performance.now() - started).toBeLessThan(1_500);
+      watch.close();
+    } finally {
+      await backend.close();
+    }
+    expect(JSON.stringify(capture.lines)).not.toContain("s3cret");
+  });
+
+  it("wakes a LockService waiter on release from another backend instance", async () => {
+    const holder = new LockService(open(), { node: "holder" });
+    const waiter = new LockService(open(), { node: "waiter", waiting: { pollIntervalMs: 30_000 } });
+    try {
+      const k = name();
+      const held = (await holder.tryLock(k, { ttlMs: 30_000 }))!;
+      const waiting = waiter.acquire(k, { ttlMs: 5_000, waitMs: 20_000 });
+      await sleep(200);
+      const released = performance.now();
+      await holder.release(held);
+      const lease = await waiting;
+      expect(performance.now() - released).toBeLessThan(2_000);
+      await waiter.release(lease);
+    } finally {
+      await holder.close({ closeBackend: false });
+      await waiter.close({ closeBackend: false });
+    }
   });
 });

@@ -75,6 +75,28 @@ function singleClient(config: Pick<RedisConfig, "url" | "commandTimeoutMs">): Re
   });
 }
 
+/**
+ * A second client, for the release channels only (watcher.ts): a subscribed connection can
+ * run nothing else, and the lock calls must not wait behind it. Unlike the lock client it
+ * queues a SUBSCRIBE made while (re)connecting, since nothing blocks on it (a watch's `ready`
+ * has its own deadline), and it does not re-subscribe by itself: the watcher re-subscribes
+ * every channel on each reconnect, also those whose SUBSCRIBE failed while Redis was down,
+ * which ioredis's autoResubscribe would forget. Not connected yet, like createClient's.
+ */
+export function createSubscriber(config: Pick<RedisConfig, "url" | "commandTimeoutMs" | "cluster">, shown: string): Redis | Cluster {
+  if (config.cluster) return clusterClient(config, shown);
+  return new Redis(config.url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
+    autoResubscribe: false,
+    commandTimeout: config.commandTimeoutMs,
+    connectTimeout: Math.max(CONNECT_TIMEOUT_MIN_MS, config.commandTimeoutMs),
+    connectionName: "lockhost-watch",
+    retryStrategy: reconnectDelay,
+  });
+}
+
 function clusterClient(config: Pick<RedisConfig, "url" | "commandTimeoutMs">, shown: string): Cluster {
   const seed = clusterSeed(config.url, shown);
   const options: ClusterOptions = {

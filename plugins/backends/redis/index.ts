@@ -3,7 +3,10 @@
 // Redis Cluster node that owns the lock's slot, over keys that Redis Cluster keeps in one slot
 // per lock name (keys.ts). This file maps steps to scripts and replies to results. On the
 // lock path (acquire, renew, release while connected): one EVALSHA per call, reply handlers
-// bound once, no per-call closures, shared results for the outcomes that carry no data.
+// bound once, no per-call closures, shared results for the outcomes that carry no data (a
+// contended acquire allocates its result only to carry the holder's remaining lease).
+// Batched renewals are cut into script calls by batch.ts; release notifications come over a
+// second, subscriber connection (watcher.ts).
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Logger } from "pino";
@@ -16,15 +19,20 @@ import type {
   LockBackend,
   LockRecord,
   ReleaseResult,
+  ReleaseWatch,
+  RenewRequest,
   RenewResult,
 } from "../../../host/locking/backend.js";
+import { scrubberFor } from "../../../host/redact.js";
+import { renewCalls, type RenewCall } from "./batch.js";
 import { RedisConnection } from "./client.js";
-import type { LockClient } from "./connect.js";
+import { createSubscriber, type LockClient } from "./connect.js";
 import { KeyLayout } from "./keys.js";
 import {
   DELETED, MISMATCH, NOT_FOUND,
   type AcquireReply, type ReleaseReply, type RenewReply, type StatusReply,
 } from "./scripts.js";
+import { ReleaseWatcher } from "./watcher.js";
 
 // Results that carry nothing per call are shared, frozen, so the lock path allocates none.
 const NOT_ACQUIRED: AcquireResult = Object.freeze({ acquired: false });
@@ -80,8 +88,11 @@ export class RedisBackend implements LockBackend {
   readonly #log: Logger;
   readonly #hostname = hostname();
   readonly #reclaim: "1" | "0";
+  readonly #cluster: boolean;
+  readonly #watcher: ReleaseWatcher;
   /** Set by close(): the client may still say "ready" while QUIT is under way. */
   #closed = false;
+  #renewCalls = 0;
 
   /**
    * Connects in the background: an unreachable server fails calls, never the constructor.
@@ -93,6 +104,25 @@ export class RedisBackend implements LockBackend {
     this.#reclaim = config.reclaimOwnLocks ? "1" : "0";
     this.#conn = new RedisConnection(config, log);
     this.#redis = this.#conn.redis;
+    this.#cluster = config.cluster === true;
+    const shown = this.#conn.url;
+    this.#watcher = new ReleaseWatcher({
+      create: () => createSubscriber(config, shown),
+      commandTimeoutMs: config.commandTimeoutMs,
+      log,
+      url: shown,
+      scrub: scrubberFor(config.url),
+    });
+  }
+
+  /**
+   * Script calls renewMany has sent so far: one per chunk of up to 1,000 renewals on one
+   * server, one per slot (and chunk) on a cluster. The calls of one batch are sent together,
+   * so they share one network round trip per connection: this counts them one by one, an
+   * upper bound (for benchmarks and metrics).
+   */
+  get renewRoundTrips(): number {
+    return this.#renewCalls;
   }
 
   /** Takes `req.key` if it is free, with the next fence (LockBackend.acquire). */
@@ -107,6 +137,30 @@ export class RedisBackend implements LockBackend {
     if (!validTtl(ttlMs)) return ttlError(ttlMs);
     if (this.#redis.status !== "ready" || this.#closed) return this.#conn.whenReady(() => this.#renew(key, owner, ttlMs));
     return this.#renew(key, owner, ttlMs);
+  }
+
+  /**
+   * Renews each lock as renew() would, in one round trip (LockBackend.renewMany): one script
+   * per chunk of up to 1,000 locks, or on a cluster per slot, all sent at once. Rejects the
+   * whole batch with BACKEND_UNAVAILABLE when any call fails (others may have been applied),
+   * and with INVALID_ARGUMENT, before sending anything, for a TTL Redis cannot take.
+   */
+  renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
+    if (reqs.length === 0) return Promise.resolve([]);
+    for (const r of reqs) if (!validTtl(r.ttlMs)) return ttlError(r.ttlMs);
+    if (this.#redis.status !== "ready" || this.#closed) return this.#conn.whenReady(() => this.#renewMany(reqs));
+    return this.#renewMany(reqs);
+  }
+
+  /**
+   * Calls `listener` when `key` is released or force-released by any host on this server or
+   * cluster (LockBackend.watch), over a subscriber connection opened on the first watch.
+   * `ready` settles once SUBSCRIBE is confirmed, or after commandTimeoutMs if it is not.
+   * After the subscriber reconnects every listener is called once (a release may have been
+   * missed meanwhile). A lease that merely expires is not signalled.
+   */
+  watch(key: string, listener: () => void): ReleaseWatch {
+    return this.#watcher.watch(this.#keys.released(key), listener);
   }
 
   /** Deletes the lock if `owner` still holds `key` (LockBackend.release). */
@@ -124,13 +178,18 @@ export class RedisBackend implements LockBackend {
 
   /** Deletes the lock whoever holds it; the fence counter stays (LockBackend.forceRelease). */
   forceRelease(key: string): Promise<boolean> {
-    return this.#conn.whenReady(() => this.#redis.lockhostForceRelease(this.#keys.lock(key)).then(isDeleted, this.#fail));
+    return this.#conn.whenReady(() =>
+      this.#redis.lockhostForceRelease(this.#keys.lock(key), this.#keys.released(key)).then(isDeleted, this.#fail),
+    );
   }
 
-  /** Quits the connection (bounded by commandTimeoutMs even when Redis is down). Locks stay until their TTL. */
-  close(): Promise<void> {
+  /**
+   * Quits the connection (bounded by commandTimeoutMs even when Redis is down) and drops the
+   * subscriber. Locks stay until their TTL.
+   */
+  async close(): Promise<void> {
     this.#closed = true;
-    return this.#conn.close();
+    await Promise.all([this.#conn.close(), this.#watcher.close()]);
   }
 
   #acquire(req: AcquireRequest): Promise<AcquireResult> {
@@ -148,11 +207,25 @@ export class RedisBackend implements LockBackend {
   }
 
   #release(key: string, owner: string): Promise<ReleaseResult> {
-    return this.#redis.lockhostRelease(this.#keys.lock(key), owner).then(toReleaseResult, this.#fail);
+    return this.#redis.lockhostRelease(this.#keys.lock(key), owner, this.#keys.released(key)).then(toReleaseResult, this.#fail);
+  }
+
+  #renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
+    const results = new Array<RenewResult>(reqs.length);
+    const calls = renewCalls(reqs, this.#keys, this.#cluster);
+    this.#renewCalls += calls.length;
+    const sent = calls.map((call: RenewCall) =>
+      this.#redis.lockhostRenewMany(call.args).then((replies) => {
+        const { indexes } = call;
+        for (let j = 0; j < indexes.length; j++) results[indexes[j]!] = toRenewResult(replies[j]!);
+      }),
+    );
+    return Promise.all(sent).then(() => results, this.#fail);
   }
 
   readonly #onAcquire = (reply: AcquireReply): AcquireResult => {
-    if (typeof reply === "number") return NOT_ACQUIRED;
+    // Contended: the reply is the holder's PTTL; -1 (a lock without TTL) tells no end.
+    if (typeof reply === "number") return reply >= 0 ? { acquired: false, retryAfterMs: reply } : NOT_ACQUIRED;
     if (reply.length > 3) {
       const [fence, , , oldFence, redisKey, node] = reply as Extract<AcquireReply, { length: 6 }>;
       // The earlier holder may still be running (a paused process, not a dead one): its fence

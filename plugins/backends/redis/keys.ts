@@ -1,6 +1,8 @@
 // Where a lock lives in Redis. Each lock name has two keys: the lock record and its fence
 // counter. Both carry the same Redis Cluster hash tag, so one script can touch both on a
-// cluster (a script may only use keys of one slot) and a name always maps to one slot.
+// cluster (a script may only use keys of one slot) and a name always maps to one slot. A
+// lock's release channel (pub/sub, for waiters) carries the same tag, only so that an
+// operator reads it as the lock's: channels are not keys, and a PUBLISH reaches every node.
 import { LockhostError } from "../../../host/errors.js";
 
 /**
@@ -30,6 +32,7 @@ export class KeyLayout {
   // The constant heads are built once: a key is then one concatenation per call.
   readonly #lockHead: string;
   readonly #fenceHead: string;
+  readonly #releasedHead: string;
 
   /** @throws LockhostError CONFIG_INVALID when `prefix` contains a brace (it would steal the hash tag). */
   constructor(prefix: string) {
@@ -42,6 +45,7 @@ export class KeyLayout {
     this.prefix = prefix;
     this.#lockHead = `${prefix}lock:{`;
     this.#fenceHead = `${prefix}fence:{`;
+    this.#releasedHead = `${prefix}released:{`;
   }
 
   /** The key of the lock record (a hash with a TTL) of `name`. */
@@ -53,4 +57,32 @@ export class KeyLayout {
   fence(name: string): string {
     return this.#fenceHead + hashTag(name) + "}";
   }
+
+  /** The pub/sub channel the release and force-release scripts publish on for `name`. */
+  released(name: string): string {
+    return this.#releasedHead + hashTag(name) + "}";
+  }
 }
+
+/**
+ * The Redis Cluster slot of every key of lock `name` (CRC16 of its hash tag, mod 16384), as
+ * the server computes it. For a non-empty name only (LockService refuses empty ones): an empty
+ * tag would make Redis hash each key whole.
+ */
+export function slotOf(name: string): number {
+  const bytes = Buffer.from(hashTag(name), "utf8");
+  let crc = 0;
+  for (const byte of bytes) crc = ((crc << 8) & 0xffff) ^ CRC16[((crc >> 8) ^ byte) & 0xff]!;
+  return crc & 0x3fff;
+}
+
+/** CRC16-CCITT (XMODEM), the checksum Redis Cluster hashes keys with. */
+const CRC16 = ((): Uint16Array => {
+  const table = new Uint16Array(256);
+  for (let i = 0; i < 256; i++) {
+    let c = i << 8;
+    for (let b = 0; b < 8; b++) c = c & 0x8000 ? ((c << 1) ^ 0x1021) & 0xffff : (c << 1) & 0xffff;
+    table[i] = c;
+  }
+  return table;
+})();

@@ -16,20 +16,26 @@
 //
 // Replies are integers wherever possible (the cheapest reply to parse) and never nil: Lua's
 // false turns into a different reply type depending on RESP2 or RESP3.
+//
+// Release and force-release PUBLISH on the lock's release channel (keys.ts) in the same
+// script, so a waiter on any host hears of a release exactly when it happened (watcher.ts).
+// PUBLISH is not a key access: on a cluster it is broadcast to every node.
 import type { Cluster, Redis } from "ioredis";
 
 /** Integer replies for "no lock" and "another owner's lock" (renew and release). */
 export const NOT_FOUND = -1;
 /** See NOT_FOUND. */
 export const MISMATCH = -2;
-/** acquire's reply when the key is held by someone else. */
-export const CONTENDED = 0;
 /** release's and forceRelease's reply when a lock was deleted. */
 export const DELETED = 1;
 
-/** `{fence, acquiredAtMs, expiresAtMs}`, plus `oldFence, lockKey, node` when a stale lock was reclaimed. */
+/**
+ * When contended, the holder's remaining lease in ms (PTTL: >= 0, or -1 for a lock someone
+ * stripped of its TTL); else `{fence, acquiredAtMs, expiresAtMs}`, plus `oldFence, lockKey,
+ * node` when a stale lock was reclaimed.
+ */
 export type AcquireReply =
-  | typeof CONTENDED
+  | number
   | readonly [fence: number, acquiredAtMs: number, expiresAtMs: number]
   | readonly [fence: number, acquiredAtMs: number, expiresAtMs: number, oldFence: number, lockKey: string, node: string];
 
@@ -38,6 +44,9 @@ export type RenewReply = number;
 
 /** DELETED, NOT_FOUND or MISMATCH. */
 export type ReleaseReply = number;
+
+/** One RenewReply per lock, in KEYS order. */
+export type RenewManyReply = readonly RenewReply[];
 
 /** NOT_FOUND, or the record: hash fields as strings, then the PTTL. */
 export type StatusReply =
@@ -54,15 +63,18 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
 /**
  * KEYS: lock, fence. ARGV: owner, ttlMs, plugin, node, hostname, instance, reclaim ("1"/"0").
+ * PTTL rather than EXISTS tells whether the lock is held: the same one call, and a contended
+ * reply then says how long the holder's lease has left.
  * Reclaim: a lock left by an earlier process of the same node (same node name, another
  * instance id) is taken over at once instead of waiting for its TTL; the new fence fences it.
  */
 const ACQUIRE = `
 local reclaimed
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  if ARGV[7] ~= '1' then return ${CONTENDED} end
+local pttl = redis.call('PTTL', KEYS[1])
+if pttl ~= -2 then
+  if ARGV[7] ~= '1' then return pttl end
   local held = redis.call('HMGET', KEYS[1], 'node', 'instance', 'fence')
-  if held[1] ~= ARGV[4] or held[2] == ARGV[6] then return ${CONTENDED} end
+  if held[1] ~= ARGV[4] or held[2] == ARGV[6] then return pttl end
   reclaimed = held
 end
 local fence = redis.call('INCR', KEYS[2])
@@ -88,13 +100,36 @@ redis.call('HSET', KEYS[1], 'expires_at', expires)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return expires`;
 
-/** KEYS: lock. ARGV: owner. The fence counter is another key and stays. */
+/** KEYS: lock. ARGV: owner, release channel. The fence counter is another key and stays. */
 const RELEASE = `
 local owner = redis.call('HGET', KEYS[1], 'owner')
 if not owner then return ${NOT_FOUND} end
 if owner ~= ARGV[1] then return ${MISMATCH} end
 redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[2], '')
 return ${DELETED}`;
+
+/**
+ * KEYS: n locks. ARGV: owner and ttlMs of each, in KEYS order. RENEW for each lock, against
+ * one reading of the clock, in one round trip; one reply per lock.
+ */
+const RENEW_MANY = `${NOW_MS}
+local out = {}
+for i = 1, #KEYS do
+  local owner = redis.call('HGET', KEYS[i], 'owner')
+  if not owner then
+    out[i] = ${NOT_FOUND}
+  elseif owner ~= ARGV[2 * i - 1] then
+    out[i] = ${MISMATCH}
+  else
+    local ttl = ARGV[2 * i]
+    local expires = now + tonumber(ttl)
+    redis.call('HSET', KEYS[i], 'expires_at', expires)
+    redis.call('PEXPIRE', KEYS[i], ttl)
+    out[i] = expires
+  end
+end
+return out`;
 
 /** KEYS: lock. PTTL in the same script, so the record and its remaining lease agree. */
 const STATUS = `
@@ -102,9 +137,11 @@ local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'plugin', 'node', 'host
 if not v[1] then return ${NOT_FOUND} end
 return {v[1], v[2], v[3] or '', v[4] or '', v[5] or '', v[6] or '0', v[7] or '0', redis.call('PTTL', KEYS[1])}`;
 
-/** KEYS: lock. Deletes whoever holds it; the fence counter stays. */
+/** KEYS: lock. ARGV: release channel. Deletes whoever holds it; the fence counter stays. */
 const FORCE_RELEASE = `
-return redis.call('DEL', KEYS[1])`;
+local deleted = redis.call('DEL', KEYS[1])
+if deleted == 1 then redis.call('PUBLISH', ARGV[1], '') end
+return deleted`;
 
 /** The scripts as ioredis commands on a client; see the Lua above for arguments and replies. */
 export interface LockCommands {
@@ -113,14 +150,18 @@ export interface LockCommands {
     plugin: string, node: string, hostname: string, instance: string, reclaim: "1" | "0",
   ): Promise<AcquireReply>;
   lockhostRenew(lockKey: string, owner: string, ttlMs: number): Promise<RenewReply>;
-  lockhostRelease(lockKey: string, owner: string): Promise<ReleaseReply>;
+  /** `args`: the number of locks n, their n keys, then owner and ttlMs of each (ioredis flattens the array). */
+  lockhostRenewMany(args: readonly (string | number)[]): Promise<RenewManyReply>;
+  lockhostRelease(lockKey: string, owner: string, channel: string): Promise<ReleaseReply>;
   lockhostStatus(lockKey: string): Promise<StatusReply>;
-  lockhostForceRelease(lockKey: string): Promise<number>;
+  lockhostForceRelease(lockKey: string, channel: string): Promise<number>;
 }
 
-const DEFINITIONS: Record<keyof LockCommands, { lua: string; numberOfKeys: number }> = {
+/** numberOfKeys absent: the caller passes the count first (renewMany's varies per call). */
+const DEFINITIONS: Record<keyof LockCommands, { lua: string; numberOfKeys?: number }> = {
   lockhostAcquire: { lua: ACQUIRE, numberOfKeys: 2 },
   lockhostRenew: { lua: RENEW, numberOfKeys: 1 },
+  lockhostRenewMany: { lua: RENEW_MANY },
   lockhostRelease: { lua: RELEASE, numberOfKeys: 1 },
   lockhostStatus: { lua: STATUS, numberOfKeys: 1 },
   lockhostForceRelease: { lua: FORCE_RELEASE, numberOfKeys: 1 },
@@ -129,7 +170,8 @@ const DEFINITIONS: Record<keyof LockCommands, { lua: string; numberOfKeys: numbe
 /**
  * Registers the scripts on `client` once (ioredis hashes them there) and returns it, typed. On a
  * Cluster, ioredis sends each script to the node that owns the slot of its first key; every
- * script here touches only keys of one lock name, which share a slot (keys.ts).
+ * script here touches only keys of one lock name, which share a slot (keys.ts), except
+ * renewMany's, whose caller passes it the locks of one slot at a time.
  */
 export function defineLockCommands<C extends Redis | Cluster>(client: C): C & LockCommands {
   for (const [name, definition] of Object.entries(DEFINITIONS)) client.defineCommand(name, definition);

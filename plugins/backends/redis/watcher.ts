@@ -1,0 +1,157 @@
+// Release notifications over Redis pub/sub (LockBackend.watch). The release and force-release
+// scripts PUBLISH on the lock's channel (scripts.ts); this side holds one subscriber connection
+// per backend, opened on the first watch, shared by every watched key: a channel is subscribed
+// with its first watcher and unsubscribed with its last.
+//
+// Notifications are a shortcut, never the only way a waiter learns a key is free (it also
+// retries when the holder's lease ends, and polls): so nothing here throws or blocks for long.
+// A watch whose SUBSCRIBE fails or is slow is `ready` anyway after commandTimeoutMs. While the
+// subscriber is disconnected, releases are missed: on every reconnect it subscribes every
+// watched channel again and then calls every listener once, so a waiter retries at once.
+import type { Cluster, Redis } from "ioredis";
+import type { Logger } from "pino";
+import type { ReleaseWatch } from "../../../host/locking/backend.js";
+import type { Scrubber } from "../../../host/redact.js";
+
+/** What a watch of a closed backend gets: ready at once, never called. */
+const NOT_WATCHING: ReleaseWatch = Object.freeze({ ready: Promise.resolve(), close: () => undefined });
+
+/** The watchers of one channel. */
+interface Channel {
+  readonly listeners: Set<() => void>;
+  /** Settles (never rejects) once SUBSCRIBE was confirmed, failed, or took commandTimeoutMs. */
+  readonly subscribed: Promise<void>;
+}
+
+/** How the watcher opens its connection and reports on it. */
+export interface WatcherOptions {
+  /** Builds the subscriber client, not yet connected (connect.ts createSubscriber). */
+  readonly create: () => Redis | Cluster;
+  readonly commandTimeoutMs: number;
+  readonly log: Logger;
+  /** The server's URL, password masked. */
+  readonly url: string;
+  readonly scrub: Scrubber;
+}
+
+/** The pub/sub side of one RedisBackend. */
+export class ReleaseWatcher {
+  readonly #options: WatcherOptions;
+  readonly #channels = new Map<string, Channel>();
+  #client: Redis | Cluster | undefined;
+  #closed = false;
+  /** Set by the first 'ready': a later one is a reconnect, after which nothing is subscribed. */
+  #connected = false;
+  /** Set when a SUBSCRIBE failed (sent while disconnected): the next 'ready' subscribes it again. */
+  #missed = false;
+
+  constructor(options: WatcherOptions) {
+    this.#options = options;
+  }
+
+  /** Calls `listener` on every message on `channel` until the returned watch is closed. */
+  watch(channel: string, listener: () => void): ReleaseWatch {
+    if (this.#closed) return NOT_WATCHING;
+    const client = this.#client ?? this.#open();
+    let entry = this.#channels.get(channel);
+    if (!entry) {
+      entry = { listeners: new Set(), subscribed: this.#subscribe(client, [channel]) };
+      this.#channels.set(channel, entry);
+    }
+    const watched = entry;
+    // A distinct function per watch, so the same listener can be watched twice and closed once.
+    const own = (): void => listener();
+    watched.listeners.add(own);
+    let open = true;
+    return {
+      ready: watched.subscribed,
+      close: () => {
+        if (!open) return;
+        open = false;
+        watched.listeners.delete(own);
+        if (watched.listeners.size > 0 || this.#channels.get(channel) !== watched) return;
+        this.#channels.delete(channel);
+        // Ordered after any SUBSCRIBE of the channel on the same connection, so a watch made
+        // again later (its SUBSCRIBE sent after this) ends up subscribed.
+        if (!this.#closed) client.unsubscribe(channel).catch(this.#debug);
+      },
+    };
+  }
+
+  /** Drops the subscriber connection; later watches are never called. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#channels.clear();
+    // Nothing to flush: an unsubscribe on the way out would only delay close().
+    this.#client?.disconnect();
+  }
+
+  #open(): Redis | Cluster {
+    const client = this.#options.create();
+    this.#client = client;
+    client.on("message", this.#onMessage);
+    client.on("error", this.#debug);
+    client.on("ready", this.#onReady);
+    // A cluster client's subscriber connection moves to another node when its node leaves.
+    client.on("-node", this.#resync);
+    client.connect().catch(this.#debug); // failures arrive as 'error' events
+    return client;
+  }
+
+  #subscribe(client: Redis | Cluster, channels: string[]): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, this.#options.commandTimeoutMs);
+      const done = (): void => {
+        clearTimeout(timer);
+        resolve();
+      };
+      client.subscribe(...channels).then(done, (err: unknown) => {
+        this.#missed = true;
+        this.#debug(err);
+        done();
+      });
+    });
+  }
+
+  /**
+   * The first connection sends the SUBSCRIBEs queued while it was made; unless one of them
+   * already failed, there is nothing to catch up on. A reconnection starts with no
+   * subscriptions at all.
+   */
+  readonly #onReady = (): void => {
+    const first = !this.#connected;
+    this.#connected = true;
+    if (first && !this.#missed) return;
+    this.#resync();
+  };
+
+  /** Subscribes every watched channel again, then wakes every watcher: a release may have been missed. */
+  readonly #resync = (): void => {
+    const client = this.#client;
+    if (this.#closed || !client || this.#channels.size === 0) return;
+    this.#missed = false;
+    void this.#subscribe(client, [...this.#channels.keys()]).then(() => {
+      for (const channel of [...this.#channels.keys()]) this.#onMessage(channel);
+    });
+  };
+
+  readonly #onMessage = (channel: string): void => {
+    const entry = this.#channels.get(channel);
+    if (!entry) return;
+    for (const listener of [...entry.listeners]) {
+      try {
+        listener();
+      } catch {
+        // A watcher's bug must not stop the others.
+      }
+    }
+  };
+
+  /** Subscriber trouble is logged at debug only: the lock connection reports the server's state. */
+  readonly #debug = (err: unknown): void => {
+    if (this.#closed) return;
+    const message = this.#options.scrub(err instanceof Error ? err.message : String(err));
+    this.#options.log.debug({ url: this.#options.url, error: message }, `redis release subscriber: ${message}`);
+  };
+}

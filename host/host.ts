@@ -3,7 +3,9 @@
 // thin wrapper around it.
 import { pino, type Logger } from "pino";
 import { createBackend } from "../plugins/backends/index.js";
-import type { LockhostConfig, PluginConfig } from "./config/types.js";
+import { startAdminServer, type AdminServer } from "./admin/server.js";
+import { formatListen, isLoopbackHost } from "./config/listen.js";
+import type { AdminSettings, LockhostConfig, PluginConfig } from "./config/types.js";
 import { LockhostError } from "./errors.js";
 import type { LockBackend } from "./locking/backend.js";
 import { globalKeyMatcher } from "./locking/scope.js";
@@ -38,31 +40,48 @@ export class Host {
    * `scheduler.start()`; listen to its "tick" events; stop() stops it.
    */
   readonly scheduler: Scheduler;
+  /**
+   * The admin listener (stats, metrics, lock status, force-release), when the config has an
+   * [admin] table; `admin.url` is its base URL, with the real port when the config said 0.
+   * Started by Host.start, closed first by stop().
+   */
+  readonly admin: AdminServer | undefined;
   readonly #guests: Map<string, GuestInstance>;
   readonly #ownsBackend: boolean;
   /** host.call() calls not settled yet; they never reject. stop() waits for them. */
   readonly #calls = new Set<Promise<void>>();
   #stopping?: Promise<void>;
 
-  private constructor(config: LockhostConfig, log: Logger, locks: LockService, guests: Map<string, GuestInstance>, ownsBackend: boolean) {
+  private constructor(
+    config: LockhostConfig,
+    log: Logger,
+    locks: LockService,
+    guests: Map<string, GuestInstance>,
+    ownsBackend: boolean,
+    admin: AdminServer | undefined,
+  ) {
     this.config = config;
     this.log = log;
     this.locks = locks;
+    this.admin = admin;
     this.#guests = guests;
     this.#ownsBackend = ownsBackend;
     this.scheduler = new Scheduler(config.scheduled, { locks, guest: (p) => this.guest(p), log });
   }
 
   /**
-   * Creates the backend, loads and checks every plugin, and checks that every scheduled export
-   * exists. Rejects with CONFIG_INVALID or ABI_UNSUPPORTED naming the plugin at fault, after
+   * Creates the backend, loads and checks every plugin, checks that every scheduled export
+   * exists, and starts the admin listener when the config has one. Rejects with CONFIG_INVALID
+   * or ABI_UNSUPPORTED naming the plugin (or the [admin] listen address) at fault, after
    * closing whatever it had started.
    */
   static async start(config: LockhostConfig, options: HostOptions = {}): Promise<Host> {
     const log = options.logger ?? pino({ level: config.host.logLevel, base: { node: config.host.node } });
     const backend = options.backend ?? createBackend(config.locking, log, config.source);
-    const locks = new LockService(backend, { node: config.host.node });
+    const { keepalive, waiting } = config.locking;
+    const locks = new LockService(backend, { node: config.host.node, keepalive, waiting });
     const guests = new Map<string, GuestInstance>();
+    let admin: AdminServer | undefined;
     try {
       for (const plugin of config.plugins) guests.set(plugin.name, await startGuest(plugin, locks, log, config.source));
       for (const s of config.scheduled) {
@@ -73,13 +92,18 @@ export class Host {
           throw new LockhostError("CONFIG_INVALID", `${where}: export ${s.export} of plugin ${s.plugin} takes arguments (${sig.params.join(", ")}); a scheduled export must take none`);
         }
       }
+      // Last: an operator who can reach the listener can rely on the host behind it being up.
+      if (config.admin) admin = await startAdmin(config.admin, locks, log, config);
     } catch (err) {
       await Promise.all([...guests.values()].map((g) => g.close()));
       await locks.close({ closeBackend: !options.backend });
       throw err;
     }
-    log.info({ backend: backend.kind, plugins: [...guests.keys()], schedules: config.scheduled.length }, "lockhost host started");
-    return new Host(config, log, locks, guests, !options.backend);
+    log.info(
+      { backend: backend.kind, plugins: [...guests.keys()], schedules: config.scheduled.length, ...(admin && { admin: admin.url }) },
+      "lockhost host started",
+    );
+    return new Host(config, log, locks, guests, !options.backend, admin);
   }
 
   /** The running instance of `plugin`. */
@@ -121,6 +145,8 @@ export class Host {
   }
 
   async #stop(timeoutMs: number): Promise<void> {
+    // First, so no admin request (a force-release above all) reaches a host that is shutting down.
+    await this.admin?.close();
     this.scheduler.stop();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
@@ -134,6 +160,27 @@ export class Host {
     const failed = await this.locks.close({ closeBackend: this.#ownsBackend });
     for (const e of failed) this.log.warn({ code: e.code, err: e.message }, "shutdown: a lock could not be released; it expires at its TTL");
     this.log.info("lockhost host stopped; every lock released");
+  }
+}
+
+async function startAdmin(settings: AdminSettings, locks: LockService, log: Logger, config: LockhostConfig): Promise<AdminServer> {
+  const where = `${config.source ?? "config"}: [admin]`;
+  if (settings.token === undefined && !isLoopbackHost(settings.listen.host)) {
+    // Allowed (a trusted network, a firewall), but worth saying: anyone who can reach it reads
+    // every lock's holder. Force-release stays refused without a token.
+    log.warn(
+      { listen: formatListen(settings.listen) },
+      `${where}: the admin listener listens beyond this machine without a token: anyone who can reach it can read lock status and metrics (force-release stays disabled); set token, or listen on 127.0.0.1`,
+    );
+  }
+  try {
+    return await startAdminServer({ service: locks, settings, log, node: config.host.node });
+  } catch (err) {
+    // The server names the table and key; the file is known only here.
+    if (err instanceof LockhostError && err.code === "CONFIG_INVALID" && config.source !== undefined && !err.message.startsWith(config.source)) {
+      throw new LockhostError("CONFIG_INVALID", `${config.source}: ${err.message}`, { cause: err });
+    }
+    throw err;
   }
 }
 

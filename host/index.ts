@@ -6,7 +6,17 @@ export type * from "./config/types.js";
 export { LockhostError, type ErrorCode, type AbiErrorCode, isCode } from "./errors.js";
 export type { AcquireRequest, AcquireResult, Holder, LockBackend, LockRecord, ReleaseResult, RenewResult } from "./locking/backend.js";
 export { Lease, type LeaseState } from "./locking/lease.js";
-export { LockService, type LockServiceOptions, type LockStatus, type TryLockOptions } from "./locking/service.js";
+export {
+  LockService,
+  type AcquireOptions,
+  type LockServiceOptions,
+  type LockStatus,
+  type RestoreOptions,
+  type TryLockOptions,
+  type WithLockOptions,
+} from "./locking/service.js";
+export type { LockStats } from "./locking/stats.js";
+export { startAdminServer, type AdminServer, type AdminServerOptions, type AdminStatsBody } from "./admin/server.js";
 export { qualify, type Scope } from "./locking/scope.js";
 export { MAX_NAME_BYTES } from "./locking/validate.js";
 export type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";

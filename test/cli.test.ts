@@ -8,6 +8,8 @@ import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
 import type { LockingConfig } from "../host/config/types.js";
+import { resolveConfig } from "../host/config/load.js";
+import { Host } from "../host/host.js";
 import { LockService } from "../host/locking/service.js";
 import { createBackend } from "../plugins/backends/index.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
@@ -17,6 +19,33 @@ import { databaseUrl, freePort, redisUrl } from "./support/servers.js";
 const root = fileURLToPath(new URL("..", import.meta.url));
 const cli = join(root, "dist/host/cli/main.js");
 const lockhost = (...args: string[]) => spawnSync(process.execPath, [cli, ...args], { cwd: root, encoding: "utf8", timeout: 20_000 });
+
+/** Environment of a child CLI: no admin token unless a test gives one. */
+function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
+  if (!("LOCKHOST_ADMIN_TOKEN" in extra)) delete env.LOCKHOST_ADMIN_TOKEN;
+  return env;
+}
+
+/**
+ * The CLI as a child process, without blocking this one: a Host in this process must keep
+ * answering the child's admin requests meanwhile.
+ */
+function lockhostAsync(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [cli, ...args], { cwd: opts.cwd ?? root, env: childEnv(opts.env) });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+    child.on("error", reject);
+    child.on("close", (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
+}
 
 let dir: string | undefined;
 afterEach(async () => {
@@ -43,6 +72,38 @@ describe("lockhost CLI", () => {
     const r = lockhost("release", "global:x", "--config", "lockhost.toml");
     expect(r.status).toBe(2);
     expect(r.stderr).toContain("refusing without --force");
+  });
+
+  it("says how to enable the admin listener when `status` has no KEY and the config has no [admin]", () => {
+    const r = lockhost("status", "--config", "lockhost.toml");
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain("lockhost.toml has no [admin] table, so the running host has no admin listener to ask");
+    expect(r.stderr).toContain('[admin]\n  listen = "127.0.0.1:9464"');
+    expect(r.stdout).toBe("");
+  });
+
+  it("says to pass --admin when the config's admin port is 0", async () => {
+    const file = await configFile(`[admin]\nlisten = "127.0.0.1:0"\n`);
+    const r = lockhost("status", "--config", file);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain("[admin] listen has port 0");
+    expect(r.stderr).toContain("pass --admin");
+  });
+
+  it("says no admin listener answers, with exit code 2, when none listens at the URL", async () => {
+    const port = await freePort();
+    for (const args of [["status"], ["status", "global:x"], ["release", "--force", "global:x"]]) {
+      const r = await lockhostAsync([...args, "--admin", `http://127.0.0.1:${port}`], { cwd: tmpdir() });
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr).toContain(`no admin listener answers at http://127.0.0.1:${port} (ECONNREFUSED)`);
+      expect(r.stderr).toContain("To enable it");
+    }
+  });
+
+  it("rejects an --admin that is not an http URL", () => {
+    const r = lockhost("status", "--admin", "ftp://127.0.0.1:9464");
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain("INVALID_ARGUMENT: --admin must be the admin listener's URL");
   });
 
   it("explains that status needs a shared backend when the config uses memory", () => {
@@ -145,5 +206,133 @@ describe.each([
     expect(r.stderr).toContain("BACKEND_UNAVAILABLE");
     expect(r.stderr + r.stdout).not.toContain("hunter2");
     expect(Date.now() - started).toBeLessThan(10_000);
+  });
+});
+
+describe("lockhost status and release --force through a running host's admin listener", () => {
+  const TOKEN = "cli-admin-token-0123456789";
+  let host: Host | undefined;
+  afterEach(async () => {
+    await host?.stop(1_000);
+    host = undefined;
+  });
+
+  async function startHost(): Promise<Host> {
+    host = await Host.start(resolveConfig({ host: { node: "cli-admin-node" }, admin: { listen: "127.0.0.1:0", token: TOKEN } }), {
+      logger: captureLogger().logger,
+    });
+    return host;
+  }
+
+  it("prints the host's counters as a table and as JSON", async () => {
+    const h = await startHost();
+    await h.locks.tryLock("cli-stats-a", { ttlMs: 60_000 });
+    await h.locks.tryLock("cli-stats-b", { ttlMs: 60_000, keepalive: true });
+    expect(await h.locks.tryLock("cli-stats-a", { ttlMs: 60_000 })).toBeNull();
+    const url = h.admin!.url;
+
+    const table = await lockhostAsync(["status", "--admin", url], { cwd: tmpdir() });
+    expect(table.status, table.stderr).toBe(0);
+    expect(table.stdout).toContain(`node cli-admin-node, memory backend (not distributed: this process only), admin ${url}`);
+    expect(table.stdout).toMatch(/^ {2}locks held +2$/m);
+    expect(table.stdout).toMatch(/^ {2}kept alive +1$/m);
+    expect(table.stdout).toMatch(/^ {2}acquisitions +2$/m);
+    expect(table.stdout).toMatch(/^ {2}contended tries +1$/m);
+    expect(table.stdout).toMatch(/^ {2}time waited +0 ms$/m);
+
+    const json = await lockhostAsync(["status", "--admin", url, "--json"], { cwd: tmpdir() });
+    expect(json.status, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      node: "cli-admin-node",
+      backend: "memory",
+      stats: { held: 2, keepalive: 1, acquisitions: 2, contended: 1, lost: 0 },
+    });
+  });
+
+  it("finds the listener from the config's [admin] listen, and reads a memory lock's status through it", async () => {
+    const h = await startHost();
+    const lease = await h.locks.tryLock("cli-mem-k", { ttlMs: 60_000 });
+    const file = await configFile(`[host]\nnode = "other"\n[admin]\nlisten = "${h.admin!.url.replace("http://", "")}"\n`);
+
+    const stats = await lockhostAsync(["status", "--config", file, "--json"]);
+    expect(stats.status, stats.stderr).toBe(0);
+    expect(JSON.parse(stats.stdout)).toMatchObject({ node: "cli-admin-node", stats: { held: 1 } });
+
+    const status = await lockhostAsync(["status", "global:cli-mem-k", "--config", file, "--json"]);
+    expect(status.status, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ key: "global:cli-mem-k", held: true, owner: lease!.owner, fence: lease!.fence });
+    const human = await lockhostAsync(["status", "global:cli-mem-k", "--admin", h.admin!.url], { cwd: tmpdir() });
+    expect(human.stdout).toContain("global:cli-mem-k: held");
+    expect(human.stdout).toContain("holder:        plugin host on node cli-admin-node");
+  });
+
+  it("force-releases only with the right token: none, wrong, then from the environment", async () => {
+    const h = await startHost();
+    const lease = (await h.locks.tryLock("cli-force-k", { ttlMs: 60_000 }))!;
+    const args = ["release", "--force", "global:cli-force-k", "--admin", h.admin!.url];
+
+    const none = await lockhostAsync(args, { cwd: tmpdir() });
+    expect(none.status).toBe(1);
+    expect(none.stderr).toContain("PERMISSION_DENIED");
+    // Sent without a token, answered 401 by the listener.
+    expect(none.stderr).toContain("force-release needs an Authorization: Bearer <token> header");
+    expect(none.stderr).toContain("set LOCKHOST_ADMIN_TOKEN");
+    const wrong = await lockhostAsync(args, { cwd: tmpdir(), env: { LOCKHOST_ADMIN_TOKEN: "wrong-token-0123456789" } });
+    expect(wrong.status).toBe(1);
+    expect(wrong.stderr).toContain("PERMISSION_DENIED: the admin listener refused: wrong admin token");
+    expect(wrong.stderr).not.toContain("wrong-token-0123456789");
+    expect((await h.locks.status(lease.name)).held).toBe(true);
+
+    const ok = await lockhostAsync(args, { cwd: tmpdir(), env: { LOCKHOST_ADMIN_TOKEN: TOKEN } });
+    expect(ok.status, ok.stderr).toBe(0);
+    expect(ok.stdout.trim()).toBe("released global:cli-force-k");
+    expect(ok.stdout + ok.stderr).not.toContain(TOKEN);
+    expect((await h.locks.status(lease.name)).held).toBe(false);
+    await expect(h.locks.renew(lease)).rejects.toMatchObject({ code: "LOST" });
+
+    const again = await lockhostAsync(args, { cwd: tmpdir(), env: { LOCKHOST_ADMIN_TOKEN: TOKEN } });
+    expect(again.stdout.trim()).toBe("global:cli-force-k was not held");
+  });
+
+  it("`lockhost run` logs its admin URL (never the token), and `lockhost status --admin` reads it", async () => {
+    const file = await configFile(`[host]\nnode = "run-admin"\n[admin]\nlisten = "127.0.0.1:0"\ntoken = "\${LOCKHOST_ADMIN_TOKEN}"\n`);
+    const child = spawn(process.execPath, [cli, "run", "--config", file], { cwd: root, env: childEnv({ LOCKHOST_ADMIN_TOKEN: TOKEN }) });
+    let exited = false;
+    const exit = new Promise<number | null>((resolve) =>
+      child.on("exit", (code) => {
+        exited = true;
+        resolve(code);
+      }),
+    );
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    try {
+      const deadline = Date.now() + 15_000;
+      while (!exited && Date.now() < deadline && !out.includes('"msg":"lockhost host started"')) {
+        await Promise.race([new Promise((r) => setTimeout(r, 100)), exit]);
+      }
+      expect(exited, `lockhost run exited early:\n${out}`).toBe(false);
+      const started = out.split("\n").filter(Boolean).map((l) => JSON.parse(l) as { msg: string; admin?: string }).find((l) => l.msg === "lockhost host started");
+      expect(started?.admin).toMatch(/^http:\/\/127\.0\.0\.1:[1-9][0-9]*$/);
+      const r = await lockhostAsync(["status", "--admin", started!.admin!, "--json"], { cwd: tmpdir() });
+      expect(r.status, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ node: "run-admin", backend: "memory", stats: { held: 0 } });
+    } finally {
+      child.kill("SIGTERM");
+    }
+    expect(await exit).toBe(0);
+    expect(out).not.toContain(TOKEN);
+  });
+
+  it("force-releases a memory lock with the token from the config's [admin] token", async () => {
+    const h = await startHost();
+    const lease = (await h.locks.tryLock("cli-force-cfg", { ttlMs: 60_000 }))!;
+    const listen = h.admin!.url.replace("http://", "");
+    const file = await configFile(`[admin]\nlisten = "${listen}"\ntoken = "\${CLI_TEST_TOKEN}"\n`);
+    const r = await lockhostAsync(["release", "--force", "global:cli-force-cfg", "--config", file], { env: { CLI_TEST_TOKEN: TOKEN } });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe("released global:cli-force-cfg");
+    expect((await h.locks.status(lease.name)).held).toBe(false);
   });
 });

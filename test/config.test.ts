@@ -7,11 +7,13 @@ import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { MAX_TTL_MS } from "../abi/status.js";
 import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
+import { formatListen, isLoopbackHost, parseListen } from "../host/config/listen.js";
 import { parseDuration } from "../host/config/duration.js";
 import { expandEnv } from "../host/config/env.js";
 import { loadConfig, parseConfig, resolveConfig } from "../host/config/load.js";
 import type { LockhostConfig } from "../host/config/types.js";
 import { LockhostError } from "../host/errors.js";
+import { KEEPALIVE_DEFAULTS, WAITING_DEFAULTS } from "../host/locking/options.js";
 import { redactUrlSecrets } from "../host/redact.js";
 
 const SOURCE = "lockhost.toml";
@@ -43,6 +45,10 @@ function expectDeepFrozen(value: unknown, path = "config"): void {
   for (const [key, child] of Object.entries(value)) expectDeepFrozen(child, `${path}.${key}`);
 }
 
+/** The documented defaults of [locking.keepalive] and [locking.waiting], written out. */
+const KEEPALIVE = { renewAtRatio: 0.5, maxRetries: 3, safetyMarginRatio: 0.1, batchWindowMs: 20 };
+const WAITING = { pollIntervalMs: 1000 };
+
 const PLUGIN = `
 [[plugins]]
 name = "report"
@@ -69,6 +75,17 @@ url = "postgresql://app@db.internal:5432/locks"
 sessions = 8
 table = "locks.lockhost"
 command_timeout_ms = 750
+[locking.keepalive]
+renew_at_ratio = 0.6
+max_retries = 5
+safety_margin_ratio = 0.2
+batch_window_ms = 50
+[locking.waiting]
+poll_interval_ms = 250
+
+[admin]
+listen = "[::1]:9999"
+token = "\${ADMIN_TOKEN}"
 
 [[plugins]]
 name = "report"
@@ -89,12 +106,13 @@ export = "run"
 schedule = "5s"
 hint = "prefer_global"
 ttl_ms = 30000
+keepalive = true
 
 [[scheduled]]
 plugin = "cleanup_2"
 export = "sweep"
 schedule = "  */15 * * * *  "
-`);
+`, { ADMIN_TOKEN: "admin-token-0123456789" });
     expect(config).toEqual({
       source: SOURCE,
       host: { node: "node-a", shutdownTimeoutMs: 2500, logLevel: "debug" },
@@ -102,6 +120,8 @@ schedule = "  */15 * * * *  "
         backend: "redis",
         redis: { url: "rediss://cache.internal:6380/2", keyPrefix: "app:", commandTimeoutMs: 500, reclaimOwnLocks: true, cluster: false },
         pg: { url: "postgresql://app@db.internal:5432/locks", sessions: 8, table: "locks.lockhost", commandTimeoutMs: 750 },
+        keepalive: { renewAtRatio: 0.6, maxRetries: 5, safetyMarginRatio: 0.2, batchWindowMs: 50 },
+        waiting: { pollIntervalMs: 250 },
       },
       plugins: [
         {
@@ -129,6 +149,7 @@ schedule = "  */15 * * * *  "
           schedule: { kind: "interval", everyMs: 5000, text: "5s" },
           hint: "prefer_global",
           ttlMs: 30000,
+          keepalive: true,
         },
         {
           id: "cleanup_2.sweep",
@@ -137,8 +158,10 @@ schedule = "  */15 * * * *  "
           schedule: { kind: "cron", expression: "*/15 * * * *" },
           hint: "require_global",
           ttlMs: 60000,
+          keepalive: false,
         },
       ],
+      admin: { listen: { host: "::1", port: 9999 }, token: "admin-token-0123456789" },
     });
     expectDeepFrozen(config);
   });
@@ -148,10 +171,11 @@ schedule = "  */15 * * * *  "
     expect(config).toEqual({
       source: SOURCE,
       host: { node: hostname(), shutdownTimeoutMs: 10000, logLevel: "info" },
-      locking: { backend: "memory" },
+      locking: { backend: "memory", keepalive: KEEPALIVE, waiting: WAITING },
       plugins: [],
       scheduled: [],
     });
+    expect("admin" in config).toBe(false);
     expectDeepFrozen(config);
   });
 
@@ -159,10 +183,14 @@ schedule = "  */15 * * * *  "
     expect(parse(`[locking]\nbackend = "redis"`).locking).toEqual({
       backend: "redis",
       redis: { url: "redis://127.0.0.1:6379", keyPrefix: "lockhost:", commandTimeoutMs: 2000, reclaimOwnLocks: false, cluster: false },
+      keepalive: KEEPALIVE,
+      waiting: WAITING,
     });
     expect(parse(`[locking]\nbackend = "pg"`).locking).toEqual({
       backend: "pg",
       pg: { url: "postgres://postgres@127.0.0.1:5432/test", sessions: 4, table: "lockhost_locks", commandTimeoutMs: 2000 },
+      keepalive: KEEPALIVE,
+      waiting: WAITING,
     });
   });
 
@@ -170,6 +198,8 @@ schedule = "  */15 * * * *  "
     expect(parse(`[locking.redis]\nkey_prefix = "x:"`).locking).toEqual({
       backend: "memory",
       redis: { url: "redis://127.0.0.1:6379", keyPrefix: "x:", commandTimeoutMs: 2000, reclaimOwnLocks: false, cluster: false },
+      keepalive: KEEPALIVE,
+      waiting: WAITING,
     });
     expect(messageOf(`[locking]\nbackend = "memory"\n[locking.pg]\nurl = "mysql://db"`)).toContain("[locking.pg]: url");
   });
@@ -206,7 +236,7 @@ memory_limit_mib = "16MB"
   const cases: [title: string, toml: string, ...expected: string[]][] = [
     // Unknown tables and keys
     ["an unknown top-level table", `[hots]\nnode = "a"`, "lockhost.toml: unknown table [hots]", `did you mean "host"?`],
-    ["an unknown top-level key", `verbose = true`, `lockhost.toml: unknown key "verbose"`, "known: host, locking, plugins, scheduled"],
+    ["an unknown top-level key", `verbose = true`, `lockhost.toml: unknown key "verbose"`, "known: host, locking, plugins, scheduled, admin"],
     ["an unknown array of tables", `[[plugin]]\nname = "a"`, "lockhost.toml: unknown table [[plugin]]", `did you mean "plugins"?`],
     ["an unknown key in [host]", `[host]\nlog-level = "info"`, `lockhost.toml: [host]: unknown key "log-level"`, `did you mean "log_level"?`],
     ["an unknown key in [locking]", `[locking]\nbakend = "redis"`, `lockhost.toml: [locking]: unknown key "bakend"`, `did you mean "backend"?`],
@@ -286,6 +316,51 @@ memory_limit_mib = "16MB"
     ["an invalid derived id", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run now"\nschedule = "1s"`, `id must be 1 to 128 characters`, `got "report.run now" (derived from plugin and export; set id explicitly)`],
     ["a duplicate derived id", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "1s"\n[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "1m"`, `lockhost.toml: [[scheduled]] #2 ("report.run"): id "report.run" is already used by [[scheduled]] #1 ("report.run")`],
     ["a date where a string belongs", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = 2024-01-01`, `("report.run"): schedule must be a string, got a date`],
+    ["a schedule keepalive that is not a boolean", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "1s"\nkeepalive = "yes"`, `lockhost.toml: [[scheduled]] #1 ("report.run"): keepalive must be true or false, got "yes"`],
+    // [locking.keepalive]
+    ["[locking.keepalive] that is not a table", `[locking]\nkeepalive = true`, "lockhost.toml: [locking]: keepalive must be a table, got true"],
+    ["an unknown key in [locking.keepalive]", `[locking.keepalive]\nrenew_ratio = 0.5`, `lockhost.toml: [locking.keepalive]: unknown key "renew_ratio"`, `did you mean "renew_at_ratio"?`, "known: renew_at_ratio, max_retries, safety_margin_ratio, batch_window_ms"],
+    ["a renew_at_ratio of 0", `[locking.keepalive]\nrenew_at_ratio = 0`, "lockhost.toml: [locking.keepalive]: renew_at_ratio must be a number greater than 0 and less than 1, got 0"],
+    ["a renew_at_ratio of 1", `[locking.keepalive]\nrenew_at_ratio = 1.0`, "lockhost.toml: [locking.keepalive]: renew_at_ratio must be a number greater than 0 and less than 1, got 1"],
+    ["a negative renew_at_ratio", `[locking.keepalive]\nrenew_at_ratio = -0.5`, "[locking.keepalive]: renew_at_ratio must be a number greater than 0 and less than 1, got -0.5"],
+    ["a renew_at_ratio of nan", `[locking.keepalive]\nrenew_at_ratio = nan`, "[locking.keepalive]: renew_at_ratio must be a number greater than 0 and less than 1, got NaN"],
+    ["a renew_at_ratio of inf", `[locking.keepalive]\nrenew_at_ratio = inf`, "[locking.keepalive]: renew_at_ratio must be a number greater than 0 and less than 1, got Infinity"],
+    ["a renew_at_ratio as a string", `[locking.keepalive]\nrenew_at_ratio = "50%"`, `[locking.keepalive]: renew_at_ratio must be a number greater than 0 and less than 1, got "50%"`],
+    ["a negative max_retries", `[locking.keepalive]\nmax_retries = -1`, "lockhost.toml: [locking.keepalive]: max_retries must be an integer from 0 to 100, got -1"],
+    ["a max_retries over 100", `[locking.keepalive]\nmax_retries = 101`, "lockhost.toml: [locking.keepalive]: max_retries must be an integer from 0 to 100, got 101"],
+    ["a fractional max_retries", `[locking.keepalive]\nmax_retries = 2.5`, "[locking.keepalive]: max_retries must be an integer from 0 to 100, got 2.5"],
+    ["a negative safety_margin_ratio", `[locking.keepalive]\nsafety_margin_ratio = -0.1`, "lockhost.toml: [locking.keepalive]: safety_margin_ratio must be a number at least 0 and less than 1, got -0.1"],
+    ["a safety_margin_ratio of 1", `[locking.keepalive]\nsafety_margin_ratio = 1`, "lockhost.toml: [locking.keepalive]: safety_margin_ratio must be a number at least 0 and less than 1, got 1"],
+    ["a safety_margin_ratio as a boolean", `[locking.keepalive]\nsafety_margin_ratio = false`, "[locking.keepalive]: safety_margin_ratio must be a number at least 0 and less than 1, got false"],
+    ["a negative batch_window_ms", `[locking.keepalive]\nbatch_window_ms = -1`, "lockhost.toml: [locking.keepalive]: batch_window_ms must be an integer from 0 to 1000, got -1"],
+    ["a batch_window_ms over 1000", `[locking.keepalive]\nbatch_window_ms = 1001`, "lockhost.toml: [locking.keepalive]: batch_window_ms must be an integer from 0 to 1000, got 1001"],
+    ["a batch_window_ms with a unit", `[locking.keepalive]\nbatch_window_ms = "20ms"`, `[locking.keepalive]: batch_window_ms must be an integer from 0 to 1000, got "20ms"`],
+    // [locking.waiting]
+    ["[locking.waiting] that is not a table", `[locking]\nwaiting = 1000`, "lockhost.toml: [locking]: waiting must be a table, got 1000"],
+    ["an unknown key in [locking.waiting]", `[locking.waiting]\npoll_ms = 100`, `lockhost.toml: [locking.waiting]: unknown key "poll_ms"`, "known: poll_interval_ms"],
+    ["a poll_interval_ms under 10", `[locking.waiting]\npoll_interval_ms = 9`, "lockhost.toml: [locking.waiting]: poll_interval_ms must be an integer from 10 to 3600000, got 9"],
+    ["a poll_interval_ms over an hour", `[locking.waiting]\npoll_interval_ms = 3_600_001`, "lockhost.toml: [locking.waiting]: poll_interval_ms must be an integer from 10 to 3600000, got 3600001"],
+    ["a fractional poll_interval_ms", `[locking.waiting]\npoll_interval_ms = 100.5`, "[locking.waiting]: poll_interval_ms must be an integer from 10 to 3600000, got 100.5"],
+    // [admin]
+    ["[admin] that is not a table", `admin = "127.0.0.1:9464"`, `lockhost.toml: admin must be a table, got "127.0.0.1:9464"`],
+    ["an unknown key in [admin]", `[admin]\nlistn = "127.0.0.1:1"`, `lockhost.toml: [admin]: unknown key "listn"`, `did you mean "listen"?`, "known: listen, token"],
+    ["a listen that is not a string", `[admin]\nlisten = 9464`, "lockhost.toml: [admin]: listen must be a string, got 9464"],
+    ["a listen without a port", `[admin]\nlisten = "127.0.0.1"`, `lockhost.toml: [admin]: listen must be "host:port" (e.g. "127.0.0.1:9464", "[::1]:9464"`, `got "127.0.0.1"`],
+    ["a listen without a host", `[admin]\nlisten = ":9464"`, `lockhost.toml: [admin]: listen has host "", which is empty; it must be "host:port"`, `got ":9464"`],
+    ["a listen with an empty port", `[admin]\nlisten = "127.0.0.1:"`, `lockhost.toml: [admin]: listen has port "", which is not an integer from 0 to 65535`],
+    ["a listen port over 65535", `[admin]\nlisten = "127.0.0.1:65536"`, `lockhost.toml: [admin]: listen has port "65536", which is not an integer from 0 to 65535`, `got "127.0.0.1:65536"`],
+    ["a negative listen port", `[admin]\nlisten = "127.0.0.1:-1"`, `[admin]: listen has port "-1", which is not an integer from 0 to 65535`],
+    ["a listen port with letters", `[admin]\nlisten = "localhost:http"`, `[admin]: listen has port "http", which is not an integer`],
+    ["a listen host with a space", `[admin]\nlisten = "my host:9464"`, `lockhost.toml: [admin]: listen has host "my host", which is neither an IP address nor a host name`],
+    ["an IPv6 listen without brackets", `[admin]\nlisten = "::1:9464"`, `lockhost.toml: [admin]: listen must be "host:port"`, "put an IPv6 address in brackets", `got "::1:9464"`],
+    ["an IPv4 listen in brackets", `[admin]\nlisten = "[127.0.0.1]:9464"`, `lockhost.toml: [admin]: listen has host "127.0.0.1", which is not an IPv6 address, yet is in brackets`],
+    ["a listen URL", `[admin]\nlisten = "http://127.0.0.1:9464"`, `lockhost.toml: [admin]: listen must be "host:port"`],
+    ["a token that is too short", `[admin]\ntoken = "0123456789abcde"`, "lockhost.toml: [admin]: token must be 16 to 4096 characters long, got 15 characters (the value is not shown: it is a secret)"],
+    ["an empty token", `[admin]\ntoken = ""`, "lockhost.toml: [admin]: token must be 16 to 4096 characters long, got 0 characters"],
+    ["a token with a space", `[admin]\ntoken = "0123456789 abcdef"`, "lockhost.toml: [admin]: token must be printable ASCII without spaces, as it is sent in an Authorization header (the value is not shown: it is a secret)"],
+    ["a token that is not ASCII", `[admin]\ntoken = "0123456789abcdéf"`, "lockhost.toml: [admin]: token must be printable ASCII without spaces"],
+    ["a token that is a number", `[admin]\ntoken = 1234567890123456`, "lockhost.toml: [admin]: token must be a string, got a number (the value is not shown: it is a secret)"],
+    ["a token that is an array", `[admin]\ntoken = ["0123456789abcdef"]`, "lockhost.toml: [admin]: token must be a string, got an array"],
   ];
 
   it.each(cases)("rejects %s", (_title, toml, ...expected) => {
@@ -306,6 +381,186 @@ memory_limit_mib = "16MB"
   it("reports keys that could touch Object.prototype as unknown keys", () => {
     expect(messageOf(`__proto__ = { a = 1 }`)).toContain("lockhost.toml: unknown table [__proto__]");
     expect(messageOf(`[host]\nconstructor = 1`)).toContain(`lockhost.toml: [host]: unknown key "constructor"`);
+  });
+});
+
+describe("[locking.keepalive], [locking.waiting] and [[scheduled]] keepalive", () => {
+  it("has one set of defaults: the config's are the renewal manager's", () => {
+    expect(CONFIG_DEFAULTS.keepalive).toEqual(KEEPALIVE);
+    expect(CONFIG_DEFAULTS.waiting).toEqual(WAITING);
+    expect(CONFIG_DEFAULTS.keepalive).toBe(KEEPALIVE_DEFAULTS);
+    expect(CONFIG_DEFAULTS.waiting).toBe(WAITING_DEFAULTS);
+    expect(CONFIG_DEFAULTS.scheduled.keepalive).toBe(false);
+  });
+
+  it("fills every missing key of a partial table with its default", () => {
+    expect(parse(`[locking.keepalive]\nmax_retries = 0`).locking.keepalive).toEqual({ ...KEEPALIVE, maxRetries: 0 });
+    expect(parse(`[locking.keepalive]`).locking.keepalive).toEqual(KEEPALIVE);
+    expect(parse(`[locking.waiting]`).locking.waiting).toEqual(WAITING);
+  });
+
+  it.each([
+    ["renew_at_ratio", 0.01, { renewAtRatio: 0.01 }],
+    ["renew_at_ratio", 0.85, { renewAtRatio: 0.85 }],
+    ["safety_margin_ratio", 0, { safetyMarginRatio: 0 }],
+    ["safety_margin_ratio", 0.49, { safetyMarginRatio: 0.49 }],
+    ["max_retries", 0, { maxRetries: 0 }],
+    ["max_retries", 100, { maxRetries: 100 }],
+    ["batch_window_ms", 0, { batchWindowMs: 0 }],
+    ["batch_window_ms", 1000, { batchWindowMs: 1000 }],
+  ])("takes %s = %s", (key, value, expected) => {
+    expect(parse(`[locking.keepalive]\n${key} = ${value}`).locking.keepalive).toEqual({ ...KEEPALIVE, ...expected });
+  });
+
+  it.each([10, 3_600_000])("takes poll_interval_ms = %d", (ms) => {
+    expect(parse(`[locking.waiting]\npoll_interval_ms = ${ms}`).locking.waiting).toEqual({ pollIntervalMs: ms });
+  });
+
+  it("takes a renew_at_ratio near 1 when the safety margin leaves room", () => {
+    expect(parse(`[locking.keepalive]\nrenew_at_ratio = 0.95\nsafety_margin_ratio = 0.04`).locking.keepalive).toMatchObject({ renewAtRatio: 0.95, safetyMarginRatio: 0.04 });
+    expect(parse(`[locking.keepalive]\nrenew_at_ratio = 0.99\nsafety_margin_ratio = 0`).locking.keepalive).toMatchObject({ renewAtRatio: 0.99, safetyMarginRatio: 0 });
+  });
+
+  it("rejects a safety margin that leaves no time to renew, naming both keys", () => {
+    expect(messageOf(`[locking.keepalive]\nrenew_at_ratio = 0.7\nsafety_margin_ratio = 0.3`)).toBe(
+      "lockhost.toml: [locking.keepalive]: safety_margin_ratio must be less than 1 - renew_at_ratio, got 0.3 with renew_at_ratio = 0.7: a renewal must fall due before the safety margin starts",
+    );
+    expect(messageOf(`[locking.keepalive]\nsafety_margin_ratio = 0.6`)).toBe(
+      "lockhost.toml: [locking.keepalive]: safety_margin_ratio must be less than 1 - renew_at_ratio, got 0.6 with renew_at_ratio = 0.5 (its default): a renewal must fall due before the safety margin starts",
+    );
+    expect(messageOf(`[locking.keepalive]\nrenew_at_ratio = 0.95`)).toContain("safety_margin_ratio must be less than 1 - renew_at_ratio, got 0.1 with renew_at_ratio = 0.95");
+  });
+
+  it("reads keepalive of a schedule, false by default", () => {
+    const config = parse(`${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "1s"\nkeepalive = true\n[[scheduled]]\nid = "b"\nplugin = "report"\nexport = "run"\nschedule = "1s"`);
+    expect(config.scheduled.map((s) => s.keepalive)).toEqual([true, false]);
+  });
+});
+
+describe("[admin]", () => {
+  const TOKEN = "admin-token-0123456789";
+
+  it("starts no admin listener without the table; an empty table listens on 127.0.0.1:9464 without a token", () => {
+    expect("admin" in parse("")).toBe(false);
+    expect(parse("[admin]").admin).toEqual({ listen: { host: "127.0.0.1", port: 9464 } });
+    expect(CONFIG_DEFAULTS.adminListen).toEqual({ host: "127.0.0.1", port: 9464 });
+  });
+
+  it.each([
+    ["127.0.0.1:9464", { host: "127.0.0.1", port: 9464 }],
+    ["127.0.0.1:0", { host: "127.0.0.1", port: 0 }],
+    ["0.0.0.0:80", { host: "0.0.0.0", port: 80 }],
+    ["localhost:65535", { host: "localhost", port: 65535 }],
+    ["admin.internal.example:9464", { host: "admin.internal.example", port: 9464 }],
+    ["[::1]:9464", { host: "::1", port: 9464 }],
+    ["[::]:0", { host: "::", port: 0 }],
+    ["[fe80::1:2]:10", { host: "fe80::1:2", port: 10 }],
+  ])("reads listen = %j", (listen, expected) => {
+    expect(parse(`[admin]\nlisten = "${listen}"`).admin).toEqual({ listen: expected });
+  });
+
+  it("substitutes the token from the environment", () => {
+    const config = parse(`[admin]\ntoken = "\${LOCKHOST_ADMIN_TOKEN}"\nlisten = "\${ADMIN_LISTEN:-127.0.0.1:0}"`, { LOCKHOST_ADMIN_TOKEN: TOKEN });
+    expect(config.admin).toEqual({ listen: { host: "127.0.0.1", port: 0 }, token: TOKEN });
+    expect(messageOf(`[admin]\ntoken = "\${LOCKHOST_ADMIN_TOKEN}"`)).toContain(
+      "lockhost.toml: [admin]: token uses ${LOCKHOST_ADMIN_TOKEN}, but the environment variable LOCKHOST_ADMIN_TOKEN is not set",
+    );
+  });
+
+  it("never shows the token, or a part of it, in a message", () => {
+    const secret = "hunter2hunter2hunter2";
+    const messages = [
+      messageOf(`[admin]\ntoken = "\${T}"`, { T: "hunter2" }),
+      messageOf(`[admin]\ntoken = "\${T}"`, { T: `${secret} x` }),
+      messageOf(`[admin]\ntoken = "\${T}"`, { T: `${secret}\u0000` }),
+      // A token pasted where a variable name belongs.
+      messageOf(`[admin]\ntoken = "\${${secret}-x}"`),
+      messageOf(`[admin]\ntoken = "\${${secret}"`),
+      messageOf(`[admin]\ntoken = "a$${secret}"`),
+      // Syntax errors quote the lines around them: the token's line must be masked.
+      messageOf(`[admin]\ntoken = "${secret}" trailing`),
+      messageOf(`[admin]\ntoken = ${secret}`),
+      messageOf(`[admin]\ntoken = "${secret}\nlisten = "127.0.0.1:1"`),
+      messageOf(`admin = { token = "${secret}", listen }`),
+      messageOf(`admin = { token = '${secret}' listen = "x" }`),
+      messageOf(`[admin]\ntoken = 123456789123456789123`),
+    ];
+    for (const message of messages) {
+      expect(message).toContain("token");
+      expect(message).not.toContain("hunter2");
+      expect(message).not.toContain("123456789123456789123");
+    }
+    expect(messages[6]).toContain("token = ***");
+  });
+
+  it("reads the same settings in code, with listen as text or as {host, port}", () => {
+    const config = resolveConfig({
+      locking: { keepalive: { renewAtRatio: 0.6, maxRetries: 1, safetyMarginRatio: 0, batchWindowMs: 5 }, waiting: { pollIntervalMs: 50 } },
+      plugins: [{ name: "a", wasm: "a.wasm" }],
+      scheduled: [{ plugin: "a", export: "run", schedule: "1s", keepalive: true }],
+      admin: { listen: "[::1]:0", token: TOKEN },
+    });
+    expect(config.locking.keepalive).toEqual({ renewAtRatio: 0.6, maxRetries: 1, safetyMarginRatio: 0, batchWindowMs: 5 });
+    expect(config.locking.waiting).toEqual({ pollIntervalMs: 50 });
+    expect(config.scheduled[0]?.keepalive).toBe(true);
+    expect(config.admin).toEqual({ listen: { host: "::1", port: 0 }, token: TOKEN });
+    expect(resolveConfig({ admin: { listen: { port: 0 } } }).admin).toEqual({ listen: { host: "127.0.0.1", port: 0 } });
+    expect(resolveConfig({ admin: { listen: { host: "::1", port: 9 } } }).admin).toEqual({ listen: { host: "::1", port: 9 } });
+    expect(resolveConfig({ admin: {} }).admin).toEqual({ listen: { host: "127.0.0.1", port: 9464 } });
+    expect(resolveConfig({ locking: { keepalive: { maxRetries: 7 } } }).locking.keepalive).toEqual({ ...KEEPALIVE, maxRetries: 7 });
+    // A LockhostConfig is a ConfigInput, and comes back equal.
+    expect(resolveConfig(config)).toEqual(config);
+  });
+
+  it("names fields by their code names in code", () => {
+    const bad = (input: unknown) => configErrorOf(() => resolveConfig(input as never)).message;
+    expect(bad({ locking: { keepalive: { renewAtRatio: 1 } } })).toBe("config: locking.keepalive: renewAtRatio must be a number greater than 0 and less than 1, got 1");
+    expect(bad({ locking: { keepalive: { renewAtRatio: 0.8, safetyMarginRatio: 0.2 } } })).toBe(
+      "config: locking.keepalive: safetyMarginRatio must be less than 1 - renewAtRatio, got 0.2 with renewAtRatio = 0.8: a renewal must fall due before the safety margin starts",
+    );
+    expect(bad({ locking: { keepalive: { max_retries: 1 } } })).toContain(`config: locking.keepalive: unknown key "max_retries" (did you mean "maxRetries"?`);
+    expect(bad({ locking: { waiting: { pollIntervalMs: 1 } } })).toBe("config: locking.waiting: pollIntervalMs must be an integer from 10 to 3600000, got 1");
+    expect(bad({ admin: { listen: "localhost" } })).toContain(`config: admin: listen must be "host:port"`);
+    expect(bad({ admin: { listen: { host: "::1", port: 70000 } } })).toBe("config: admin.listen: port must be an integer from 0 to 65535, got 70000");
+    expect(bad({ admin: { listen: { host: "[::1]" } } })).toBe(`config: admin.listen: host is neither an IP address nor a host name (an IPv6 address goes without brackets here), got "[::1]"`);
+    expect(bad({ admin: { listen: { host: "h", port: 1, tls: true } } })).toContain(`config: admin.listen: unknown key "tls"`);
+    expect(bad({ admin: { listen: 9464 } })).toBe("config: admin: listen must be a string, got 9464");
+    expect(bad({ admin: { token: "short" } })).toBe("config: admin: token must be 16 to 4096 characters long, got 5 characters (the value is not shown: it is a secret)");
+    expect(bad({ admin: { token: 1234567890123456 } })).toBe("config: admin: token must be a string, got a number (the value is not shown: it is a secret)");
+    expect(bad({ admin: { token: { value: "x" } } })).toBe("config: admin: token must be a string, got an object (the value is not shown: it is a secret)");
+    expect(bad({ scheduled: [], admin: { listen: "127.0.0.1:1" }, locking: { keepalive: 3 } })).toBe("config: locking: keepalive must be a table, got 3");
+  });
+});
+
+describe("listen addresses", () => {
+  it("formats an address the way it is written, IPv6 in brackets", () => {
+    expect(formatListen({ host: "127.0.0.1", port: 9464 })).toBe("127.0.0.1:9464");
+    expect(formatListen({ host: "::1", port: 0 })).toBe("[::1]:0");
+    expect(formatListen({ host: "localhost", port: 1 })).toBe("localhost:1");
+    for (const text of ["127.0.0.1:9464", "[::1]:0", "localhost:1", "[fe80::1]:2"]) {
+      const parsed = parseListen(text);
+      expect("problem" in parsed ? parsed.problem : formatListen(parsed)).toBe(text);
+    }
+  });
+
+  it.each([
+    ["127.0.0.1", true],
+    ["127.255.0.9", true],
+    ["localhost", true],
+    ["LOCALHOST", true],
+    ["::1", true],
+    ["0:0:0:0:0:0:0:1", true],
+    ["::ffff:127.0.0.1", true],
+    ["0.0.0.0", false],
+    ["::", false],
+    ["10.0.0.1", false],
+    ["::ffff:10.0.0.1", false],
+    ["fe80::1", false],
+    ["fe80::1%eth0", false],
+    ["admin.example", false],
+    ["128.0.0.1", false],
+  ])("isLoopbackHost(%j) is %s", (host, expected) => {
+    expect(isLoopbackHost(host)).toBe(expected);
   });
 });
 
@@ -474,7 +729,7 @@ describe("resolveConfig", () => {
     const config = resolveConfig({});
     expect(config).toEqual({
       host: { node: hostname(), shutdownTimeoutMs: 10000, logLevel: "info" },
-      locking: { backend: "memory" },
+      locking: { backend: "memory", keepalive: KEEPALIVE, waiting: WAITING },
       plugins: [],
       scheduled: [],
     });
@@ -502,14 +757,16 @@ describe("resolveConfig", () => {
         backend: "pg",
         redis: { url: "redis://127.0.0.1:6379", keyPrefix: "k:", commandTimeoutMs: 2000, reclaimOwnLocks: false, cluster: false },
         pg: { url: "postgres://postgres@127.0.0.1:5432/test", sessions: 4, table: "lockhost_locks", commandTimeoutMs: 2000 },
+        keepalive: KEEPALIVE,
+        waiting: WAITING,
       },
       plugins: [
         { name: "report", wasm: resolve(BASE, "r.wasm"), isolation: "worker", memoryLimitMib: 32, callTimeoutMs: 5000, globalKeys: ["g"] },
       ],
       scheduled: [
-        { id: "report.run", plugin: "report", export: "run", schedule: { kind: "interval", everyMs: 60000, text: "1m" }, hint: "require_global", ttlMs: 5000 },
-        { id: "nightly", plugin: "report", export: "run", schedule: { kind: "cron", expression: "0 2 * * *" }, hint: "node_local", ttlMs: 60000 },
-        { id: "fast", plugin: "report", export: "run", schedule: { kind: "interval", everyMs: 750, text: "750ms" }, hint: "require_global", ttlMs: 60000 },
+        { id: "report.run", plugin: "report", export: "run", schedule: { kind: "interval", everyMs: 60000, text: "1m" }, hint: "require_global", ttlMs: 5000, keepalive: false },
+        { id: "nightly", plugin: "report", export: "run", schedule: { kind: "cron", expression: "0 2 * * *" }, hint: "node_local", ttlMs: 60000, keepalive: false },
+        { id: "fast", plugin: "report", export: "run", schedule: { kind: "interval", everyMs: 750, text: "750ms" }, hint: "require_global", ttlMs: 60000, keepalive: false },
       ],
     });
     expectDeepFrozen(config);
@@ -611,9 +868,15 @@ describe("the shipped example configs", () => {
     const config = await loadConfig(join(root, file), { LOCKHOST_NODE: "node-x" });
     expect(config.plugins.length).toBeGreaterThan(0);
     for (const p of config.plugins) expect(existsSync(p.wasm), p.wasm).toBe(true);
+    expect(config.locking.keepalive).toEqual(KEEPALIVE);
+    expect(config.locking.waiting).toEqual(WAITING);
     if (file !== "lockhost.toml") {
       expect(config.host.node).toBe("node-x");
       expect(config.scheduled.every((s) => s.hint === "require_global")).toBe(true);
+      expect(config.admin).toEqual({ listen: { host: "127.0.0.1", port: 9464 } });
+    } else {
+      // `npm start` and the CLI tests run it: no fixed port to collide on.
+      expect(config.admin).toBeUndefined();
     }
   });
 });

@@ -1,4 +1,5 @@
 // The Host: config in, guests and scheduler up, everything released on stop.
+import { createServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import * as S from "../abi/status.js";
 import { resolveConfig, type ConfigInput } from "../host/config/load.js";
@@ -131,5 +132,74 @@ describe("Host", () => {
     const tick = Date.now();
     const outcomes = await Promise.all([a.host.scheduler.runTick("tick", tick), b.host.scheduler.runTick("tick", tick)]);
     expect(outcomes.sort()).toEqual(["ran", "skipped_contended"]);
+  });
+
+  it("starts no admin listener without [admin]", async () => {
+    const { host } = await start({});
+    expect(host.admin).toBeUndefined();
+  });
+
+  it("starts the admin listener with the host, serves /stats from its lock service, and stops it with the host", async () => {
+    const token = "host-test-token-0123456789";
+    const { host, log } = await start({ host: { node: "admin-node" }, admin: { listen: "127.0.0.1:0", token } });
+    const url = host.admin?.url;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:[1-9][0-9]*$/);
+    expect(log.lines.find((l) => l.msg === "lockhost host started")).toMatchObject({ admin: url });
+
+    const lease = await host.locks.tryLock("admin-k", { ttlMs: 60_000 });
+    const res = await fetch(`${url}/stats`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { node: string; backend: string; stats: { held: number; acquisitions: number } };
+    expect(body).toMatchObject({ node: "admin-node", backend: "memory", stats: { held: 1, acquisitions: 1 } });
+    expect(await (await fetch(`${url}/locks/${encodeURIComponent(lease!.name)}`)).json()).toMatchObject({ held: true, fence: lease!.fence });
+    expect(await (await fetch(`${url}/metrics`)).text()).toContain("lockhost_locks_held");
+
+    await host.stop();
+    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+    // The token is a secret: no log line carries it.
+    expect(JSON.stringify(log.lines)).not.toContain(token);
+  });
+
+  it("listens on IPv6 loopback", async () => {
+    const { host } = await start({ admin: { listen: "[::1]:0" } });
+    expect(host.admin?.url).toMatch(/^http:\/\/\[::1\]:[1-9][0-9]*$/);
+    expect(await (await fetch(`${host.admin!.url}/healthz`)).json()).toEqual({ ok: true });
+  });
+
+  it("warns when the admin listener listens beyond loopback without a token, and not otherwise", async () => {
+    const open = await start({ source: "/etc/lockhost.toml", admin: { listen: "0.0.0.0:0" } });
+    const warning = open.log.lines.find((l) => l.level === 40 && l.msg.includes("without a token"));
+    expect(warning?.msg).toContain("/etc/lockhost.toml: [admin]");
+    expect(warning).toMatchObject({ listen: "0.0.0.0:0" });
+    const local = await start({ admin: { listen: "127.0.0.1:0" } });
+    const guarded = await start({ admin: { listen: "0.0.0.0:0", token: "guarded-token-0123456789" } });
+    for (const { log } of [local, guarded]) expect(log.lines.some((l) => l.msg.includes("without a token"))).toBe(false);
+  });
+
+  it("refuses to start when the admin address is taken, naming the file and [admin] listen, and leaves nothing running", async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const backend = new MemoryBackend();
+      await expect(start({ source: "/etc/lockhost.toml", plugins: [locker], admin: { listen: `127.0.0.1:${port}` } }, backend)).rejects.toMatchObject({
+        code: "CONFIG_INVALID",
+        message: expect.stringMatching(/^\/etc\/lockhost\.toml: \[admin\] listen: .*EADDRINUSE/),
+      });
+      expect(backend.size).toBe(0);
+    } finally {
+      await new Promise((r) => taken.close(r));
+    }
+  });
+
+  it("runs its lock service with the config's [locking.keepalive] settings", async () => {
+    // Renewing at 10% of a 10 s TTL: the first renewal is due after ~1 s, where the default
+    // (50%) would wait 5 s. 4 s leaves a loaded machine room without blurring the two.
+    const { host } = await start({ locking: { keepalive: { renewAtRatio: 0.1, batchWindowMs: 0 } } });
+    const lease = await host.locks.tryLock("keepalive-k", { ttlMs: 10_000, keepalive: true });
+    expect(lease).not.toBeNull();
+    const deadline = Date.now() + 4_000;
+    while (host.locks.stats().renewalsOk === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(host.locks.stats().renewalsOk).toBeGreaterThan(0);
   });
 });

@@ -1,5 +1,7 @@
 #!/usr/bin/env node
-// The lockhost CLI: `run` a host from a TOML config, and inspect or force-release locks.
+// The lockhost CLI: `run` a host from a TOML config, inspect a running host or a lock, and
+// force-release locks.
+import { access } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { pino } from "pino";
 import { createBackend } from "../../plugins/backends/index.js";
@@ -7,7 +9,9 @@ import { loadConfig } from "../config/load.js";
 import type { LockhostConfig } from "../config/types.js";
 import { LockhostError, toLockhostError } from "../errors.js";
 import { Host } from "../host.js";
-import { LockService, type LockStatus } from "../locking/service.js";
+import { LockService } from "../locking/service.js";
+import { AdminClient, AdminUnreachable, adminUrl } from "./admin-client.js";
+import { formatStats, formatStatus } from "./format.js";
 
 const HELP: Record<string, string> = {
   main: `lockhost: a host for WebAssembly plugins that take distributed locks
@@ -16,13 +20,15 @@ Usage: lockhost <command> [options]
 
 Commands:
   run       run the plugins and schedules of a config file
-  status    show who holds a lock
+  status    show a running host's lock counters, or who holds a lock
   release   force-release a lock (operator action)
 
 Run 'lockhost <command> --help' for a command's options.`,
   run: `Usage: lockhost run --config FILE [--local-nodes N]
 
 Loads every [[plugins]] entry, starts the [[scheduled]] jobs and logs (pino, JSON) to stdout.
+With an [admin] table in the config it also starts the admin listener (stats, Prometheus
+metrics, lock status, force-release) and logs its URL ("admin listener started").
 On SIGINT or SIGTERM it stops ticking, lets running calls finish for up to
 [host].shutdown_timeout_ms, releases every lock it holds and exits 0.
 
@@ -30,31 +36,47 @@ Options:
   -c, --config FILE     the TOML config (default: lockhost.toml)
       --local-nodes N   development: run N hosts in this process, named <node>-1..<node>-N,
                         sharing one memory backend, to watch one node win each tick
-                        (memory backend only; default 1)
+                        (memory backend only; default 1; only <node>-1 starts the admin listener)
   -h, --help            this help`,
-  status: `Usage: lockhost status KEY --config FILE [--json]
+  status: `Usage: lockhost status [KEY] [--config FILE] [--admin URL] [--json]
 
-Shows the holder, fence, acquisition and expiry times of the lock KEY. KEY is the full lock
-name as the logs show it: "<plugin>:<key>" for a plugin's key, "global:<key>" for a global one,
-"lockhost:schedule:<id>" for a schedule's lock.
+Without KEY: asks the running host's admin listener for its counters (locks held and kept
+alive, acquisitions, contention, renewals, lost leases, waits) and prints them. The listener
+is the config's [admin] listen address, or --admin URL. Exits 2 when none is configured or
+none answers.
+
+With KEY: shows the holder, fence, acquisition and expiry times of the lock KEY. KEY is the
+full lock name as the logs show it: "<plugin>:<key>" for a plugin's key, "global:<key>" for a
+global one, "lockhost:schedule:<id>" for a schedule's lock. Read from the redis or pg backend
+directly; through the admin listener with --admin, or when the backend is memory (whose locks
+live inside the 'lockhost run' process) and the config has an [admin] table.
 
 Options:
-  -c, --config FILE   the TOML config naming the backend (default: lockhost.toml)
-      --json          print the status as JSON
+  -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
+      --admin URL     the admin listener, e.g. http://127.0.0.1:9464 (default: [admin] listen)
+      --json          print JSON instead of a table
   -h, --help          this help`,
-  release: `Usage: lockhost release --force KEY --config FILE
+  release: `Usage: lockhost release --force KEY [--config FILE] [--admin URL]
 
 Deletes the lock KEY whoever holds it. The holder is not told: its next renew or release
 reports LOST. Fence counters are kept, so the next holder still gets a higher fence.
 --force is required, to make the intent explicit.
 
+On redis and pg the lock is deleted in the backend directly. With --admin, or when the backend
+is memory and the config has an [admin] table, the running host does it through its admin
+listener, which needs the token: LOCKHOST_ADMIN_TOKEN, else [admin] token from the config.
+
 Options:
-  -c, --config FILE   the TOML config naming the backend (default: lockhost.toml)
+  -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
+      --admin URL     the admin listener, e.g. http://127.0.0.1:9464
   -f, --force         required
   -h, --help          this help`,
 };
 
-/** Exit codes: 0 ok, 1 a failure at run time, 2 bad usage or config. */
+/** The default config file, read from the working directory. */
+const DEFAULT_CONFIG = "lockhost.toml";
+
+/** Exit codes: 0 ok, 1 a failure at run time, 2 bad usage or config, or no admin listener. */
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === "-h" || command === "--help" || command === "help") {
@@ -71,7 +93,8 @@ async function main(argv: string[]): Promise<number> {
       args: rest,
       allowPositionals: true,
       options: {
-        config: { type: "string", short: "c", default: "lockhost.toml" },
+        config: { type: "string", short: "c" },
+        admin: { type: "string" },
         help: { type: "boolean", short: "h" },
         json: { type: "boolean" },
         force: { type: "boolean", short: "f" },
@@ -87,19 +110,57 @@ async function main(argv: string[]): Promise<number> {
     console.log(HELP[command]);
     return 0;
   }
-  const config = await loadConfig(values.config!);
-  if (command === "run") return run(config, parseLocalNodes(values["local-nodes"]!, config));
+  if (command === "run") {
+    const config = await loadConfig(values.config ?? DEFAULT_CONFIG);
+    return run(config, parseLocalNodes(values["local-nodes"]!, config));
+  }
 
   const key = positionals[0];
-  if (positionals.length !== 1 || !key) {
-    console.error(`lockhost ${command}: expected exactly one KEY\n\n${HELP[command]}`);
+  const keyOptional = command === "status";
+  if (positionals.length > 1 || (!keyOptional && !key)) {
+    console.error(`lockhost ${command}: expected ${keyOptional ? "at most" : "exactly"} one KEY\n\n${HELP[command]}`);
     return 2;
   }
   if (command === "release" && !values.force) {
     console.error(`lockhost release: refusing without --force (it deletes a lock someone may hold)\n\n${HELP.release}`);
     return 2;
   }
-  return admin(config, command, key, values.json ?? false);
+  try {
+    const config = await cliConfig(values.config, values.admin !== undefined);
+    if (command === "status" && key === undefined) return await showStats(config, values.admin, values.json ?? false);
+    return await admin(config, command, key!, values.admin, values.json ?? false);
+  } catch (err) {
+    if (!(err instanceof AdminUnreachable)) throw err;
+    console.error(`lockhost ${command}: ${err.message}`);
+    return 2;
+  }
+}
+
+/**
+ * The config of status and release: --config, else lockhost.toml. With --admin it is only a
+ * source of the token, so a missing default file is no error then.
+ */
+async function cliConfig(file: string | undefined, hasAdminFlag: boolean): Promise<LockhostConfig | undefined> {
+  if (file !== undefined || !hasAdminFlag) return loadConfig(file ?? DEFAULT_CONFIG);
+  try {
+    await access(DEFAULT_CONFIG);
+  } catch {
+    return undefined;
+  }
+  return loadConfig(DEFAULT_CONFIG);
+}
+
+function adminClient(config: LockhostConfig | undefined, flag: string | undefined): AdminClient {
+  // The environment first: it lets an operator use a token without writing it in a file.
+  const token = process.env.LOCKHOST_ADMIN_TOKEN || config?.admin?.token;
+  return new AdminClient(adminUrl(flag, config?.admin, config?.source), token);
+}
+
+async function showStats(config: LockhostConfig | undefined, flag: string | undefined, json: boolean): Promise<number> {
+  const client = adminClient(config, flag);
+  const body = await client.stats();
+  console.log(json ? JSON.stringify(body) : formatStats(body, client.url));
+  return 0;
 }
 
 function parseLocalNodes(text: string, config: LockhostConfig): number {
@@ -120,9 +181,11 @@ async function run(config: LockhostConfig, localNodes: number): Promise<number> 
   } else {
     const log = pino({ level: config.host.logLevel });
     const backend = createBackend(config.locking, log, config.source);
+    // One admin listener for the process (on the first node): more would fight over its port.
+    const { admin: _admin, ...withoutAdmin } = config;
     for (let i = 1; i <= localNodes; i++) {
       const node = `${config.host.node}-${i}`;
-      const nodeConfig: LockhostConfig = { ...config, host: { ...config.host, node } };
+      const nodeConfig: LockhostConfig = { ...(i === 1 ? config : withoutAdmin), host: { ...config.host, node } };
       hosts.push(await Host.start(nodeConfig, { backend, logger: log.child({ node }) }));
     }
   }
@@ -150,15 +213,29 @@ async function run(config: LockhostConfig, localNodes: number): Promise<number> 
   });
 }
 
-async function admin(config: LockhostConfig, command: string, key: string, json: boolean): Promise<number> {
-  if (config.locking.backend === "memory") {
+async function admin(config: LockhostConfig | undefined, command: string, key: string, flag: string | undefined, json: boolean): Promise<number> {
+  // Memory locks live only inside the 'lockhost run' process: its admin listener is the way in.
+  if (flag !== undefined || (config?.locking.backend === "memory" && config.admin)) {
+    const client = adminClient(config, flag);
+    if (command === "status") {
+      const status = await client.status(key);
+      console.log(json ? JSON.stringify(status) : formatStatus(status));
+      return 0;
+    }
+    const released = await client.forceRelease(key);
+    console.log(released ? `released ${key}` : `${key} was not held`);
+    return 0;
+  }
+  // cliConfig returns a config whenever --admin is absent.
+  const cfg = config!;
+  if (cfg.locking.backend === "memory") {
     throw new LockhostError(
       "CONFIG_INVALID",
-      `lockhost ${command} needs a shared backend: with [locking] backend = "memory" the locks live inside the 'lockhost run' process and no other process can see them (use redis or pg)`,
+      `lockhost ${command} needs a shared backend: with [locking] backend = "memory" the locks live inside the 'lockhost run' process and no other process can see them (use redis or pg, or add an [admin] table to the config so this command can ask the running host)`,
     );
   }
   const log = pino({ level: "warn" }, pino.destination(2));
-  const locks = new LockService(createBackend(config.locking, log, config.source), { node: config.host.node });
+  const locks = new LockService(createBackend(cfg.locking, log, cfg.source), { node: cfg.host.node });
   try {
     if (command === "status") {
       const status = await locks.status(key);
@@ -171,21 +248,6 @@ async function admin(config: LockhostConfig, command: string, key: string, json:
   } finally {
     await locks.close();
   }
-}
-
-/** Human-readable status, one field a line. */
-export function formatStatus(s: LockStatus): string {
-  if (!s.held) return `${s.key}: not held`;
-  const iso = (ms: number): string => new Date(ms).toISOString();
-  return [
-    `${s.key}: held`,
-    `  holder:        plugin ${s.holder.plugin} on node ${s.holder.node}${s.holder.hostname ? ` (host ${s.holder.hostname})` : ""}`,
-    `  owner:         ${s.owner}`,
-    `  fence:         ${s.fence}`,
-    `  acquired_at:   ${iso(s.acquiredAtMs)}`,
-    `  expires_at:    ${iso(s.expiresAtMs)}`,
-    `  ttl_remaining: ${s.ttlRemainingMs} ms`,
-  ].join("\n");
 }
 
 main(process.argv.slice(2)).then(

@@ -74,8 +74,17 @@ function tomlSyntaxError(source: string, err: unknown): LockhostError {
   const reason = err.message.replace(/^Invalid TOML document: /, "").split("\n", 1)[0];
   // No cause: the parser's own message quotes the file's lines unredacted.
   return configError(
-    `${source}: TOML syntax error at line ${err.line}, column ${err.column}: ${reason}\n\n${err.codeblock.trimEnd()}`,
+    `${source}: TOML syntax error at line ${err.line}, column ${err.column}: ${reason}\n\n${maskSecretLines(err.codeblock.trimEnd())}`,
   );
+}
+
+/**
+ * The parser's excerpt with the value of every secret key hidden: a token line near a syntax
+ * error would otherwise be quoted whole (URL passwords are masked by configError).
+ */
+function maskSecretLines(codeblock: string): string {
+  // Also inside an inline table (admin = { token = "..." }); an unterminated string runs to the line's end.
+  return codeblock.replace(/(\btoken["']?[ \t]*=[ \t]*)("[^"\n]*"?|'[^'\n]*'?|[^\s,}]*)/g, "$1***");
 }
 
 /** Why a file could not be read, in an operator's words for the common cases. */

@@ -152,6 +152,39 @@ export class Table {
     return value;
   }
 
+  /**
+   * A number (integer or not) within `range`; bounds given as `gt`/`lt` are exclusive, as
+   * `ge`/`le` inclusive. NaN and infinities (TOML `nan`, `inf`) never pass.
+   */
+  number(key: Key, range: NumberRange): number | undefined {
+    const value = this.get(key);
+    if (value === undefined) return undefined;
+    const { gt, ge, lt, le } = range;
+    const ok =
+      typeof value === "number" && Number.isFinite(value) &&
+      (gt === undefined || value > gt) && (ge === undefined || value >= ge) &&
+      (lt === undefined || value < lt) && (le === undefined || value <= le);
+    if (!ok) this.fail(key, `must be a number ${describeRange(range)}, got ${this.show(value)}`);
+    return value as number;
+  }
+
+  /**
+   * A string that must never appear in a message or a log (a token): no message quotes it,
+   * not even when its type or a substitution in it is wrong.
+   */
+  secret(key: Key): string | undefined {
+    const value = this.get(key);
+    if (value === undefined) return undefined;
+    if (typeof value !== "string") this.fail(key, `must be a string, got ${kindOf(value, this.ctx.mode)} (the value is not shown: it is a secret)`);
+    try {
+      return this.expand(value, () => this.where(key));
+    } catch (err) {
+      // The one substitution error that quotes the text it read; a token pasted inside ${...} would leak.
+      const message = err instanceof Error ? err.message : String(err);
+      throw configError(message.replace(/has "\$\{[^]*?\}", which is not/, `has "\${***}", which is not`));
+    }
+  }
+
   oneOf<T extends string>(key: Key, allowed: readonly T[]): T | undefined {
     const value = this.string(key);
     if (value === undefined) return undefined;
@@ -186,7 +219,8 @@ export class Table {
     return this.ctx.env === undefined ? value : expandEnv(value, this.ctx.env, where);
   }
 
-  private nameOf(key: Key): string {
+  /** The key as this input spells it (snake_case in TOML, camelCase in code). */
+  nameOf(key: Key): string {
     return typeof key === "string" ? key : this.ctx.mode === "toml" ? key[0] : key[1];
   }
 
@@ -205,6 +239,28 @@ export class Table {
  */
 export function configError(message: string, cause?: unknown): LockhostError {
   return new LockhostError("CONFIG_INVALID", redactUrlSecrets(message), cause === undefined ? undefined : { cause });
+}
+
+/** Bounds of Table.number: `gt`/`lt` exclusive, `ge`/`le` inclusive. */
+export interface NumberRange {
+  readonly gt?: number;
+  readonly ge?: number;
+  readonly lt?: number;
+  readonly le?: number;
+}
+
+function describeRange({ gt, ge, lt, le }: NumberRange): string {
+  const parts = [
+    gt !== undefined ? `greater than ${gt}` : ge !== undefined ? `at least ${ge}` : undefined,
+    lt !== undefined ? `less than ${lt}` : le !== undefined ? `at most ${le}` : undefined,
+  ].filter((p) => p !== undefined);
+  return parts.join(" and ");
+}
+
+/** What kind of value a secret's wrong value is, without showing it. */
+function kindOf(value: unknown, mode: Ctx["mode"]): string {
+  // show() reveals only scalars; anything else it names by kind.
+  return typeof value === "object" || value === undefined ? show(value, mode) : `a ${typeof value}`;
 }
 
 /** Whether `value` is a table: an object that is neither an array nor a TOML date. */

@@ -5,14 +5,19 @@
 import { resolve } from "node:path";
 import { Cron } from "croner";
 import { MAX_TTL_MS } from "../../abi/status.js";
+import { LIFECYCLE_LIMITS } from "../locking/options.js";
 import { PLUGIN_NAME_PATTERN, RESERVED_PLUGIN_NAMES } from "../locking/scope.js";
 import { CONFIG_DEFAULTS } from "./defaults.js";
 import { parseDuration } from "./duration.js";
+import { checkHost, parseListen } from "./listen.js";
 import { isTable, type Key, type Table } from "./reader.js";
 import type {
+  AdminSettings,
   BackendKind,
   HostSettings,
   Isolation,
+  KeepaliveSettings,
+  ListenAddress,
   LockhostConfig,
   LockingConfig,
   LockingHint,
@@ -22,6 +27,7 @@ import type {
   RedisConfig,
   ScheduledConfig,
   ScheduleSpec,
+  WaitingSettings,
 } from "./types.js";
 
 const LIMITS = {
@@ -32,6 +38,9 @@ const LIMITS = {
   everyMs: [1, Number.MAX_SAFE_INTEGER],
   commandTimeoutMs: [1, 600_000],
   pgSessions: [1, 64],
+  // The lock service checks services built in code against the same ranges.
+  ...LIFECYCLE_LIMITS,
+  port: [0, 65535],
 } as const satisfies Record<string, readonly [number, number]>;
 
 // Records keyed by the union types, so adding a member to a union in types.ts fails to compile
@@ -44,6 +53,9 @@ const LOG_LEVELS = keysOf<LogLevel>({ trace: 1, debug: 1, info: 1, warn: 1, erro
 const SCHEDULE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const REDIS_SCHEMES = ["redis", "rediss"] as const;
 const PG_SCHEMES = ["postgres", "postgresql"] as const;
+/** Sent as `Authorization: Bearer <token>`: printable ASCII without spaces, so it survives a header. */
+const TOKEN_CHARS = /^[\x21-\x7E]*$/;
+const TOKEN_LENGTH = [16, 4096] as const;
 /** An unquoted PostgreSQL identifier, optionally schema-qualified; interpolated into SQL, so kept strict. */
 const PG_TABLE = /^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$/;
 
@@ -57,6 +69,11 @@ const K = {
   ttlMs: ["ttl_ms", "ttlMs"],
   commandTimeoutMs: ["command_timeout_ms", "commandTimeoutMs"],
   reclaimOwnLocks: ["reclaim_own_locks", "reclaimOwnLocks"],
+  renewAtRatio: ["renew_at_ratio", "renewAtRatio"],
+  maxRetries: ["max_retries", "maxRetries"],
+  safetyMarginRatio: ["safety_margin_ratio", "safetyMarginRatio"],
+  batchWindowMs: ["batch_window_ms", "batchWindowMs"],
+  pollIntervalMs: ["poll_interval_ms", "pollIntervalMs"],
 } as const satisfies Record<string, Key>;
 
 /**
@@ -68,18 +85,19 @@ const K = {
  */
 export function buildConfig(root: Table, source: string | undefined): LockhostConfig {
   if (root.ctx.mode === "code") {
-    root.onlyKeys(["source", "baseDir", "host", "locking", "plugins", "scheduled"]);
+    root.onlyKeys(["source", "baseDir", "host", "locking", "plugins", "scheduled", "admin"]);
     // Read only to be type-checked: the caller has already taken both values.
     root.string("source");
     root.nonEmptyString("baseDir");
   } else {
-    root.onlyKeys(["host", "locking", "plugins", "scheduled"]);
+    root.onlyKeys(["host", "locking", "plugins", "scheduled", "admin"]);
   }
   const host = hostSettings(root.table("host", "host"));
   const locking = lockingConfig(root.table("locking", "locking"));
   const plugins = pluginList(root);
   const scheduled = scheduledList(root, new Set(plugins.map((p) => p.name)));
-  return { ...(source === undefined ? {} : { source }), host, locking, plugins, scheduled };
+  const admin = adminSettings(root.table("admin", "admin"));
+  return { ...(source === undefined ? {} : { source }), host, locking, plugins, scheduled, ...(admin && { admin }) };
 }
 
 function hostSettings(t: Table | undefined): HostSettings {
@@ -99,7 +117,7 @@ function hostSettings(t: Table | undefined): HostSettings {
 }
 
 function lockingConfig(t: Table | undefined): LockingConfig {
-  t?.onlyKeys(["backend", "redis", "pg"]);
+  t?.onlyKeys(["backend", "redis", "pg", "keepalive", "waiting"]);
   const backend = t?.oneOf("backend", BACKENDS) ?? CONFIG_DEFAULTS.backend;
   const redisTable = t?.table("redis", "locking.redis");
   const pgTable = t?.table("pg", "locking.pg");
@@ -107,7 +125,77 @@ function lockingConfig(t: Table | undefined): LockingConfig {
   // rely on its settings being present.
   const redis = redisTable ? redisConfig(redisTable) : backend === "redis" ? { ...CONFIG_DEFAULTS.redis } : undefined;
   const pg = pgTable ? pgConfig(pgTable) : backend === "pg" ? { ...CONFIG_DEFAULTS.pg } : undefined;
-  return { backend, ...(redis && { redis }), ...(pg && { pg }) };
+  const keepalive = keepaliveSettings(t?.table("keepalive", "locking.keepalive"));
+  const waiting = waitingSettings(t?.table("waiting", "locking.waiting"));
+  return { backend, ...(redis && { redis }), ...(pg && { pg }), keepalive, waiting };
+}
+
+function keepaliveSettings(t: Table | undefined): KeepaliveSettings {
+  const d = CONFIG_DEFAULTS.keepalive;
+  if (!t) return { ...d };
+  t.onlyKeys([K.renewAtRatio, K.maxRetries, K.safetyMarginRatio, K.batchWindowMs]);
+  const renewAtRatio = t.number(K.renewAtRatio, { gt: 0, lt: 1 }) ?? d.renewAtRatio;
+  const safetyMarginRatio = t.number(K.safetyMarginRatio, { ge: 0, lt: 1 }) ?? d.safetyMarginRatio;
+  // A renewal falls due at renewAtRatio of the TTL and must be confirmed before the margin;
+  // with no room between the two, every keepalive lease would be declared lost.
+  if (renewAtRatio + safetyMarginRatio >= 1) {
+    const renewKey = t.nameOf(K.renewAtRatio);
+    const whose = t.get(K.renewAtRatio) === undefined ? ` (its default)` : "";
+    t.fail(
+      K.safetyMarginRatio,
+      `must be less than 1 - ${renewKey}, got ${safetyMarginRatio} with ${renewKey} = ${renewAtRatio}${whose}: a renewal must fall due before the safety margin starts`,
+    );
+  }
+  return {
+    renewAtRatio,
+    maxRetries: t.int(K.maxRetries, LIMITS.maxRetries) ?? d.maxRetries,
+    safetyMarginRatio,
+    batchWindowMs: t.int(K.batchWindowMs, LIMITS.batchWindowMs) ?? d.batchWindowMs,
+  };
+}
+
+function waitingSettings(t: Table | undefined): WaitingSettings {
+  const d = CONFIG_DEFAULTS.waiting;
+  if (!t) return { ...d };
+  t.onlyKeys([K.pollIntervalMs]);
+  return { pollIntervalMs: t.int(K.pollIntervalMs, LIMITS.pollIntervalMs) ?? d.pollIntervalMs };
+}
+
+/** `[admin]`: present means the host starts the admin listener. */
+function adminSettings(t: Table | undefined): AdminSettings | undefined {
+  if (!t) return undefined;
+  t.onlyKeys(["listen", "token"]);
+  const listen = listenAddress(t);
+  const token = t.secret("token");
+  if (token !== undefined) {
+    // Neither message shows the token, nor any part of it.
+    const [min, max] = TOKEN_LENGTH;
+    if (token.length < min || token.length > max) {
+      t.fail("token", `must be ${min} to ${max} characters long, got ${token.length} characters (the value is not shown: it is a secret)`);
+    }
+    if (!TOKEN_CHARS.test(token)) {
+      t.fail("token", "must be printable ASCII without spaces, as it is sent in an Authorization header (the value is not shown: it is a secret)");
+    }
+  }
+  return { listen, ...(token !== undefined && { token }) };
+}
+
+function listenAddress(t: Table): ListenAddress {
+  const d = CONFIG_DEFAULTS.adminListen;
+  // Code may pass {host, port} (a LockhostConfig holds that form); TOML has only the text.
+  if (t.ctx.mode === "code" && isTable(t.get("listen"))) {
+    const l = t.table("listen", `${t.label}.listen`) as Table;
+    l.onlyKeys(["host", "port"]);
+    const host = l.string("host") ?? d.host;
+    const problem = checkHost(host);
+    if (problem) l.fail("host", `${problem} (an IPv6 address goes without brackets here), got ${l.show(host)}`);
+    return { host, port: l.int("port", LIMITS.port) ?? d.port };
+  }
+  const text = t.string("listen");
+  if (text === undefined) return { ...d };
+  const parsed = parseListen(text);
+  if ("problem" in parsed) return t.fail("listen", `${parsed.problem}, got ${t.show(text)}`);
+  return parsed;
 }
 
 function redisConfig(t: Table): RedisConfig {
@@ -176,7 +264,7 @@ function scheduledList(root: Table, pluginNames: ReadonlySet<string>): Scheduled
     const derived = plugin !== undefined && exportName !== undefined ? `${plugin}.${exportName}` : undefined;
     const id = givenId ?? derived;
     const t = entry.named(id);
-    t.onlyKeys(["id", "plugin", "export", "schedule", "hint", K.ttlMs]);
+    t.onlyKeys(["id", "plugin", "export", "schedule", "hint", K.ttlMs, "keepalive"]);
     if (plugin === undefined) return t.fail("plugin", "is required");
     if (exportName === undefined) return t.fail("export", "is required");
     if (!pluginNames.has(plugin)) {
@@ -196,6 +284,7 @@ function scheduledList(root: Table, pluginNames: ReadonlySet<string>): Scheduled
       schedule: scheduleSpec(t),
       hint: t.oneOf("hint", HINTS) ?? d.hint,
       ttlMs: t.int(K.ttlMs, LIMITS.ttlMs) ?? d.ttlMs,
+      keepalive: t.bool("keepalive") ?? d.keepalive,
     };
   });
 }

@@ -54,11 +54,54 @@ export interface PgConfig {
   readonly commandTimeoutMs: number;
 }
 
+/** `[locking.keepalive]`: how the host's renewal manager keeps keepalive leases alive. */
+export interface KeepaliveSettings {
+  /** Renew once this fraction of the TTL has passed (0 < ratio < 1; default 0.5). */
+  readonly renewAtRatio: number;
+  /** Retries of a renewal that failed on I/O, inside the safety margin (default 3). */
+  readonly maxRetries: number;
+  /**
+   * A renewal not confirmed this fraction of the TTL before the lease would end makes the
+   * lease lost (0 <= ratio < 1 - renewAtRatio; default 0.1).
+   */
+  readonly safetyMarginRatio: number;
+  /** Renewals due within this many ms of each other go to the backend as one batch (default 20). */
+  readonly batchWindowMs: number;
+}
+
+/** `[locking.waiting]`: how waiting acquisitions fall back to polling. */
+export interface WaitingSettings {
+  /** Longest time between two tries of a waiter that heard no release (jittered ±20%; default 1000). */
+  readonly pollIntervalMs: number;
+}
+
 /** `[locking]` */
 export interface LockingConfig {
   readonly backend: BackendKind;
   readonly redis?: RedisConfig;
   readonly pg?: PgConfig;
+  /** Absent means the defaults (a config read by the loader always has it). */
+  readonly keepalive?: KeepaliveSettings;
+  /** Absent means the defaults (a config read by the loader always has it). */
+  readonly waiting?: WaitingSettings;
+}
+
+/** Where the admin listener listens. */
+export interface ListenAddress {
+  /** Default "127.0.0.1": loopback only. */
+  readonly host: string;
+  /** 0 picks a free port. */
+  readonly port: number;
+}
+
+/** `[admin]`: the optional admin HTTP listener (status, metrics, force-release). */
+export interface AdminSettings {
+  readonly listen: ListenAddress;
+  /**
+   * Bearer token that force-release requires; absent: force-release through HTTP is refused.
+   * Never logged.
+   */
+  readonly token?: string;
 }
 
 /** One `[[plugins]]` entry. */
@@ -91,6 +134,8 @@ export interface ScheduledConfig {
   readonly hint: LockingHint;
   /** TTL of the schedule's lock. */
   readonly ttlMs: number;
+  /** Renew the schedule's lock while the job runs (so a job may outlast the TTL). Default false. */
+  readonly keepalive: boolean;
 }
 
 /** `[host]` */
@@ -110,6 +155,8 @@ export interface LockhostConfig {
   readonly locking: LockingConfig;
   readonly plugins: readonly PluginConfig[];
   readonly scheduled: readonly ScheduledConfig[];
+  /** The admin listener; absent: none is started. */
+  readonly admin?: AdminSettings;
 }
 
 // What resolveConfig accepts: the shapes above with every defaulted field optional. Kept here,
@@ -135,6 +182,7 @@ export interface ScheduledInput {
   readonly schedule: string | ScheduleSpec;
   readonly hint?: LockingHint;
   readonly ttlMs?: number;
+  readonly keepalive?: boolean;
 }
 
 /** A config built in code for resolveConfig. A LockhostConfig is itself a valid ConfigInput. */
@@ -148,7 +196,10 @@ export interface ConfigInput {
     readonly backend?: BackendKind;
     readonly redis?: Partial<RedisConfig>;
     readonly pg?: Partial<PgConfig>;
+    readonly keepalive?: Partial<KeepaliveSettings>;
+    readonly waiting?: Partial<WaitingSettings>;
   };
   readonly plugins?: readonly PluginInput[];
   readonly scheduled?: readonly ScheduledInput[];
+  readonly admin?: { readonly listen?: Partial<ListenAddress> | string; readonly token?: string };
 }

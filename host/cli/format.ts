@@ -1,0 +1,56 @@
+// How the CLI shows a lock's status and a host's counters to a person (--json shows the data
+// itself). Kept apart from main.ts, which runs the CLI when imported.
+import type { AdminStatsBody } from "../admin/server.js";
+import type { LockStatus } from "../locking/service.js";
+import type { LockStats } from "../locking/stats.js";
+
+/** Human-readable status, one field a line. */
+export function formatStatus(s: LockStatus): string {
+  if (!s.held) return `${s.key}: not held`;
+  const iso = (ms: number): string => new Date(ms).toISOString();
+  return [
+    `${s.key}: held`,
+    `  holder:        plugin ${s.holder.plugin} on node ${s.holder.node}${s.holder.hostname ? ` (host ${s.holder.hostname})` : ""}`,
+    `  owner:         ${s.owner}`,
+    `  fence:         ${s.fence}`,
+    `  acquired_at:   ${iso(s.acquiredAtMs)}`,
+    `  expires_at:    ${iso(s.expiresAtMs)}`,
+    `  ttl_remaining: ${s.ttlRemainingMs} ms`,
+  ].join("\n");
+}
+
+// Keyed by LockStats, so a counter added there fails to compile here until it has a label.
+const STAT_LABELS: Record<keyof LockStats, readonly [label: string, unit?: string]> = {
+  held: ["locks held"],
+  keepalive: ["kept alive"],
+  acquisitions: ["acquisitions"],
+  contended: ["contended tries"],
+  renewalsOk: ["renewals ok"],
+  renewalsFailed: ["renewals failed"],
+  lost: ["leases lost"],
+  waiters: ["waiting now"],
+  waits: ["waits ended"],
+  waitTimeouts: ["wait timeouts"],
+  waitTimeMsTotal: ["time waited", "ms"],
+  renewalTicks: ["renewal ticks"],
+  renewalBatches: ["renewal batches"],
+  renewalTimers: ["renewal timers"],
+};
+
+/** A host's counters as a two-column table, under a line naming the node and backend. */
+export function formatStats(body: AdminStatsBody, url: string): string {
+  const kind = body.distributed ? "distributed" : "not distributed: this process only";
+  const rows: [label: string, value: string, unit: string][] = [];
+  const stats = body.stats as unknown as Record<string, unknown>;
+  for (const [key, [label, unit]] of Object.entries(STAT_LABELS) as [keyof LockStats, readonly [string, string?]][]) {
+    rows.push([label, String(stats[key] ?? "-"), unit ?? ""]);
+  }
+  // A newer host may count more than this CLI knows: show those too, by their own names.
+  for (const [key, value] of Object.entries(stats)) if (!(key in STAT_LABELS)) rows.push([key, String(value), ""]);
+  const labelWidth = Math.max(...rows.map(([label]) => label.length));
+  const valueWidth = Math.max(...rows.map(([, value]) => value.length));
+  return [
+    `node ${body.node}, ${body.backend} backend (${kind}), admin ${url}`,
+    ...rows.map(([label, value, unit]) => `  ${label.padEnd(labelWidth)}  ${value.padStart(valueWidth)}${unit ? ` ${unit}` : ""}`),
+  ].join("\n");
+}

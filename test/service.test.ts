@@ -285,3 +285,15 @@ describe("LockService lifecycle options", () => {
     await service.close();
   });
 });
+
+describe("LockService.forceRelease of its own lease", () => {
+  it("marks the lease lost at once, so its holder hears of it before any renewal", async () => {
+    const lease = (await locks.tryLock("k", { ttlMs: 30_000 }))!;
+    expect(await locks.forceRelease("global:k")).toBe(true);
+    expect(lease.state).toBe("lost");
+    expect(lease.signal.aborted).toBe(true);
+    expect(lease.lostReason?.message).toMatch(/force-released by an operator/);
+    expect(locks.stats()).toMatchObject({ held: 0, lost: 1 });
+    await expect(locks.release(lease)).rejects.toMatchObject({ code: "LOST" });
+  });
+});

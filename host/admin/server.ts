@@ -6,6 +6,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
+import { formatListen } from "../config/listen.js";
 import type { AdminSettings } from "../config/types.js";
 import { LockhostError, toLockhostError, type ErrorCode } from "../errors.js";
 import type { LockService } from "../locking/service.js";
@@ -160,7 +161,7 @@ function listen(server: Server, settings: AdminSettings): Promise<void> {
       reject(
         new LockhostError(
           "CONFIG_INVALID",
-          `[admin] listen: cannot listen on ${settings.listen.host}:${settings.listen.port} (${err.code ?? err.message})`,
+          `[admin] listen: cannot listen on ${formatListen(settings.listen)} (${err.code ?? err.message})`,
         ),
       );
     };

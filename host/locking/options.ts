@@ -26,7 +26,8 @@ export const LIFECYCLE_LIMITS = Object.freeze({
 export function resolveKeepalive(given: Partial<KeepaliveSettings> | undefined, where = "keepalive"): KeepaliveSettings {
   const s = { ...KEEPALIVE_DEFAULTS, ...definedOnly(given) };
   if (!(s.renewAtRatio > 0 && s.renewAtRatio < 1)) bad(`${where}.renewAtRatio must be a number between 0 and 1 (exclusive), got ${s.renewAtRatio}`);
-  if (!(s.safetyMarginRatio >= 0 && s.safetyMarginRatio < 1 - s.renewAtRatio)) {
+  // Compared as a sum, like the config loader, so both refuse 0.7 + 0.3 despite float rounding.
+  if (!(s.safetyMarginRatio >= 0 && s.renewAtRatio + s.safetyMarginRatio < 1)) {
     bad(
       `${where}.safetyMarginRatio must be at least 0 and less than 1 - renewAtRatio (${round(1 - s.renewAtRatio)}), got ${s.safetyMarginRatio}: ` +
         "a renewal sent at renewAtRatio of the TTL must have time to be confirmed before the margin",

@@ -454,11 +454,21 @@ export class LockService {
     return record ? { held: true, ...record } : { key: name, held: false };
   }
 
-  /** Deletes the lock `name` whoever holds it (an operator action); true when one was held. */
+  /**
+   * Deletes the lock `name` whoever holds it (an operator action); true when one was held.
+   * When this service itself held it, that lease is lost at once (its signal aborts), rather
+   * than at its next renewal.
+   */
   async forceRelease(name: string): Promise<boolean> {
     this.#checkOpen();
     validateName(name);
-    return this.#backendCall(() => this.#backend.forceRelease(name));
+    const released = await this.#backendCall(() => this.#backend.forceRelease(name));
+    for (const lease of [...this.#held.values()]) {
+      if (lease.name === name) {
+        this.#markLost(lease, new LockhostError("LOST", `lock ${name} (fence ${lease.fence}) was lost: it was force-released by an operator`));
+      }
+    }
+    return released;
   }
 
   /**

@@ -41,9 +41,21 @@ export const INTERNAL = 12;
 export const FLAG_GLOBAL = 1;
 /** Keep the lock after the current export call returns (it is still released on trap/crash). */
 export const FLAG_KEEP = 2;
+/** Renew the lock automatically while it is held (the host's renewal manager), until released. */
+export const FLAG_KEEPALIVE = 4;
+
+// Handle states, as `state` returns them.
+/** The lock is held (as far as the host knows: renewals, if any, are being confirmed). */
+export const STATE_HELD = 1;
+/** The lease ended while held: a renewal was refused or not confirmed in time, or it ran out. */
+export const STATE_LOST = 2;
+/** The handle was released by the guest (or by the host's auto-release). */
+export const STATE_RELEASED = 3;
 
 // Limits.
 /** Longest key, in UTF-8 bytes, before namespacing. */
 export const MAX_KEY_BYTES = 512;
 /** Longest TTL in milliseconds (24 hours). */
 export const MAX_TTL_MS = 86400000;
+/** Longest wait of `acquire`, in milliseconds (24 hours). */
+export const MAX_WAIT_MS = 86400000;

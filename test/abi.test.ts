@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import * as S from "../abi/status.js";
 import { codeOfStatus } from "../host/errors.js";
 import { LockService } from "../host/locking/service.js";
-import { loadGuestModule } from "../host/runtime/guest-module.js";
+import { loadGuestModule, PROVIDED_IMPORTS } from "../host/runtime/guest-module.js";
 import type { WorkerGuest } from "../host/runtime/worker/worker-guest.js";
 import { MemoryBackend } from "../plugins/backends/memory.js";
 import { startGuest } from "./support/guest.js";
@@ -82,5 +82,26 @@ describe("abi/status.ts and ABI.md", () => {
       expect((S as Record<string, number>)[name], name).toBe(num);
       if (num > 0) expect(codeOfStatus(num)).toBe(name);
     }
+  });
+
+  const doc = (): string => readFileSync(new URL("../abi/ABI.md", import.meta.url), "utf8");
+
+  it("agree on every flag, handle state and limit", () => {
+    const text = doc();
+    const named = (re: RegExp): [string, number][] => [...text.matchAll(re)].map((m) => [m[1]!, Number(m[2])]);
+    const flags = named(/^\| `(FLAG_[A-Z]+)` \| (\d+) \|/gm);
+    const states = named(/^\| `(STATE_[A-Z]+)` \| (\d+) \|/gm);
+    const limits = named(/^\| `(MAX_[A-Z_]+)` \| (\d+) \|/gm);
+    const inSource = (prefix: string): string[] => Object.keys(S).filter((k) => k.startsWith(prefix)).sort();
+    expect(flags.map(([n]) => n).sort()).toEqual(inSource("FLAG_"));
+    expect(states.map(([n]) => n).sort()).toEqual(inSource("STATE_"));
+    expect(limits.map(([n]) => n).sort()).toEqual(inSource("MAX_"));
+    for (const [name, value] of [...flags, ...states, ...limits]) expect((S as Record<string, number>)[name], name).toBe(value);
+  });
+
+  it("documents exactly the lock imports the host provides", () => {
+    const section = doc().split("## Imports of module `lock`")[1]!.split("### ")[0]!;
+    const documented = [...section.matchAll(/^\| `([a-z_]+)` \| `\(/gm)].map((m) => m[1]!).sort();
+    expect(documented).toEqual([...PROVIDED_IMPORTS.lock!].sort());
   });
 });

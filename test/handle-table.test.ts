@@ -45,6 +45,35 @@ describe("HandleTable", () => {
   });
 });
 
+describe("HandleTable tombstones", () => {
+  it("answers a released handle with its tombstone until its slot is reused", () => {
+    const t = new HandleTable<string, number>();
+    const h = t.add("a");
+    expect(t.lookup(h)).toEqual({ live: true, value: "a" });
+    t.remove(h, "handle", 3);
+    expect(t.lookup(h)).toEqual({ live: false, tombstone: 3 });
+    t.mark(h, 2);
+    expect(t.lookup(h)).toEqual({ live: false, tombstone: 2 });
+    const other = t.add("b");
+    t.mark(other, 9); // live: marks only released handles
+    expect(t.lookup(other)).toEqual({ live: true, value: "b" });
+    expect(() => t.lookup(h + 7)).toThrow(expect.objectContaining({ code: "INVALID_HANDLE" }));
+    expect(() => t.lookup(0)).toThrow(expect.objectContaining({ code: "INVALID_HANDLE" }));
+  });
+
+  it("drops the tombstone when the slot is reused, and the old handle is then INVALID_HANDLE", () => {
+    const t = new HandleTable<number, number>();
+    const hs: number[] = [];
+    for (let i = 0; i < 65_535; i++) hs.push(t.add(i));
+    t.remove(hs[5]!, "handle", 3);
+    const reused = t.add(-1);
+    expect(t.lookup(reused)).toEqual({ live: true, value: -1 });
+    expect(() => t.lookup(hs[5]!)).toThrow(expect.objectContaining({ code: "INVALID_HANDLE" }));
+    t.mark(hs[5]!, 2); // stale: does nothing
+    expect(t.lookup(reused)).toEqual({ live: true, value: -1 });
+  });
+});
+
 describe("HandleTable reuse", () => {
   it("keeps a released handle ALREADY_RELEASED until every slot exists, and it never resolves again over 70,000 cycles", () => {
     const t = new HandleTable<number>();

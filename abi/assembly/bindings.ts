@@ -14,7 +14,7 @@
  * the UTF-8 key at `[keyPtr, keyPtr + keyLen)` for `ttlMs` milliseconds.
  * Returns a handle `> 0` when acquired, `TRY_CONTENDED` (0) when someone else
  * holds the key, `-code` on error (see `lock_last_error` for the message).
- * `flags` is a bitwise OR of `FLAG_GLOBAL` and `FLAG_KEEP`.
+ * `flags` is a bitwise OR of `FLAG_GLOBAL`, `FLAG_KEEP` and `FLAG_KEEPALIVE`.
  */
 // @ts-ignore: decorator
 @external("lock", "try")
@@ -72,3 +72,36 @@ export declare function lock_status(keyPtr: usize, keyLen: i32, flags: i32, bufP
 // @ts-ignore: decorator
 @external("lock", "last_error")
 export declare function lock_last_error(bufPtr: usize, bufCap: i32): i32;
+
+/**
+ * `lock.acquire(key_ptr, key_len, ttl_ms, wait_ms, flags) -> i32`: take the lock
+ * on the key, waiting up to `waitMs` (0 to `MAX_WAIT_MS`) for its holder to let
+ * go; the wait ends as soon as the key is released. Returns a handle `> 0`,
+ * `-TIMEOUT` when the key stayed held (`lock_last_error` says how long this
+ * guest waited), or `-code`. Never returns 0. A wait longer than what is left of
+ * the call's time limit is cut short so the guest still gets `-TIMEOUT` in time.
+ * `flags` as for `lock_try`.
+ */
+// @ts-ignore: decorator
+@external("lock", "acquire")
+export declare function lock_acquire(keyPtr: usize, keyLen: i32, ttlMs: i32, waitMs: i32, flags: i32): i32;
+
+/**
+ * `lock.state(handle) -> i32`: `STATE_HELD`, `STATE_LOST` or `STATE_RELEASED`,
+ * or `-INVALID_HANDLE`. Handle 0 is the schedule's lock during a scheduled call.
+ */
+// @ts-ignore: decorator
+@external("lock", "state")
+export declare function lock_state(handle: i32): i32;
+
+/**
+ * `lock.restore(key_ptr, key_len, owner_ptr, owner_len, ttl_ms, flags) -> i32`:
+ * a handle for a lock taken elsewhere (another process, another guest), given
+ * its owner token, so this guest can renew or release it. `ttlMs` 0 keeps the
+ * lock's current lease length. Returns a handle `> 0` or `-code`
+ * (`-NOT_FOUND`, `-OWNERSHIP_MISMATCH`, `-ALREADY_RELEASED`, ...).
+ * `flags` as for `lock_try`.
+ */
+// @ts-ignore: decorator
+@external("lock", "restore")
+export declare function lock_restore(keyPtr: usize, keyLen: i32, ownerPtr: usize, ownerLen: i32, ttlMs: i32, flags: i32): i32;

@@ -19,6 +19,18 @@
 //       }
 //     }
 //
+// Waiting, keepalive and lost locks:
+//
+//     // Wait up to 5 s for the key; the host renews it while held (KEEPALIVE).
+//     const r = acquire("nightly", 10_000, 5_000, KEEP | KEEPALIVE);
+//     if (r.timedOut) trace("still busy after 5 s: " + lastError());
+//
+//     // Optional: the host calls this export (between calls) when a lock this
+//     // guest holds is lost; handle 0 is the lock of the scheduled call.
+//     export function lockhost_on_lost(handle: i32): void {
+//       trace("lost lock " + handle.toString());
+//     }
+//
 // Build with the project's asconfig.json (it sets `importMemory`, which the ABI
 // requires: the host supplies `env.memory` and caps its size).
 //
@@ -46,9 +58,14 @@ import {
   INTERNAL,
   FLAG_GLOBAL,
   FLAG_KEEP,
+  FLAG_KEEPALIVE,
+  STATE_HELD,
 } from "../status";
 import {
   lock_try,
+  lock_acquire,
+  lock_state,
+  lock_restore,
   lock_renew,
   lock_release,
   lock_fence,
@@ -68,6 +85,12 @@ export * from "./bindings";
 export const GLOBAL: i32 = FLAG_GLOBAL;
 /** Short alias of `FLAG_KEEP`: keep the lock after the current export call returns. */
 export const KEEP: i32 = FLAG_KEEP;
+/**
+ * Short alias of `FLAG_KEEPALIVE`: the host renews the lock (batched, at half its
+ * TTL) until it is released; if a renewal is refused or cannot be confirmed in
+ * time, the lock is lost (`Lock.state()`, `lockhost_on_lost`).
+ */
+export const KEEPALIVE: i32 = FLAG_KEEPALIVE;
 
 /**
  * The ABI version this guest was built against. Every guest must re-export it
@@ -135,7 +158,7 @@ export class Lock {
   readonly key: string;
   /** The raw handle (`> 0`) for the `lock_*` bindings. */
   readonly handle: i32;
-  /** The flags the lock was taken with (`GLOBAL`, `KEEP`). */
+  /** The flags the lock was taken with (`GLOBAL`, `KEEP`, `KEEPALIVE`). */
   readonly flags: i32;
   private _released: bool = false;
 
@@ -188,6 +211,21 @@ export class Lock {
   }
 
   /**
+   * Where the lock stands: `STATE_HELD`, `STATE_LOST` (the lease ended while
+   * held: expired, force-released, or a keepalive renewal was refused) or
+   * `STATE_RELEASED`; `-code` (e.g. `-INVALID_HANDLE`) if the host cannot say.
+   * Cheap enough to poll in a long job before each step that needs the lock.
+   */
+  state(): i32 {
+    return lock_state(this.handle);
+  }
+
+  /** True while the lock is held (`state() == STATE_HELD`). */
+  isHeld(): bool {
+    return lock_state(this.handle) == STATE_HELD;
+  }
+
+  /**
    * The owner token (a UUID) of this acquisition, or `""` if the host cannot
    * give it (e.g. the handle was released; `lastError()` says why). Use
    * `ownerOf(handle)` for a result carrying the error.
@@ -198,9 +236,12 @@ export class Lock {
 }
 
 /**
- * The outcome of `tryLock` / `withLock`. Exactly one of these holds:
+ * The outcome of `tryLock` / `acquire` / `withLock` / `restore`. Exactly one of
+ * these holds:
  * - acquired: `lock` is non-null (`acquired` is true);
- * - contended: `contended` is true (someone else holds the key; not an error);
+ * - contended: `contended` is true (someone else holds the key; not an error).
+ *   From `acquire`, `timedOut` is true too: the key stayed held for the whole
+ *   wait (`lastError()` says how long this guest waited);
  * - failed: `error` is non-null (bad input, permission, backend down, ...).
  *
  * AssemblyScript narrows nullable locals, not fields: read `r.lock` into a
@@ -212,6 +253,8 @@ export class TryResult {
   readonly lock: Lock | null;
   /** True when another holder has the key. */
   readonly contended: bool;
+  /** True when `acquire` waited its whole `waitMs` and the key stayed held (then `contended` is true too). */
+  readonly timedOut: bool;
   /** The error when the call failed, else null. */
   readonly error: LockError | null;
   /**
@@ -221,10 +264,11 @@ export class TryResult {
    */
   releaseError: LockError | null = null;
 
-  constructor(lock: Lock | null, contended: bool, error: LockError | null) {
+  constructor(lock: Lock | null, contended: bool, error: LockError | null, timedOut: bool = false) {
     this.lock = lock;
     this.contended = contended;
     this.error = error;
+    this.timedOut = timedOut;
   }
 
   /** True when the lock was acquired (`lock` is non-null). */
@@ -263,6 +307,50 @@ export function tryLock(key: string, ttlMs: i32, flags: i32 = 0): TryResult {
   if (r > 0) return new TryResult(new Lock(key, r, flags), false, null);
   if (r == TRY_CONTENDED) return new TryResult(null, true, null);
   return new TryResult(null, false, errorFromCode(r));
+}
+
+/**
+ * Takes the lock on `key` for `ttlMs`, waiting up to `waitMs` milliseconds (0 to
+ * `MAX_WAIT_MS`) for its holder to let go: it returns as soon as the key is
+ * released, not at the end of the wait. `flags` as for `tryLock` (`GLOBAL`,
+ * `KEEP`, `KEEPALIVE`). When the key stays held, the result is contended with
+ * `timedOut` set. While it waits only this guest is blocked. A wait longer than
+ * what is left of the call's time limit is cut short, so the guest still gets
+ * its timeout (`lastError()` says so) before the host stops the call.
+ */
+export function acquire(key: string, ttlMs: i32, waitMs: i32, flags: i32 = 0): TryResult {
+  const buf = String.UTF8.encode(key);
+  const r = lock_acquire(changetype<usize>(buf), buf.byteLength, ttlMs, waitMs, flags);
+  if (r > 0) return new TryResult(new Lock(key, r, flags), false, null);
+  if (r == -TIMEOUT) return new TryResult(null, true, null, true);
+  return new TryResult(null, false, errorFromCode(r));
+}
+
+/**
+ * A `Lock` for a lock taken elsewhere (another process or guest, which handed
+ * over its owner token: `Lock.owner()`), so this guest can renew or release it.
+ * `ttlMs` 0 (the default) keeps the lock's current lease length for renewals;
+ * `flags` as for `tryLock` (`KEEP` to keep it after this call, `KEEPALIVE`).
+ * Never contended: the result has `lock`, or `error` (`NOT_FOUND`: nobody holds
+ * the key; `OWNERSHIP_MISMATCH`: someone else does; `ALREADY_RELEASED`: this
+ * host already released that owner's lock).
+ */
+export function restore(key: string, owner: string, ttlMs: i32 = 0, flags: i32 = 0): TryResult {
+  const k = String.UTF8.encode(key);
+  const o = String.UTF8.encode(owner);
+  const r = lock_restore(changetype<usize>(k), k.byteLength, changetype<usize>(o), o.byteLength, ttlMs, flags);
+  if (r > 0) return new TryResult(new Lock(key, r, flags), false, null);
+  return new TryResult(null, false, errorFromCode(r));
+}
+
+/**
+ * The state of the schedule's lock during a scheduled call (handle 0):
+ * `STATE_HELD`, `STATE_LOST` or `STATE_RELEASED`; `-INVALID_HANDLE` outside a
+ * scheduled call. A long scheduled job polls it to stop early once the lock is
+ * lost (another node may run the same tick).
+ */
+export function scheduleLockState(): i32 {
+  return lock_state(0);
 }
 
 /**

@@ -1,7 +1,8 @@
 // The shared-memory channel between a guest's worker and the main thread: one request or
 // reply at a time (one call in flight per guest). Layout of the SharedArrayBuffer:
 //   Int32 slots (below), a Float64 result at RESULT_BYTE, and a byte area at DATA_BYTE
-//   that carries the request's key bytes and then the reply's text.
+//   that carries the request's key bytes (then, for restore, the owner token's bytes right
+//   after them) and then the reply's text.
 // Sequence numbers rather than flags: each side waits for the other's counter to move, so no
 // wake-up is ever lost and neither side spins.
 
@@ -13,6 +14,9 @@ export const ARG0 = 3;
 export const ARG1 = 4;
 export const DATA_LEN = 5;
 export const TEXT_LEN = 6;
+export const ARG2 = 7;
+/** Length of the second byte string (restore's owner token), stored after the key. */
+export const DATA2_LEN = 8;
 
 /** Byte offset of the Float64 result (fences need more than 31 bits). */
 export const RESULT_BYTE = 64;
@@ -28,6 +32,9 @@ export const Op = {
   FENCE: 4,
   OWNER: 5,
   STATUS: 6,
+  ACQUIRE: 7,
+  STATE: 8,
+  RESTORE: 9,
 } as const;
 
 /** Typed views over one channel buffer. */

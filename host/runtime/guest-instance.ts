@@ -1,10 +1,24 @@
 // The runtime-neutral face of a running guest. The worker runtime implements it today; an
 // inline runtime can implement it later without any change to the lock code.
 
+import type { Lease } from "../locking/lease.js";
 import type { FuncSignature } from "./wasm-binary.js";
 
 /** A value an export returned: i32/f32/f64 as number, i64 as bigint, nothing as undefined. */
 export type GuestValue = number | bigint | undefined;
+
+/** Options of one export call. */
+export interface CallOptions {
+  /**
+   * The lock a scheduled call runs under (the scheduler's). While the call runs the guest
+   * sees it as handle 0 (`lock.state(0)`), and if it is lost then the guest's
+   * `lockhost_on_lost(0)` is called once the call has returned.
+   */
+  readonly scheduleLease?: Lease;
+}
+
+/** The export a guest may provide to hear that a lock it holds was lost: `(handle: i32) -> ()`. */
+export const LOST_EXPORT = "lockhost_on_lost";
 
 /** One running instance of a guest plugin. */
 export interface GuestInstance {
@@ -20,9 +34,10 @@ export interface GuestInstance {
    * Calls an export with i32 arguments. Calls are queued: one runs at a time. When the call
    * returns, its locks not taken with FLAG_KEEP are released; when it traps, times out or its
    * worker dies, the instance restarts and every lock it held is released. Rejects with
-   * UNKNOWN_EXPORT, GUEST_TRAP, GUEST_TIMEOUT, GUEST_CRASHED or CLOSED.
+   * UNKNOWN_EXPORT, GUEST_TRAP, GUEST_TIMEOUT, GUEST_CRASHED or CLOSED. Lost-lock
+   * notifications (`lockhost_on_lost`) due are delivered before the call starts.
    */
-  call(exportName: string, args?: readonly number[]): Promise<GuestValue>;
+  call(exportName: string, args?: readonly number[], options?: CallOptions): Promise<GuestValue>;
   /** Stops the guest and releases its locks. */
   close(): Promise<void>;
 }

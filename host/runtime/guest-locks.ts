@@ -1,14 +1,16 @@
 // The lock ABI as seen from one guest instance, independent of how the guest runs: the worker
 // runtime calls it from the main thread after copying bytes out of guest memory, an inline
 // runtime would call it directly. It owns the guest's handle table, enforces scopes and
-// permissions, turns every failure into (-code, message), and does auto-release.
+// permissions, turns every failure into (-code, message), does auto-release, and tells the
+// runtime when a lock the guest holds is lost (so it can call the guest's lockhost_on_lost).
 import type { Logger } from "pino";
-import { FLAG_GLOBAL, FLAG_KEEP, TRY_CONTENDED } from "../../abi/status.js";
+import { FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, STATE_LOST, STATE_RELEASED, TRY_CONTENDED } from "../../abi/status.js";
 import { LockhostError, toLockhostError } from "../errors.js";
 import type { Lease } from "../locking/lease.js";
 import { qualify, type Scope } from "../locking/scope.js";
 import type { LockService } from "../locking/service.js";
-import { keyLengthError } from "../locking/validate.js";
+import { validateTtl, validateWaitMs } from "../locking/validate.js";
+import { checkFlags, decodeKey, decodeUtf8, stateOf } from "./abi-args.js";
 import { HandleTable } from "./handle-table.js";
 
 /** The answer to one ABI call: `result < 0` is -code and `text` its message; otherwise `text` is the output string, if any. */
@@ -24,23 +26,46 @@ export interface GuestPolicy {
   readonly allowsGlobal: (key: string) => boolean;
 }
 
-interface Held {
-  readonly lease: Lease;
-  readonly keep: boolean;
+/**
+ * Told when a lock the guest holds is lost: `handle` is the guest's handle, or 0 for the lock
+ * of the scheduled call running now (then `scheduleLease` is that lock).
+ */
+export type LostListener = (handle: number, scheduleLease?: Lease) => void;
+
+/** How long a waiting acquisition may wait before the running call's time limit. */
+export interface WaitLimit {
+  /** The most the wait may last (ms) so the call can still return in time. */
+  readonly budgetMs: number;
+  /** The call's time limit, for the message of a cut-short wait. */
+  readonly callTimeoutMs: number;
 }
 
-const TRY_FLAGS = FLAG_GLOBAL | FLAG_KEEP;
+interface Held {
+  readonly lease: Lease;
+  keep: boolean;
+  /** Set while the guest or auto-release lets go of it: its loss is then no news for the guest. */
+  quiet: boolean;
+  /** Stops listening for its loss. */
+  unwatch: () => void;
+}
+
+const TRY_FLAGS = FLAG_GLOBAL | FLAG_KEEP | FLAG_KEEPALIVE;
 const STATUS_FLAGS = FLAG_GLOBAL;
-const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** One guest instance's view of the lock service. */
 export class GuestLocks {
   readonly #service: LockService;
   readonly #policy: GuestPolicy;
   readonly #log: Logger;
-  readonly #handles = new HandleTable<Held>();
+  /** Live handles, and how released ones ended (STATE_RELEASED or STATE_LOST). */
+  readonly #handles = new HandleTable<Held, number>();
   /** Bumped by reset(): an acquisition that completes after a reset is released at once. */
   #epoch = 0;
+  /** Aborted by reset(): a guest that is gone stops waiting. */
+  #resetController = new AbortController();
+  #lostListener: LostListener | undefined;
+  /** The schedule's lock while a scheduled call (or its lockhost_on_lost(0)) runs: handle 0. */
+  #schedule: Lease | undefined;
 
   constructor(service: LockService, policy: GuestPolicy, log: Logger) {
     this.#service = service;
@@ -59,24 +84,138 @@ export class GuestLocks {
     try {
       checkFlags(flags, TRY_FLAGS, "try");
       const { key, scope } = this.#scoped(keyBytes, flags);
-      const lease = await this.#service.tryLock(key, { ttlMs, scope, plugin: this.#policy.plugin });
+      const keepalive = (flags & FLAG_KEEPALIVE) !== 0;
+      const lease = await this.#service.tryLock(key, { ttlMs, scope, plugin: this.#policy.plugin, keepalive });
       if (!lease) return { result: TRY_CONTENDED };
-      if (epoch !== this.#epoch) {
-        // The guest died while this call was in flight: nobody can use the lock.
-        await this.#release(lease, "acquired after its guest was reset");
-        throw new LockhostError("LOST", "the guest was reset while the lock was being acquired");
-      }
-      return { result: this.#handles.add({ lease, keep: (flags & FLAG_KEEP) !== 0 }) };
+      return { result: await this.#adopt(lease, flags, epoch) };
     } catch (err) {
       return this.#fail(err);
     }
   }
 
+  /**
+   * `lock.acquire`: a handle, or -TIMEOUT when the key stayed held for `waitMs` (the message
+   * says how long the guest waited), or -code. A wait longer than `limit.budgetMs` (what is
+   * left of the call's time limit) is cut to it, so the guest gets -TIMEOUT while its call
+   * can still return instead of being stopped.
+   */
+  async acquire(keyBytes: Uint8Array, ttlMs: number, waitMs: number, flags: number, limit?: WaitLimit): Promise<AbiReply> {
+    const epoch = this.#epoch;
+    const signal = this.#resetController.signal;
+    try {
+      checkFlags(flags, TRY_FLAGS, "acquire");
+      const { key, scope } = this.#scoped(keyBytes, flags);
+      validateWaitMs(waitMs);
+      const budget = limit ? Math.max(0, Math.floor(limit.budgetMs)) : waitMs;
+      const cut = waitMs > budget;
+      const keepalive = (flags & FLAG_KEEPALIVE) !== 0;
+      let lease: Lease;
+      try {
+        lease = await this.#service.acquire(key, {
+          ttlMs, waitMs: cut ? budget : waitMs, scope, plugin: this.#policy.plugin, keepalive, signal,
+        });
+      } catch (err) {
+        const e = toLockhostError(err);
+        if (!cut || e.code !== "TIMEOUT") throw e;
+        throw new LockhostError(
+          "TIMEOUT",
+          `${e.message}; waitMs ${waitMs} was cut to ${budget} ms so the call can return before its time limit of ${limit!.callTimeoutMs} ms`,
+          { details: { ...e.details, waitMs: budget } },
+        );
+      }
+      return { result: await this.#adopt(lease, flags, epoch) };
+    } catch (err) {
+      return this.#fail(err);
+    }
+  }
+
+  /**
+   * `lock.restore`: a handle for a lock taken elsewhere, given its owner token. `ttlMs` 0
+   * keeps the lock's current lease length. -NOT_FOUND when nobody holds the key,
+   * -OWNERSHIP_MISMATCH when another owner does, -ALREADY_RELEASED when this host released
+   * that owner's lock. A lock this guest already has a handle for gets that handle back.
+   */
+  async restore(keyBytes: Uint8Array, ownerBytes: Uint8Array, ttlMs: number, flags: number): Promise<AbiReply> {
+    const epoch = this.#epoch;
+    try {
+      checkFlags(flags, TRY_FLAGS, "restore");
+      const { key, scope } = this.#scoped(keyBytes, flags);
+      const owner = decodeUtf8(ownerBytes, "owner");
+      // 0 keeps the lock's lease length; anything else must be a valid TTL.
+      if (ttlMs !== 0) validateTtl(ttlMs);
+      const keepalive = (flags & FLAG_KEEPALIVE) !== 0;
+      const lease = await this.#service.restore(key, owner, { scope, keepalive, ...(ttlMs !== 0 && { ttlMs }) });
+      for (const [handle, held] of this.#handles.entries()) {
+        if (held.lease !== lease) continue;
+        // One lock, one handle: a second handle would let auto-release free a kept one.
+        if ((flags & FLAG_KEEP) !== 0) held.keep = true;
+        return { result: handle };
+      }
+      return { result: await this.#adopt(lease, flags, epoch) };
+    } catch (err) {
+      return this.#fail(err);
+    }
+  }
+
+  /**
+   * `lock.state`: STATE_HELD, STATE_LOST or STATE_RELEASED. A released handle answers how it
+   * ended until its slot is reused (then INVALID_HANDLE). Handle 0 is the schedule's lock
+   * during a scheduled call.
+   */
+  state(handle: number): AbiReply {
+    try {
+      if (handle === 0) {
+        if (!this.#schedule) {
+          throw new LockhostError("INVALID_HANDLE", "handle 0 names the schedule's lock, and only during a scheduled call");
+        }
+        return { result: stateOf(this.#schedule) };
+      }
+      const entry = this.#handles.lookup(handle);
+      return { result: entry.live ? stateOf(entry.value.lease) : (entry.tombstone ?? STATE_RELEASED) };
+    } catch (err) {
+      return this.#fail(err);
+    }
+  }
+
+  /**
+   * Tells `listener` when a lock the guest holds is lost (a renewal refused or not confirmed,
+   * or its lease ran out), for locks taken from now on and the schedule's lock. Losses of
+   * locks the guest is releasing itself are not reported (the release says LOST).
+   */
+  listenLost(listener: LostListener): void {
+    this.#lostListener = listener;
+  }
+
+  /**
+   * Makes `lease` handle 0 (lock.state(0)) until the returned function is called; with
+   * `notify`, its loss is reported to the lost listener as handle 0.
+   */
+  attachSchedule(lease: Lease, notify: boolean): () => void {
+    this.#schedule = lease;
+    const epoch = this.#epoch;
+    const unwatch = notify && this.#lostListener
+      ? lease.onLost(() => {
+          if (epoch === this.#epoch) this.#lostListener?.(0, lease);
+        })
+      : noop;
+    return () => {
+      unwatch();
+      if (this.#schedule === lease) this.#schedule = undefined;
+    };
+  }
+
   /** `lock.renew`: OK or -code; ttlMs 0 reuses the acquisition TTL. */
   async renew(handle: number, ttlMs: number): Promise<AbiReply> {
     try {
-      const { lease } = this.#handles.get(handle);
-      await this.#service.renew(lease, ttlMs === 0 ? lease.ttlMs : ttlMs);
+      const held = this.#handles.get(handle);
+      const { lease } = held;
+      // A loss this renewal finds is told to the guest by its -LOST, not again by callback.
+      held.quiet = true;
+      try {
+        await this.#service.renew(lease, ttlMs === 0 ? lease.ttlMs : ttlMs);
+      } finally {
+        held.quiet = false;
+      }
       return { result: 0 };
     } catch (err) {
       return this.#fail(err);
@@ -89,11 +228,14 @@ export class GuestLocks {
    */
   async release(handle: number): Promise<AbiReply> {
     try {
-      const { lease } = this.#handles.get(handle);
+      const held = this.#handles.get(handle);
+      const { lease } = held;
+      held.quiet = true;
       try {
         await this.#service.release(lease);
       } finally {
-        if (lease.state !== "held") this.#forget(handle);
+        if (lease.state !== "held") this.#forget(handle, held);
+        else held.quiet = false;
       }
       return { result: 0 };
     } catch (err) {
@@ -149,15 +291,46 @@ export class GuestLocks {
   /** Releases every lock, kept ones included (trap, time limit, crash, close). */
   async reset(reason: string): Promise<void> {
     this.#epoch++;
+    this.#schedule = undefined;
+    const controller = this.#resetController;
+    this.#resetController = new AbortController();
+    controller.abort(new LockhostError("CLOSED", `the guest stopped waiting: ${reason}`));
     await this.#releaseWhere(() => true, reason);
   }
 
   async #releaseWhere(pick: (held: Held) => boolean, reason: string): Promise<void> {
-    const picked: Lease[] = [];
+    const picked: [number, Lease][] = [];
     for (const [handle, held] of [...this.#handles.entries()]) {
-      if (pick(held)) picked.push(this.#handles.remove(handle).lease);
+      if (pick(held)) {
+        this.#forget(handle, held);
+        picked.push([handle, held.lease]);
+      }
     }
-    await Promise.all(picked.map((lease) => this.#release(lease, reason)));
+    await Promise.all(
+      picked.map(async ([handle, lease]) => {
+        await this.#release(lease, reason);
+        // The release may have found the lease already ended.
+        this.#handles.mark(handle, lease.state === "lost" ? STATE_LOST : STATE_RELEASED);
+      }),
+    );
+  }
+
+  /** Gives the guest a handle for `lease`, unless the guest was reset meanwhile. */
+  async #adopt(lease: Lease, flags: number, epoch: number): Promise<number> {
+    if (epoch !== this.#epoch) {
+      // The guest died while this call was in flight: nobody can use the lock.
+      await this.#release(lease, "acquired after its guest was reset");
+      throw new LockhostError("LOST", "the guest was reset while the lock was being acquired");
+    }
+    const held: Held = { lease, keep: (flags & FLAG_KEEP) !== 0, quiet: false, unwatch: noop };
+    const handle = this.#handles.add(held);
+    const listener = this.#lostListener;
+    if (listener) {
+      held.unwatch = lease.onLost(() => {
+        if (!held.quiet && epoch === this.#epoch) listener(handle);
+      });
+    }
+    return handle;
   }
 
   /** The lease of a handle whose lease has not ended by the host's own (conservative) deadline. */
@@ -169,10 +342,12 @@ export class GuestLocks {
     return lease;
   }
 
-  /** Drops a handle that a concurrent reset() may already have dropped. */
-  #forget(handle: number): void {
+  /** Drops a handle (a concurrent reset() may already have dropped it), recording how it ended. */
+  #forget(handle: number, held: Held): void {
+    held.quiet = true;
+    held.unwatch();
     try {
-      this.#handles.remove(handle);
+      this.#handles.remove(handle, "handle", held.lease.state === "lost" ? STATE_LOST : STATE_RELEASED);
     } catch {
       // Already gone: reset() released everything while this release was in flight.
     }
@@ -203,19 +378,4 @@ export class GuestLocks {
   }
 }
 
-function checkFlags(flags: number, allowed: number, call: string): void {
-  if ((flags & ~allowed) !== 0) {
-    throw new LockhostError("INVALID_ARGUMENT", `flags 0x${(flags >>> 0).toString(16)} of ${call} has unknown bits (allowed: 0x${allowed.toString(16)})`);
-  }
-}
-
-function decodeKey(bytes: Uint8Array): string {
-  if (bytes.byteLength === 0) throw new LockhostError("INVALID_ARGUMENT", "key must not be empty");
-  const tooLong = keyLengthError(bytes.byteLength);
-  if (tooLong) throw tooLong;
-  try {
-    return strictUtf8.decode(bytes);
-  } catch {
-    throw new LockhostError("INVALID_ARGUMENT", "key is not valid UTF-8");
-  }
-}
+const noop = (): void => undefined;

@@ -17,7 +17,7 @@ export const SUPPORTED_ABI_VERSIONS: readonly number[] = [ABI_VERSION];
 
 /** Imports the host provides, by module. */
 export const PROVIDED_IMPORTS: Readonly<Record<string, ReadonlySet<string>>> = {
-  lock: new Set(["try", "renew", "release", "fence", "owner", "status", "last_error"]),
+  lock: new Set(["try", "renew", "release", "fence", "owner", "status", "last_error", "acquire", "state", "restore"]),
   env: new Set(["memory", "abort", "trace", "seed", "Date.now", "performance.now"]),
 };
 

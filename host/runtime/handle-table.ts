@@ -20,15 +20,26 @@ const GEN_MASK = 0x7fff; // keeps bit 31 clear: handles stay positive
  */
 const REUSE_AFTER_SLOTS = MAX_SLOTS;
 
-interface Slot<T> {
+interface Slot<T, E> {
   generation: number;
   value: T | undefined;
   released: boolean;
+  /** What the owner recorded when the handle was released (e.g. how it ended). */
+  tombstone: E | undefined;
 }
 
-/** Maps guest-visible handles to host-side values. */
-export class HandleTable<T> {
-  readonly #slots: Slot<T>[] = [];
+/** What a handle designates: a live value, or the tombstone of a released handle. */
+export type HandleEntry<T, E> =
+  | { readonly live: true; readonly value: T }
+  | { readonly live: false; readonly tombstone: E | undefined };
+
+/**
+ * Maps guest-visible handles to host-side values. `E` is a small record kept for a released
+ * handle until its slot is reused (the lock runtime keeps how the lock ended), so a released
+ * handle can still be asked about without keeping its value alive.
+ */
+export class HandleTable<T, E = never> {
+  readonly #slots: Slot<T, E>[] = [];
   readonly #free: number[] = [];
   #freeHead = 0;
   #live = 0;
@@ -47,7 +58,7 @@ export class HandleTable<T> {
         throw new LockhostError("INVALID_ARGUMENT", `this guest already holds ${MAX_SLOTS} handles; release some first`);
       }
       index = this.#slots.length;
-      this.#slots.push({ generation: 1, value, released: false });
+      this.#slots.push({ generation: 1, value, released: false, tombstone: undefined });
     } else {
       index = this.#free[this.#freeHead++]!;
       if (this.#freeHead > 1024 && this.#freeHead * 2 > this.#free.length) {
@@ -58,6 +69,7 @@ export class HandleTable<T> {
       slot.generation = (slot.generation % GEN_MASK) + 1;
       slot.value = value;
       slot.released = false;
+      slot.tombstone = undefined;
     }
     this.#live++;
     return (this.#slots[index]!.generation << SLOT_BITS) | (index + 1);
@@ -73,18 +85,37 @@ export class HandleTable<T> {
   }
 
   /**
-   * Frees a live handle; later uses of it are ALREADY_RELEASED until the slot is reused
-   * (not before all MAX_SLOTS slots exist), then INVALID_HANDLE.
+   * A live handle's value, or a released handle's tombstone; throws INVALID_HANDLE for a
+   * handle never issued or whose slot was reused.
    */
-  remove(handle: number, argName = "handle"): T {
+  lookup(handle: number, argName = "handle"): HandleEntry<T, E> {
+    const slot = this.#slot(handle, argName);
+    return slot.released || slot.value === undefined
+      ? { live: false, tombstone: slot.tombstone }
+      : { live: true, value: slot.value };
+  }
+
+  /**
+   * Frees a live handle, keeping `tombstone` for lookup(); later uses of it are
+   * ALREADY_RELEASED until the slot is reused (not before all MAX_SLOTS slots exist), then
+   * INVALID_HANDLE.
+   */
+  remove(handle: number, argName = "handle", tombstone?: E): T {
     const value = this.get(handle, argName);
     const index = (handle & SLOT_MASK) - 1;
     const slot = this.#slots[index]!;
     slot.value = undefined;
     slot.released = true;
+    slot.tombstone = tombstone;
     this.#free.push(index);
     this.#live--;
     return value;
+  }
+
+  /** Replaces the tombstone of a released handle whose slot was not reused since; else does nothing. */
+  mark(handle: number, tombstone: E): void {
+    const slot = this.#slots[(handle & SLOT_MASK) - 1];
+    if (slot && slot.released && slot.generation === handle >>> SLOT_BITS) slot.tombstone = tombstone;
   }
 
   /** Every live [handle, value] pair. */
@@ -95,7 +126,7 @@ export class HandleTable<T> {
     }
   }
 
-  #slot(handle: number, argName: string): Slot<T> {
+  #slot(handle: number, argName: string): Slot<T, E> {
     if (!Number.isInteger(handle) || handle <= 0 || handle > 0x7fffffff) {
       throw new LockhostError("INVALID_HANDLE", `${argName} ${handle} is not a handle (handles are positive)`);
     }

@@ -36,6 +36,11 @@ export interface TickEvent {
   readonly outcome: TickOutcome;
   /** The schedule lock's fence when this node ran the tick under it. */
   readonly fence?: number;
+  /**
+   * True when the schedule lock was lost while the export ran (a renewal refused or not
+   * confirmed, or, without keepalive, its TTL ran out): another node may have run the tick too.
+   */
+  readonly lockLost?: boolean;
 }
 
 /** What the scheduler needs from its host. */
@@ -160,6 +165,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
         ttlMs: config.ttlMs,
         scope: { plugin: "lockhost" },
         plugin: config.plugin,
+        keepalive: config.keepalive,
       });
     } catch (err) {
       const e = toLockhostError(err);
@@ -171,14 +177,26 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       return this.#emit(config.id, tickAtMs, "skipped_contended");
     }
     let outcome: TickOutcome = "failed";
+    let lockLost = false;
+    const running = lease;
+    const stopWatching = running.onLost((reason) => {
+      lockLost = true;
+      log.error(
+        { schedule: config.id, tickAtMs, lock: running.name, fence: running.fence, err: reason.message },
+        "schedule lock lost while the job ran: another node may run this tick too (the job is told through lockhost_on_lost(0))",
+      );
+    });
     try {
       log.info({ schedule: config.id, tickAtMs, lock: lease.name, fence: lease.fence }, "schedule lock taken; running");
-      outcome = await this.#invoke(config);
+      outcome = await this.#invoke(config, lease);
     } finally {
+      stopWatching();
+      // Parked, the lock only has to outlive half a period: it needs no more renewals.
+      if (lease.state === "held" && lease.keepalive) locks.setKeepalive(lease, false);
       // Whatever happened above, the lock is let go (after half a period).
       this.#park(lease, () => tickAtMs + (state.clock.next(tickAtMs) - tickAtMs) / 2);
     }
-    return this.#emit(config.id, tickAtMs, outcome, lease.fence);
+    return this.#emit(config.id, tickAtMs, outcome, lease.fence, lockLost);
   }
 
   /** Whether a schedule's ticks go through its lock (prefer_global falls back once, loudly). */
@@ -195,9 +213,9 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     return false;
   }
 
-  async #invoke(config: ScheduledConfig): Promise<TickOutcome> {
+  async #invoke(config: ScheduledConfig, scheduleLease?: Lease): Promise<TickOutcome> {
     try {
-      await this.#deps.guest(config.plugin).call(config.export);
+      await this.#deps.guest(config.plugin).call(config.export, [], scheduleLease && { scheduleLease });
       return "ran";
     } catch (err) {
       const e = toLockhostError(err);
@@ -228,9 +246,13 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     if (e) this.#deps.log.warn({ lock: lease.name, code: e.code, err: e.message }, "schedule lock release failed; it expires at its TTL");
   }
 
-  #emit(id: string, tickAtMs: number, outcome: TickOutcome, fence?: number): TickOutcome {
+  #emit(id: string, tickAtMs: number, outcome: TickOutcome, fence?: number, lockLost = false): TickOutcome {
     try {
-      this.emit("tick", fence === undefined ? { id, tickAtMs, outcome } : { id, tickAtMs, outcome, fence });
+      this.emit("tick", {
+        id, tickAtMs, outcome,
+        ...(fence !== undefined && { fence }),
+        ...(lockLost && { lockLost }),
+      });
     } catch (err) {
       // A listener's bug must not fail the tick, nor (on the timer path) the process.
       this.#deps.log.error(

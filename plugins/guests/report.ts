@@ -3,13 +3,27 @@
 // Every node of the cluster runs `run()` on the same schedule; the lock decides
 // which one does the work. The others see the key contended and skip the tick.
 
-import { withLock, Lock } from "lockhost";
+import { withLock, Lock, scheduleLockState, STATE_LOST } from "lockhost";
 
 // Required in every guest: the host checks the ABI version before loading it.
 export { lockhost_abi_version } from "lockhost";
 
+/**
+ * Optional: the host calls this when a lock this guest holds is lost (between
+ * calls). Handle 0 is the schedule's lock: losing it while `run` worked means
+ * another node may have run the same tick.
+ */
+export function lockhost_on_lost(handle: i32): void {
+  trace("report: lock " + handle.toString() + " was lost; another node may have run this tick too");
+}
+
 /** The scheduled entry point. */
 export function run(): void {
+  // During a scheduled call, handle 0 is the schedule's lock (-INVALID_HANDLE otherwise).
+  if (scheduleLockState() == STATE_LOST) {
+    trace("report: the schedule's lock is already lost; skipping this tick");
+    return;
+  }
   const r = withLock("daily-report", 10_000, generate);
   if (r.contended) {
     trace("report: lock busy, another node has it");

@@ -5,7 +5,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { INVALID_ARGUMENT, INVALID_MEMORY } from "../../../abi/status.js";
 import { keyLengthError } from "../../locking/validate.js";
-import { ARG0, ARG1, Channel, DATA_LEN, Op, OP, REQ_SEQ, RESP_SEQ, TEXT_LEN } from "../channel.js";
+import { ARG0, ARG1, ARG2, Channel, DATA2_LEN, DATA_LEN, Op, OP, REQ_SEQ, RESP_SEQ, TEXT_LEN } from "../channel.js";
 import { VERSION_EXPORT } from "../guest-module.js";
 import type { AbortInfo, FromWorker, ToWorker, WorkerInit } from "./messages.js";
 
@@ -62,16 +62,24 @@ function outOfBounds(what: string, ptr: number, len: number): number {
 /** False while the module instantiates: nothing serves the channel yet, so a lock call would block forever. */
 let serving = false;
 
-/** Sends one request to the main thread and blocks until it answers. */
-function request(op: number, a0: number, a1: number, keyPtr = 0, keyLen = 0): number {
+/**
+ * Sends one request to the main thread and blocks until it answers (a waiting acquire blocks
+ * this worker only; the main thread serves the wait asynchronously). `key` and `owner` are
+ * (ptr, len) pairs already checked against guest memory and size; the owner's bytes travel
+ * right after the key's.
+ */
+function request(op: number, a0: number, a1: number, a2 = 0, keyPtr = 0, keyLen = 0, ownerPtr = 0, ownerLen = 0): number {
   if (!serving) {
     return fail(INVALID_ARGUMENT, "lock calls are not available while the module instantiates (top-level code or start function); call them from an export");
   }
   i32[OP] = op;
   i32[ARG0] = a0;
   i32[ARG1] = a1;
+  i32[ARG2] = a2;
   i32[DATA_LEN] = keyLen;
+  i32[DATA2_LEN] = ownerLen;
   if (keyLen > 0) ch.data.set(new Uint8Array(memory.buffer, keyPtr >>> 0, keyLen >>> 0));
+  if (ownerLen > 0) ch.data.set(new Uint8Array(memory.buffer, ownerPtr >>> 0, ownerLen >>> 0), keyLen >>> 0);
   const seq = (Atomics.load(i32, REQ_SEQ) + 1) | 0;
   Atomics.store(i32, REQ_SEQ, seq);
   Atomics.notify(i32, REQ_SEQ);
@@ -85,12 +93,23 @@ function request(op: number, a0: number, a1: number, keyPtr = 0, keyLen = 0): nu
   return result;
 }
 
+/** The (-code) for a string argument outside memory or over MAX_KEY_BYTES, else 0. */
+function checkString(what: string, ptr: number, len: number): number {
+  if (!inBounds(ptr, len)) return outOfBounds(what, ptr, len);
+  const tooLong = keyLengthError(len >>> 0, what);
+  return tooLong ? fail(tooLong.status, tooLong.message) : 0;
+}
+
 /** A request carrying a key from guest memory: bounds and size are checked before the hop. */
-function keyRequest(op: number, ptr: number, len: number, a0: number, a1: number): number {
-  if (!inBounds(ptr, len)) return outOfBounds("key", ptr, len);
-  const tooLong = keyLengthError(len >>> 0);
-  if (tooLong) return fail(tooLong.status, tooLong.message);
-  return request(op, a0, a1, ptr, len);
+function keyRequest(op: number, ptr: number, len: number, a0: number, a1: number, a2 = 0): number {
+  const bad = checkString("key", ptr, len);
+  return bad < 0 ? bad : request(op, a0, a1, a2, ptr, len);
+}
+
+/** lock.restore: key and owner token from guest memory, both checked before the hop. */
+function restoreRequest(keyPtr: number, keyLen: number, ownerPtr: number, ownerLen: number, ttlMs: number, flags: number): number {
+  const bad = checkString("key", keyPtr, keyLen) || checkString("owner", ownerPtr, ownerLen);
+  return bad < 0 ? bad : request(Op.RESTORE, ttlMs, flags, 0, keyPtr, keyLen, ownerPtr, ownerLen);
 }
 
 /** Copies the reply text into the guest's buffer when it fits (ABI: else write nothing). */
@@ -115,6 +134,10 @@ function imports(): WebAssembly.Imports {
   return {
     lock: {
       try: (ptr: number, len: number, ttlMs: number, flags: number) => keyRequest(Op.TRY, ptr, len, ttlMs, flags),
+      acquire: (ptr: number, len: number, ttlMs: number, waitMs: number, flags: number) =>
+        keyRequest(Op.ACQUIRE, ptr, len, ttlMs, waitMs, flags),
+      state: (handle: number) => request(Op.STATE, handle, 0),
+      restore: restoreRequest,
       renew: (handle: number, ttlMs: number) => request(Op.RENEW, handle, ttlMs),
       release: (handle: number) => request(Op.RELEASE, handle, 0),
       fence: (handle: number) => BigInt(request(Op.FENCE, handle, 0)),

@@ -1,13 +1,14 @@
 // The main-thread side of the worker runtime: one worker thread per guest instance, a time
-// limit per call and per (re)start, restart on trap / time limit / crash, and the serving end
-// of the channel.
+// limit per call and per (re)start, restart on trap / time limit / crash, the serving end
+// of the channel, and delivery of lost-lock notifications (lockhost_on_lost) between calls.
 import { Worker } from "node:worker_threads";
 import type { Logger } from "pino";
 import { INTERNAL } from "../../../abi/status.js";
 import { LockhostError } from "../../errors.js";
-import { ARG0, ARG1, Channel, DATA_LEN, Op, OP, REQ_SEQ, RESP_SEQ, TEXT_LEN } from "../channel.js";
-import type { GuestInstance, GuestValue } from "../guest-instance.js";
-import type { AbiReply, GuestLocks } from "../guest-locks.js";
+import type { Lease } from "../../locking/lease.js";
+import { ARG0, ARG1, ARG2, Channel, DATA2_LEN, DATA_LEN, Op, OP, REQ_SEQ, RESP_SEQ, TEXT_LEN } from "../channel.js";
+import { LOST_EXPORT, type CallOptions, type GuestInstance, type GuestValue } from "../guest-instance.js";
+import type { AbiReply, GuestLocks, WaitLimit } from "../guest-locks.js";
 import { checkAbiVersion, VERSION_EXPORT, type GuestModule } from "../guest-module.js";
 import type { FuncSignature } from "../wasm-binary.js";
 import type { FromWorker, ToWorker, WorkerInit } from "./messages.js";
@@ -25,6 +26,8 @@ export interface WorkerGuestOptions {
 interface PendingCall {
   readonly id: number;
   readonly name: string;
+  /** performance.now() when the call was sent: its time limit counts from here. */
+  readonly startedAt: number;
   readonly resolve: (value: GuestValue) => void;
   readonly reject: (err: LockhostError) => void;
   readonly timer: NodeJS.Timeout;
@@ -38,7 +41,19 @@ interface Generation {
   pending?: PendingCall;
 }
 
+/** A lost-lock notification not delivered yet. */
+interface LostNotice {
+  readonly handle: number;
+  /** For handle 0: the schedule's lock, which lock.state(0) answers about during the callback. */
+  readonly scheduleLease: Lease | undefined;
+}
+
 const encoder = new TextEncoder();
+
+/** What a waiting lock.acquire leaves of the call's time limit for the guest to return: 10%, 20 ms to 1 s. */
+function returnMarginMs(callTimeoutMs: number): number {
+  return Math.min(1_000, Math.max(20, callTimeoutMs / 10));
+}
 
 /** Where the compiled worker entry lives: next to this file, or in dist/ when run from source (tests). */
 function workerEntry(): URL {
@@ -66,11 +81,26 @@ export class WorkerGuest implements GuestInstance {
   #queue: Promise<unknown> = Promise.resolve();
   #nextId = 0;
   #closed = false;
+  /** Lost-lock notifications waiting for the guest to be between calls. */
+  #lost: LostNotice[] = [];
+  /** Whether a delivery of #lost is queued already. */
+  #lostQueued = false;
 
   private constructor(opts: WorkerGuestOptions) {
     this.plugin = opts.module.plugin;
     this.#opts = opts;
     this.#log = opts.log;
+    const onLost = opts.module.exports.get(LOST_EXPORT);
+    if (onLost) {
+      if (onLost.params.length === 1 && onLost.params[0] === "i32" && onLost.results.length === 0) {
+        opts.locks.listenLost((handle, scheduleLease) => this.#noticeLost(handle, scheduleLease));
+      } else {
+        this.#log.warn(
+          { export: LOST_EXPORT, params: onLost.params, results: onLost.results },
+          `the guest exports ${LOST_EXPORT} with the wrong signature (it must be (i32) -> nothing); it will not be told about lost locks`,
+        );
+      }
+    }
     this.#ready = this.#spawn();
   }
 
@@ -102,16 +132,58 @@ export class WorkerGuest implements GuestInstance {
     return name === VERSION_EXPORT ? undefined : this.#opts.module.exports.get(name);
   }
 
-  call(exportName: string, args: readonly number[] = []): Promise<GuestValue> {
+  call(exportName: string, args: readonly number[] = [], options: CallOptions = {}): Promise<GuestValue> {
     if (this.#closed) return Promise.reject(this.#closedError());
     try {
       this.#checkArgs(exportName, args);
     } catch (err) {
       return Promise.reject(err);
     }
-    const run = this.#queue.then(() => this.#run(exportName, args));
+    const run = (): Promise<GuestValue> => this.#run(exportName, args, options.scheduleLease, true);
+    // A loss the guest has not heard of yet comes before its next piece of work.
+    return this.#enqueue(() => (this.#lost.length > 0 ? this.#deliverLost().then(run) : run()));
+  }
+
+  /** Runs `job` after every call queued before it. */
+  #enqueue<T>(job: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(job);
     this.#queue = run.catch(() => undefined);
     return run;
+  }
+
+  /** A lock the guest holds was lost: lockhost_on_lost(handle) runs as soon as no call is running. */
+  #noticeLost(handle: number, scheduleLease: Lease | undefined): void {
+    if (this.#closed) return;
+    this.#lost.push({ handle, scheduleLease });
+    if (this.#lostQueued) return;
+    this.#lostQueued = true;
+    void this.#enqueue(() => this.#deliverLost());
+  }
+
+  /** Calls lockhost_on_lost for every pending notice; never rejects (a trap is handled like any trap). */
+  async #deliverLost(): Promise<void> {
+    this.#lostQueued = false;
+    for (let notice = this.#lost.shift(); notice; notice = this.#lost.shift()) {
+      if (this.#closed) {
+        this.#lost = [];
+        return;
+      }
+      try {
+        await this.#run(LOST_EXPORT, [notice.handle], notice.scheduleLease, false);
+      } catch (err) {
+        const e = err as LockhostError;
+        this.#log.error({ export: LOST_EXPORT, handle: notice.handle, code: e.code, err: e.message }, "the guest's lost-lock callback failed");
+      }
+    }
+  }
+
+  /**
+   * Drops the notices about the instance that just ended (a fresh one has no such handles).
+   * Called once its locks were reset, before its failed call settles: until then no call can
+   * reach the new instance, so nothing here can be about it.
+   */
+  #forgetInstance(): void {
+    this.#lost = [];
   }
 
   async close(): Promise<void> {
@@ -143,14 +215,23 @@ export class WorkerGuest implements GuestInstance {
     });
   }
 
-  async #run(name: string, args: readonly number[]): Promise<GuestValue> {
+  /**
+   * Runs one export call; with `scheduleLease`, the guest sees that lock as handle 0 meanwhile
+   * (and, with `watchSchedule`, hears of its loss through lockhost_on_lost(0) afterwards).
+   */
+  async #run(name: string, args: readonly number[], scheduleLease: Lease | undefined, watchSchedule: boolean): Promise<GuestValue> {
     const gen = await this.#live();
-    return new Promise<GuestValue>((resolve, reject) => {
-      const id = ++this.#nextId;
-      const timer = setTimeout(() => void this.#timedOut(gen), this.#opts.callTimeoutMs);
-      gen.pending = { id, name, resolve, reject, timer };
-      gen.worker.postMessage({ type: "call", id, name, args } satisfies ToWorker);
-    });
+    const detach = scheduleLease && this.#opts.locks.attachSchedule(scheduleLease, watchSchedule);
+    try {
+      return await new Promise<GuestValue>((resolve, reject) => {
+        const id = ++this.#nextId;
+        const timer = setTimeout(() => void this.#timedOut(gen), this.#opts.callTimeoutMs);
+        gen.pending = { id, name, startedAt: performance.now(), resolve, reject, timer };
+        gen.worker.postMessage({ type: "call", id, name, args } satisfies ToWorker);
+      });
+    } finally {
+      detach?.();
+    }
   }
 
   /** A ready generation; a failed restart is retried once for the call that finds it. */
@@ -253,6 +334,7 @@ export class WorkerGuest implements GuestInstance {
       msg.abort ? `guest abort: ${msg.abort.message}${where}` : `guest trapped: ${msg.message}`,
     );
     await this.#opts.locks.reset(`its export ${pending.name} trapped`);
+    this.#forgetInstance();
     pending.reject(new LockhostError("GUEST_TRAP", `plugin ${this.plugin} export ${pending.name} trapped: ${msg.message}`));
   }
 
@@ -284,6 +366,8 @@ export class WorkerGuest implements GuestInstance {
     }
     await gen.worker.terminate();
     await this.#opts.locks.reset(reason);
+    // After the reset: no loss of the old instance's locks can be noticed any more.
+    this.#forgetInstance();
     pending?.reject(err);
   }
 
@@ -317,7 +401,7 @@ export class WorkerGuest implements GuestInstance {
       const seq = Atomics.load(i32, REQ_SEQ);
       if (seq === seen) continue;
       seen = seq;
-      const reply = await this.#dispatch(gen.channel);
+      const reply = await this.#dispatch(gen);
       gen.channel.f64[0] = reply.result;
       i32[TEXT_LEN] = reply.text ? encoder.encodeInto(reply.text, gen.channel.data).written : 0;
       Atomics.store(i32, RESP_SEQ, seq);
@@ -325,13 +409,22 @@ export class WorkerGuest implements GuestInstance {
     }
   }
 
-  #dispatch(ch: Channel): Promise<AbiReply> | AbiReply {
+  #dispatch(gen: Generation): Promise<AbiReply> | AbiReply {
+    const ch = gen.channel;
     const locks = this.#opts.locks;
     const a0 = ch.i32[ARG0]!;
     const a1 = ch.i32[ARG1]!;
     switch (ch.i32[OP]) {
       case Op.TRY:
         return locks.try(ch.data.slice(0, ch.i32[DATA_LEN]), a0, a1);
+      case Op.ACQUIRE:
+        return locks.acquire(ch.data.slice(0, ch.i32[DATA_LEN]), a0, a1, ch.i32[ARG2]!, this.#waitLimit(gen));
+      case Op.STATE:
+        return locks.state(a0);
+      case Op.RESTORE: {
+        const keyLen = ch.i32[DATA_LEN]!;
+        return locks.restore(ch.data.slice(0, keyLen), ch.data.slice(keyLen, keyLen + ch.i32[DATA2_LEN]!), a0, a1);
+      }
       case Op.RENEW:
         return locks.renew(a0, a1);
       case Op.RELEASE:
@@ -345,5 +438,14 @@ export class WorkerGuest implements GuestInstance {
       default:
         return { result: -INTERNAL, text: `unknown channel op ${ch.i32[OP]}` };
     }
+  }
+
+  /** How long a lock.acquire of the running call may wait and still leave the call time to return. */
+  #waitLimit(gen: Generation): WaitLimit | undefined {
+    const pending = gen.pending;
+    if (!pending) return undefined;
+    const { callTimeoutMs } = this.#opts;
+    const left = callTimeoutMs - (performance.now() - pending.startedAt);
+    return { budgetMs: left - returnMarginMs(callTimeoutMs), callTimeoutMs };
   }
 }

@@ -1,0 +1,38 @@
+// Decoding and checking of lock-call arguments that arrive as raw numbers and bytes, and the
+// ABI's encoding of a lease's state: shared by every runtime's view of the lock ABI.
+import { STATE_HELD, STATE_LOST, STATE_RELEASED } from "../../abi/status.js";
+import { LockhostError } from "../errors.js";
+import type { Lease } from "../locking/lease.js";
+import { keyLengthError } from "../locking/validate.js";
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** Throws INVALID_ARGUMENT when `flags` has a bit outside `allowed`. */
+export function checkFlags(flags: number, allowed: number, call: string): void {
+  if ((flags & ~allowed) !== 0) {
+    throw new LockhostError("INVALID_ARGUMENT", `flags 0x${(flags >>> 0).toString(16)} of ${call} has unknown bits (allowed: 0x${allowed.toString(16)})`);
+  }
+}
+
+/** What lock.state answers for a lease; a lease past the host's own deadline is lost. */
+export function stateOf(lease: Lease): number {
+  if (lease.state === "released") return STATE_RELEASED;
+  return lease.state === "lost" || performance.now() >= lease.deadline ? STATE_LOST : STATE_HELD;
+}
+
+/** A key from guest memory: 1 to MAX_KEY_BYTES bytes of valid UTF-8. */
+export function decodeKey(bytes: Uint8Array): string {
+  return decodeUtf8(bytes, "key");
+}
+
+/** A string argument from guest memory: 1 to MAX_KEY_BYTES bytes of valid UTF-8, named `argName` in errors. */
+export function decodeUtf8(bytes: Uint8Array, argName: string): string {
+  if (bytes.byteLength === 0) throw new LockhostError("INVALID_ARGUMENT", `${argName} must not be empty`);
+  const tooLong = keyLengthError(bytes.byteLength, argName);
+  if (tooLong) throw tooLong;
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    throw new LockhostError("INVALID_ARGUMENT", `${argName} is not valid UTF-8`);
+  }
+}

@@ -1,14 +1,23 @@
 // npm run bench: lockhost's speed against baselines measured in the same run, on the same
 // servers. Parts: memory (the bridge), redis (vs raw ioredis, redlock, redis-semaphore),
-// pg (vs raw advisory locks, and holding 1,000 locks vs a connection per lock).
+// pg (vs raw advisory locks, and holding 1,000 locks vs a connection per lock), handoff
+// (release -> waiter, per backend, vs polling at redlock's 200 ms), keepalive (10,000
+// keepalive locks on Redis: timers, round trips per tick, CPU, vs a timer per lock).
 //   npm run bench                 every part
 //   npm run bench -- redis pg     only those parts
 // REDIS_URL / DATABASE_URL choose the servers (loopback defaults); BENCH_ROUNDS the rounds.
+import { handoffBench, keepaliveBench } from "./lifecycle.js";
 import { memoryBench } from "./memory.js";
 import { pgBench } from "./pg.js";
 import { redisBench } from "./redis.js";
 
-const PARTS: Record<string, () => Promise<void>> = { memory: memoryBench, redis: redisBench, pg: pgBench };
+const PARTS: Record<string, () => Promise<void>> = {
+  memory: memoryBench,
+  redis: redisBench,
+  pg: pgBench,
+  handoff: handoffBench,
+  keepalive: keepaliveBench,
+};
 
 async function main(): Promise<void> {
   const asked = process.argv.slice(2);

@@ -93,7 +93,7 @@ describe("admin listener", () => {
       const lease = (await locks.tryLock("a", { ttlMs: 30_000 }))!;
       const res = await fetch(`${open.url}/locks/${encodeURIComponent(lease.name)}/force-release`, { method: "POST", headers: { authorization: "Bearer anything-at-all-here" } });
       expect(res.status).toBe(403);
-      expect((await res.json()).message).toMatch(/set \[admin\] token/);
+      expect(((await res.json()) as { message: string }).message).toMatch(/set \[admin\] token/);
       expect((await locks.status(lease.name)).held).toBe(true);
     } finally {
       await open.close();

@@ -1,6 +1,7 @@
 // The scheduler on two nodes (two LockServices, each with its own guest) that share one
 // memory backend, as two hosts of a cluster share Redis or PostgreSQL.
 import { afterEach, describe, expect, it } from "vitest";
+import * as S from "../abi/status.js";
 import type { LockingHint, ScheduledConfig } from "../host/config/types.js";
 import type { LockBackend } from "../host/locking/backend.js";
 import { LockService } from "../host/locking/service.js";
@@ -23,13 +24,13 @@ interface Node {
 const nodes: Node[] = [];
 
 function schedule(hint: LockingHint, over: Partial<ScheduledConfig> = {}): ScheduledConfig {
-  return { id: "job", plugin: "test", export: "noop", schedule: { kind: "interval", everyMs: 200, text: "200ms" }, hint, ttlMs: 5_000, ...over };
+  return { id: "job", plugin: "test", export: "noop", schedule: { kind: "interval", everyMs: 200, text: "200ms" }, hint, ttlMs: 5_000, keepalive: false, ...over };
 }
 
-async function node(name: string, backend: LockBackend, config: ScheduledConfig, callTimeoutMs = 5_000): Promise<Node> {
+async function node(name: string, backend: LockBackend, config: ScheduledConfig, callTimeoutMs = 5_000, wasm = "locker"): Promise<Node> {
   const log = captureLogger();
   const locks = new LockService(backend, { node: name });
-  const guest = await startGuest("locker", locks, log.logger, { callTimeoutMs });
+  const guest = await startGuest(wasm, locks, log.logger, { callTimeoutMs });
   const scheduler = new Scheduler([config], { locks, guest: () => guest, log: log.logger });
   const ticks: TickEvent[] = [];
   scheduler.on("tick", (t) => ticks.push(t));
@@ -177,5 +178,38 @@ describe("scheduler robustness", () => {
     const logged = a.log.lines.filter((l) => l.msg === "a tick listener threw; the tick itself is done");
     expect(logged.length).toBeGreaterThanOrEqual(4);
     expect(logged[0]).toMatchObject({ level: 50, schedule: "job", err: "listener boom" });
+  });
+});
+
+describe("scheduler and the lease lifecycle", () => {
+  const long = (over: Partial<ScheduledConfig>): ScheduledConfig =>
+    schedule("require_global", { export: "scheduledJob", ttlMs: 250, schedule: { kind: "interval", everyMs: 60_000, text: "1m" }, ...over });
+
+  it("keepalive = true keeps the schedule lock held while a job outlasts its TTL", async () => {
+    const backend = new MemoryBackend();
+    const a = await node("a", backend, long({ keepalive: true }), 5_000, "lifecycle");
+    const b = await node("b", backend, long({ keepalive: true }), 5_000, "lifecycle");
+    const tick = Date.now() - 1_000;
+    const ran = a.scheduler.runTick("job", tick);
+    await sleep(500); // twice the TTL into the 700 ms job
+    expect((await b.locks.status("lockhost:schedule:job")).held).toBe(true);
+    expect(await b.scheduler.runTick("job", tick)).toBe("skipped_contended");
+    expect(await ran).toBe("ran");
+    expect(a.ticks[0]).toMatchObject({ outcome: "ran", fence: 1 });
+    expect(a.ticks[0]!.lockLost).toBeUndefined();
+    expect(a.log.lines.some((l) => l.msg === `guest: scheduled job done, state ${S.STATE_HELD}`)).toBe(true);
+    expect(a.locks.stats().lost).toBe(0);
+  });
+
+  it("tells the tick event, the log and the job (lockhost_on_lost(0)) when the schedule lock is lost", async () => {
+    const backend = new MemoryBackend();
+    const a = await node("a", backend, long({ keepalive: false }), 5_000, "lifecycle");
+    expect(await a.scheduler.runTick("job", Date.now() - 1_000)).toBe("ran");
+    expect(a.ticks[0]).toMatchObject({ outcome: "ran", lockLost: true });
+    expect(a.log.lines.find((l) => l.msg.startsWith("schedule lock lost while the job ran"))).toMatchObject({ level: 50, schedule: "job" });
+    expect(a.log.lines.some((l) => l.msg === `guest: scheduled job done, state ${S.STATE_LOST}`)).toBe(true);
+    for (let i = 0; i < 100 && (await a.guest.call("lostCount")) === 0; i++) await sleep(20);
+    expect(await a.guest.call("lostCount")).toBe(1);
+    expect(await a.guest.call("lostAt", [0])).toBe(0);
   });
 });

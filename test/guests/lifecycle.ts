@@ -202,3 +202,9 @@ export function job(ms: i32): i32 {
   sleepMs(ms);
   return scheduleLockState();
 }
+
+/** A scheduled export (no arguments): works for 700 ms, then traces the schedule lock's state. */
+export function scheduledJob(): void {
+  sleepMs(700);
+  trace("scheduled job done, state " + scheduleLockState().toString());
+}

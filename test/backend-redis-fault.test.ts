@@ -12,6 +12,7 @@ import { LockService } from "../host/locking/service.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { captureLogger } from "./support/log.js";
 import { startRedisServer, type RedisServer } from "./support/servers.js";
+import { callCounter } from "./support/counter.js";
 
 const COMMAND_TIMEOUT_MS = 500;
 /** Generous: "promptly" means bounded by the command timeout, not a race against the scheduler. */
@@ -319,27 +320,6 @@ describe("redis backend: eviction policy", () => {
 describe("redis backend: release notifications across a restart", () => {
   const holder = { plugin: "p", node: "n" };
 
-  /** A listener whose calls are counted; `next()` resolves at the next call (rejects after `ms`). */
-  function counter(): { readonly listener: () => void; readonly count: () => number; next(ms: number): Promise<void> } {
-    let calls = 0;
-    let waiting: (() => void) | undefined;
-    return {
-      listener: () => {
-        calls++;
-        waiting?.();
-      },
-      count: () => calls,
-      next: (ms) =>
-        new Promise<void>((resolve, reject) => {
-          const timer = setTimeout(() => reject(new Error(`no notification within ${ms} ms`)), ms);
-          waiting = () => {
-            clearTimeout(timer);
-            waiting = undefined;
-            resolve();
-          };
-        }),
-    };
-  }
 
   it("uses one subscriber connection for every watched key", async () => {
     const admin = new Redis(server.url);
@@ -361,7 +341,7 @@ describe("redis backend: release notifications across a restart", () => {
     const capture = captureLogger();
     const cfg = config();
     const watcher = new RedisBackend(cfg, capture.logger);
-    const seen = counter();
+    const seen = callCounter();
     try {
       const watch = watcher.watch("job", seen.listener);
       await watch.ready;
@@ -396,7 +376,7 @@ describe("redis backend: release notifications across a restart", () => {
   it("a watch made while Redis is down is ready within commandTimeoutMs, and subscribes once it is back", async () => {
     const cfg = config();
     const backend = new RedisBackend(cfg, captureLogger().logger);
-    const seen = counter();
+    const seen = callCounter();
     await server.kill();
     let restarted = false;
     try {

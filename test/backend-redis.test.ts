@@ -17,6 +17,7 @@ import { slotOf } from "../plugins/backends/redis/keys.js";
 import { backendContract } from "./contract/backend-contract.js";
 import { captureLogger } from "./support/log.js";
 import { freePort, redisUrl } from "./support/servers.js";
+import { callCounter } from "./support/counter.js";
 
 /** ioredis's own slot function (what its Cluster client routes by), a dependency of ioredis without types. */
 const keySlot = createRequire(import.meta.url)("cluster-key-slot") as (key: string) => number;
@@ -419,27 +420,6 @@ describe("redis backend: batched renewals (renewMany)", () => {
   });
 });
 
-/** Counts a listener's calls; `next()` resolves at the next one (or rejects after `ms`). */
-function counter(): { readonly listener: () => void; readonly count: () => number; next(ms?: number): Promise<void> } {
-  let calls = 0;
-  let waiting: (() => void) | undefined;
-  return {
-    listener: () => {
-      calls++;
-      waiting?.();
-    },
-    count: () => calls,
-    next: (ms = 5_000) =>
-      new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no notification within ${ms} ms`)), ms);
-        waiting = () => {
-          clearTimeout(timer);
-          waiting = undefined;
-          resolve();
-        };
-      }),
-  };
-}
 
 /** Subscribers of `channel` on the shared server. */
 async function numsub(channel: string): Promise<number> {
@@ -452,7 +432,7 @@ describe("redis backend: release notifications (watch)", () => {
     const watcher = open();
     const other = open();
     const k = name();
-    const seen = counter();
+    const seen = callCounter();
     const watch = watcher.watch(k, seen.listener);
     await watch.ready;
     expect(await numsub(layout.released(k))).toBe(1);
@@ -476,7 +456,7 @@ describe("redis backend: release notifications (watch)", () => {
     const watcher = open();
     const other = open();
     const k = name();
-    const seen = counter();
+    const seen = callCounter();
     const watch = watcher.watch(k, seen.listener);
     await watch.ready;
     const a = req(k);
@@ -496,8 +476,8 @@ describe("redis backend: release notifications (watch)", () => {
     const backend = open();
     const k = name();
     const channel = layout.released(k);
-    const first = counter();
-    const second = counter();
+    const first = callCounter();
+    const second = callCounter();
     const w1 = backend.watch(k, first.listener);
     const w2 = backend.watch(k, second.listener);
     await Promise.all([w1.ready, w2.ready]);
@@ -519,7 +499,7 @@ describe("redis backend: release notifications (watch)", () => {
     expect(await numsub(channel)).toBe(0);
 
     // Watching again after the unsubscribe subscribes again.
-    const third = counter();
+    const third = callCounter();
     const w3 = backend.watch(k, third.listener);
     await w3.ready;
     expect(await numsub(channel)).toBe(1);

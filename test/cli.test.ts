@@ -1,5 +1,5 @@
 // The lockhost CLI as an operator runs it: a real process, real signals.
-import { spawn, spawnSync } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
@@ -121,25 +121,12 @@ describe("lockhost CLI", () => {
   });
 
   it("runs the example config as two local nodes: one takes each tick, the other skips it, and SIGTERM exits 0 with every lock released", async () => {
-    const child = spawn(process.execPath, [cli, "run", "--config", "lockhost.toml", "--local-nodes", "2"], { cwd: root });
-    // Listen for the exit first: a child that dies early ends the wait instead of hanging the test.
-    let exited = false;
-    const exit = new Promise<number | null>((resolve) =>
-      child.on("exit", (code) => {
-        exited = true;
-        resolve(code);
-      }),
-    );
-    let out = "";
-    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
-    const deadline = Date.now() + 15_000;
-    while (!exited && Date.now() < deadline && !(out.includes("another node holds the schedule lock") && out.includes("report: generated with fence"))) {
-      await Promise.race([new Promise((r) => setTimeout(r, 100)), exit]);
-    }
-    expect(exited, `lockhost run exited before SIGTERM:\n${out}`).toBe(false);
-    child.kill("SIGTERM");
-    const code = await exit;
+    const run = runCli(["run", "--config", "lockhost.toml", "--local-nodes", "2"]);
+    await run.until((out) => out.includes("another node holds the schedule lock") && out.includes("report: generated with fence"));
+    expect(run.exited(), `lockhost run exited before SIGTERM:\n${run.out()}`).toBe(false);
+    run.child.kill("SIGTERM");
+    const code = await run.exit;
+    const out = run.out();
     const lines = out.split("\n").filter(Boolean).map((l) => JSON.parse(l) as { msg: string; node?: string });
     const msgs = lines.map((l) => l.msg);
     expect(msgs).toContain("schedule lock taken; running");
@@ -296,33 +283,20 @@ describe("lockhost status and release --force through a running host's admin lis
 
   it("`lockhost run` logs its admin URL (never the token), and `lockhost status --admin` reads it", async () => {
     const file = await configFile(`[host]\nnode = "run-admin"\n[admin]\nlisten = "127.0.0.1:0"\ntoken = "\${LOCKHOST_ADMIN_TOKEN}"\n`);
-    const child = spawn(process.execPath, [cli, "run", "--config", file], { cwd: root, env: childEnv({ LOCKHOST_ADMIN_TOKEN: TOKEN }) });
-    let exited = false;
-    const exit = new Promise<number | null>((resolve) =>
-      child.on("exit", (code) => {
-        exited = true;
-        resolve(code);
-      }),
-    );
-    let out = "";
-    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    const run = runCli(["run", "--config", file], childEnv({ LOCKHOST_ADMIN_TOKEN: TOKEN }));
     try {
-      const deadline = Date.now() + 15_000;
-      while (!exited && Date.now() < deadline && !out.includes('"msg":"lockhost host started"')) {
-        await Promise.race([new Promise((r) => setTimeout(r, 100)), exit]);
-      }
-      expect(exited, `lockhost run exited early:\n${out}`).toBe(false);
-      const started = out.split("\n").filter(Boolean).map((l) => JSON.parse(l) as { msg: string; admin?: string }).find((l) => l.msg === "lockhost host started");
+      await run.until((out) => out.includes('"msg":"lockhost host started"'));
+      expect(run.exited(), `lockhost run exited early:\n${run.out()}`).toBe(false);
+      const started = run.out().split("\n").filter(Boolean).map((l) => JSON.parse(l) as { msg: string; admin?: string }).find((l) => l.msg === "lockhost host started");
       expect(started?.admin).toMatch(/^http:\/\/127\.0\.0\.1:[1-9][0-9]*$/);
       const r = await lockhostAsync(["status", "--admin", started!.admin!, "--json"], { cwd: tmpdir() });
       expect(r.status, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout)).toMatchObject({ node: "run-admin", backend: "memory", stats: { held: 0 } });
     } finally {
-      child.kill("SIGTERM");
+      run.child.kill("SIGTERM");
     }
-    expect(await exit).toBe(0);
-    expect(out).not.toContain(TOKEN);
+    expect(await run.exit).toBe(0);
+    expect(run.out()).not.toContain(TOKEN);
   });
 
   it("force-releases a memory lock with the token from the config's [admin] token", async () => {
@@ -336,3 +310,36 @@ describe("lockhost status and release --force through a running host's admin lis
     expect((await h.locks.status(lease.name)).held).toBe(false);
   });
 });
+
+/** A `lockhost` child process whose output is collected and whose exit is awaited. */
+interface CliRun {
+  readonly child: ChildProcess;
+  /** Resolves with the exit code; listened for first, so a child that dies early ends every wait. */
+  readonly exit: Promise<number | null>;
+  exited(): boolean;
+  /** stdout and stderr so far. */
+  out(): string;
+  /** Resolves once `ready(out)` holds, the child exited, or 15 s passed. */
+  until(ready: (out: string) => boolean): Promise<void>;
+}
+
+function runCli(args: readonly string[], env?: NodeJS.ProcessEnv): CliRun {
+  const child = spawn(process.execPath, [cli, ...args], { cwd: root, ...(env && { env }) });
+  let exited = false;
+  const exit = new Promise<number | null>((resolve) =>
+    child.on("exit", (code) => {
+      exited = true;
+      resolve(code);
+    }),
+  );
+  let out = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  return {
+    child, exit, exited: () => exited, out: () => out,
+    async until(ready) {
+      const deadline = Date.now() + 15_000;
+      while (!exited && Date.now() < deadline && !ready(out)) await Promise.race([new Promise((r) => setTimeout(r, 100)), exit]);
+    },
+  };
+}

@@ -368,6 +368,60 @@ describe("pg backend", () => {
     }
   });
 
+  it("adds ttl_ms to a holders table an earlier version made, and reads rows it wrote without one", async () => {
+    const schema = `lockhost_test_${run}_up`;
+    const role = `lockhost_test_${run}_uprole`;
+    const t = `${schema}.locks`;
+    const h = holdersTableOf(t);
+    // The tables as the previous version created them: no ttl_ms.
+    const olderDdl = [
+      `create table ${t} (id bigint primary key, reserved bigint not null)`,
+      `create unlogged table ${h} (id bigint primary key, key text not null, fence bigint not null,
+        reserved bigint not null, owner text, plugin text not null, node text not null, hostname text not null,
+        pid integer not null, acquired_at timestamptz not null, expires_at timestamptz not null)`,
+    ];
+    await admin.query(`create schema ${schema}; create role ${role} login`);
+    try {
+      for (const ddl of olderDdl) await admin.query(ddl);
+      await admin.query(`grant usage on schema ${schema} to ${role}`);
+      await admin.query(`grant select, insert, update on ${t}, ${h} to ${role}`);
+      // A role that does not own the table cannot add the column: told what to run.
+      const roleUrl = new URL(url);
+      roleUrl.username = role;
+      const denied = await host({ url: roleUrl.toString(), table: t }).acquire(req(key())).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(denied).toBeInstanceOf(LockhostError);
+      expect(denied).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+      expect((denied as Error).message).toContain(`ADD COLUMN IF NOT EXISTS ttl_ms`);
+
+      // Its owner's backend adds it (two hosts racing to) and records the TTL from then on.
+      const [b1, b2] = [host({ table: t }), host({ table: t })];
+      const k = key();
+      const a = req(k, { ttlMs: 12_000 });
+      const [first, second] = await Promise.all([b1.acquire(a), b2.acquire(req(key()))]);
+      expect(first.acquired && second.acquired).toBe(true);
+      expect((await b2.status(k))?.ttlMs).toBe(12_000);
+      expect((await b1.renew(k, a.owner, 4_000)).ok).toBe(true);
+      expect((await b2.status(k))?.ttlMs).toBe(4_000);
+      // A row as an older host writes it (no ttl_ms): the remaining lease, a lower bound.
+      await admin.query(`update ${h} set ttl_ms = null`);
+      const legacy = await b2.status(k);
+      expect(legacy!.ttlMs).toBeGreaterThan(0);
+      expect(legacy!.ttlMs).toBeLessThanOrEqual(4_000);
+      expect(legacy!.ttlMs).toBeGreaterThanOrEqual(legacy!.ttlRemainingMs);
+      // The role can use the upgraded table.
+      const roleHost = host({ url: roleUrl.toString(), table: t });
+      const k2 = key();
+      expect((await roleHost.acquire(req(k2, { ttlMs: 6_000 }))).acquired).toBe(true);
+      expect((await roleHost.status(k2))?.ttlMs).toBe(6_000);
+      await Promise.all([b1.close(), b2.close(), roleHost.close()]);
+    } finally {
+      await admin.query(`drop schema ${schema} cascade; drop role ${role}`);
+    }
+  });
+
   it("holds 1,000 locks on its few session connections, and releases them all", async () => {
     const applicationName = `lockhost-test-${run}-many`;
     const backend = host({ sessions: 4 }, { applicationName });

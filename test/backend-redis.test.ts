@@ -137,7 +137,7 @@ describe("redis backend: key layout", () => {
 });
 
 describe("redis backend: records and clocks", () => {
-  it("stores holder metadata: owner, fence, plugin, node, this machine's hostname, instance id, times", async () => {
+  it("stores holder metadata: owner, fence, plugin, node, this machine's hostname, instance id, times, TTL", async () => {
     const backend = open();
     const k = name();
     const a = req(k, { holder: { plugin: "billing", node: "node-7" }, ttlMs: 30_000 });
@@ -152,6 +152,7 @@ describe("redis backend: records and clocks", () => {
       instance: backend.instanceId,
       acquired_at: String(r.acquiredAtMs),
       expires_at: String(r.expiresAtMs),
+      ttl_ms: "30000",
     });
     const ttl = await admin.pttl(layout.lock(k));
     expect(ttl).toBeGreaterThan(29_000);
@@ -181,6 +182,32 @@ describe("redis backend: records and clocks", () => {
     expect(s?.expiresAtMs).toBe(renewed.expiresAtMs);
     expect(s?.acquiredAtMs).toBe(r.acquiredAtMs);
     expect(s!.ttlRemainingMs).toBeLessThanOrEqual(3_333);
+    expect(s?.ttlMs).toBe(3_333);
+    expect(await admin.hget(layout.lock(k), "ttl_ms")).toBe("3333");
+  });
+
+  it("reports a possible TTL for locks an older version wrote without ttl_ms: the PTTL, within what the record allows", async () => {
+    const backend = open();
+    const k = name();
+    const a = req(k, { ttlMs: 20_000 });
+    expect((await backend.acquire(a)).acquired).toBe(true);
+    // An older version's record: no ttl_ms field.
+    await admin.hdel(layout.lock(k), "ttl_ms");
+    const legacy = await backend.status(k);
+    expect(legacy!.ttlMs).toBeGreaterThan(0);
+    expect(legacy!.ttlMs).toBeLessThanOrEqual(20_000);
+    expect(legacy!.ttlMs).toBeGreaterThanOrEqual(legacy!.ttlRemainingMs);
+    // An older version's renew on a record of this one leaves a ttl_ms the lease no longer has:
+    // never reported above expires_at - acquired_at, nor below what is left.
+    await admin.hset(layout.lock(k), "ttl_ms", "900000");
+    expect((await backend.status(k))!.ttlMs).toBe(20_000);
+    await admin.hset(layout.lock(k), "ttl_ms", "1");
+    const low = await backend.status(k);
+    expect(low!.ttlMs).toBeGreaterThanOrEqual(low!.ttlRemainingMs);
+    expect(low!.ttlMs).toBeGreaterThan(1_000);
+    // This version's next renew records it again.
+    expect((await backend.renew(k, a.owner, 7_000)).ok).toBe(true);
+    expect((await backend.status(k))!.ttlMs).toBe(7_000);
   });
 
   it("never deletes the fence counter: fences keep rising after expiry and force-release", async () => {

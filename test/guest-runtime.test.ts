@@ -99,6 +99,7 @@ describe("exclusion and outcomes", () => {
     expect(len).toBe(Buffer.byteLength(line.slice("guest: status ".length)));
     expect(json).toMatchObject({ key: "alpha:k6", held: true, holder: { plugin: "alpha", node: "node-a" }, fence: 1 });
     expect(json.ttl_remaining_ms).toBeGreaterThan(0);
+    expect(json.ttl_ms).toBe(10_000);
     expect(json).not.toHaveProperty("owner");
     expect(await a.call("ownerLen", [h])).toBe(36);
     expect(await a.call("release", [h])).toBe(S.OK);

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import * as S from "../abi/status.js";
 import { globalKeyMatcher, qualify } from "../host/locking/scope.js";
+import type { LockBackend } from "../host/locking/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { MAX_NAME_BYTES } from "../host/locking/validate.js";
 import { MemoryBackend } from "../plugins/backends/memory.js";
@@ -295,5 +296,101 @@ describe("LockService.forceRelease of its own lease", () => {
     expect(lease.lostReason?.message).toMatch(/force-released by an operator/);
     expect(locks.stats()).toMatchObject({ held: 0, lost: 1 });
     await expect(locks.release(lease)).rejects.toMatchObject({ code: "LOST" });
+  });
+});
+
+describe("LockService races and failures (review findings)", () => {
+  const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+  /** The shared memory backend behind a wrapper whose status() and watch().ready are slow. */
+  function slowBackend(over: { statusDelayMs?: number; readyDelayMs?: number }): LockBackend {
+    const { backend: base } = faultyBackend(backend);
+    return {
+      ...base,
+      status: async (k) => {
+        await sleep(over.statusDelayMs ?? 0);
+        return backend.status(k);
+      },
+      watch: (k, l) => {
+        const w = backend.watch(k, l);
+        return { ready: sleep(over.readyDelayMs ?? 0), close: w.close };
+      },
+      close: async () => undefined,
+    };
+  }
+
+  it("restores a lock with the TTL its lease was set with, however old the lock is", async () => {
+    const lease = (await locks.tryLock("k", { ttlMs: 200 }))!;
+    for (let i = 0; i < 3; i++) {
+      await sleep(100);
+      await locks.renew(lease);
+    }
+    const other = new LockService(backend, { node: "node-b" });
+    const restored = await other.restore("k", lease.owner);
+    expect(restored.ttlMs).toBe(200);
+    await other.renew(restored, 300);
+    const again = new LockService(backend, { node: "node-c" });
+    expect((await again.restore("k", lease.owner)).ttlMs).toBe(300);
+    await again.close({ closeBackend: false });
+    await other.close({ closeBackend: false });
+  });
+
+  it("a lease whose release failed is still watched: its observers hear when it runs out", async () => {
+    const { backend: faulty, faults } = faultyBackend();
+    const service = new LockService(faulty, { node: "n" });
+    try {
+      const lease = (await service.tryLock("k", { ttlMs: 100 }))!;
+      const signal = lease.signal;
+      faults.failReleases = 1;
+      await expect(service.release(lease)).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+      expect(lease.state).toBe("held");
+      await sleep(300);
+      expect(lease.state).toBe("lost");
+      expect(signal.aborted).toBe(true);
+    } finally {
+      await service.close();
+    }
+  });
+
+  for (const keepalive of [false, true]) {
+    it(`hands out no restored lease once close() has begun (keepalive ${keepalive})`, async () => {
+      const lease = (await locks.tryLock("k", { ttlMs: 60_000 }))!;
+      const other = new LockService(slowBackend({ statusDelayMs: 50 }), { node: "node-b" });
+      const restoring = other.restore("k", lease.owner, { keepalive });
+      const closed = other.close();
+      await expect(restoring).rejects.toMatchObject({ code: "CLOSED" });
+      await closed;
+      expect(other.heldCount).toBe(0);
+      // Nothing was taken over: the original holder still has its lock.
+      expect((await locks.status("global:k")).held).toBe(true);
+    });
+  }
+
+  it("gives concurrent restores of one owner the same lease", async () => {
+    const lease = (await locks.tryLock("k", { ttlMs: 60_000 }))!;
+    const other = new LockService(slowBackend({ statusDelayMs: 20 }), { node: "node-b" });
+    const [x, y] = await Promise.all([other.restore("k", lease.owner), other.restore("k", lease.owner)]);
+    expect(x).toBe(y);
+    expect(other.heldCount).toBe(1);
+    await other.close();
+  });
+
+  it("bounds the release subscription by waitMs and the abort signal", async () => {
+    const held = (await locks.tryLock("k", { ttlMs: 60_000 }))!;
+    const other = new LockService(slowBackend({ readyDelayMs: 1_500 }), { node: "node-b" });
+    try {
+      let t0 = performance.now();
+      await expect(other.acquire("k", { ttlMs: 1_000, waitMs: 50 })).rejects.toMatchObject({ code: "TIMEOUT" });
+      expect(performance.now() - t0).toBeLessThan(1_000);
+      const controller = new AbortController();
+      t0 = performance.now();
+      const waiting = other.acquire("k", { ttlMs: 1_000, waitMs: 10_000, signal: controller.signal });
+      setTimeout(() => controller.abort(new Error("gave up")), 10);
+      await expect(waiting).rejects.toThrow("gave up");
+      expect(performance.now() - t0).toBeLessThan(1_000);
+    } finally {
+      await other.close();
+      await locks.release(held);
+    }
   });
 });

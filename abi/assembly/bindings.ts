@@ -98,7 +98,7 @@ export declare function lock_state(handle: i32): i32;
  * `lock.restore(key_ptr, key_len, owner_ptr, owner_len, ttl_ms, flags) -> i32`:
  * a handle for a lock taken elsewhere (another process, another guest), given
  * its owner token, so this guest can renew or release it. `ttlMs` 0 keeps the
- * lock's current lease length. Returns a handle `> 0` or `-code`
+ * TTL the lock's current lease was set with. Returns a handle `> 0` or `-code`
  * (`-NOT_FOUND`, `-OWNERSHIP_MISMATCH`, `-ALREADY_RELEASED`, ...).
  * `flags` as for `lock_try`.
  */

@@ -329,7 +329,7 @@ export function acquire(key: string, ttlMs: i32, waitMs: i32, flags: i32 = 0): T
 /**
  * A `Lock` for a lock taken elsewhere (another process or guest, which handed
  * over its owner token: `Lock.owner()`), so this guest can renew or release it.
- * `ttlMs` 0 (the default) keeps the lock's current lease length for renewals;
+ * `ttlMs` 0 (the default) renews with the TTL the lock's current lease was set with;
  * `flags` as for `tryLock` (`KEEP` to keep it after this call, `KEEPALIVE`).
  * Never contended: the result has `lock`, or `error` (`NOT_FOUND`: nobody holds
  * the key; `OWNERSHIP_MISMATCH`: someone else does; `ALREADY_RELEASED`: this

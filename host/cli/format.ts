@@ -16,6 +16,7 @@ export function formatStatus(s: LockStatus): string {
     `  acquired_at:   ${iso(s.acquiredAtMs)}`,
     `  expires_at:    ${iso(s.expiresAtMs)}`,
     `  ttl_remaining: ${s.ttlRemainingMs} ms`,
+    `  ttl:           ${s.ttlMs} ms (the lease's length, as last set)`,
   ].join("\n");
 }
 

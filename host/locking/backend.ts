@@ -70,6 +70,8 @@ export interface LockRecord {
   readonly holder: Holder;
   readonly acquiredAtMs: number;
   readonly expiresAtMs: number;
+  /** The TTL the current lease was set with (acquire or the latest renew), ms. */
+  readonly ttlMs: number;
   /** Remaining lease on the server's clock. */
   readonly ttlRemainingMs: number;
 }

@@ -104,6 +104,11 @@ export class Lease {
     if (listeners) for (const l of listeners) safely(l, reason);
   }
 
+  /** Whether anyone watches for the loss of this lease (its `signal` was read or `onLost` used). */
+  get observed(): boolean {
+    return this.#observed;
+  }
+
   #observe(): void {
     if (this.#observed || this.state !== "held") return;
     this.#observed = true;

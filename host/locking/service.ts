@@ -68,7 +68,7 @@ export interface WithLockOptions extends Omit<AcquireOptions, "waitMs" | "keepal
 export interface RestoreOptions {
   /** Where the key lives (default "global"). */
   readonly scope?: Scope;
-  /** TTL for renewals of the restored lease (default: the length of its current lease). */
+  /** TTL for renewals of the restored lease (default: the TTL its current lease was set with). */
   readonly ttlMs?: number;
   /** Keep the restored lease alive (see TryLockOptions.keepalive). Default false. */
   readonly keepalive?: boolean;
@@ -242,19 +242,30 @@ export class LockService {
    * `key`, OWNERSHIP_MISMATCH when someone else does, ALREADY_RELEASED when this service
    * released that owner's lock itself. A lease this service already holds is returned as is.
    */
-  async restore(key: string, owner: string, options: RestoreOptions = {}): Promise<Lease> {
-    if (this.#closing) throw closedError();
-    validateKey(key);
-    validateKey(owner, "owner");
-    const name = qualify(key, options.scope ?? "global");
-    const mine = this.#held.get(owner);
-    if (mine && mine.name === name) {
-      if (options.keepalive && !mine.keepalive) this.setKeepalive(mine, true);
-      return mine;
+  restore(key: string, owner: string, options: RestoreOptions = {}): Promise<Lease> {
+    if (this.#closing) return Promise.reject(closedError());
+    let name: string;
+    try {
+      validateKey(key);
+      validateKey(owner, "owner");
+      if (options.ttlMs !== undefined) validateTtl(options.ttlMs);
+      name = qualify(key, options.scope ?? "global");
+    } catch (err) {
+      return Promise.reject(err);
     }
-    if (options.ttlMs !== undefined) validateTtl(options.ttlMs);
+    // Tracked like an acquisition: close() waits for it, and it hands out no lease once closing.
+    return this.#track(this.#restore(name, owner, options));
+  }
+
+  async #restore(name: string, owner: string, options: RestoreOptions): Promise<Lease> {
+    const mine = this.#sameLease(name, owner, options);
+    if (mine) return mine;
     const sentAt = performance.now();
     const record = await this.#backendCall(() => this.#backend.status(name));
+    if (this.#closing) throw closedError();
+    // A concurrent restore of the same owner may have finished meanwhile: one lease per owner.
+    const raced = this.#sameLease(name, owner, options);
+    if (raced) return raced;
     if (!record || record.owner !== owner) {
       if (this.#released.has(owner)) {
         throw new LockhostError("ALREADY_RELEASED", `lock ${name} with that owner token was already released by this host`);
@@ -262,15 +273,23 @@ export class LockService {
       if (!record) throw new LockhostError("NOT_FOUND", `no lock is held under ${name}`);
       throw new LockhostError("OWNERSHIP_MISMATCH", `lock ${name} belongs to another owner token (fence ${record.fence}); nothing was changed`);
     }
-    const ttlMs = options.ttlMs ?? Math.min(MAX_LEASE_MS, Math.max(1, record.expiresAtMs - record.acquiredAtMs));
+    const keepalive = options.keepalive === true;
     const lease = new Lease(
-      name, owner, record.fence, ttlMs, record.holder, record.acquiredAtMs, record.expiresAtMs,
-      sentAt + record.ttlRemainingMs, false, this.#hooks,
+      name, owner, record.fence, options.ttlMs ?? record.ttlMs, record.holder, record.acquiredAtMs, record.expiresAtMs,
+      sentAt + record.ttlRemainingMs, keepalive, this.#hooks,
     );
     this.#held.set(owner, lease);
     this.#acquisitions++;
-    if (options.keepalive) this.setKeepalive(lease, true);
+    if (keepalive) this.#renewals.watch(lease);
     return lease;
+  }
+
+  /** The lease this service holds for `owner` under `name`, with keepalive turned on if asked. */
+  #sameLease(name: string, owner: string, options: RestoreOptions): Lease | undefined {
+    const mine = this.#held.get(owner);
+    if (!mine || mine.name !== name) return undefined;
+    if (options.keepalive && !mine.keepalive) this.setKeepalive(mine, true);
+    return mine;
   }
 
   /** Turns keepalive on or off for a held lease. */
@@ -311,7 +330,8 @@ export class LockService {
     signal?.addEventListener("abort", onAbort, { once: true });
     let acquired = false;
     try {
-      await this.#waits.join(name, waiter);
+      // The subscription is bounded by the wait and its signal: polling covers a late one.
+      await untilSettled(this.#waits.join(name, waiter), deadline - performance.now(), signal);
       let hint = first.retryAfterMs;
       // Subscribed now: one more try, or a release just before the subscription would be missed.
       let shouldTry = true;
@@ -431,7 +451,8 @@ export class LockService {
         // The release did not happen: the lease is still ours until its TTL ends.
         lease.state = "held";
         this.#held.set(lease.owner, lease);
-        if (lease.keepalive) this.#renewals.watch(lease);
+        // Its renewals, or the watch on its end that its observers rely on, resume.
+        if (lease.keepalive || lease.observed) this.#renewals.watch(lease);
         throw err;
       },
     );
@@ -571,8 +592,21 @@ export class LockService {
 
 const ignore = (): void => undefined;
 
-/** The longest lease restore assumes when it must guess the TTL. */
-const MAX_LEASE_MS = 86_400_000;
+/** Resolves when `promise` settles, `ms` pass, or `signal` aborts, whichever is first. */
+function untilSettled(promise: Promise<unknown>, ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal?.addEventListener("abort", done, { once: true });
+    promise.then(done, done);
+  });
+}
+
 
 /** Validated inputs of one acquisition. */
 interface Request {

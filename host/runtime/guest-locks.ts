@@ -273,7 +273,7 @@ export class GuestLocks {
           ? {
               key: s.key, held: true, holder: { plugin: s.holder.plugin, node: s.holder.node },
               fence: s.fence, acquired_at_ms: s.acquiredAtMs, expires_at_ms: s.expiresAtMs,
-              ttl_remaining_ms: s.ttlRemainingMs,
+              ttl_remaining_ms: s.ttlRemainingMs, ttl_ms: s.ttlMs,
             }
           : { key: s.key, held: false },
       );

@@ -19,6 +19,8 @@ interface Entry {
   holder: Holder;
   acquiredAtMs: number;
   expiresAtMs: number;
+  /** The TTL of the current lease (acquire or the latest renew), reported by status. */
+  ttlMs: number;
 }
 
 /** Options of the memory backend. */
@@ -81,6 +83,7 @@ export class MemoryBackend implements LockBackend {
       holder: req.holder,
       acquiredAtMs: now,
       expiresAtMs: now + req.ttlMs,
+      ttlMs: req.ttlMs,
     };
     this.#locks.set(req.key, entry);
     return { acquired: true, fence, acquiredAtMs: now, expiresAtMs: entry.expiresAtMs };
@@ -93,6 +96,7 @@ export class MemoryBackend implements LockBackend {
     if (!entry) return { ok: false, reason: "not_found" };
     if (entry.owner !== owner) return { ok: false, reason: "mismatch" };
     entry.expiresAtMs = now + ttlMs;
+    entry.ttlMs = ttlMs;
     return { ok: true, expiresAtMs: entry.expiresAtMs };
   }
 

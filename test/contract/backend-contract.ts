@@ -141,7 +141,7 @@ export function backendContract(name: string, target: ContractTarget): void {
       const s = await backend.status(k);
       expect(s).toMatchObject({
         key: k, owner: a.owner, fence: r.fence, holder: { plugin: "billing", node: "node-b" },
-        acquiredAtMs: r.acquiredAtMs, expiresAtMs: r.expiresAtMs,
+        acquiredAtMs: r.acquiredAtMs, expiresAtMs: r.expiresAtMs, ttlMs: 8_000,
       });
       expect(s!.ttlRemainingMs).toBeGreaterThan(0);
       expect(s!.ttlRemainingMs).toBeLessThanOrEqual(8_000);
@@ -166,15 +166,27 @@ export function backendContract(name: string, target: ContractTarget): void {
       for (const [i, k] of names.entries()) expect(await backend.release(k, owners[i]!), k).toBe("released");
     });
 
-    it("shows a renewed lease in status", async () => {
+    it("shows a renewed lease in status, with the TTL of the latest renewal", async () => {
       const k = key();
       const a = req(k, { ttlMs: 2_000 });
-      await backend.acquire(a);
+      const acquired = await backend.acquire(a);
+      if (!acquired.acquired) throw new Error("not acquired");
+      expect((await backend.status(k))?.ttlMs).toBe(2_000);
+      await sleep(20); // so that expiresAt - acquiredAt after the renewal exceeds its TTL
       const renewed = await backend.renew(k, a.owner, 30_000);
       if (!renewed.ok) throw new Error("not renewed");
       const s = await backend.status(k);
       expect(s?.expiresAtMs).toBe(renewed.expiresAtMs);
       expect(s!.ttlRemainingMs).toBeGreaterThan(2_000);
+      // Not expiresAt - acquiredAt, which also counts the time between acquire and renew.
+      expect(s?.ttlMs).toBe(30_000);
+      expect(s?.acquiredAtMs).toBe(acquired.acquiredAtMs);
+      // A shorter TTL in a batch renewal is recorded as well.
+      const [batch] = await backend.renewMany([{ key: k, owner: a.owner, ttlMs: 5_000 }]);
+      expect(batch?.ok).toBe(true);
+      const after = await backend.status(k);
+      expect(after?.ttlMs).toBe(5_000);
+      expect(after!.ttlRemainingMs).toBeLessThanOrEqual(5_000);
       await backend.release(k, a.owner);
     });
 

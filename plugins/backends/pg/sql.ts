@@ -10,7 +10,9 @@
 //   raised a block at a time (FENCE_BLOCK), by a commit that is flushed to disk before the
 //   fence that needed it is handed out; so it survives any crash the server survives.
 // - `<table>_holders` (UNLOGGED): per id, the last fence handed out (and a copy of
-//   `reserved`) and the last holder: name, owner, plugin, node, hostname, session pid, times.
+//   `reserved`) and the last holder: name, owner, plugin, node, hostname, session pid, times,
+//   and `ttl_ms`, the TTL the current lease was set with (acquire or the latest renew; NULL in
+//   rows an older version wrote, whose tables get the column from `addColumns`).
 //   Written on acquire and renew without flushing the WAL (an unlogged write needs no WAL);
 //   release only reads it. PostgreSQL empties unlogged tables after a crash, when every
 //   session and advisory lock is gone too; the next acquire then starts a new block above
@@ -38,10 +40,15 @@ export interface Statement {
 
 /** The statements of one backend, for one configured table. */
 export interface Statements {
-  /** [whether both tables exist]: checked first, so a role without CREATE can use tables made for it. */
+  /**
+   * [whether both tables exist, whether the holders table has every column this version
+   * writes]: checked first, so a role without CREATE can use tables made for it.
+   */
   readonly tablesExist: { readonly text: string; readonly values: readonly string[] };
   /** Creates both tables if missing (two statements, run one at a time). */
   readonly createTables: readonly string[];
+  /** Adds to an existing holders table (made by an earlier version) the columns it lacks. */
+  readonly addColumns: readonly string[];
   /**
    * $1 advisory id, $2 key, $3 owner, $4 plugin, $5 node, $6 hostname, $7 ttl ms ->
    * [fence, reserved, acquired ms, expires ms, null] when taken; [null x 4, ms left of the
@@ -76,7 +83,10 @@ export interface Statements {
   readonly release: Statement;
   /** $1 advisory id -> [unlocked]. */
   readonly unlock: Statement;
-  /** $1 advisory id, $2 key, $3 classid, $4 objid -> [owner, fence, plugin, node, hostname, acquired ms, expires ms, remaining ms] or no row. */
+  /**
+   * $1 advisory id, $2 key, $3 classid, $4 objid -> [owner, fence, plugin, node, hostname,
+   * acquired ms, expires ms, remaining ms, ttl ms or null] or no row.
+   */
   readonly status: Statement;
   /** $1 advisory id, $2 key, $3 classid, $4 objid -> [holder pid, terminated] or no row. */
   readonly forceRelease: Statement;
@@ -150,7 +160,11 @@ export function statementsFor(table: string): Statements {
   const t = quoteTable(table);
   const h = quoteTable(holdersTableOf(table));
   return {
-    tablesExist: { text: "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL", values: [t, h] },
+    tablesExist: {
+      text: `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL,
+          EXISTS (SELECT FROM pg_attribute WHERE attrelid = to_regclass($2) AND attname = 'ttl_ms' AND NOT attisdropped)`,
+      values: [t, h],
+    },
     createTables: [
       `CREATE TABLE IF NOT EXISTS ${t} (id bigint PRIMARY KEY, reserved bigint NOT NULL)`,
       `CREATE UNLOGGED TABLE IF NOT EXISTS ${h} (
@@ -164,9 +178,12 @@ export function statementsFor(table: string): Statements {
         hostname text NOT NULL,
         pid integer NOT NULL,
         acquired_at timestamptz NOT NULL,
-        expires_at timestamptz NOT NULL
+        expires_at timestamptz NOT NULL,
+        ttl_ms bigint
       )`,
     ],
+    // Nullable, as in CREATE: rows of an earlier version (still running elsewhere) have none.
+    addColumns: [`ALTER TABLE ${h} ADD COLUMN IF NOT EXISTS ttl_ms bigint`],
     // The advisory lock, the next fence and the holder in one statement. `l` is volatile, so
     // it runs exactly once, and nothing is written unless it got the lock. When it did not,
     // the holder row (maybe an older version: see below) tells how long its lease has left,
@@ -184,13 +201,13 @@ export function statementsFor(table: string): Statements {
       text: `WITH l AS (SELECT pg_try_advisory_lock($1::int8) AS got),
         r AS (SELECT coalesce((SELECT reserved FROM ${t} WHERE id = $1::int8), 0) AS reserved),
         i AS (
-          INSERT INTO ${h} AS h (id, key, fence, reserved, owner, plugin, node, hostname, pid, acquired_at, expires_at)
+          INSERT INTO ${h} AS h (id, key, fence, reserved, owner, plugin, node, hostname, pid, acquired_at, expires_at, ttl_ms)
           SELECT $1::int8, $2::text, r.reserved + 1, r.reserved, $3::text, $4::text, $5::text, $6::text, pg_backend_pid(),
-                 ${serverNow}, ${serverNow} + $7::int8 * interval '1 millisecond'
+                 ${serverNow}, ${serverNow} + $7::int8 * interval '1 millisecond', $7::int8
           FROM l, r WHERE l.got
           ON CONFLICT (id) DO UPDATE SET fence = h.fence + 1, key = EXCLUDED.key, owner = EXCLUDED.owner,
             plugin = EXCLUDED.plugin, node = EXCLUDED.node, hostname = EXCLUDED.hostname, pid = EXCLUDED.pid,
-            acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at
+            acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at, ttl_ms = EXCLUDED.ttl_ms
           RETURNING fence, reserved, ${ms("acquired_at")} AS acquired, ${ms("expires_at")} AS expires
         )
         SELECT fence, reserved, acquired, expires, NULL::int8 FROM i
@@ -224,7 +241,7 @@ export function statementsFor(table: string): Statements {
     // server's whole lock table, which would make each renew cost O(locks on the server).)
     renew: {
       name: "lockhost_renew",
-      text: `UPDATE ${h} SET expires_at = ${serverNow} + $4::int8 * interval '1 millisecond'
+      text: `UPDATE ${h} SET expires_at = ${serverNow} + $4::int8 * interval '1 millisecond', ttl_ms = $4::int8
         WHERE id = $1::int8 AND key = $2 AND owner = $3 AND pid = pg_backend_pid()
         RETURNING ${ms("expires_at")}`,
     },
@@ -241,7 +258,7 @@ export function statementsFor(table: string): Statements {
             WITH ORDINALITY AS q(id, key, owner, ttl, here, i)
         ),
         u AS (
-          UPDATE ${h} h SET expires_at = ${serverNow} + q.ttl * interval '1 millisecond'
+          UPDATE ${h} h SET expires_at = ${serverNow} + q.ttl * interval '1 millisecond', ttl_ms = q.ttl
           FROM q
           WHERE h.id = q.id AND h.key = q.key AND h.owner = q.owner
             AND CASE WHEN q.here THEN h.pid = pg_backend_pid()
@@ -293,7 +310,7 @@ export function statementsFor(table: string): Statements {
     status: {
       name: "lockhost_status",
       text: `SELECT owner, fence, plugin, node, hostname, ${ms("acquired_at")}, ${ms("expires_at")},
-          greatest(0, ${ms("expires_at")} - ${ms(serverNow)})
+          greatest(0, ${ms("expires_at")} - ${ms(serverNow)}), ttl_ms
         FROM ${h} h
         WHERE id = $1::int8 AND key = $2 AND owner IS NOT NULL
           AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = h.pid AND ${advisoryLock("$3", "$4")})`,

@@ -245,18 +245,36 @@ export class RedisBackend implements LockBackend {
 
 function toRecord(key: string, reply: StatusReply): LockRecord | null {
   if (reply === NOT_FOUND) return null;
-  const [owner, fence, plugin, node, host, acquiredAt, expiresAt, pttl] = reply;
+  const [owner, fence, plugin, node, host, acquiredAt, expiresAt, ttl, pttl] = reply;
   const holder: Holder = { plugin, node, hostname: host };
+  const acquiredAtMs = Number(acquiredAt);
+  const expiresAtMs = Number(expiresAt);
+  // PTTL is -1 only for a key someone stripped of its TTL by hand; report no lease left.
+  const ttlRemainingMs = Math.max(0, pttl);
   return {
     key,
     owner,
     fence: Number(fence),
     holder,
-    acquiredAtMs: Number(acquiredAt),
-    expiresAtMs: Number(expiresAt),
-    // PTTL is -1 only for a key someone stripped of its TTL by hand; report no lease left.
-    ttlRemainingMs: Math.max(0, pttl),
+    acquiredAtMs,
+    expiresAtMs,
+    ttlMs: leaseTtl(ttl === "" ? undefined : Number(ttl), ttlRemainingMs, expiresAtMs - acquiredAtMs),
+    ttlRemainingMs,
   };
+}
+
+/**
+ * The TTL status reports: the recorded one, kept within what is certainly true of any lease
+ * (at least what is left of it, at most `expires_at - acquired_at`, which adds the lock's age
+ * at its last renewal), so a record an older version left half-updated (its renew did not
+ * write `ttl_ms`) still gives a possible TTL. A lock an older version took has no `ttl_ms`:
+ * then the remaining lease (PTTL), the lower bound, since restoring with a shorter TTL renews
+ * sooner than needed while a longer one could hold the lock far past its holder's intent.
+ * Never below 1 ms. The first renew by this version records the field.
+ */
+function leaseTtl(recorded: number | undefined, remainingMs: number, upToMs: number): number {
+  const ttl = recorded !== undefined && Number.isSafeInteger(recorded) ? recorded : remainingMs;
+  return Math.max(1, remainingMs, Math.min(ttl, upToMs));
 }
 
 export { KeyLayout, hashTag } from "./keys.js";

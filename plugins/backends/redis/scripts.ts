@@ -8,7 +8,10 @@
 // of SET PX): a few µs of server time at most, measured within noise of a packed string,
 // while the fixed cost of running any script is larger. The fence is stored in the record
 // too (though the counter holds the same number while the lock lives) so that one read of
-// one key shows the whole lock.
+// one key shows the whole lock. `ttl_ms` is the TTL the current lease was set with (acquire,
+// then every renew, which may pass another): `expires_at - acquired_at` is not it once a lock
+// was renewed, since acquired_at never moves. Locks written before this field existed lack it
+// (see toRecord in index.ts for what status reports then).
 //
 // Times come from the server's TIME inside the script, never from the host: the lease must
 // end by the clock that expires the key. Scripts that call TIME and then write need effects
@@ -48,12 +51,12 @@ export type ReleaseReply = number;
 /** One RenewReply per lock, in KEYS order. */
 export type RenewManyReply = readonly RenewReply[];
 
-/** NOT_FOUND, or the record: hash fields as strings, then the PTTL. */
+/** NOT_FOUND, or the record: hash fields as strings ('' for a missing one), then the PTTL. */
 export type StatusReply =
   | typeof NOT_FOUND
   | readonly [
       owner: string, fence: string, plugin: string, node: string, hostname: string,
-      acquiredAt: string, expiresAt: string, pttl: number,
+      acquiredAt: string, expiresAt: string, ttlMs: string, pttl: number,
     ];
 
 /** Shared by acquire and renew: the server's clock in whole ms. */
@@ -82,7 +85,7 @@ ${NOW_MS}
 local ttl = tonumber(ARGV[2])
 local expires = now + ttl
 redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'fence', fence, 'plugin', ARGV[3], 'node', ARGV[4],
-  'hostname', ARGV[5], 'instance', ARGV[6], 'acquired_at', now, 'expires_at', expires)
+  'hostname', ARGV[5], 'instance', ARGV[6], 'acquired_at', now, 'expires_at', expires, 'ttl_ms', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ttl)
 if reclaimed then
   return {fence, now, expires, tonumber(reclaimed[3]) or 0, KEYS[1], reclaimed[1]}
@@ -96,7 +99,7 @@ if not owner then return ${NOT_FOUND} end
 if owner ~= ARGV[1] then return ${MISMATCH} end
 ${NOW_MS}
 local expires = now + tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], 'expires_at', expires)
+redis.call('HSET', KEYS[1], 'expires_at', expires, 'ttl_ms', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return expires`;
 
@@ -124,7 +127,7 @@ for i = 1, #KEYS do
   else
     local ttl = ARGV[2 * i]
     local expires = now + tonumber(ttl)
-    redis.call('HSET', KEYS[i], 'expires_at', expires)
+    redis.call('HSET', KEYS[i], 'expires_at', expires, 'ttl_ms', ttl)
     redis.call('PEXPIRE', KEYS[i], ttl)
     out[i] = expires
   end
@@ -133,9 +136,9 @@ return out`;
 
 /** KEYS: lock. PTTL in the same script, so the record and its remaining lease agree. */
 const STATUS = `
-local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'plugin', 'node', 'hostname', 'acquired_at', 'expires_at')
+local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'plugin', 'node', 'hostname', 'acquired_at', 'expires_at', 'ttl_ms')
 if not v[1] then return ${NOT_FOUND} end
-return {v[1], v[2], v[3] or '', v[4] or '', v[5] or '', v[6] or '0', v[7] or '0', redis.call('PTTL', KEYS[1])}`;
+return {v[1], v[2], v[3] or '', v[4] or '', v[5] or '', v[6] or '0', v[7] or '0', v[8] or '', redis.call('PTTL', KEYS[1])}`;
 
 /** KEYS: lock. ARGV: release channel. Deletes whoever holds it; the fence counter stays. */
 const FORCE_RELEASE = `

@@ -1,0 +1,39 @@
+// Renew and release by owner token of a lock another process holds (LockService.restore): only
+// the session holding an advisory lock can unlock it, so these work on its holders row (its
+// live holder checked in pg_locks). A release also tells the holder on the table's control
+// channel (payload `pid:id:fence`), and the holder, hearing it here, unlocks.
+import type { ReleaseResult, RenewResult } from "../../../host/locking/backend.js";
+import { renewAll } from "./batch.js";
+import type { AdvisoryKey } from "./key-hash.js";
+import type { LockBook } from "./lock-book.js";
+import type { Session } from "./session.js";
+
+/** Renews (`key`, `owner`) on its holders row, for a lock not in this backend's bookkeeping. */
+export async function renewElsewhere(
+  book: LockBook,
+  session: Session,
+  advisory: AdvisoryKey,
+  key: string,
+  owner: string,
+  ttlMs: number,
+): Promise<RenewResult> {
+  return (await renewAll(book, session, [{ req: { key, owner, ttlMs }, advisory, lock: undefined }]))[0]!;
+}
+
+/** Releases (`key`, `owner`) on its holders row and tells its holder, for a lock not in this backend's bookkeeping. */
+export async function releaseElsewhere(book: LockBook, advisory: AdvisoryKey, key: string, owner: string): Promise<ReleaseResult> {
+  const rows = await book.run("release", advisory, book.sql.releaseRemote, [advisory.id, key, owner, book.channels.control]);
+  const result = rows[0]?.[0];
+  return result === "released" || result === "mismatch" ? result : "not_found";
+}
+
+/** A message on the control channel: `pid:id:fence`, another host released by owner the lock `id` our session `pid` holds. */
+export function onControl(book: LockBook, payload: string): void {
+  const [pid, id, fence] = payload.split(":");
+  const session = book.sessions.find((s) => s.pid !== undefined && String(s.pid) === pid);
+  const lock = id === undefined ? undefined : session?.held.get(id);
+  if (session === undefined || lock === undefined || String(lock.fence) !== fence) return;
+  if (lock.state !== "held") return;
+  book.log.info({ key: lock.key, fence: lock.fence }, "pg lock released by owner on another host: unlocked");
+  void book.unlock(session, lock, true);
+}

@@ -9,6 +9,7 @@ import { LockService } from "../host/locking/service.js";
 import type { WorkerGuest } from "../host/runtime/worker/worker-guest.js";
 import { MemoryBackend } from "../plugins/backends/memory.js";
 import { startGuest, type TestGuestOptions } from "./support/guest.js";
+import { faultyBackend } from "./support/faulty-backend.js";
 import { captureLogger } from "./support/log.js";
 
 let backend: MemoryBackend;
@@ -369,5 +370,24 @@ describe("the schedule's lock as handle 0", () => {
     await locks.release(lease);
     await sleep(50);
     expect(await a.call("lostCount")).toBe(0);
+  });
+});
+
+describe("auto-release that fails (review finding)", () => {
+  it("does not keep renewing a keepalive lock the guest let go of: it ends at its TTL", async () => {
+    const { backend: faulty, faults } = faultyBackend(backend);
+    const service = new LockService(faulty, { node: "node-f" });
+    services.push(service);
+    const g = await startGuest("lifecycle", service, log.logger);
+    guests.push(g);
+    faults.failReleases = 1; // the auto-release when the call returns
+    const h = (await g.call("hold", [1, 200, S.FLAG_KEEPALIVE])) as number;
+    expect(h).toBeGreaterThan(0);
+    expect(log.messages()).toContain("auto-release failed; the lock will expire at its TTL");
+    await until(async () => !(await service.status("test:k1")).held, "the lock to end at its TTL", 3_000);
+    await sleep(300);
+    expect((await service.status("test:k1")).held).toBe(false);
+    expect(service.stats().keepalive).toBe(0);
+    expect(g.heldLocks).toBe(0);
   });
 });

@@ -131,3 +131,16 @@ describe("HandleTable reuse", () => {
     expect(() => t.get(hs[10]!)).toThrow(expect.objectContaining({ code: "INVALID_HANDLE" }));
   });
 });
+
+describe("HandleTable.entries after slots are reused", () => {
+  it("lists exactly the live handles, oldest first, however many slots exist", () => {
+    const table = new HandleTable<string>();
+    for (let i = 0; i < 70_000; i++) table.remove(table.add(`gone${i}`));
+    const live = ["a", "b", "c"].map((v) => [table.add(v), v] as const);
+    table.remove(table.add("d"));
+    expect([...table.entries()]).toEqual(live.map(([h, v]) => [h, v]));
+    expect(table.size).toBe(3);
+    table.remove(live[1]![0]);
+    expect([...table.entries()].map(([, v]) => v)).toEqual(["a", "c"]);
+  });
+});

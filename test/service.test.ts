@@ -394,3 +394,20 @@ describe("LockService races and failures (review findings)", () => {
     }
   });
 });
+
+describe("releaseIfHeld that fails (review finding)", () => {
+  it("stops keeping the lease alive, so it ends at its TTL as the caller is told", async () => {
+    const { backend: faulty, inner, faults } = faultyBackend();
+    const service = new LockService(faulty, { node: "n" });
+    try {
+      const lease = (await service.tryLock("k", { ttlMs: 200, keepalive: true }))!;
+      faults.failReleases = 1;
+      expect(await service.releaseIfHeld(lease)).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+      expect(lease.keepalive).toBe(false);
+      await new Promise((r) => setTimeout(r, 450));
+      expect(await inner.status("global:k")).toBeNull();
+    } finally {
+      await service.close();
+    }
+  });
+});

@@ -503,8 +503,17 @@ export class LockService {
       return undefined;
     } catch (err) {
       const e = toLockhostError(err);
-      return e.code === "LOST" || e.code === "ALREADY_RELEASED" ? undefined : e;
+      if (e.code === "LOST" || e.code === "ALREADY_RELEASED") return undefined;
+      // The caller is letting go of the lease: nobody would renew or release it any more, so it
+      // must not be kept alive forever. It ends at its TTL, as the caller is told.
+      if (lease.state === "held" && lease.keepalive) this.setKeepalive(lease, false);
+      return e;
     }
+  }
+
+  /** The lease this service holds for the owner token `owner`, if any (restore hands out that one). */
+  leaseOf(owner: string): Lease | undefined {
+    return this.#held.get(owner);
   }
 
   /** Releases every lease this service holds; failures are returned, not thrown. */

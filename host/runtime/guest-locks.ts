@@ -144,6 +144,8 @@ export class GuestLocks {
       // 0 keeps the lock's lease length; anything else must be a valid TTL.
       if (ttlMs !== 0) validateTtl(ttlMs);
       const keepalive = (flags & FLAG_KEEPALIVE) !== 0;
+      // A lease this host already holds (another guest's, maybe) is shared, not this call's to undo.
+      const shared = this.#service.leaseOf(owner) !== undefined;
       const lease = await this.#service.restore(key, owner, { scope, keepalive, ...(ttlMs !== 0 && { ttlMs }) });
       for (const [handle, held] of this.#handles.entries()) {
         if (held.lease !== lease) continue;
@@ -151,7 +153,7 @@ export class GuestLocks {
         if ((flags & FLAG_KEEP) !== 0) held.keep = true;
         return { result: handle };
       }
-      return { result: await this.#adopt(lease, flags, epoch) };
+      return { result: await this.#adopt(lease, flags, epoch, !shared) };
     } catch (err) {
       return this.#fail(err);
     }
@@ -290,12 +292,26 @@ export class GuestLocks {
 
   /** Releases every lock, kept ones included (trap, time limit, crash, close). */
   async reset(reason: string): Promise<void> {
+    this.invalidate(reason);
+    await this.#releaseWhere(() => true, reason);
+  }
+
+  /**
+   * The synchronous first step of reset(), for the moment the instance stops answering: from
+   * now on nothing that happens to its locks is reported to the guest (its lost notices, an
+   * acquisition completing), and its waits end. reset() does this too; calling both is fine.
+   */
+  invalidate(reason: string): void {
     this.#epoch++;
     this.#schedule = undefined;
     const controller = this.#resetController;
     this.#resetController = new AbortController();
     controller.abort(new LockhostError("CLOSED", `the guest stopped waiting: ${reason}`));
-    await this.#releaseWhere(() => true, reason);
+  }
+
+  /** Which instance of the guest the handles belong to; bumped by invalidate() and reset(). */
+  get epoch(): number {
+    return this.#epoch;
   }
 
   async #releaseWhere(pick: (held: Held) => boolean, reason: string): Promise<void> {
@@ -316,10 +332,11 @@ export class GuestLocks {
   }
 
   /** Gives the guest a handle for `lease`, unless the guest was reset meanwhile. */
-  async #adopt(lease: Lease, flags: number, epoch: number): Promise<number> {
+  async #adopt(lease: Lease, flags: number, epoch: number, ours = true): Promise<number> {
     if (epoch !== this.#epoch) {
-      // The guest died while this call was in flight: nobody can use the lock.
-      await this.#release(lease, "acquired after its guest was reset");
+      // The guest died while this call was in flight: nobody can use the lock (unless it is
+      // shared with another holder on this host, which keeps it).
+      if (ours) await this.#release(lease, "acquired after its guest was reset");
       throw new LockhostError("LOST", "the guest was reset while the lock was being acquired");
     }
     const held: Held = { lease, keep: (flags & FLAG_KEEP) !== 0, quiet: false, unwatch: noop };

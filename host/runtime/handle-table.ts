@@ -42,11 +42,12 @@ export class HandleTable<T, E = never> {
   readonly #slots: Slot<T, E>[] = [];
   readonly #free: number[] = [];
   #freeHead = 0;
-  #live = 0;
+  /** Indexes of the live slots, so entries() costs the live handles, not every slot ever made. */
+  readonly #liveSlots = new Set<number>();
 
   /** How many handles are live. */
   get size(): number {
-    return this.#live;
+    return this.#liveSlots.size;
   }
 
   /** Stores `value` and returns its new handle. */
@@ -71,7 +72,7 @@ export class HandleTable<T, E = never> {
       slot.released = false;
       slot.tombstone = undefined;
     }
-    this.#live++;
+    this.#liveSlots.add(index);
     return (this.#slots[index]!.generation << SLOT_BITS) | (index + 1);
   }
 
@@ -108,7 +109,7 @@ export class HandleTable<T, E = never> {
     slot.released = true;
     slot.tombstone = tombstone;
     this.#free.push(index);
-    this.#live--;
+    this.#liveSlots.delete(index);
     return value;
   }
 
@@ -118,11 +119,11 @@ export class HandleTable<T, E = never> {
     if (slot && slot.released && slot.generation === handle >>> SLOT_BITS) slot.tombstone = tombstone;
   }
 
-  /** Every live [handle, value] pair. */
+  /** Every live [handle, value] pair, oldest first. */
   *entries(): IterableIterator<[number, T]> {
-    for (let i = 0; i < this.#slots.length; i++) {
+    for (const i of this.#liveSlots) {
       const slot = this.#slots[i]!;
-      if (!slot.released && slot.value !== undefined) yield [(slot.generation << SLOT_BITS) | (i + 1), slot.value];
+      yield [(slot.generation << SLOT_BITS) | (i + 1), slot.value!];
     }
   }
 

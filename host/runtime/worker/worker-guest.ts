@@ -44,6 +44,8 @@ interface Generation {
 /** A lost-lock notification not delivered yet. */
 interface LostNotice {
   readonly handle: number;
+  /** The guest instance (GuestLocks.epoch) whose handle it is: a fresh instance is not told. */
+  readonly epoch: number;
   /** For handle 0: the schedule's lock, which lock.state(0) answers about during the callback. */
   readonly scheduleLease: Lease | undefined;
 }
@@ -154,7 +156,7 @@ export class WorkerGuest implements GuestInstance {
   /** A lock the guest holds was lost: lockhost_on_lost(handle) runs as soon as no call is running. */
   #noticeLost(handle: number, scheduleLease: Lease | undefined): void {
     if (this.#closed) return;
-    this.#lost.push({ handle, scheduleLease });
+    this.#lost.push({ handle, scheduleLease, epoch: this.#opts.locks.epoch });
     if (this.#lostQueued) return;
     this.#lostQueued = true;
     void this.#enqueue(() => this.#deliverLost());
@@ -169,7 +171,7 @@ export class WorkerGuest implements GuestInstance {
         return;
       }
       try {
-        await this.#run(LOST_EXPORT, [notice.handle], notice.scheduleLease, false);
+        await this.#run(LOST_EXPORT, [notice.handle], notice.scheduleLease, false, notice.epoch);
       } catch (err) {
         const e = err as LockhostError;
         this.#log.error({ export: LOST_EXPORT, handle: notice.handle, code: e.code, err: e.message }, "the guest's lost-lock callback failed");
@@ -191,6 +193,7 @@ export class WorkerGuest implements GuestInstance {
     this.#closed = true;
     const gen = this.#gen;
     this.#retire(gen);
+    this.#opts.locks.invalidate("its plugin was closed");
     this.#fail(gen, this.#closedError(gen.pending && `during ${gen.pending.name}`));
     await gen.worker.terminate();
     await this.#opts.locks.reset("its plugin was closed");
@@ -219,8 +222,10 @@ export class WorkerGuest implements GuestInstance {
    * Runs one export call; with `scheduleLease`, the guest sees that lock as handle 0 meanwhile
    * (and, with `watchSchedule`, hears of its loss through lockhost_on_lost(0) afterwards).
    */
-  async #run(name: string, args: readonly number[], scheduleLease: Lease | undefined, watchSchedule: boolean): Promise<GuestValue> {
+  /** Runs one export call; with `forEpoch`, only if the instance that ran then still runs (else nothing). */
+  async #run(name: string, args: readonly number[], scheduleLease: Lease | undefined, watchSchedule: boolean, forEpoch?: number): Promise<GuestValue> {
     const gen = await this.#live();
+    if (forEpoch !== undefined && forEpoch !== this.#opts.locks.epoch) return undefined;
     const detach = scheduleLease && this.#opts.locks.attachSchedule(scheduleLease, watchSchedule);
     try {
       return await new Promise<GuestValue>((resolve, reject) => {
@@ -357,6 +362,8 @@ export class WorkerGuest implements GuestInstance {
   /** Stops a generation, frees every lock it held, fails its call, and starts the next one. */
   async #replace(gen: Generation, err: LockhostError, reason: string): Promise<void> {
     this.#retire(gen);
+    // Before any await: a notice about this instance must not reach the next one.
+    this.#opts.locks.invalidate(reason);
     const pending = gen.pending;
     gen.pending = undefined;
     if (pending) clearTimeout(pending.timer);

@@ -81,13 +81,16 @@ export class BatchRenewer {
     const sent: Promise<void>[] = [];
     for (const [session, list] of bySession) {
       // One UPDATE changes a row once: an id named twice goes in a further statement.
-      const rounds: (typeof list)[] = [];
+      // A set of ids per round keeps this linear: batches can hold thousands of renewals.
+      const rounds: { readonly items: typeof list; readonly ids: Set<AdvisoryKey["id"]> }[] = [];
       for (const item of list) {
-        let round = rounds.find((r) => !r.some((o) => o.renewal.advisory.id === item.renewal.advisory.id));
-        if (round === undefined) rounds.push((round = []));
-        round.push(item);
+        const id = item.renewal.advisory.id;
+        let round = rounds.find((r) => !r.ids.has(id));
+        if (round === undefined) rounds.push((round = { items: [], ids: new Set() }));
+        round.items.push(item);
+        round.ids.add(id);
       }
-      for (const round of rounds) {
+      for (const { items: round } of rounds) {
         this.#statements++;
         sent.push(
           renewAll(book, session, round.map((i) => i.renewal)).then((answers) => {

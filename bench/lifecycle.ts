@@ -174,18 +174,28 @@ async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Prom
   }));
 }
 
-/** Commands the server has processed (INFO stats), to count round trips from the server's side. */
-async function commandsProcessed(client: Redis): Promise<number> {
-  const info = await client.info("stats");
-  return Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? NaN);
+/**
+ * What the server has counted, from its side: commands processed, and Lua script calls (EVAL +
+ * EVALSHA: one per round trip of a renewer).
+ */
+async function serverCounts(client: Redis): Promise<{ commands: number; scripts: number }> {
+  const info = await client.info("all");
+  let scripts = 0;
+  for (const m of info.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) scripts += Number(m[1]);
+  return { commands: Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? NaN), scripts };
 }
 
-/** Lua script calls (EVAL + EVALSHA) the server has run: one per round trip of a renewer. */
-async function scriptCalls(client: Redis): Promise<number> {
-  const info = await client.info("commandstats");
-  let n = 0;
-  for (const m of info.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) n += Number(m[1]);
-  return n;
+/** Watches the steady state for OBSERVE_MS: this process's CPU share, server scripts/s, commands. */
+async function observe(admin: Redis): Promise<{ cpu: string; scriptsPerS: string; commands: string }> {
+  const before = await serverCounts(admin);
+  const share = await cpuShare(OBSERVE_MS);
+  const after = await serverCounts(admin);
+  return {
+    cpu: fmt(share * 100, 1),
+    scriptsPerS: fmt(((after.scripts - before.scripts) * 1000) / OBSERVE_MS, 0),
+    // Less the one INFO call of `after`, which the server counts before answering.
+    commands: String(after.commands - before.commands - 1),
+  };
 }
 
 export async function keepaliveBench(): Promise<void> {
@@ -208,11 +218,7 @@ export async function keepaliveBench(): Promise<void> {
     await sleep(KEEPALIVE_TTL_MS); // into the steady state
     const s0 = locks.stats();
     const trips0 = backend.renewRoundTrips;
-    const cmd0 = await commandsProcessed(admin);
-    const eval0 = await scriptCalls(admin);
-    const share = await cpuShare(OBSERVE_MS);
-    const eval1 = await scriptCalls(admin);
-    const cmd1 = await commandsProcessed(admin);
+    const seen = await observe(admin);
     const s1 = locks.stats();
     const ticks = s1.renewalTicks - s0.renewalTicks;
     const renewed = s1.renewalsOk - s0.renewalsOk;
@@ -222,7 +228,7 @@ export async function keepaliveBench(): Promise<void> {
     const lost = s1.lost;
     rows.push([
       "lockhost renewal manager", String(s1.renewalTimers), String(ticks), fmt(renewed / Math.max(1, ticks), 0),
-      fmt(lockhostTrips, 1), fmt(((eval1 - eval0) * 1000) / OBSERVE_MS, 0), String(cmd1 - cmd0 - 4), fmt(share * 100, 1), String(lost),
+      fmt(lockhostTrips, 1), seen.scriptsPerS, seen.commands, seen.cpu, String(lost),
     ]);
     await pool(leases, 256, (lease) => locks.release(lease));
   } finally {
@@ -238,14 +244,10 @@ export async function keepaliveBench(): Promise<void> {
   try {
     await pool(mutexes, 256, (m) => m.acquire());
     await sleep(KEEPALIVE_TTL_MS);
-    const cmd0 = await commandsProcessed(admin);
-    const eval0 = await scriptCalls(admin);
-    const share = await cpuShare(OBSERVE_MS);
-    const eval1 = await scriptCalls(admin);
-    const cmd1 = await commandsProcessed(admin);
+    const seen = await observe(admin);
     rows.push([
       "redis-semaphore Mutex (refresh timer per lock)", String(KEEPALIVE_LOCKS), "-", "1",
-      "1.0", fmt(((eval1 - eval0) * 1000) / OBSERVE_MS, 0), String(cmd1 - cmd0 - 4), fmt(share * 100, 1), "-",
+      "1.0", seen.scriptsPerS, seen.commands, seen.cpu, "-",
     ]);
     await pool(mutexes, 256, (m) => m.release());
   } finally {

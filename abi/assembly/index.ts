@@ -222,7 +222,7 @@ export class Lock {
 
   /** True while the lock is held (`state() == STATE_HELD`). */
   isHeld(): bool {
-    return lock_state(this.handle) == STATE_HELD;
+    return this.state() == STATE_HELD;
   }
 
   /**

@@ -44,7 +44,6 @@ export class RenewalManager {
   readonly #queue: DeadlineQueue<Entry>;
   /** Renewals taken from the queue in the current firing, sent together after it. */
   #batch: Entry[] = [];
-  #ticks = 0;
   #batches = 0;
   #closed = false;
 
@@ -67,12 +66,7 @@ export class RenewalManager {
     return n;
   }
 
-  /** Firings that sent at least one renewal. */
-  get ticks(): number {
-    return this.#ticks;
-  }
-
-  /** renewMany calls made. */
+  /** renewMany calls made: one per firing that had renewals due. */
   get batches(): number {
     return this.#batches;
   }
@@ -159,7 +153,6 @@ export class RenewalManager {
     const batch = this.#batch;
     if (batch.length === 0) return;
     this.#batch = [];
-    this.#ticks++;
     this.#batches++;
     const reqs: RenewRequest[] = batch.map(({ lease }) => ({ key: lease.name, owner: lease.owner, ttlMs: lease.ttlMs }));
     const sentAt = performance.now();

@@ -57,6 +57,8 @@ export class GuestLocks {
   readonly #service: LockService;
   readonly #policy: GuestPolicy;
   readonly #log: Logger;
+  /** The plugin's own namespace, made once rather than per call. */
+  readonly #ownScope: Scope;
   /** Live handles, and how released ones ended (STATE_RELEASED or STATE_LOST). */
   readonly #handles = new HandleTable<Held, number>();
   /** Bumped by reset(): an acquisition that completes after a reset is released at once. */
@@ -70,6 +72,7 @@ export class GuestLocks {
   constructor(service: LockService, policy: GuestPolicy, log: Logger) {
     this.#service = service;
     this.#policy = policy;
+    this.#ownScope = Object.freeze({ plugin: policy.plugin });
     this.#log = log;
   }
 
@@ -82,12 +85,11 @@ export class GuestLocks {
   async try(keyBytes: Uint8Array, ttlMs: number, flags: number): Promise<AbiReply> {
     const epoch = this.#epoch;
     try {
-      checkFlags(flags, TRY_FLAGS, "try");
-      const { key, scope } = this.#scoped(keyBytes, flags);
-      const keepalive = (flags & FLAG_KEEPALIVE) !== 0;
+      const { key, scope, keepalive } = this.#taking(keyBytes, flags, "try");
       const lease = await this.#service.tryLock(key, { ttlMs, scope, plugin: this.#policy.plugin, keepalive });
       if (!lease) return { result: TRY_CONTENDED };
-      return { result: await this.#adopt(lease, flags, epoch) };
+      if (epoch !== this.#epoch) await this.#abandon(lease, true);
+      return { result: this.#adopt(lease, flags, epoch) };
     } catch (err) {
       return this.#fail(err);
     }
@@ -103,12 +105,10 @@ export class GuestLocks {
     const epoch = this.#epoch;
     const signal = this.#resetController.signal;
     try {
-      checkFlags(flags, TRY_FLAGS, "acquire");
-      const { key, scope } = this.#scoped(keyBytes, flags);
+      const { key, scope, keepalive } = this.#taking(keyBytes, flags, "acquire");
       validateWaitMs(waitMs);
       const budget = limit ? Math.max(0, Math.floor(limit.budgetMs)) : waitMs;
       const cut = waitMs > budget;
-      const keepalive = (flags & FLAG_KEEPALIVE) !== 0;
       let lease: Lease;
       try {
         lease = await this.#service.acquire(key, {
@@ -123,7 +123,8 @@ export class GuestLocks {
           { details: { ...e.details, waitMs: budget } },
         );
       }
-      return { result: await this.#adopt(lease, flags, epoch) };
+      if (epoch !== this.#epoch) await this.#abandon(lease, true);
+      return { result: this.#adopt(lease, flags, epoch) };
     } catch (err) {
       return this.#fail(err);
     }
@@ -138,12 +139,10 @@ export class GuestLocks {
   async restore(keyBytes: Uint8Array, ownerBytes: Uint8Array, ttlMs: number, flags: number): Promise<AbiReply> {
     const epoch = this.#epoch;
     try {
-      checkFlags(flags, TRY_FLAGS, "restore");
-      const { key, scope } = this.#scoped(keyBytes, flags);
+      const { key, scope, keepalive } = this.#taking(keyBytes, flags, "restore");
       const owner = decodeUtf8(ownerBytes, "owner");
       // 0 keeps the lock's lease length; anything else must be a valid TTL.
       if (ttlMs !== 0) validateTtl(ttlMs);
-      const keepalive = (flags & FLAG_KEEPALIVE) !== 0;
       // A lease this host already holds (another guest's, maybe) is shared, not this call's to undo.
       const shared = this.#service.leaseOf(owner) !== undefined;
       const lease = await this.#service.restore(key, owner, { scope, keepalive, ...(ttlMs !== 0 && { ttlMs }) });
@@ -153,7 +152,8 @@ export class GuestLocks {
         if ((flags & FLAG_KEEP) !== 0) held.keep = true;
         return { result: handle };
       }
-      return { result: await this.#adopt(lease, flags, epoch, !shared) };
+      if (epoch !== this.#epoch) await this.#abandon(lease, !shared);
+      return { result: this.#adopt(lease, flags, epoch) };
     } catch (err) {
       return this.#fail(err);
     }
@@ -268,7 +268,8 @@ export class GuestLocks {
   async status(keyBytes: Uint8Array, flags: number): Promise<AbiReply> {
     try {
       checkFlags(flags, STATUS_FLAGS, "status");
-      const { key, scope } = this.#scoped(keyBytes, flags);
+      const key = decodeKey(keyBytes);
+      const scope = this.#scopeOf(key, flags);
       const s = await this.#service.status(qualify(key, scope));
       const json = JSON.stringify(
         s.held
@@ -331,14 +332,18 @@ export class GuestLocks {
     );
   }
 
-  /** Gives the guest a handle for `lease`, unless the guest was reset meanwhile. */
-  async #adopt(lease: Lease, flags: number, epoch: number, ours = true): Promise<number> {
-    if (epoch !== this.#epoch) {
-      // The guest died while this call was in flight: nobody can use the lock (unless it is
-      // shared with another holder on this host, which keeps it).
-      if (ours) await this.#release(lease, "acquired after its guest was reset");
-      throw new LockhostError("LOST", "the guest was reset while the lock was being acquired");
-    }
+  /**
+   * The guest was reset while `lease` was being taken: nobody can use it, so it is released
+   * (unless it is not `ours` but shared with another holder on this host, which keeps it).
+   * Always throws LOST. Off the hot path: callers await it only when the epoch moved.
+   */
+  async #abandon(lease: Lease, ours: boolean): Promise<never> {
+    if (ours) await this.#release(lease, "acquired after its guest was reset");
+    throw new LockhostError("LOST", "the guest was reset while the lock was being acquired");
+  }
+
+  /** Gives the guest (instance `epoch`, still current) a handle for `lease`. */
+  #adopt(lease: Lease, flags: number, epoch: number): number {
     const held: Held = { lease, keep: (flags & FLAG_KEEP) !== 0, quiet: false, unwatch: noop };
     const handle = this.#handles.add(held);
     const listener = this.#lostListener;
@@ -376,16 +381,23 @@ export class GuestLocks {
     else this.#log.debug({ lock: lease.name, fence: lease.fence, reason }, "auto-released lock");
   }
 
-  #scoped(keyBytes: Uint8Array, flags: number): { key: string; scope: Scope } {
+  /** The checked flags, key, scope and keepalive of a call that takes a lock. */
+  #taking(keyBytes: Uint8Array, flags: number, call: string): { key: string; scope: Scope; keepalive: boolean } {
+    checkFlags(flags, TRY_FLAGS, call);
     const key = decodeKey(keyBytes);
-    if ((flags & FLAG_GLOBAL) === 0) return { key, scope: { plugin: this.#policy.plugin } };
+    return { key, scope: this.#scopeOf(key, flags), keepalive: (flags & FLAG_KEEPALIVE) !== 0 };
+  }
+
+  /** Where `key` lives for these flags: the plugin's namespace, or global if its config allows. */
+  #scopeOf(key: string, flags: number): Scope {
+    if ((flags & FLAG_GLOBAL) === 0) return this.#ownScope;
     if (!this.#policy.allowsGlobal(key)) {
       throw new LockhostError(
         "PERMISSION_DENIED",
         `plugin ${this.#policy.plugin} may not use global key "${key}": add a matching pattern to its global_keys`,
       );
     }
-    return { key, scope: "global" };
+    return "global";
   }
 
   #fail(err: unknown): AbiReply {

@@ -179,15 +179,6 @@ export class WorkerGuest implements GuestInstance {
     }
   }
 
-  /**
-   * Drops the notices about the instance that just ended (a fresh one has no such handles).
-   * Called once its locks were reset, before its failed call settles: until then no call can
-   * reach the new instance, so nothing here can be about it.
-   */
-  #forgetInstance(): void {
-    this.#lost = [];
-  }
-
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -220,9 +211,10 @@ export class WorkerGuest implements GuestInstance {
 
   /**
    * Runs one export call; with `scheduleLease`, the guest sees that lock as handle 0 meanwhile
-   * (and, with `watchSchedule`, hears of its loss through lockhost_on_lost(0) afterwards).
+   * (and, with `watchSchedule`, hears of its loss through lockhost_on_lost(0) afterwards); with
+   * `forEpoch`, only if that guest instance still runs (else nothing: a notice about an
+   * instance that ended never reaches the next one).
    */
-  /** Runs one export call; with `forEpoch`, only if the instance that ran then still runs (else nothing). */
   async #run(name: string, args: readonly number[], scheduleLease: Lease | undefined, watchSchedule: boolean, forEpoch?: number): Promise<GuestValue> {
     const gen = await this.#live();
     if (forEpoch !== undefined && forEpoch !== this.#opts.locks.epoch) return undefined;
@@ -339,7 +331,6 @@ export class WorkerGuest implements GuestInstance {
       msg.abort ? `guest abort: ${msg.abort.message}${where}` : `guest trapped: ${msg.message}`,
     );
     await this.#opts.locks.reset(`its export ${pending.name} trapped`);
-    this.#forgetInstance();
     pending.reject(new LockhostError("GUEST_TRAP", `plugin ${this.plugin} export ${pending.name} trapped: ${msg.message}`));
   }
 
@@ -373,8 +364,6 @@ export class WorkerGuest implements GuestInstance {
     }
     await gen.worker.terminate();
     await this.#opts.locks.reset(reason);
-    // After the reset: no loss of the old instance's locks can be noticed any more.
-    this.#forgetInstance();
     pending?.reject(err);
   }
 

@@ -177,7 +177,7 @@ async function startAdmin(settings: AdminSettings, locks: LockService, log: Logg
     return await startAdminServer({ service: locks, settings, log, node: config.host.node });
   } catch (err) {
     // The server names the table and key; the file is known only here.
-    if (err instanceof LockhostError && err.code === "CONFIG_INVALID" && config.source !== undefined && !err.message.startsWith(config.source)) {
+    if (err instanceof LockhostError && err.code === "CONFIG_INVALID" && config.source !== undefined) {
       throw new LockhostError("CONFIG_INVALID", `${config.source}: ${err.message}`, { cause: err });
     }
     throw err;

@@ -4,6 +4,7 @@
 // socket error.
 import { request as httpRequestRaw } from "node:http";
 import { request as httpsRequest } from "node:https";
+import { text as readText } from "node:stream/consumers";
 import type { AdminStatsBody } from "../admin/server.js";
 import { formatListen } from "../config/listen.js";
 import type { AdminSettings } from "../config/types.js";
@@ -36,10 +37,10 @@ export class AdminUnreachable extends Error {
 export function adminUrl(flag: string | undefined, admin: AdminSettings | undefined, source: string | undefined): string {
   if (flag !== undefined) {
     const text = /^[a-z][a-z0-9+.-]*:\/\//i.test(flag) ? flag : `http://${flag}`;
-    if (!URL.canParse(text) || !/^https?:$/.test(new URL(text).protocol)) {
+    const url = URL.canParse(text) ? new URL(text) : undefined;
+    if (!url || !/^https?:$/.test(url.protocol)) {
       throw new LockhostError("INVALID_ARGUMENT", `--admin must be the admin listener's URL (e.g. http://127.0.0.1:9464), got "${flag}"`);
     }
-    const url = new URL(text);
     return `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, "")}`;
   }
   const file = source ?? "the config";
@@ -91,15 +92,13 @@ export class AdminClient {
       const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
       throw new AdminUnreachable(`no admin listener answers at ${this.url} (${why}). Is 'lockhost run' running, with an [admin] table in its config?\n${ENABLE_ADMIN_HINT}`);
     }
-    const ok = res.status >= 200 && res.status < 300;
-    const text = res.text;
     let body: unknown;
     try {
-      body = JSON.parse(text);
+      body = JSON.parse(res.text);
     } catch {
       throw new AdminUnreachable(`${this.url} answered ${res.status} with something that is not the lockhost admin listener's JSON; is --admin the right URL?`);
     }
-    if (ok) return body;
+    if (res.status >= 200 && res.status < 300) return body;
     const { code, message } = (body ?? {}) as { code?: unknown; message?: unknown };
     // The listener sends lockhost's own codes; anything else is shown as INTERNAL.
     const known = typeof code === "string" && /^[A-Z_]+$/.test(code);
@@ -122,10 +121,7 @@ function httpRequest(method: string, url: string, headers: Record<string, string
   return new Promise((resolve, reject) => {
     const send = url.startsWith("https:") ? httpsRequest : httpRequestRaw;
     const req = send(url, { method, headers, timeout: REQUEST_TIMEOUT_MS }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
-      res.on("error", reject);
+      readText(res).then((body) => resolve({ status: res.statusCode ?? 0, text: body }), reject);
     });
     req.on("timeout", () => req.destroy(Object.assign(new Error(`no answer in ${REQUEST_TIMEOUT_MS} ms`), { code: "ETIMEDOUT" })));
     req.on("error", reject);

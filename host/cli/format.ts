@@ -41,11 +41,8 @@ const STAT_LABELS: Record<keyof LockStats, readonly [label: string, unit?: strin
 /** A host's counters as a two-column table, under a line naming the node and backend. */
 export function formatStats(body: AdminStatsBody, url: string): string {
   const kind = body.distributed ? "distributed" : "not distributed: this process only";
-  const rows: [label: string, value: string, unit: string][] = [];
   const stats = body.stats as unknown as Record<string, unknown>;
-  for (const [key, [label, unit]] of Object.entries(STAT_LABELS) as [keyof LockStats, readonly [string, string?]][]) {
-    rows.push([label, String(stats[key] ?? "-"), unit ?? ""]);
-  }
+  const rows = Object.entries(STAT_LABELS).map(([key, [label, unit = ""]]): [label: string, value: string, unit: string] => [label, String(stats[key] ?? "-"), unit]);
   // A newer host may count more than this CLI knows: show those too, by their own names.
   for (const [key, value] of Object.entries(stats)) if (!(key in STAT_LABELS)) rows.push([key, String(value), ""]);
   const labelWidth = Math.max(...rows.map(([label]) => label.length));

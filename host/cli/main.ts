@@ -215,17 +215,7 @@ async function run(config: LockhostConfig, localNodes: number): Promise<number> 
 
 async function admin(config: LockhostConfig | undefined, command: string, key: string, flag: string | undefined, json: boolean): Promise<number> {
   // Memory locks live only inside the 'lockhost run' process: its admin listener is the way in.
-  if (flag !== undefined || (config?.locking.backend === "memory" && config.admin)) {
-    const client = adminClient(config, flag);
-    if (command === "status") {
-      const status = await client.status(key);
-      console.log(json ? JSON.stringify(status) : formatStatus(status));
-      return 0;
-    }
-    const released = await client.forceRelease(key);
-    console.log(released ? `released ${key}` : `${key} was not held`);
-    return 0;
-  }
+  if (flag !== undefined || (config?.locking.backend === "memory" && config.admin)) return inspect(adminClient(config, flag), command, key, json);
   // cliConfig returns a config whenever --admin is absent.
   const cfg = config!;
   if (cfg.locking.backend === "memory") {
@@ -237,17 +227,22 @@ async function admin(config: LockhostConfig | undefined, command: string, key: s
   const log = pino({ level: "warn" }, pino.destination(2));
   const locks = new LockService(createBackend(cfg.locking, log, cfg.source), { node: cfg.host.node });
   try {
-    if (command === "status") {
-      const status = await locks.status(key);
-      console.log(json ? JSON.stringify(status) : formatStatus(status));
-      return 0;
-    }
-    const released = await locks.forceRelease(key);
-    console.log(released ? `released ${key}` : `${key} was not held`);
-    return 0;
+    return await inspect(locks, command, key, json);
   } finally {
     await locks.close();
   }
+}
+
+/** `status KEY` or `release --force KEY`, through the backend or the admin listener alike. */
+async function inspect(locks: Pick<AdminClient, "status" | "forceRelease">, command: string, key: string, json: boolean): Promise<number> {
+  if (command === "status") {
+    const status = await locks.status(key);
+    console.log(json ? JSON.stringify(status) : formatStatus(status));
+    return 0;
+  }
+  const released = await locks.forceRelease(key);
+  console.log(released ? `released ${key}` : `${key} was not held`);
+  return 0;
 }
 
 main(process.argv.slice(2)).then(

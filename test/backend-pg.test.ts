@@ -11,7 +11,7 @@ import { LockhostError } from "../host/errors.js";
 import type { AcquireRequest, AcquireResult } from "../host/locking/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { PgBackend, type PgBackendOptions } from "../plugins/backends/pg/index.js";
-import { DeadlineQueue, type Timed } from "../plugins/backends/pg/expiry.js";
+import { DeadlineQueue, type Timed } from "../host/locking/deadline-queue.js";
 import { advisoryKeyFromId, advisoryKeyOf } from "../plugins/backends/pg/key-hash.js";
 import { FENCE_BLOCK, holdersTableOf, statementsFor } from "../plugins/backends/pg/sql.js";
 import { backendContract } from "./contract/backend-contract.js";
@@ -683,6 +683,16 @@ describe("pg backend: batched renewals, release notifications, owner tokens from
     return { calls: () => calls, close: () => w.close() };
   }
 
+  /** Three hosts, `a` holding a new key `k` (request `first`, ttl `ttlMs`) on its session `pid`. */
+  async function heldByA(ttlMs: number) {
+    const [a, b, c] = [host(), host(), host()];
+    const k = key();
+    const first = req(k, { ttlMs });
+    expect((await a.acquire(first)).acquired).toBe(true);
+    const [pid] = await holders(k);
+    return { a, b, c, k, first, pid };
+  }
+
   it("renews a batch with one statement per session, mixed results in request order", async () => {
     const a = host({ sessions: 2 });
     const b = host();
@@ -826,13 +836,7 @@ describe("pg backend: batched renewals, release notifications, owner tokens from
   });
 
   it("releases by owner token from another instance: the holder unlocks at once and later finds its lease gone", async () => {
-    const a = host();
-    const b = host();
-    const c = host();
-    const k = key();
-    const first = req(k, { ttlMs: 30_000 });
-    expect((await a.acquire(first)).acquired).toBe(true);
-    const [pid] = await holders(k);
+    const { a, b, c, k, first, pid } = await heldByA(30_000);
     expect(a.sessionPids).toContain(pid);
     expect(await b.release(k, randomUUID())).toBe("mismatch");
     expect(await b.release(key(), first.owner)).toBe("not_found");
@@ -853,13 +857,7 @@ describe("pg backend: batched renewals, release notifications, owner tokens from
   });
 
   it("renews by owner token from another instance: the holder keeps the lock past its own deadline", async () => {
-    const a = host();
-    const b = host();
-    const c = host();
-    const k = key();
-    const first = req(k, { ttlMs: 400 });
-    expect((await a.acquire(first)).acquired).toBe(true);
-    const [pid] = await holders(k);
+    const { a, b, c, k, first, pid } = await heldByA(400);
     expect(await b.renew(k, randomUUID(), 3_000)).toEqual({ ok: false, reason: "mismatch" });
     expect(await b.renew(key(), first.owner, 3_000)).toEqual({ ok: false, reason: "not_found" });
     const renewed = await b.renew(k, first.owner, 3_000);

@@ -4,10 +4,10 @@
 // "contended" itself, unless that record is on its way out.
 import { LockhostError } from "../../../host/errors.js";
 import type { AcquireRequest, AcquireResult } from "../../../host/locking/backend.js";
-import { backendError } from "./errors.js";
+import { backendError, closedError } from "./errors.js";
 import { HeldLock } from "./held-lock.js";
 import type { AdvisoryKey } from "./key-hash.js";
-import { closedError, ignore, type LockBook } from "./lock-book.js";
+import { ignore, type LockBook } from "./lock-book.js";
 import { wasNotSent, type Session } from "./session.js";
 
 const NOT_ACQUIRED: AcquireResult = Object.freeze({ acquired: false });
@@ -51,12 +51,8 @@ function tryAcquire(ctx: AcquireContext, req: AcquireRequest, advisory: Advisory
       }
       const [fence, reserved, acquiredAt, expiresAt] = row.map(Number) as [number, number, number, number];
       const held = (handedOut: number): AcquireResult => {
-        lock.state = "held";
-        lock.busy = undefined;
-        lock.deadline = sentAt + req.ttlMs;
         lock.fence = handedOut;
-        lock.expiresAtMs = expiresAt;
-        book.expiry.add(lock);
+        book.hold(lock, sentAt + req.ttlMs, expiresAt);
         ctx.onHeld();
         return { acquired: true, fence: handedOut, acquiredAtMs: acquiredAt, expiresAtMs: expiresAt };
       };

@@ -3,10 +3,10 @@
 // another process does (renewal by owner token: by-owner.ts; its live holder is checked in
 // pg_locks).
 import type { RenewRequest, RenewResult } from "../../../host/locking/backend.js";
-import { backendError } from "./errors.js";
+import { backendError, closedError } from "./errors.js";
 import { HeldLock } from "./held-lock.js";
 import type { AdvisoryKey } from "./key-hash.js";
-import { ELSEWHERE, MISMATCH, NOT_FOUND, closedError, type LockBook } from "./lock-book.js";
+import { ELSEWHERE, MISMATCH, NOT_FOUND, type LockBook } from "./lock-book.js";
 import type { Session } from "./session.js";
 
 /** One renewal of a statement: `lock` when this backend holds it, else undefined. */

@@ -13,6 +13,9 @@ export interface ErrorContext {
   readonly scrub: (text: string) => string;
 }
 
+/** The error of any call on a closed backend. */
+export const closedError = (): LockhostError => new LockhostError("CLOSED", "the pg backend is closed");
+
 /** Whether `err` is an error the server sent (as opposed to the socket or the driver). */
 export function isServerError(err: unknown): err is pg.DatabaseError {
   return err instanceof pg.DatabaseError;

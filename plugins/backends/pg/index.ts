@@ -9,9 +9,10 @@
 //   writes the holder (sql.ts: fences are reserved in flushed blocks, holders live in an
 //   unlogged table); release only reads and unlocks. One round trip each.
 // - Lease: advisory locks never expire, so the host ends each lease at its deadline (one
-//   timer for the backend, expiry.ts), counted from when the acquire or renew was sent. If the
-//   host dies, its sessions end and PostgreSQL frees their locks. Before ending a lease the
-//   holder asks its row whether another host renewed it by owner token meanwhile.
+//   timer for the backend, host/locking/deadline-queue.ts), counted from when the acquire or
+//   renew was sent. If the host dies, its sessions end and PostgreSQL frees their locks.
+//   Before ending a lease the holder asks its row whether another host renewed it by owner
+//   token meanwhile.
 // - By owner from anywhere (LockService.restore): renew and release of a lock this backend
 //   does not hold work on the holders row (live holder checked in pg_locks); a release also
 //   tells the holder on the control channel, and the holder unlocks.
@@ -46,14 +47,14 @@ import { redactUrlSecrets, scrubberFor } from "../../../host/redact.js";
 import { acquire, type AcquireContext } from "./acquire.js";
 import { BatchRenewer } from "./batch.js";
 import { onControl, releaseElsewhere, renewElsewhere } from "./by-owner.js";
-import { backendError } from "./errors.js";
+import { backendError, closedError } from "./errors.js";
 import { forceRelease } from "./force-release.js";
 import { HeldLock } from "./held-lock.js";
 import { advisoryKeyOf, type AdvisoryKey } from "./key-hash.js";
 import { ReleaseListener } from "./listener.js";
-import { ELSEWHERE, NOT_FOUND, closedError, ignore, LockBook } from "./lock-book.js";
+import { ELSEWHERE, NOT_FOUND, ignore, LockBook } from "./lock-book.js";
 import { toRecord } from "./record.js";
-import { channelsOf, statementsFor, type Channels } from "./sql.js";
+import { channelsOf, statementsFor } from "./sql.js";
 import { Tables } from "./tables.js";
 import { Watchers } from "./watchers.js";
 
@@ -81,7 +82,6 @@ export class PgBackend implements LockBackend {
   readonly #book: LockBook;
   readonly #acquire: AcquireContext;
   readonly #batches: BatchRenewer;
-  readonly #channels: Channels;
   readonly #listener: ReleaseListener;
   readonly #watchers = new Watchers();
   #closing: Promise<void> | undefined;
@@ -96,24 +96,29 @@ export class PgBackend implements LockBackend {
     const errors = { target: redactUrlSecrets(config.url), commandTimeoutMs: timeout, scrub };
     const sql = statementsFor(config.table);
     const tables = new Tables(sql, errors, log);
-    const client: pg.ClientConfig = {
+    const applicationName = options.applicationName ?? `lockhost:${process.pid}`;
+    // Settings of every connection: the sessions' and the listener's.
+    const connection = {
       connectionString: config.url,
-      application_name: options.applicationName ?? `lockhost:${process.pid}`,
       connectionTimeoutMillis: timeout,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+    };
+    const client: pg.ClientConfig = {
+      ...connection,
+      application_name: applicationName,
       // The server cancels a slow statement a little before the session's time limits (see
       // session.ts): a cancelled statement is an answer and costs one call, while a session
       // that does not answer for commandTimeoutMs is dropped with every lock on it.
       statement_timeout: Math.max(1, timeout - Math.min(250, Math.floor(timeout / 4))),
-      keepAlive: true,
-      keepAliveInitialDelayMillis: 10_000,
       pipeline: true,
     };
-    this.#channels = channelsOf(config.table);
+    const channels = channelsOf(config.table);
     this.#book = new LockBook({
       sessions: config.sessions,
       client,
       sql,
-      channels: this.#channels,
+      channels,
       errors,
       log,
       keyOf: options.advisoryKey ?? advisoryKeyOf,
@@ -121,14 +126,8 @@ export class PgBackend implements LockBackend {
       reconnectAfter: (err) => tables.gone(err),
     });
     this.#listener = new ReleaseListener({
-      client: {
-        connectionString: config.url,
-        application_name: `${client.application_name ?? "lockhost"}:listen`,
-        connectionTimeoutMillis: timeout,
-        keepAlive: true,
-        keepAliveInitialDelayMillis: 10_000,
-      },
-      channels: [this.#channels.released, this.#channels.control],
+      client: { ...connection, application_name: `${applicationName}:listen` },
+      channels: [channels.released, channels.control],
       commandTimeoutMs: timeout,
       onNotification: (channel, payload) => this.#notified(channel, payload),
       onReconnect: () => this.#watchers.wakeAll(),
@@ -262,8 +261,6 @@ export class PgBackend implements LockBackend {
   }
 
   async #close(): Promise<void> {
-    this.#book.closed = true;
-    this.#book.expiry.clear();
     this.#listener.close();
     this.#watchers.clear();
     await this.#book.close();
@@ -271,7 +268,8 @@ export class PgBackend implements LockBackend {
 
   /** A notification on one of the table's channels (see ReleaseListener). */
   #notified(channel: string, payload: string): void {
-    if (channel === this.#channels.released) this.#watchers.wake(payload);
-    else if (channel === this.#channels.control) onControl(this.#book, payload);
+    const { released, control } = this.#book.channels;
+    if (channel === released) this.#watchers.wake(payload);
+    else if (channel === control) onControl(this.#book, payload);
   }
 }

@@ -6,6 +6,7 @@
 import pg from "pg";
 import type { Logger } from "pino";
 import { backendError, type ErrorContext } from "./errors.js";
+import { backoffMs, destroy } from "./session.js";
 
 /** What a ReleaseListener needs from its backend. */
 export interface ListenerOptions {
@@ -22,9 +23,6 @@ export interface ListenerOptions {
   readonly errors: ErrorContext;
   readonly log: Logger;
 }
-
-const BACKOFF_MIN_MS = 50;
-const BACKOFF_MAX_MS = 1_000;
 
 /**
  * A lazily opened LISTEN connection that reconnects (with backoff) until closed. start()
@@ -127,7 +125,7 @@ export class ReleaseListener {
 
   #schedule(): void {
     clearTimeout(this.#retry);
-    const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.max(0, this.#failures - 1));
+    const delay = backoffMs(Math.max(0, this.#failures - 1));
     // Watchers arriving meanwhile wait for the retry (or its failure), then poll if need be.
     this.#attempt = new Promise<void>((resolve) => {
       this.#settleRetry = resolve;
@@ -140,10 +138,4 @@ export class ReleaseListener {
       this.#retry.unref();
     });
   }
-}
-
-/** Closes `client`'s socket now, whatever it is doing. */
-function destroy(client: pg.Client): void {
-  client.end().catch(() => undefined);
-  client.connection.stream.destroy();
 }

@@ -1,15 +1,14 @@
 // The pg backend's bookkeeping of the locks it holds: its sessions (a name's advisory id
-// routes to one of them), the host deadline of each lease (one timer, expiry.ts), how a lease
-// ends (at its deadline, unless another host renewed it by owner token meanwhile), unlocks,
+// routes to one of them), the host deadline of each lease (one timer, a DeadlineQueue), how a
+// lease ends (at its deadline, unless another host renewed it by owner token meanwhile), unlocks,
 // and the owner tokens of leases that ended here. Every path of the backend (acquire.ts,
 // by-owner.ts, batch.ts, index.ts) works through it, so the states of a HeldLock
-// (held-lock.ts) change in this file and acquire.ts only.
+// (held-lock.ts) change in this file only.
 import type pg from "pg";
 import type { Logger } from "pino";
-import { LockhostError } from "../../../host/errors.js";
 import type { ReleaseResult, RenewResult } from "../../../host/locking/backend.js";
-import { backendError, type ErrorContext } from "./errors.js";
-import { DeadlineQueue } from "./expiry.js";
+import { backendError, closedError, type ErrorContext } from "./errors.js";
+import { DeadlineQueue } from "../../../host/locking/deadline-queue.js";
 import { HeldLock } from "./held-lock.js";
 import type { AdvisoryKey } from "./key-hash.js";
 import { Session, type Rows } from "./session.js";
@@ -28,9 +27,6 @@ export const ELSEWHERE = Symbol("elsewhere");
 
 /** Resolves to undefined: for waiting on a promise however it ends. */
 export const ignore = (): undefined => undefined;
-
-/** The error of any call on a closed backend. */
-export const closedError = (): LockhostError => new LockhostError("CLOSED", "the pg backend is closed");
 
 /** What a LockBook needs from its backend. */
 export interface LockBookOptions {
@@ -82,7 +78,7 @@ export class LockBook {
           onLost: (locks) => {
             for (const lock of locks) {
               this.expiry.remove(lock);
-              this.remember(lock.owner);
+              this.#remember(lock.owner);
             }
           },
           reconnectAfter: options.reconnectAfter,
@@ -143,10 +139,17 @@ export class LockBook {
   }
 
   /** Ends `lock` now if its deadline passed (the timer may lag behind a busy event loop). */
-  expireIfDue(lock: HeldLock): boolean {
-    if (performance.now() < lock.deadline) return false;
-    this.expire(lock);
-    return true;
+  expireIfDue(lock: HeldLock): void {
+    if (performance.now() >= lock.deadline) this.expire(lock);
+  }
+
+  /** Marks `lock` held until `deadline` (host clock), its row's lease ending at `expiresAtMs`. */
+  hold(lock: HeldLock, deadline: number, expiresAtMs: number): void {
+    lock.state = "held";
+    lock.busy = undefined;
+    lock.deadline = deadline;
+    lock.expiresAtMs = expiresAtMs;
+    this.expiry.add(lock);
   }
 
   /**
@@ -167,16 +170,12 @@ export class LockBook {
         const [remaining, expiresAt] = rows[0] ?? [];
         if (remaining !== null && remaining !== undefined) {
           this.log.debug({ key: lock.key }, "pg lock lease was renewed by owner on another host: kept");
-          lock.state = "held";
-          lock.busy = undefined;
-          lock.deadline = sentAt + Number(remaining);
-          lock.expiresAtMs = Number(expiresAt);
-          this.expiry.add(lock);
+          this.hold(lock, sentAt + Number(remaining), Number(expiresAt));
           return;
         }
         this.log.debug({ key: lock.key }, "pg lock lease ended without renewal: released");
         lock.state = "releasing";
-        this.remember(lock.owner);
+        this.#remember(lock.owner);
         session.held.delete(id);
         this.notifyReleased(session, id);
       },
@@ -198,7 +197,7 @@ export class LockBook {
   unlock(session: Session, lock: HeldLock, checkOwner: boolean): Promise<ReleaseResult> {
     lock.state = "releasing";
     this.expiry.remove(lock);
-    this.remember(lock.owner);
+    this.#remember(lock.owner);
     const id = lock.advisory.id;
     const bare = (): Promise<ReleaseResult> =>
       session.run(this.sql.unlock, [id], true).then(
@@ -224,7 +223,7 @@ export class LockBook {
   }
 
   /** Remembers that the lease of `owner` ended here (bounded, oldest out). */
-  remember(owner: string): void {
+  #remember(owner: string): void {
     this.#ended.add(owner);
     if (this.#ended.size > ENDED_LIMIT) this.#ended.delete(this.#ended.values().next().value!);
   }

@@ -19,7 +19,7 @@
 import pg from "pg";
 import type { Logger } from "pino";
 import { LockhostError } from "../../../host/errors.js";
-import { backendError, endsSession, type ErrorContext } from "./errors.js";
+import { backendError, closedError, endsSession, type ErrorContext } from "./errors.js";
 import type { HeldLock } from "./held-lock.js";
 import type { Statement } from "./sql.js";
 
@@ -44,9 +44,10 @@ export interface SessionOptions {
 /** Rows of a statement run in array mode. */
 export type Rows = unknown[][];
 
-/** The first reconnection delay after a failed attempt, doubling up to BACKOFF_MAX_MS. */
 const BACKOFF_MIN_MS = 50;
 const BACKOFF_MAX_MS = 1_000;
+/** The delay before reconnecting after `failures` failed attempts in a row (0: the first retry), doubling, capped. */
+export const backoffMs = (failures: number): number => Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** failures);
 /** Statements on the wire at once per session: enough to keep the server busy, few enough to answer fast. */
 const MAX_IN_FLIGHT = 32;
 
@@ -280,9 +281,7 @@ export class Session {
         // were waiting for this one, and their statements were never sent.
         this.held.clear();
         const failure = backendError(err, "connect", this.#options.errors);
-        const backoff = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.#failures);
-        this.#failures++;
-        this.#retryAt = performance.now() + backoff;
+        this.#retryAt = performance.now() + backoffMs(this.#failures++);
         this.#lastFailure = failure;
         // One warning per outage, not one per attempt.
         if (this.#failures === 1) this.#log.warn({ err: failure.message }, "pg session cannot connect");
@@ -353,12 +352,8 @@ function lostBeforeSending(): Error {
   return err;
 }
 
-function closedError(): LockhostError {
-  return new LockhostError("CLOSED", "the pg backend is closed");
-}
-
 /** Closes `client`'s socket now, whatever it is doing (its events still reach its listeners). */
-function destroy(client: pg.Client): void {
+export function destroy(client: pg.Client): void {
   client.end().catch(() => undefined);
   client.connection.stream.destroy();
 }

@@ -115,9 +115,7 @@ export function holdersTableOf(table: string): string {
   const dot = table.lastIndexOf(".");
   const schema = table.slice(0, dot + 1);
   const name = table.slice(dot + 1);
-  if (name.length + HOLDERS_SUFFIX.length <= MAX_IDENTIFIER) return `${schema}${name}${HOLDERS_SUFFIX}`;
-  const hash = createHash("sha256").update(name).digest("hex").slice(0, 8);
-  return `${schema}${name.slice(0, MAX_IDENTIFIER - HOLDERS_SUFFIX.length - 9)}_${hash}${HOLDERS_SUFFIX}`;
+  return schema + withSuffix(name, HOLDERS_SUFFIX, name);
 }
 
 /**
@@ -127,12 +125,14 @@ export function holdersTableOf(table: string): string {
  */
 export function channelsOf(table: string): Channels {
   const base = table.toLowerCase().replace(/[^a-z0-9_]/g, "_");
-  const channel = (suffix: string): string => {
-    if (base.length + suffix.length <= MAX_IDENTIFIER) return `${base}${suffix}`;
-    const hash = createHash("sha256").update(table).digest("hex").slice(0, 8);
-    return `${base.slice(0, MAX_IDENTIFIER - suffix.length - 9)}_${hash}${suffix}`;
-  };
-  return { released: channel("_released"), control: channel("_control") };
+  return { released: withSuffix(base, "_released", table), control: withSuffix(base, "_control", table) };
+}
+
+/** `base` + `suffix`, or past MAX_IDENTIFIER, `base` cut and marked with a hash of `whole` (so cut names stay apart). */
+function withSuffix(base: string, suffix: string, whole: string): string {
+  if (base.length + suffix.length <= MAX_IDENTIFIER) return `${base}${suffix}`;
+  const hash = createHash("sha256").update(whole).digest("hex").slice(0, 8);
+  return `${base.slice(0, MAX_IDENTIFIER - suffix.length - 9)}_${hash}${suffix}`;
 }
 
 /** `name` or `schema.name` (already validated as lowercase identifiers), quoted. */

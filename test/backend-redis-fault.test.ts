@@ -12,7 +12,7 @@ import { LockService } from "../host/locking/service.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { captureLogger } from "./support/log.js";
 import { startRedisServer, type RedisServer } from "./support/servers.js";
-import { callCounter } from "./support/counter.js";
+import { callCounter, watchCounting, type CallCounter } from "./support/counter.js";
 
 const COMMAND_TIMEOUT_MS = 500;
 /** Generous: "promptly" means bounded by the command timeout, not a race against the scheduler. */
@@ -318,8 +318,20 @@ describe("redis backend: eviction policy", () => {
 });
 
 describe("redis backend: release notifications across a restart", () => {
-  const holder = { plugin: "p", node: "n" };
-
+  /** Once Redis takes locks again, has another connection take and release `key`, which `seen` must hear. */
+  async function releasedElsewhere(cfg: RedisConfig, key: string, seen: CallCounter): Promise<void> {
+    const other = new RedisBackend(cfg, captureLogger().logger);
+    try {
+      const got = await eventually(async () => {
+        const r = await other.acquire({ key, owner: "o", ttlMs: 10_000, holder: { plugin: "p", node: "n" } });
+        return r.acquired ? r : null;
+      }, 10_000);
+      expect(got.acquired).toBe(true);
+      expect(await seen.calledBy(() => other.release(key, "o"))).toBe("released");
+    } finally {
+      await other.close();
+    }
+  }
 
   it("uses one subscriber connection for every watched key", async () => {
     const admin = new Redis(server.url);
@@ -338,36 +350,19 @@ describe("redis backend: release notifications across a restart", () => {
   });
 
   it("subscribes again after the server restarts, calls the listener once it is back, and hears later releases", async () => {
-    const capture = captureLogger();
     const cfg = config();
-    const watcher = new RedisBackend(cfg, capture.logger);
-    const seen = callCounter();
+    const watcher = new RedisBackend(cfg, captureLogger().logger);
     try {
-      const watch = watcher.watch("job", seen.listener);
-      await watch.ready;
+      const seen = await watchCounting(watcher, "job");
       await server.kill();
-      const reconnected = seen.next(15_000);
-      await server.start();
       // A release may have been missed while the subscriber was away: the listener is called.
-      await reconnected;
+      await seen.calledBy(() => server.start(), 15_000);
       expect(seen.count()).toBe(1);
 
       // And the subscription is live again: another connection's release reaches it.
-      const other = new RedisBackend(cfg, captureLogger().logger);
-      try {
-        const got = await eventually(async () => {
-          const r = await other.acquire({ key: "job", owner: "o", ttlMs: 10_000, holder });
-          return r.acquired ? r : null;
-        }, 10_000);
-        expect(got.acquired).toBe(true);
-        const released = seen.next(5_000);
-        expect(await other.release("job", "o")).toBe("released");
-        await released;
-        expect(seen.count()).toBe(2);
-      } finally {
-        await other.close();
-      }
-      watch.close();
+      await releasedElsewhere(cfg, "job", seen);
+      expect(seen.count()).toBe(2);
+      seen.watch.close();
     } finally {
       await watcher.close();
     }
@@ -384,23 +379,12 @@ describe("redis backend: release notifications across a restart", () => {
       const watch = backend.watch("late", seen.listener);
       await watch.ready;
       expect(performance.now() - started).toBeLessThan(PROMPT_MS);
-      const back = seen.next(15_000);
-      await server.start();
-      restarted = true;
-      await back; // the missed subscription is made, and the listener told to look again
-
-      const other = new RedisBackend(cfg, captureLogger().logger);
-      try {
-        await eventually(async () => {
-          const r = await other.acquire({ key: "late", owner: "o", ttlMs: 10_000, holder });
-          return r.acquired ? r : null;
-        }, 10_000);
-        const released = seen.next(5_000);
-        expect(await other.release("late", "o")).toBe("released");
-        await released;
-      } finally {
-        await other.close();
-      }
+      // The missed subscription is made, and the listener told to look again.
+      await seen.calledBy(async () => {
+        await server.start();
+        restarted = true;
+      }, 15_000);
+      await releasedElsewhere(cfg, "late", seen);
       watch.close();
     } finally {
       await backend.close();

@@ -17,7 +17,7 @@ import { slotOf } from "../plugins/backends/redis/keys.js";
 import { backendContract } from "./contract/backend-contract.js";
 import { captureLogger } from "./support/log.js";
 import { freePort, redisUrl } from "./support/servers.js";
-import { callCounter } from "./support/counter.js";
+import { watchCounting } from "./support/counter.js";
 
 /** ioredis's own slot function (what its Cluster client routes by), a dependency of ioredis without types. */
 const keySlot = createRequire(import.meta.url)("cluster-key-slot") as (key: string) => number;
@@ -447,90 +447,74 @@ describe("redis backend: batched renewals (renewMany)", () => {
   });
 });
 
-
 /** Subscribers of `channel` on the shared server. */
 async function numsub(channel: string): Promise<number> {
   const reply = (await admin.call("PUBSUB", "NUMSUB", channel)) as [string, number];
   return Number(reply[1]);
 }
 
+/** Waits (at most 5 s) until `channel` has no subscriber on the shared server. */
+async function unsubscribed(channel: string): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while ((await numsub(channel)) !== 0 && Date.now() < deadline) await sleep(20);
+}
+
 describe("redis backend: release notifications (watch)", () => {
   it("calls the listener when another connection releases or force-releases the key", async () => {
-    const watcher = open();
     const other = open();
     const k = name();
-    const seen = callCounter();
-    const watch = watcher.watch(k, seen.listener);
-    await watch.ready;
+    const seen = await watchCounting(open(), k);
     expect(await numsub(layout.released(k))).toBe(1);
 
     const a = req(k);
     expect((await other.acquire(a)).acquired).toBe(true);
-    let next = seen.next();
-    expect(await other.release(k, a.owner)).toBe("released");
-    await next;
+    expect(await seen.calledBy(() => other.release(k, a.owner))).toBe("released");
     expect(seen.count()).toBe(1);
 
     expect((await other.acquire(req(k))).acquired).toBe(true);
-    next = seen.next();
-    expect(await other.forceRelease(k)).toBe(true);
-    await next;
+    expect(await seen.calledBy(() => other.forceRelease(k))).toBe(true);
     expect(seen.count()).toBe(2);
-    watch.close();
+    seen.watch.close();
   });
 
   it("is not called for a release that deleted nothing (wrong owner, no lock)", async () => {
-    const watcher = open();
     const other = open();
     const k = name();
-    const seen = callCounter();
-    const watch = watcher.watch(k, seen.listener);
-    await watch.ready;
+    const seen = await watchCounting(open(), k);
     const a = req(k);
     expect((await other.acquire(a)).acquired).toBe(true);
     expect(await other.release(k, randomUUID())).toBe("mismatch");
     expect(await other.release(`${k}-free`, a.owner)).toBe("not_found");
     expect(await other.forceRelease(`${k}-free`)).toBe(false);
     // Messages on one channel arrive in order: had the failed release published, the count would be 2 here.
-    const next = seen.next();
-    expect(await other.release(k, a.owner)).toBe("released");
-    await next;
+    expect(await seen.calledBy(() => other.release(k, a.owner))).toBe("released");
     expect(seen.count()).toBe(1);
-    watch.close();
+    seen.watch.close();
   });
 
   it("shares one subscription per key, unsubscribes with the last watcher, and calls no closed watcher", async () => {
     const backend = open();
     const k = name();
     const channel = layout.released(k);
-    const first = callCounter();
-    const second = callCounter();
-    const w1 = backend.watch(k, first.listener);
-    const w2 = backend.watch(k, second.listener);
-    await Promise.all([w1.ready, w2.ready]);
+    const [first, second] = await Promise.all([watchCounting(backend, k), watchCounting(backend, k)]);
     expect(await numsub(channel)).toBe(1);
 
-    w1.close();
-    w1.close(); // idempotent
+    first.watch.close();
+    first.watch.close(); // idempotent
     const a = req(k);
     expect((await backend.acquire(a)).acquired).toBe(true);
-    const next = second.next();
-    expect(await backend.release(k, a.owner)).toBe("released");
-    await next;
+    expect(await second.calledBy(() => backend.release(k, a.owner))).toBe("released");
     expect(first.count()).toBe(0);
     expect(await numsub(channel)).toBe(1);
 
-    w2.close();
-    const deadline = Date.now() + 5_000;
-    while ((await numsub(channel)) !== 0 && Date.now() < deadline) await sleep(20);
+    second.watch.close();
+    await unsubscribed(channel);
     expect(await numsub(channel)).toBe(0);
 
     // Watching again after the unsubscribe subscribes again.
-    const third = callCounter();
-    const w3 = backend.watch(k, third.listener);
-    await w3.ready;
+    const third = await watchCounting(backend, k);
     expect(await numsub(channel)).toBe(1);
-    w3.close();
+    third.watch.close();
   });
 
   it("unsubscribes everything when the backend closes", async () => {
@@ -540,8 +524,7 @@ describe("redis backend: release notifications (watch)", () => {
     await Promise.all(watches.map((w) => w.ready));
     for (const k of keys) expect(await numsub(layout.released(k))).toBe(1);
     await backend.close();
-    const deadline = Date.now() + 5_000;
-    while ((await numsub(layout.released(keys[0]!))) !== 0 && Date.now() < deadline) await sleep(20);
+    await unsubscribed(layout.released(keys[0]!));
     for (const k of keys) expect(await numsub(layout.released(k))).toBe(0);
     // A watch of a closed backend is ready at once and never called.
     const late = backend.watch(keys[0]!, () => {

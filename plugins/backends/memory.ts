@@ -129,7 +129,7 @@ export class MemoryBackend implements LockBackend {
         if (!open) return;
         open = false;
         set.delete(own);
-        if (set.size === 0 && this.#watchers.get(key) === set) this.#watchers.delete(key);
+        if (set.size === 0) this.#watchers.delete(key);
       },
     };
   }
@@ -159,15 +159,16 @@ export class MemoryBackend implements LockBackend {
   #released(key: string): void {
     const set = this.#watchers.get(key);
     if (!set) return;
-    for (const listener of [...set]) {
-      queueMicrotask(() => {
+    const listeners = [...set];
+    queueMicrotask(() => {
+      for (const listener of listeners) {
         try {
           listener();
         } catch {
-          // A watcher's bug must not reach the releaser.
+          // A watcher's bug must not reach the releaser, nor the other watchers.
         }
-      });
-    }
+      }
+    });
   }
 
   /** The entry for `key` if its lease has not ended; an ended one is dropped on the way. */

@@ -1,30 +1,50 @@
 // A listener that counts its calls, for tests of release notifications (LockBackend.watch).
+import type { LockBackend, ReleaseWatch } from "../../host/locking/backend.js";
 
-/** A counting listener; `next()` resolves at its next call, or rejects after `ms`. */
+/** A counting listener. */
 export interface CallCounter {
   readonly listener: () => void;
   readonly count: () => number;
-  next(ms?: number): Promise<void>;
+  /**
+   * Runs `action` and resolves with its result once the listener has also been called since
+   * `action` began; rejects after `ms` without a call.
+   */
+  calledBy<T>(action: () => Promise<T>, ms?: number): Promise<T>;
 }
 
 /** A new counting listener (see CallCounter). */
 export function callCounter(): CallCounter {
   let calls = 0;
   let waiting: (() => void) | undefined;
+  const next = (ms: number): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no notification within ${ms} ms`)), ms);
+      waiting = () => {
+        clearTimeout(timer);
+        waiting = undefined;
+        resolve();
+      };
+    });
   return {
     listener: () => {
       calls++;
       waiting?.();
     },
     count: () => calls,
-    next: (ms = 5_000) =>
-      new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no notification within ${ms} ms`)), ms);
-        waiting = () => {
-          clearTimeout(timer);
-          waiting = undefined;
-          resolve();
-        };
-      }),
+    calledBy: (action, ms = 5_000) => {
+      const called = next(ms);
+      return Promise.all([called, action()]).then(([, result]) => result);
+    },
   };
+}
+
+/** A counting watch of `key` on `backend`, once it is ready. */
+export async function watchCounting(
+  backend: Pick<LockBackend, "watch">,
+  key: string,
+): Promise<CallCounter & { readonly watch: ReleaseWatch }> {
+  const counter = callCounter();
+  const watch = backend.watch(key, counter.listener);
+  await watch.ready;
+  return { ...counter, watch };
 }

@@ -86,13 +86,10 @@ function singleClient(config: Pick<RedisConfig, "url" | "commandTimeoutMs">): Re
 export function createSubscriber(config: Pick<RedisConfig, "url" | "commandTimeoutMs" | "cluster">, shown: string): Redis | Cluster {
   if (config.cluster) return clusterClient(config, shown);
   return new Redis(config.url, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    autoResendUnfulfilledCommands: false,
-    autoResubscribe: false,
-    commandTimeout: config.commandTimeoutMs,
-    connectTimeout: Math.max(CONNECT_TIMEOUT_MIN_MS, config.commandTimeoutMs),
+    ...connectionOptions(config),
+    socketTimeout: undefined, // a subscriber waits for messages as long as it takes
     connectionName: "lockhost-watch",
+    autoResubscribe: false,
     retryStrategy: reconnectDelay,
   });
 }

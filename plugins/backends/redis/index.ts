@@ -24,7 +24,7 @@ import type {
   RenewResult,
 } from "../../../host/locking/backend.js";
 import { scrubberFor } from "../../../host/redact.js";
-import { renewCalls, type RenewCall } from "./batch.js";
+import { renewCalls } from "./batch.js";
 import { RedisConnection } from "./client.js";
 import { createSubscriber, type LockClient } from "./connect.js";
 import { KeyLayout } from "./keys.js";
@@ -88,7 +88,6 @@ export class RedisBackend implements LockBackend {
   readonly #log: Logger;
   readonly #hostname = hostname();
   readonly #reclaim: "1" | "0";
-  readonly #cluster: boolean;
   readonly #watcher: ReleaseWatcher;
   /** Set by close(): the client may still say "ready" while QUIT is under way. */
   #closed = false;
@@ -104,7 +103,6 @@ export class RedisBackend implements LockBackend {
     this.#reclaim = config.reclaimOwnLocks ? "1" : "0";
     this.#conn = new RedisConnection(config, log);
     this.#redis = this.#conn.redis;
-    this.#cluster = config.cluster === true;
     const shown = this.#conn.url;
     this.#watcher = new ReleaseWatcher({
       create: () => createSubscriber(config, shown),
@@ -212,9 +210,9 @@ export class RedisBackend implements LockBackend {
 
   #renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
     const results = new Array<RenewResult>(reqs.length);
-    const calls = renewCalls(reqs, this.#keys, this.#cluster);
+    const calls = renewCalls(reqs, this.#keys, this.#redis.isCluster);
     this.#renewCalls += calls.length;
-    const sent = calls.map((call: RenewCall) =>
+    const sent = calls.map((call) =>
       this.#redis.lockhostRenewMany(call.args).then((replies) => {
         const { indexes } = call;
         for (let j = 0; j < indexes.length; j++) results[indexes[j]!] = toRenewResult(replies[j]!);

@@ -69,11 +69,12 @@ export class ReleaseWatcher {
         if (!open) return;
         open = false;
         watched.listeners.delete(own);
+        // Not the map's entry only once close() cleared the map.
         if (watched.listeners.size > 0 || this.#channels.get(channel) !== watched) return;
         this.#channels.delete(channel);
         // Ordered after any SUBSCRIBE of the channel on the same connection, so a watch made
         // again later (its SUBSCRIBE sent after this) ends up subscribed.
-        if (!this.#closed) client.unsubscribe(channel).catch(this.#debug);
+        client.unsubscribe(channel).catch(this.#debug);
       },
     };
   }

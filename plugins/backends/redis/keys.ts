@@ -3,6 +3,7 @@
 // cluster (a script may only use keys of one slot) and a name always maps to one slot. A
 // lock's release channel (pub/sub, for waiters) carries the same tag, only so that an
 // operator reads it as the lock's: channels are not keys, and a PUBLISH reaches every node.
+import keySlot from "cluster-key-slot";
 import { LockhostError } from "../../../host/errors.js";
 
 /**
@@ -65,24 +66,10 @@ export class KeyLayout {
 }
 
 /**
- * The Redis Cluster slot of every key of lock `name` (CRC16 of its hash tag, mod 16384), as
- * the server computes it. For a non-empty name only (LockService refuses empty ones): an empty
- * tag would make Redis hash each key whole.
+ * The Redis Cluster slot of every key of lock `name`, as the server (and ioredis, with the same
+ * function) computes it from the hash tag. For a non-empty name only (LockService refuses empty
+ * ones): an empty tag would make Redis hash each key whole.
  */
 export function slotOf(name: string): number {
-  const bytes = Buffer.from(hashTag(name), "utf8");
-  let crc = 0;
-  for (const byte of bytes) crc = ((crc << 8) & 0xffff) ^ CRC16[((crc >> 8) ^ byte) & 0xff]!;
-  return crc & 0x3fff;
+  return keySlot(`{${hashTag(name)}}`);
 }
-
-/** CRC16-CCITT (XMODEM), the checksum Redis Cluster hashes keys with. */
-const CRC16 = ((): Uint16Array => {
-  const table = new Uint16Array(256);
-  for (let i = 0; i < 256; i++) {
-    let c = i << 8;
-    for (let b = 0; b < 8; b++) c = c & 0x8000 ? ((c << 1) ^ 0x1021) & 0xffff : (c << 1) & 0xffff;
-    table[i] = c;
-  }
-  return table;
-})();

@@ -12,6 +12,7 @@ import type {
   RenewRequest,
   RenewResult,
 } from "../../host/locking/backend.js";
+import { ReleaseListeners } from "../../host/locking/release-listeners.js";
 
 interface Entry {
   owner: string;
@@ -56,7 +57,7 @@ export class MemoryBackend implements LockBackend {
   readonly #fences = new Map<string, number>();
   readonly #now: () => number;
   /** Release listeners per key (LockBackend.watch): in-process, so no subscription round trip. */
-  readonly #watchers = new Map<string, Set<() => void>>();
+  readonly #watchers = new ReleaseListeners();
   #opsSinceSweep = 0;
   #sweepCursor: Iterator<[string, Entry]> | undefined;
 
@@ -117,21 +118,7 @@ export class MemoryBackend implements LockBackend {
 
   /** Calls `listener` after every release or force-release of `key` in this instance (LockBackend.watch). */
   watch(key: string, listener: () => void): ReleaseWatch {
-    let set = this.#watchers.get(key);
-    if (!set) this.#watchers.set(key, (set = new Set()));
-    // A distinct function per watch, so the same listener can be watched twice and closed once.
-    const own = (): void => listener();
-    set.add(own);
-    let open = true;
-    return {
-      ready: Promise.resolve(),
-      close: () => {
-        if (!open) return;
-        open = false;
-        set.delete(own);
-        if (set.size === 0) this.#watchers.delete(key);
-      },
-    };
+    return { ready: Promise.resolve(), close: this.#watchers.add(key, listener) };
   }
 
   /** The live holder of `key`, or null (LockBackend.status). */
@@ -157,18 +144,7 @@ export class MemoryBackend implements LockBackend {
 
   /** Tells the key's watchers, after the caller's step has returned (as a server's message would). */
   #released(key: string): void {
-    const set = this.#watchers.get(key);
-    if (!set) return;
-    const listeners = [...set];
-    queueMicrotask(() => {
-      for (const listener of listeners) {
-        try {
-          listener();
-        } catch {
-          // A watcher's bug must not reach the releaser, nor the other watchers.
-        }
-      }
-    });
+    if (this.#watchers.has(key)) queueMicrotask(() => this.#watchers.wake(key));
   }
 
   /** The entry for `key` if its lease has not ended; an ended one is dropped on the way. */

@@ -27,7 +27,7 @@
 // This file is the LockBackend facade: it maps each step to its file. lock-book.ts keeps the
 // sessions and the locks held on them (lease ends, unlocks); acquire.ts takes locks;
 // batch.ts renews in batches; by-owner.ts renews and releases locks another process holds and
-// handles control messages; force-release.ts, record.ts (status rows), watchers.ts and
+// handles control messages; force-release.ts, record.ts (status rows) and
 // tables.ts do the rest.
 import { hostname } from "node:os";
 import type pg from "pg";
@@ -56,7 +56,7 @@ import { ELSEWHERE, NOT_FOUND, ignore, LockBook } from "./lock-book.js";
 import { toRecord } from "./record.js";
 import { channelsOf, statementsFor } from "./sql.js";
 import { Tables } from "./tables.js";
-import { Watchers } from "./watchers.js";
+import { ReleaseListeners } from "../../../host/locking/release-listeners.js";
 
 /** Options of a PgBackend beyond its config, mostly for tests and embedders. */
 export interface PgBackendOptions {
@@ -83,7 +83,7 @@ export class PgBackend implements LockBackend {
   readonly #acquire: AcquireContext;
   readonly #batches: BatchRenewer;
   readonly #listener: ReleaseListener;
-  readonly #watchers = new Watchers();
+  readonly #watchers = new ReleaseListeners();
   #closing: Promise<void> | undefined;
 
   /**

@@ -11,17 +11,11 @@
 import type { Cluster, Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { ReleaseWatch } from "../../../host/locking/backend.js";
+import { ReleaseListeners } from "../../../host/locking/release-listeners.js";
 import type { Scrubber } from "../../../host/redact.js";
 
 /** What a watch of a closed backend gets: ready at once, never called. */
 const NOT_WATCHING: ReleaseWatch = Object.freeze({ ready: Promise.resolve(), close: () => undefined });
-
-/** The watchers of one channel. */
-interface Channel {
-  readonly listeners: Set<() => void>;
-  /** Settles (never rejects) once SUBSCRIBE was confirmed, failed, or took commandTimeoutMs. */
-  readonly subscribed: Promise<void>;
-}
 
 /** How the watcher opens its connection and reports on it. */
 export interface WatcherOptions {
@@ -37,7 +31,18 @@ export interface WatcherOptions {
 /** The pub/sub side of one RedisBackend. */
 export class ReleaseWatcher {
   readonly #options: WatcherOptions;
-  readonly #channels = new Map<string, Channel>();
+  /** Listeners by channel: a channel is subscribed with its first and unsubscribed with its last. */
+  readonly #listeners = new ReleaseListeners<string>({
+    first: (channel) => this.#subscribed.set(channel, this.#subscribe(this.#client!, [channel])),
+    // Ordered after any SUBSCRIBE of the channel on the same connection, so a watch made again
+    // later (its SUBSCRIBE sent after this) ends up subscribed.
+    last: (channel) => {
+      this.#subscribed.delete(channel);
+      this.#client!.unsubscribe(channel).catch(this.#debug);
+    },
+  });
+  /** Per subscribed channel: settles (never rejects) once SUBSCRIBE was confirmed, failed, or took commandTimeoutMs. */
+  readonly #subscribed = new Map<string, Promise<void>>();
   #client: Redis | Cluster | undefined;
   #closed = false;
   /** Set by the first 'ready': a later one is a reconnect, after which nothing is subscribed. */
@@ -52,43 +57,22 @@ export class ReleaseWatcher {
   /** Calls `listener` on every message on `channel` until the returned watch is closed. */
   watch(channel: string, listener: () => void): ReleaseWatch {
     if (this.#closed) return NOT_WATCHING;
-    const client = this.#client ?? this.#open();
-    let entry = this.#channels.get(channel);
-    if (!entry) {
-      entry = { listeners: new Set(), subscribed: this.#subscribe(client, [channel]) };
-      this.#channels.set(channel, entry);
-    }
-    const watched = entry;
-    // A distinct function per watch, so the same listener can be watched twice and closed once.
-    const own = (): void => listener();
-    watched.listeners.add(own);
-    let open = true;
-    return {
-      ready: watched.subscribed,
-      close: () => {
-        if (!open) return;
-        open = false;
-        watched.listeners.delete(own);
-        // Not the map's entry only once close() cleared the map.
-        if (watched.listeners.size > 0 || this.#channels.get(channel) !== watched) return;
-        this.#channels.delete(channel);
-        // Ordered after any SUBSCRIBE of the channel on the same connection, so a watch made
-        // again later (its SUBSCRIBE sent after this) ends up subscribed.
-        client.unsubscribe(channel).catch(this.#debug);
-      },
-    };
+    if (!this.#client) this.#open();
+    const close = this.#listeners.add(channel, listener);
+    return { ready: this.#subscribed.get(channel)!, close };
   }
 
   /** Drops the subscriber connection; later watches are never called. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#channels.clear();
+    this.#listeners.clear();
+    this.#subscribed.clear();
     // Nothing to flush: an unsubscribe on the way out would only delay close().
     this.#client?.disconnect();
   }
 
-  #open(): Redis | Cluster {
+  #open(): void {
     const client = this.#options.create();
     this.#client = client;
     client.on("message", this.#onMessage);
@@ -97,7 +81,6 @@ export class ReleaseWatcher {
     // A cluster client's subscriber connection moves to another node when its node leaves.
     client.on("-node", this.#resync);
     client.connect().catch(this.#debug); // failures arrive as 'error' events
-    return client;
   }
 
   #subscribe(client: Redis | Cluster, channels: string[]): Promise<void> {
@@ -130,24 +113,12 @@ export class ReleaseWatcher {
   /** Subscribes every watched channel again, then wakes every watcher: a release may have been missed. */
   readonly #resync = (): void => {
     const client = this.#client;
-    if (this.#closed || !client || this.#channels.size === 0) return;
+    if (this.#closed || !client || this.#subscribed.size === 0) return;
     this.#missed = false;
-    void this.#subscribe(client, [...this.#channels.keys()]).then(() => {
-      for (const channel of [...this.#channels.keys()]) this.#onMessage(channel);
-    });
+    void this.#subscribe(client, [...this.#listeners.keys()]).then(() => this.#listeners.wakeAll());
   };
 
-  readonly #onMessage = (channel: string): void => {
-    const entry = this.#channels.get(channel);
-    if (!entry) return;
-    for (const listener of [...entry.listeners]) {
-      try {
-        listener();
-      } catch {
-        // A watcher's bug must not stop the others.
-      }
-    }
-  };
+  readonly #onMessage = (channel: string): void => this.#listeners.wake(channel);
 
   /** Subscriber trouble is logged at debug only: the lock connection reports the server's state. */
   readonly #debug = (err: unknown): void => {

@@ -15,6 +15,8 @@ export interface LeaseHooks {
 
 /** Internal key of Lease's "mark lost" step, so only the lock service can end a lease as lost. */
 export const markLost: unique symbol = Symbol("lockhost.markLost");
+/** Internal key of the slot where the renewal manager keeps its entry for a watched lease. */
+export const renewalEntry: unique symbol = Symbol("lockhost.renewalEntry");
 
 /** One acquisition: the host-side record of a held lock. */
 export class Lease {
@@ -33,6 +35,8 @@ export class Lease {
   #controller: AbortController | undefined;
   #listeners: ((reason: LockhostError) => void)[] | undefined;
   #observed = false;
+  /** Internal (renewal manager): its entry while it watches this lease. */
+  [renewalEntry]: unknown = undefined;
 
   constructor(
     /** Fully qualified lock name, e.g. "billing:nightly". */

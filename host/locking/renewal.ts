@@ -10,7 +10,7 @@ import type { KeepaliveSettings } from "../config/types.js";
 import { LockhostError, toLockhostError } from "../errors.js";
 import type { RenewRequest, RenewResult } from "./backend.js";
 import { DeadlineQueue, type Timed } from "./deadline-queue.js";
-import type { Lease } from "./lease.js";
+import { renewalEntry, type Lease } from "./lease.js";
 
 /** What the renewal manager needs from its service. */
 export interface RenewalHost {
@@ -40,7 +40,12 @@ interface Entry extends Timed {
 export class RenewalManager {
   readonly #host: RenewalHost;
   readonly #settings: KeepaliveSettings;
-  readonly #entries = new Map<Lease, Entry>();
+  /**
+   * Every entry, for counting and close(). A lease finds its own entry through its
+   * `renewalEntry` slot: release() asks for every lease, and most were never watched, so the
+   * lookup must not hash anything.
+   */
+  readonly #entries = new Set<Entry>();
   readonly #queue: DeadlineQueue<Entry>;
   /** Renewals taken from the queue in the current firing, sent together after it. */
   #batch: Entry[] = [];
@@ -62,7 +67,7 @@ export class RenewalManager {
   /** Leases watched now under keepalive. */
   get keepaliveCount(): number {
     let n = 0;
-    for (const lease of this.#entries.keys()) if (lease.keepalive) n++;
+    for (const { lease } of this.#entries) if (lease.keepalive) n++;
     return n;
   }
 
@@ -79,25 +84,26 @@ export class RenewalManager {
   /** Starts watching `lease`: renewals if it has keepalive, else its end. Idempotent. */
   watch(lease: Lease): void {
     if (this.#closed || lease.state !== "held") return;
-    let entry = this.#entries.get(lease);
+    let entry = entryOf(lease);
     if (!entry) {
       entry = { lease, phase: "end", inFlight: false, failures: 0, deadline: 0, heapIndex: -1 };
-      this.#entries.set(lease, entry);
+      lease[renewalEntry] = entry;
+      this.#entries.add(entry);
     }
     if (!entry.inFlight) this.#schedule(entry);
   }
 
   /** The lease's deadline moved (a manual renew) or its keepalive changed: re-plan it. */
   replan(lease: Lease): void {
-    const entry = this.#entries.get(lease);
+    const entry = entryOf(lease);
     if (entry && !entry.inFlight) this.#schedule(entry);
   }
 
   /** Stops watching `lease` (released or lost); a renewal in flight for it is ignored. */
   forget(lease: Lease): void {
-    const entry = this.#entries.get(lease);
+    const entry = entryOf(lease);
     if (!entry) return;
-    this.#entries.delete(lease);
+    this.#drop(entry);
     this.#queue.remove(entry);
   }
 
@@ -105,8 +111,15 @@ export class RenewalManager {
   close(): void {
     this.#closed = true;
     this.#queue.clear();
+    for (const entry of this.#entries) entry.lease[renewalEntry] = undefined;
     this.#entries.clear();
     this.#batch = [];
+  }
+
+  /** Forgets `entry` (its lease is released, lost, or no longer watched). */
+  #drop(entry: Entry): void {
+    entry.lease[renewalEntry] = undefined;
+    this.#entries.delete(entry);
   }
 
   /** Queues the next step of an idle entry: its renewal, or its end. */
@@ -125,7 +138,7 @@ export class RenewalManager {
 
   #due(entry: Entry): void {
     const { lease } = entry;
-    if (this.#entries.get(lease) !== entry || lease.state !== "held") return;
+    if (entryOf(lease) !== entry || lease.state !== "held") return;
     if (entry.phase === "renew") {
       entry.inFlight = true;
       this.#batch.push(entry);
@@ -135,7 +148,7 @@ export class RenewalManager {
       this.#queue.add(entry);
       return;
     }
-    this.#entries.delete(lease);
+    this.#drop(entry);
     const unconfirmed = entry.inFlight || lease.keepalive;
     this.#host.lost(
       lease,
@@ -173,7 +186,7 @@ export class RenewalManager {
 
   #settle(entry: Entry, result: RenewResult | undefined, sentAt: number): void {
     const { lease } = entry;
-    const current = this.#entries.get(lease) === entry;
+    const current = entryOf(lease) === entry;
     entry.inFlight = false;
     if (!current || lease.state !== "held") {
       // Released meanwhile, or already declared lost: a late success holds a lock nobody uses.
@@ -190,7 +203,7 @@ export class RenewalManager {
       this.#schedule(entry);
       return;
     }
-    this.#entries.delete(lease);
+    this.#drop(entry);
     this.#queue.remove(entry);
     this.#host.renewalFailed(lease);
     const why = result.reason === "mismatch" ? "another owner holds it now" : "it expired, was deleted or was force-released";
@@ -200,7 +213,7 @@ export class RenewalManager {
   /** An I/O failure: retry inside the safety margin while retries last, else the lease is lost. */
   #failed(entry: Entry, err: LockhostError): void {
     const { lease } = entry;
-    if (this.#entries.get(lease) !== entry || lease.state !== "held") return;
+    if (entryOf(lease) !== entry || lease.state !== "held") return;
     entry.inFlight = false;
     this.#host.renewalFailed(lease);
     const now = performance.now();
@@ -214,11 +227,13 @@ export class RenewalManager {
       this.#queue.update(entry);
       return;
     }
-    this.#entries.delete(lease);
+    this.#drop(entry);
     this.#queue.remove(entry);
     this.#host.lost(lease, lostError(lease, `its renewal could not be confirmed before the lease would end (${err.code}: ${err.message})`), true);
   }
 }
+
+const entryOf = (lease: Lease): Entry | undefined => lease[renewalEntry] as Entry | undefined;
 
 function lostError(lease: Lease, why: string): LockhostError {
   return new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) was lost: ${why}`);

@@ -26,7 +26,7 @@ export interface LockServiceOptions {
   readonly waiting?: Partial<WaitingSettings>;
 }
 
-/** How many released owner tokens a service remembers, so restore can say ALREADY_RELEASED. */
+/** How many released owner tokens a service remembers at least (at most twice this), so restore can say ALREADY_RELEASED. */
 const RELEASED_MEMORY = 1_024;
 
 /** Options of one acquisition. */
@@ -89,8 +89,13 @@ export class LockService {
   readonly #waits: WaitQueues;
   readonly #pollIntervalMs: number;
   readonly #hooks: LeaseHooks = { observe: (lease) => this.#renewals.watch(lease) };
-  /** Recently released owner tokens, oldest first (a bounded memory for restore). */
-  readonly #released = new Set<string>();
+  /**
+   * Recently released owner tokens, for restore's ALREADY_RELEASED: a bounded memory in two
+   * generations (the current one becomes the old one when full), so a release costs one Set
+   * add and nothing is ever deleted one by one.
+   */
+  #released = new Set<string>();
+  #releasedBefore = new Set<string>();
   #acquisitions = 0;
   #contended = 0;
   #renewalsOk = 0;
@@ -262,7 +267,7 @@ export class LockService {
     const raced = this.#sameLease(name, owner, options);
     if (raced) return raced;
     if (!record || record.owner !== owner) {
-      if (this.#released.has(owner)) {
+      if (this.#released.has(owner) || this.#releasedBefore.has(owner)) {
         throw new LockhostError("ALREADY_RELEASED", `lock ${name} with that owner token was already released by this host`);
       }
       if (!record) throw new LockhostError("NOT_FOUND", `no lock is held under ${name}`);
@@ -578,8 +583,11 @@ export class LockService {
 
   /** Keeps a bounded memory of released owner tokens (for restore's ALREADY_RELEASED). */
   #remember(owner: string): void {
+    if (this.#released.size >= RELEASED_MEMORY) {
+      this.#releasedBefore = this.#released;
+      this.#released = new Set();
+    }
     this.#released.add(owner);
-    if (this.#released.size > RELEASED_MEMORY) this.#released.delete(this.#released.values().next().value!);
   }
 
   /** One batch of keepalive renewals; failures become BACKEND_UNAVAILABLE. */

@@ -13,7 +13,7 @@ import { Redis } from "ioredis";
 import Redlock from "redlock";
 import { Mutex } from "redis-semaphore";
 import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
-import type { LockBackend } from "../host/locking/backend.js";
+import type { LockBackend } from "../kit/backend.js";
 import type { Lease } from "../host/locking/lease.js";
 import { LockService } from "../host/locking/service.js";
 import { MemoryBackend } from "../plugins/backends/memory.js";

@@ -8,7 +8,7 @@ import pg from "pg";
 import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
 import { LockService } from "../host/locking/service.js";
 import type { Lease } from "../host/locking/lease.js";
-import { redactUrlSecrets } from "../host/redact.js";
+import { redactUrlSecrets } from "../kit/redact.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
 import { holdersTableOf } from "../plugins/backends/pg/sql.js";
 import { benchLog, fmt, guestLoop, interleaved, ROUNDS, row, sequential, startBenchGuests, TTL_MS } from "./harness.js";

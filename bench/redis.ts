@@ -9,7 +9,7 @@ import Redlock from "redlock";
 import { Mutex } from "redis-semaphore";
 import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
 import { LockService } from "../host/locking/service.js";
-import { redactUrlSecrets } from "../host/redact.js";
+import { redactUrlSecrets } from "../kit/redact.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { benchLog, concurrent, fmt, guestLoop, guestsConcurrent, interleaved, ROUNDS, row, sequential, startBenchGuests, TTL_MS } from "./harness.js";
 import { table } from "./stats.js";

@@ -3,8 +3,8 @@ export * as status from "../abi/status.js";
 export { Host, type HostOptions } from "./host.js";
 export { loadConfig, parseConfig, resolveConfig } from "./config/load.js";
 export type * from "./config/types.js";
-export { LockhostError, type ErrorCode, type AbiErrorCode, isCode } from "./errors.js";
-export type { AcquireRequest, AcquireResult, Holder, LockBackend, LockRecord, ReleaseResult, RenewResult } from "./locking/backend.js";
+export { LockhostError, type ErrorCode, type AbiErrorCode, isCode } from "../kit/errors.js";
+export type { AcquireRequest, AcquireResult, Holder, LockBackend, LockRecord, ReleaseResult, RenewResult } from "../kit/backend.js";
 export { Lease, type LeaseState } from "./locking/lease.js";
 export {
   LockService,

@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import * as S from "../abi/status.js";
-import { codeOfStatus } from "../host/errors.js";
+import { codeOfStatus } from "../kit/errors.js";
 import { LockService } from "../host/locking/service.js";
 import { loadGuestModule, PROVIDED_IMPORTS } from "../host/runtime/guest-module.js";
 import type { WorkerGuest } from "../host/runtime/worker/worker-guest.js";

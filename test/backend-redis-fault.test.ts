@@ -7,7 +7,7 @@ import { createServer, type AddressInfo, type Socket } from "node:net";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RedisConfig } from "../host/config/types.js";
-import { LockhostError } from "../host/errors.js";
+import { LockhostError } from "../kit/errors.js";
 import { LockService } from "../host/locking/service.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { captureLogger } from "./support/log.js";

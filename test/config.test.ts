@@ -12,9 +12,9 @@ import { parseDuration } from "../host/config/duration.js";
 import { expandEnv } from "../host/config/env.js";
 import { loadConfig, parseConfig, resolveConfig } from "../host/config/load.js";
 import type { LockhostConfig } from "../host/config/types.js";
-import { LockhostError } from "../host/errors.js";
+import { LockhostError } from "../kit/errors.js";
 import { KEEPALIVE_DEFAULTS, WAITING_DEFAULTS } from "../host/locking/options.js";
-import { redactUrlSecrets } from "../host/redact.js";
+import { redactUrlSecrets } from "../kit/redact.js";
 
 const SOURCE = "lockhost.toml";
 const BASE = resolve("/srv/lockhost");

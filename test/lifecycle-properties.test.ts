@@ -2,8 +2,8 @@
 // cases): the one-timer deadline queue, and the renewal manager that relies on it.
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { LockBackend, RenewRequest, RenewResult } from "../host/locking/backend.js";
-import { DeadlineQueue, type Timed } from "../host/locking/deadline-queue.js";
+import type { LockBackend, RenewRequest, RenewResult } from "../kit/backend.js";
+import { DeadlineQueue, type Timed } from "../kit/deadline-queue.js";
 import { LockService } from "../host/locking/service.js";
 import { MemoryBackend } from "../plugins/backends/memory.js";
 

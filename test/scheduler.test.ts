@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import * as S from "../abi/status.js";
 import type { LockingHint, ScheduledConfig } from "../host/config/types.js";
-import type { LockBackend } from "../host/locking/backend.js";
+import type { LockBackend } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { Scheduler, type TickEvent } from "../host/scheduler/scheduler.js";
 import type { WorkerGuest } from "../host/runtime/worker/worker-guest.js";

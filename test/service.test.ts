@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import * as S from "../abi/status.js";
 import { globalKeyMatcher, qualify } from "../host/locking/scope.js";
-import type { LockBackend } from "../host/locking/backend.js";
+import type { LockBackend } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { MAX_NAME_BYTES } from "../host/locking/validate.js";
 import { MemoryBackend } from "../plugins/backends/memory.js";

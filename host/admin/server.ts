@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import { formatListen } from "../config/listen.js";
 import type { AdminSettings } from "../config/types.js";
-import { LockhostError, toLockhostError, type ErrorCode } from "../errors.js";
+import { LockhostError, toLockhostError, type ErrorCode } from "../../kit/errors.js";
 import type { LockService } from "../locking/service.js";
 import { lockMetrics } from "./metrics.js";
 

@@ -8,7 +8,7 @@ import { text as readText } from "node:stream/consumers";
 import type { AdminStatsBody } from "../admin/server.js";
 import { formatListen } from "../config/listen.js";
 import type { AdminSettings } from "../config/types.js";
-import { LockhostError, type ErrorCode } from "../errors.js";
+import { LockhostError, type ErrorCode } from "../../kit/errors.js";
 import type { LockStatus } from "../locking/service.js";
 
 /** How long the CLI waits for the admin listener before saying it does not answer. */

@@ -7,7 +7,7 @@ import { pino } from "pino";
 import { createBackend } from "../../plugins/backends/index.js";
 import { loadConfig } from "../config/load.js";
 import type { LockhostConfig } from "../config/types.js";
-import { LockhostError, toLockhostError } from "../errors.js";
+import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import { Host } from "../host.js";
 import { LockService } from "../locking/service.js";
 import { AdminClient, AdminUnreachable, adminUrl } from "./admin-client.js";

@@ -2,8 +2,8 @@
 // produced, never on the file's text, so a variable's value is always data: it cannot close a
 // string, add a key or open a table. Values are not scanned again after substitution, so a
 // variable holding "${OTHER}" or "$$" comes through as exactly those characters.
-import { LockhostError } from "../errors.js";
-import { redactUrlSecrets } from "../redact.js";
+import { LockhostError } from "../../kit/errors.js";
+import { redactUrlSecrets } from "../../kit/redact.js";
 
 const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([^]*))?$/;
 

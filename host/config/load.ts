@@ -4,14 +4,14 @@
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { parse as parseToml, TomlError } from "smol-toml";
-import type { LockhostError } from "../errors.js";
+import type { LockhostError } from "../../kit/errors.js";
 import { configError, isTable, show, Table, type Ctx, type Raw } from "./reader.js";
 import { buildConfig } from "./schema.js";
 import type { ConfigInput, LockhostConfig } from "./types.js";
 
 export type { ConfigInput, PluginInput, ScheduledInput } from "./types.js";
 // Callers written before host/redact.ts existed import it from here.
-export { redactUrlSecrets } from "../redact.js";
+export { redactUrlSecrets } from "../../kit/redact.js";
 
 /**
  * Reads and validates a TOML config file. Relative wasm paths resolve against the file's folder.

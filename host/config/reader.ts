@@ -3,8 +3,8 @@
 // and nothing else. The same reader serves TOML and objects built in code; the two differ only
 // in key spelling (snake_case or camelCase), in how a table is named, and in that only TOML
 // strings get environment substitution.
-import { LockhostError } from "../errors.js";
-import { redactUrlSecrets } from "../redact.js";
+import { LockhostError } from "../../kit/errors.js";
+import { redactUrlSecrets } from "../../kit/redact.js";
 import { expandEnv } from "./env.js";
 
 /** A table as the TOML parser or the caller handed it over, not yet checked. */

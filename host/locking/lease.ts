@@ -1,5 +1,5 @@
-import type { LockhostError } from "../errors.js";
-import type { Holder } from "./backend.js";
+import type { LockhostError } from "../../kit/errors.js";
+import type { Holder } from "../../kit/backend.js";
 
 /** Where a lease stands, as the host last saw it. */
 export type LeaseState = "held" | "released" | "lost";

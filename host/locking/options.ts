@@ -2,7 +2,7 @@
 // renewal, hours later): each message names the option at fault. The config loader checks the
 // same ranges for the TOML form; this covers services built in code.
 import type { KeepaliveSettings, WaitingSettings } from "../config/types.js";
-import { LockhostError } from "../errors.js";
+import { LockhostError } from "../../kit/errors.js";
 
 /** Frozen defaults of the keepalive settings (the config's `[locking.keepalive]` defaults). */
 export const KEEPALIVE_DEFAULTS: KeepaliveSettings = Object.freeze({

@@ -7,9 +7,9 @@
 // lease as lost. Leases without keepalive are watched only once someone observes them
 // (signal / onLost), and end as lost when their host-side deadline passes.
 import type { KeepaliveSettings } from "../config/types.js";
-import { LockhostError, toLockhostError } from "../errors.js";
-import type { RenewRequest, RenewResult } from "./backend.js";
-import { DeadlineQueue, type Timed } from "./deadline-queue.js";
+import { LockhostError, toLockhostError } from "../../kit/errors.js";
+import type { RenewRequest, RenewResult } from "../../kit/backend.js";
+import { DeadlineQueue, type Timed } from "../../kit/deadline-queue.js";
 import { renewalEntry, type Lease } from "./lease.js";
 
 /** What the renewal manager needs from its service. */

@@ -3,8 +3,8 @@
 // Backends stay atomic steps; guests and embedders both come through here.
 import { v4 as uuidv4 } from "uuid";
 import type { KeepaliveSettings, WaitingSettings } from "../config/types.js";
-import { LockhostError, toLockhostError } from "../errors.js";
-import type { AcquireResult, Holder, LockBackend, LockRecord, RenewRequest, RenewResult } from "./backend.js";
+import { LockhostError, toLockhostError } from "../../kit/errors.js";
+import type { AcquireResult, Holder, LockBackend, LockRecord, RenewRequest, RenewResult } from "../../kit/backend.js";
 import { Lease, markLost, type LeaseHooks } from "./lease.js";
 import { resolveKeepalive, resolveWaiting } from "./options.js";
 import { RenewalManager } from "./renewal.js";

@@ -1,7 +1,7 @@
 // Input checks shared by the host API and the guest ABI, so both reject the same inputs with
 // the same codes and messages.
 import { MAX_KEY_BYTES, MAX_TTL_MS, MAX_WAIT_MS } from "../../abi/status.js";
-import { LockhostError } from "../errors.js";
+import { LockhostError } from "../../kit/errors.js";
 import { MAX_SCOPE_PREFIX_BYTES } from "./scope.js";
 
 const utf8 = new TextEncoder();

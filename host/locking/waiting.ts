@@ -6,7 +6,7 @@
 // (retryAfterMs from the failed attempt), or, as a fallback for lost notifications, a
 // jittered poll interval. The backend subscription is shared by a key's waiters and dropped
 // with the last of them.
-import type { LockBackend, ReleaseWatch } from "./backend.js";
+import type { LockBackend, ReleaseWatch } from "../../kit/backend.js";
 
 /** Why a sleeping waiter woke up. */
 type Wake = "timer" | "release" | "promoted";

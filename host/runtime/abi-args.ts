@@ -1,7 +1,7 @@
 // Decoding and checking of lock-call arguments that arrive as raw numbers and bytes, and the
 // ABI's encoding of a lease's state: shared by every runtime's view of the lock ABI.
 import { STATE_HELD, STATE_LOST, STATE_RELEASED } from "../../abi/status.js";
-import { LockhostError } from "../errors.js";
+import { LockhostError } from "../../kit/errors.js";
 import type { Lease } from "../locking/lease.js";
 import { keyLengthError } from "../locking/validate.js";
 

@@ -5,7 +5,7 @@
 // runtime when a lock the guest holds is lost (so it can call the guest's lockhost_on_lost).
 import type { Logger } from "pino";
 import { FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, STATE_LOST, STATE_RELEASED, TRY_CONTENDED } from "../../abi/status.js";
-import { LockhostError, toLockhostError } from "../errors.js";
+import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { Lease } from "../locking/lease.js";
 import { qualify, type Scope } from "../locking/scope.js";
 import type { LockService } from "../locking/service.js";

@@ -3,7 +3,7 @@
 // and the version marker export. The version number itself is read in the guest's worker.
 import { readFile } from "node:fs/promises";
 import { ABI_VERSION } from "../../abi/status.js";
-import { LockhostError } from "../errors.js";
+import { LockhostError } from "../../kit/errors.js";
 import { readModuleFacts, type FuncSignature } from "./wasm-binary.js";
 
 /** WebAssembly pages are 64 KiB. */

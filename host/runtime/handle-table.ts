@@ -6,7 +6,7 @@
 // bumps the slot's 15-bit generation. So a handle value comes back only after its slot went
 // round all 32,767 generations: about 65,535 x 32,767 (~2^31) acquisitions by the same guest
 // instance, not the 64 x 32,767 (~2.1M) it took when reuse started after 64 slots.
-import { LockhostError } from "../errors.js";
+import { LockhostError } from "../../kit/errors.js";
 
 const SLOT_BITS = 16;
 const SLOT_MASK = (1 << SLOT_BITS) - 1;

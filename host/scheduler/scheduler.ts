@@ -4,7 +4,7 @@
 import { EventEmitter } from "node:events";
 import type { Logger } from "pino";
 import type { ScheduledConfig } from "../config/types.js";
-import { toLockhostError } from "../errors.js";
+import { toLockhostError } from "../../kit/errors.js";
 import type { Lease } from "../locking/lease.js";
 import type { LockService } from "../locking/service.js";
 import type { GuestInstance } from "../runtime/guest-instance.js";

@@ -3,7 +3,7 @@
 import type { Logger } from "pino";
 import { CONFIG_DEFAULTS } from "../../host/config/defaults.js";
 import type { LockingConfig } from "../../host/config/types.js";
-import type { LockBackend } from "../../host/locking/backend.js";
+import type { LockBackend } from "../../kit/backend.js";
 import { MemoryBackend } from "./memory.js";
 import { PgBackend } from "./pg/index.js";
 import { RedisBackend } from "./redis/index.js";

@@ -4,7 +4,7 @@
 // between tests beyond what each test releases.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AcquireRequest, LockBackend } from "../../host/locking/backend.js";
+import type { AcquireRequest, LockBackend } from "../../kit/backend.js";
 import { lifecycleContract } from "./lifecycle-contract.js";
 
 /** How a backend test file provides its backend. */

@@ -1,5 +1,5 @@
 // A listener that counts its calls, for tests of release notifications (LockBackend.watch).
-import type { LockBackend, ReleaseWatch } from "../../host/locking/backend.js";
+import type { LockBackend, ReleaseWatch } from "../../kit/backend.js";
 
 /** A counting listener. */
 export interface CallCounter {

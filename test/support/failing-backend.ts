@@ -1,8 +1,8 @@
 // A backend whose server is unreachable: every step fails the way a real backend reports an
 // outage. Used to test the callers' error paths; the real-server fault tests belong to the
 // Redis and PostgreSQL backends.
-import { LockhostError } from "../../host/errors.js";
-import type { LockBackend } from "../../host/locking/backend.js";
+import { LockhostError } from "../../kit/errors.js";
+import type { LockBackend } from "../../kit/backend.js";
 
 const down = (): Promise<never> => Promise.reject(new LockhostError("BACKEND_UNAVAILABLE", "backend unreachable (test)"));
 

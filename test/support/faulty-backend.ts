@@ -1,8 +1,8 @@
 // A real MemoryBackend with faults injected in front of it: slow acquisitions, failing
 // releases. For the callers' race and error paths; the real-server fault tests belong to the
 // Redis and PostgreSQL backends.
-import { LockhostError } from "../../host/errors.js";
-import type { AcquireRequest, AcquireResult, LockBackend, ReleaseResult } from "../../host/locking/backend.js";
+import { LockhostError } from "../../kit/errors.js";
+import type { AcquireRequest, AcquireResult, LockBackend, ReleaseResult } from "../../kit/backend.js";
 import { MemoryBackend } from "../../plugins/backends/memory.js";
 
 /** Faults to inject; change them at any time. */

@@ -3,7 +3,7 @@
 // private server is started from the binaries on PATH for this run, and the URLs point at it.
 // When even those binaries are missing the run stops here, saying what to install: `npm test`
 // never skips the backend tests silently.
-import { redactUrlSecrets } from "../../host/redact.js";
+import { redactUrlSecrets } from "../../kit/redact.js";
 import {
   databaseUrl, postgresAnswers, redisAnswers, redisUrl, startPostgresServer, startRedisServer,
   type TestServer,

@@ -4,7 +4,7 @@
 import { Worker } from "node:worker_threads";
 import type { Logger } from "pino";
 import { INTERNAL } from "../../../abi/status.js";
-import { LockhostError } from "../../errors.js";
+import { LockhostError } from "../../../kit/errors.js";
 import type { Lease } from "../../locking/lease.js";
 import { ARG0, ARG1, ARG2, Channel, DATA2_LEN, DATA_LEN, Op, OP, REQ_SEQ, RESP_SEQ, TEXT_LEN } from "../channel.js";
 import { LOST_EXPORT, type CallOptions, type GuestInstance, type GuestValue } from "../guest-instance.js";

@@ -42,8 +42,8 @@ import type {
   ReleaseWatch,
   RenewRequest,
   RenewResult,
-} from "../../../host/locking/backend.js";
-import { redactUrlSecrets, scrubberFor } from "../../../host/redact.js";
+} from "../../../kit/backend.js";
+import { redactUrlSecrets, scrubberFor } from "../../../kit/redact.js";
 import { acquire, type AcquireContext } from "./acquire.js";
 import { BatchRenewer } from "./batch.js";
 import { onControl, releaseElsewhere, renewElsewhere } from "./by-owner.js";
@@ -56,7 +56,7 @@ import { ELSEWHERE, NOT_FOUND, ignore, LockBook } from "./lock-book.js";
 import { toRecord } from "./record.js";
 import { channelsOf, statementsFor } from "./sql.js";
 import { Tables } from "./tables.js";
-import { ReleaseListeners } from "../../../host/locking/release-listeners.js";
+import { ReleaseListeners } from "../../../kit/release-listeners.js";
 
 /** Options of a PgBackend beyond its config, mostly for tests and embedders. */
 export interface PgBackendOptions {

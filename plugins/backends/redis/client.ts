@@ -21,11 +21,11 @@
 // connect.ts says why the cluster client's own queue stays on for that).
 import type { Logger } from "pino";
 import type { RedisConfig } from "../../../host/config/types.js";
-import { LockhostError } from "../../../host/errors.js";
+import { LockhostError } from "../../../kit/errors.js";
 import { createClient, type LockClient } from "./connect.js";
 import { backendError, unreachableMessage, type ErrorContext } from "./errors.js";
 import { warnIfEvictingFences } from "./policy.js";
-import { scrubberFor, type Scrubber } from "../../../host/redact.js";
+import { scrubberFor, type Scrubber } from "../../../kit/redact.js";
 
 /** While Redis stays unreachable, the same error is logged again at most this often. */
 const REPEAT_LOG_MS = 60_000;

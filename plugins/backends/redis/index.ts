@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Logger } from "pino";
 import type { RedisConfig } from "../../../host/config/types.js";
-import { LockhostError } from "../../../host/errors.js";
+import { LockhostError } from "../../../kit/errors.js";
 import type {
   AcquireRequest,
   AcquireResult,
@@ -22,8 +22,8 @@ import type {
   ReleaseWatch,
   RenewRequest,
   RenewResult,
-} from "../../../host/locking/backend.js";
-import { scrubberFor } from "../../../host/redact.js";
+} from "../../../kit/backend.js";
+import { scrubberFor } from "../../../kit/redact.js";
 import { renewCalls } from "./batch.js";
 import { RedisConnection } from "./client.js";
 import { createSubscriber, type LockClient } from "./connect.js";

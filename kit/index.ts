@@ -1,0 +1,20 @@
+// lockhost/backend: the public door for backends. A backend package imports only this: the
+// LockBackend interface it implements, the descriptor it exports, the config-schema builders
+// for its `[locking.<name>]` table, the errors it raises, and the helpers backends share.
+export type {
+  AcquireRequest,
+  AcquireResult,
+  Holder,
+  LockBackend,
+  LockRecord,
+  ReleaseResult,
+  ReleaseWatch,
+  RenewRequest,
+  RenewResult,
+} from "./backend.js";
+export { defineBackend, type BackendContext, type BackendDescriptor } from "./descriptor.js";
+export { defaultsOf, field, table, tomlKey, type FieldKind, type FieldSpec, type Fields, type TableProblem, type TableSchema } from "./schema.js";
+export { LockhostError, isCode, toLockhostError, type AbiErrorCode, type ErrorCode } from "./errors.js";
+export { DeadlineQueue, type Timed } from "./deadline-queue.js";
+export { ReleaseListeners } from "./release-listeners.js";
+export { redactUrlSecrets, scrubberFor, type Scrubber } from "./redact.js";

@@ -16,7 +16,7 @@ import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
 import type { LockBackend } from "../kit/backend.js";
 import type { Lease } from "../host/locking/lease.js";
 import { LockService } from "../host/locking/service.js";
-import { MemoryBackend } from "../plugins/backends/memory.js";
+import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { benchLog, fmt } from "./harness.js";

@@ -1,7 +1,7 @@
 // Bench part "memory": a guest's try+release through the worker runtime versus the same
 // LockService called directly on the main thread. The difference is the bridge's cost.
 import { LockService } from "../host/locking/service.js";
-import { MemoryBackend } from "../plugins/backends/memory.js";
+import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { bridgeFloor } from "./floor.js";
 import { fmt, guestLoop, interleaved, ROUNDS, sequential, startBenchGuests, TTL_MS } from "./harness.js";
 import { table } from "./stats.js";

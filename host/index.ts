@@ -21,5 +21,5 @@ export { qualify, type Scope } from "./locking/scope.js";
 export { MAX_NAME_BYTES } from "./locking/validate.js";
 export type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";
 export { Scheduler, scheduleLockKey, type TickEvent, type TickOutcome } from "./scheduler/scheduler.js";
-export { MemoryBackend, type MemoryBackendOptions } from "../plugins/backends/memory.js";
+export { MemoryBackend, type MemoryBackendOptions } from "../plugins/backends/memory/index.js";
 export { createBackend, PgBackend, RedisBackend } from "../plugins/backends/index.js";

@@ -35,3 +35,12 @@ export interface BackendDescriptor<C = unknown> {
 export function defineBackend<C>(descriptor: BackendDescriptor<C>): BackendDescriptor<C> {
   return descriptor;
 }
+
+/**
+ * The typed `[locking.<name>]` tables of the backends compiled into a program: each backend
+ * package adds its own by declaration merging (`declare module "lockhost/backend" { interface
+ * BackendConfigMap { redis: RedisConfig } }`), so `config.locking.redis` is typed wherever that
+ * backend is imported. A backend that does not add itself still works; its table is `unknown`.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface BackendConfigMap {}

@@ -12,7 +12,7 @@ export type {
   RenewRequest,
   RenewResult,
 } from "./backend.js";
-export { defineBackend, type BackendContext, type BackendDescriptor } from "./descriptor.js";
+export { defineBackend, type BackendConfigMap, type BackendContext, type BackendDescriptor } from "./descriptor.js";
 export { defaultsOf, field, table, tomlKey, type FieldKind, type FieldSpec, type Fields, type TableProblem, type TableSchema } from "./schema.js";
 export { LockhostError, isCode, toLockhostError, type AbiErrorCode, type ErrorCode } from "./errors.js";
 export { DeadlineQueue, type Timed } from "./deadline-queue.js";

@@ -45,7 +45,7 @@ export interface FieldSpec<T> {
 }
 
 /** The fields of a table whose read value is `T`. */
-export type Fields<T> = { readonly [K in keyof T]-?: FieldSpec<T[K]> };
+export type Fields<T> = { readonly [K in keyof T]-?: FieldSpec<Exclude<T[K], undefined>> };
 
 /** A problem that spans fields of one table: which key to blame, and why. */
 export interface TableProblem<T> {

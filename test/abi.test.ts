@@ -7,7 +7,7 @@ import { codeOfStatus } from "../kit/errors.js";
 import { LockService } from "../host/locking/service.js";
 import { loadGuestModule, PROVIDED_IMPORTS } from "../host/runtime/guest-module.js";
 import type { WorkerGuest } from "../host/runtime/worker/worker-guest.js";
-import { MemoryBackend } from "../plugins/backends/memory.js";
+import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { startGuest } from "./support/guest.js";
 import { guestWasm } from "./support/guests.js";
 import { captureLogger } from "./support/log.js";

@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startAdminServer, type AdminServer } from "../host/admin/server.js";
 import { LockService } from "../host/locking/service.js";
-import { MemoryBackend } from "../plugins/backends/memory.js";
+import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { captureLogger } from "./support/log.js";
 
 const TOKEN = "admin-test-token-0123456789";

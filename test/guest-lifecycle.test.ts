@@ -7,7 +7,7 @@ import * as S from "../abi/status.js";
 import type { Lease } from "../host/locking/lease.js";
 import { LockService } from "../host/locking/service.js";
 import type { WorkerGuest } from "../host/runtime/worker/worker-guest.js";
-import { MemoryBackend } from "../plugins/backends/memory.js";
+import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { startGuest, type TestGuestOptions } from "./support/guest.js";
 import { faultyBackend } from "./support/faulty-backend.js";
 import { captureLogger } from "./support/log.js";

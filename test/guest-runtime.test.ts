@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import * as S from "../abi/status.js";
 import { LockService } from "../host/locking/service.js";
 import { currentWorker, type WorkerGuest } from "../host/runtime/worker/worker-guest.js";
-import { MemoryBackend } from "../plugins/backends/memory.js";
+import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { captureLogger } from "./support/log.js";
 import { faultyBackend } from "./support/faulty-backend.js";
 import { startGuest, type TestGuestOptions } from "./support/guest.js";

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import * as S from "../abi/status.js";
 import { resolveConfig, type ConfigInput } from "../host/config/load.js";
 import { Host } from "../host/host.js";
-import { MemoryBackend } from "../plugins/backends/memory.js";
+import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { guestWasm } from "./support/guests.js";
 import { captureLogger } from "./support/log.js";
 import { freePort } from "./support/servers.js";

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { LockBackend, RenewRequest, RenewResult } from "../kit/backend.js";
 import { DeadlineQueue, type Timed } from "../kit/deadline-queue.js";
 import { LockService } from "../host/locking/service.js";
-import { MemoryBackend } from "../plugins/backends/memory.js";
+import { MemoryBackend } from "../plugins/backends/memory/index.js";
 
 interface Item extends Timed {
   readonly id: number;

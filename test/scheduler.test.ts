@@ -7,7 +7,7 @@ import type { LockBackend } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { Scheduler, type TickEvent } from "../host/scheduler/scheduler.js";
 import type { WorkerGuest } from "../host/runtime/worker/worker-guest.js";
-import { MemoryBackend } from "../plugins/backends/memory.js";
+import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { unreachableBackend } from "./support/failing-backend.js";
 import { startGuest } from "./support/guest.js";
 import { captureLogger } from "./support/log.js";

@@ -4,7 +4,7 @@ import { globalKeyMatcher, qualify } from "../host/locking/scope.js";
 import type { LockBackend } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { MAX_NAME_BYTES } from "../host/locking/validate.js";
-import { MemoryBackend } from "../plugins/backends/memory.js";
+import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { faultyBackend } from "./support/faulty-backend.js";
 
 let backend: MemoryBackend;

@@ -4,9 +4,18 @@ import type { Logger } from "pino";
 import { CONFIG_DEFAULTS } from "../../host/config/defaults.js";
 import type { LockingConfig } from "../../host/config/types.js";
 import type { LockBackend } from "../../kit/backend.js";
-import { MemoryBackend } from "./memory.js";
+import { MemoryBackend } from "./memory/index.js";
 import { PgBackend } from "./pg/index.js";
 import { RedisBackend } from "./redis/index.js";
+
+import { memoryBackend } from "./memory/descriptor.js";
+import { pgBackend } from "./pg/descriptor.js";
+import { redisBackend } from "./redis/descriptor.js";
+
+/** The backends lockhost ships, as descriptors: registered by the composition roots exactly as a third-party backend package is. */
+export const BUILTIN_BACKENDS = [memoryBackend, redisBackend, pgBackend] as const;
+
+export { memoryBackend, pgBackend, redisBackend };
 
 /** Backends this build can create. */
 export const AVAILABLE_BACKENDS: readonly string[] = ["memory", "redis", "pg"];
@@ -31,6 +40,6 @@ export function createBackend(config: LockingConfig, log: Logger, _source?: stri
   }
 }
 
-export { MemoryBackend } from "./memory.js";
+export { MemoryBackend } from "./memory/index.js";
 export { PgBackend } from "./pg/index.js";
 export { RedisBackend } from "./redis/index.js";

@@ -3,7 +3,7 @@
 // Redis and PostgreSQL backends.
 import { LockhostError } from "../../kit/errors.js";
 import type { AcquireRequest, AcquireResult, LockBackend, ReleaseResult } from "../../kit/backend.js";
-import { MemoryBackend } from "../../plugins/backends/memory.js";
+import { MemoryBackend } from "../../plugins/backends/memory/index.js";
 
 /** Faults to inject; change them at any time. */
 export interface Faults {

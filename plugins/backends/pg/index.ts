@@ -32,7 +32,7 @@
 import { hostname } from "node:os";
 import type pg from "pg";
 import type { Logger } from "pino";
-import type { PgConfig } from "../../../host/config/types.js";
+import type { PgConfig } from "./config.js";
 import type {
   AcquireRequest,
   AcquireResult,

@@ -20,7 +20,7 @@
 // call for one of its slots (a call then waits for that attempt, at most commandTimeoutMs;
 // connect.ts says why the cluster client's own queue stays on for that).
 import type { Logger } from "pino";
-import type { RedisConfig } from "../../../host/config/types.js";
+import type { RedisConfig } from "./config.js";
 import { LockhostError } from "../../../kit/errors.js";
 import { createClient, type LockClient } from "./connect.js";
 import { backendError, unreachableMessage, type ErrorContext } from "./errors.js";

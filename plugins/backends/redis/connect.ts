@@ -3,7 +3,7 @@
 // call never waits on a dead server for long and a command whose connection died is never
 // sent again, while the client keeps reconnecting by itself.
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
-import type { RedisConfig } from "../../../host/config/types.js";
+import type { RedisConfig } from "./config.js";
 import { defineLockCommands, type LockCommands } from "./scripts.js";
 import { clusterSeed } from "./seed.js";
 

@@ -10,7 +10,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Logger } from "pino";
-import type { RedisConfig } from "../../../host/config/types.js";
+import type { RedisConfig } from "./config.js";
 import { LockhostError } from "../../../kit/errors.js";
 import type {
   AcquireRequest,

@@ -11,8 +11,8 @@ import type {
   ReleaseWatch,
   RenewRequest,
   RenewResult,
-} from "../../kit/backend.js";
-import { ReleaseListeners } from "../../kit/release-listeners.js";
+} from "../../../kit/backend.js";
+import { ReleaseListeners } from "../../../kit/release-listeners.js";
 
 interface Entry {
   owner: string;

@@ -66,7 +66,7 @@ export function checkRequest(key: string, options: TryLockOptions): CheckedReque
 /** A plugin scope names a plugin's namespace; "global" would alias the global one. */
 function checkScope(scope: Scope): void {
   const plugin: unknown = typeof scope === "object" && scope !== null ? scope.plugin : undefined;
-  if (typeof plugin !== "string" || !PLUGIN_NAME_PATTERN.test(plugin) || plugin === "global") {
+  if (!isPluginName(plugin) || plugin === "global") {
     throw new LockhostError(
       "INVALID_ARGUMENT",
       `scope must be "global" or { plugin } with a plugin name other than "global" matching ${PLUGIN_NAME_PATTERN}, got ${show(plugin ?? scope)}`,
@@ -75,9 +75,26 @@ function checkScope(scope: Scope): void {
 }
 
 function checkPlugin(plugin: unknown): void {
-  if (typeof plugin !== "string" || !PLUGIN_NAME_PATTERN.test(plugin)) {
+  if (!isPluginName(plugin)) {
     throw new LockhostError("INVALID_ARGUMENT", `plugin must be a plugin name matching ${PLUGIN_NAME_PATTERN}, got ${show(plugin)}`);
   }
+}
+
+/** How many plugin names isPluginName remembers before it starts over. */
+const KNOWN_NAMES = 1_024;
+/**
+ * Plugin names already found well-formed. A host uses a handful, and a Set hit is several
+ * times cheaper than the regex, which was ~5% of a direct try+release. Bounded: cleared when full.
+ */
+const knownNames = new Set<string>();
+
+function isPluginName(name: unknown): name is string {
+  if (typeof name !== "string") return false;
+  if (knownNames.has(name)) return true;
+  if (!PLUGIN_NAME_PATTERN.test(name)) return false;
+  if (knownNames.size >= KNOWN_NAMES) knownNames.clear();
+  knownNames.add(name);
+  return true;
 }
 
 const show = (value: unknown): string => (typeof value === "string" ? JSON.stringify(value) : String(value));

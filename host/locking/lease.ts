@@ -17,26 +17,12 @@ export interface LeaseHooks {
   observe(lease: Lease): void;
 }
 
-/** Internal: what a new Lease is made of (named, so no two numbers can be swapped unseen). */
-export interface LeaseInit {
-  /** Fully qualified lock name, e.g. "billing:nightly". */
-  readonly name: string;
-  /** The owner token: renew and release compare-and-set on it. */
-  readonly owner: string;
-  /** Strictly increasing per key across holders. */
-  readonly fence: number;
-  /** The TTL the lock was taken with; renew and keepalive reuse it by default. */
-  readonly ttlMs: number;
-  /** Who holds the lock: the plugin (or "host") and this host's node name. */
-  readonly holder: Holder;
-  /** Server clock, ms since epoch. */
-  readonly acquiredAtMs: number;
-  /** Server clock, ms since epoch: when the lease ends unless renewed. */
-  readonly expiresAtMs: number;
-  /** Host monotonic clock (performance.now()) by which the lease ends at the latest. */
-  readonly deadline: number;
-  /** Whether the renewal manager keeps the lease alive. */
-  readonly keepalive: boolean;
+/**
+ * Internal: what a new Lease is made of: its fields by name (so no two numbers can be swapped
+ * unseen), with the values its changing fields start from.
+ */
+export interface LeaseInit
+  extends Pick<Lease, "name" | "owner" | "fence" | "ttlMs" | "holder" | "acquiredAtMs" | "expiresAtMs" | "deadline" | "keepalive"> {
   /** The service's hooks (absent: nobody watches the lease's end). */
   readonly hooks?: LeaseHooks | undefined;
 }

@@ -10,6 +10,18 @@ import { ReleasedOwners } from "./released-owners.js";
 import { RenewalManager, type RenewalHost } from "./renewal.js";
 import { WaitQueues } from "./waiting.js";
 
+/** What a ServiceCore is made of (the LockService's options, resolved). */
+export interface ServiceParts {
+  readonly backend: LockBackend;
+  readonly node: string;
+  /** Validated (resolveKeepalive). */
+  readonly keepalive: KeepaliveSettings;
+  /** Validated (resolveWaiting). */
+  readonly pollIntervalMs: number;
+  /** The renewal manager's events, applied to the core being made (renew.ts). */
+  readonly renewalHost: (core: ServiceCore) => RenewalHost;
+}
+
 /** Internal to host/locking: one LockService's shared state and its common steps. */
 export class ServiceCore {
   readonly backend: LockBackend;
@@ -43,19 +55,12 @@ export class ServiceCore {
   waitTimeouts = 0;
   waitTimeMs = 0;
 
-  /** `keepalive` is validated (resolveKeepalive); `renewalHost` tells the renewal manager's events to this core. */
-  constructor(
-    backend: LockBackend,
-    node: string,
-    keepalive: KeepaliveSettings,
-    pollIntervalMs: number,
-    renewalHost: (core: ServiceCore) => RenewalHost,
-  ) {
-    this.backend = backend;
-    this.node = node;
-    this.pollIntervalMs = pollIntervalMs;
-    this.waits = new WaitQueues(backend);
-    this.renewals = new RenewalManager(renewalHost(this), keepalive);
+  constructor(parts: ServiceParts) {
+    this.backend = parts.backend;
+    this.node = parts.node;
+    this.pollIntervalMs = parts.pollIntervalMs;
+    this.waits = new WaitQueues(parts.backend);
+    this.renewals = new RenewalManager(parts.renewalHost(this), parts.keepalive);
     this.hooks = { observe: (lease) => this.renewals.watch(lease) };
   }
 

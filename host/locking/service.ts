@@ -51,9 +51,13 @@ export class LockService {
   readonly #core: ServiceCore;
 
   constructor(backend: LockBackend, options: LockServiceOptions) {
-    const keepalive = resolveKeepalive(options.keepalive);
-    const { pollIntervalMs } = resolveWaiting(options.waiting);
-    this.#core = new ServiceCore(backend, options.node, keepalive, pollIntervalMs, renewalHost);
+    this.#core = new ServiceCore({
+      backend,
+      node: options.node,
+      keepalive: resolveKeepalive(options.keepalive),
+      pollIntervalMs: resolveWaiting(options.waiting).pollIntervalMs,
+      renewalHost,
+    });
   }
 
   /** A snapshot of this service's counters (see LockStats). */

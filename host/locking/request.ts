@@ -58,7 +58,7 @@ export function checkRequest(key: string, options: TryLockOptions): CheckedReque
     checkScope(scope);
     plugin ??= scope.plugin;
   }
-  // The scope's plugin was just checked, and "host" is the host's own name: one regex less on the lock path.
+  // The scope's plugin was just checked, and "host" is the host's own name: no second check on the lock path.
   if (plugin !== "host" && (scope === "global" || plugin !== scope.plugin)) checkPlugin(plugin);
   return { name: qualify(key, scope), key, scope, ttlMs, plugin, keepalive: options.keepalive === true } as CheckedRequest;
 }
@@ -69,7 +69,7 @@ function checkScope(scope: Scope): void {
   if (!isPluginName(plugin) || plugin === "global") {
     throw new LockhostError(
       "INVALID_ARGUMENT",
-      `scope must be "global" or { plugin } with a plugin name other than "global" matching ${PLUGIN_NAME_PATTERN}, got ${show(plugin ?? scope)}`,
+      `scope must be "global" or { plugin } with a plugin name other than "global" matching ${PLUGIN_NAME_PATTERN}, got ${show(plugin)}`,
     );
   }
 }

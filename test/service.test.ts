@@ -2,6 +2,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import * as S from "../abi/status.js";
 import { globalKeyMatcher, qualify } from "../host/locking/scope.js";
 import type { LockBackend } from "../kit/backend.js";
+import { Lease, takeLeaseControl } from "../host/locking/lease.js";
+import { checkRequest } from "../host/locking/request.js";
 import { LockService } from "../host/locking/service.js";
 import { MAX_NAME_BYTES } from "../host/locking/validate.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
@@ -409,5 +411,85 @@ describe("releaseIfHeld that fails (review finding)", () => {
     } finally {
       await service.close();
     }
+  });
+});
+
+describe("pre-checked requests", () => {
+  it("checkRequest qualifies the key and fills in the defaults once", () => {
+    expect(checkRequest("k", { ttlMs: 10 })).toEqual({ name: "global:k", key: "k", scope: "global", ttlMs: 10, plugin: "host", keepalive: false });
+    expect(checkRequest("k", { ttlMs: 10, scope: { plugin: "billing" }, keepalive: true })).toMatchObject({
+      name: "billing:k",
+      plugin: "billing",
+      keepalive: true,
+    });
+    expect(checkRequest("k", { ttlMs: 10, scope: { plugin: "lockhost" }, plugin: "report" }).plugin).toBe("report");
+  });
+
+  it("checkRequest rejects bad keys, TTLs, scopes and plugins with INVALID_ARGUMENT", () => {
+    expect(() => checkRequest("", { ttlMs: 10 })).toThrow("key must not be empty");
+    expect(() => checkRequest("k", { ttlMs: 0 })).toThrow("ttlMs must be > 0, got 0");
+    // A plugin scope named "global" would alias the global namespace.
+    expect(() => checkRequest("k", { ttlMs: 10, scope: { plugin: "global" } })).toThrow(/scope must be "global" or \{ plugin \}/);
+    expect(() => checkRequest("k", { ttlMs: 10, scope: { plugin: "Bad Name" } })).toThrow(/got "Bad Name"/);
+    expect(() => checkRequest("k", { ttlMs: 10, scope: { plugin: "a:b" } })).toThrow(/scope must be/);
+    expect(() => checkRequest("k", { ttlMs: 10, plugin: "" })).toThrow(/plugin must be a plugin name/);
+  });
+
+  it("tryLock and acquire refuse a bad scope before the backend is asked", async () => {
+    await expect(locks.tryLock("k", { ttlMs: 10, scope: { plugin: "global" } })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(locks.acquire("k", { ttlMs: 10, waitMs: 0, plugin: "No" })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    expect(locks.stats()).toMatchObject({ acquisitions: 0, contended: 0 });
+  });
+
+  it("tryChecked and acquireChecked take, contend and wait like tryLock and acquire", async () => {
+    const request = checkRequest("orders", { ttlMs: 5_000, scope: { plugin: "billing" } });
+    const lease = await locks.tryChecked(request);
+    expect(lease).toMatchObject({ name: "billing:orders", fence: 1, holder: { plugin: "billing", node: "node-a" } });
+    expect(await locks.tryChecked(request)).toBeNull();
+    await expect(locks.acquireChecked(request, 0)).rejects.toMatchObject({ code: "TIMEOUT" });
+    const waiting = locks.acquireChecked(request, 5_000);
+    await locks.release(lease!);
+    const next = await waiting;
+    expect(next.fence).toBe(2);
+    const aborted = new AbortController();
+    const cut = locks.acquireChecked(request, 5_000, aborted.signal);
+    aborted.abort(new Error("stop"));
+    await expect(cut).rejects.toThrow("stop");
+    await locks.close();
+    await expect(locks.tryChecked(request)).rejects.toMatchObject({ code: "CLOSED" });
+    await expect(locks.acquireChecked(request, 0)).rejects.toMatchObject({ code: "CLOSED" });
+  });
+});
+
+describe("Lease is read-only to its users", () => {
+  it("refuses writes to its changing fields, which only the service moves", async () => {
+    const lease = (await locks.tryLock("ro", { ttlMs: 5_000 }))!;
+    const writable = lease as unknown as Record<string, unknown>;
+    for (const field of ["state", "deadline", "expiresAtMs", "keepalive", "lostReason"]) {
+      expect(() => {
+        writable[field] = "changed";
+      }).toThrow(TypeError);
+    }
+    expect(lease.state).toBe("held");
+    const deadline = lease.deadline;
+    locks.setKeepalive(lease, true);
+    expect(lease.keepalive).toBe(true);
+    await locks.renew(lease);
+    expect(lease.deadline).toBeGreaterThan(deadline);
+    await locks.release(lease);
+    expect(lease.state).toBe("released");
+  });
+
+  it("hands its control to host/locking only: a second taker gets INTERNAL", () => {
+    expect(() => takeLeaseControl()).toThrow(expect.objectContaining({ code: "INTERNAL" }));
+  });
+
+  it("is built from one object of named fields", () => {
+    const lease = new Lease({
+      name: "global:k", owner: "o", fence: 7, ttlMs: 100, holder: { plugin: "host", node: "n" },
+      acquiredAtMs: 1, expiresAtMs: 101, deadline: 50, keepalive: false,
+    });
+    expect(lease).toMatchObject({ name: "global:k", owner: "o", fence: 7, ttlMs: 100, acquiredAtMs: 1 });
+    expect([lease.state, lease.expiresAtMs, lease.deadline, lease.keepalive, lease.lostReason]).toEqual(["held", 101, 50, false, undefined]);
   });
 });

@@ -1,4 +1,8 @@
-import type { LockhostError } from "../../kit/errors.js";
+// A Lease is what a holder reads; the lock service is the only writer. Its changing state sits
+// in private fields behind getters, and the one LeaseControl that can write them is taken by
+// host/locking/lease-control.ts at load time, so code outside host/locking cannot move a
+// lease's deadline or state, at compile time or at run time.
+import { LockhostError } from "../../kit/errors.js";
 import type { Holder } from "../../kit/backend.js";
 
 /** Where a lease stands, as the host last saw it. */
@@ -13,56 +17,123 @@ export interface LeaseHooks {
   observe(lease: Lease): void;
 }
 
-/** Internal key of Lease's "mark lost" step, so only the lock service can end a lease as lost. */
-export const markLost: unique symbol = Symbol("lockhost.markLost");
-/** Internal key of the slot where the renewal manager keeps its entry for a watched lease. */
-export const renewalEntry: unique symbol = Symbol("lockhost.renewalEntry");
+/**
+ * Internal: what a new Lease is made of: its fields by name (so no two numbers can be swapped
+ * unseen), with the values its changing fields start from.
+ */
+export interface LeaseInit
+  extends Pick<Lease, "name" | "owner" | "fence" | "ttlMs" | "holder" | "acquiredAtMs" | "expiresAtMs" | "deadline" | "keepalive"> {
+  /** The service's hooks (absent: nobody watches the lease's end). */
+  readonly hooks?: LeaseHooks | undefined;
+}
 
-/** One acquisition: the host-side record of a held lock. */
+/**
+ * Internal: the one capability that changes a Lease. Only host/locking/lease-control.ts takes
+ * it (see takeLeaseControl), for the modules of host/locking.
+ */
+export interface LeaseControl {
+  /** A renewal was confirmed: the lease now ends at `expiresAtMs` (server) / `deadline` (host). */
+  extend(lease: Lease, expiresAtMs: number, deadline: number): void;
+  /** Turns the lease's keepalive flag on or off (the service re-plans its renewals). */
+  setKeepalive(lease: Lease, on: boolean): void;
+  /** release() is under way ("released"), or it failed and the lease is ours again ("held"). */
+  setState(lease: Lease, state: "held" | "released"): void;
+  /** Ends the lease as lost and tells its observers. Idempotent; no-op unless held. */
+  markLost(lease: Lease, reason: LockhostError): void;
+  /** The renewal manager's entry for the lease, while it watches it. */
+  renewalEntry(lease: Lease): unknown;
+  /** Sets (or clears, with undefined) the renewal manager's entry for the lease. */
+  setRenewalEntry(lease: Lease, entry: unknown): void;
+}
+
+let control: LeaseControl | undefined;
+
+/** One acquisition: the host-side record of a held lock. Read-only to everyone but the lock service. */
 export class Lease {
-  /** Server clock, ms since epoch; moves on renew. */
-  expiresAtMs: number;
-  /** Host monotonic clock (performance.now()) by which the lease ends at the latest. */
-  deadline: number;
-  /** "held" until released ("released") or found ended ("lost"). */
-  state: LeaseState = "held";
-  /** Whether the host's renewal manager keeps this lease alive until it is released. */
-  keepalive: boolean;
-  /** Why the lease was lost (a LockhostError with code LOST), once it was. */
-  lostReason: LockhostError | undefined;
+  /** Fully qualified lock name, e.g. "billing:nightly". */
+  readonly name: string;
+  /** The owner token: renew and release compare-and-set on it. */
+  readonly owner: string;
+  /** Strictly increasing per key across holders. */
+  readonly fence: number;
+  /** The TTL the lock was taken with; renew and keepalive reuse it by default. */
+  readonly ttlMs: number;
+  /** Who holds the lock: the plugin (or "host") and this host's node name. */
+  readonly holder: Holder;
+  /** Server clock, ms since epoch. */
+  readonly acquiredAtMs: number;
+  #expiresAtMs: number;
+  #deadline: number;
+  #state: LeaseState = "held";
+  #keepalive: boolean;
+  #lostReason: LockhostError | undefined = undefined;
   readonly #hooks: LeaseHooks | undefined;
   // Made on first use only: most leases are released long before anyone would look.
-  #controller: AbortController | undefined;
-  #listeners: ((reason: LockhostError) => void)[] | undefined;
+  #controller: AbortController | undefined = undefined;
+  #listeners: ((reason: LockhostError) => void)[] | undefined = undefined;
   #observed = false;
-  /** Internal (renewal manager): its entry while it watches this lease. */
-  [renewalEntry]: unknown = undefined;
+  /** The renewal manager's entry while it watches this lease: release() finds it without a lookup. */
+  #renewalEntry: unknown = undefined;
 
-  constructor(
-    /** Fully qualified lock name, e.g. "billing:nightly". */
-    readonly name: string,
-    /** The owner token: renew and release compare-and-set on it. */
-    readonly owner: string,
-    /** Strictly increasing per key across holders. */
-    readonly fence: number,
-    /** The TTL the lock was taken with; renew and keepalive reuse it by default. */
-    readonly ttlMs: number,
-    /** Who holds the lock: the plugin (or "host") and this host's node name. */
-    readonly holder: Holder,
-    /** Server clock, ms since epoch. */
-    readonly acquiredAtMs: number,
-    /** Initial value of the expiresAtMs field. */
-    expiresAtMs: number,
-    /** Initial value of the deadline field. */
-    deadline: number,
-    /** Whether the renewal manager keeps the lease alive (default false). */
-    keepalive = false,
-    hooks?: LeaseHooks,
-  ) {
-    this.expiresAtMs = expiresAtMs;
-    this.deadline = deadline;
-    this.keepalive = keepalive;
-    this.#hooks = hooks;
+  static {
+    control = {
+      extend(lease, expiresAtMs, deadline) {
+        lease.#expiresAtMs = expiresAtMs;
+        lease.#deadline = deadline;
+      },
+      setKeepalive(lease, on) {
+        lease.#keepalive = on;
+      },
+      setState(lease, state) {
+        lease.#state = state;
+      },
+      markLost(lease, reason) {
+        lease.#lose(reason);
+      },
+      renewalEntry: (lease) => lease.#renewalEntry,
+      setRenewalEntry(lease, entry) {
+        lease.#renewalEntry = entry;
+      },
+    };
+  }
+
+  /** Internal: leases are made by the LockService (tryLock, acquire, restore), not by its users. */
+  constructor(init: LeaseInit) {
+    this.name = init.name;
+    this.owner = init.owner;
+    this.fence = init.fence;
+    this.ttlMs = init.ttlMs;
+    this.holder = init.holder;
+    this.acquiredAtMs = init.acquiredAtMs;
+    this.#expiresAtMs = init.expiresAtMs;
+    this.#deadline = init.deadline;
+    this.#keepalive = init.keepalive;
+    this.#hooks = init.hooks;
+  }
+
+  /** Server clock, ms since epoch; moves on renew. */
+  get expiresAtMs(): number {
+    return this.#expiresAtMs;
+  }
+
+  /** Host monotonic clock (performance.now()) by which the lease ends at the latest; moves on renew. */
+  get deadline(): number {
+    return this.#deadline;
+  }
+
+  /** "held" until released ("released") or found ended ("lost"). */
+  get state(): LeaseState {
+    return this.#state;
+  }
+
+  /** Whether the host's renewal manager keeps this lease alive until it is released (LockService.setKeepalive changes it). */
+  get keepalive(): boolean {
+    return this.#keepalive;
+  }
+
+  /** Why the lease was lost (a LockhostError with code LOST), once it was. */
+  get lostReason(): LockhostError | undefined {
+    return this.#lostReason;
   }
 
   /**
@@ -74,7 +145,7 @@ export class Lease {
   get signal(): AbortSignal {
     if (!this.#controller) {
       this.#controller = new AbortController();
-      if (this.state === "lost") this.#controller.abort(this.lostReason);
+      if (this.#state === "lost") this.#controller.abort(this.#lostReason);
       else this.#observe();
     }
     return this.#controller.signal;
@@ -85,8 +156,8 @@ export class Lease {
    * that removes it. A listener that throws is ignored.
    */
   onLost(listener: (reason: LockhostError) => void): () => void {
-    if (this.state === "lost") {
-      safely(listener, this.lostReason!);
+    if (this.#state === "lost") {
+      safely(listener, this.#lostReason!);
       return noop;
     }
     (this.#listeners ??= []).push(listener);
@@ -97,27 +168,39 @@ export class Lease {
     };
   }
 
-  /** Internal (LockService): ends the lease as lost and tells its observers. Idempotent. */
-  [markLost](reason: LockhostError): void {
-    if (this.state !== "held") return;
-    this.state = "lost";
-    this.lostReason = reason;
+  /** Whether anyone watches for the loss of this lease (its `signal` was read or `onLost` used). */
+  get observed(): boolean {
+    return this.#observed;
+  }
+
+  #lose(reason: LockhostError): void {
+    if (this.#state !== "held") return;
+    this.#state = "lost";
+    this.#lostReason = reason;
     this.#controller?.abort(reason);
     const listeners = this.#listeners;
     this.#listeners = undefined;
     if (listeners) for (const l of listeners) safely(l, reason);
   }
 
-  /** Whether anyone watches for the loss of this lease (its `signal` was read or `onLost` used). */
-  get observed(): boolean {
-    return this.#observed;
-  }
-
   #observe(): void {
-    if (this.#observed || this.state !== "held") return;
+    if (this.#observed || this.#state !== "held") return;
     this.#observed = true;
     this.#hooks?.observe(this);
   }
+}
+
+/**
+ * Internal: hands out the one LeaseControl, once per loaded copy of this module.
+ * host/locking/lease-control.ts takes it when it loads; any later taker gets INTERNAL, so a
+ * module outside host/locking that tries to write leases fails loudly instead of quietly
+ * sharing the power.
+ */
+export function takeLeaseControl(): LeaseControl {
+  const taken = control;
+  if (!taken) throw new LockhostError("INTERNAL", "the LeaseControl was already taken (only host/locking/lease-control.ts may take it)");
+  control = undefined;
+  return taken;
 }
 
 const noop = (): void => undefined;

@@ -10,7 +10,8 @@ import type { KeepaliveSettings } from "../config/types.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { RenewRequest, RenewResult } from "../../kit/backend.js";
 import { DeadlineQueue, type Timed } from "../../kit/deadline-queue.js";
-import { renewalEntry, type Lease } from "./lease.js";
+import type { Lease } from "./lease.js";
+import { leases } from "./lease-control.js";
 
 /** What the renewal manager needs from its service. */
 export interface RenewalHost {
@@ -41,9 +42,9 @@ export class RenewalManager {
   readonly #host: RenewalHost;
   readonly #settings: KeepaliveSettings;
   /**
-   * Every entry, for counting and close(). A lease finds its own entry through its
-   * `renewalEntry` slot: release() asks for every lease, and most were never watched, so the
-   * lookup must not hash anything.
+   * Every entry, for counting and close(). A lease finds its own entry through its renewal
+   * slot (LeaseControl.renewalEntry): release() asks for every lease, and most were never
+   * watched, so the lookup must not hash anything.
    */
   readonly #entries = new Set<Entry>();
   readonly #queue: DeadlineQueue<Entry>;
@@ -87,7 +88,7 @@ export class RenewalManager {
     let entry = entryOf(lease);
     if (!entry) {
       entry = { lease, phase: "end", inFlight: false, failures: 0, deadline: 0, heapIndex: -1 };
-      lease[renewalEntry] = entry;
+      leases.setRenewalEntry(lease, entry);
       this.#entries.add(entry);
     }
     if (!entry.inFlight) this.#schedule(entry);
@@ -111,14 +112,14 @@ export class RenewalManager {
   close(): void {
     this.#closed = true;
     this.#queue.clear();
-    for (const entry of this.#entries) entry.lease[renewalEntry] = undefined;
+    for (const entry of this.#entries) leases.setRenewalEntry(entry.lease, undefined);
     this.#entries.clear();
     this.#batch = [];
   }
 
   /** Forgets `entry` (its lease is released, lost, or no longer watched). */
   #drop(entry: Entry): void {
-    entry.lease[renewalEntry] = undefined;
+    leases.setRenewalEntry(entry.lease, undefined);
     this.#entries.delete(entry);
   }
 
@@ -233,7 +234,7 @@ export class RenewalManager {
   }
 }
 
-const entryOf = (lease: Lease): Entry | undefined => lease[renewalEntry] as Entry | undefined;
+const entryOf = (lease: Lease): Entry | undefined => leases.renewalEntry(lease) as Entry | undefined;
 
 function lostError(lease: Lease, why: string): LockhostError {
   return new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) was lost: ${why}`);

@@ -1,5 +1,6 @@
 // The counters of one LockService, as `lockhost status` and the admin listener's /metrics show
 // them. Plain numbers bumped on the lock path (no allocation); readers take a snapshot.
+import type { ServiceCore } from "./core.js";
 
 /** A snapshot of a LockService's counters (totals since the service started). */
 export interface LockStats {
@@ -31,4 +32,26 @@ export interface LockStats {
   readonly renewalBatches: number;
   /** Timers the renewal manager has armed now (0 or 1: one for the whole host). */
   readonly renewalTimers: number;
+}
+
+/** A snapshot of `core`'s counters. */
+export function statsOf(core: ServiceCore): LockStats {
+  const { renewals } = core;
+  return {
+    held: core.held.size,
+    keepalive: renewals.keepaliveCount,
+    acquisitions: core.acquisitions,
+    contended: core.contended,
+    renewalsOk: core.renewalsOk,
+    renewalsFailed: core.renewalsFailed,
+    lost: core.lost,
+    waiters: core.waits.size,
+    waits: core.waitsDone,
+    waitTimeouts: core.waitTimeouts,
+    waitTimeMsTotal: core.waitTimeMs,
+    // Each tick that renews sends exactly one batch.
+    renewalTicks: renewals.batches,
+    renewalBatches: renewals.batches,
+    renewalTimers: renewals.timers,
+  };
 }

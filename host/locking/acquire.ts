@@ -1,0 +1,157 @@
+// Taking a lock: one atomic attempt that mints the owner token and the Lease, and the waiting
+// acquisition built on it. Waiters of one host on one key queue in arrival order (WaitQueues)
+// and only the head asks the backend; it sleeps until a release, the holder's lease end, or a
+// jittered poll. Written once here, above every backend.
+import { v4 as uuidv4 } from "uuid";
+import { LockhostError } from "../../kit/errors.js";
+import type { AcquireResult } from "../../kit/backend.js";
+import { closedError, type ServiceCore } from "./core.js";
+import { Lease } from "./lease.js";
+import type { CheckedRequest, TryLockOptions } from "./request.js";
+import { jittered, Waiter } from "./waiting.js";
+
+/** Options of a waiting acquisition. */
+export interface AcquireOptions extends TryLockOptions {
+  /**
+   * The longest wait for the key, in ms (0 to MAX_WAIT_MS): it is taken as soon as the holder
+   * releases it (or its lease ends); after `waitMs` the call rejects with TIMEOUT.
+   */
+  readonly waitMs: number;
+  /** Aborts the wait: the call then rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
+}
+
+/** A contended attempt (the backend's result). */
+type Contended = Extract<AcquireResult, { acquired: false }>;
+
+const contendedAsNull = (): null => null;
+const asIs = (r: Contended): Contended => r;
+
+/** One attempt at a checked request: a Lease, or null when someone else holds the key. */
+export function tryChecked(core: ServiceCore, request: CheckedRequest): Promise<Lease | null> {
+  // Not async: the lock path is measured in microseconds, and one more frame is one more microtask.
+  if (core.closing) return Promise.reject(closedError());
+  return core.track(attempt(core, request, contendedAsNull));
+}
+
+/** Takes a checked request's key, waiting up to `waitMs` (validated) for it (see LockService.acquire). */
+export async function acquireChecked(core: ServiceCore, request: CheckedRequest, waitMs: number, signal?: AbortSignal): Promise<Lease> {
+  if (core.closing) throw closedError();
+  signal?.throwIfAborted();
+  const started = performance.now();
+  const first = await core.track(attempt(core, request, asIs));
+  if (first instanceof Lease) return first;
+  if (waitMs === 0) throw timeoutError(request.name, 0, waitMs);
+  return wait(core, request, first, started, waitMs, signal);
+}
+
+/**
+ * One atomic attempt: a Lease, or what `contended` makes of the contended result (with the
+ * backend's retry hint). Mapped here rather than by a `.then` after: one promise less.
+ */
+async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended: (result: Contended) => C): Promise<Lease | C> {
+  const { name, ttlMs, keepalive } = request;
+  const holder = { plugin: request.plugin, node: core.node };
+  const owner = uuidv4();
+  // The host's deadline counts from before the request left, so it never outlives the server's.
+  const sentAt = performance.now();
+  let result: AcquireResult;
+  try {
+    result = await core.backendCall(() => core.backend.acquire({ key: name, owner, ttlMs, holder }));
+  } catch (err) {
+    // A timed-out or cut-off acquire may still have been applied on the server.
+    void core.giveBack(name, owner);
+    throw err;
+  }
+  if (core.closing) {
+    // close() began while the backend worked: nobody may get a lease now (close() waits for this).
+    if (result.acquired) await core.giveBack(name, owner);
+    throw closedError();
+  }
+  if (!result.acquired) {
+    core.contended++;
+    return contended(result);
+  }
+  const { fence, acquiredAtMs, expiresAtMs } = result;
+  const lease = new Lease({
+    name, owner, fence, ttlMs, holder, acquiredAtMs, expiresAtMs, deadline: sentAt + ttlMs, keepalive, hooks: core.hooks,
+  });
+  core.hold(lease);
+  return lease;
+}
+
+/** The waiting part of acquireChecked, after a first attempt found the key held. */
+async function wait(
+  core: ServiceCore,
+  request: CheckedRequest,
+  first: Contended,
+  started: number,
+  waitMs: number,
+  signal: AbortSignal | undefined,
+): Promise<Lease> {
+  const { name } = request;
+  const deadline = started + waitMs;
+  const waiter = new Waiter();
+  const onAbort = (): void => waiter.wake("release");
+  signal?.addEventListener("abort", onAbort, { once: true });
+  let acquired = false;
+  try {
+    // The subscription is bounded by the wait and its signal: polling covers a late one.
+    await untilSettled(core.waits.join(name, waiter), deadline - performance.now(), signal);
+    let hint = first.retryAfterMs;
+    // Subscribed now: one more try, or a release just before the subscription would be missed.
+    let shouldTry = true;
+    for (;;) {
+      signal?.throwIfAborted();
+      if (core.closing) throw closedError();
+      const head = core.waits.isHead(name, waiter);
+      if (head && shouldTry) {
+        const result = await core.track(attempt(core, request, asIs));
+        if (result instanceof Lease) {
+          acquired = true;
+          return result;
+        }
+        hint = result.retryAfterMs;
+      }
+      const left = deadline - performance.now();
+      if (left <= 0) {
+        core.waitTimeouts++;
+        throw timeoutError(name, performance.now() - started, waitMs);
+      }
+      // The head sleeps until a release, the holder's lease end, or the next poll; the others until promoted.
+      const poll = jittered(core.pollIntervalMs);
+      const nap = head ? Math.min(left, hint === undefined ? poll : Math.min(poll, hint + 1)) : left;
+      const why = await waiter.sleep(nap);
+      shouldTry = why !== "promoted";
+      // The lease-end hint is used once: after that, polling or a release decides.
+      if (why === "timer") hint = undefined;
+    }
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    core.waits.leave(name, waiter, acquired);
+    core.waitsDone++;
+    core.waitTimeMs += performance.now() - started;
+  }
+}
+
+function timeoutError(name: string, waitedMs: number, waitMs: number): LockhostError {
+  const waited = Math.round(waitedMs);
+  return new LockhostError("TIMEOUT", `lock ${name} is still held by someone else after waiting ${waited} ms (waitMs ${waitMs})`, {
+    details: { waitedMs: waited },
+  });
+}
+
+/** Resolves when `promise` settles, `ms` pass, or `signal` aborts, whichever is first. */
+function untilSettled(promise: Promise<unknown>, ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal?.addEventListener("abort", done, { once: true });
+    promise.then(done, done);
+  });
+}

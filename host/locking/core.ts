@@ -1,0 +1,143 @@
+// The state one LockService shares between its job modules (acquire, restore, release, renew,
+// status, stats, close), and the few steps they all take. One object per service, passed to
+// each job: no globals, and the facade (service.ts) stays a list of entry points.
+import type { KeepaliveSettings } from "../config/types.js";
+import { LockhostError, toLockhostError } from "../../kit/errors.js";
+import type { LockBackend } from "../../kit/backend.js";
+import type { Lease, LeaseHooks } from "./lease.js";
+import { leases } from "./lease-control.js";
+import { ReleasedOwners } from "./released-owners.js";
+import { RenewalManager, type RenewalHost } from "./renewal.js";
+import { WaitQueues } from "./waiting.js";
+
+/** What a ServiceCore is made of (the LockService's options, resolved). */
+export interface ServiceParts {
+  readonly backend: LockBackend;
+  readonly node: string;
+  /** Validated (resolveKeepalive). */
+  readonly keepalive: KeepaliveSettings;
+  /** Validated (resolveWaiting). */
+  readonly pollIntervalMs: number;
+  /** The renewal manager's events, applied to the core being made (renew.ts). */
+  readonly renewalHost: (core: ServiceCore) => RenewalHost;
+}
+
+/** Internal to host/locking: one LockService's shared state and its common steps. */
+export class ServiceCore {
+  readonly backend: LockBackend;
+  /** This host's node name, recorded as the holder of every lock it takes. */
+  readonly node: string;
+  /** Held leases by owner token (restore finds a lease this service holds by it). */
+  readonly held = new Map<string, Lease>();
+  readonly renewals: RenewalManager;
+  readonly waits: WaitQueues;
+  /** The longest pause between two tries of a waiting acquisition (jittered). */
+  readonly pollIntervalMs: number;
+  /** Installed in every lease this service makes: an observed lease's end gets watched. */
+  readonly hooks: LeaseHooks;
+  /** Owner tokens released here, for restore's ALREADY_RELEASED. */
+  readonly released = new ReleasedOwners();
+  /** Acquisitions still waiting on the backend; close() waits for them. */
+  readonly acquiring = new Set<Promise<unknown>>();
+  /** Set when close() starts: no new acquisitions; leases held can still renew and release. */
+  closing = false;
+  /** Set when close() is done: every call rejects with CLOSED. */
+  closed = false;
+  /** The first close() call's result, which later calls return. */
+  closePromise: Promise<LockhostError[]> | undefined = undefined;
+  // Counters (see LockStats): plain numbers, bumped on the lock path without allocating.
+  acquisitions = 0;
+  contended = 0;
+  renewalsOk = 0;
+  renewalsFailed = 0;
+  lost = 0;
+  waitsDone = 0;
+  waitTimeouts = 0;
+  waitTimeMs = 0;
+
+  constructor(parts: ServiceParts) {
+    this.backend = parts.backend;
+    this.node = parts.node;
+    this.pollIntervalMs = parts.pollIntervalMs;
+    this.waits = new WaitQueues(parts.backend);
+    this.renewals = new RenewalManager(parts.renewalHost(this), parts.keepalive);
+    this.hooks = { observe: (lease) => this.renewals.watch(lease) };
+  }
+
+  /** Takes a new lease into the service's books: held, counted, and renewed if it has keepalive. */
+  hold(lease: Lease): void {
+    this.held.set(lease.owner, lease);
+    this.acquisitions++;
+    if (lease.keepalive) this.renewals.watch(lease);
+  }
+
+  /** Counts an acquisition in flight, so close() can wait for it. */
+  track<T>(acquisition: Promise<T>): Promise<T> {
+    this.acquiring.add(acquisition);
+    const forget = (): void => void this.acquiring.delete(acquisition);
+    acquisition.then(forget, forget);
+    return acquisition;
+  }
+
+  /** Runs a backend step; any failure becomes BACKEND_UNAVAILABLE (not async: it is on the lock path). */
+  backendCall<T>(step: () => Promise<T>): Promise<T> {
+    try {
+      return step().catch(backendFailure);
+    } catch (err) {
+      return backendFailure(err);
+    }
+  }
+
+  /**
+   * Releases a lock this service may have taken but hands to nobody. Only we know `owner`, so
+   * this can delete only that orphan, never another holder's lock; if it fails, the lock ends
+   * at its TTL.
+   */
+  giveBack(name: string, owner: string): Promise<void> {
+    return this.backend.release(name, owner).then(ignore, ignore);
+  }
+
+  /** Throws CLOSED once close() is done. */
+  checkOpen(): void {
+    if (this.closed) throw closedError();
+  }
+
+  /** Throws unless `lease` is still held (ALREADY_RELEASED, LOST) and the service open (CLOSED). */
+  checkUsable(lease: Lease): void {
+    this.checkOpen();
+    if (lease.state === "released") {
+      throw new LockhostError("ALREADY_RELEASED", `lock ${lease.name} (fence ${lease.fence}) was already released`);
+    }
+    if (lease.state === "lost") {
+      throw new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) was lost earlier: its lease ended`);
+    }
+  }
+
+  /** Ends `lease` as lost for `reason`: out of the books, no more renewals, observers told. */
+  markLost(lease: Lease, reason: LockhostError): void {
+    this.lost++;
+    this.held.delete(lease.owner);
+    this.renewals.forget(lease);
+    leases.markLost(lease, reason);
+  }
+}
+
+const ignore = (): void => undefined;
+
+function backendFailure(err: unknown): never {
+  throw toLockhostError(err, "BACKEND_UNAVAILABLE");
+}
+
+/** The error of every call made once the service is closing (acquisitions) or closed (the rest). */
+export function closedError(): LockhostError {
+  return new LockhostError("CLOSED", "the lock service is closed");
+}
+
+/** The error of a renew or release the backend refused: the lease had ended or changed hands. */
+export function lostError(lease: Lease, reason: "not_found" | "mismatch"): LockhostError {
+  const why = reason === "mismatch" ? "another owner holds it now" : "it expired or was force-released";
+  return new LockhostError(
+    "LOST",
+    `lock ${lease.name} (fence ${lease.fence}) is no longer held: ${why}; nothing was changed`,
+  );
+}

@@ -1,0 +1,54 @@
+// Giving locks back: one lease, one lease if still held (cleanup paths), or all of them.
+import { type LockhostError, toLockhostError } from "../../kit/errors.js";
+import { lostError, type ServiceCore } from "./core.js";
+import type { Lease } from "./lease.js";
+import { leases } from "./lease-control.js";
+import { setKeepalive } from "./renew.js";
+
+/** Releases `lease` (see LockService.release). */
+export async function release(core: ServiceCore, lease: Lease): Promise<void> {
+  core.checkUsable(lease);
+  // Leave the map first: a concurrent releaseAll must not release the same lease again.
+  core.held.delete(lease.owner);
+  core.renewals.forget(lease);
+  leases.setState(lease, "released");
+  const result = await core.backendCall(() => core.backend.release(lease.name, lease.owner)).catch((err: unknown) => {
+    // The release did not happen: the lease is still ours until its TTL ends.
+    leases.setState(lease, "held");
+    core.held.set(lease.owner, lease);
+    // Its renewals, or the watch on its end that its observers rely on, resume.
+    if (lease.keepalive || lease.observed) core.renewals.watch(lease);
+    throw err;
+  });
+  if (result !== "released") {
+    leases.setState(lease, "held");
+    const e = lostError(lease, result);
+    core.markLost(lease, e);
+    throw e;
+  }
+  core.released.add(lease.owner);
+  // Waiters of this host need no round trip through the backend to hear about it.
+  core.waits.notify(lease.name);
+}
+
+/** Releases `lease` if it is still held; resolves to the error of a release that failed (see LockService.releaseIfHeld). */
+export async function releaseIfHeld(core: ServiceCore, lease: Lease): Promise<LockhostError | undefined> {
+  try {
+    await release(core, lease);
+    return undefined;
+  } catch (err) {
+    const e = toLockhostError(err);
+    if (e.code === "LOST" || e.code === "ALREADY_RELEASED") return undefined;
+    // The caller is letting go of the lease: nobody would renew or release it any more, so it
+    // must not be kept alive forever. It ends at its TTL, as the caller is told.
+    if (lease.state === "held" && lease.keepalive) setKeepalive(core, lease, false);
+    return e;
+  }
+}
+
+/** Releases every lease `core` holds; failures are returned, not thrown. */
+export async function releaseAll(core: ServiceCore): Promise<LockhostError[]> {
+  const held = [...core.held.values()];
+  const settled = await Promise.allSettled(held.map((l) => release(core, l)));
+  return settled.flatMap((s) => (s.status === "rejected" ? [toLockhostError(s.reason)] : []));
+}

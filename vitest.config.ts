@@ -5,6 +5,8 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     // Redis and PostgreSQL must answer (or be started privately) before any test runs.
     globalSetup: ["test/support/global-setup.ts"],
+    // The composition roots register the built-in backends; test files import host modules directly.
+    setupFiles: ["test/support/register-backends.ts"],
     // Guests run in real worker threads and some tests wait on real time limits.
     testTimeout: 30_000,
     hookTimeout: 30_000,

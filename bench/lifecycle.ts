@@ -21,6 +21,8 @@ import { PgBackend } from "../plugins/backends/pg/index.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { benchLog, fmt } from "./harness.js";
 import { median, quantile, table } from "./stats.js";
+import { redisDefaults } from "../plugins/backends/redis/config.js";
+import { pgDefaults } from "../plugins/backends/pg/config.js";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -118,8 +120,8 @@ interface Backends {
 function handoffTargets(): Backends[] {
   const prefix = `lockhost-bench-handoff:${randomUUID().slice(0, 8)}:`;
   const pgTable = `lockhost_bench_handoff_${randomUUID().slice(0, 8)}`;
-  const redis = { ...CONFIG_DEFAULTS.redis, url: REDIS_URL, keyPrefix: prefix };
-  const pgc = { ...CONFIG_DEFAULTS.pg, url: DATABASE_URL, table: pgTable };
+  const redis = { ...redisDefaults, url: REDIS_URL, keyPrefix: prefix };
+  const pgc = { ...pgDefaults, url: DATABASE_URL, table: pgTable };
   return [
     { name: "memory", make: () => { const m = new MemoryBackend(); return [m, m]; } },
     { name: "redis", make: () => [new RedisBackend(redis, benchLog), new RedisBackend(redis, benchLog)] },
@@ -200,7 +202,7 @@ async function observe(admin: Redis): Promise<{ cpu: string; scriptsPerS: string
 
 export async function keepaliveBench(): Promise<void> {
   const prefix = `lockhost-bench-keepalive:${randomUUID().slice(0, 8)}:`;
-  const backend = new RedisBackend({ ...CONFIG_DEFAULTS.redis, url: REDIS_URL, keyPrefix: prefix }, benchLog);
+  const backend = new RedisBackend({ ...redisDefaults, url: REDIS_URL, keyPrefix: prefix }, benchLog);
   const locks = new LockService(backend, { node: "bench" });
   const admin = new Redis(REDIS_URL);
   const names = Array.from({ length: KEEPALIVE_LOCKS }, (_, i) => `k${i}`);

@@ -13,6 +13,7 @@ import { PgBackend } from "../plugins/backends/pg/index.js";
 import { holdersTableOf } from "../plugins/backends/pg/sql.js";
 import { benchLog, fmt, guestLoop, interleaved, ROUNDS, row, sequential, startBenchGuests, TTL_MS } from "./harness.js";
 import { median, table } from "./stats.js";
+import { pgDefaults } from "../plugins/backends/pg/config.js";
 
 const OPS = Number(process.env.BENCH_PG_OPS ?? 1_000);
 const HOLD = 1_000;
@@ -29,7 +30,7 @@ async function connections(admin: pg.Client, app?: string): Promise<number> {
 
 export async function pgBench(): Promise<void> {
   const table_ = `lockhost_bench_${randomUUID().slice(0, 8)}`;
-  const config = { ...CONFIG_DEFAULTS.pg, url: URL_, table: table_ };
+  const config = { ...pgDefaults, url: URL_, table: table_ };
   const admin = new pg.Client({ connectionString: URL_ });
   await admin.connect();
   const raw = new pg.Client({ connectionString: URL_ });

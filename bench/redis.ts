@@ -13,6 +13,7 @@ import { redactUrlSecrets } from "../kit/redact.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { benchLog, concurrent, fmt, guestLoop, guestsConcurrent, interleaved, ROUNDS, row, sequential, startBenchGuests, TTL_MS } from "./harness.js";
 import { table } from "./stats.js";
+import { redisDefaults } from "../plugins/backends/redis/config.js";
 
 const OPS = Number(process.env.BENCH_REDIS_OPS ?? 2_000);
 const CONCURRENCY = 16;
@@ -30,7 +31,7 @@ export async function redisBench(): Promise<void> {
   const raw = new Redis(URL_) as RawClient;
   raw.defineCommand("compareAndDelete", { numberOfKeys: 1, lua: COMPARE_AND_DELETE });
   const peerClient = new Redis(URL_);
-  const backend = new RedisBackend({ ...CONFIG_DEFAULTS.redis, url: URL_, keyPrefix: prefix }, benchLog);
+  const backend = new RedisBackend({ ...redisDefaults, url: URL_, keyPrefix: prefix }, benchLog);
   const locks = new LockService(backend, { node: "bench" });
   const guests = await startBenchGuests(locks, CONCURRENCY);
   const redlock = new Redlock([peerClient], { retryCount: 0 });

@@ -2,8 +2,8 @@
 // instance per plugin, and the scheduler. Embedders use it directly; the CLI's `run` is a
 // thin wrapper around it.
 import { pino, type Logger } from "pino";
-import { createBackend } from "../plugins/backends/index.js";
 import { startAdminServer, type AdminServer } from "./admin/server.js";
+import { createBackend } from "./backends/create.js";
 import { formatListen, isLoopbackHost } from "./config/listen.js";
 import type { AdminSettings, LockhostConfig, PluginConfig } from "./config/types.js";
 import { LockhostError } from "../kit/errors.js";
@@ -77,7 +77,7 @@ export class Host {
    */
   static async start(config: LockhostConfig, options: HostOptions = {}): Promise<Host> {
     const log = options.logger ?? pino({ level: config.host.logLevel, base: { node: config.host.node } });
-    const backend = options.backend ?? createBackend(config.locking, log, config.source);
+    const backend = options.backend ?? (await createBackend(config.locking, log, config.source));
     const { keepalive, waiting } = config.locking;
     const locks = new LockService(backend, { node: config.host.node, keepalive, waiting });
     const guests = new Map<string, GuestInstance>();

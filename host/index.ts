@@ -1,4 +1,11 @@
-// The public TypeScript API of lockhost, for embedders.
+// The public TypeScript API of lockhost, for embedders. The package entry is a composition
+// root: it registers the built-in backends. RedisBackend and PgBackend are not re-exported here
+// (that would load ioredis and pg for every user): they are `lockhost/redis` and `lockhost/pg`.
+import { BUILTIN_BACKENDS } from "../plugins/backends/index.js";
+import { registerBackend } from "./backends/registry.js";
+
+for (const descriptor of BUILTIN_BACKENDS) registerBackend(descriptor);
+
 export * as status from "../abi/status.js";
 export { Host, type HostOptions } from "./host.js";
 export { loadConfig, parseConfig, resolveConfig } from "./config/load.js";
@@ -21,5 +28,8 @@ export { qualify, type Scope } from "./locking/scope.js";
 export { MAX_NAME_BYTES } from "./locking/validate.js";
 export type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";
 export { Scheduler, scheduleLockKey, type TickEvent, type TickOutcome } from "./scheduler/scheduler.js";
-export { MemoryBackend, type MemoryBackendOptions } from "../plugins/backends/memory/index.js";
-export { createBackend, PgBackend, RedisBackend } from "../plugins/backends/index.js";
+export { createBackend, chosenBackend } from "./backends/create.js";
+export { backendDescriptor, backendNames, registerBackend } from "./backends/registry.js";
+export { loadBackendPackages } from "./backends/packages.js";
+export type { BackendDescriptor, BackendContext } from "../kit/descriptor.js";
+export { BUILTIN_BACKENDS, MemoryBackend, memoryBackend, pgBackend, redisBackend, type MemoryBackendOptions } from "../plugins/backends/index.js";

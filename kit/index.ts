@@ -13,7 +13,7 @@ export type {
   RenewResult,
 } from "./backend.js";
 export { defineBackend, type BackendConfigMap, type BackendContext, type BackendDescriptor } from "./descriptor.js";
-export { defaultsOf, field, table, tomlKey, type FieldKind, type FieldSpec, type Fields, type TableProblem, type TableSchema } from "./schema.js";
+export { completeDefaultsOf, defaultsOf, field, table, tomlKey, type FieldKind, type FieldSpec, type Fields, type TableProblem, type TableSchema } from "./schema.js";
 export { LockhostError, isCode, toLockhostError, type AbiErrorCode, type ErrorCode } from "./errors.js";
 export { DeadlineQueue, type Timed } from "./deadline-queue.js";
 export { ReleaseListeners } from "./release-listeners.js";

@@ -39,7 +39,7 @@ export interface FieldSpec<T> {
    * A further rule on a value that passed its type and range: returns the problem as the end
    * of a sentence that starts with the key ("must not contain \"{\""), or undefined when fine.
    */
-  readonly check?: (value: T) => string | undefined;
+  check?(value: T): string | undefined;
   /** Shown in the README reference instead of the default, e.g. "the machine's hostname". */
   readonly defaultDoc?: string;
 }
@@ -47,9 +47,9 @@ export interface FieldSpec<T> {
 /** The fields of a table whose read value is `T`. */
 export type Fields<T> = { readonly [K in keyof T]-?: FieldSpec<Exclude<T[K], undefined>> };
 
-/** A problem that spans fields of one table: which key to blame, and why. */
-export interface TableProblem<T> {
-  readonly key: keyof T & string;
+/** A problem that spans fields of one table: which field (its property name) to blame, and why. */
+export interface TableProblem {
+  readonly key: string;
   readonly problem: string;
 }
 
@@ -59,7 +59,7 @@ export interface TableSchema<T> {
   readonly doc: string;
   readonly fields: Fields<T>;
   /** A rule across fields, run after every field was read. */
-  readonly check?: (value: T) => TableProblem<T> | undefined;
+  check?(value: T): TableProblem | undefined;
 }
 
 type Opts<T> = Omit<FieldSpec<T>, "kind">;
@@ -94,4 +94,16 @@ export function defaultsOf<T>(schema: TableSchema<T>): Readonly<Partial<T>> {
     if (spec.default !== undefined) out[name] = Array.isArray(spec.default) ? Object.freeze([...spec.default]) : spec.default;
   }
   return Object.freeze(out) as Readonly<Partial<T>>;
+}
+
+/**
+ * The whole table as its defaults, frozen, for a schema in which every field has a default (or
+ * is optional): what a backend runs on when its table is left out.
+ * @throws Error when a required field has no default (a bug in the schema, not in a config).
+ */
+export function completeDefaultsOf<T>(schema: TableSchema<T>): Readonly<T> {
+  for (const [name, spec] of Object.entries(schema.fields) as [string, FieldSpec<unknown>][]) {
+    if (spec.default === undefined && !spec.optional) throw new Error(`config field ${name} has no default`);
+  }
+  return defaultsOf(schema) as Readonly<T>;
 }

@@ -5,7 +5,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
-import type { PgConfig } from "../host/config/types.js";
 import { LockhostError } from "../kit/errors.js";
 import type { AcquireRequest } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
@@ -13,6 +12,7 @@ import { PgBackend } from "../plugins/backends/pg/index.js";
 import { FENCE_BLOCK } from "../plugins/backends/pg/sql.js";
 import { captureLogger } from "./support/log.js";
 import { startPostgresServer, type PgServer } from "./support/servers.js";
+import { type PgConfig, pgDefaults } from "../plugins/backends/pg/config.js";
 
 const COMMAND_TIMEOUT_MS = 500;
 /** Generous: "promptly" means bounded by the command timeout, not a race against the scheduler. */
@@ -28,7 +28,7 @@ afterAll(async () => {
 });
 
 const config = (over: Partial<PgConfig> = {}): PgConfig => ({
-  ...CONFIG_DEFAULTS.pg,
+  ...pgDefaults,
   url: server.url,
   table: `lockhost_fault_${randomUUID().slice(0, 8)}`,
   commandTimeoutMs: COMMAND_TIMEOUT_MS,

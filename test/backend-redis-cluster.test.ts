@@ -7,7 +7,6 @@ import { randomUUID } from "node:crypto";
 import { Cluster, type Redis } from "ioredis";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RedisConfig } from "../host/config/types.js";
 import { LockhostError } from "../kit/errors.js";
 import type { AcquireRequest } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
@@ -16,6 +15,7 @@ import { clusterSeed } from "../plugins/backends/redis/seed.js";
 import { backendContract } from "./contract/backend-contract.js";
 import { captureLogger } from "./support/log.js";
 import { freePort, startRedisCluster, type RedisClusterServer } from "./support/servers.js";
+import { type RedisConfig } from "../plugins/backends/redis/config.js";
 
 const COMMAND_TIMEOUT_MS = 1_000;
 /** Generous: "promptly" means bounded by the command timeout, not a race against the scheduler. */

@@ -6,13 +6,13 @@ import { randomUUID } from "node:crypto";
 import { createServer, type AddressInfo, type Socket } from "node:net";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RedisConfig } from "../host/config/types.js";
 import { LockhostError } from "../kit/errors.js";
 import { LockService } from "../host/locking/service.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { captureLogger } from "./support/log.js";
 import { startRedisServer, type RedisServer } from "./support/servers.js";
 import { callCounter, watchCounting, type CallCounter } from "./support/counter.js";
+import { type RedisConfig } from "../plugins/backends/redis/config.js";
 
 const COMMAND_TIMEOUT_MS = 500;
 /** Generous: "promptly" means bounded by the command timeout, not a race against the scheduler. */

@@ -8,7 +8,6 @@ import { hostname } from "node:os";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RedisConfig } from "../host/config/types.js";
 import { LockhostError } from "../kit/errors.js";
 import type { AcquireRequest } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
@@ -18,6 +17,7 @@ import { backendContract } from "./contract/backend-contract.js";
 import { captureLogger } from "./support/log.js";
 import { freePort, redisUrl } from "./support/servers.js";
 import { watchCounting } from "./support/counter.js";
+import { type RedisConfig } from "../plugins/backends/redis/config.js";
 
 /** ioredis's own slot function (what its Cluster client routes by), a dependency of ioredis without types. */
 const keySlot = createRequire(import.meta.url)("cluster-key-slot") as (key: string) => number;

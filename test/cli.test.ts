@@ -11,10 +11,12 @@ import type { LockingConfig } from "../host/config/types.js";
 import { resolveConfig } from "../host/config/load.js";
 import { Host } from "../host/host.js";
 import { LockService } from "../host/locking/service.js";
-import { createBackend } from "../plugins/backends/index.js";
+import { createBackend } from "../host/backends/create.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";
 import { databaseUrl, freePort, redisUrl } from "./support/servers.js";
+import { redisDefaults } from "../plugins/backends/redis/config.js";
+import { pgDefaults } from "../plugins/backends/pg/config.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const cli = join(root, "dist/host/cli/main.js");
@@ -145,13 +147,13 @@ describe.each([
   {
     backend: "redis",
     toml: () => `[locking]\nbackend = "redis"\n[locking.redis]\nurl = "${redisUrl()}"\nkey_prefix = "${PREFIX}"`,
-    locking: (): LockingConfig => ({ backend: "redis", redis: { ...CONFIG_DEFAULTS.redis, url: redisUrl(), keyPrefix: PREFIX } }),
+    locking: (): LockingConfig => ({ backend: "redis", redis: { ...redisDefaults, url: redisUrl(), keyPrefix: PREFIX } }),
     unreachable: (port: number) => `[locking]\nbackend = "redis"\n[locking.redis]\nurl = "redis://:hunter2@127.0.0.1:${port}"\ncommand_timeout_ms = 300`,
   },
   {
     backend: "pg",
     toml: () => `[locking]\nbackend = "pg"\n[locking.pg]\nurl = "${databaseUrl()}"\ntable = "${TABLE}"`,
-    locking: (): LockingConfig => ({ backend: "pg", pg: { ...CONFIG_DEFAULTS.pg, url: databaseUrl(), table: TABLE } }),
+    locking: (): LockingConfig => ({ backend: "pg", pg: { ...pgDefaults, url: databaseUrl(), table: TABLE } }),
     unreachable: (port: number) => `[locking]\nbackend = "pg"\n[locking.pg]\nurl = "postgres://postgres:hunter2@127.0.0.1:${port}/test"\ncommand_timeout_ms = 300`,
   },
 ])("lockhost status and release --force on $backend", ({ backend, toml, locking, unreachable }) => {
@@ -162,7 +164,7 @@ describe.each([
 
   it("shows the holder of a lock another process holds, force-releases it, and the holder finds it lost", async () => {
     const file = await configFile(toml());
-    const locks = new LockService(createBackend(locking(), captureLogger().logger), { node: "cli-holder" });
+    const locks = new LockService(await createBackend(locking(), captureLogger().logger), { node: "cli-holder" });
     try {
       const lease = await locks.tryLock("cli-x", { ttlMs: 30_000 });
       expect(lease).not.toBeNull();

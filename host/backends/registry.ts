@@ -15,17 +15,18 @@ const registry = new Map<string, BackendDescriptor>();
  * twice is a no-op; another descriptor under a taken name is refused.
  * @throws LockhostError CONFIG_INVALID for a bad or taken name.
  */
-export function registerBackend(descriptor: BackendDescriptor<never>): void {
-  const d = descriptor as unknown as BackendDescriptor;
-  if (typeof d?.name !== "string" || !BACKEND_NAME.test(d.name) || RESERVED.has(d.name)) {
-    throw new LockhostError("CONFIG_INVALID", `backend name ${JSON.stringify(d?.name)} must match ${BACKEND_NAME} and not be one of ${[...RESERVED].join(", ")}`);
+export function registerBackend(descriptor: BackendDescriptor): void {
+  // Checked at run time too: a package's export is whatever it is.
+  const d: Partial<Record<keyof BackendDescriptor, unknown>> = descriptor ?? {};
+  if (typeof d.name !== "string" || !BACKEND_NAME.test(d.name) || RESERVED.has(d.name)) {
+    throw new LockhostError("CONFIG_INVALID", `backend name ${JSON.stringify(d.name)} must match ${BACKEND_NAME} and not be one of ${[...RESERVED].join(", ")}`);
   }
   if (typeof d.create !== "function" || typeof d.config !== "object" || d.config === null) {
     throw new LockhostError("CONFIG_INVALID", `backend ${d.name} is not a BackendDescriptor (it needs name, config and create)`);
   }
   const had = registry.get(d.name);
-  if (had && had !== d) throw new LockhostError("CONFIG_INVALID", `a backend named ${d.name} is registered already`);
-  registry.set(d.name, d);
+  if (had && had !== descriptor) throw new LockhostError("CONFIG_INVALID", `a backend named ${d.name} is registered already`);
+  registry.set(d.name, descriptor);
 }
 
 /** The descriptor registered under `name`, if any. */

@@ -4,7 +4,9 @@
 import { access } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { pino } from "pino";
-import { createBackend } from "../../plugins/backends/index.js";
+import { BUILTIN_BACKENDS } from "../../plugins/backends/index.js";
+import { chosenBackend, createBackend } from "../backends/create.js";
+import { registerBackend } from "../backends/registry.js";
 import { loadConfig } from "../config/load.js";
 import type { LockhostConfig } from "../config/types.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
@@ -12,6 +14,9 @@ import { Host } from "../host.js";
 import { LockService } from "../locking/service.js";
 import { AdminClient, AdminUnreachable, adminUrl } from "./admin-client.js";
 import { formatStats, formatStatus } from "./format.js";
+
+// The composition root: the built-in backends register through the same door as a package's.
+for (const descriptor of BUILTIN_BACKENDS) registerBackend(descriptor);
 
 const HELP: Record<string, string> = {
   main: `lockhost: a host for WebAssembly plugins that take distributed locks
@@ -168,7 +173,9 @@ function parseLocalNodes(text: string, config: LockhostConfig): number {
   if (!Number.isInteger(n) || n < 1 || n > 16) {
     throw new LockhostError("INVALID_ARGUMENT", `--local-nodes must be an integer from 1 to 16, got "${text}"`);
   }
-  if (n > 1 && config.locking.backend !== "memory") {
+  // Nodes in one process share one backend instance: only a backend that is not shared between
+  // processes (memory) needs that; a distributed one runs one process per node.
+  if (n > 1 && chosenBackend(config.locking).distributed) {
     throw new LockhostError("INVALID_ARGUMENT", `--local-nodes is for the memory backend; with ${config.locking.backend}, start one process per node`);
   }
   return n;
@@ -180,7 +187,7 @@ async function run(config: LockhostConfig, localNodes: number): Promise<number> 
     hosts.push(await Host.start(config));
   } else {
     const log = pino({ level: config.host.logLevel });
-    const backend = createBackend(config.locking, log, config.source);
+    const backend = await createBackend(config.locking, log, config.source);
     // One admin listener for the process (on the first node): more would fight over its port.
     const { admin: _admin, ...withoutAdmin } = config;
     for (let i = 1; i <= localNodes; i++) {
@@ -215,17 +222,17 @@ async function run(config: LockhostConfig, localNodes: number): Promise<number> 
 
 async function admin(config: LockhostConfig | undefined, command: string, key: string, flag: string | undefined, json: boolean): Promise<number> {
   // Memory locks live only inside the 'lockhost run' process: its admin listener is the way in.
-  if (flag !== undefined || (config?.locking.backend === "memory" && config.admin)) return inspect(adminClient(config, flag), command, key, json);
+  if (flag !== undefined || (config !== undefined && !chosenBackend(config.locking).distributed && config.admin)) return inspect(adminClient(config, flag), command, key, json);
   // cliConfig returns a config whenever --admin is absent.
   const cfg = config!;
-  if (cfg.locking.backend === "memory") {
+  if (!chosenBackend(cfg.locking).distributed) {
     throw new LockhostError(
       "CONFIG_INVALID",
-      `lockhost ${command} needs a shared backend: with [locking] backend = "memory" the locks live inside the 'lockhost run' process and no other process can see them (use redis or pg, or add an [admin] table to the config so this command can ask the running host)`,
+      `lockhost ${command} needs a shared backend: with [locking] backend = "${cfg.locking.backend}" the locks live inside the 'lockhost run' process and no other process can see them (use redis or pg, or add an [admin] table to the config so this command can ask the running host)`,
     );
   }
   const log = pino({ level: "warn" }, pino.destination(2));
-  const locks = new LockService(createBackend(cfg.locking, log, cfg.source), { node: cfg.host.node });
+  const locks = new LockService(await createBackend(cfg.locking, log, cfg.source), { node: cfg.host.node });
   try {
     return await inspect(locks, command, key, json);
   } finally {

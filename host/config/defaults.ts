@@ -7,9 +7,7 @@ import type {
   HostSettings,
   KeepaliveSettings,
   ListenAddress,
-  PgConfig,
   PluginConfig,
-  RedisConfig,
   ScheduledConfig,
   WaitingSettings,
 } from "./types.js";
@@ -20,9 +18,6 @@ export interface ConfigDefaults {
   readonly plugin: Pick<PluginConfig, "isolation" | "memoryLimitMib" | "callTimeoutMs" | "globalKeys">;
   readonly scheduled: Pick<ScheduledConfig, "hint" | "ttlMs" | "keepalive">;
   readonly host: HostSettings;
-  /** Every field set, the optional ones included. */
-  readonly redis: Required<RedisConfig>;
-  readonly pg: PgConfig;
   /** `[locking.keepalive]`: the very object a LockService defaults to (KEEPALIVE_DEFAULTS). */
   readonly keepalive: KeepaliveSettings;
   /** `[locking.waiting]`: the very object a LockService defaults to (WAITING_DEFAULTS). */
@@ -47,19 +42,6 @@ export const CONFIG_DEFAULTS: ConfigDefaults = Object.freeze({
     node: hostname(),
     shutdownTimeoutMs: 10000,
     logLevel: "info",
-  }),
-  redis: Object.freeze({
-    url: "redis://127.0.0.1:6379",
-    keyPrefix: "lockhost:",
-    commandTimeoutMs: 2000,
-    reclaimOwnLocks: false,
-    cluster: false,
-  }),
-  pg: Object.freeze({
-    url: "postgres://postgres@127.0.0.1:5432/test",
-    sessions: 4,
-    table: "lockhost_locks",
-    commandTimeoutMs: 2000,
   }),
   // Owned by the lock service, which applies them to services built without a config: one
   // set of values, so a config that leaves a key out means what the service does.

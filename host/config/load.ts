@@ -5,6 +5,7 @@ import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { parse as parseToml, TomlError } from "smol-toml";
 import type { LockhostError } from "../../kit/errors.js";
+import { loadBackendPackages } from "../backends/packages.js";
 import { configError, isTable, show, Table, type Ctx, type Raw } from "./reader.js";
 import { buildConfig } from "./schema.js";
 import type { ConfigInput, LockhostConfig } from "./types.js";
@@ -26,11 +27,19 @@ export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.
   } catch (err) {
     throw configError(`${path}: cannot read the config file (${readFailure(err)})`, err);
   }
-  return parseConfig(text, { source: path, baseDir: dirname(resolve(path)), env });
+  const baseDir = dirname(resolve(path));
+  const tree = parseTomlText(text, path);
+  const ctx: Ctx = { source: path, mode: "toml", baseDir, env };
+  // Third-party backends register before anything is validated, so their tables are read by
+  // their own schemas like the built-ins'.
+  const packages = Table.root(ctx, tree).table("locking", "locking")?.stringList("packages");
+  if (packages) await loadBackendPackages(packages, baseDir, `${path}: [locking] packages`);
+  return build(ctx, tree, path);
 }
 
 /**
- * Validates the text of a TOML config. Pure: it reads no file and no process state.
+ * Validates the text of a TOML config. Pure: it reads no file and no process state, so a
+ * `[locking] packages` backend must be registered already (loadConfig loads them).
  *
  * @param opts.source names the file in messages and is kept as LockhostConfig.source.
  * @param opts.baseDir the folder relative wasm paths resolve against.
@@ -41,15 +50,21 @@ export function parseConfig(
   text: string,
   opts: { source: string; baseDir: string; env?: NodeJS.ProcessEnv },
 ): LockhostConfig {
-  let tree: Raw;
+  const ctx: Ctx = { source: opts.source, mode: "toml", baseDir: opts.baseDir, env: opts.env ?? {} };
+  return build(ctx, parseTomlText(text, opts.source), opts.source);
+}
+
+function parseTomlText(text: string, source: string): Raw {
   try {
     // Editors on Windows save a BOM, which TOML does not allow.
-    tree = parseToml(text.replace(/^\uFEFF/, ""));
+    return parseToml(text.replace(/^\uFEFF/, ""));
   } catch (err) {
-    throw tomlSyntaxError(opts.source, err);
+    throw tomlSyntaxError(source, err);
   }
-  const ctx: Ctx = { source: opts.source, mode: "toml", baseDir: opts.baseDir, env: opts.env ?? {} };
-  return deepFreeze(buildConfig(Table.root(ctx, tree), opts.source));
+}
+
+function build(ctx: Ctx, tree: Raw, source: string | undefined): LockhostConfig {
+  return deepFreeze(buildConfig(Table.root(ctx, tree), source));
 }
 
 /**
@@ -64,7 +79,7 @@ export function resolveConfig(partial: ConfigInput): LockhostConfig {
   const source = typeof partial.source === "string" ? partial.source : undefined;
   const baseDir = typeof partial.baseDir === "string" ? partial.baseDir : process.cwd();
   const ctx: Ctx = { source: source ?? "config", mode: "code", baseDir, env: undefined };
-  return deepFreeze(buildConfig(Table.root(ctx, partial as unknown as Raw), source));
+  return build(ctx, partial as unknown as Raw, source);
 }
 
 function tomlSyntaxError(source: string, err: unknown): LockhostError {

@@ -95,6 +95,11 @@ export class Table {
     return new Table(this.ctx, label, dotted, value);
   }
 
+  /** The sub-table at `key`, or an empty one standing in for it when absent (its defaults then apply). */
+  emptyTable(key: string, dotted: string): Table {
+    return this.table(key, dotted) ?? new Table(this.ctx, this.ctx.mode === "toml" ? `[${dotted}]` : dotted, dotted, {});
+  }
+
   /** The entries of an array of tables (`[[plugins]]`); none when absent. */
   entries(key: string): Table[] {
     const value = this.get(key);

@@ -7,13 +7,15 @@ import { Cron } from "croner";
 import { MAX_TTL_MS } from "../../abi/status.js";
 import { LIFECYCLE_LIMITS } from "../locking/options.js";
 import { PLUGIN_NAME_PATTERN, RESERVED_PLUGIN_NAMES } from "../locking/scope.js";
+import type { TableSchema } from "../../kit/schema.js";
+import { backendDescriptor, backendNames } from "../backends/registry.js";
 import { CONFIG_DEFAULTS } from "./defaults.js";
 import { parseDuration } from "./duration.js";
 import { checkHost, parseListen } from "./listen.js";
+import { readTable } from "./read-table.js";
 import { isTable, type Key, type Table } from "./reader.js";
 import type {
   AdminSettings,
-  BackendKind,
   HostSettings,
   Isolation,
   KeepaliveSettings,
@@ -22,9 +24,7 @@ import type {
   LockingConfig,
   LockingHint,
   LogLevel,
-  PgConfig,
   PluginConfig,
-  RedisConfig,
   ScheduledConfig,
   ScheduleSpec,
   WaitingSettings,
@@ -36,8 +36,6 @@ const LIMITS = {
   shutdownTimeoutMs: [0, 3_600_000],
   ttlMs: [1, MAX_TTL_MS],
   everyMs: [1, Number.MAX_SAFE_INTEGER],
-  commandTimeoutMs: [1, 600_000],
-  pgSessions: [1, 64],
   // The lock service checks services built in code against the same ranges.
   ...LIFECYCLE_LIMITS,
   port: [0, 65535],
@@ -45,30 +43,22 @@ const LIMITS = {
 
 // Records keyed by the union types, so adding a member to a union in types.ts fails to compile
 // here until the loader accepts it.
-const BACKENDS = keysOf<BackendKind>({ memory: 1, redis: 1, pg: 1 });
 const ISOLATIONS = keysOf<Isolation>({ worker: 1, inline: 1 });
 const HINTS = keysOf<LockingHint>({ node_local: 1, require_global: 1, prefer_global: 1 });
 const LOG_LEVELS = keysOf<LogLevel>({ trace: 1, debug: 1, info: 1, warn: 1, error: 1, fatal: 1, silent: 1 });
 
 const SCHEDULE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const REDIS_SCHEMES = ["redis", "rediss"] as const;
-const PG_SCHEMES = ["postgres", "postgresql"] as const;
 /** Sent as `Authorization: Bearer <token>`: printable ASCII without spaces, so it survives a header. */
 const TOKEN_CHARS = /^[\x21-\x7E]*$/;
 const TOKEN_LENGTH = [16, 4096] as const;
-/** An unquoted PostgreSQL identifier, optionally schema-qualified; interpolated into SQL, so kept strict. */
-const PG_TABLE = /^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$/;
 
 const K = {
   shutdownTimeoutMs: ["shutdown_timeout_ms", "shutdownTimeoutMs"],
   logLevel: ["log_level", "logLevel"],
-  keyPrefix: ["key_prefix", "keyPrefix"],
   memoryLimitMib: ["memory_limit_mib", "memoryLimitMib"],
   callTimeoutMs: ["call_timeout_ms", "callTimeoutMs"],
   globalKeys: ["global_keys", "globalKeys"],
   ttlMs: ["ttl_ms", "ttlMs"],
-  commandTimeoutMs: ["command_timeout_ms", "commandTimeoutMs"],
-  reclaimOwnLocks: ["reclaim_own_locks", "reclaimOwnLocks"],
   renewAtRatio: ["renew_at_ratio", "renewAtRatio"],
   maxRetries: ["max_retries", "maxRetries"],
   safetyMarginRatio: ["safety_margin_ratio", "safetyMarginRatio"],
@@ -93,7 +83,7 @@ export function buildConfig(root: Table, source: string | undefined): LockhostCo
     root.onlyKeys(["host", "locking", "plugins", "scheduled", "admin"]);
   }
   const host = hostSettings(root.table("host", "host"));
-  const locking = lockingConfig(root.table("locking", "locking"));
+  const locking = lockingConfig(root.emptyTable("locking", "locking"));
   const plugins = pluginList(root);
   const scheduled = scheduledList(root, new Set(plugins.map((p) => p.name)));
   const admin = adminSettings(root.table("admin", "admin"));
@@ -116,19 +106,27 @@ function hostSettings(t: Table | undefined): HostSettings {
   };
 }
 
-function lockingConfig(t: Table | undefined): LockingConfig {
-  t?.onlyKeys(["backend", "redis", "pg", "keepalive", "waiting"]);
-  const backend = t?.oneOf("backend", BACKENDS) ?? CONFIG_DEFAULTS.backend;
-  const redisTable = t?.table("redis", "locking.redis");
-  const pgTable = t?.table("pg", "locking.pg");
-  // A backend named without its table runs on the defaults, so whoever opens the backend can
-  // rely on its settings being present.
-  const redis = redisTable ? redisConfig(redisTable) : backend === "redis" ? { ...CONFIG_DEFAULTS.redis } : undefined;
-  const pg = pgTable ? pgConfig(pgTable) : backend === "pg" ? { ...CONFIG_DEFAULTS.pg } : undefined;
-  const keepalive = keepaliveSettings(t?.table("keepalive", "locking.keepalive"));
-  const waiting = waitingSettings(t?.table("waiting", "locking.waiting"));
-  return { backend, ...(redis && { redis }), ...(pg && { pg }), keepalive, waiting };
+function lockingConfig(t: Table): LockingConfig {
+  const names = backendNames();
+  t.onlyKeys(["backend", "packages", "keepalive", "waiting", ...names]);
+  const backend = t.oneOf("backend", names) ?? CONFIG_DEFAULTS.backend;
+  const packages = t.stringList("packages");
+  // Every backend's table is validated whatever the backend, so a typo in a standby backend's
+  // settings is caught before a switch to it. The chosen one is read even when left out (its
+  // defaults), so whoever opens the backend can rely on its settings being present.
+  const tables: Record<string, unknown> = {};
+  for (const name of names) {
+    const schema = backendDescriptor(name)!.config;
+    const dotted = `locking.${name}`;
+    const table = name === backend && hasFields(schema) ? t.emptyTable(name, dotted) : t.table(name, dotted);
+    if (table) tables[name] = readTable(table, schema);
+  }
+  const keepalive = keepaliveSettings(t.table("keepalive", "locking.keepalive"));
+  const waiting = waitingSettings(t.table("waiting", "locking.waiting"));
+  return { backend, ...(packages && { packages }), ...tables, keepalive, waiting };
 }
+
+const hasFields = (schema: TableSchema<unknown>): boolean => Object.keys(schema.fields).length > 0;
 
 function keepaliveSettings(t: Table | undefined): KeepaliveSettings {
   const d = CONFIG_DEFAULTS.keepalive;
@@ -196,37 +194,6 @@ function listenAddress(t: Table): ListenAddress {
   const parsed = parseListen(text);
   if ("problem" in parsed) return t.fail("listen", `${parsed.problem}, got ${t.show(text)}`);
   return parsed;
-}
-
-function redisConfig(t: Table): RedisConfig {
-  const d = CONFIG_DEFAULTS.redis;
-  t.onlyKeys(["url", K.keyPrefix, K.commandTimeoutMs, K.reclaimOwnLocks, "cluster"]);
-  const keyPrefix = t.string(K.keyPrefix) ?? d.keyPrefix;
-  // Redis Cluster hashes only the first {...} of a key: the backend puts the lock name there,
-  // so a brace in the prefix would split a lock from its fence counter.
-  if (/[{}]/.test(keyPrefix)) t.fail(K.keyPrefix, `must not contain "{" or "}", got ${t.show(keyPrefix)}`);
-  return {
-    url: t.url("url", REDIS_SCHEMES) ?? d.url,
-    keyPrefix,
-    commandTimeoutMs: t.int(K.commandTimeoutMs, LIMITS.commandTimeoutMs) ?? d.commandTimeoutMs,
-    reclaimOwnLocks: t.bool(K.reclaimOwnLocks) ?? d.reclaimOwnLocks,
-    cluster: t.bool("cluster") ?? d.cluster,
-  };
-}
-
-function pgConfig(t: Table): PgConfig {
-  const d = CONFIG_DEFAULTS.pg;
-  t.onlyKeys(["url", "sessions", "table", K.commandTimeoutMs]);
-  const table = t.string("table") ?? d.table;
-  if (!PG_TABLE.test(table)) {
-    t.fail("table", `must be a lowercase SQL identifier, optionally schema-qualified (${PG_TABLE}), got ${t.show(table)}`);
-  }
-  return {
-    url: t.url("url", PG_SCHEMES) ?? d.url,
-    sessions: t.int("sessions", LIMITS.pgSessions) ?? d.sessions,
-    table,
-    commandTimeoutMs: t.int(K.commandTimeoutMs, LIMITS.commandTimeoutMs) ?? d.commandTimeoutMs,
-  };
 }
 
 function pluginList(root: Table): PluginConfig[] {

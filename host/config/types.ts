@@ -1,8 +1,15 @@
 // The validated, frozen configuration of a host. Produced from TOML by loadConfig/parseConfig;
 // embedders and tests may also build one in code and pass it through resolveConfig.
+import type { BackendConfigMap } from "../../kit/descriptor.js";
+import type { KeepaliveSettings, WaitingSettings } from "../locking/options.js";
 
-/** Backends an operator can name. */
-export type BackendKind = "memory" | "redis" | "pg";
+export type { KeepaliveSettings, WaitingSettings };
+
+/**
+ * A backend an operator can name: a registered backend's name. The config checks it against
+ * the registry; the type cannot know the backends a config's packages bring.
+ */
+export type BackendKind = string;
 
 /** How a plugin's guest runs. */
 export type Isolation = "worker" | "inline";
@@ -13,78 +20,26 @@ export type LockingHint = "node_local" | "require_global" | "prefer_global";
 /** The levels of the host's logger, least to most severe; "silent" logs nothing. */
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
 
-/** `[locking.redis]` */
-export interface RedisConfig {
-  /** May carry a password; never logged. */
-  readonly url: string;
-  /** Prepended to every Redis key; never contains `{` or `}` (the hash tag is the lock name). */
-  readonly keyPrefix: string;
-  /**
-   * Longest a lock call waits on Redis (connecting included) before it fails with
-   * BACKEND_UNAVAILABLE; calls never queue while Redis is unreachable.
-   */
-  readonly commandTimeoutMs: number;
-  /**
-   * Whether a restarted node may take back at once a lock that an earlier process with the
-   * same node name still holds, instead of waiting for its TTL. Safe only when every running
-   * process has its own node name.
-   */
-  readonly reclaimOwnLocks: boolean;
-  /**
-   * Whether `url` is a seed node of a Redis Cluster rather than a single server: the client
-   * learns the other nodes from it, and applies its user name, password and TLS (`rediss://`)
-   * to every node. The database must be 0. Absent means false (a config read by the loader
-   * always has it).
-   */
-  readonly cluster?: boolean;
-}
-
-/** `[locking.pg]` */
-export interface PgConfig {
-  /** May carry a password; never logged. */
-  readonly url: string;
-  /** Dedicated session connections that hold the advisory locks (many locks each). */
-  readonly sessions: number;
-  /**
-   * The fence table, created on first use (`name` or `schema.name`), with its unlogged
-   * holders table `<name>_holders` beside it.
-   */
-  readonly table: string;
-  /** Longest a lock call waits on PostgreSQL (connecting included) before BACKEND_UNAVAILABLE. */
-  readonly commandTimeoutMs: number;
-}
-
-/** `[locking.keepalive]`: how the host's renewal manager keeps keepalive leases alive. */
-export interface KeepaliveSettings {
-  /** Renew once this fraction of the TTL has passed (0 < ratio < 1; default 0.5). */
-  readonly renewAtRatio: number;
-  /** Retries of a renewal that failed on I/O, inside the safety margin (default 3). */
-  readonly maxRetries: number;
-  /**
-   * A renewal not confirmed this fraction of the TTL before the lease would end makes the
-   * lease lost (0 <= ratio < 1 - renewAtRatio; default 0.1).
-   */
-  readonly safetyMarginRatio: number;
-  /** Renewals due within this many ms of each other go to the backend as one batch (default 20). */
-  readonly batchWindowMs: number;
-}
-
-/** `[locking.waiting]`: how waiting acquisitions fall back to polling. */
-export interface WaitingSettings {
-  /** Longest time between two tries of a waiter that heard no release (jittered ±20%; default 1000). */
-  readonly pollIntervalMs: number;
-}
+/**
+ * Each backend's `[locking.<name>]` table, read by its own schema: typed for the backends whose
+ * package adds itself to BackendConfigMap (redis, pg), `unknown` for the others. The chosen
+ * backend's table is always there (its defaults when the file has none) unless its schema has
+ * no fields; another backend's only when written, since it is validated whatever the backend.
+ */
+export type BackendTables = { readonly [K in keyof BackendConfigMap]?: BackendConfigMap[K] } & {
+  readonly [table: string]: unknown;
+};
 
 /** `[locking]` */
-export interface LockingConfig {
+export type LockingConfig = BackendTables & {
   readonly backend: BackendKind;
-  readonly redis?: RedisConfig;
-  readonly pg?: PgConfig;
+  /** Backend packages loaded (and registered) before the config was validated. */
+  readonly packages?: readonly string[];
   /** Absent means the defaults (a config read by the loader always has it). */
   readonly keepalive?: KeepaliveSettings;
   /** Absent means the defaults (a config read by the loader always has it). */
   readonly waiting?: WaitingSettings;
-}
+};
 
 /** Where the admin listener listens. */
 export interface ListenAddress {
@@ -192,10 +147,11 @@ export interface ConfigInput {
   /** Where relative wasm paths resolve from; default: the process's working directory. */
   readonly baseDir?: string;
   readonly host?: Partial<HostSettings>;
-  readonly locking?: {
+  readonly locking?: { readonly [K in keyof BackendConfigMap]?: Partial<BackendConfigMap[K]> } & {
+    readonly [table: string]: unknown;
+  } & {
     readonly backend?: BackendKind;
-    readonly redis?: Partial<RedisConfig>;
-    readonly pg?: Partial<PgConfig>;
+    readonly packages?: readonly string[];
     readonly keepalive?: Partial<KeepaliveSettings>;
     readonly waiting?: Partial<WaitingSettings>;
   };

@@ -1,7 +1,7 @@
 // The state one LockService shares between its job modules (acquire, restore, release, renew,
 // status, stats, close), and the few steps they all take. One object per service, passed to
 // each job: no globals, and the facade (service.ts) stays a list of entry points.
-import type { KeepaliveSettings } from "../config/types.js";
+import type { KeepaliveSettings } from "./options.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { LockBackend } from "../../kit/backend.js";
 import type { Lease, LeaseHooks } from "./lease.js";

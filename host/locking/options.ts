@@ -1,8 +1,29 @@
 // The lifecycle options of a LockService, checked when the service is made (not at the first
 // renewal, hours later): each message names the option at fault. The config loader checks the
 // same ranges for the TOML form; this covers services built in code.
-import type { KeepaliveSettings, WaitingSettings } from "../config/types.js";
 import { LockhostError } from "../../kit/errors.js";
+
+/** `[locking.keepalive]`: how the host's renewal manager keeps keepalive leases alive. */
+export interface KeepaliveSettings {
+  /** Renew once this fraction of the TTL has passed (0 < ratio < 1; default 0.5). */
+  readonly renewAtRatio: number;
+  /** Retries of a renewal that failed on I/O, inside the safety margin (default 3). */
+  readonly maxRetries: number;
+  /**
+   * A renewal not confirmed this fraction of the TTL before the lease would end makes the
+   * lease lost (0 <= ratio < 1 - renewAtRatio; default 0.1).
+   */
+  readonly safetyMarginRatio: number;
+  /** Renewals due within this many ms of each other go to the backend as one batch (default 20). */
+  readonly batchWindowMs: number;
+}
+
+/** `[locking.waiting]`: how waiting acquisitions fall back to polling. */
+export interface WaitingSettings {
+  /** Longest time between two tries of a waiter that heard no release (jittered ±20%; default 1000). */
+  readonly pollIntervalMs: number;
+}
+
 
 /** Frozen defaults of the keepalive settings (the config's `[locking.keepalive]` defaults). */
 export const KEEPALIVE_DEFAULTS: KeepaliveSettings = Object.freeze({

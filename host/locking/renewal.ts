@@ -6,7 +6,7 @@
 // before the safety margin; one not confirmed by then, or refused by the backend, ends the
 // lease as lost. Leases without keepalive are watched only once someone observes them
 // (signal / onLost), and end as lost when their host-side deadline passes.
-import type { KeepaliveSettings } from "../config/types.js";
+import type { KeepaliveSettings } from "./options.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { RenewRequest, RenewResult } from "../../kit/backend.js";
 import { DeadlineQueue, type Timed } from "../../kit/deadline-queue.js";

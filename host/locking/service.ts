@@ -3,7 +3,7 @@
 // Backends stay atomic steps; guests and embedders both come through here. This file is the
 // facade: each job lives in its own module (acquire, restore, release, renew, status, stats,
 // close), working on one ServiceCore per service.
-import type { KeepaliveSettings, WaitingSettings } from "../config/types.js";
+import type { KeepaliveSettings, WaitingSettings } from "./options.js";
 import { LockhostError } from "../../kit/errors.js";
 import type { LockBackend } from "../../kit/backend.js";
 import { acquireChecked, tryChecked, type AcquireOptions } from "./acquire.js";

@@ -1,18 +1,8 @@
 // The in-process backend: a Map in this process. It is the embedded default for development
 // and single-node use. It is NOT distributed: two host processes never see each other's
 // locks (two hosts in one process can share one instance, which the tests use).
-import type {
-  AcquireRequest,
-  AcquireResult,
-  Holder,
-  LockBackend,
-  LockRecord,
-  ReleaseResult,
-  ReleaseWatch,
-  RenewRequest,
-  RenewResult,
-} from "../../../kit/backend.js";
-import { ReleaseListeners } from "../../../kit/release-listeners.js";
+import { ReleaseListeners } from "../../../kit/index.js";
+import type { AcquireRequest, AcquireResult, Holder, LockBackend, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
 
 interface Entry {
   owner: string;

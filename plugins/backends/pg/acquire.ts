@@ -2,8 +2,8 @@
 // fence and writes the holder (sql.ts), plus a flushed fence reservation every FENCE_BLOCK-th
 // time. A session never asks the server twice for an id it has a record of: it answers
 // "contended" itself, unless that record is on its way out.
-import { LockhostError } from "../../../kit/errors.js";
-import type { AcquireRequest, AcquireResult } from "../../../kit/backend.js";
+import { LockhostError } from "../../../kit/index.js";
+import type { AcquireRequest, AcquireResult } from "../../../kit/index.js";
 import { backendError, closedError } from "./errors.js";
 import { HeldLock } from "./held-lock.js";
 import type { AdvisoryKey } from "./key-hash.js";

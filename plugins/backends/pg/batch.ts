@@ -2,7 +2,7 @@
 // batch that routes to it, whether this backend holds the lock (its session is checked) or
 // another process does (renewal by owner token: by-owner.ts; its live holder is checked in
 // pg_locks).
-import type { RenewRequest, RenewResult } from "../../../kit/backend.js";
+import type { RenewRequest, RenewResult } from "../../../kit/index.js";
 import { backendError, closedError } from "./errors.js";
 import { HeldLock } from "./held-lock.js";
 import type { AdvisoryKey } from "./key-hash.js";

@@ -2,7 +2,7 @@
 // the session holding an advisory lock can unlock it, so these work on its holders row (its
 // live holder checked in pg_locks). A release also tells the holder on the table's control
 // channel (payload `pid:id:fence`), and the holder, hearing it here, unlocks.
-import type { ReleaseResult, RenewResult } from "../../../kit/backend.js";
+import type { ReleaseResult, RenewResult } from "../../../kit/index.js";
 import { renewAll } from "./batch.js";
 import type { AdvisoryKey } from "./key-hash.js";
 import type { LockBook } from "./lock-book.js";

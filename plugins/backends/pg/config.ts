@@ -1,6 +1,6 @@
 // `[locking.pg]`: every field declared once; the host's config reader, the defaults and the
 // README's config reference come from this schema.
-import { field, table } from "../../../kit/index.js";
+import { completeDefaultsOf, field, table } from "../../../kit/index.js";
 
 /** `[locking.pg]` */
 export interface PgConfig {
@@ -44,6 +44,9 @@ export const pgConfigSchema = table<PgConfig>({
     }),
   },
 });
+
+/** `[locking.pg]` as a config that leaves it out gets it: every field at its default. */
+export const pgDefaults: Readonly<PgConfig> = completeDefaultsOf(pgConfigSchema);
 
 declare module "../../../kit/descriptor.js" {
   interface BackendConfigMap {

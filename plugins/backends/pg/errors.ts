@@ -1,7 +1,7 @@
 // How driver and server errors become LockhostErrors: which ones end a session, and messages
 // that say what failed where, without ever carrying the connection password.
 import pg from "pg";
-import { LockhostError } from "../../../kit/errors.js";
+import { LockhostError } from "../../../kit/index.js";
 
 /** What an error message may say about the server, fixed per backend. */
 export interface ErrorContext {

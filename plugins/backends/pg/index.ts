@@ -33,17 +33,8 @@ import { hostname } from "node:os";
 import type pg from "pg";
 import type { Logger } from "pino";
 import type { PgConfig } from "./config.js";
-import type {
-  AcquireRequest,
-  AcquireResult,
-  LockBackend,
-  LockRecord,
-  ReleaseResult,
-  ReleaseWatch,
-  RenewRequest,
-  RenewResult,
-} from "../../../kit/backend.js";
-import { redactUrlSecrets, scrubberFor } from "../../../kit/redact.js";
+import { redactUrlSecrets, ReleaseListeners, scrubberFor } from "../../../kit/index.js";
+import type { AcquireRequest, AcquireResult, LockBackend, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
 import { acquire, type AcquireContext } from "./acquire.js";
 import { BatchRenewer } from "./batch.js";
 import { onControl, releaseElsewhere, renewElsewhere } from "./by-owner.js";
@@ -56,7 +47,6 @@ import { ELSEWHERE, NOT_FOUND, ignore, LockBook } from "./lock-book.js";
 import { toRecord } from "./record.js";
 import { channelsOf, statementsFor } from "./sql.js";
 import { Tables } from "./tables.js";
-import { ReleaseListeners } from "../../../kit/release-listeners.js";
 
 /** Options of a PgBackend beyond its config, mostly for tests and embedders. */
 export interface PgBackendOptions {
@@ -273,3 +263,6 @@ export class PgBackend implements LockBackend {
     else if (channel === control) onControl(this.#book, payload);
   }
 }
+
+export { pgBackend } from "./descriptor.js";
+export { pgConfigSchema, pgDefaults, type PgConfig } from "./config.js";

@@ -6,9 +6,9 @@
 // (held-lock.ts) change in this file only.
 import type pg from "pg";
 import type { Logger } from "pino";
-import type { ReleaseResult, RenewResult } from "../../../kit/backend.js";
+import { DeadlineQueue } from "../../../kit/index.js";
+import type { ReleaseResult, RenewResult } from "../../../kit/index.js";
 import { backendError, closedError, type ErrorContext } from "./errors.js";
-import { DeadlineQueue } from "../../../kit/deadline-queue.js";
 import { HeldLock } from "./held-lock.js";
 import type { AdvisoryKey } from "./key-hash.js";
 import { Session, type Rows } from "./session.js";

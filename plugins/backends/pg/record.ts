@@ -1,5 +1,5 @@
 // What status reports: a row of the status statement (sql.ts) as a LockRecord.
-import type { LockRecord } from "../../../kit/backend.js";
+import type { LockRecord } from "../../../kit/index.js";
 import type { Rows } from "./session.js";
 
 /** The record of `key` from the status statement's row (owner, fence, ..., remaining ms, ttl ms). */

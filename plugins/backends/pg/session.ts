@@ -18,7 +18,7 @@
 //   locked) keeps its sessions, and their locks.
 import pg from "pg";
 import type { Logger } from "pino";
-import { LockhostError } from "../../../kit/errors.js";
+import { LockhostError } from "../../../kit/index.js";
 import { backendError, closedError, endsSession, type ErrorContext } from "./errors.js";
 import type { HeldLock } from "./held-lock.js";
 import type { Statement } from "./sql.js";

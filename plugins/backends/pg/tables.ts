@@ -2,7 +2,7 @@
 // connection, and again after an operator dropped them.
 import type pg from "pg";
 import type { Logger } from "pino";
-import { LockhostError } from "../../../kit/errors.js";
+import { LockhostError } from "../../../kit/index.js";
 import { isServerError, type ErrorContext } from "./errors.js";
 import type { Statements } from "./sql.js";
 

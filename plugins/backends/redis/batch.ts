@@ -4,7 +4,7 @@
 // alone on the server, and every other client waits for it, so a 10,000-lock tick is cut into
 // calls of a few ms each rather than one long stall. The calls are sent together, so they
 // share the network's round trip; RedisBackend.renewRoundTrips counts each of them.
-import type { RenewRequest } from "../../../kit/backend.js";
+import type { RenewRequest } from "../../../kit/index.js";
 import { slotOf, type KeyLayout } from "./keys.js";
 
 /**

@@ -21,11 +21,10 @@
 // connect.ts says why the cluster client's own queue stays on for that).
 import type { Logger } from "pino";
 import type { RedisConfig } from "./config.js";
-import { LockhostError } from "../../../kit/errors.js";
+import { LockhostError, type Scrubber, scrubberFor } from "../../../kit/index.js";
 import { createClient, type LockClient } from "./connect.js";
 import { backendError, unreachableMessage, type ErrorContext } from "./errors.js";
 import { warnIfEvictingFences } from "./policy.js";
-import { scrubberFor, type Scrubber } from "../../../kit/redact.js";
 
 /** While Redis stays unreachable, the same error is logged again at most this often. */
 const REPEAT_LOG_MS = 60_000;

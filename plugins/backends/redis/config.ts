@@ -1,6 +1,6 @@
 // `[locking.redis]`: every field declared once; the host's config reader, the defaults and the
 // README's config reference come from this schema.
-import { field, table } from "../../../kit/index.js";
+import { completeDefaultsOf, field, table } from "../../../kit/index.js";
 
 /** `[locking.redis]` */
 export interface RedisConfig {
@@ -55,6 +55,9 @@ export const redisConfigSchema = table<RedisConfig>({
     cluster: field.bool({ default: false, doc: "true: url is a seed node of a Redis Cluster" }),
   },
 });
+
+/** `[locking.redis]` as a config that leaves it out gets it: every field at its default. */
+export const redisDefaults: Readonly<RedisConfig> = completeDefaultsOf(redisConfigSchema);
 
 declare module "../../../kit/descriptor.js" {
   interface BackendConfigMap {

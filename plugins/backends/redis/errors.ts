@@ -2,8 +2,8 @@
 // says what happened in operator terms, names the server (or cluster) by its redacted URL, and
 // says when the command may have been applied anyway (so nobody assumes a timed-out acquire
 // did nothing).
-import { LockhostError } from "../../../kit/errors.js";
-import type { Scrubber } from "../../../kit/redact.js";
+import { LockhostError } from "../../../kit/index.js";
+import type { Scrubber } from "../../../kit/index.js";
 
 /** What a message needs to know about the connection. */
 export interface ErrorContext {

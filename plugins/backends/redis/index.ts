@@ -11,19 +11,8 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Logger } from "pino";
 import type { RedisConfig } from "./config.js";
-import { LockhostError } from "../../../kit/errors.js";
-import type {
-  AcquireRequest,
-  AcquireResult,
-  Holder,
-  LockBackend,
-  LockRecord,
-  ReleaseResult,
-  ReleaseWatch,
-  RenewRequest,
-  RenewResult,
-} from "../../../kit/backend.js";
-import { scrubberFor } from "../../../kit/redact.js";
+import { LockhostError, scrubberFor } from "../../../kit/index.js";
+import type { AcquireRequest, AcquireResult, Holder, LockBackend, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
 import { renewCalls } from "./batch.js";
 import { RedisConnection } from "./client.js";
 import { createSubscriber, type LockClient } from "./connect.js";
@@ -276,3 +265,6 @@ function leaseTtl(recorded: number | undefined, remainingMs: number, upToMs: num
 }
 
 export { KeyLayout, hashTag } from "./keys.js";
+
+export { redisBackend } from "./descriptor.js";
+export { redisConfigSchema, redisDefaults, type RedisConfig } from "./config.js";

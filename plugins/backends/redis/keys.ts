@@ -4,7 +4,7 @@
 // lock's release channel (pub/sub, for waiters) carries the same tag, only so that an
 // operator reads it as the lock's: channels are not keys, and a PUBLISH reaches every node.
 import keySlot from "cluster-key-slot";
-import { LockhostError } from "../../../kit/errors.js";
+import { LockhostError } from "../../../kit/index.js";
 
 /**
  * The hash tag of a lock name: the name itself, with `%` and `}` percent-encoded.

@@ -2,7 +2,7 @@
 // host:port pairs plus connection options for every node, not a URL, so the URL is split
 // here: host and port name the first node to ask for the cluster's layout, and the
 // credentials and TLS it carries apply to every node the client then finds.
-import { LockhostError } from "../../../kit/errors.js";
+import { LockhostError } from "../../../kit/index.js";
 
 /** What a Redis URL says about a cluster: where to start, and how to log in to every node. */
 export interface ClusterSeed {

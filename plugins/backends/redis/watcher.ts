@@ -10,9 +10,8 @@
 // watched channel again and then calls every listener once, so a waiter retries at once.
 import type { Cluster, Redis } from "ioredis";
 import type { Logger } from "pino";
-import type { ReleaseWatch } from "../../../kit/backend.js";
-import { ReleaseListeners } from "../../../kit/release-listeners.js";
-import type { Scrubber } from "../../../kit/redact.js";
+import { ReleaseListeners } from "../../../kit/index.js";
+import type { ReleaseWatch, Scrubber } from "../../../kit/index.js";
 
 /** What a watch of a closed backend gets: ready at once, never called. */
 const NOT_WATCHING: ReleaseWatch = Object.freeze({ ready: Promise.resolve(), close: () => undefined });

@@ -1,0 +1,57 @@
+// Reads one config table against its schema (kit/schema.ts): the allowed keys, each field's
+// type and range, its default and its further rule all come from the one declaration, and every
+// failure is raised by the Table, so it names the file, the table and the key like any other.
+import { tomlKey, type FieldSpec, type TableSchema } from "../../kit/schema.js";
+import type { Key, Table } from "./reader.js";
+
+/**
+ * The table's values, defaults applied.
+ * @throws LockhostError CONFIG_INVALID at the first key that breaks the schema.
+ */
+export function readTable<T>(t: Table, schema: TableSchema<T>): T {
+  const fields = Object.entries(schema.fields) as [string, FieldSpec<unknown>][];
+  const keyOf = (name: string): Key => {
+    const toml = tomlKey(name);
+    return toml === name ? name : [toml, name];
+  };
+  t.onlyKeys(fields.map(([name]) => keyOf(name)));
+  const out: Record<string, unknown> = {};
+  for (const [name, spec] of fields) {
+    const key = keyOf(name);
+    const given = readField(t, key, spec);
+    if (given !== undefined) {
+      const problem = spec.check?.(given);
+      if (problem !== undefined) t.fail(key, spec.kind === "secret" ? problem : `${problem}, got ${t.show(given)}`);
+      out[name] = given;
+    } else if (spec.default !== undefined) {
+      out[name] = Array.isArray(spec.default) ? [...spec.default] : spec.default;
+    } else if (!spec.optional) {
+      t.fail(key, "is required");
+    }
+  }
+  const value = out as T;
+  const across = schema.check?.(value);
+  if (across) t.fail(keyOf(across.key), across.problem);
+  return value;
+}
+
+function readField(t: Table, key: Key, spec: FieldSpec<unknown>): unknown {
+  switch (spec.kind) {
+    case "int":
+      return t.int(key, [spec.min ?? Number.MIN_SAFE_INTEGER, spec.max ?? Number.MAX_SAFE_INTEGER]);
+    case "number":
+      return t.number(key, { gt: spec.gt, ge: spec.min, lt: spec.lt, le: spec.max });
+    case "bool":
+      return t.bool(key);
+    case "string":
+      return spec.nonEmpty ? t.nonEmptyString(key) : t.string(key);
+    case "url":
+      return t.url(key, spec.schemes ?? []);
+    case "secret":
+      return t.secret(key);
+    case "enum":
+      return t.oneOf(key, spec.values ?? []);
+    case "stringList":
+      return t.stringList(key);
+  }
+}

@@ -8,7 +8,7 @@
 // `command_timeout_ms`); objects built in code use the property name itself.
 
 /** What a field holds. */
-export type FieldKind = "int" | "number" | "bool" | "string" | "url" | "secret" | "enum" | "stringList";
+export type FieldKind = "int" | "number" | "bool" | "string" | "url" | "secret" | "enum" | "stringList" | "custom";
 
 /** One config field. `T` is the value's type after reading (and defaulting). */
 export interface FieldSpec<T> {
@@ -33,7 +33,7 @@ export interface FieldSpec<T> {
   readonly schemes?: readonly string[];
   /** string: whether "" is allowed (default true). */
   readonly nonEmpty?: boolean;
-  /** An environment variable that overrides the field when set (e.g. LOCKHOST_NODE). */
+  /** An environment variable the CLI reads before the field (e.g. LOCKHOST_ADMIN_TOKEN), named in the docs. */
   readonly env?: string;
   /**
    * A further rule on a value that passed its type and range: returns the problem as the end
@@ -42,6 +42,10 @@ export interface FieldSpec<T> {
   check?(value: T): string | undefined;
   /** Shown in the README reference instead of the default, e.g. "the machine's hostname". */
   readonly defaultDoc?: string;
+  /** Shown in the README reference for a field without a default (a required one, say). */
+  readonly example?: T;
+  /** Shown in the README reference as the value, in TOML (for a custom field). */
+  readonly toml?: string;
 }
 
 /** The fields of a table whose read value is `T`. */
@@ -75,6 +79,12 @@ export const field = {
   secret: (o: Opts<string>): FieldSpec<string> => ({ kind: "secret", ...o }),
   oneOf: <const V extends string>(values: readonly V[], o: Opts<V>): FieldSpec<V> => ({ kind: "enum", values, ...o }),
   stringList: (o: Opts<readonly string[]>): FieldSpec<readonly string[]> => ({ kind: "stringList", ...o }),
+  /**
+   * A field the table's own code reads (a value parsed from text, a name checked against other
+   * entries): the declaration still allows the key and documents it; the generic reader leaves
+   * it alone.
+   */
+  custom: <T>(o: Pick<Opts<T>, "doc" | "defaultDoc" | "toml" | "optional">): FieldSpec<T> => ({ kind: "custom", ...o }),
 } as const;
 
 /** Declares a table schema (a typed identity, so `T` is checked against the fields). */

@@ -8,6 +8,7 @@ import { BUILTIN_BACKENDS } from "../../plugins/backends/index.js";
 import { chosenBackend, createBackend } from "../backends/create.js";
 import { registerBackend } from "../backends/registry.js";
 import { loadConfig } from "../config/load.js";
+import { ADMIN_SCHEMA } from "../config/tables.js";
 import type { LockhostConfig } from "../config/types.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import { Host } from "../host.js";
@@ -157,7 +158,7 @@ async function cliConfig(file: string | undefined, hasAdminFlag: boolean): Promi
 
 function adminClient(config: LockhostConfig | undefined, flag: string | undefined): AdminClient {
   // The environment first: it lets an operator use a token without writing it in a file.
-  const token = process.env.LOCKHOST_ADMIN_TOKEN || config?.admin?.token;
+  const token = process.env[ADMIN_SCHEMA.fields.token.env!] || config?.admin?.token;
   return new AdminClient(adminUrl(flag, config?.admin, config?.source), token);
 }
 

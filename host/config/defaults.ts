@@ -1,7 +1,10 @@
-// What a config leaves out. One frozen object, so the loader, the docs and the tests agree
-// on a single set of values and nothing at runtime can change them.
-import { hostname } from "node:os";
+// What a config leaves out, gathered from the declarations (tables.ts, the lock service's
+// options). One frozen object, so the loader, the docs and the tests agree on a single set of
+// values and nothing at runtime can change them.
+import { completeDefaultsOf, defaultsOf } from "../../kit/schema.js";
 import { KEEPALIVE_DEFAULTS, WAITING_DEFAULTS } from "../locking/options.js";
+import { parseListen } from "./listen.js";
+import { ADMIN_SCHEMA, HOST_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "./tables.js";
 import type {
   BackendKind,
   HostSettings,
@@ -26,26 +29,21 @@ export interface ConfigDefaults {
   readonly adminListen: ListenAddress;
 }
 
-/** The defaults applied by loadConfig, parseConfig and resolveConfig. */
+/** The defaults applied by loadConfig, parseConfig and resolveConfig, read off the declarations. */
 export const CONFIG_DEFAULTS: ConfigDefaults = Object.freeze({
-  backend: "memory",
-  plugin: Object.freeze({
-    isolation: "worker",
-    memoryLimitMib: 16,
-    callTimeoutMs: 5000,
-    globalKeys: Object.freeze([]),
-  }),
-  scheduled: Object.freeze({ hint: "require_global", ttlMs: 60000, keepalive: false }),
-  host: Object.freeze({
-    // Read once at startup: a node keeps one name for the life of the process, so the
-    // holder recorded on its locks never changes under it.
-    node: hostname(),
-    shutdownTimeoutMs: 10000,
-    logLevel: "info",
-  }),
+  backend: JSON.parse(LOCKING_SCHEMA.fields.backend.toml!) as string,
+  plugin: defaultsOf(PLUGIN_SCHEMA) as ConfigDefaults["plugin"],
+  scheduled: defaultsOf(SCHEDULED_SCHEMA) as ConfigDefaults["scheduled"],
+  host: completeDefaultsOf(HOST_SCHEMA),
   // Owned by the lock service, which applies them to services built without a config: one
   // set of values, so a config that leaves a key out means what the service does.
   keepalive: KEEPALIVE_DEFAULTS,
   waiting: WAITING_DEFAULTS,
-  adminListen: Object.freeze({ host: "127.0.0.1", port: 9464 }),
+  adminListen: Object.freeze(listenDefault()),
 });
+
+function listenDefault(): ListenAddress {
+  const parsed = parseListen(JSON.parse(ADMIN_SCHEMA.fields.listen.toml!) as string);
+  if ("problem" in parsed) throw new Error(`the default [admin] listen does not parse: ${parsed.problem}`);
+  return parsed;
+}

@@ -5,18 +5,20 @@ import { tomlKey, type FieldSpec, type TableSchema } from "../../kit/schema.js";
 import type { Key, Table } from "./reader.js";
 
 /**
- * The table's values, defaults applied.
+ * The table's values, defaults applied; custom fields are left for the caller to read.
  * @throws LockhostError CONFIG_INVALID at the first key that breaks the schema.
  */
 export function readTable<T>(t: Table, schema: TableSchema<T>): T {
-  const fields = Object.entries(schema.fields) as [string, FieldSpec<unknown>][];
-  const keyOf = (name: string): Key => {
-    const toml = tomlKey(name);
-    return toml === name ? name : [toml, name];
-  };
-  t.onlyKeys(fields.map(([name]) => keyOf(name)));
+  checkKeys(t, schema);
+  return readFields(t, schema);
+}
+
+/** readTable without the check for undeclared keys, for a table that also holds sub-tables. */
+export function readFields<T>(t: Table, schema: TableSchema<T>): T {
   const out: Record<string, unknown> = {};
-  for (const [name, spec] of fields) {
+  for (const [name, spec] of fieldsOf(schema)) {
+    // Custom fields are the table's own code's to read (after this, or before it).
+    if (spec.kind === "custom") continue;
     const key = keyOf(name);
     const given = readField(t, key, spec);
     if (given !== undefined) {
@@ -33,6 +35,21 @@ export function readTable<T>(t: Table, schema: TableSchema<T>): T {
   const across = schema.check?.(value);
   if (across) t.fail(keyOf(across.key), across.problem);
   return value;
+}
+
+/** Rejects a key the schema does not declare, suggesting the nearest one (readTable does this first). */
+export function checkKeys(t: Table, schema: TableSchema<unknown>): void {
+  t.onlyKeys(fieldsOf(schema).map(([name]) => keyOf(name)));
+}
+
+/** A field's key: its TOML spelling and its property name (one string when they agree). */
+export function keyOf(name: string): Key {
+  const toml = tomlKey(name);
+  return toml === name ? name : [toml, name];
+}
+
+function fieldsOf(schema: TableSchema<unknown>): [string, FieldSpec<unknown>][] {
+  return Object.entries(schema.fields) as [string, FieldSpec<unknown>][];
 }
 
 function readField(t: Table, key: Key, spec: FieldSpec<unknown>): unknown {
@@ -53,5 +70,7 @@ function readField(t: Table, key: Key, spec: FieldSpec<unknown>): unknown {
       return t.oneOf(key, spec.values ?? []);
     case "stringList":
       return t.stringList(key);
+    case "custom":
+      return undefined;
   }
 }

@@ -2,6 +2,7 @@
 // renewal, hours later): each message names the option at fault. The config loader checks the
 // same ranges for the TOML form; this covers services built in code.
 import { LockhostError } from "../../kit/errors.js";
+import { completeDefaultsOf, field, table } from "../../kit/schema.js";
 
 /** `[locking.keepalive]`: how the host's renewal manager keeps keepalive leases alive. */
 export interface KeepaliveSettings {
@@ -25,44 +26,76 @@ export interface WaitingSettings {
 }
 
 
-/** Frozen defaults of the keepalive settings (the config's `[locking.keepalive]` defaults). */
-export const KEEPALIVE_DEFAULTS: KeepaliveSettings = Object.freeze({
-  renewAtRatio: 0.5,
-  maxRetries: 3,
-  safetyMarginRatio: 0.1,
-  batchWindowMs: 20,
+/**
+ * `[locking.keepalive]`: each field declared once. The config reads the table with it, and a
+ * LockService built in code checks its options against the same ranges and defaults.
+ */
+export const KEEPALIVE_SCHEMA = table<KeepaliveSettings>({
+  doc: "the renewal manager (for keepalive locks)",
+  fields: {
+    renewAtRatio: field.number({ default: 0.5, gt: 0, lt: 1, doc: "renew once this fraction of the TTL has passed" }),
+    maxRetries: field.int({ default: 3, min: 0, max: 100, doc: "retries of a renewal that failed on I/O" }),
+    safetyMarginRatio: field.number({
+      default: 0.1,
+      min: 0,
+      lt: 1,
+      doc: "not confirmed this close to the lease's end: the lock is lost (renew_at_ratio + this < 1)",
+    }),
+    batchWindowMs: field.int({ default: 20, min: 0, max: 1_000, unit: "ms", doc: "renewals due within this window go as one round trip" }),
+  },
 });
 
-/** Frozen defaults of the waiting settings (the config's `[locking.waiting]` defaults). */
-export const WAITING_DEFAULTS: WaitingSettings = Object.freeze({ pollIntervalMs: 1_000 });
+/** `[locking.waiting]`: each field declared once (see KEEPALIVE_SCHEMA). */
+export const WAITING_SCHEMA = table<WaitingSettings>({
+  doc: "how a waiting acquire falls back to polling",
+  fields: {
+    pollIntervalMs: field.int({
+      default: 1_000,
+      min: 10,
+      max: 3_600_000,
+      unit: "ms",
+      doc: "fallback poll of a waiting acquire (jittered); a release wakes it sooner",
+    }),
+  },
+});
 
-/** Ranges, shared with the config schema so both refuse the same values. */
-export const LIFECYCLE_LIMITS = Object.freeze({
-  maxRetries: [0, 100],
-  batchWindowMs: [0, 1_000],
-  pollIntervalMs: [10, 3_600_000],
-} as const);
+/** Frozen defaults of the keepalive settings (the config's `[locking.keepalive]` defaults). */
+export const KEEPALIVE_DEFAULTS: KeepaliveSettings = completeDefaultsOf(KEEPALIVE_SCHEMA);
+
+/** Frozen defaults of the waiting settings (the config's `[locking.waiting]` defaults). */
+export const WAITING_DEFAULTS: WaitingSettings = completeDefaultsOf(WAITING_SCHEMA);
+
+/**
+ * Whether a renewal sent at `renewAtRatio` of the TTL leaves room before the safety margin.
+ * Compared as a sum, by the service and the config alike, so both refuse 0.7 + 0.3 despite
+ * float rounding.
+ */
+export function marginFits(renewAtRatio: number, safetyMarginRatio: number): boolean {
+  return renewAtRatio + safetyMarginRatio < 1;
+}
+
+/** The [min, max] of an integer field, from its declaration. */
+const rangeOf = (spec: { readonly min?: number; readonly max?: number }): readonly [number, number] => [spec.min!, spec.max!];
 
 /** Keepalive settings with defaults applied, validated and frozen; throws INVALID_ARGUMENT naming the option. */
 export function resolveKeepalive(given: Partial<KeepaliveSettings> | undefined, where = "keepalive"): KeepaliveSettings {
   const s = { ...KEEPALIVE_DEFAULTS, ...definedOnly(given) };
   if (!(s.renewAtRatio > 0 && s.renewAtRatio < 1)) bad(`${where}.renewAtRatio must be a number between 0 and 1 (exclusive), got ${s.renewAtRatio}`);
-  // Compared as a sum, like the config loader, so both refuse 0.7 + 0.3 despite float rounding.
-  if (!(s.safetyMarginRatio >= 0 && s.renewAtRatio + s.safetyMarginRatio < 1)) {
+  if (!(s.safetyMarginRatio >= 0 && marginFits(s.renewAtRatio, s.safetyMarginRatio))) {
     bad(
       `${where}.safetyMarginRatio must be at least 0 and less than 1 - renewAtRatio (${round(1 - s.renewAtRatio)}), got ${s.safetyMarginRatio}: ` +
         "a renewal sent at renewAtRatio of the TTL must have time to be confirmed before the margin",
     );
   }
-  integerIn(s.maxRetries, LIFECYCLE_LIMITS.maxRetries, `${where}.maxRetries`);
-  integerIn(s.batchWindowMs, LIFECYCLE_LIMITS.batchWindowMs, `${where}.batchWindowMs`);
+  integerIn(s.maxRetries, rangeOf(KEEPALIVE_SCHEMA.fields.maxRetries), `${where}.maxRetries`);
+  integerIn(s.batchWindowMs, rangeOf(KEEPALIVE_SCHEMA.fields.batchWindowMs), `${where}.batchWindowMs`);
   return Object.freeze(s);
 }
 
 /** Waiting settings with defaults applied, validated and frozen; throws INVALID_ARGUMENT naming the option. */
 export function resolveWaiting(given: Partial<WaitingSettings> | undefined, where = "waiting"): WaitingSettings {
   const s = { ...WAITING_DEFAULTS, ...definedOnly(given) };
-  integerIn(s.pollIntervalMs, LIFECYCLE_LIMITS.pollIntervalMs, `${where}.pollIntervalMs`);
+  integerIn(s.pollIntervalMs, rangeOf(WAITING_SCHEMA.fields.pollIntervalMs), `${where}.pollIntervalMs`);
   return Object.freeze(s);
 }
 

@@ -1,22 +1,25 @@
 // The shared-memory channel between a guest's worker and the main thread: one request or
-// reply at a time (one call in flight per guest). Layout of the SharedArrayBuffer:
-//   Int32 slots (below), a Float64 result at RESULT_BYTE, and a byte area at DATA_BYTE
-//   that carries the request's key bytes (then, for restore, the owner token's bytes right
-//   after them) and then the reply's text.
+// reply at a time (one call in flight per guest). Its encoding comes from the operation table
+// (abi/ops.ts): an operation travels as its index in OPS, its number arguments in the ARG
+// slots in ABI order, its string arguments' bytes one after the other in the data area with
+// their lengths in the STR_LEN slots; the reply is a Float64 result and, in the data area, its
+// text. Layout of the SharedArrayBuffer: Int32 slots (below), the Float64 result at
+// RESULT_BYTE, and the data area at DATA_BYTE.
 // Sequence numbers rather than flags: each side waits for the other's counter to move, so no
 // wake-up is ever lost and neither side spins.
+import { isString, OPS, type ArgKind, type OpSpec } from "../../abi/ops.js";
 
 /** Int32 slot indices. */
 export const REQ_SEQ = 0;
 export const RESP_SEQ = 1;
+/** The operation: its index in OPS. */
 export const OP = 2;
-export const ARG0 = 3;
-export const ARG1 = 4;
-export const DATA_LEN = 5;
-export const TEXT_LEN = 6;
-export const ARG2 = 7;
-/** Length of the second byte string (restore's owner token), stored after the key. */
-export const DATA2_LEN = 8;
+/** The length of the reply's text in the data area. */
+export const TEXT_LEN = 3;
+/** The first of the number-argument slots. */
+export const ARG = 4;
+/** The first of the string-length slots. */
+export const STR_LEN = 10;
 
 /** Byte offset of the Float64 result (fences need more than 31 bits). */
 export const RESULT_BYTE = 64;
@@ -24,18 +27,15 @@ export const RESULT_BYTE = 64;
 export const DATA_BYTE = 128;
 export const DATA_BYTES = 64 * 1024;
 
-/** Lock operations that cross to the main thread. */
-export const Op = {
-  TRY: 1,
-  RENEW: 2,
-  RELEASE: 3,
-  FENCE: 4,
-  OWNER: 5,
-  STATUS: 6,
-  ACQUIRE: 7,
-  STATE: 8,
-  RESTORE: 9,
-} as const;
+/** Whether an argument kind travels in a number slot (strings and output buffers do not). */
+export const isNumber = (kind: ArgKind): boolean => !isString(kind) && kind !== "out";
+
+// The slots are fixed; the table must fit them (checked once, at load).
+for (const op of OPS as readonly OpSpec[]) {
+  if (op.args.filter(isNumber).length > STR_LEN - ARG || op.args.filter(isString).length > RESULT_BYTE / 4 - STR_LEN) {
+    throw new Error(`abi/ops.ts: ${op.name} has more arguments than the channel has slots`);
+  }
+}
 
 /** Typed views over one channel buffer. */
 export class Channel {

@@ -8,9 +8,10 @@ import { FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, STATE_LOST, STATE_RELEASED, TRY
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { Lease } from "../locking/lease.js";
 import { qualify, type Scope } from "../locking/scope.js";
+import { checkRequest, type CheckedRequest } from "../locking/request.js";
 import type { LockService } from "../locking/service.js";
 import { validateTtl, validateWaitMs } from "../locking/validate.js";
-import { checkFlags, decodeKey, decodeUtf8, stateOf } from "./abi-args.js";
+import { stateOf } from "./abi-args.js";
 import { HandleTable } from "./handle-table.js";
 
 /** The answer to one ABI call: `result < 0` is -code and `text` its message; otherwise `text` is the output string, if any. */
@@ -49,8 +50,6 @@ interface Held {
   unwatch: () => void;
 }
 
-const TRY_FLAGS = FLAG_GLOBAL | FLAG_KEEP | FLAG_KEEPALIVE;
-const STATUS_FLAGS = FLAG_GLOBAL;
 
 /** One guest instance's view of the lock service. */
 export class GuestLocks {
@@ -81,17 +80,16 @@ export class GuestLocks {
     return this.#handles.size;
   }
 
-  /** `lock.try`: a handle, TRY_CONTENDED, or -code. */
-  async try(keyBytes: Uint8Array, ttlMs: number, flags: number): Promise<AbiReply> {
+  /** `lock.try` (key and flags checked by the boundary, lock-ops.ts): a handle, TRY_CONTENDED, or -code. */
+  async try(key: string, ttlMs: number, flags: number): Promise<AbiReply> {
     const epoch = this.#epoch;
     try {
-      const { key, scope, keepalive } = this.#taking(keyBytes, flags, "try");
-      const lease = await this.#service.tryLock(key, { ttlMs, scope, plugin: this.#policy.plugin, keepalive });
+      const lease = await this.#service.tryChecked(this.#request(key, ttlMs, flags));
       if (!lease) return { result: TRY_CONTENDED };
       if (epoch !== this.#epoch) await this.#abandon(lease, true);
       return { result: this.#adopt(lease, flags, epoch) };
     } catch (err) {
-      return this.#fail(err);
+      return this.failure(err);
     }
   }
 
@@ -101,19 +99,17 @@ export class GuestLocks {
    * left of the call's time limit) is cut to it, so the guest gets -TIMEOUT while its call
    * can still return instead of being stopped.
    */
-  async acquire(keyBytes: Uint8Array, ttlMs: number, waitMs: number, flags: number, limit?: WaitLimit): Promise<AbiReply> {
+  async acquire(key: string, ttlMs: number, waitMs: number, flags: number, limit?: WaitLimit): Promise<AbiReply> {
     const epoch = this.#epoch;
     const signal = this.#resetController.signal;
     try {
-      const { key, scope, keepalive } = this.#taking(keyBytes, flags, "acquire");
+      const request = this.#request(key, ttlMs, flags);
       validateWaitMs(waitMs);
       const budget = limit ? Math.max(0, Math.floor(limit.budgetMs)) : waitMs;
       const cut = waitMs > budget;
       let lease: Lease;
       try {
-        lease = await this.#service.acquire(key, {
-          ttlMs, waitMs: cut ? budget : waitMs, scope, plugin: this.#policy.plugin, keepalive, signal,
-        });
+        lease = await this.#service.acquireChecked(request, cut ? budget : waitMs, signal);
       } catch (err) {
         const e = toLockhostError(err);
         if (!cut || e.code !== "TIMEOUT") throw e;
@@ -126,7 +122,7 @@ export class GuestLocks {
       if (epoch !== this.#epoch) await this.#abandon(lease, true);
       return { result: this.#adopt(lease, flags, epoch) };
     } catch (err) {
-      return this.#fail(err);
+      return this.failure(err);
     }
   }
 
@@ -136,11 +132,11 @@ export class GuestLocks {
    * -OWNERSHIP_MISMATCH when another owner does, -ALREADY_RELEASED when this host released
    * that owner's lock. A lock this guest already has a handle for gets that handle back.
    */
-  async restore(keyBytes: Uint8Array, ownerBytes: Uint8Array, ttlMs: number, flags: number): Promise<AbiReply> {
+  async restore(key: string, owner: string, ttlMs: number, flags: number): Promise<AbiReply> {
     const epoch = this.#epoch;
     try {
-      const { key, scope, keepalive } = this.#taking(keyBytes, flags, "restore");
-      const owner = decodeUtf8(ownerBytes, "owner");
+      const scope = this.#scopeOf(key, flags);
+      const keepalive = (flags & FLAG_KEEPALIVE) !== 0;
       // 0 keeps the lock's lease length; anything else must be a valid TTL.
       if (ttlMs !== 0) validateTtl(ttlMs);
       // A lease this host already holds (another guest's, maybe) is shared, not this call's to undo.
@@ -155,7 +151,7 @@ export class GuestLocks {
       if (epoch !== this.#epoch) await this.#abandon(lease, !shared);
       return { result: this.#adopt(lease, flags, epoch) };
     } catch (err) {
-      return this.#fail(err);
+      return this.failure(err);
     }
   }
 
@@ -175,7 +171,7 @@ export class GuestLocks {
       const entry = this.#handles.lookup(handle);
       return { result: entry.live ? stateOf(entry.value.lease) : (entry.tombstone ?? STATE_RELEASED) };
     } catch (err) {
-      return this.#fail(err);
+      return this.failure(err);
     }
   }
 
@@ -220,7 +216,7 @@ export class GuestLocks {
       }
       return { result: 0 };
     } catch (err) {
-      return this.#fail(err);
+      return this.failure(err);
     }
   }
 
@@ -241,7 +237,7 @@ export class GuestLocks {
       }
       return { result: 0 };
     } catch (err) {
-      return this.#fail(err);
+      return this.failure(err);
     }
   }
 
@@ -250,7 +246,7 @@ export class GuestLocks {
     try {
       return { result: this.#current(handle).fence };
     } catch (err) {
-      return this.#fail(err);
+      return this.failure(err);
     }
   }
 
@@ -260,15 +256,13 @@ export class GuestLocks {
       const lease = this.#current(handle);
       return { result: lease.owner.length, text: lease.owner };
     } catch (err) {
-      return this.#fail(err);
+      return this.failure(err);
     }
   }
 
   /** `lock.status`: the key's status JSON (without the owner token). */
-  async status(keyBytes: Uint8Array, flags: number): Promise<AbiReply> {
+  async status(key: string, flags: number): Promise<AbiReply> {
     try {
-      checkFlags(flags, STATUS_FLAGS, "status");
-      const key = decodeKey(keyBytes);
       const scope = this.#scopeOf(key, flags);
       const s = await this.#service.status(qualify(key, scope));
       const json = JSON.stringify(
@@ -282,7 +276,7 @@ export class GuestLocks {
       );
       return { result: Buffer.byteLength(json), text: json };
     } catch (err) {
-      return this.#fail(err);
+      return this.failure(err);
     }
   }
 
@@ -381,11 +375,10 @@ export class GuestLocks {
     else this.#log.debug({ lock: lease.name, fence: lease.fence, reason }, "auto-released lock");
   }
 
-  /** The checked flags, key, scope and keepalive of a call that takes a lock. */
-  #taking(keyBytes: Uint8Array, flags: number, call: string): { key: string; scope: Scope; keepalive: boolean } {
-    checkFlags(flags, TRY_FLAGS, call);
-    const key = decodeKey(keyBytes);
-    return { key, scope: this.#scopeOf(key, flags), keepalive: (flags & FLAG_KEEPALIVE) !== 0 };
+  /** A call that takes a lock, checked once: the service trusts it from here. */
+  #request(key: string, ttlMs: number, flags: number): CheckedRequest {
+    const scope = this.#scopeOf(key, flags);
+    return checkRequest(key, { ttlMs, scope, plugin: this.#policy.plugin, keepalive: (flags & FLAG_KEEPALIVE) !== 0 });
   }
 
   /** Where `key` lives for these flags: the plugin's namespace, or global if its config allows. */
@@ -400,7 +393,8 @@ export class GuestLocks {
     return "global";
   }
 
-  #fail(err: unknown): AbiReply {
+  /** The reply for a failed call: -code and its message (a host bug is logged too). */
+  failure(err: unknown): AbiReply {
     const e = toLockhostError(err);
     if (e.code === "INTERNAL") this.#log.error({ err }, "lock call failed inside the host");
     return { result: -e.status, text: e.message };

@@ -2,6 +2,7 @@
 // env.memory import (so the host owns the memory cap), only imports the host provides,
 // and the version marker export. The version number itself is read in the guest's worker.
 import { readFile } from "node:fs/promises";
+import { OPS, type OpSpec } from "../../abi/ops.js";
 import { ABI_VERSION } from "../../abi/status.js";
 import { LockhostError } from "../../kit/errors.js";
 import { readModuleFacts, type FuncSignature } from "./wasm-binary.js";
@@ -17,7 +18,7 @@ export const SUPPORTED_ABI_VERSIONS: readonly number[] = [ABI_VERSION];
 
 /** Imports the host provides, by module. */
 export const PROVIDED_IMPORTS: Readonly<Record<string, ReadonlySet<string>>> = {
-  lock: new Set(["try", "renew", "release", "fence", "owner", "status", "last_error", "acquire", "state", "restore"]),
+  lock: new Set((OPS as readonly OpSpec[]).filter((op) => op.runtimes.includes("worker")).map((op) => op.name)),
   env: new Set(["memory", "abort", "trace", "seed", "Date.now", "performance.now"]),
 };
 

@@ -5,7 +5,8 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { INVALID_ARGUMENT, INVALID_MEMORY } from "../../../abi/status.js";
 import { keyLengthError } from "../../locking/validate.js";
-import { ARG0, ARG1, ARG2, Channel, DATA2_LEN, DATA_LEN, Op, OP, REQ_SEQ, RESP_SEQ, TEXT_LEN } from "../channel.js";
+import { isString, OPS, PARAMS_OF, type OpSpec } from "../../../abi/ops.js";
+import { ARG, Channel, OP, REQ_SEQ, RESP_SEQ, STR_LEN, TEXT_LEN } from "../channel.js";
 import { VERSION_EXPORT } from "../guest-module.js";
 import type { AbortInfo, FromWorker, ToWorker, WorkerInit } from "./messages.js";
 
@@ -64,22 +65,14 @@ let serving = false;
 
 /**
  * Sends one request to the main thread and blocks until it answers (a waiting acquire blocks
- * this worker only; the main thread serves the wait asynchronously). `key` and `owner` are
- * (ptr, len) pairs already checked against guest memory and size; the owner's bytes travel
- * right after the key's.
+ * this worker only; the main thread serves the wait asynchronously). The operation's number
+ * arguments and string bytes are already in the channel.
  */
-function request(op: number, a0: number, a1: number, a2 = 0, keyPtr = 0, keyLen = 0, ownerPtr = 0, ownerLen = 0): number {
+function request(opIndex: number): number {
   if (!serving) {
     return fail(INVALID_ARGUMENT, "lock calls are not available while the module instantiates (top-level code or start function); call them from an export");
   }
-  i32[OP] = op;
-  i32[ARG0] = a0;
-  i32[ARG1] = a1;
-  i32[ARG2] = a2;
-  i32[DATA_LEN] = keyLen;
-  i32[DATA2_LEN] = ownerLen;
-  if (keyLen > 0) ch.data.set(new Uint8Array(memory.buffer, keyPtr >>> 0, keyLen >>> 0));
-  if (ownerLen > 0) ch.data.set(new Uint8Array(memory.buffer, ownerPtr >>> 0, ownerLen >>> 0), keyLen >>> 0);
+  i32[OP] = opIndex;
   const seq = (Atomics.load(i32, REQ_SEQ) + 1) | 0;
   Atomics.store(i32, REQ_SEQ, seq);
   Atomics.notify(i32, REQ_SEQ);
@@ -93,29 +86,73 @@ function request(op: number, a0: number, a1: number, a2 = 0, keyPtr = 0, keyLen 
   return result;
 }
 
-/** The (-code) for a string argument outside memory or over MAX_KEY_BYTES, else 0. */
+/** The (-code) for a string argument outside memory or over MAX_KEY_BYTES (more than the channel carries), else 0. */
 function checkString(what: string, ptr: number, len: number): number {
   if (!inBounds(ptr, len)) return outOfBounds(what, ptr, len);
   const tooLong = keyLengthError(len >>> 0, what);
   return tooLong ? fail(tooLong.status, tooLong.message) : 0;
 }
 
-/** A request carrying a key from guest memory: bounds and size are checked before the hop. */
-function keyRequest(op: number, ptr: number, len: number, a0: number, a1: number, a2 = 0): number {
-  const bad = checkString("key", ptr, len);
-  return bad < 0 ? bad : request(op, a0, a1, a2, ptr, len);
+/**
+ * The import of one operation of the table, read off its row: pointers are checked against
+ * guest memory here, so a bad one costs no round trip and never reaches the host; strings are
+ * copied into the channel, numbers into their slots, and an output buffer gets the reply's
+ * text when it fits (ABI: else nothing is written).
+ */
+function remoteImport(op: OpSpec, opIndex: number): (...params: number[]) => number | bigint {
+  const out = op.args.indexOf("out");
+  // Where the output buffer's (ptr, cap) stand among the wasm params, if the operation has one.
+  const bufAt = out < 0 ? -1 : op.args.slice(0, out).reduce((n, kind) => n + PARAMS_OF[kind].length, 0);
+  const call = (...params: number[]): number => {
+    // The output buffer is checked first: a call that could not deliver its answer does nothing.
+    let p = 0;
+    if (bufAt >= 0 && !inBounds(params[bufAt]!, params[bufAt + 1]!)) return outOfBounds("buffer", params[bufAt]!, params[bufAt + 1]!);
+    let numbers = 0;
+    let strings = 0;
+    let offset = 0;
+    for (const kind of op.args) {
+      if (kind === "out") {
+        p += 2;
+      } else if (isString(kind)) {
+        const ptr = params[p++]!;
+        const len = params[p++]!;
+        const bad = checkString(kind, ptr, len);
+        if (bad < 0) return bad;
+        if (len > 0) ch.data.set(new Uint8Array(memory.buffer, ptr >>> 0, len >>> 0), offset);
+        i32[STR_LEN + strings++] = len;
+        offset += len >>> 0;
+      } else {
+        i32[ARG + numbers++] = params[p++]!;
+      }
+    }
+    const result = request(opIndex);
+    if (bufAt >= 0 && result >= 0 && result <= params[bufAt + 1]! >>> 0) {
+      new Uint8Array(memory.buffer).set(ch.data.subarray(0, result), params[bufAt]! >>> 0);
+    }
+    return result;
+  };
+  return op.result === "i64" ? (...params: number[]) => BigInt(call(...params)) : call;
 }
 
-/** lock.restore: key and owner token from guest memory, both checked before the hop. */
-function restoreRequest(keyPtr: number, keyLen: number, ownerPtr: number, ownerLen: number, ttlMs: number, flags: number): number {
-  const bad = checkString("key", keyPtr, keyLen) || checkString("owner", ownerPtr, ownerLen);
-  return bad < 0 ? bad : request(Op.RESTORE, ttlMs, flags, 0, keyPtr, keyLen, ownerPtr, ownerLen);
-}
+/** Operations served here without a round trip (OpSpec.local), by name. */
+const LOCAL_IMPORTS: Readonly<Record<string, (...params: number[]) => number>> = {
+  last_error: (buf: number, cap: number) => {
+    if (!inBounds(buf, cap)) return outOfBounds("buffer", buf, cap);
+    if (lastError.byteLength <= cap >>> 0) new Uint8Array(memory.buffer).set(lastError, buf >>> 0);
+    return lastError.byteLength;
+  },
+};
 
-/** Copies the reply text into the guest's buffer when it fits (ABI: else write nothing). */
-function writeOut(result: number, bufPtr: number, bufCap: number): number {
-  if (result >= 0 && result <= bufCap >>> 0) new Uint8Array(memory.buffer).set(ch.data.subarray(0, result), bufPtr >>> 0);
-  return result;
+/** The `lock` import module, one function per row of the operation table. */
+function lockImports(): Record<string, (...params: number[]) => number | bigint> {
+  const module: Record<string, (...params: number[]) => number | bigint> = {};
+  (OPS as readonly OpSpec[]).forEach((op, i) => {
+    if (!op.runtimes.includes("worker")) return;
+    const local = LOCAL_IMPORTS[op.name];
+    if (op.local && !local) throw new Error(`abi/ops.ts: ${op.name} is local, but the worker runtime does not serve it`);
+    module[op.name] = local ?? remoteImport(op, i);
+  });
+  return module;
 }
 
 /** Decodes an AssemblyScript string (UTF-16, byte length at ptr - 4) without trusting the pointer. */
@@ -132,25 +169,7 @@ function asString(ptr: number): string {
 
 function imports(): WebAssembly.Imports {
   return {
-    lock: {
-      try: (ptr: number, len: number, ttlMs: number, flags: number) => keyRequest(Op.TRY, ptr, len, ttlMs, flags),
-      acquire: (ptr: number, len: number, ttlMs: number, waitMs: number, flags: number) =>
-        keyRequest(Op.ACQUIRE, ptr, len, ttlMs, waitMs, flags),
-      state: (handle: number) => request(Op.STATE, handle, 0),
-      restore: restoreRequest,
-      renew: (handle: number, ttlMs: number) => request(Op.RENEW, handle, ttlMs),
-      release: (handle: number) => request(Op.RELEASE, handle, 0),
-      fence: (handle: number) => BigInt(request(Op.FENCE, handle, 0)),
-      owner: (handle: number, buf: number, cap: number) =>
-        inBounds(buf, cap) ? writeOut(request(Op.OWNER, handle, 0), buf, cap) : outOfBounds("buffer", buf, cap),
-      status: (ptr: number, len: number, flags: number, buf: number, cap: number) =>
-        inBounds(buf, cap) ? writeOut(keyRequest(Op.STATUS, ptr, len, flags, 0), buf, cap) : outOfBounds("buffer", buf, cap),
-      last_error: (buf: number, cap: number) => {
-        if (!inBounds(buf, cap)) return outOfBounds("buffer", buf, cap);
-        if (lastError.byteLength <= cap >>> 0) new Uint8Array(memory.buffer).set(lastError, buf >>> 0);
-        return lastError.byteLength;
-      },
-    },
+    lock: lockImports(),
     env: {
       memory,
       abort: (msg: number, file: number, line: number, column: number) => {

@@ -6,7 +6,9 @@ import type { Logger } from "pino";
 import { INTERNAL } from "../../../abi/status.js";
 import { LockhostError } from "../../../kit/errors.js";
 import type { Lease } from "../../locking/lease.js";
-import { ARG0, ARG1, ARG2, Channel, DATA2_LEN, DATA_LEN, Op, OP, REQ_SEQ, RESP_SEQ, TEXT_LEN } from "../channel.js";
+import { OPS, type OpSpec } from "../../../abi/ops.js";
+import { ARG, Channel, OP, REQ_SEQ, RESP_SEQ, STR_LEN, TEXT_LEN } from "../channel.js";
+import { runOp } from "../lock-ops.js";
 import { LOST_EXPORT, type CallOptions, type GuestInstance, type GuestValue } from "../guest-instance.js";
 import type { AbiReply, GuestLocks, WaitLimit } from "../guest-locks.js";
 import { checkAbiVersion, VERSION_EXPORT, type GuestModule } from "../guest-module.js";
@@ -405,35 +407,23 @@ export class WorkerGuest implements GuestInstance {
     }
   }
 
+  /** Serves one request: the operation the table numbers, its arguments read from the channel. */
   #dispatch(gen: Generation): Promise<AbiReply> | AbiReply {
-    const ch = gen.channel;
-    const locks = this.#opts.locks;
-    const a0 = ch.i32[ARG0]!;
-    const a1 = ch.i32[ARG1]!;
-    switch (ch.i32[OP]) {
-      case Op.TRY:
-        return locks.try(ch.data.slice(0, ch.i32[DATA_LEN]), a0, a1);
-      case Op.ACQUIRE:
-        return locks.acquire(ch.data.slice(0, ch.i32[DATA_LEN]), a0, a1, ch.i32[ARG2]!, this.#waitLimit(gen));
-      case Op.STATE:
-        return locks.state(a0);
-      case Op.RESTORE: {
-        const keyLen = ch.i32[DATA_LEN]!;
-        return locks.restore(ch.data.slice(0, keyLen), ch.data.slice(keyLen, keyLen + ch.i32[DATA2_LEN]!), a0, a1);
-      }
-      case Op.RENEW:
-        return locks.renew(a0, a1);
-      case Op.RELEASE:
-        return locks.release(a0);
-      case Op.FENCE:
-        return locks.fence(a0);
-      case Op.OWNER:
-        return locks.owner(a0);
-      case Op.STATUS:
-        return locks.status(ch.data.slice(0, ch.i32[DATA_LEN]), a0);
-      default:
-        return { result: -INTERNAL, text: `unknown channel op ${ch.i32[OP]}` };
-    }
+    const { i32, data } = gen.channel;
+    const op = OPS[i32[OP]!] as OpSpec | undefined;
+    if (!op) return { result: -INTERNAL, text: `unknown channel op ${i32[OP]}` };
+    return runOp(
+      this.#opts.locks,
+      op,
+      (i) => i32[ARG + i]!,
+      (i) => {
+        // Strings lie one after the other, in argument order: each starts where the last ended.
+        let from = 0;
+        for (let k = 0; k < i; k++) from += i32[STR_LEN + k]!;
+        return data.slice(from, from + i32[STR_LEN + i]!);
+      },
+      { waitLimit: () => this.#waitLimit(gen) },
+    );
   }
 
   /** How long a lock.acquire of the running call may wait and still leave the call time to return. */

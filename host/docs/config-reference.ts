@@ -4,16 +4,16 @@
 import type { FieldSpec, TableSchema } from "../../kit/schema.js";
 import { tomlKey } from "../../kit/schema.js";
 import { backendDescriptor, backendNames } from "../backends/registry.js";
+import { ADMIN_SCHEMA, HOST_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "../config/tables.js";
 import { KEEPALIVE_SCHEMA, WAITING_SCHEMA } from "../locking/options.js";
-import { ADMIN_SCHEMA, HOST_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "./tables.js";
 
-/** The reference as one TOML block (without fences): the host's tables and every registered backend's. */
+/** The reference as a TOML block: the host's tables and every registered backend's. */
 export function configReference(): string {
   const backends = backendNames()
     .map((name) => backendDescriptor(name)!)
     .filter((d) => Object.keys(d.config.fields).length > 0)
     .map((d) => section(`[locking.${d.name}]`, d.config));
-  return [
+  const sections = [
     section("[host]", HOST_SCHEMA),
     section("[locking]", LOCKING_SCHEMA),
     ...backends,
@@ -22,7 +22,8 @@ export function configReference(): string {
     section("[admin]", ADMIN_SCHEMA),
     section("[[plugins]]", PLUGIN_SCHEMA),
     section("[[scheduled]]", SCHEDULED_SCHEMA),
-  ].join("\n\n");
+  ];
+  return `\`\`\`toml\n${sections.join("\n\n")}\n\`\`\``;
 }
 
 function section(header: string, schema: TableSchema<unknown>): string {
@@ -62,14 +63,3 @@ function rangeOf(spec: FieldSpec<unknown>): string | undefined {
   return undefined;
 }
 
-/** Where the reference stands in the README. */
-export const REFERENCE_MARKERS = ["<!-- config-reference:begin (npm run docs:config writes this) -->", "<!-- config-reference:end -->"] as const;
-
-/** `readme` with the block between the markers replaced by `reference` in a toml fence. */
-export function withReference(readme: string, reference: string): string {
-  const [begin, end] = REFERENCE_MARKERS;
-  const from = readme.indexOf(begin);
-  const to = readme.indexOf(end);
-  if (from < 0 || to < from) throw new Error(`README.md has no ${begin} … ${end} block`);
-  return `${readme.slice(0, from + begin.length)}\n\`\`\`toml\n${reference}\n\`\`\`\n${readme.slice(to)}`;
-}

@@ -1,0 +1,90 @@
+// The host side of every lock operation: the boundary that turns a call's raw arguments into
+// checked, typed values (flags against the operation's mask, strings decoded once), and one
+// record that maps each operation of abi/ops.ts to its GuestLocks method. A row of the table
+// without an entry here does not compile.
+import { isString, OPS, type ArgKind, type OpName, type OpSpec, type RemoteOpName } from "../../abi/ops.js";
+import { checkFlags, decodeUtf8 } from "./abi-args.js";
+import type { AbiReply, GuestLocks, WaitLimit } from "./guest-locks.js";
+
+/** The field an argument kind is decoded into. */
+interface Fields {
+  key: "key";
+  owner: "owner";
+  handle: "handle";
+  ttl: "ttlMs";
+  wait: "waitMs";
+  flags: "flags";
+  out: never;
+}
+const FIELD: { readonly [K in ArgKind]: Fields[K] | undefined } = {
+  key: "key",
+  owner: "owner",
+  handle: "handle",
+  ttl: "ttlMs",
+  wait: "waitMs",
+  flags: "flags",
+  out: undefined,
+};
+
+type Row<N extends OpName> = Extract<(typeof OPS)[number], { name: N }>;
+
+/** The checked arguments of operation `N`: strings decoded, numbers as given. */
+export type ArgsOf<N extends OpName> = {
+  readonly [K in Row<N>["args"][number] as Fields[K]]: K extends "key" | "owner" ? string : number;
+};
+
+/** What an operation's implementation gets besides its arguments. */
+export interface CallContext {
+  /** How long a waiting acquisition may last within the running call's time limit (worker runtime). */
+  readonly waitLimit: () => WaitLimit | undefined;
+}
+
+/** Each remote operation, on the guest's GuestLocks. */
+const IMPLEMENTATIONS: {
+  readonly [N in RemoteOpName]: (locks: GuestLocks, args: ArgsOf<N>, ctx: CallContext) => Promise<AbiReply> | AbiReply;
+} = {
+  try: (locks, a) => locks.try(a.key, a.ttlMs, a.flags),
+  acquire: (locks, a, ctx) => locks.acquire(a.key, a.ttlMs, a.waitMs, a.flags, ctx.waitLimit()),
+  renew: (locks, a) => locks.renew(a.handle, a.ttlMs),
+  release: (locks, a) => locks.release(a.handle),
+  fence: (locks, a) => locks.fence(a.handle),
+  owner: (locks, a) => locks.owner(a.handle),
+  status: (locks, a) => locks.status(a.key, a.flags),
+  state: (locks, a) => locks.state(a.handle),
+  restore: (locks, a) => locks.restore(a.key, a.owner, a.ttlMs, a.flags),
+};
+
+/**
+ * Runs one remote operation whose raw arguments the runtime hands over: `number(i)` is its
+ * i-th number argument, `bytes(i)` its i-th string argument's bytes (both in ABI order).
+ * Bad input becomes its (-code, message) reply like any other failure.
+ */
+export function runOp(
+  locks: GuestLocks,
+  op: OpSpec,
+  number: (i: number) => number,
+  bytes: (i: number) => Uint8Array,
+  ctx: CallContext,
+): Promise<AbiReply> | AbiReply {
+  const impl = (IMPLEMENTATIONS as Record<string, ((locks: GuestLocks, args: never, ctx: CallContext) => Promise<AbiReply> | AbiReply) | undefined>)[op.name];
+  if (!impl) return locks.failure(new Error(`lock.${op.name} is not served by the host`));
+  try {
+    return impl(locks, checkedArgs(op, number, bytes) as never, ctx);
+  } catch (err) {
+    return locks.failure(err);
+  }
+}
+
+/** The arguments of `op`, checked in one place: flags against its mask first, then each string. */
+function checkedArgs(op: OpSpec, number: (i: number) => number, bytes: (i: number) => Uint8Array): Record<string, unknown> {
+  const args: Record<string, unknown> = {};
+  let n = 0;
+  let s = 0;
+  for (const kind of op.args) {
+    const field = FIELD[kind];
+    if (field !== undefined && !isString(kind)) args[field] = number(n++);
+  }
+  if (op.flags !== 0) checkFlags(args.flags as number, op.flags, op.name);
+  for (const kind of op.args) if (isString(kind)) args[kind] = decodeUtf8(bytes(s++), kind);
+  return args;
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env node
+// Writes the generated blocks of the docs from their sources (run after a build):
+//   README.md  config-reference  from the config declarations and every registered backend's
+//   README.md  abi-ops           from abi/ops.ts, in brief
+//   abi/ABI.md abi-ops           from abi/ops.ts
+// test/docs.test.ts fails when a block and its source disagree.
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const dist = (file) => import(path.join(ROOT, "dist/host", file));
+await dist("index.js"); // registers the built-in backends
+const { withBlock } = await dist("docs/blocks.js");
+const { configReference } = await dist("docs/config-reference.js");
+const { abiBriefTable, abiSpecTable } = await dist("docs/abi-ops.js");
+
+const write = (file, blocks) => {
+  const at = path.join(ROOT, file);
+  let text = readFileSync(at, "utf8");
+  for (const [name, content] of blocks) text = withBlock(text, name, content);
+  writeFileSync(at, text);
+  console.log(`${file}: ${blocks.map(([name]) => name).join(", ")} written`);
+};
+write("README.md", [["config-reference", configReference()], ["abi-ops", abiBriefTable()]]);
+write("abi/ABI.md", [["abi-ops", abiSpecTable()]]);

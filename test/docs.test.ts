@@ -1,0 +1,63 @@
+// The docs' generated blocks and the AssemblyScript SDK's raw bindings are held to their one
+// source: the config declarations and the operation table (abi/ops.ts). After changing either,
+// `npm run docs` rewrites the blocks; the bindings are written by hand, and this says what differs.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { OPS, PARAMS_OF, type OpSpec } from "../abi/ops.js";
+import * as S from "../abi/status.js";
+import { abiBriefTable, abiSpecTable } from "../host/docs/abi-ops.js";
+import { withBlock } from "../host/docs/blocks.js";
+import { configReference } from "../host/docs/config-reference.js";
+import { PROVIDED_IMPORTS } from "../host/runtime/guest-module.js";
+
+const root = join(import.meta.dirname, "..");
+const read = (file: string): string => readFileSync(join(root, file), "utf8");
+const ops = OPS as readonly OpSpec[];
+
+describe("generated doc blocks (npm run docs rewrites them)", () => {
+  it("the README's config reference is what the declarations say", () => {
+    const readme = read("README.md");
+    expect(readme).toBe(withBlock(readme, "config-reference", configReference()));
+  });
+
+  it("the README's config reference names every table and key the reader accepts", () => {
+    const reference = configReference();
+    for (const key of ["[locking.redis]", "key_prefix =", "[locking.pg]", "sessions =", "renew_at_ratio =", "poll_interval_ms =", "token =", "global_keys =", "ttl_ms =", "packages ="]) {
+      expect(reference).toContain(key);
+    }
+  });
+
+  it("ABI.md's and the README's import tables are the operation table", () => {
+    const spec = read("abi/ABI.md");
+    expect(spec).toBe(withBlock(spec, "abi-ops", abiSpecTable()));
+    const readme = read("README.md");
+    expect(readme).toBe(withBlock(readme, "abi-ops", abiBriefTable()));
+  });
+});
+
+describe("the operation table", () => {
+  it("is what the loader accepts as the lock module's imports", () => {
+    expect([...PROVIDED_IMPORTS.lock!].sort()).toEqual(ops.map((op) => op.name).sort());
+  });
+
+  it("names only status codes abi/status.ts defines", () => {
+    for (const op of ops) for (const code of op.codes) expect(S, `${op.name}: ${code}`).toHaveProperty(code);
+  });
+
+  it("matches the SDK's raw bindings (abi/assembly/bindings.ts), name for name and param for param", () => {
+    const bindings = read("abi/assembly/bindings.ts");
+    const declared = [...bindings.matchAll(/@external\("lock", "(\w+)"\)\s*export declare function lock_\w+\(([^)]*)\): (\w+);/g)].map(
+      ([, name, params, result]) => ({ name, params: params!.split(",").map((p) => p.trim().split(": ")[1]).filter(Boolean), result }),
+    );
+    const expected = ops.map((op) => ({
+      name: op.name,
+      // Pointers are usize in AssemblyScript (i32 on wasm32); every other param is i32.
+      params: op.args.flatMap((kind) => PARAMS_OF[kind].map((p) => (p.endsWith("_ptr") ? "usize" : "i32"))),
+      result: op.result,
+    }));
+    expect(declared.sort(byName)).toEqual(expected.sort(byName));
+  });
+});
+
+const byName = (a: { name?: string }, b: { name?: string }): number => (a.name! < b.name! ? -1 : 1);

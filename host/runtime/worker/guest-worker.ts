@@ -202,6 +202,8 @@ function instantiate(): unknown {
 }
 
 try {
+  // The guest's time limit for instantiating starts now (its start function may never return).
+  post({ type: "instantiating" });
   const abiVersion = instantiate();
   flushTraceBudget();
   post({ type: "ready", abiVersion });

@@ -22,6 +22,7 @@ export interface AbortInfo {
 
 /** Worker to main thread. */
 export type FromWorker =
+  | { readonly type: "instantiating" }
   | { readonly type: "ready"; readonly abiVersion: unknown }
   | { readonly type: "failed"; readonly message: string }
   | { readonly type: "return"; readonly id: number; readonly value: GuestValue }

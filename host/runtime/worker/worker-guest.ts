@@ -59,13 +59,21 @@ function returnMarginMs(callTimeoutMs: number): number {
   return Math.min(1_000, Math.max(20, callTimeoutMs / 10));
 }
 
-/** Where the compiled worker entry lives: next to this file, or in dist/ when run from source (tests). */
-function workerEntry(): URL {
-  const here = new URL(import.meta.url);
-  return here.pathname.endsWith(".ts")
-    ? new URL("../../../dist/host/runtime/worker/guest-worker.js", here)
-    : new URL("./guest-worker.js", here);
+/**
+ * How a guest's worker starts: its entry is the guest-worker module next to this one, in the
+ * build (guest-worker.js) and in the source tree (guest-worker.ts) alike. From source (tests
+ * under vitest) the worker first registers tsx, a TypeScript loader (a dev dependency), so it
+ * runs that very file rather than an earlier build of it.
+ */
+function workerStart(): { readonly entry: URL | string; readonly eval: boolean } {
+  const here = import.meta.url;
+  if (!here.endsWith(".ts")) return { entry: new URL("./guest-worker.js", here), eval: false };
+  const tsx = JSON.stringify(import.meta.resolve("tsx/esm/api"));
+  const entry = JSON.stringify(new URL("./guest-worker.ts", here).href);
+  return { entry: `import(${tsx}).then((tsx) => { tsx.register(); return import(${entry}); });`, eval: true };
 }
+
+const WORKER = workerStart();
 
 /**
  * Internal: the current worker thread of a WorkerGuest, for tests and diagnostics that need
@@ -255,11 +263,12 @@ export class WorkerGuest implements GuestInstance {
     const { module, callTimeoutMs } = this.#opts;
     const channel = new Channel();
     const init: WorkerInit = { plugin: module.plugin, module: module.module, channel: channel.buffer, memory: module.memory };
-    const worker = new Worker(workerEntry(), { workerData: init });
+    const worker = new Worker(WORKER.entry, { eval: WORKER.eval, workerData: init });
     const gen: Generation = { worker, channel, alive: true };
     this.#gen = gen;
     return new Promise<void>((resolve, reject) => {
       let started = false;
+      let deadline: NodeJS.Timeout | undefined;
       const fail = (err: LockhostError): void => {
         if (started) return;
         started = true; // settled, as a failure
@@ -268,17 +277,20 @@ export class WorkerGuest implements GuestInstance {
         void worker.terminate();
         reject(err);
       };
-      // A start function that never returns must not hang the host's start or the plugin.
-      const deadline = setTimeout(
-        () => fail(new LockhostError("GUEST_TIMEOUT", `plugin ${module.plugin} (${module.path}) did not finish instantiating within ${callTimeoutMs} ms`)),
-        callTimeoutMs,
-      );
       worker.on("message", (msg: FromWorker) => {
         if (started) {
           void this.#onMessage(gen, msg);
           return;
         }
-        if (msg.type === "ready") {
+        if (msg.type === "instantiating") {
+          // A start function that never returns must not hang the host's start or the plugin.
+          // Counted from here, not from the spawn: the time limit is the guest's, and loading
+          // the host's own worker code (slower from source) is not the guest's doing.
+          deadline = setTimeout(
+            () => fail(new LockhostError("GUEST_TIMEOUT", `plugin ${module.plugin} (${module.path}) did not finish instantiating within ${callTimeoutMs} ms`)),
+            callTimeoutMs,
+          );
+        } else if (msg.type === "ready") {
           try {
             checkAbiVersion(module, msg.abiVersion);
           } catch (err) {
@@ -317,7 +329,7 @@ export class WorkerGuest implements GuestInstance {
       return;
     }
     const pending = gen.pending;
-    if (msg.type === "ready" || !gen.alive || !pending || pending.id !== msg.id) return;
+    if (msg.type === "ready" || msg.type === "instantiating" || !gen.alive || !pending || pending.id !== msg.id) return;
     if (msg.type === "return") {
       gen.pending = undefined;
       clearTimeout(pending.timer);

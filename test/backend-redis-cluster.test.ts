@@ -12,7 +12,7 @@ import type { AcquireRequest } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { KeyLayout, RedisBackend } from "../plugins/backends/redis/index.js";
 import { clusterSeed } from "../plugins/backends/redis/seed.js";
-import { backendContract } from "./contract/backend-contract.js";
+import { backendContract } from "../testing/index.js";
 import { captureLogger } from "./support/log.js";
 import { freePort, startRedisCluster, type RedisClusterServer } from "./support/servers.js";
 import { type RedisConfig } from "../plugins/backends/redis/config.js";

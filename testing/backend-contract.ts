@@ -4,7 +4,7 @@
 // between tests beyond what each test releases.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AcquireRequest, LockBackend } from "../../kit/backend.js";
+import type { AcquireRequest, LockBackend } from "../kit/backend.js";
 import { lifecycleContract } from "./lifecycle-contract.js";
 
 /** How a backend test file provides its backend. */
@@ -20,7 +20,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 /**
  * Registers the contract cases for one backend: its atomic steps, then the lease lifecycle
- * that the LockService builds on them (test/contract/lifecycle-contract.ts).
+ * that the LockService builds on them (testing/lifecycle-contract.ts).
  */
 export function backendContract(name: string, target: ContractTarget): void {
   lifecycleContract(name, target);

@@ -6,11 +6,11 @@
 import { randomUUID } from "node:crypto";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startAdminServer } from "../../host/admin/server.js";
-import { LockhostError } from "../../kit/errors.js";
-import type { LockBackend } from "../../kit/backend.js";
-import type { Lease } from "../../host/locking/lease.js";
-import { LockService, type LockServiceOptions } from "../../host/locking/service.js";
+import { startAdminServer } from "../host/admin/server.js";
+import { LockhostError } from "../kit/errors.js";
+import type { LockBackend } from "../kit/backend.js";
+import type { Lease } from "../host/locking/lease.js";
+import { LockService, type LockServiceOptions } from "../host/locking/service.js";
 import type { ContractTarget } from "./backend-contract.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -6,14 +6,10 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AcquireRequest, LockBackend } from "../kit/backend.js";
 import { lifecycleContract } from "./lifecycle-contract.js";
+import type { ContractTarget } from "./target.js";
 
-/** How a backend test file provides its backend. */
-export interface ContractTarget {
-  /** Creates the backend under test (called once per file). */
-  create(): Promise<LockBackend> | LockBackend;
-  /** Frees what create() set up; the backend itself is closed by the suite. */
-  dispose?(): Promise<void>;
-}
+export type { ContractTarget };
+
 
 const holder = { plugin: "contract", node: "node-a" };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -11,7 +11,7 @@ import { LockhostError } from "../kit/errors.js";
 import type { LockBackend } from "../kit/backend.js";
 import type { Lease } from "../host/locking/lease.js";
 import { LockService, type LockServiceOptions } from "../host/locking/service.js";
-import type { ContractTarget } from "./backend-contract.js";
+import type { ContractTarget } from "./target.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const silent = pino({ level: "silent" });

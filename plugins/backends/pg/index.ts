@@ -264,5 +264,4 @@ export class PgBackend implements LockBackend {
   }
 }
 
-export { pgBackend } from "./descriptor.js";
 export { pgConfigSchema, pgDefaults, type PgConfig } from "./config.js";

@@ -266,5 +266,4 @@ function leaseTtl(recorded: number | undefined, remainingMs: number, upToMs: num
 
 export { KeyLayout, hashTag } from "./keys.js";
 
-export { redisBackend } from "./descriptor.js";
 export { redisConfigSchema, redisDefaults, type RedisConfig } from "./config.js";

@@ -5,11 +5,13 @@
 // keepalive locks on Redis: timers, round trips per tick, CPU, vs a timer per lock).
 //   npm run bench                 every part
 //   npm run bench -- redis pg     only those parts
+//   npm run bench -- --json       one JSON object per table row (part, path, p50Us, p99Us, opsPerSec, …)
 // REDIS_URL / DATABASE_URL choose the servers (loopback defaults); BENCH_ROUNDS the rounds.
 import { handoffBench, keepaliveBench } from "./lifecycle.js";
 import { memoryBench } from "./memory.js";
 import { pgBench } from "./pg.js";
 import { redisBench } from "./redis.js";
+import { reportAsJson } from "./stats.js";
 
 const PARTS: Record<string, () => Promise<void>> = {
   memory: memoryBench,
@@ -20,10 +22,22 @@ const PARTS: Record<string, () => Promise<void>> = {
 };
 
 async function main(): Promise<void> {
-  const asked = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  const json = args.includes("--json");
+  const asked = args.filter((a) => a !== "--json");
   const unknown = asked.filter((a) => !(a in PARTS));
-  if (unknown.length > 0) throw new Error(`unknown bench part(s) ${unknown.join(", ")}; parts: ${Object.keys(PARTS).join(", ")}`);
-  for (const name of asked.length > 0 ? asked : Object.keys(PARTS)) await PARTS[name]!();
+  if (unknown.length > 0) throw new Error(`unknown bench part(s) ${unknown.join(", ")}; parts: ${Object.keys(PARTS).join(", ")}, and --json`);
+  // In JSON mode the rows are the output: the prose around the tables is left out.
+  const say = console.log;
+  if (json) console.log = () => undefined;
+  try {
+    for (const name of asked.length > 0 ? asked : Object.keys(PARTS)) {
+      if (json) reportAsJson(name);
+      await PARTS[name]!();
+    }
+  } finally {
+    console.log = say;
+  }
 }
 
 main().catch((err: unknown) => {

@@ -14,7 +14,7 @@ import { FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE } from "./status.js";
  */
 export type ArgKind = "key" | "owner" | "handle" | "ttl" | "wait" | "flags" | "out";
 
-/** The runtimes a guest can run in (see DESIGN.md: worker today, inline on JSPI next). */
+/** The runtimes a guest can run in: its own worker thread, or the host's thread through JSPI. */
 export type Runtime = "worker" | "inline";
 
 /** One operation of the `lock` import module. */
@@ -43,8 +43,8 @@ export interface OpSpec {
 }
 
 const TAKE_FLAGS = FLAG_GLOBAL | FLAG_KEEP | FLAG_KEEPALIVE;
-/** Every operation runs in the worker runtime; the inline runtime will add itself here. */
-const RUNTIMES: readonly Runtime[] = ["worker"];
+/** Every operation runs in both runtimes (one guest suite holds them to the same behaviour). */
+const RUNTIMES: readonly Runtime[] = ["worker", "inline"];
 
 /** Every operation of ABI version 1, in the order the docs list them. */
 export const OPS = [

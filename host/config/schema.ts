@@ -15,8 +15,11 @@ import { checkHost, parseListen } from "./listen.js";
 import { checkKeys, keyOf, readFields, readTable } from "./read-table.js";
 import { isTable, type Key, type Table } from "./reader.js";
 import { ADMIN_SCHEMA, HOST_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "./tables.js";
+import { jspiAvailable, jspiRequirement } from "../runtime/jspi.js";
 import type {
   AdminSettings,
+  GuestRuntime,
+  Isolation,
   KeepaliveSettings,
   ListenAddress,
   LockhostConfig,
@@ -133,8 +136,31 @@ function pluginList(root: Table): PluginConfig[] {
     }
     t.unique("name", name, seen);
     const wasm = resolve(t.ctx.baseDir, t.nonEmptyString("wasm") ?? t.fail("wasm", "is required"));
-    return { ...readTable(t, PLUGIN_SCHEMA), name, wasm };
+    const fields = readTable(t, PLUGIN_SCHEMA);
+    return { ...fields, name, wasm, runtime: guestRuntime(t, fields.isolation) };
   });
+}
+
+/**
+ * The runtime a plugin's `isolation` resolves to on this Node. What cannot be honoured is
+ * refused here, at load, rather than when the guest starts: inline without JSPI, and inline
+ * with a time limit (a guest on the host's thread cannot be stopped mid-call).
+ */
+function guestRuntime(t: Table, isolation: Isolation): GuestRuntime {
+  const timeLimitKey = keyOf("callTimeoutMs");
+  const timeLimitSet = t.get(timeLimitKey) !== undefined;
+  if (isolation === "worker") return "worker";
+  if (isolation === "auto") return jspiAvailable() && !timeLimitSet ? "inline" : "worker";
+  if (!jspiAvailable()) {
+    t.fail("isolation", `"inline" is not available on this Node: ${jspiRequirement()}; use "worker", or "auto" to fall back to it`);
+  }
+  if (timeLimitSet) {
+    t.fail(
+      timeLimitKey,
+      `cannot be honoured with isolation = "inline": a guest on the host's thread cannot be stopped mid-call; remove it, or use isolation = "worker" (or "auto") for a time limit`,
+    );
+  }
+  return "inline";
 }
 
 function scheduledList(root: Table, pluginNames: ReadonlySet<string>): ScheduledConfig[] {

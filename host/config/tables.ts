@@ -9,7 +9,7 @@ import type { HostSettings, Isolation, LockingHint, LogLevel, PluginConfig, Sche
 
 // Records keyed by the union types, so adding a member to a union in types.ts fails to compile
 // here until the loader accepts it.
-const ISOLATIONS = keysOf<Isolation>({ worker: 1, inline: 1 });
+const ISOLATIONS = keysOf<Isolation>({ worker: 1, inline: 1, auto: 1 });
 const HINTS = keysOf<LockingHint>({ node_local: 1, require_global: 1, prefer_global: 1 });
 const LOG_LEVELS = keysOf<LogLevel>({ trace: 1, debug: 1, info: 1, warn: 1, error: 1, fatal: 1, silent: 1 });
 
@@ -66,16 +66,16 @@ export const ADMIN_SCHEMA = table<{ listen: string; token: string }>({
 });
 
 /** One `[[plugins]]` entry. */
-export const PLUGIN_SCHEMA = table<PluginConfig>({
+export const PLUGIN_SCHEMA = table<Omit<PluginConfig, "runtime">>({
   doc: "a guest plugin",
   fields: {
     // Checked by the reader: a pattern, reserved names, unique across entries.
     name: field.custom({ toml: '"report"', doc: '[a-z0-9][a-z0-9_-]*, unique; "global", "host", "lockhost" are reserved' }),
     // Resolved by the reader against the config file's folder.
     wasm: field.custom({ toml: '"plugins/guests/build/report.wasm"', doc: "the guest module; relative to the config file" }),
-    isolation: field.oneOf(ISOLATIONS, { default: "worker", doc: "worker | inline (coming)" }),
+    isolation: field.oneOf(ISOLATIONS, { default: "worker", doc: "worker (own thread, time limit) | inline (host's thread, needs JSPI) | auto (inline where JSPI exists and call_timeout_ms is not set)" }),
     memoryLimitMib: field.int({ default: 16, min: 1, max: 4096, unit: "MiB", doc: "cap of the guest's memory" }),
-    callTimeoutMs: field.int({ default: 5000, min: 1, max: 3_600_000, unit: "ms", doc: "a call running longer is stopped and the guest restarted" }),
+    callTimeoutMs: field.int({ default: 5000, min: 1, max: 3_600_000, unit: "ms", doc: "a call running longer is stopped and the guest restarted; worker runtime only" }),
     globalKeys: field.stringList({ default: [], example: ["ledger", "jobs/*"], doc: "global keys it may use; * matches anything" }),
   },
 });

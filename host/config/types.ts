@@ -11,8 +11,15 @@ export type { KeepaliveSettings, WaitingSettings };
  */
 export type BackendKind = string;
 
-/** How a plugin's guest runs. */
-export type Isolation = "worker" | "inline";
+/**
+ * How a plugin's guest should run, as the operator asks: `worker` (its own thread, a time limit
+ * per call), `inline` (the host's thread, lock calls through JSPI; refused where JSPI is missing),
+ * or `auto` (inline where JSPI exists and no time limit is set, else worker).
+ */
+export type Isolation = "worker" | "inline" | "auto";
+
+/** How a plugin's guest does run: the runtime an Isolation resolved to at config load. */
+export type GuestRuntime = "worker" | "inline";
 
 /** How a schedule coordinates across the nodes of a cluster. */
 export type LockingHint = "node_local" | "require_global" | "prefer_global";
@@ -66,9 +73,14 @@ export interface PluginConfig {
   /** Absolute path of the .wasm (relative paths in TOML resolve against the config file's folder). */
   readonly wasm: string;
   readonly isolation: Isolation;
+  /** The runtime `isolation` resolved to when the config was loaded (derived, not a key). */
+  readonly runtime: GuestRuntime;
   /** The cap of the guest's WebAssembly.Memory. */
   readonly memoryLimitMib: number;
-  /** A call running longer is stopped and the guest restarted. */
+  /**
+   * A call running longer is stopped and the guest restarted (worker runtime). An inline guest
+   * has no time limit: the field keeps its default there and is not enforced.
+   */
   readonly callTimeoutMs: number;
   /** Global keys the plugin may use; `*` matches any run of characters. */
   readonly globalKeys: readonly string[];

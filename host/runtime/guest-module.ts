@@ -18,7 +18,8 @@ export const SUPPORTED_ABI_VERSIONS: readonly number[] = [ABI_VERSION];
 
 /** Imports the host provides, by module. */
 export const PROVIDED_IMPORTS: Readonly<Record<string, ReadonlySet<string>>> = {
-  lock: new Set((OPS as readonly OpSpec[]).filter((op) => op.runtimes.includes("worker")).map((op) => op.name)),
+  // Every operation some runtime serves; a runtime refuses the rest of its own at instantiation.
+  lock: new Set((OPS as readonly OpSpec[]).filter((op) => op.runtimes.length > 0).map((op) => op.name)),
   env: new Set(["memory", "abort", "trace", "seed", "Date.now", "performance.now"]),
 };
 

@@ -1,0 +1,100 @@
+// The `lock` import module of a guest, one function per row of the operation table, for every
+// runtime: a row's parameters are read off in ABI order, pointers checked against guest memory
+// (a bad one costs no trip to the host), and its output buffer filled from the reply's text
+// when that fits (ABI: else nothing is written). How the checked arguments reach the host is
+// the runtime's part: the worker copies them into its channel, the inline runtime hands them
+// to the lock code directly.
+import { isString, OPS, PARAMS_OF, type OpSpec, type Runtime } from "../../abi/ops.js";
+import type { GuestMemory, ImportModule } from "./guest-env.js";
+
+/** Where a runtime puts one call's checked arguments, in ABI order within each kind. */
+export interface ParamSink {
+  number(index: number, value: number): void;
+  /** A view of guest memory: valid until the guest runs again, so read or copy it at once. */
+  string(index: number, bytes: Uint8Array): void;
+}
+
+/** A lock import's function: wasm parameters in, the result (i64 as bigint) out. */
+export type ImportFn = (...params: number[]) => number | bigint | Promise<number | bigint>;
+
+/** One operation as an import: its row, its index in OPS, and where its parameters lie. */
+export class OpImport {
+  /** Where the output buffer's (ptr, cap) stand among the wasm params, or -1. */
+  readonly #bufAt: number;
+
+  constructor(
+    readonly op: OpSpec,
+    readonly index: number,
+  ) {
+    const out = op.args.indexOf("out");
+    this.#bufAt = out < 0 ? -1 : op.args.slice(0, out).reduce((n, kind) => n + PARAMS_OF[kind].length, 0);
+  }
+
+  /**
+   * Checks the call's pointers and hands its arguments to `sink`. Returns 0, or -code when a
+   * pointer is bad (the output buffer is checked first: a call that could not deliver its
+   * answer does nothing).
+   */
+  read(mem: GuestMemory, params: readonly number[], sink: ParamSink): number {
+    const at = this.#bufAt;
+    if (at >= 0 && !mem.inBounds(params[at]!, params[at + 1]!)) return mem.outOfBounds("buffer", params[at]!, params[at + 1]!);
+    let p = 0;
+    let numbers = 0;
+    let strings = 0;
+    for (const kind of this.op.args) {
+      if (kind === "out") {
+        p += 2;
+      } else if (isString(kind)) {
+        const ptr = params[p++]!;
+        const len = params[p++]!;
+        const bad = mem.checkString(kind, ptr, len);
+        if (bad < 0) return bad;
+        sink.string(strings++, new Uint8Array(mem.memory.buffer, ptr >>> 0, len >>> 0));
+      } else {
+        sink.number(numbers++, params[p++]!);
+      }
+    }
+    return 0;
+  }
+
+  /**
+   * Delivers a successful reply's text (`result` bytes of it) into the call's output buffer,
+   * when the operation has one and the text fits its capacity.
+   */
+  deliver(mem: GuestMemory, params: readonly number[], result: number, text: () => Uint8Array): void {
+    const at = this.#bufAt;
+    if (at >= 0 && result >= 0 && result <= params[at + 1]! >>> 0) mem.write(params[at]!, text());
+  }
+
+  /** The result as the wasm signature wants it: i64 results travel as bigint. */
+  wasmResult(result: number): number | bigint {
+    return this.op.result === "i64" ? BigInt(result) : result;
+  }
+}
+
+/** Operations served by the runtime itself, without reaching the host (OpSpec.local), by name. */
+function localImports(mem: GuestMemory): Readonly<Record<string, (...params: number[]) => number>> {
+  return {
+    last_error: (buf: number, cap: number) => {
+      if (!mem.inBounds(buf, cap)) return mem.outOfBounds("buffer", buf, cap);
+      if (mem.lastError.byteLength <= cap >>> 0) mem.write(buf, mem.lastError);
+      return mem.lastError.byteLength;
+    },
+  };
+}
+
+/**
+ * The `lock` import module of `runtime`: the local operations served here, every other one
+ * through `remote`, which the runtime builds from the operation's OpImport.
+ */
+export function lockImports(runtime: Runtime, mem: GuestMemory, remote: (op: OpImport) => ImportFn | object): ImportModule {
+  const local = localImports(mem);
+  const module: Record<string, unknown> = {};
+  (OPS as readonly OpSpec[]).forEach((op, i) => {
+    if (!op.runtimes.includes(runtime)) return;
+    const served = local[op.name];
+    if (op.local && !served) throw new Error(`abi/ops.ts: ${op.name} is local, but no runtime serves it`);
+    module[op.name] = served ?? remote(new OpImport(op, i));
+  });
+  return module;
+}

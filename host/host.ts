@@ -13,7 +13,7 @@ import { LockService } from "./locking/service.js";
 import type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";
 import { GuestLocks } from "./runtime/guest-locks.js";
 import { loadGuestModule } from "./runtime/guest-module.js";
-import { WorkerGuest } from "./runtime/worker/worker-guest.js";
+import { startGuestInstance } from "./runtime/start-guest.js";
 import { Scheduler } from "./scheduler/scheduler.js";
 
 /** Options of Host.start. */
@@ -83,7 +83,7 @@ export class Host {
     const guests = new Map<string, GuestInstance>();
     let admin: AdminServer | undefined;
     try {
-      for (const plugin of config.plugins) guests.set(plugin.name, await startGuest(plugin, locks, log, config.source));
+      for (const plugin of config.plugins) guests.set(plugin.name, await startGuest(plugin, locks, log));
       for (const s of config.scheduled) {
         const sig = guests.get(s.plugin)?.exportSignature(s.export);
         const where = `${config.source ?? "config"}: [[scheduled]] "${s.id}"`;
@@ -184,12 +184,9 @@ async function startAdmin(settings: AdminSettings, locks: LockService, log: Logg
   }
 }
 
-async function startGuest(plugin: PluginConfig, locks: LockService, log: Logger, source: string | undefined): Promise<GuestInstance> {
-  if (plugin.isolation !== "worker") {
-    throw new LockhostError("CONFIG_INVALID", `${source ?? "config"}: [[plugins]] "${plugin.name}": isolation = "${plugin.isolation}" is not available in this version yet (available: worker)`);
-  }
+async function startGuest(plugin: PluginConfig, locks: LockService, log: Logger): Promise<GuestInstance> {
   const module = await loadGuestModule(plugin.name, plugin.wasm, plugin.memoryLimitMib * 2 ** 20);
   const guestLog = log.child({ plugin: plugin.name });
   const guestLocks = new GuestLocks(locks, { plugin: plugin.name, allowsGlobal: globalKeyMatcher(plugin.globalKeys) }, guestLog);
-  return WorkerGuest.start({ module, locks: guestLocks, callTimeoutMs: plugin.callTimeoutMs, log: guestLog });
+  return startGuestInstance({ runtime: plugin.runtime, module, locks: guestLocks, callTimeoutMs: plugin.callTimeoutMs, log: guestLog });
 }

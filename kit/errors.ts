@@ -34,6 +34,8 @@ const HOST_CODES = {
   GUEST_CRASHED: "GUEST_CRASHED",
   /** The host, guest or service was closed. */
   CLOSED: "CLOSED",
+  /** The guest runtime asked for does not exist on this Node (inline without JSPI). */
+  RUNTIME_UNAVAILABLE: "RUNTIME_UNAVAILABLE",
 } as const;
 
 /** Every stable error code. */

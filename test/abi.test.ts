@@ -6,14 +6,14 @@ import * as S from "../abi/status.js";
 import { codeOfStatus } from "../kit/errors.js";
 import { LockService } from "../host/locking/service.js";
 import { loadGuestModule, PROVIDED_IMPORTS } from "../host/runtime/guest-module.js";
-import type { WorkerGuest } from "../host/runtime/worker/worker-guest.js";
+import type { GuestInstance } from "../host/runtime/guest-instance.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
-import { startGuest } from "./support/guest.js";
+import { GUEST_RUNTIMES, startGuest } from "./support/guest.js";
 import { guestWasm } from "./support/guests.js";
 import { captureLogger } from "./support/log.js";
 
 let locks: LockService;
-let guest: WorkerGuest | undefined;
+let guest: GuestInstance | undefined;
 
 beforeEach(() => {
   locks = new LockService(new MemoryBackend(), { node: "n" });
@@ -25,9 +25,9 @@ afterEach(async () => {
   await locks.close();
 });
 
-describe("a guest in WebAssembly text", () => {
+describe.each(GUEST_RUNTIMES)("a guest in WebAssembly text (%s runtime)", (runtime) => {
   it("acquires, fences, renews, reads its owner and releases through the raw imports", async () => {
-    guest = await startGuest("raw", locks, captureLogger().logger, { plugin: "wat" });
+    guest = await startGuest("raw", locks, captureLogger().logger, { plugin: "wat", runtime });
     const h = (await guest.call("takeKept", [10_000])) as number;
     expect(h).toBeGreaterThan(0);
     expect((await locks.status("wat:raw")).held).toBe(true);

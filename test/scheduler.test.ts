@@ -6,7 +6,7 @@ import type { LockingHint, ScheduledConfig } from "../host/config/types.js";
 import type { LockBackend } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { Scheduler, type TickEvent } from "../host/scheduler/scheduler.js";
-import type { WorkerGuest } from "../host/runtime/worker/worker-guest.js";
+import type { GuestInstance } from "../host/runtime/guest-instance.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { unreachableBackend } from "./support/failing-backend.js";
 import { startGuest } from "./support/guest.js";
@@ -16,7 +16,7 @@ interface Node {
   readonly name: string;
   readonly scheduler: Scheduler;
   readonly locks: LockService;
-  readonly guest: WorkerGuest;
+  readonly guest: GuestInstance;
   readonly log: ReturnType<typeof captureLogger>;
   readonly ticks: TickEvent[];
 }

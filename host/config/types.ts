@@ -1,5 +1,6 @@
 // The validated, frozen configuration of a host. Produced from TOML by loadConfig/parseConfig;
 // embedders and tests may also build one in code and pass it through resolveConfig.
+import type { Runtime } from "../../abi/ops.js";
 import type { BackendConfigMap } from "../../kit/descriptor.js";
 import type { KeepaliveSettings, WaitingSettings } from "../locking/options.js";
 
@@ -19,7 +20,7 @@ export type BackendKind = string;
 export type Isolation = "worker" | "inline" | "auto";
 
 /** How a plugin's guest does run: the runtime an Isolation resolved to at config load. */
-export type GuestRuntime = "worker" | "inline";
+export type GuestRuntime = Runtime;
 
 /** How a schedule coordinates across the nodes of a cluster. */
 export type LockingHint = "node_local" | "require_global" | "prefer_global";

@@ -1,11 +1,23 @@
-// Starts a real guest in the worker runtime on a given LockService, without a whole Host.
+// Starts a real guest in a given runtime on a given LockService, without a whole Host; and
+// the runtimes this Node can run, for the guest suites that run once per runtime.
 import type { Logger } from "pino";
+import type { Runtime } from "../../abi/ops.js";
 import { globalKeyMatcher } from "../../host/locking/scope.js";
 import type { LockService } from "../../host/locking/service.js";
+import type { GuestInstance } from "../../host/runtime/guest-instance.js";
 import { GuestLocks } from "../../host/runtime/guest-locks.js";
 import { loadGuestModule } from "../../host/runtime/guest-module.js";
+import { jspiAvailable } from "../../host/runtime/jspi.js";
+import { startGuestInstance } from "../../host/runtime/start-guest.js";
 import { WorkerGuest } from "../../host/runtime/worker/worker-guest.js";
 import { guestWasm } from "./guests.js";
+
+/**
+ * The runtimes the guest suites run against on this Node: the worker runtime always, the inline
+ * one where JSPI exists (npm test runs the guest suites again on a Node with JSPI when this one
+ * has none: scripts/test.mjs).
+ */
+export const GUEST_RUNTIMES: readonly Runtime[] = jspiAvailable() ? ["worker", "inline"] : ["worker"];
 
 /** Options of startGuest. */
 export interface TestGuestOptions {
@@ -14,13 +26,24 @@ export interface TestGuestOptions {
   readonly callTimeoutMs?: number;
   readonly memoryLimitMib?: number;
   readonly kind?: "test" | "example";
+  /** The worker runtime unless said. */
+  readonly runtime?: Runtime;
 }
 
-/** A WorkerGuest running `wasm` (a built guest's name) for plugin `options.plugin`. */
-export async function startGuest(wasm: string, locks: LockService, log: Logger, options: TestGuestOptions = {}): Promise<WorkerGuest> {
+async function parts(wasm: string, locks: LockService, log: Logger, options: TestGuestOptions) {
   const plugin = options.plugin ?? "test";
   const module = await loadGuestModule(plugin, guestWasm(wasm, options.kind), (options.memoryLimitMib ?? 4) * 2 ** 20);
   const guestLog = log.child({ plugin });
   const guestLocks = new GuestLocks(locks, { plugin, allowsGlobal: globalKeyMatcher(options.globalKeys ?? []) }, guestLog);
-  return WorkerGuest.start({ module, locks: guestLocks, callTimeoutMs: options.callTimeoutMs ?? 5_000, log: guestLog });
+  return { module, locks: guestLocks, log: guestLog, callTimeoutMs: options.callTimeoutMs ?? 5_000 };
+}
+
+/** A guest running `wasm` (a built guest's name) for plugin `options.plugin`, in `options.runtime`. */
+export async function startGuest(wasm: string, locks: LockService, log: Logger, options: TestGuestOptions = {}): Promise<GuestInstance> {
+  return startGuestInstance({ ...(await parts(wasm, locks, log, options)), runtime: options.runtime ?? "worker" });
+}
+
+/** A guest in the worker runtime, for the cases only it has (time limits, a dying thread). */
+export async function startWorkerGuest(wasm: string, locks: LockService, log: Logger, options: TestGuestOptions = {}): Promise<WorkerGuest> {
+  return WorkerGuest.start(await parts(wasm, locks, log, options));
 }

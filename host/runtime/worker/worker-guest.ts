@@ -1,28 +1,22 @@
 // The main-thread side of the worker runtime: one worker thread per guest instance, a time
-// limit per call and per (re)start, restart on trap / time limit / crash, the serving end
-// of the channel, and delivery of lost-lock notifications (lockhost_on_lost) between calls.
+// limit per call and per (re)start, restart on trap / time limit / crash, and the serving end
+// of the channel. Queueing, lost-lock notifications and trap reports are the GuestShell's.
 import { Worker } from "node:worker_threads";
-import type { Logger } from "pino";
 import { INTERNAL } from "../../../abi/status.js";
 import { LockhostError } from "../../../kit/errors.js";
-import type { Lease } from "../../locking/lease.js";
 import { OPS, type OpSpec } from "../../../abi/ops.js";
 import { ARG, Channel, OP, REQ_SEQ, RESP_SEQ, STR_LEN, TEXT_LEN } from "../channel.js";
 import { runOp } from "../lock-ops.js";
-import { LOST_EXPORT, type CallOptions, type GuestInstance, type GuestValue } from "../guest-instance.js";
-import type { AbiReply, GuestLocks, WaitLimit } from "../guest-locks.js";
-import { checkAbiVersion, VERSION_EXPORT, type GuestModule } from "../guest-module.js";
-import type { FuncSignature } from "../wasm-binary.js";
+import type { GuestValue } from "../guest-instance.js";
+import { GuestShell, type GuestShellOptions } from "../guest-shell.js";
+import type { AbiReply, WaitLimit } from "../guest-locks.js";
+import { checkAbiVersion } from "../guest-module.js";
 import type { FromWorker, ToWorker, WorkerInit } from "./messages.js";
 
 /** Options of a worker-isolated guest instance. */
-export interface WorkerGuestOptions {
-  readonly module: GuestModule;
-  readonly locks: GuestLocks;
+export interface WorkerGuestOptions extends GuestShellOptions {
   /** A call, or an instantiation, running longer is stopped by terminating the worker. */
   readonly callTimeoutMs: number;
-  /** The plugin's logger (a child carrying the plugin's name). */
-  readonly log: Logger;
 }
 
 interface PendingCall {
@@ -41,15 +35,6 @@ interface Generation {
   readonly channel: Channel;
   alive: boolean;
   pending?: PendingCall;
-}
-
-/** A lost-lock notification not delivered yet. */
-interface LostNotice {
-  readonly handle: number;
-  /** The guest instance (GuestLocks.epoch) whose handle it is: a fresh instance is not told. */
-  readonly epoch: number;
-  /** For handle 0: the schedule's lock, which lock.state(0) answers about during the callback. */
-  readonly scheduleLease: Lease | undefined;
 }
 
 const encoder = new TextEncoder();
@@ -82,37 +67,16 @@ const WORKER = workerStart();
 export const currentWorker: unique symbol = Symbol("lockhost.currentWorker");
 
 /** A guest instance isolated in its own worker thread. */
-export class WorkerGuest implements GuestInstance {
-  readonly plugin: string;
-  readonly #opts: WorkerGuestOptions;
-  readonly #log: Logger;
+export class WorkerGuest extends GuestShell {
+  readonly #callTimeoutMs: number;
   #gen!: Generation;
   /** Resolves when the current generation is ready; rejects when its (re)start failed. */
   #ready: Promise<void>;
-  /** Calls run one at a time, in order. */
-  #queue: Promise<unknown> = Promise.resolve();
   #nextId = 0;
-  #closed = false;
-  /** Lost-lock notifications waiting for the guest to be between calls. */
-  #lost: LostNotice[] = [];
-  /** Whether a delivery of #lost is queued already. */
-  #lostQueued = false;
 
   private constructor(opts: WorkerGuestOptions) {
-    this.plugin = opts.module.plugin;
-    this.#opts = opts;
-    this.#log = opts.log;
-    const onLost = opts.module.exports.get(LOST_EXPORT);
-    if (onLost) {
-      if (onLost.params.length === 1 && onLost.params[0] === "i32" && onLost.results.length === 0) {
-        opts.locks.listenLost((handle, scheduleLease) => this.#noticeLost(handle, scheduleLease));
-      } else {
-        this.#log.warn(
-          { export: LOST_EXPORT, params: onLost.params, results: onLost.results },
-          `the guest exports ${LOST_EXPORT} with the wrong signature (it must be (i32) -> nothing); it will not be told about lost locks`,
-        );
-      }
-    }
+    super(opts);
+    this.#callTimeoutMs = opts.callTimeoutMs;
     this.#ready = this.#spawn();
   }
 
@@ -132,135 +96,48 @@ export class WorkerGuest implements GuestInstance {
     return this.#gen.worker;
   }
 
-  get heldLocks(): number {
-    return this.#opts.locks.heldCount;
-  }
-
-  hasExport(name: string): boolean {
-    return this.exportSignature(name) !== undefined;
-  }
-
-  exportSignature(name: string): FuncSignature | undefined {
-    return name === VERSION_EXPORT ? undefined : this.#opts.module.exports.get(name);
-  }
-
-  call(exportName: string, args: readonly number[] = [], options: CallOptions = {}): Promise<GuestValue> {
-    if (this.#closed) return Promise.reject(this.#closedError());
-    try {
-      this.#checkArgs(exportName, args);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    const run = (): Promise<GuestValue> => this.#run(exportName, args, options.scheduleLease, true);
-    // A loss the guest has not heard of yet comes before its next piece of work.
-    return this.#enqueue(() => (this.#lost.length > 0 ? this.#deliverLost().then(run) : run()));
-  }
-
-  /** Runs `job` after every call queued before it. */
-  #enqueue<T>(job: () => Promise<T>): Promise<T> {
-    const run = this.#queue.then(job);
-    this.#queue = run.catch(() => undefined);
-    return run;
-  }
-
-  /** A lock the guest holds was lost: lockhost_on_lost(handle) runs as soon as no call is running. */
-  #noticeLost(handle: number, scheduleLease: Lease | undefined): void {
-    if (this.#closed) return;
-    this.#lost.push({ handle, scheduleLease, epoch: this.#opts.locks.epoch });
-    if (this.#lostQueued) return;
-    this.#lostQueued = true;
-    void this.#enqueue(() => this.#deliverLost());
-  }
-
-  /** Calls lockhost_on_lost for every pending notice; never rejects (a trap is handled like any trap). */
-  async #deliverLost(): Promise<void> {
-    this.#lostQueued = false;
-    for (let notice = this.#lost.shift(); notice; notice = this.#lost.shift()) {
-      if (this.#closed) {
-        this.#lost = [];
-        return;
-      }
-      try {
-        await this.#run(LOST_EXPORT, [notice.handle], notice.scheduleLease, false, notice.epoch);
-      } catch (err) {
-        const e = err as LockhostError;
-        this.#log.error({ export: LOST_EXPORT, handle: notice.handle, code: e.code, err: e.message }, "the guest's lost-lock callback failed");
-      }
-    }
-  }
-
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
+    if (this.closed) return;
+    this.closed = true;
     const gen = this.#gen;
     this.#retire(gen);
-    this.#opts.locks.invalidate("its plugin was closed");
-    this.#fail(gen, this.#closedError(gen.pending && `during ${gen.pending.name}`));
+    this.locks.invalidate("its plugin was closed");
+    this.#fail(gen, this.closedError(gen.pending && `during ${gen.pending.name}`));
     await gen.worker.terminate();
-    await this.#opts.locks.reset("its plugin was closed");
+    await this.locks.reset("its plugin was closed");
   }
 
-  /** Refuses, before anything reaches the guest, a call its export's signature cannot take. */
-  #checkArgs(name: string, args: readonly number[]): void {
-    const sig = this.exportSignature(name);
-    if (!sig) {
-      const names = [...this.#opts.module.exports.keys()].filter((n) => n !== VERSION_EXPORT).join(", ");
-      throw new LockhostError("UNKNOWN_EXPORT", `plugin ${this.plugin} has no export "${name}" (it exports: ${names || "nothing callable"})`);
-    }
-    const where = `export ${name}(${sig.params.join(", ")}) of plugin ${this.plugin}`;
-    if (args.length !== sig.params.length) {
-      throw new LockhostError("INVALID_ARGUMENT", `${where} takes ${sig.params.length} argument(s), got ${args.length}`);
-    }
-    sig.params.forEach((type, i) => {
-      const a = args[i]!;
-      if (type === "i32" ? !Number.isInteger(a) || a < -0x80000000 || a > 0xffffffff : type === "f32" || type === "f64" ? typeof a !== "number" : true) {
-        throw new LockhostError("INVALID_ARGUMENT", `${where}: argument ${i + 1} must be ${type === "i32" || type === "f32" || type === "f64" ? `an ${type}` : `one of i32, f32, f64 (the host cannot pass ${type})`}, got ${a}`);
-      }
+  protected invoke(name: string, args: readonly number[]): Promise<GuestValue> {
+    const gen = this.#gen;
+    return new Promise<GuestValue>((resolve, reject) => {
+      const id = ++this.#nextId;
+      const timer = setTimeout(() => void this.#timedOut(gen), this.#callTimeoutMs);
+      gen.pending = { id, name, startedAt: performance.now(), resolve, reject, timer };
+      gen.worker.postMessage({ type: "call", id, name, args } satisfies ToWorker);
     });
   }
 
-  /**
-   * Runs one export call; with `scheduleLease`, the guest sees that lock as handle 0 meanwhile
-   * (and, with `watchSchedule`, hears of its loss through lockhost_on_lost(0) afterwards); with
-   * `forEpoch`, only if that guest instance still runs (else nothing: a notice about an
-   * instance that ended never reaches the next one).
-   */
-  async #run(name: string, args: readonly number[], scheduleLease: Lease | undefined, watchSchedule: boolean, forEpoch?: number): Promise<GuestValue> {
-    const gen = await this.#live();
-    if (forEpoch !== undefined && forEpoch !== this.#opts.locks.epoch) return undefined;
-    const detach = scheduleLease && this.#opts.locks.attachSchedule(scheduleLease, watchSchedule);
-    try {
-      return await new Promise<GuestValue>((resolve, reject) => {
-        const id = ++this.#nextId;
-        const timer = setTimeout(() => void this.#timedOut(gen), this.#opts.callTimeoutMs);
-        gen.pending = { id, name, startedAt: performance.now(), resolve, reject, timer };
-        gen.worker.postMessage({ type: "call", id, name, args } satisfies ToWorker);
-      });
-    } finally {
-      detach?.();
-    }
-  }
-
   /** A ready generation; a failed restart is retried once for the call that finds it. */
-  async #live(): Promise<Generation> {
+  protected async live(): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
         await this.#ready;
       } catch (err) {
-        if (this.#closed) throw this.#closedError();
+        if (this.closed) throw this.closedError();
         if (attempt > 0) throw err;
         this.#ready = this.#spawn();
         continue;
       }
-      if (this.#closed) throw this.#closedError();
-      if (this.#gen.alive) return this.#gen;
+      if (this.closed) throw this.closedError();
+      if (this.#gen.alive) return;
       if (attempt > 0) throw new LockhostError("GUEST_CRASHED", `plugin ${this.plugin} could not be restarted`);
     }
   }
 
   /** Starts a new worker generation; settles when the guest is instantiated and versioned, or fails. */
   #spawn(): Promise<void> {
-    const { module, callTimeoutMs } = this.#opts;
+    const { module } = this;
+    const callTimeoutMs = this.#callTimeoutMs;
     const channel = new Channel();
     const init: WorkerInit = { plugin: module.plugin, module: module.module, channel: channel.buffer, memory: module.memory };
     const worker = new Worker(WORKER.entry, { eval: WORKER.eval, workerData: init });
@@ -304,12 +181,12 @@ export class WorkerGuest implements GuestInstance {
         } else if (msg.type === "failed") {
           fail(new LockhostError("ABI_UNSUPPORTED", `plugin ${module.plugin} (${module.path}) failed to instantiate: ${msg.message}`));
         } else if (msg.type === "trace") {
-          this.#log.info(`guest: ${msg.message}`);
+          this.log.info(`guest: ${msg.message}`);
         }
       });
       worker.on("error", (err) => {
         if (!started) fail(new LockhostError("GUEST_CRASHED", `plugin ${module.plugin} worker failed to start: ${err.message}`, { cause: err }));
-        else this.#log.error({ err: err.message }, "guest worker error");
+        else this.log.error({ err: err.message }, "guest worker error");
       });
       worker.on("exit", (code) => {
         if (!started) fail(new LockhostError("GUEST_CRASHED", `plugin ${module.plugin} worker exited with code ${code} while starting`));
@@ -320,7 +197,7 @@ export class WorkerGuest implements GuestInstance {
 
   async #onMessage(gen: Generation, msg: FromWorker): Promise<void> {
     if (msg.type === "trace") {
-      this.#log.info(`guest: ${msg.message}`);
+      this.log.info(`guest: ${msg.message}`);
       return;
     }
     if (msg.type === "failed") {
@@ -333,33 +210,27 @@ export class WorkerGuest implements GuestInstance {
     if (msg.type === "return") {
       gen.pending = undefined;
       clearTimeout(pending.timer);
-      await this.#opts.locks.endCall();
+      await this.locks.endCall();
       pending.resolve(msg.value);
       return;
     }
     gen.pending = undefined;
     clearTimeout(pending.timer);
-    const where = msg.abort ? ` at ${msg.abort.file}:${msg.abort.line}:${msg.abort.column}` : "";
-    this.#log.error(
-      { export: pending.name, ...(msg.abort && { file: msg.abort.file, line: msg.abort.line, column: msg.abort.column }) },
-      msg.abort ? `guest abort: ${msg.abort.message}${where}` : `guest trapped: ${msg.message}`,
-    );
-    await this.#opts.locks.reset(`its export ${pending.name} trapped`);
-    pending.reject(new LockhostError("GUEST_TRAP", `plugin ${this.plugin} export ${pending.name} trapped: ${msg.message}`));
+    pending.reject(await this.trapped(pending.name, msg.message, msg.abort));
   }
 
   async #timedOut(gen: Generation): Promise<void> {
     const name = gen.pending?.name;
     if (!gen.alive || name === undefined) return;
-    this.#log.error({ export: name, callTimeoutMs: this.#opts.callTimeoutMs }, "guest call timed out; restarting the guest");
-    const message = `plugin ${this.plugin} export ${name} ran past its time limit of ${this.#opts.callTimeoutMs} ms and was stopped`;
+    this.log.error({ export: name, callTimeoutMs: this.#callTimeoutMs }, "guest call timed out; restarting the guest");
+    const message = `plugin ${this.plugin} export ${name} ran past its time limit of ${this.#callTimeoutMs} ms and was stopped`;
     await this.#replace(gen, new LockhostError("GUEST_TIMEOUT", message), "its call timed out");
   }
 
   async #crashed(gen: Generation, why: string): Promise<void> {
     if (!gen.alive) return;
     const name = gen.pending?.name;
-    this.#log.error({ export: name }, `guest worker died (${why}); restarting the guest`);
+    this.log.error({ export: name }, `guest worker died (${why}); restarting the guest`);
     const err = new LockhostError("GUEST_CRASHED", `plugin ${this.plugin} worker died during ${name ?? "no call"}: ${why}`);
     await this.#replace(gen, err, "its worker died");
   }
@@ -368,16 +239,16 @@ export class WorkerGuest implements GuestInstance {
   async #replace(gen: Generation, err: LockhostError, reason: string): Promise<void> {
     this.#retire(gen);
     // Before any await: a notice about this instance must not reach the next one.
-    this.#opts.locks.invalidate(reason);
+    this.locks.invalidate(reason);
     const pending = gen.pending;
     gen.pending = undefined;
     if (pending) clearTimeout(pending.timer);
-    if (!this.#closed) {
+    if (!this.closed) {
       this.#ready = this.#spawn();
-      this.#ready.catch((e: unknown) => this.#log.error({ err: (e as Error).message }, "guest restart failed; the next call tries again"));
+      this.#ready.catch((e: unknown) => this.log.error({ err: (e as Error).message }, "guest restart failed; the next call tries again"));
     }
     await gen.worker.terminate();
-    await this.#opts.locks.reset(reason);
+    await this.locks.reset(reason);
     pending?.reject(err);
   }
 
@@ -394,10 +265,6 @@ export class WorkerGuest implements GuestInstance {
     gen.alive = false;
     // Wakes the serve loop so it can see the generation is gone and stop.
     Atomics.notify(gen.channel.i32, REQ_SEQ);
-  }
-
-  #closedError(detail?: string): LockhostError {
-    return new LockhostError("CLOSED", `plugin ${this.plugin} was closed${detail ? ` ${detail}` : ""}`);
   }
 
   /** Answers the worker's lock calls until the generation retires. No polling: waitAsync wakes us. */
@@ -425,7 +292,7 @@ export class WorkerGuest implements GuestInstance {
     const op = OPS[i32[OP]!] as OpSpec | undefined;
     if (!op) return { result: -INTERNAL, text: `unknown channel op ${i32[OP]}` };
     return runOp(
-      this.#opts.locks,
+      this.locks,
       op,
       (i) => i32[ARG + i]!,
       (i) => {
@@ -442,7 +309,7 @@ export class WorkerGuest implements GuestInstance {
   #waitLimit(gen: Generation): WaitLimit | undefined {
     const pending = gen.pending;
     if (!pending) return undefined;
-    const { callTimeoutMs } = this.#opts;
+    const callTimeoutMs = this.#callTimeoutMs;
     const left = callTimeoutMs - (performance.now() - pending.startedAt);
     return { budgetMs: left - returnMarginMs(callTimeoutMs), callTimeoutMs };
   }

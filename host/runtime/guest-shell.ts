@@ -1,0 +1,183 @@
+// What a running guest is to the host whatever runtime runs it: calls checked against the
+// export's signature and queued one at a time, lost-lock notifications (lockhost_on_lost)
+// delivered between calls, the schedule's lock shown as handle 0 during a scheduled call, and
+// traps logged and reported alike. A runtime adds how an instance starts, runs an export and
+// stops (worker/worker-guest.ts, inline/inline-guest.ts).
+import type { Logger } from "pino";
+import { LockhostError } from "../../kit/errors.js";
+import type { Lease } from "../locking/lease.js";
+import { LOST_EXPORT, type CallOptions, type GuestInstance, type GuestValue } from "./guest-instance.js";
+import type { GuestLocks } from "./guest-locks.js";
+import { VERSION_EXPORT, type GuestModule } from "./guest-module.js";
+import type { FuncSignature } from "./wasm-binary.js";
+import type { AbortInfo } from "./worker/messages.js";
+
+/** What every runtime's guest is started with. */
+export interface GuestShellOptions {
+  readonly module: GuestModule;
+  readonly locks: GuestLocks;
+  /** The plugin's logger (a child carrying the plugin's name). */
+  readonly log: Logger;
+}
+
+/** A lost-lock notification not delivered yet. */
+interface LostNotice {
+  readonly handle: number;
+  /** The guest instance (GuestLocks.epoch) whose handle it is: a fresh instance is not told. */
+  readonly epoch: number;
+  /** For handle 0: the schedule's lock, which lock.state(0) answers about during the callback. */
+  readonly scheduleLease: Lease | undefined;
+}
+
+/** The runtime-neutral part of a guest instance. */
+export abstract class GuestShell implements GuestInstance {
+  readonly plugin: string;
+  protected readonly module: GuestModule;
+  protected readonly locks: GuestLocks;
+  protected readonly log: Logger;
+  /** Set once by close(): no call starts after it. */
+  protected closed = false;
+  /** Calls run one at a time, in order. */
+  #queue: Promise<unknown> = Promise.resolve();
+  /** Lost-lock notifications waiting for the guest to be between calls. */
+  #lost: LostNotice[] = [];
+  /** Whether a delivery of #lost is queued already. */
+  #lostQueued = false;
+
+  protected constructor(opts: GuestShellOptions) {
+    this.plugin = opts.module.plugin;
+    this.module = opts.module;
+    this.locks = opts.locks;
+    this.log = opts.log;
+    const onLost = opts.module.exports.get(LOST_EXPORT);
+    if (onLost) {
+      if (onLost.params.length === 1 && onLost.params[0] === "i32" && onLost.results.length === 0) {
+        opts.locks.listenLost((handle, scheduleLease) => this.#noticeLost(handle, scheduleLease));
+      } else {
+        this.log.warn(
+          { export: LOST_EXPORT, params: onLost.params, results: onLost.results },
+          `the guest exports ${LOST_EXPORT} with the wrong signature (it must be (i32) -> nothing); it will not be told about lost locks`,
+        );
+      }
+    }
+  }
+
+  /** Resolves once an instance is ready to run an export; rejects when none can be started. */
+  protected abstract live(): Promise<void>;
+
+  /**
+   * Runs one export on the live instance. A trap, time limit or crash rejects with its
+   * LockhostError after the runtime has replaced the instance and freed its locks.
+   */
+  protected abstract invoke(name: string, args: readonly number[]): Promise<GuestValue>;
+
+  abstract close(): Promise<void>;
+
+  get heldLocks(): number {
+    return this.locks.heldCount;
+  }
+
+  hasExport(name: string): boolean {
+    return this.exportSignature(name) !== undefined;
+  }
+
+  exportSignature(name: string): FuncSignature | undefined {
+    return name === VERSION_EXPORT ? undefined : this.module.exports.get(name);
+  }
+
+  call(exportName: string, args: readonly number[] = [], options: CallOptions = {}): Promise<GuestValue> {
+    if (this.closed) return Promise.reject(this.closedError());
+    try {
+      this.#checkArgs(exportName, args);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const run = (): Promise<GuestValue> => this.#run(exportName, args, options.scheduleLease, true);
+    // A loss the guest has not heard of yet comes before its next piece of work.
+    return this.#enqueue(() => (this.#lost.length > 0 ? this.#deliverLost().then(run) : run()));
+  }
+
+  /** Runs `job` after every call queued before it. */
+  #enqueue<T>(job: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(job);
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** A lock the guest holds was lost: lockhost_on_lost(handle) runs as soon as no call is running. */
+  #noticeLost(handle: number, scheduleLease: Lease | undefined): void {
+    if (this.closed) return;
+    this.#lost.push({ handle, scheduleLease, epoch: this.locks.epoch });
+    if (this.#lostQueued) return;
+    this.#lostQueued = true;
+    void this.#enqueue(() => this.#deliverLost());
+  }
+
+  /** Calls lockhost_on_lost for every pending notice; never rejects (a trap is handled like any trap). */
+  async #deliverLost(): Promise<void> {
+    this.#lostQueued = false;
+    for (let notice = this.#lost.shift(); notice; notice = this.#lost.shift()) {
+      if (this.closed) {
+        this.#lost = [];
+        return;
+      }
+      try {
+        await this.#run(LOST_EXPORT, [notice.handle], notice.scheduleLease, false, notice.epoch);
+      } catch (err) {
+        const e = err as LockhostError;
+        this.log.error({ export: LOST_EXPORT, handle: notice.handle, code: e.code, err: e.message }, "the guest's lost-lock callback failed");
+      }
+    }
+  }
+
+  /**
+   * Runs one export call; with `scheduleLease`, the guest sees that lock as handle 0 meanwhile
+   * (and, with `watchSchedule`, hears of its loss through lockhost_on_lost(0) afterwards); with
+   * `forEpoch`, only if that guest instance still runs (else nothing: a notice about an
+   * instance that ended never reaches the next one).
+   */
+  async #run(name: string, args: readonly number[], scheduleLease: Lease | undefined, watchSchedule: boolean, forEpoch?: number): Promise<GuestValue> {
+    await this.live();
+    if (forEpoch !== undefined && forEpoch !== this.locks.epoch) return undefined;
+    const detach = scheduleLease && this.locks.attachSchedule(scheduleLease, watchSchedule);
+    try {
+      return await this.invoke(name, args);
+    } finally {
+      detach?.();
+    }
+  }
+
+  /** Refuses, before anything reaches the guest, a call its export's signature cannot take. */
+  #checkArgs(name: string, args: readonly number[]): void {
+    const sig = this.exportSignature(name);
+    if (!sig) {
+      const names = [...this.module.exports.keys()].filter((n) => n !== VERSION_EXPORT).join(", ");
+      throw new LockhostError("UNKNOWN_EXPORT", `plugin ${this.plugin} has no export "${name}" (it exports: ${names || "nothing callable"})`);
+    }
+    const where = `export ${name}(${sig.params.join(", ")}) of plugin ${this.plugin}`;
+    if (args.length !== sig.params.length) {
+      throw new LockhostError("INVALID_ARGUMENT", `${where} takes ${sig.params.length} argument(s), got ${args.length}`);
+    }
+    sig.params.forEach((type, i) => {
+      const a = args[i]!;
+      if (type === "i32" ? !Number.isInteger(a) || a < -0x80000000 || a > 0xffffffff : type === "f32" || type === "f64" ? typeof a !== "number" : true) {
+        throw new LockhostError("INVALID_ARGUMENT", `${where}: argument ${i + 1} must be ${type === "i32" || type === "f32" || type === "f64" ? `an ${type}` : `one of i32, f32, f64 (the host cannot pass ${type})`}, got ${a}`);
+      }
+    });
+  }
+
+  /** Logs a trap of export `name` and frees the instance's locks; returns the error its call rejects with. */
+  protected async trapped(name: string, message: string, abort: AbortInfo | undefined): Promise<LockhostError> {
+    const where = abort ? ` at ${abort.file}:${abort.line}:${abort.column}` : "";
+    this.log.error(
+      { export: name, ...(abort && { file: abort.file, line: abort.line, column: abort.column }) },
+      abort ? `guest abort: ${abort.message}${where}` : `guest trapped: ${message}`,
+    );
+    await this.locks.reset(`its export ${name} trapped`);
+    return new LockhostError("GUEST_TRAP", `plugin ${this.plugin} export ${name} trapped: ${message}`);
+  }
+
+  protected closedError(detail?: string): LockhostError {
+    return new LockhostError("CLOSED", `plugin ${this.plugin} was closed${detail ? ` ${detail}` : ""}`);
+  }
+}

@@ -90,7 +90,7 @@ token = "\${ADMIN_TOKEN}"
 [[plugins]]
 name = "report"
 wasm = "plugins/guests/build/report.wasm"
-isolation = "inline"
+isolation = "auto"
 memory_limit_mib = 64
 call_timeout_ms = 1000
 global_keys = ["ledger", "shared-*"]
@@ -127,7 +127,9 @@ schedule = "  */15 * * * *  "
         {
           name: "report",
           wasm: resolve(BASE, "plugins/guests/build/report.wasm"),
-          isolation: "inline",
+          isolation: "auto",
+          // A time limit is set, which only the worker runtime can honour.
+          runtime: "worker",
           memoryLimitMib: 64,
           callTimeoutMs: 1000,
           globalKeys: ["ledger", "shared-*"],
@@ -136,6 +138,7 @@ schedule = "  */15 * * * *  "
           name: "cleanup_2",
           wasm: resolve("/opt/guests/cleanup.wasm"),
           isolation: "worker",
+          runtime: "worker",
           memoryLimitMib: 16,
           callTimeoutMs: 5000,
           globalKeys: [],
@@ -282,7 +285,7 @@ memory_limit_mib = "16MB"
     ["a plugin without wasm", `[[plugins]]\nname = "report"`, `lockhost.toml: [[plugins]] #1 ("report"): wasm is required`],
     ["an empty wasm", `[[plugins]]\nname = "report"\nwasm = ""`, `lockhost.toml: [[plugins]] #1 ("report"): wasm must not be empty`],
     ["a wasm that is not a string", `[[plugins]]\nname = "report"\nwasm = ["a.wasm"]`, `[[plugins]] #1 ("report"): wasm must be a string, got an array`],
-    ["an unknown isolation", `${PLUGIN}isolation = "thread"`, `lockhost.toml: [[plugins]] #1 ("report"): isolation must be one of "worker", "inline", got "thread"`],
+    ["an unknown isolation", `${PLUGIN}isolation = "thread"`, `lockhost.toml: [[plugins]] #1 ("report"): isolation must be one of "worker", "inline", "auto", got "thread"`],
     ["a memory_limit_mib of 0", `${PLUGIN}memory_limit_mib = 0`, `("report"): memory_limit_mib must be an integer from 1 to 4096, got 0`],
     ["a memory_limit_mib over 4096", `${PLUGIN}memory_limit_mib = 4097`, "memory_limit_mib must be an integer from 1 to 4096, got 4097"],
     ["a fractional memory_limit_mib", `${PLUGIN}memory_limit_mib = 1.5`, "memory_limit_mib must be an integer from 1 to 4096, got 1.5"],
@@ -761,7 +764,7 @@ describe("resolveConfig", () => {
         waiting: WAITING,
       },
       plugins: [
-        { name: "report", wasm: resolve(BASE, "r.wasm"), isolation: "worker", memoryLimitMib: 32, callTimeoutMs: 5000, globalKeys: ["g"] },
+        { name: "report", wasm: resolve(BASE, "r.wasm"), isolation: "worker", runtime: "worker", memoryLimitMib: 32, callTimeoutMs: 5000, globalKeys: ["g"] },
       ],
       scheduled: [
         { id: "report.run", plugin: "report", export: "run", schedule: { kind: "interval", everyMs: 60000, text: "1m" }, hint: "require_global", ttlMs: 5000, keepalive: false },

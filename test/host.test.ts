@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import * as S from "../abi/status.js";
 import { resolveConfig, type ConfigInput } from "../host/config/load.js";
 import { Host } from "../host/host.js";
+import { jspiAvailable } from "../host/runtime/jspi.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { guestWasm } from "./support/guests.js";
 import { captureLogger } from "./support/log.js";
@@ -72,12 +73,19 @@ describe("Host", () => {
     expect(backend.size).toBe(0);
   });
 
-  it("says clearly that the inline runtime is not in this version, naming the config file", async () => {
-    await expect(start({ plugins: [{ ...locker, isolation: "inline" }] })).rejects.toThrow(/isolation = "inline" is not available in this version yet/);
+  it("runs a plugin inline where this Node has JSPI, and elsewhere refuses isolation = \"inline\" naming the file, the key and the Node it needs", async () => {
     const source = "/etc/lockhost/lockhost.toml";
-    await expect(start({ source, plugins: [{ ...locker, isolation: "inline" }] })).rejects.toThrow(
-      '/etc/lockhost/lockhost.toml: [[plugins]] "locker": isolation = "inline" is not available in this version yet',
-    );
+    if (jspiAvailable()) {
+      const { host } = await start({ source, plugins: [{ ...locker, isolation: "inline" }] });
+      expect(host.config.plugins[0]!.runtime).toBe("inline");
+      expect(await host.call("locker", "hold", [2, 60_000, 0])).toBeGreaterThan(0);
+      expect(host.locks.heldCount).toBe(0); // auto-released when the call returned
+    } else {
+      await expect(start({ source, plugins: [{ ...locker, isolation: "inline" }] })).rejects.toMatchObject({
+        code: "CONFIG_INVALID",
+        message: `/etc/lockhost/lockhost.toml: plugins[0] ("locker"): isolation "inline" is not available on this Node: it needs WebAssembly JSPI: Node 26 or later, or Node 24 started with --experimental-wasm-jspi (this is Node ${process.versions.node}); use "worker", or "auto" to fall back to it`,
+      });
+    }
   });
 
   it.each([

@@ -126,7 +126,9 @@ function pluginList(root: Table): PluginConfig[] {
   return root.entries("plugins").map((entry) => {
     const name = entry.string("name");
     const t = entry.named(name);
-    checkKeys(t, PLUGIN_SCHEMA);
+    // A config built in code may hand back a loaded one, whose runtime is re-derived here.
+    if (t.ctx.mode === "code") t.onlyKeys([...Object.keys(PLUGIN_SCHEMA.fields).map(keyOf), "runtime"]);
+    else checkKeys(t, PLUGIN_SCHEMA);
     if (name === undefined) return t.fail("name", "is required");
     if (!PLUGIN_NAME_PATTERN.test(name)) {
       t.fail("name", `must be lowercase letters, digits, '-' and '_' (${PLUGIN_NAME_PATTERN}), got ${t.show(name)}`);
@@ -136,7 +138,7 @@ function pluginList(root: Table): PluginConfig[] {
     }
     t.unique("name", name, seen);
     const wasm = resolve(t.ctx.baseDir, t.nonEmptyString("wasm") ?? t.fail("wasm", "is required"));
-    const fields = readTable(t, PLUGIN_SCHEMA);
+    const fields = readFields(t, PLUGIN_SCHEMA);
     return { ...fields, name, wasm, runtime: guestRuntime(t, fields.isolation) };
   });
 }

@@ -136,6 +136,8 @@ export interface PluginInput {
   /** Relative paths resolve against ConfigInput.baseDir. */
   readonly wasm: string;
   readonly isolation?: Isolation;
+  /** Derived from `isolation` on this Node when the config is resolved; a value given is ignored. */
+  readonly runtime?: GuestRuntime;
   readonly memoryLimitMib?: number;
   readonly callTimeoutMs?: number;
   readonly globalKeys?: readonly string[];

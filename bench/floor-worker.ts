@@ -3,7 +3,7 @@
 // main thread) and no lockhost code, so the bench can tell the machine's cost from ours.
 import { parentPort, workerData } from "node:worker_threads";
 
-const { buffer, ops } = workerData as { buffer: SharedArrayBuffer; ops: number };
+const { buffer, ops, spins } = workerData as { buffer: SharedArrayBuffer; ops: number; spins: number };
 const i32 = new Int32Array(buffer);
 const samples = new Float64Array(ops);
 const started = performance.now();
@@ -11,6 +11,7 @@ for (let seq = 1; seq <= ops; seq++) {
   const t0 = performance.now();
   Atomics.store(i32, 0, seq);
   Atomics.notify(i32, 0);
+  for (let n = 0; n < spins && Atomics.load(i32, 1) !== seq; n++);
   for (;;) {
     const seen = Atomics.load(i32, 1);
     if (seen === seq) break;

@@ -2,11 +2,14 @@
 import { Worker } from "node:worker_threads";
 import { quantile, type Round } from "./stats.js";
 
-/** `ops` bare round trips between a worker and this thread. */
-export async function bridgeFloor(ops: number): Promise<Round> {
+/**
+ * `ops` bare round trips between a worker and this thread; with `spins`, the worker checks
+ * the reply slot that many times before it sleeps, as the guest worker does.
+ */
+export async function bridgeFloor(ops: number, spins = 0): Promise<Round> {
   const buffer = new SharedArrayBuffer(8);
   const i32 = new Int32Array(buffer);
-  const worker = new Worker(new URL("./floor-worker.js", import.meta.url), { workerData: { buffer, ops } });
+  const worker = new Worker(new URL("./floor-worker.js", import.meta.url), { workerData: { buffer, ops, spins } });
   const done = new Promise<{ totalMs: number; samples: Float64Array }>((resolve, reject) => {
     worker.once("message", resolve);
     worker.once("error", reject);

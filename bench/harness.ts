@@ -1,11 +1,14 @@
 // What every bench part shares: timed loops (sequential and concurrent) and bench guests
-// running in real worker runtimes over a LockService.
+// running in the real runtimes (worker, and inline where this Node has JSPI) over a LockService.
 import { fileURLToPath } from "node:url";
 import { pino, type Logger } from "pino";
 import type { LockService } from "../host/locking/service.js";
 import { GuestLocks } from "../host/runtime/guest-locks.js";
 import { loadGuestModule } from "../host/runtime/guest-module.js";
-import { WorkerGuest } from "../host/runtime/worker/worker-guest.js";
+import type { Runtime } from "../abi/ops.js";
+import type { GuestInstance } from "../host/runtime/guest-instance.js";
+import { jspiAvailable } from "../host/runtime/jspi.js";
+import { startGuestInstance } from "../host/runtime/start-guest.js";
 import { medianRound, quantile, type Round } from "./stats.js";
 
 export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -51,15 +54,19 @@ export async function interleaved(measures: Record<string, () => Promise<Round>>
   return Object.fromEntries(names.map((n) => [n, medianRound(rounds[n]!)]));
 }
 
-/** Bench guests (test/guests/bench.wasm), each in its own worker, over one LockService. */
-export async function startBenchGuests(locks: LockService, count: number): Promise<WorkerGuest[]> {
+/** Whether this Node can run the inline runtime (npm run bench runs on one that can). */
+export const INLINE = jspiAvailable();
+
+/** Bench guests (test/guests/bench.wasm) in `runtime`, each its own instance, over one LockService. */
+export async function startBenchGuests(locks: LockService, count: number, runtime: Runtime = "worker"): Promise<GuestInstance[]> {
   const wasm = fileURLToPath(new URL("../../test/guests/build/bench.wasm", import.meta.url));
   const module = await loadGuestModule("bench", wasm, 64 * 2 ** 20);
   return Promise.all(
     Array.from({ length: count }, (_, i) =>
-      WorkerGuest.start({
+      startGuestInstance({
+        runtime,
         module,
-        locks: new GuestLocks(locks, { plugin: `bench${i}`, allowsGlobal: () => false }, benchLog),
+        locks: new GuestLocks(locks, { plugin: `bench-${runtime}${i}`, allowsGlobal: () => false }, benchLog),
         callTimeoutMs: 600_000,
         log: benchLog,
       }),
@@ -67,8 +74,16 @@ export async function startBenchGuests(locks: LockService, count: number): Promi
   );
 }
 
+/** Inline bench guests where this Node has JSPI, else none. */
+export async function startInlineGuests(locks: LockService, count: number): Promise<GuestInstance[]> {
+  return INLINE ? startBenchGuests(locks, count, "inline") : [];
+}
+
+/** A round for a measurement this Node cannot make (no JSPI): shown as n/a. */
+export const NOT_MEASURED: Round = { opsPerSec: Number.NaN, p50Us: Number.NaN, p99Us: Number.NaN };
+
 /** One round of a guest's in-guest timed loop of try+release pairs on "k<keyId>". */
-export async function guestLoop(guest: WorkerGuest, ops: number, keyId: number, loop: "loop" | "fenceLoop" = "loop"): Promise<Round> {
+export async function guestLoop(guest: GuestInstance, ops: number, keyId: number, loop: "loop" | "fenceLoop" = "loop"): Promise<Round> {
   const totalMs = (await guest.call(loop, [ops, keyId])) as number;
   const p50Us = (await guest.call("pct", [500])) as number;
   const p99Us = (await guest.call("pct", [990])) as number;
@@ -76,7 +91,7 @@ export async function guestLoop(guest: WorkerGuest, ops: number, keyId: number, 
 }
 
 /** Several guests' loops at once (each its own key): total pairs/s, and the median guest's percentiles. */
-export async function guestsConcurrent(guests: readonly WorkerGuest[], ops: number): Promise<Round> {
+export async function guestsConcurrent(guests: readonly GuestInstance[], ops: number): Promise<Round> {
   const started = performance.now();
   const rounds = await Promise.all(guests.map((g, i) => guestLoop(g, ops, i + 1)));
   const totalMs = performance.now() - started;
@@ -84,7 +99,7 @@ export async function guestsConcurrent(guests: readonly WorkerGuest[], ops: numb
   return { opsPerSec: ((guests.length * ops) / totalMs) * 1000, p50Us: m.p50Us, p99Us: m.p99Us };
 }
 
-export const fmt = (n: number, digits = 1): string => n.toFixed(digits);
+export const fmt = (n: number, digits = 1): string => (Number.isNaN(n) ? "n/a" : n.toFixed(digits));
 
 /** A table row for `round`, with its ratio to `base` (p50 latency, or throughput when `by` says so). */
 export function row(name: string, round: Round, base: Round | undefined, by: "p50" | "throughput" = "p50"): string[] {

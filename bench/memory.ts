@@ -1,17 +1,22 @@
-// Bench part "memory": a guest's try+release through the worker runtime versus the same
-// LockService called directly on the main thread. The difference is the bridge's cost.
+// Bench part "memory": a guest's try+release through each runtime versus the same LockService
+// called directly on the main thread (the difference is the runtime's cost), and one lock
+// call against the machine's floor for that runtime (a bare thread ping-pong for the worker,
+// a bare JSPI suspend+resume for inline).
 import { LockService } from "../host/locking/service.js";
+import { SPINS_BEFORE_SLEEP } from "../host/runtime/channel.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { bridgeFloor } from "./floor.js";
-import { fmt, guestLoop, interleaved, ROUNDS, sequential, startBenchGuests, TTL_MS } from "./harness.js";
-import { table } from "./stats.js";
+import { jspiFloor } from "./floor-jspi.js";
+import { fmt, guestLoop, INLINE, interleaved, NOT_MEASURED, ROUNDS, sequential, startBenchGuests, startInlineGuests, TTL_MS } from "./harness.js";
+import { table, type Round } from "./stats.js";
 
 const OPS = Number(process.env.BENCH_OPS ?? 20_000);
 
 /** Runs the memory part and prints its tables. */
 export async function memoryBench(): Promise<void> {
   const locks = new LockService(new MemoryBackend(), { node: "bench" });
-  const [guest] = await startBenchGuests(locks, 1);
+  const [worker] = await startBenchGuests(locks, 1);
+  const [inline] = await startInlineGuests(locks, 1);
   const direct = async (): Promise<void> => {
     const lease = await locks.tryLock("k1", { ttlMs: TTL_MS, scope: { plugin: "direct" } });
     if (!lease) throw new Error("direct: not acquired");
@@ -19,43 +24,53 @@ export async function memoryBench(): Promise<void> {
   };
   const m = await interleaved({
     floor: () => bridgeFloor(OPS),
+    floorSpin: () => bridgeFloor(OPS, SPINS_BEFORE_SLEEP),
     direct: () => sequential(OPS, direct),
-    guest: () => guestLoop(guest!, OPS, 1),
-    fence: () => guestLoop(guest!, OPS, 1, "fenceLoop"),
+    worker: () => guestLoop(worker!, OPS, 1),
+    workerFence: () => guestLoop(worker!, OPS, 1, "fenceLoop"),
+    ...(inline && {
+      jspiFloor: () => jspiFloor(OPS * 10),
+      inline: () => guestLoop(inline, OPS, 1),
+      inlineFence: () => guestLoop(inline, OPS, 1, "fenceLoop"),
+    }),
   });
-  await guest!.close();
+  await Promise.all([worker!.close(), inline?.close()]);
   await locks.close();
 
-  const d = m.direct!;
-  const g = m.guest!;
-  const f = m.fence!;
-  const fl = m.floor!;
-  const overheadPerCallUs = (g.p50Us - d.p50Us) / 2;
+  const get = (name: string): Round => m[name] ?? NOT_MEASURED;
+  const d = get("direct");
+  const perCall = (pair: Round): number => (pair.p50Us - d.p50Us) / 2;
+  const ratio = (a: Round, b: Round): string => fmt(a.p50Us / b.p50Us, 2);
+  const row = (name: string, r: Round, base: Round): string[] => [name, fmt(r.opsPerSec, 0), fmt(r.p50Us, 2), fmt(r.p99Us, 2), ratio(r, base)];
+  const noJspi = INLINE ? "" : ` (n/a: Node ${process.versions.node} has no JSPI; npm run bench runs on one that has)`;
+
   console.log(`\nlockhost bench: try+release pairs on the memory backend (${ROUNDS} rounds x ${OPS} pairs, medians)\n`);
   console.log(
     table(
       ["path", "pairs/s", "p50 µs", "p99 µs", "p50 ratio"],
       [
-        ["LockService direct (main thread)", fmt(d.opsPerSec, 0), fmt(d.p50Us), fmt(d.p99Us), "1.00"],
-        ["guest via worker runtime", fmt(g.opsPerSec, 0), fmt(g.p50Us), fmt(g.p99Us), fmt(g.p50Us / d.p50Us, 2)],
+        row("LockService direct (main thread)", d, d),
+        row("guest via inline runtime (JSPI)", get("inline"), d),
+        row("guest via worker runtime", get("worker"), d),
       ],
     ),
   );
-  console.log(`\nOne lock call's round trip through the bridge, against the machine's floor (medians):\n`);
+  console.log(`\nOne lock call (lock.fence: a handle lookup) against each runtime's floor on this machine (medians):\n`);
   console.log(
     table(
       ["round trip", "calls/s", "p50 µs", "p99 µs", "p50 ratio"],
       [
-        ["floor: bare SAB ping-pong, no lockhost code", fmt(fl.opsPerSec, 0), fmt(fl.p50Us), fmt(fl.p99Us), "1.00"],
-        ["guest lock.fence (bridge + handle lookup)", fmt(f.opsPerSec, 0), fmt(f.p50Us), fmt(f.p99Us), fmt(f.p50Us / fl.p50Us, 2)],
+        row("floor: bare JSPI suspend+resume (mean), no lockhost code", get("jspiFloor"), get("jspiFloor")),
+        row("guest lock.fence, inline runtime", get("inlineFence"), get("jspiFloor")),
+        row("floor: bare SAB ping-pong between threads, no lockhost code", get("floor"), get("floor")),
+        row(`floor: the same, spinning ${SPINS_BEFORE_SLEEP} checks before sleeping`, get("floorSpin"), get("floor")),
+        row("guest lock.fence, worker runtime (spins as above)", get("workerFence"), get("floor")),
       ],
     ),
   );
   console.log(
-    `\nbridge overhead per lock call (p50, (guest pair - direct pair) / 2): ${fmt(overheadPerCallUs)} µs` +
-      ` (target ≤ 10 µs: ${overheadPerCallUs <= 10 ? "met" : "NOT met"}).` +
-      `\nA lock call costs ${fmt(f.p50Us / fl.p50Us, 2)}x a bare round trip between two threads on this machine:` +
-      ` the wake-ups, not lockhost's code, set the floor (it moves with how idle the vCPUs are).`,
+    `\nper lock call, (guest pair - direct pair) / 2 at p50: inline ${fmt(perCall(get("inline")), 2)} µs${noJspi}, worker ${fmt(perCall(get("worker")), 2)} µs.` +
+      `\ninline pair / direct pair at p50: ${ratio(get("inline"), d)}x (target ≤ 2x); inline per-call overhead target ≤ 1 µs.` +
+      `\nA worker lock call costs ${ratio(get("workerFence"), get("floor"))}x a bare round trip between two threads: the thread wake-ups set that floor, not lockhost's code.`,
   );
 }
-

@@ -1,6 +1,7 @@
 // Bench part "pg", all on one PostgreSQL in one run:
-// 1. a guest's try+release through the worker runtime vs raw prepared pg_try_advisory_lock +
-//    pg_advisory_unlock on one connection (target: ≤ 1.25x raw);
+// 1. a guest's try+release through each runtime vs raw prepared pg_try_advisory_lock +
+//    pg_advisory_unlock on one connection, and vs the LockService called directly (inline
+//    target: ≤ 1.05x direct);
 // 2. holding 1,000 locks at once: lockhost (a few session connections) vs a connection per lock,
 //    in time and server connections.
 import { randomUUID } from "node:crypto";
@@ -11,8 +12,8 @@ import type { Lease } from "../host/locking/lease.js";
 import { redactUrlSecrets } from "../kit/redact.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
 import { holdersTableOf } from "../plugins/backends/pg/sql.js";
-import { benchLog, fmt, guestLoop, interleaved, ROUNDS, row, sequential, startBenchGuests, TTL_MS } from "./harness.js";
-import { median, table } from "./stats.js";
+import { benchLog, fmt, guestLoop, interleaved, NOT_MEASURED, ROUNDS, row, sequential, startBenchGuests, startInlineGuests, TTL_MS } from "./harness.js";
+import { median, table, type Round } from "./stats.js";
 import { pgDefaults } from "../plugins/backends/pg/config.js";
 
 const OPS = Number(process.env.BENCH_PG_OPS ?? 1_000);
@@ -37,6 +38,7 @@ export async function pgBench(): Promise<void> {
   await raw.connect();
   const locks = new LockService(new PgBackend(config, benchLog), { node: "bench" });
   const [guest] = await startBenchGuests(locks, 1);
+  const [inline] = await startInlineGuests(locks, 1);
 
   const rawPair = async (): Promise<void> => {
     const got = await raw.query({ name: "try", text: "select pg_try_advisory_lock($1) as ok", values: ["4242"] });
@@ -44,19 +46,33 @@ export async function pgBench(): Promise<void> {
     await raw.query({ name: "unlock", text: "select pg_advisory_unlock($1) as ok", values: ["4242"] });
   };
 
+  const directPair = async (): Promise<void> => {
+    const lease = await locks.tryLock("direct", { ttlMs: TTL_MS });
+    if (!lease) throw new Error("direct: not acquired");
+    await locks.release(lease);
+  };
+
   try {
-    const m = await interleaved({
+    const measured = await interleaved({
       raw: () => sequential(OPS, rawPair),
+      direct: () => sequential(OPS, directPair),
       guest: () => guestLoop(guest!, OPS, 0),
+      ...(inline && { inline: () => guestLoop(inline, OPS, 0) }),
     });
+    const m = { inline: NOT_MEASURED, ...measured } as Record<"raw" | "direct" | "guest" | "inline", Round>;
     console.log(`\nlockhost bench: pg at ${redactUrlSecrets(URL_)} (${ROUNDS} rounds x ${OPS} pairs, medians)\n`);
-    console.log("try+release: guest through the worker runtime vs raw prepared advisory lock + unlock (ratio: p50)\n");
-    console.log(table(["path", "pairs/s", "p50 µs", "p99 µs", "ratio"], [
-      row("raw pg_try_advisory_lock + pg_advisory_unlock, one connection", m.raw!, undefined),
-      row("guest via worker runtime", m.guest!, m.raw),
+    console.log("try+release: guests through each runtime vs raw prepared advisory lock + unlock, and vs the LockService called directly (ratio: p50)\n");
+    const both = (name: string, round: typeof m.raw): string[] => [...row(name, round!, m.raw), row(name, round!, m.direct)[4]!];
+    console.log(table(["path", "pairs/s", "p50 µs", "p99 µs", "x raw", "x direct"], [
+      both("raw pg_try_advisory_lock + pg_advisory_unlock, one connection", m.raw),
+      both("LockService direct", m.direct),
+      both("guest via inline runtime", m.inline),
+      both("guest via worker runtime", m.guest),
     ]));
-    const ratio = m.guest!.p50Us / m.raw!.p50Us;
-    console.log(`\nguest/raw p50: ${fmt(ratio, 2)}x (target ≤ 1.25x: ${ratio <= 1.25 ? "met" : "NOT met"})`);
+    console.log(
+      `\ninline guest / LockService direct p50: ${fmt(m.inline.p50Us / m.direct!.p50Us, 2)}x (target ≤ 1.05x);` +
+        ` worker guest / raw p50: ${fmt(m.guest!.p50Us / m.raw!.p50Us, 2)}x`,
+    );
 
     // Holding many locks at once.
     const lockhostMs: number[] = [];
@@ -94,7 +110,7 @@ export async function pgBench(): Promise<void> {
       [`connection per lock, scaled to ${HOLD}`, String(HOLD), fmt((perLock / room) * HOLD), `${HOLD} (refused past ${max})`],
     ]));
   } finally {
-    await guest?.close();
+    await Promise.all([guest?.close(), inline?.close()]);
     await locks.close();
     await raw.end();
     await admin.query(`drop table if exists ${table_}, ${holdersTableOf(table_)}`).catch(() => undefined);

@@ -1,6 +1,7 @@
 // Bench part "redis", all on one Redis in one run:
-// 1. a guest's try+release through the worker runtime vs raw ioredis SET NX PX + a Lua
-//    compare-and-delete, one at a time and with 16 at once (target: ≤ 1.25x raw, sequential);
+// 1. a guest's try+release through each runtime vs raw ioredis SET NX PX + a Lua
+//    compare-and-delete and vs the LockService called directly, one at a time and with 16 at
+//    once (inline targets: pair p50 ≤ 1.05x direct, 16 guests ≥ 0.9x 16 direct loops);
 // 2. the host-side API (LockService) vs the peers node-redlock and redis-semaphore's Mutex,
 //    acquire+release (target: ≥ 1.5x the faster peer's throughput).
 import { randomUUID } from "node:crypto";
@@ -11,7 +12,21 @@ import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
 import { LockService } from "../host/locking/service.js";
 import { redactUrlSecrets } from "../kit/redact.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
-import { benchLog, concurrent, fmt, guestLoop, guestsConcurrent, interleaved, ROUNDS, row, sequential, startBenchGuests, TTL_MS } from "./harness.js";
+import {
+  benchLog,
+  concurrent,
+  fmt,
+  guestLoop,
+  guestsConcurrent,
+  interleaved,
+  NOT_MEASURED,
+  ROUNDS,
+  row,
+  sequential,
+  startBenchGuests,
+  startInlineGuests,
+  TTL_MS,
+} from "./harness.js";
 import { table } from "./stats.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
 
@@ -34,6 +49,7 @@ export async function redisBench(): Promise<void> {
   const backend = new RedisBackend({ ...redisDefaults, url: URL_, keyPrefix: prefix }, benchLog);
   const locks = new LockService(backend, { node: "bench" });
   const guests = await startBenchGuests(locks, CONCURRENCY);
+  const inlineGuests = await startInlineGuests(locks, CONCURRENCY);
   const redlock = new Redlock([peerClient], { retryCount: 0 });
   redlock.on("clientError", () => undefined);
 
@@ -64,6 +80,10 @@ export async function redisBench(): Promise<void> {
       guest: () => guestLoop(guests[0]!, OPS, 0),
       raw16: () => concurrent(CONCURRENCY, OPS, (w, i) => rawPair(`${prefix}raw:${w}`, i)),
       guest16: () => guestsConcurrent(guests, OPS),
+      ...(inlineGuests.length > 0 && {
+        inline: () => guestLoop(inlineGuests[0]!, OPS, 0),
+        inline16: () => guestsConcurrent(inlineGuests, OPS),
+      }),
       lockhost: () => sequential(OPS, () => lockhostPair("seq")),
       redlock: () => sequential(OPS, () => redlockPair(`${prefix}redlock:1`)),
       mutex: () => sequential(OPS, () => mutexPair(`${prefix}mutex:1`)),
@@ -71,22 +91,35 @@ export async function redisBench(): Promise<void> {
       redlock16: () => concurrent(CONCURRENCY, OPS, (w) => redlockPair(`${prefix}redlock:${w}`)),
       mutex16: () => concurrent(CONCURRENCY, OPS, (w) => mutexPair(`${prefix}mutex:${w}`)),
     });
-    const r = m as Record<string, NonNullable<(typeof m)[string]>>;
+    const r = { inline: NOT_MEASURED, inline16: NOT_MEASURED, ...m } as Record<string, NonNullable<(typeof m)[string]>>;
     console.log(`\nlockhost bench: redis at ${redactUrlSecrets(URL_)} (${ROUNDS} rounds x ${OPS} pairs per loop, medians)\n`);
-    console.log("try+release: guest through the worker runtime vs raw ioredis (ratio: p50 sequential, throughput at 16)\n");
+    console.log("try+release: guests through each runtime vs raw ioredis and vs the LockService called directly");
+    console.log("(ratio: p50 one at a time, throughput at 16; against raw ioredis, and against LockService direct)\n");
+    const both = (name: string, round: typeof r.raw, raw: typeof r.raw, direct: typeof r.raw, by: "p50" | "throughput"): string[] => [
+      ...row(name, round!, raw, by),
+      row(name, round!, direct, by)[4]!,
+    ];
     console.log(
       table(
-        ["path", "pairs/s", "p50 µs", "p99 µs", "ratio"],
+        ["path", "pairs/s", "p50 µs", "p99 µs", "x raw", "x direct"],
         [
-          row("raw ioredis SET NX PX + Lua CAD, 1 at a time", r.raw!, undefined),
-          row("guest via worker runtime, 1 at a time", r.guest!, r.raw),
-          row(`raw ioredis, ${CONCURRENCY} loops on one connection`, r.raw16!, undefined, "throughput"),
-          row(`${CONCURRENCY} guests via worker runtime`, r.guest16!, r.raw16, "throughput"),
+          both("raw ioredis SET NX PX + Lua CAD, 1 at a time", r.raw, r.raw, r.lockhost, "p50"),
+          both("LockService direct, 1 at a time", r.lockhost, r.raw, r.lockhost, "p50"),
+          both("guest via inline runtime, 1 at a time", r.inline, r.raw, r.lockhost, "p50"),
+          both("guest via worker runtime, 1 at a time", r.guest, r.raw, r.lockhost, "p50"),
+          both(`raw ioredis, ${CONCURRENCY} loops on one connection`, r.raw16, r.raw16, r.lockhost16, "throughput"),
+          both(`LockService direct, ${CONCURRENCY} loops`, r.lockhost16, r.raw16, r.lockhost16, "throughput"),
+          both(`${CONCURRENCY} guests via inline runtime`, r.inline16, r.raw16, r.lockhost16, "throughput"),
+          both(`${CONCURRENCY} guests via worker runtime`, r.guest16, r.raw16, r.lockhost16, "throughput"),
         ],
       ),
     );
-    const seqRatio = r.guest!.p50Us / r.raw!.p50Us;
-    console.log(`\nguest/raw p50, sequential: ${fmt(seqRatio, 2)}x (target ≤ 1.25x: ${seqRatio <= 1.25 ? "met" : "NOT met"})`);
+    const inlineSeq = r.inline!.p50Us / r.lockhost!.p50Us;
+    const inline16 = r.inline16!.opsPerSec / r.lockhost16!.opsPerSec;
+    console.log(
+      `\ninline guest / LockService direct: p50 ${fmt(inlineSeq, 2)}x one at a time (target ≤ 1.05x), throughput ${fmt(inline16, 2)}x at ${CONCURRENCY} (target ≥ 0.9x)` +
+        `\nworker guest / raw ioredis p50, one at a time: ${fmt(r.guest!.p50Us / r.raw!.p50Us, 2)}x`,
+    );
 
     const fasterSeq = Math.max(r.redlock!.opsPerSec, r.mutex!.opsPerSec);
     const faster16 = Math.max(r.redlock16!.opsPerSec, r.mutex16!.opsPerSec);
@@ -114,7 +147,7 @@ export async function redisBench(): Promise<void> {
         ` (target ≥ 1.5x: ${seqPeer >= 1.5 ? "met" : "NOT met"} sequential, ${conPeer >= 1.5 ? "met" : "NOT met"} at ${CONCURRENCY})`,
     );
   } finally {
-    await Promise.all(guests.map((g) => g.close()));
+    await Promise.all([...guests, ...inlineGuests].map((g) => g.close()));
     await locks.close();
     const keys = await raw.keys(`${prefix}*`);
     if (keys.length > 0) await raw.del(...keys);

@@ -4,7 +4,7 @@
 // that the npm registry ships as the package node-<platform>-<arch> (the `node` package's own
 // source), fetched once into node_modules/.cache. No install script runs: the tarball is
 // unpacked by hand, which is all the `node` package's preinstall does.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -39,4 +39,14 @@ export function jspiNode() {
   return bin;
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) console.log(jspiNode());
+// `node scripts/jspi-node.mjs` prints the path; `node scripts/jspi-node.mjs run <script> [args]`
+// runs a script on that Node (npm run bench does, so the inline runtime is measured too).
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const [mode, ...rest] = process.argv.slice(2);
+  if (mode !== "run") {
+    console.log(jspiNode());
+  } else {
+    const r = spawnSync(jspiNode(), rest, { stdio: "inherit" });
+    process.exit(r.status ?? 1);
+  }
+}

@@ -27,6 +27,14 @@ export const RESULT_BYTE = 64;
 export const DATA_BYTE = 128;
 export const DATA_BYTES = 64 * 1024;
 
+/**
+ * How many times the guest's thread checks the reply slot before it sleeps in Atomics.wait.
+ * A reply that comes back while it checks spares the futex sleep and wake-up; one that takes
+ * longer (a network backend, a wait) costs those few microseconds of spinning, then sleeps as
+ * before. The bench shows the ping-pong floor with and without it.
+ */
+export const SPINS_BEFORE_SLEEP = 2_000;
+
 /** Whether an argument kind travels in a number slot (strings and output buffers do not). */
 export const isNumber = (kind: ArgKind): boolean => !isString(kind) && kind !== "out";
 

@@ -4,7 +4,7 @@
 // bad pointer costs no round trip and can never reach the host's memory.
 import { parentPort, workerData } from "node:worker_threads";
 import { INVALID_ARGUMENT } from "../../../abi/status.js";
-import { ARG, Channel, OP, REQ_SEQ, RESP_SEQ, STR_LEN, TEXT_LEN } from "../channel.js";
+import { ARG, Channel, OP, REQ_SEQ, RESP_SEQ, SPINS_BEFORE_SLEEP, STR_LEN, TEXT_LEN } from "../channel.js";
 import { describeError, envImports, GuestAbort, GuestMemory, TraceBudget } from "../guest-env.js";
 import { VERSION_EXPORT } from "../guest-module.js";
 import { lockImports, type OpImport, type ParamSink } from "../lock-imports.js";
@@ -19,14 +19,6 @@ const post = (msg: FromWorker): void => port.postMessage(msg);
 const mem = new GuestMemory();
 const traces = new TraceBudget((message) => post({ type: "trace", message }));
 let exports: WebAssembly.Exports;
-
-/**
- * How many times the guest's thread checks the reply slot before it sleeps. Most replies
- * (memory backend, cached state) come back within a few microseconds: checking first saves
- * the futex wake-up of both threads, which is most of a round trip's cost. A slow reply
- * (a network backend, a wait) costs a few microseconds of spinning, then sleeps as before.
- */
-const SPINS_BEFORE_SLEEP = 2_000;
 
 /** False while the module instantiates: nothing serves the channel yet, so a lock call would block forever. */
 let serving = false;

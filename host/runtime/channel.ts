@@ -28,10 +28,10 @@ export const DATA_BYTE = 128;
 export const DATA_BYTES = 64 * 1024;
 
 /**
- * How many times the guest's thread checks the reply slot before it sleeps in Atomics.wait.
- * A reply that comes back while it checks spares the futex sleep and wake-up; one that takes
- * longer (a network backend, a wait) costs those few microseconds of spinning, then sleeps as
- * before. The bench shows the ping-pong floor with and without it.
+ * How many times the guest's thread checks the reply slot before it sleeps in Atomics.wait
+ * (about 10 µs). A reply that comes back meanwhile spares both threads a futex sleep and
+ * wake-up, most of a round trip's cost; the worker stops spinning for an operation whose
+ * replies take longer (guest-worker.ts). The bench shows the floor with and without it.
  */
 export const SPINS_BEFORE_SLEEP = 2_000;
 

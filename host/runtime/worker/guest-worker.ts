@@ -24,6 +24,25 @@ let exports: WebAssembly.Exports;
 let serving = false;
 
 /**
+ * Per operation: how many of its replies in a row came back only after the guest's thread
+ * had stopped checking. Spinning pays where replies are quick (the memory backend, a handle
+ * lookup), even if some miss (the host's thread was busy); where none are quick (a network
+ * backend, a wait) it would only burn a core the host's thread needs. So an operation whose
+ * last MAX_MISSES replies all came late sleeps at once, and tries spinning again every
+ * RESPIN_EVERY calls in case the backend got quicker.
+ */
+const misses: number[] = [];
+const callsSinceSpin: number[] = [];
+const MAX_MISSES = 8;
+const RESPIN_EVERY = 64;
+
+/** Checks the reply slot up to SPINS_BEFORE_SLEEP times; whether the reply came. */
+function spinFor(seq: number): boolean {
+  for (let spins = 0; spins < SPINS_BEFORE_SLEEP; spins++) if (Atomics.load(i32, RESP_SEQ) === seq) return true;
+  return false;
+}
+
+/**
  * Sends one request to the main thread and blocks until it answers (a waiting acquire blocks
  * this worker only; the main thread serves the wait asynchronously). The operation's number
  * arguments and string bytes are already in the channel.
@@ -36,7 +55,13 @@ function request(opIndex: number): number {
   const seq = (Atomics.load(i32, REQ_SEQ) + 1) | 0;
   Atomics.store(i32, REQ_SEQ, seq);
   Atomics.notify(i32, REQ_SEQ);
-  for (let spins = 0; spins < SPINS_BEFORE_SLEEP && Atomics.load(i32, RESP_SEQ) !== seq; spins++);
+  const since = (callsSinceSpin[opIndex] ?? 0) + 1;
+  if ((misses[opIndex] ?? 0) < MAX_MISSES || since >= RESPIN_EVERY) {
+    misses[opIndex] = spinFor(seq) ? 0 : (misses[opIndex] ?? 0) + 1;
+    callsSinceSpin[opIndex] = 0;
+  } else {
+    callsSinceSpin[opIndex] = since;
+  }
   for (;;) {
     const seen = Atomics.load(i32, RESP_SEQ);
     if (seen === seq) break;

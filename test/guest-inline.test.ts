@@ -2,11 +2,10 @@
 // this Node, a start function that calls a lock function, and a guest closed while its lock
 // call is parked. The behaviour both runtimes share runs in guest-runtime.test.ts,
 // guest-lifecycle.test.ts and abi.test.ts, once per runtime.
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import * as S from "../abi/status.js";
 import { parseConfig } from "../host/config/load.js";
 import { LockService } from "../host/locking/service.js";
-import type { GuestInstance } from "../host/runtime/guest-instance.js";
 import { GuestLocks } from "../host/runtime/guest-locks.js";
 import { loadGuestModule } from "../host/runtime/guest-module.js";
 import { InlineGuest } from "../host/runtime/inline/inline-guest.js";
@@ -15,6 +14,7 @@ import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { faultyBackend } from "./support/faulty-backend.js";
 import { startGuest, startWorkerGuest } from "./support/guest.js";
 import { guestWasm } from "./support/guests.js";
+import { guestFixture } from "./support/guest-fixture.js";
 import { captureLogger } from "./support/log.js";
 
 const JSPI = jspiAvailable();
@@ -71,34 +71,21 @@ describe.runIf(!JSPI)("the inline runtime on a Node without JSPI", () => {
 });
 
 describe.runIf(JSPI)("the inline runtime", () => {
-  let locks: LockService;
-  let log: ReturnType<typeof captureLogger>;
-  const guests: GuestInstance[] = [];
-
-  beforeEach(() => {
-    log = captureLogger();
-    locks = new LockService(new MemoryBackend(), { node: "n" });
-  });
-  afterEach(async () => {
-    await Promise.all(guests.splice(0).map((g) => g.close()));
-    expect(locks.heldCount).toBe(0);
-    await locks.close();
-  });
+  const fx = guestFixture("n");
 
   it("refuses a module whose start function calls a lock function, saying why; the worker answers it -INVALID_ARGUMENT", async () => {
-    await expect(startGuest("startlock", locks, log.logger, { runtime: "inline" })).rejects.toMatchObject({
+    await expect(startGuest("startlock", fx.locks, fx.log.logger, { runtime: "inline" })).rejects.toMatchObject({
       code: "ABI_UNSUPPORTED",
       message: expect.stringContaining("calls a lock function while it instantiates (top-level code or start function)"),
     });
-    const worker = await startWorkerGuest("startlock", locks, log.logger);
-    guests.push(worker);
+    const worker = fx.track(await startWorkerGuest("startlock", fx.locks, fx.log.logger));
     expect(await worker.call("early")).toBe(-S.INVALID_ARGUMENT);
   });
 
   it("releases a lock whose acquisition completes after its guest was closed, and never resumes that guest", async () => {
     const { backend, inner, faults } = faultyBackend();
     const service = new LockService(backend, { node: "n" });
-    const a = await startGuest("locker", service, log.logger, { runtime: "inline" });
+    const a = await startGuest("locker", service, fx.log.logger, { runtime: "inline" });
     faults.acquireDelayMs = 200; // the guest is parked in lock.try when it is closed
     const call = a.call("hold", [41, 60_000, S.FLAG_KEEP]);
     await new Promise((r) => setTimeout(r, 50));
@@ -111,9 +98,10 @@ describe.runIf(JSPI)("the inline runtime", () => {
   });
 
   it("keeps the host's event loop running while a guest waits for a lock", async () => {
-    const holder = await startGuest("locker", locks, log.logger, { runtime: "inline" });
-    const waiter = await startGuest("lifecycle", locks, log.logger, { runtime: "inline" });
-    guests.push(holder, waiter);
+    const holder = await startGuest("locker", fx.locks, fx.log.logger, { runtime: "inline" });
+    const waiter = await startGuest("lifecycle", fx.locks, fx.log.logger, { runtime: "inline" });
+    fx.track(holder);
+    fx.track(waiter);
     const h = (await holder.call("hold", [7, 60_000, S.FLAG_KEEP])) as number;
     const waiting = waiter.call("acquireKey", [7, 10_000, 5_000, 0]);
     let ticks = 0;

@@ -1,39 +1,23 @@
 // What only the worker runtime does: a time limit per call and per start (a guest is stopped
 // mid-call and restarted), a wait cut short to leave its call time to return, and surviving a
 // guest thread that dies. The behaviour both runtimes share is in guest-runtime.test.ts.
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import * as S from "../abi/status.js";
 import { LockService } from "../host/locking/service.js";
 import { currentWorker, type WorkerGuest } from "../host/runtime/worker/worker-guest.js";
-import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { faultyBackend } from "./support/faulty-backend.js";
 import { startWorkerGuest } from "./support/guest.js";
-import { captureLogger } from "./support/log.js";
+import { guestFixture } from "./support/guest-fixture.js";
 
-let locks: LockService;
-let log: ReturnType<typeof captureLogger>;
-const guests: WorkerGuest[] = [];
+const fx = guestFixture();
 
-const held = async (name: string): Promise<boolean> => (await locks.status(name)).held;
+const held = async (name: string): Promise<boolean> => (await fx.locks.status(name)).held;
 /** The guest's traced lines, without the "guest: " prefix. */
-const traces = (): string[] => log.messages().filter((m) => m.startsWith("guest: ")).map((m) => m.slice(7));
-
-beforeEach(() => {
-  log = captureLogger();
-  locks = new LockService(new MemoryBackend(), { node: "node-a" });
-});
-
-afterEach(async () => {
-  await Promise.all(guests.splice(0).map((g) => g.close()));
-  expect(locks.heldCount).toBe(0);
-  await locks.close();
-});
+const traces = (): string[] => fx.log.messages().filter((m) => m.startsWith("guest: ")).map((m) => m.slice(7));
 
 /** A worker guest closed after the test. */
 async function guest(wasm: string, callTimeoutMs: number): Promise<WorkerGuest> {
-  const g = await startWorkerGuest(wasm, locks, log.logger, { callTimeoutMs });
-  guests.push(g);
-  return g;
+  return fx.track(await startWorkerGuest(wasm, fx.locks, fx.log.logger, { callTimeoutMs }));
 }
 
 describe("time limits", () => {
@@ -60,7 +44,7 @@ describe("time limits", () => {
 
   it("gives up on a guest whose start function never returns, within its time limit", async () => {
     const started = performance.now();
-    await expect(startWorkerGuest("startloop", locks, log.logger, { callTimeoutMs: 300 })).rejects.toMatchObject({
+    await expect(startWorkerGuest("startloop", fx.locks, fx.log.logger, { callTimeoutMs: 300 })).rejects.toMatchObject({
       code: "GUEST_TIMEOUT",
       message: expect.stringContaining("did not finish instantiating within 300 ms"),
     });
@@ -69,7 +53,7 @@ describe("time limits", () => {
 
   it("fails close() cleanly for calls queued behind a restart", async () => {
     for (let i = 0; i < 10; i++) {
-      const a = await startWorkerGuest("locker", locks, log.logger, { callTimeoutMs: 100 });
+      const a = await startWorkerGuest("locker", fx.locks, fx.log.logger, { callTimeoutMs: 100 });
       const spin = a.call("holdSpin", [32, 60_000]);
       const queued = a.call("add", [1, 2]);
       await expect(spin).rejects.toMatchObject({ code: "GUEST_TIMEOUT" });
@@ -81,7 +65,7 @@ describe("time limits", () => {
   it("releases a lock whose acquisition completes after its call timed out", async () => {
     const { backend, inner, faults } = faultyBackend();
     const service = new LockService(backend, { node: "n" });
-    const a = await startWorkerGuest("locker", service, log.logger, { callTimeoutMs: 100 });
+    const a = await startWorkerGuest("locker", service, fx.log.logger, { callTimeoutMs: 100 });
     faults.acquireDelayMs = 300; // the worker is blocked in Atomics.wait when the time limit hits
     await expect(a.call("hold", [41, 60_000, S.FLAG_KEEP])).rejects.toMatchObject({ code: "GUEST_TIMEOUT" });
     await new Promise((r) => setTimeout(r, 400));

@@ -5,7 +5,6 @@
 // a guest sees the same env in both.
 import { INVALID_MEMORY } from "../../abi/status.js";
 import { keyLengthError } from "../locking/validate.js";
-import type { AbortInfo } from "./worker/messages.js";
 
 /** Trace lines a guest may log per call (or per instantiation); the rest are counted, not sent. */
 export const MAX_TRACES_PER_CALL = 100;
@@ -17,6 +16,14 @@ export type ImportModule = Record<string, unknown>;
 
 const utf8 = new TextEncoder();
 const NOTHING = new Uint8Array(0);
+
+/** An AssemblyScript abort(), decoded. */
+export interface AbortInfo {
+  readonly message: string;
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+}
 
 /** Thrown by env.abort so the runtime can report the guest's file and line. */
 export class GuestAbort extends Error {

@@ -7,10 +7,10 @@ import type { Logger } from "pino";
 import { LockhostError } from "../../kit/errors.js";
 import type { Lease } from "../locking/lease.js";
 import { LOST_EXPORT, type CallOptions, type GuestInstance, type GuestValue } from "./guest-instance.js";
+import type { AbortInfo } from "./guest-env.js";
 import type { GuestLocks } from "./guest-locks.js";
 import { VERSION_EXPORT, type GuestModule } from "./guest-module.js";
 import type { FuncSignature } from "./wasm-binary.js";
-import type { AbortInfo } from "./worker/messages.js";
 
 /** What every runtime's guest is started with. */
 export interface GuestShellOptions {

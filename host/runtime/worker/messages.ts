@@ -1,4 +1,5 @@
 // Messages between a WorkerGuest (main thread) and its guest worker.
+import type { AbortInfo } from "../guest-env.js";
 import type { GuestValue } from "../guest-instance.js";
 
 /** What the worker is started with. */
@@ -12,13 +13,6 @@ export interface WorkerInit {
 /** Main thread to worker. */
 export type ToWorker = { readonly type: "call"; readonly id: number; readonly name: string; readonly args: readonly number[] };
 
-/** An AssemblyScript abort(), decoded. */
-export interface AbortInfo {
-  readonly message: string;
-  readonly file: string;
-  readonly line: number;
-  readonly column: number;
-}
 
 /** Worker to main thread. */
 export type FromWorker =

@@ -76,6 +76,24 @@ export interface LockRecord {
   readonly ttlRemainingMs: number;
 }
 
+/** What LockBackend.list is asked for: one page of held locks. */
+export interface ListRequest {
+  /** Only locks whose full name starts with this (e.g. "billing:"); every lock when absent. */
+  readonly prefix?: string;
+  /** Where the previous page ended (its `cursor`); the first page when absent. */
+  readonly cursor?: string;
+  /** At most this many locks. A page may hold fewer, even none, and still have a next one. */
+  readonly limit: number;
+}
+
+/** One page of held locks. */
+export interface LockPage {
+  /** Live locks only (an expired record is not listed), in no promised order. */
+  readonly locks: readonly LockRecord[];
+  /** Pass it back for the next page; absent on the last one. Opaque: each backend has its own. */
+  readonly cursor?: string;
+}
+
 /** The atomic steps of a lock store. */
 export interface LockBackend {
   /** "memory", "redis" or "pg". */
@@ -99,6 +117,12 @@ export interface LockBackend {
   status(key: string): Promise<LockRecord | null>;
   /** Deletes the lock whoever holds it; true when there was one. Fence counters stay. */
   forceRelease(key: string): Promise<boolean>;
+  /**
+   * One page of the locks held now, without reading every key of the store in one go (Redis:
+   * SCAN over the key prefix, on every master of a cluster; PostgreSQL: the holders table).
+   * A lock taken or released while the pages are read may or may not be listed.
+   */
+  list(req: ListRequest): Promise<LockPage>;
   /**
    * Calls `listener` (with no arguments, possibly more than once, possibly spuriously) when
    * `key` may have become free on any host sharing this backend: released or force-released

@@ -104,6 +104,7 @@ describe("properties (fake timers)", () => {
             release: (key, owner) => inner.release(key, owner),
             status: (key) => inner.status(key),
             forceRelease: (key) => inner.forceRelease(key),
+            list: (req) => inner.list(req),
             watch: (key, listener) => inner.watch(key, listener),
             close: () => inner.close(),
           };

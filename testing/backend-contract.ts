@@ -153,6 +153,43 @@ export function backendContract(name: string, target: ContractTarget): void {
       expect((await backend.acquire(req(k))).acquired).toBe(true);
     });
 
+    it("lists held locks page by page, filtered by a name prefix, live ones only", async () => {
+      const base = `${key()}/list/`;
+      const names = [`${base}a`, `${base}b{x}`, `${base}c%`, `${base}d_`, `${base}e\\`, `${base}f`];
+      const owners = new Map<string, string>();
+      for (const k of names) {
+        const r = req(k);
+        owners.set(k, r.owner);
+        expect((await backend.acquire(r)).acquired).toBe(true);
+      }
+      // Released, expired and unrelated locks are not listed.
+      expect(await backend.release(names[5]!, owners.get(names[5]!)!)).toBe("released");
+      expect((await backend.acquire(req(`${base}short`, { ttlMs: 30 }))).acquired).toBe(true);
+      expect((await backend.acquire(req(`${key()}/other`))).acquired).toBe(true);
+      await sleep(80);
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const page = await backend.list({ prefix: base, limit: 2, ...(cursor !== undefined && { cursor }) });
+        expect(page.locks.length).toBeLessThanOrEqual(2);
+        for (const lock of page.locks) {
+          expect(lock.owner).toBe(owners.get(lock.key));
+          expect(lock.holder).toMatchObject(holder);
+          expect(lock.fence).toBeGreaterThan(0);
+          expect(lock.ttlRemainingMs).toBeGreaterThan(0);
+          seen.push(lock.key);
+        }
+        cursor = page.cursor;
+        expect(++pages).toBeLessThan(1_000);
+      } while (cursor !== undefined);
+      expect([...new Set(seen)].sort()).toEqual(names.slice(0, 5).sort());
+      // A prefix of special characters is matched literally, not as a pattern.
+      expect((await backend.list({ prefix: `${base}c%`, limit: 100 })).locks.map((l) => l.key)).toEqual([`${base}c%`]);
+      expect((await backend.list({ prefix: `${base}_`, limit: 100 })).locks).toEqual([]);
+      for (const k of names.slice(0, 5)) await backend.release(k, owners.get(k)!);
+    });
+
     it("keeps names apart that differ only in braces, percent signs and separators", async () => {
       const base = key();
       const names = ["}", "{", "%", "%7D", "{}", "}{", "a{b}c", "a{b}d", ":", "%25", ""].map((s) => `${base}${s}`);

@@ -19,6 +19,7 @@ export function unreachableBackend(): LockBackend {
     watch: () => ({ ready: Promise.resolve(), close: () => undefined }),
     status: down,
     forceRelease: down,
+    list: down,
     close: () => Promise.resolve(),
   };
 }

@@ -50,6 +50,7 @@ export function faultyBackend(inner = new MemoryBackend()): { backend: LockBacke
     },
     status: (key) => inner.status(key),
     forceRelease: (key) => inner.forceRelease(key),
+    list: (req) => inner.list(req),
     close: () => inner.close(),
   };
   return { backend, inner, faults };

@@ -2,7 +2,7 @@
 // and single-node use. It is NOT distributed: two host processes never see each other's
 // locks (two hosts in one process can share one instance, which the tests use).
 import { ReleaseListeners } from "../../../kit/index.js";
-import type { AcquireRequest, AcquireResult, Holder, LockBackend, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
+import type { AcquireRequest, AcquireResult, Holder, ListRequest, LockBackend, LockPage, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
 
 interface Entry {
   owner: string;
@@ -117,6 +117,20 @@ export class MemoryBackend implements LockBackend {
     const entry = this.#live(key, now);
     if (!entry) return null;
     return { key, ...entry, ttlRemainingMs: Math.max(0, entry.expiresAtMs - now) };
+  }
+
+  /** A page of live locks in name order; the cursor is the last name listed (LockBackend.list). */
+  async list(req: ListRequest): Promise<LockPage> {
+    const now = this.#now();
+    const { prefix = "", cursor } = req;
+    const names = [...this.#locks.keys()].filter((k) => k.startsWith(prefix) && (cursor === undefined || k > cursor)).sort();
+    const page = names.slice(0, req.limit);
+    const locks: LockRecord[] = [];
+    for (const key of page) {
+      const entry = this.#live(key, now);
+      if (entry) locks.push({ key, ...entry, ttlRemainingMs: Math.max(0, entry.expiresAtMs - now) });
+    }
+    return names.length > page.length ? { locks, cursor: page[page.length - 1]! } : { locks };
   }
 
   /** Deletes the lock whoever holds it; fence counters stay (LockBackend.forceRelease). */

@@ -34,7 +34,7 @@ import type pg from "pg";
 import type { Logger } from "pino";
 import type { PgConfig } from "./config.js";
 import { redactUrlSecrets, ReleaseListeners, scrubberFor } from "../../../kit/index.js";
-import type { AcquireRequest, AcquireResult, LockBackend, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
+import type { AcquireRequest, AcquireResult, ListRequest, LockBackend, LockPage, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
 import { acquire, type AcquireContext } from "./acquire.js";
 import { BatchRenewer } from "./batch.js";
 import { onControl, releaseElsewhere, renewElsewhere } from "./by-owner.js";
@@ -223,6 +223,17 @@ export class PgBackend implements LockBackend {
     const rows = await book.run("status", advisory, book.sql.status, [advisory.id, key, advisory.classid, advisory.objid]);
     const row = rows[0];
     return row === undefined ? null : toRecord(key, row);
+  }
+
+  /** A page of held locks in name order, from the holders table (LockBackend.list). */
+  async list(req: ListRequest): Promise<LockPage> {
+    const book = this.#book;
+    if (book.closed) throw closedError();
+    const pattern = (req.prefix ?? "").replace(/[\\%_]/g, "\\$&") + "%";
+    // One more than asked: whether a next page exists, without a second query.
+    const rows = await book.run("list", book.keyOf(req.cursor ?? ""), book.sql.list, [pattern, req.cursor ?? null, req.limit + 1]);
+    const locks = rows.slice(0, req.limit).map((row) => toRecord(String(row[0]), row.slice(1)));
+    return rows.length > req.limit ? { locks, cursor: locks[locks.length - 1]!.key } : { locks };
   }
 
   /**

@@ -90,6 +90,11 @@ export interface Statements {
   readonly status: Statement;
   /** $1 advisory id, $2 key, $3 classid, $4 objid -> [holder pid, terminated] or no row. */
   readonly forceRelease: Statement;
+  /**
+   * $1 LIKE pattern of the names, $2 the last name of the previous page or null, $3 limit ->
+   * [key, then the status columns], live holdings only, in name order.
+   */
+  readonly list: Statement;
   /** $1 classid, $2 objid, $3 pid -> [whether that pid still holds the lock]. */
   readonly heldBy: Statement;
 }
@@ -327,6 +332,16 @@ export function statementsFor(table: string): Statements {
           RETURNING pid
         )
         SELECT pid, CASE WHEN pid = pg_backend_pid() THEN false ELSE pg_terminate_backend(pid) END FROM u`,
+    },
+    list: {
+      name: "lockhost_list",
+      text: `SELECT h.key, owner, fence, plugin, node, hostname, ${ms("acquired_at")}, ${ms("expires_at")},
+          greatest(0, ${ms("expires_at")} - ${ms(serverNow)}), ttl_ms
+        FROM ${h} h
+        WHERE h.owner IS NOT NULL AND h.key LIKE $1 ESCAPE '\\' AND ($2::text IS NULL OR h.key > $2::text)
+          AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = h.pid AND ${advisoryLockOfId("h.id")})
+        ORDER BY h.key
+        LIMIT $3::int4`,
     },
     heldBy: {
       name: "lockhost_held_by",

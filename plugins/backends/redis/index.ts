@@ -12,11 +12,24 @@ import { hostname } from "node:os";
 import type { Logger } from "pino";
 import type { RedisConfig } from "./config.js";
 import { LockhostError, scrubberFor } from "../../../kit/index.js";
-import type { AcquireRequest, AcquireResult, Holder, LockBackend, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
+import type {
+  AcquireRequest,
+  AcquireResult,
+  Holder,
+  ListRequest,
+  LockBackend,
+  LockPage,
+  LockRecord,
+  ReleaseResult,
+  ReleaseWatch,
+  RenewRequest,
+  RenewResult,
+} from "../../../kit/index.js";
 import { renewCalls } from "./batch.js";
 import { RedisConnection } from "./client.js";
 import { createSubscriber, type LockClient } from "./connect.js";
 import { KeyLayout } from "./keys.js";
+import { scanNames } from "./list.js";
 import {
   DELETED, MISMATCH, NOT_FOUND,
   type AcquireReply, type ReleaseReply, type RenewReply, type StatusReply,
@@ -161,6 +174,20 @@ export class RedisBackend implements LockBackend {
     return this.#conn.whenReady(() =>
       this.#redis.lockhostStatus(this.#keys.lock(key)).then((reply) => toRecord(key, reply), this.#fail),
     );
+  }
+
+  /** A page of held locks: SCAN over the prefix, then each one's status (LockBackend.list). */
+  list(req: ListRequest): Promise<LockPage> {
+    return this.#conn.whenReady(async () => {
+      try {
+        const page = await scanNames(this.#redis, this.#keys, req);
+        const records = await Promise.all(page.names.map((name) => this.#redis.lockhostStatus(this.#keys.lock(name)).then((reply) => toRecord(name, reply))));
+        const locks = records.filter((r): r is LockRecord => r !== null);
+        return page.cursor === undefined ? { locks } : { locks, cursor: page.cursor };
+      } catch (err) {
+        return this.#fail(err);
+      }
+    });
   }
 
   /** Deletes the lock whoever holds it; the fence counter stays (LockBackend.forceRelease). */

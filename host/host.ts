@@ -2,6 +2,7 @@
 // instance per plugin, and the scheduler. Embedders use it directly; the CLI's `run` is a
 // thin wrapper around it.
 import { pino, type Logger } from "pino";
+import { ActivityFeed } from "./admin/feed.js";
 import { startAdminServer, type AdminServer } from "./admin/server.js";
 import { createBackend } from "./backends/create.js";
 import { formatListen, isLoopbackHost } from "./config/listen.js";
@@ -14,6 +15,7 @@ import type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";
 import { GuestLocks } from "./runtime/guest-locks.js";
 import { loadGuestModule } from "./runtime/guest-module.js";
 import { startGuestInstance } from "./runtime/start-guest.js";
+import { logLockEvents } from "./lock-log.js";
 import { Scheduler } from "./scheduler/scheduler.js";
 
 /** Options of Host.start. */
@@ -80,8 +82,10 @@ export class Host {
     const backend = options.backend ?? (await createBackend(config.locking, log, config.source));
     const { keepalive, waiting } = config.locking;
     const locks = new LockService(backend, { node: config.host.node, keepalive, waiting });
+    logLockEvents(locks, log);
     const guests = new Map<string, GuestInstance>();
     let admin: AdminServer | undefined;
+    let feed: ActivityFeed | undefined;
     try {
       for (const plugin of config.plugins) guests.set(plugin.name, await startGuest(plugin, locks, log));
       for (const s of config.scheduled) {
@@ -93,8 +97,12 @@ export class Host {
         }
       }
       // Last: an operator who can reach the listener can rely on the host behind it being up.
-      if (config.admin) admin = await startAdmin(config.admin, locks, log, config);
+      if (config.admin) {
+        feed = new ActivityFeed(locks);
+        admin = await startAdmin(config.admin, locks, log, config, feed);
+      }
     } catch (err) {
+      feed?.close();
       await Promise.all([...guests.values()].map((g) => g.close()));
       await locks.close({ closeBackend: !options.backend });
       throw err;
@@ -103,7 +111,10 @@ export class Host {
       { backend: backend.kind, plugins: [...guests.keys()], schedules: config.scheduled.length, ...(admin && { admin: admin.url }) },
       "lockhost host started",
     );
-    return new Host(config, log, locks, guests, !options.backend, admin);
+    const host = new Host(config, log, locks, guests, !options.backend, admin);
+    // The dashboard shows this node's schedule runs beside its lock events.
+    if (feed) host.scheduler.on("tick", (tick) => feed.tick(tick));
+    return host;
   }
 
   /** The running instance of `plugin`. */
@@ -163,7 +174,7 @@ export class Host {
   }
 }
 
-async function startAdmin(settings: AdminSettings, locks: LockService, log: Logger, config: LockhostConfig): Promise<AdminServer> {
+async function startAdmin(settings: AdminSettings, locks: LockService, log: Logger, config: LockhostConfig, feed: ActivityFeed): Promise<AdminServer> {
   const where = `${config.source ?? "config"}: [admin]`;
   if (settings.token === undefined && !isLoopbackHost(settings.listen.host)) {
     // Allowed (a trusted network, a firewall), but worth saying: anyone who can reach it reads
@@ -174,7 +185,7 @@ async function startAdmin(settings: AdminSettings, locks: LockService, log: Logg
     );
   }
   try {
-    return await startAdminServer({ service: locks, settings, log, node: config.host.node });
+    return await startAdminServer({ service: locks, settings, log, node: config.host.node, feed });
   } catch (err) {
     // The server names the table and key; the file is known only here.
     if (err instanceof LockhostError && err.code === "CONFIG_INVALID" && config.source !== undefined) {

@@ -10,6 +10,9 @@ import { formatListen } from "../config/listen.js";
 import type { AdminSettings } from "../config/types.js";
 import { LockhostError, toLockhostError, type ErrorCode } from "../../kit/errors.js";
 import type { LockService } from "../locking/service.js";
+import { dashboardRoutes } from "./dashboard/routes.js";
+import { ActivityFeed } from "./feed.js";
+import { MAX_LIST_LIMIT } from "../locking/list.js";
 import { lockMetrics } from "./metrics.js";
 
 /** What startAdminServer needs. */
@@ -20,6 +23,11 @@ export interface AdminServerOptions {
   readonly log: Logger;
   /** This host's node name (a label on every metric, and in /stats). */
   readonly node: string;
+  /**
+   * The activity the dashboard shows live (the host feeds it its schedule ticks too); when
+   * absent the listener makes one of the service's lock events, and closes it with itself.
+   */
+  readonly feed?: ActivityFeed;
 }
 
 /** A running admin listener. */
@@ -51,7 +59,9 @@ const MAX_URL_LENGTH = 4_096;
 
 /**
  * Starts the admin listener. Endpoints: `GET /healthz`, `GET /stats` (JSON, AdminStatsBody),
- * `GET /metrics` (Prometheus text), `GET /locks/<name>` (the lock's status, name URL-encoded)
+ * `GET /metrics` (Prometheus text), `GET /locks?prefix=&plugin=&limit=&cursor=` (one page of
+ * held locks, LockListPage), `GET /locks/<name>` (the lock's status, name URL-encoded), the
+ * dashboard (`GET /` or `/dashboard`, and `GET /events`: its live feed as server-sent events)
  * and `POST /locks/<name>/force-release` (needs `Authorization: Bearer <token>`: 401 without
  * it, 403 with a wrong one or when the config sets no token). Rejects with CONFIG_INVALID
  * when the address cannot be listened on.
@@ -59,6 +69,9 @@ const MAX_URL_LENGTH = 4_096;
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
   const { service, settings, log, node } = options;
   const metrics = lockMetrics(service, node);
+  const ownFeed = options.feed === undefined;
+  const feed = options.feed ?? new ActivityFeed(service);
+  const dashboard = dashboardRoutes({ service, feed, node });
   const tokenDigest = settings.token === undefined ? undefined : digest(settings.token);
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
@@ -95,6 +108,22 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       res.end(text);
       return;
     }
+    if (path === "/locks") {
+      if (!only(method, "GET", res)) return;
+      const query = new URLSearchParams(target.slice(path.length + 1));
+      const limitText = query.get("limit");
+      const limit = limitText === null ? undefined : Number(limitText);
+      if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= MAX_LIST_LIMIT)) {
+        return send(res, 400, { code: "INVALID_ARGUMENT", message: `limit must be an integer from 1 to ${MAX_LIST_LIMIT}, got ${JSON.stringify(limitText)}` });
+      }
+      const prefix = query.get("prefix");
+      const plugin = query.get("plugin");
+      const cursor = query.get("cursor");
+      return answer(res, () =>
+        service.list({ ...(limit !== undefined && { limit }), ...(prefix && { prefix }), ...(plugin && { plugin }), ...(cursor && { cursor }) }),
+      );
+    }
+    if (method === "GET" && dashboard(path, req, res)) return;
     const force = /^\/locks\/([^/]+)\/force-release$/.exec(path);
     if (force) {
       if (!only(method, "POST", res)) return;
@@ -147,6 +176,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     url,
     close() {
       closing ??= new Promise<void>((resolve) => {
+        if (ownFeed) feed.close();
         server.close(() => resolve());
         server.closeAllConnections();
       });

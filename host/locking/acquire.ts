@@ -130,7 +130,12 @@ async function wait(
     signal?.removeEventListener("abort", onAbort);
     core.waits.leave(name, waiter, acquired);
     core.waitsDone++;
-    core.waitTimeMs += performance.now() - started;
+    const waitedMs = performance.now() - started;
+    core.waitTimeMs += waitedMs;
+    if (core.events.wants("waited")) {
+      const outcome = acquired ? "acquired" : performance.now() >= deadline ? "timeout" : "failed";
+      core.events.emit({ type: "waited", name, waitedMs: Math.round(waitedMs), outcome, atMs: Date.now() });
+    }
   }
 }
 

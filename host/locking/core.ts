@@ -5,6 +5,7 @@ import type { KeepaliveSettings } from "./options.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { LockBackend } from "../../kit/backend.js";
 import type { Lease, LeaseHooks } from "./lease.js";
+import { LockEvents } from "./events.js";
 import { leases } from "./lease-control.js";
 import { ReleasedOwners } from "./released-owners.js";
 import { RenewalManager, type RenewalHost } from "./renewal.js";
@@ -35,6 +36,8 @@ export class ServiceCore {
   readonly pollIntervalMs: number;
   /** Installed in every lease this service makes: an observed lease's end gets watched. */
   readonly hooks: LeaseHooks;
+  /** What happens to locks, for logs and the dashboard (see LockService.onEvent). */
+  readonly events = new LockEvents();
   /** Owner tokens released here, for restore's ALREADY_RELEASED. */
   readonly released = new ReleasedOwners();
   /** Acquisitions still waiting on the backend; close() waits for them. */
@@ -69,6 +72,9 @@ export class ServiceCore {
     this.held.set(lease.owner, lease);
     this.acquisitions++;
     if (lease.keepalive) this.renewals.watch(lease);
+    if (this.events.wants("acquired")) {
+      this.events.emit({ type: "acquired", name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, ttlMs: lease.ttlMs, atMs: Date.now() });
+    }
   }
 
   /** Counts an acquisition in flight, so close() can wait for it. */
@@ -119,6 +125,9 @@ export class ServiceCore {
     this.held.delete(lease.owner);
     this.renewals.forget(lease);
     leases.markLost(lease, reason);
+    if (this.events.wants("lost")) {
+      this.events.emit({ type: "lost", name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, reason: reason.message, atMs: Date.now() });
+    }
   }
 }
 

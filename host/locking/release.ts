@@ -29,6 +29,10 @@ export async function release(core: ServiceCore, lease: Lease): Promise<void> {
   core.released.add(lease.owner);
   // Waiters of this host need no round trip through the backend to hear about it.
   core.waits.notify(lease.name);
+  if (core.events.wants("released")) {
+    const atMs = Date.now();
+    core.events.emit({ type: "released", name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, heldMs: atMs - lease.acquiredAtMs, atMs });
+  }
 }
 
 /** Releases `lease` if it is still held; resolves to the error of a release that failed (see LockService.releaseIfHeld). */

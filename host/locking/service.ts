@@ -18,12 +18,16 @@ import { restore, type RestoreOptions } from "./restore.js";
 import { qualify } from "./scope.js";
 import { statsOf, type LockStats } from "./stats.js";
 import { forceRelease, status, type LockStatus } from "./status.js";
+import { list, type ListOptions, type LockListPage } from "./list.js";
+import type { LockEventListener, LockEventType } from "./events.js";
 import { validateWaitMs } from "./validate.js";
 
 export type { AcquireOptions } from "./acquire.js";
 export type { CheckedRequest, TryLockOptions } from "./request.js";
 export type { RestoreOptions } from "./restore.js";
 export type { LockStatus } from "./status.js";
+export type { ListOptions, LockListing, LockListPage } from "./list.js";
+export type { LockEvent, LockEventListener, LockEventType } from "./events.js";
 
 /** Options of a LockService. */
 export interface LockServiceOptions {
@@ -182,6 +186,24 @@ export class LockService {
    */
   release(lease: Lease): Promise<void> {
     return release(this.#core, lease);
+  }
+
+  /**
+   * One page of the locks held now on the backend, by any host: fully qualified names, holder,
+   * fence, age, remaining lease, and this host's waiters; owner tokens are not listed.
+   * @throws LockhostError INVALID_ARGUMENT (a bad limit or cursor), BACKEND_UNAVAILABLE, CLOSED.
+   */
+  list(options?: ListOptions): Promise<LockListPage> {
+    return list(this.#core, options);
+  }
+
+  /**
+   * Tells `listener` what happens to locks on this service from now on: acquired, released,
+   * lost, force-released, and each wait's end (or only the `types` given). Returns the
+   * function that stops it. An event nobody listens to is never built.
+   */
+  onEvent(listener: LockEventListener, types?: readonly LockEventType[]): () => void {
+    return this.#core.events.on(listener, types);
   }
 
   /** Who holds the fully qualified lock `name` (as logs and `lockhost status` show it). */

@@ -65,6 +65,16 @@ export class WaitQueues {
     return this.#count;
   }
 
+  /** Waiters queued now on `name`. */
+  waitingOn(name: string): number {
+    return this.#queues.get(name)?.waiters.length ?? 0;
+  }
+
+  /** Every name someone on this service waits for, with how many wait. */
+  *waiting(): IterableIterator<[name: string, waiters: number]> {
+    for (const [name, queue] of this.#queues) if (queue.waiters.length > 0) yield [name, queue.waiters.length];
+  }
+
   /**
    * Queues `waiter` on `name` and subscribes to the key's releases if it is the first.
    * Resolves once notifications flow (or the subscription gave up): attempts made after that

@@ -1,0 +1,79 @@
+// The admin listener's dashboard routes: the page and its assets, the held-lock listing, and
+// the live feed as server-sent events (a snapshot first, then each lock event and schedule
+// tick as it happens, and the counters every second). Reading needs no token, as /stats does;
+// the page's force-release button goes through the token-checked POST endpoint.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { LockService } from "../../locking/service.js";
+import type { ActivityFeed } from "../feed.js";
+import { PAGE_CSS, PAGE_HTML, PAGE_JS } from "./page.js";
+
+/** Event streams open at once: each costs a connection and a subscription. */
+const MAX_STREAMS = 32;
+/** How often the counters are pushed, and a comment keeps idle proxies from closing the stream. */
+const STATS_EVERY_MS = 1_000;
+const HEARTBEAT_EVERY_MS = 15_000;
+
+/** What the routes read. */
+export interface DashboardSource {
+  readonly service: LockService;
+  readonly feed: ActivityFeed;
+  readonly node: string;
+}
+
+const ASSETS: Record<string, readonly [type: string, body: string]> = {
+  "/": ["text/html; charset=utf-8", PAGE_HTML],
+  "/dashboard": ["text/html; charset=utf-8", PAGE_HTML],
+  "/dashboard.css": ["text/css; charset=utf-8", PAGE_CSS],
+  "/dashboard.js": ["text/javascript; charset=utf-8", PAGE_JS],
+};
+
+/** Serves the dashboard's GET routes; false when `path` is not one of them. */
+export function dashboardRoutes(source: DashboardSource): (path: string, req: IncomingMessage, res: ServerResponse) => boolean {
+  let streams = 0;
+  return (path, _req, res) => {
+    const asset = ASSETS[path];
+    if (asset) {
+      res.writeHead(200, {
+        "content-type": asset[0],
+        "cache-control": "no-store",
+        // Everything the page loads comes from this listener; nothing inline runs.
+        "content-security-policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+        "x-content-type-options": "nosniff",
+      });
+      res.end(asset[1]);
+      return true;
+    }
+    if (path !== "/events") return false;
+    if (streams >= MAX_STREAMS) {
+      res.writeHead(503, { "content-type": "application/json; charset=utf-8", "retry-after": "5" });
+      res.end(JSON.stringify({ code: "BACKEND_UNAVAILABLE", message: `too many dashboards connected (at most ${MAX_STREAMS})` }));
+      return true;
+    }
+    streams++;
+    openStream(source, res, () => streams--);
+    return true;
+  };
+}
+
+function openStream(source: DashboardSource, res: ServerResponse, closed: () => void): void {
+  const { service, feed, node } = source;
+  res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", connection: "keep-alive" });
+  const send = (event: string, data: unknown): void => void res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  send("snapshot", { node, backend: service.backendKind, distributed: service.distributed, stats: service.stats(), feed: feed.snapshot() });
+  const unsubscribe = feed.subscribe((item) => send("item", item));
+  const stats = setInterval(() => send("stats", service.stats()), STATS_EVERY_MS);
+  const heartbeat = setInterval(() => void res.write(": keep-alive\n\n"), HEARTBEAT_EVERY_MS);
+  stats.unref();
+  heartbeat.unref();
+  let done = false;
+  const end = (): void => {
+    if (done) return;
+    done = true;
+    unsubscribe();
+    clearInterval(stats);
+    clearInterval(heartbeat);
+    closed();
+  };
+  // The response's close is the connection's end; the request's comes once its (empty) body is read.
+  res.on("close", end);
+}

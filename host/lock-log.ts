@@ -1,0 +1,33 @@
+// What the host's log says about locks: a loss and a force-release at info (an operator must
+// hear of them), acquisitions, releases and waits at debug. Subscribes only to what the log
+// level shows, so at info the lock path builds no acquire or release events at all.
+import type { Logger } from "pino";
+import { LOCK_EVENT_TYPES, type LockEvent, type LockEventType } from "./locking/events.js";
+import type { LockService } from "./locking/service.js";
+
+/** Logs `locks`' events on `log`; returns the function that stops. */
+export function logLockEvents(locks: LockService, log: Logger): () => void {
+  if (!log.isLevelEnabled("info")) return () => undefined;
+  const types: readonly LockEventType[] = log.isLevelEnabled("debug") ? LOCK_EVENT_TYPES : ["lost", "force-released"];
+  return locks.onEvent((event) => logEvent(log, event), types);
+}
+
+function logEvent(log: Logger, e: LockEvent): void {
+  switch (e.type) {
+    case "lost":
+      log.info({ lock: e.name, fence: e.fence, plugin: e.plugin }, `lock lost: ${e.reason}`);
+      break;
+    case "force-released":
+      log.info({ lock: e.name, found: e.found }, e.found ? "lock force-released by an operator" : "force-release: the lock was not held");
+      break;
+    case "acquired":
+      log.debug({ lock: e.name, fence: e.fence, plugin: e.plugin, ttlMs: e.ttlMs }, "lock acquired");
+      break;
+    case "released":
+      log.debug({ lock: e.name, fence: e.fence, plugin: e.plugin, heldMs: e.heldMs }, "lock released");
+      break;
+    case "waited":
+      log.debug({ lock: e.name, waitedMs: e.waitedMs, outcome: e.outcome }, "wait for a lock ended");
+      break;
+  }
+}

@@ -187,6 +187,46 @@ describe.each([
     }
   });
 
+  it("lists the locks another process holds, page by page, filtered, as a table and as JSON, without owner tokens", async () => {
+    const file = await configFile(toml());
+    const locks = new LockService(await createBackend(locking(), captureLogger().logger), { node: "cli-lister" });
+    try {
+      const leases = await Promise.all(["a", "b", "c"].map((k) => locks.tryLock(`cli-list-${k}`, { ttlMs: 30_000 })));
+      await locks.tryLock("cli-other", { ttlMs: 30_000 });
+      const seen: string[] = [];
+      let args = ["locks", "--config", file, "--prefix", "global:cli-list-", "--limit", "2"];
+      for (let page = 0; page < 10; page++) {
+        const r = lockhost(...args);
+        expect(r.status, r.stderr).toBe(0);
+        const lines = r.stdout.trim().split("\n");
+        expect(lines[0]).toMatch(/^LOCK +HOLDER +FENCE +AGE +TTL LEFT +WAITERS$/);
+        for (const line of lines.slice(1)) if (line.startsWith("global:")) seen.push(line.split(/ +/)[0]!);
+        expect(r.stdout).not.toContain(leases[0]!.owner);
+        const more = lines.find((l) => l.startsWith("more: "));
+        if (!more) break;
+        // The printed command runs as it is.
+        args = more.slice("more: lockhost ".length).match(/'[^']*'|\S+/g)!.map((w) => w.replace(/^'|'$/g, ""));
+      }
+      expect(seen.sort()).toEqual(["global:cli-list-a", "global:cli-list-b", "global:cli-list-c"]);
+      const json = lockhost("locks", "--config", file, "--prefix", "global:cli-list-", "--json");
+      expect(json.status, json.stderr).toBe(0);
+      const body = JSON.parse(json.stdout) as { locks: Record<string, unknown>[]; cursor?: string };
+      expect(body.cursor).toBeUndefined();
+      expect(body.locks).toHaveLength(3);
+      for (const lock of body.locks) {
+        expect(lock).toMatchObject({ holder: { plugin: "host", node: "cli-lister" }, waiters: 0 });
+        expect(lock).not.toHaveProperty("owner");
+      }
+      const none = lockhost("locks", "--config", file, "--plugin", "nobody", "--prefix", "global:cli-list-");
+      expect(none.stdout.trim()).toBe("no lock held");
+      const bad = lockhost("locks", "--config", file, "--limit", "0");
+      expect(bad.status).toBe(1);
+      expect(bad.stderr).toContain('INVALID_ARGUMENT: --limit must be an integer from 1 to 1000, got "0"');
+    } finally {
+      await locks.close();
+    }
+  });
+
   it("exits 1 with BACKEND_UNAVAILABLE, promptly and without the password, when the server is down", async () => {
     const file = await configFile(unreachable(await freePort()));
     const started = Date.now();
@@ -253,6 +293,16 @@ describe("lockhost status and release --force through a running host's admin lis
     const human = await lockhostAsync(["status", "global:cli-mem-k", "--admin", h.admin!.url], { cwd: tmpdir() });
     expect(human.stdout).toContain("global:cli-mem-k: held");
     expect(human.stdout).toContain("holder:        plugin host on node cli-admin-node");
+  });
+
+  it("lists a memory host's locks through its admin listener", async () => {
+    const h = await startHost();
+    await h.locks.tryLock("cli-mem-list", { ttlMs: 60_000 });
+    const r = await lockhostAsync(["locks", "--admin", h.admin!.url, "--json"], { cwd: tmpdir() });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ locks: [{ key: "global:cli-mem-list", holder: { node: "cli-admin-node" }, fence: 1 }] });
+    const table = await lockhostAsync(["locks", "--admin", h.admin!.url], { cwd: tmpdir() });
+    expect(table.stdout).toMatch(/^global:cli-mem-list +host @ cli-admin-node +1 /m);
   });
 
   it("force-releases only with the right token: none, wrong, then from the environment", async () => {

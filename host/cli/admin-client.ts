@@ -9,7 +9,7 @@ import type { AdminStatsBody } from "../admin/server.js";
 import { formatListen } from "../config/listen.js";
 import type { AdminSettings } from "../config/types.js";
 import { LockhostError, type ErrorCode } from "../../kit/errors.js";
-import type { LockStatus } from "../locking/service.js";
+import type { ListOptions, LockListPage, LockStatus } from "../locking/service.js";
 
 /** How long the CLI waits for the admin listener before saying it does not answer. */
 const REQUEST_TIMEOUT_MS = 5_000;
@@ -66,6 +66,13 @@ export class AdminClient {
   /** GET /stats. */
   stats(): Promise<AdminStatsBody> {
     return this.#request("GET", "/stats") as Promise<AdminStatsBody>;
+  }
+
+  /** GET /locks?…: one page of held locks. */
+  list(options: ListOptions): Promise<LockListPage> {
+    const query = new URLSearchParams();
+    for (const [name, value] of Object.entries(options)) if (value !== undefined) query.set(name, String(value));
+    return this.#request("GET", `/locks?${query}`) as Promise<LockListPage>;
   }
 
   /** GET /locks/<name>. */

@@ -1,7 +1,7 @@
 // How the CLI shows a lock's status and a host's counters to a person (--json shows the data
 // itself). Kept apart from main.ts, which runs the CLI when imported.
 import type { AdminStatsBody } from "../admin/server.js";
-import type { LockStatus } from "../locking/service.js";
+import type { LockListPage, LockStatus } from "../locking/service.js";
 import type { LockStats } from "../locking/stats.js";
 
 /** Human-readable status, one field a line. */
@@ -51,4 +51,31 @@ export function formatStats(body: AdminStatsBody, url: string): string {
     `node ${body.node}, ${body.backend} backend (${kind}), admin ${url}`,
     ...rows.map(([label, value, unit]) => `  ${label.padEnd(labelWidth)}  ${value.padStart(valueWidth)}${unit ? ` ${unit}` : ""}`),
   ].join("\n");
+}
+
+/** A page of held locks as a table, with the command that shows the next page. */
+export function formatLocks(page: LockListPage, next: (cursor: string) => string): string {
+  if (page.locks.length === 0 && page.cursor === undefined) return "no lock held";
+  const rows = page.locks.map((l) => [
+    l.key,
+    `${l.holder.plugin} @ ${l.holder.node}`,
+    String(l.fence),
+    duration(l.ageMs),
+    `${duration(l.ttlRemainingMs)} of ${duration(l.ttlMs)}`,
+    String(l.waiters),
+  ]);
+  const header = ["LOCK", "HOLDER", "FENCE", "AGE", "TTL LEFT", "WAITERS"];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === 2 || i === 5 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  const out = [line(header), ...rows.map(line)];
+  if (page.cursor !== undefined) out.push("", `more: ${next(page.cursor)}`);
+  return out.join("\n");
+}
+
+/** A duration for people: ms, s or min. */
+function duration(ms: number): string {
+  if (ms < 1_000) return `${Math.round(ms)} ms`;
+  if (ms < 120_000) return `${(ms / 1_000).toFixed(1)} s`;
+  if (ms < 7_200_000) return `${(ms / 60_000).toFixed(1)} min`;
+  return `${(ms / 3_600_000).toFixed(1)} h`;
 }

@@ -14,7 +14,9 @@ import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import { Host } from "../host.js";
 import { LockService } from "../locking/service.js";
 import { AdminClient, AdminUnreachable, adminUrl } from "./admin-client.js";
-import { formatStats, formatStatus } from "./format.js";
+import { formatLocks, formatStats, formatStatus } from "./format.js";
+import { MAX_LIST_LIMIT } from "../locking/list.js";
+import type { ListOptions } from "../locking/service.js";
 
 // The composition root: the built-in backends register through the same door as a package's.
 for (const descriptor of BUILTIN_BACKENDS) registerBackend(descriptor);
@@ -27,6 +29,7 @@ Usage: lockhost <command> [options]
 Commands:
   run       run the plugins and schedules of a config file
   status    show a running host's lock counters, or who holds a lock
+  locks     list the locks held now: holder, fence, age, TTL left, waiters
   release   force-release a lock (operator action)
 
 Run 'lockhost <command> --help' for a command's options.`,
@@ -61,6 +64,24 @@ Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
       --admin URL     the admin listener, e.g. http://127.0.0.1:9464 (default: [admin] listen)
       --json          print JSON instead of a table
+  -h, --help          this help`,
+  locks: `Usage: lockhost locks [--prefix P] [--plugin NAME] [--limit N] [--cursor C] [--config FILE] [--admin URL] [--json]
+
+Lists the locks held now, by any host sharing the backend: full name, holder (plugin @ node),
+fence, age, TTL left of TTL, and how many acquisitions of the asked host wait for it. Owner
+tokens are never listed. Read from the redis or pg backend directly (Redis: SCAN over the key
+prefix, on every master of a cluster; PostgreSQL: the holders table); through the admin
+listener with --admin, or when the backend is memory and the config has an [admin] table.
+One page at a time: when there are more, the last line is the command for the next page.
+
+Options:
+  -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
+      --admin URL     the admin listener, e.g. http://127.0.0.1:9464
+      --prefix P      only names starting with P ("billing:", "global:jobs/", "lockhost:schedule:")
+      --plugin NAME   only locks taken by this plugin ("host" for host-side callers)
+      --limit N       locks per page, 1 to 1000 (default 100)
+      --cursor C      the page after the one that printed C
+      --json          print the page as JSON ({ locks, cursor })
   -h, --help          this help`,
   release: `Usage: lockhost release --force KEY [--config FILE] [--admin URL]
 
@@ -105,6 +126,10 @@ async function main(argv: string[]): Promise<number> {
         json: { type: "boolean" },
         force: { type: "boolean", short: "f" },
         "local-nodes": { type: "string", default: "1" },
+        prefix: { type: "string" },
+        plugin: { type: "string" },
+        limit: { type: "string" },
+        cursor: { type: "string" },
       },
     });
   } catch (err) {
@@ -121,6 +146,15 @@ async function main(argv: string[]): Promise<number> {
     return run(config, parseLocalNodes(values["local-nodes"]!, config));
   }
 
+  if (command === "locks") {
+    if (positionals.length > 0) {
+      console.error(`lockhost locks: takes no KEY (use --prefix)\n\n${HELP.locks}`);
+      return 2;
+    }
+    const options = listOptions(values);
+    return withLocks(values.config, values.admin, command, (locks) => listLocks(locks, options, values, values.json ?? false));
+  }
+
   const key = positionals[0];
   const keyOptional = command === "status";
   if (positionals.length > 1 || (!keyOptional && !key)) {
@@ -131,15 +165,57 @@ async function main(argv: string[]): Promise<number> {
     console.error(`lockhost release: refusing without --force (it deletes a lock someone may hold)\n\n${HELP.release}`);
     return 2;
   }
+  if (command === "status" && key === undefined) {
+    return orUnreachable(command, async () => showStats(await cliConfig(values.config, values.admin !== undefined), values.admin, values.json ?? false));
+  }
+  return withLocks(values.config, values.admin, command, (locks) => inspect(locks, command, key!, values.json ?? false));
+}
+
+/** Runs `action`; an admin listener that does not answer is exit code 2, said in one line. */
+async function orUnreachable(command: string, action: () => Promise<number>): Promise<number> {
   try {
-    const config = await cliConfig(values.config, values.admin !== undefined);
-    if (command === "status" && key === undefined) return await showStats(config, values.admin, values.json ?? false);
-    return await admin(config, command, key!, values.admin, values.json ?? false);
+    return await action();
   } catch (err) {
     if (!(err instanceof AdminUnreachable)) throw err;
     console.error(`lockhost ${command}: ${err.message}`);
     return 2;
   }
+}
+
+/** The --prefix, --plugin, --limit and --cursor of `locks`, checked. */
+function listOptions(values: { prefix?: string; plugin?: string; limit?: string; cursor?: string }): ListOptions {
+  let limit: number | undefined;
+  if (values.limit !== undefined) {
+    limit = Number(values.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+      throw new LockhostError("INVALID_ARGUMENT", `--limit must be an integer from 1 to ${MAX_LIST_LIMIT}, got "${values.limit}"`);
+    }
+  }
+  return {
+    ...(values.prefix !== undefined && { prefix: values.prefix }),
+    ...(values.plugin !== undefined && { plugin: values.plugin }),
+    ...(limit !== undefined && { limit }),
+    ...(values.cursor !== undefined && { cursor: values.cursor }),
+  };
+}
+
+async function listLocks(locks: LockReader, options: ListOptions, values: Record<string, unknown>, json: boolean): Promise<number> {
+  const page = await locks.list(options);
+  if (json) {
+    console.log(JSON.stringify(page));
+    return 0;
+  }
+  // The next page's command repeats this one's options, with the new cursor.
+  const again = ["config", "admin", "prefix", "plugin", "limit"]
+    .filter((name) => typeof values[name] === "string")
+    .map((name) => `--${name} ${shellQuote(values[name] as string)}`);
+  console.log(formatLocks(page, (cursor) => ["lockhost locks", ...again, `--cursor ${shellQuote(cursor)}`].join(" ")));
+  return 0;
+}
+
+/** `text` as one word for a POSIX shell. */
+function shellQuote(text: string): string {
+  return /^[A-Za-z0-9_./:=@%+-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`;
 }
 
 /**
@@ -221,9 +297,23 @@ async function run(config: LockhostConfig, localNodes: number): Promise<number> 
   });
 }
 
-async function admin(config: LockhostConfig | undefined, command: string, key: string, flag: string | undefined, json: boolean): Promise<number> {
+/** What status, release and locks read or do: the backend through a LockService, or a running host's admin listener. */
+type LockReader = Pick<AdminClient, "status" | "forceRelease" | "list">;
+
+/**
+ * Runs `action` on the locks the config names: through the admin listener with --admin (or
+ * for the memory backend, whose locks only the running host has), else on the backend itself.
+ */
+function withLocks(file: string | undefined, flag: string | undefined, command: string, action: (locks: LockReader) => Promise<number>): Promise<number> {
+  return orUnreachable(command, async () => {
+    const config = await cliConfig(file, flag !== undefined);
+    return onLocks(config, command, flag, action);
+  });
+}
+
+async function onLocks(config: LockhostConfig | undefined, command: string, flag: string | undefined, action: (locks: LockReader) => Promise<number>): Promise<number> {
   // Memory locks live only inside the 'lockhost run' process: its admin listener is the way in.
-  if (flag !== undefined || (config !== undefined && !chosenBackend(config.locking).distributed && config.admin)) return inspect(adminClient(config, flag), command, key, json);
+  if (flag !== undefined || (config !== undefined && !chosenBackend(config.locking).distributed && config.admin)) return action(adminClient(config, flag));
   // cliConfig returns a config whenever --admin is absent.
   const cfg = config!;
   if (!chosenBackend(cfg.locking).distributed) {
@@ -235,14 +325,14 @@ async function admin(config: LockhostConfig | undefined, command: string, key: s
   const log = pino({ level: "warn" }, pino.destination(2));
   const locks = new LockService(await createBackend(cfg.locking, log, cfg.source), { node: cfg.host.node });
   try {
-    return await inspect(locks, command, key, json);
+    return await action(locks);
   } finally {
     await locks.close();
   }
 }
 
 /** `status KEY` or `release --force KEY`, through the backend or the admin listener alike. */
-async function inspect(locks: Pick<AdminClient, "status" | "forceRelease">, command: string, key: string, json: boolean): Promise<number> {
+async function inspect(locks: LockReader, command: string, key: string, json: boolean): Promise<number> {
   if (command === "status") {
     const status = await locks.status(key);
     console.log(json ? JSON.stringify(status) : formatStatus(status));

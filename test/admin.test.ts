@@ -69,6 +69,44 @@ describe("admin listener", () => {
     await locks.release(lease);
   });
 
+  it("lists held locks by prefix and plugin, a page at a time, without owner tokens", async () => {
+    const a = (await locks.tryLock("list/a", { ttlMs: 5_000 }))!;
+    const b = (await locks.tryLock("list/b", { ttlMs: 5_000, scope: { plugin: "billing" } }))!;
+    const c = (await locks.tryLock("list/c", { ttlMs: 5_000 }))!;
+    const all = await (await get("/locks")).json();
+    expect(all.locks.map((l: { key: string }) => l.key)).toEqual(["billing:list/b", "global:list/a", "global:list/c"]);
+    expect(JSON.stringify(all)).not.toContain(a.owner);
+    const first = await (await get("/locks?prefix=global:&limit=1")).json();
+    expect(first.locks).toMatchObject([{ key: "global:list/a", fence: a.fence, holder: { plugin: "host", node: "node-admin" }, waiters: 0 }]);
+    const second = await (await get(`/locks?prefix=global:&limit=1&cursor=${encodeURIComponent(first.cursor)}`)).json();
+    expect(second).toEqual({ locks: [expect.objectContaining({ key: "global:list/c" })] });
+    expect((await (await get("/locks?plugin=billing")).json()).locks).toMatchObject([{ key: "billing:list/b", holder: { plugin: "billing" } }]);
+    const bad = await get("/locks?limit=5000");
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({ code: "INVALID_ARGUMENT", message: 'limit must be an integer from 1 to 1000, got "5000"' });
+    for (const lease of [a, b, c]) await locks.release(lease);
+  });
+
+  it("streams the dashboard's feed: a snapshot, then each lock event as it happens", async () => {
+    const res = await get("/events");
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const reader = res.body!.getReader();
+    let text = "";
+    const readUntil = async (needle: string): Promise<void> => {
+      while (!text.includes(needle)) text += new TextDecoder().decode((await reader.read()).value);
+    };
+    await readUntil("event: snapshot");
+    const lease = (await locks.tryLock("feed-k", { ttlMs: 5_000 }))!;
+    await locks.release(lease);
+    await readUntil('"type":"released"');
+    expect(text).toContain('"type":"acquired","name":"global:feed-k"');
+    expect(text).not.toContain(lease.owner);
+    await reader.cancel();
+    const page = await get("/dashboard");
+    expect(page.headers.get("content-security-policy")).toContain("default-src 'self'");
+    expect(await page.text()).toContain("<title>lockhost</title>");
+  });
+
   it("force-releases only with the right bearer token", async () => {
     const lease = (await locks.tryLock("a", { ttlMs: 30_000 }))!;
     const none = await forceRelease(lease.name);

@@ -51,6 +51,19 @@ describe("Host", () => {
     await expect(host.call("locker", "noop")).rejects.toMatchObject({ code: "CLOSED" });
   });
 
+  it("logs a lost lock and a force-release at info, acquisitions and releases at debug", async () => {
+    const { host, log } = await start({ plugins: [locker] });
+    const lease = (await host.locks.tryLock("logged", { ttlMs: 60_000 }))!;
+    await host.locks.forceRelease("global:logged");
+    const kept = (await host.locks.tryLock("logged-2", { ttlMs: 60_000 }))!;
+    await host.locks.release(kept);
+    const line = (msg: string) => log.lines.find((l) => l.msg.startsWith(msg));
+    expect(line("lock force-released by an operator")).toMatchObject({ level: 30, lock: "global:logged" });
+    expect(line("lock lost: ")).toMatchObject({ level: 30, lock: "global:logged", fence: lease.fence, plugin: "host" });
+    expect(line("lock acquired")).toMatchObject({ level: 20, lock: "global:logged", fence: lease.fence });
+    expect(line("lock released")).toMatchObject({ level: 20, lock: "global:logged-2" });
+  });
+
   it("refuses a scheduled export the plugin does not have, naming it", async () => {
     await expect(start({ plugins: [locker], scheduled: [{ plugin: "locker", export: "nope", schedule: "1s" }] })).rejects.toMatchObject({
       code: "CONFIG_INVALID",

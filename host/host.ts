@@ -3,6 +3,7 @@
 // thin wrapper around it.
 import { pino, type Logger } from "pino";
 import { ActivityFeed } from "./admin/feed.js";
+import { BackendHealth } from "./backend-health.js";
 import { startAdminServer, type AdminServer } from "./admin/server.js";
 import { createBackend } from "./backends/create.js";
 import { formatListen, isLoopbackHost } from "./config/listen.js";
@@ -53,6 +54,8 @@ export class Host {
   /** host.call() calls not settled yet; they never reject. stop() waits for them. */
   readonly #calls = new Set<Promise<void>>();
   #stopping?: Promise<void>;
+  /** Checks the backend every few seconds and logs when it goes down or comes back. */
+  readonly #health: BackendHealth;
 
   private constructor(
     config: LockhostConfig,
@@ -61,7 +64,9 @@ export class Host {
     guests: Map<string, GuestInstance>,
     ownsBackend: boolean,
     admin: AdminServer | undefined,
+    health: BackendHealth,
   ) {
+    this.#health = health;
     this.config = config;
     this.log = log;
     this.locks = locks;
@@ -86,7 +91,10 @@ export class Host {
     const guests = new Map<string, GuestInstance>();
     let admin: AdminServer | undefined;
     let feed: ActivityFeed | undefined;
+    let health: BackendHealth | undefined;
     try {
+      // Before any guest: a backend that refuses this host for good fails the start at once.
+      health = await BackendHealth.atStart(locks, log, `${config.source ?? "config"}: [locking.${backend.kind}]`);
       for (const plugin of config.plugins) guests.set(plugin.name, await startGuest(plugin, locks, log));
       for (const s of config.scheduled) {
         const sig = guests.get(s.plugin)?.exportSignature(s.export);
@@ -111,7 +119,11 @@ export class Host {
       { backend: backend.kind, plugins: [...guests.keys()], schedules: config.scheduled.length, ...(admin && { admin: admin.url }) },
       "lockhost host started",
     );
-    const host = new Host(config, log, locks, guests, !options.backend, admin);
+    if (config.plugins.length === 0) {
+      log.warn(`${config.source ?? "the config"} declares no [[plugins]]: this host runs no guest and fires no schedule; it only serves lock calls made through its API${admin ? " and admin listener" : ""}`);
+    }
+    const host = new Host(config, log, locks, guests, !options.backend, admin, health);
+    health.start();
     // The dashboard shows this node's schedule runs beside its lock events.
     if (feed) host.scheduler.on("tick", (tick) => feed.tick(tick));
     return host;
@@ -156,6 +168,7 @@ export class Host {
   }
 
   async #stop(timeoutMs: number): Promise<void> {
+    this.#health.stop();
     // First, so no admin request (a force-release above all) reaches a host that is shutting down.
     await this.admin?.close();
     this.scheduler.stop();

@@ -132,6 +132,12 @@ export interface LockBackend {
    * the waiters fall back to polling.
    */
   watch(key: string, listener: () => void): ReleaseWatch;
+  /**
+   * Resolves once the store answers a trivial request (health checks, the host's start). Rejects
+   * with BACKEND_UNAVAILABLE; with `details.permanent` = 1 when retrying cannot help (a wrong
+   * password, a missing database, a host name that does not resolve), so a host can fail fast.
+   */
+  ping(): Promise<void>;
   /** Frees connections and timers. */
   close(): Promise<void>;
 }

@@ -91,3 +91,19 @@ export function toLockhostError(err: unknown, fallback: ErrorCode = "INTERNAL"):
 export function isCode(err: unknown, code: ErrorCode): boolean {
   return err instanceof LockhostError && err.code === code;
 }
+
+/**
+ * `err` as a BACKEND_UNAVAILABLE that says retrying cannot help (`details.permanent` = 1) when
+ * its message matches `permanent`: what a backend's ping() rejects with for a wrong password, a
+ * missing database or a host name that does not resolve.
+ */
+export function markPermanent(err: unknown, permanent: RegExp): LockhostError {
+  const e = toLockhostError(err, "BACKEND_UNAVAILABLE");
+  if (!permanent.test(e.message) || e.details?.permanent === 1) return e;
+  return new LockhostError(e.code, e.message, { details: { ...e.details, permanent: 1 } });
+}
+
+/** Whether `err` says retrying cannot help (see markPermanent). */
+export function isPermanent(err: unknown): boolean {
+  return err instanceof LockhostError && err.details?.permanent === 1;
+}

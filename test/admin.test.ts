@@ -2,8 +2,9 @@
 // force-release behind the token, and bad requests that get a code and never hurt the host.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startAdminServer, type AdminServer } from "../host/admin/server.js";
-import { LockService } from "../host/locking/service.js";
+import { LockService, type LockListPage } from "../host/locking/service.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
+import { unreachableBackend } from "./support/failing-backend.js";
 import { captureLogger } from "./support/log.js";
 
 const TOKEN = "admin-test-token-0123456789";
@@ -26,9 +27,23 @@ const forceRelease = (name: string, headers: Record<string, string> = {}): Promi
   fetch(`${server.url}/locks/${encodeURIComponent(name)}/force-release`, { method: "POST", headers });
 
 describe("admin listener", () => {
-  it("listens on loopback and answers /healthz", async () => {
+  it("listens on loopback and answers /healthz and /readyz while the backend answers", async () => {
     expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(await (await get("/healthz")).json()).toEqual({ ok: true });
+    expect(await (await get("/healthz")).json()).toEqual({ ok: true, backend: "memory" });
+    expect((await get("/readyz")).status).toBe(200);
+  });
+
+  it("answers /healthz with 503 and the backend's error while the backend does not answer", async () => {
+    const down = new LockService(unreachableBackend(), { node: "n" });
+    const other = await startAdminServer({ service: down, settings: { listen: { host: "127.0.0.1", port: 0 } }, log: capture.logger, node: "n" });
+    try {
+      const res = await fetch(`${other.url}/healthz`);
+      expect(res.status).toBe(503);
+      expect(await res.json()).toEqual({ ok: false, backend: "unreachable", message: "backend unreachable (test)" });
+    } finally {
+      await other.close();
+      await down.close();
+    }
   });
 
   it("serves the service's stats as JSON", async () => {
@@ -73,14 +88,14 @@ describe("admin listener", () => {
     const a = (await locks.tryLock("list/a", { ttlMs: 5_000 }))!;
     const b = (await locks.tryLock("list/b", { ttlMs: 5_000, scope: { plugin: "billing" } }))!;
     const c = (await locks.tryLock("list/c", { ttlMs: 5_000 }))!;
-    const all = await (await get("/locks")).json();
-    expect(all.locks.map((l: { key: string }) => l.key)).toEqual(["billing:list/b", "global:list/a", "global:list/c"]);
+    const all = (await (await get("/locks")).json()) as LockListPage;
+    expect(all.locks.map((l) => l.key)).toEqual(["billing:list/b", "global:list/a", "global:list/c"]);
     expect(JSON.stringify(all)).not.toContain(a.owner);
-    const first = await (await get("/locks?prefix=global:&limit=1")).json();
+    const first = (await (await get("/locks?prefix=global:&limit=1")).json()) as LockListPage;
     expect(first.locks).toMatchObject([{ key: "global:list/a", fence: a.fence, holder: { plugin: "host", node: "node-admin" }, waiters: 0 }]);
-    const second = await (await get(`/locks?prefix=global:&limit=1&cursor=${encodeURIComponent(first.cursor)}`)).json();
+    const second = await (await get(`/locks?prefix=global:&limit=1&cursor=${encodeURIComponent(first.cursor!)}`)).json();
     expect(second).toEqual({ locks: [expect.objectContaining({ key: "global:list/c" })] });
-    expect((await (await get("/locks?plugin=billing")).json()).locks).toMatchObject([{ key: "billing:list/b", holder: { plugin: "billing" } }]);
+    expect(((await (await get("/locks?plugin=billing")).json()) as LockListPage).locks).toMatchObject([{ key: "billing:list/b", holder: { plugin: "billing" } }]);
     const bad = await get("/locks?limit=5000");
     expect(bad.status).toBe(400);
     expect(await bad.json()).toEqual({ code: "INVALID_ARGUMENT", message: 'limit must be an integer from 1 to 1000, got "5000"' });

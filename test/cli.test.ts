@@ -1,5 +1,6 @@
 // The lockhost CLI as an operator runs it: a real process, real signals.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
@@ -67,6 +68,17 @@ describe("lockhost CLI", () => {
     const r = lockhost(...args);
     expect(r.stdout).toContain("Usage: lockhost");
     expect(r.status).toBe(args.length === 0 ? 2 : 0);
+  });
+
+  it("prints its version, and --help lists every command", () => {
+    const version = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
+    for (const flag of ["--version", "-V"]) {
+      const r = lockhost(flag);
+      expect(r.status).toBe(0);
+      expect(r.stdout.trim()).toBe(`lockhost ${version}`);
+    }
+    const help = lockhost("--help").stdout;
+    for (const command of ["run", "check", "status", "locks", "release"]) expect(help).toMatch(new RegExp(`^  ${command} `, "m"));
   });
 
   it("rejects an unknown command and a release without --force", () => {

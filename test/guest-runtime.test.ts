@@ -143,6 +143,26 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       expect(await a.call("add", [2, 3])).toBe(5); // restarted with fresh memory
     });
 
+    it("says the place of an abort is unknown when the guest passes none (a release build), never null:0:0", async () => {
+      const a = await guest();
+      const err = await a.call("holdAbort", [19, 60_000]).catch((e: unknown) => e as Error);
+      expect(err).toMatchObject({ code: "GUEST_TRAP" });
+      expect((err as Error).message).toContain("boom in holdAbort at an unknown place");
+      expect((err as Error).message).not.toContain("null:0:0");
+      const line = log.lines.find((l) => l.msg.startsWith("guest abort: boom in holdAbort"))!;
+      expect(line.msg).toContain("at an unknown place (the guest was built without file and line info");
+      expect(line).not.toHaveProperty("file");
+      expect(await held("test:k19")).toBe(false);
+    });
+
+    it("names memory_limit_mib when a guest runs out of memory", async () => {
+      const a = await guest({ memoryLimitMib: 1 });
+      const err = await a.call("exhaustMemory").catch((e: unknown) => e as Error);
+      expect(err).toMatchObject({ code: "GUEST_TRAP", message: expect.stringContaining("it had used all of its memory, memory_limit_mib = 1 for plugin test") });
+      expect(log.messages().some((m) => m.startsWith("guest trapped: ") && m.includes("memory_limit_mib = 1"))).toBe(true);
+      expect(await a.call("add", [2, 3])).toBe(5); // restarted with fresh memory
+    });
+
     it("releases locks when a call hits unreachable", async () => {
       const a = await guest();
       await expect(a.call("holdUnreachable", [14, 60_000])).rejects.toMatchObject({ code: "GUEST_TRAP" });

@@ -8,7 +8,7 @@ import { jspiAvailable } from "../host/runtime/jspi.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { guestWasm } from "./support/guests.js";
 import { captureLogger } from "./support/log.js";
-import { freePort } from "./support/servers.js";
+import { databaseUrl, freePort, redisUrl } from "./support/servers.js";
 
 const hosts: Host[] = [];
 afterEach(async () => {
@@ -49,6 +49,13 @@ describe("Host", () => {
     await host.stop();
     expect(backend.size).toBe(0);
     await expect(host.call("locker", "noop")).rejects.toMatchObject({ code: "CLOSED" });
+  });
+
+  it("warns that a config without plugins runs idle", async () => {
+    const { log } = await start({ source: "/etc/lockhost/empty.toml" });
+    expect(log.lines.find((l) => l.level === 40)?.msg).toBe(
+      "/etc/lockhost/empty.toml declares no [[plugins]]: this host runs no guest and fires no schedule; it only serves lock calls made through its API",
+    );
   });
 
   it("logs a lost lock and a force-release at info, acquisitions and releases at debug", async () => {
@@ -119,6 +126,16 @@ describe("Host", () => {
     expect(JSON.stringify(log.lines)).not.toContain("hunter2");
   });
 
+  it.each([
+    ["redis", (): ConfigInput["locking"] => ({ backend: "redis", redis: { url: `${redisUrl()}/15`.replace(/^redis:\/\//, "redis://lockhost-no-such-user:wrong-password@"), commandTimeoutMs: 1_000 } }), /WRONGPASS|invalid password|AUTH/],
+    ["pg", (): ConfigInput["locking"] => ({ backend: "pg", pg: { url: databaseUrl().replace(/\/[^/]*$/, "/lockhost_no_such_database"), commandTimeoutMs: 2_000 } }), /lockhost_no_such_database/],
+  ])("fails at start when %s refuses this host for good, naming the table, and leaves nothing running", async (_name, locking, why) => {
+    const err = await Host.start(resolveConfig({ source: "/etc/lockhost.toml", locking: locking(), plugins: [locker] }), { logger: captureLogger().logger }).catch((e: unknown) => e);
+    if (err instanceof Host) hosts.push(err);
+    expect(err).toMatchObject({ code: "CONFIG_INVALID", message: expect.stringMatching(/^\/etc\/lockhost.toml: \[locking\.(redis|pg)\]: the (redis|pg) backend refused this host for good/) });
+    expect((err as Error).message).toMatch(why);
+  });
+
   it("lets an in-flight host.call finish before stop resolves, and refuses new calls while stopping", async () => {
     const { host, backend } = await start({ plugins: [{ ...locker, callTimeoutMs: 300 }] });
     const events: string[] = [];
@@ -184,7 +201,7 @@ describe("Host", () => {
   it("listens on IPv6 loopback", async () => {
     const { host } = await start({ admin: { listen: "[::1]:0" } });
     expect(host.admin?.url).toMatch(/^http:\/\/\[::1\]:[1-9][0-9]*$/);
-    expect(await (await fetch(`${host.admin!.url}/healthz`)).json()).toEqual({ ok: true });
+    expect(await (await fetch(`${host.admin!.url}/healthz`)).json()).toEqual({ ok: true, backend: "memory" });
   });
 
   it("warns when the admin listener listens beyond loopback without a token, and not otherwise", async () => {

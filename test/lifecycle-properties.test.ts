@@ -105,6 +105,7 @@ describe("properties (fake timers)", () => {
             status: (key) => inner.status(key),
             forceRelease: (key) => inner.forceRelease(key),
             list: (req) => inner.list(req),
+            ping: () => inner.ping(),
             watch: (key, listener) => inner.watch(key, listener),
             close: () => inner.close(),
           };

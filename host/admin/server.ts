@@ -58,7 +58,8 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
 const MAX_URL_LENGTH = 4_096;
 
 /**
- * Starts the admin listener. Endpoints: `GET /healthz`, `GET /stats` (JSON, AdminStatsBody),
+ * Starts the admin listener. Endpoints: `GET /healthz` and `GET /readyz` (200 while the
+ * backend answers, 503 with its error when it does not), `GET /stats` (JSON, AdminStatsBody),
  * `GET /metrics` (Prometheus text), `GET /locks?prefix=&plugin=&limit=&cursor=` (one page of
  * held locks, LockListPage), `GET /locks/<name>` (the lock's status, name URL-encoded), the
  * dashboard (`GET /` or `/dashboard`, and `GET /events`: its live feed as server-sent events)
@@ -92,8 +93,15 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     if (target.length > MAX_URL_LENGTH) return send(res, 414, { code: "INVALID_ARGUMENT", message: "request target too long" });
     const path = target.split("?", 1)[0]!;
     const method = req.method ?? "GET";
-    if (path === "/healthz") {
-      if (only(method, "GET", res)) send(res, 200, { ok: true });
+    if (path === "/healthz" || path === "/readyz") {
+      if (!only(method, "GET", res)) return;
+      // The host is of use only while its backend answers: asked afresh each time.
+      try {
+        await service.ping();
+        send(res, 200, { ok: true, backend: service.backendKind });
+      } catch (err) {
+        send(res, 503, { ok: false, backend: service.backendKind, message: toLockhostError(err).message });
+      }
       return;
     }
     if (path === "/stats") {

@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // The lockhost CLI: `run` a host from a TOML config, inspect a running host or a lock, and
 // force-release locks.
+import { readFileSync } from "node:fs";
 import { access } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { pino } from "pino";
 import { BUILTIN_BACKENDS } from "../../plugins/backends/index.js";
@@ -32,7 +34,7 @@ Commands:
   locks     list the locks held now: holder, fence, age, TTL left, waiters
   release   force-release a lock (operator action)
 
-Run 'lockhost <command> --help' for a command's options.`,
+Run 'lockhost <command> --help' for a command's options; 'lockhost --version' prints the version.`,
   run: `Usage: lockhost run --config FILE [--local-nodes N]
 
 Loads every [[plugins]] entry, starts the [[scheduled]] jobs and logs (pino, JSON) to stdout.
@@ -100,12 +102,22 @@ Options:
   -h, --help          this help`,
 };
 
+/** This package's version, from its package.json (two folders up in the build and in the source tree). */
+function packageVersion(): string {
+  const file = fileURLToPath(new URL(import.meta.url.includes("/dist/") ? "../../../package.json" : "../../package.json", import.meta.url));
+  return (JSON.parse(readFileSync(file, "utf8")) as { version: string }).version;
+}
+
 /** The default config file, read from the working directory. */
 const DEFAULT_CONFIG = "lockhost.toml";
 
 /** Exit codes: 0 ok, 1 a failure at run time, 2 bad usage or config, or no admin listener. */
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command === "--version" || command === "-V" || command === "version") {
+    console.log(`lockhost ${packageVersion()}`);
+    return 0;
+  }
   if (!command || command === "-h" || command === "--help" || command === "help") {
     console.log(HELP.main);
     return command ? 0 : 2;

@@ -206,6 +206,15 @@ export class LockService {
     return this.#core.events.on(listener, types);
   }
 
+  /**
+   * Resolves once the backend answers a trivial request; rejects with BACKEND_UNAVAILABLE
+   * (`details.permanent` = 1 when retrying cannot help) or CLOSED.
+   */
+  ping(): Promise<void> {
+    this.#core.checkOpen();
+    return this.#core.backendCall(() => this.#core.backend.ping());
+  }
+
   /** Who holds the fully qualified lock `name` (as logs and `lockhost status` show it). */
   status(name: string): Promise<LockStatus> {
     return status(this.#core, name);

@@ -9,7 +9,7 @@ import type { Lease } from "../locking/lease.js";
 import { LOST_EXPORT, type CallOptions, type GuestInstance, type GuestValue } from "./guest-instance.js";
 import type { AbortInfo } from "./guest-env.js";
 import type { GuestLocks } from "./guest-locks.js";
-import { VERSION_EXPORT, type GuestModule } from "./guest-module.js";
+import { PAGE_BYTES, VERSION_EXPORT, type GuestModule } from "./guest-module.js";
 import type { FuncSignature } from "./wasm-binary.js";
 
 /** What every runtime's guest is started with. */
@@ -166,18 +166,49 @@ export abstract class GuestShell implements GuestInstance {
     });
   }
 
-  /** Logs a trap of export `name` and frees the instance's locks; returns the error its call rejects with. */
-  protected async trapped(name: string, message: string, abort: AbortInfo | undefined): Promise<LockhostError> {
-    const where = abort ? ` at ${abort.file}:${abort.line}:${abort.column}` : "";
+  /**
+   * Logs a trap of export `name` and frees the instance's locks; returns the error its call
+   * rejects with. `memoryBytes` is the size of the guest's memory when it trapped.
+   */
+  protected async trapped(name: string, message: string, abort: AbortInfo | undefined, memoryBytes: number): Promise<LockhostError> {
+    // A guest at its cap when it trapped most likely ran out of memory (AssemblyScript's
+    // allocator traps with a bare "unreachable" when memory.grow fails).
+    const full = memoryBytes + PAGE_BYTES > this.module.memory.maximum * PAGE_BYTES;
+    const limit = full || outOfMemory(abort?.message ?? message)
+      ? `; it had used all of its memory, memory_limit_mib = ${this.#memoryLimitMib()} for plugin ${this.plugin}`
+      : "";
     this.log.error(
-      { export: name, ...(abort && { file: abort.file, line: abort.line, column: abort.column }) },
-      abort ? `guest abort: ${abort.message}${where}` : `guest trapped: ${message}`,
+      { export: name, ...(abort && knownPlace(abort) && { file: abort.file, line: abort.line, column: abort.column }) },
+      abort ? `guest abort: ${abort.message} ${placeOf(abort)}${limit}` : `guest trapped: ${message}${limit}`,
     );
     await this.locks.reset(`its export ${name} trapped`);
-    return new LockhostError("GUEST_TRAP", `plugin ${this.plugin} export ${name} trapped: ${message}`);
+    const text = abort && !knownPlace(abort) ? message.replace(/ at null:0:0$/, ` ${placeOf(abort)}`) : message;
+    return new LockhostError("GUEST_TRAP", `plugin ${this.plugin} export ${name} trapped: ${text}${limit}`);
+  }
+
+  /** The guest's memory cap in MiB, as the config's memory_limit_mib says it. */
+  #memoryLimitMib(): number {
+    return (this.module.memory.maximum * PAGE_BYTES) / 2 ** 20;
   }
 
   protected closedError(detail?: string): LockhostError {
     return new LockhostError("CLOSED", `plugin ${this.plugin} was closed${detail ? ` ${detail}` : ""}`);
   }
+}
+
+/** Whether an abort or trap message says the guest ran out of memory (AssemblyScript's allocator, or a failed grow). */
+function outOfMemory(message: string): boolean {
+  return /out of memory|allocation too large|memory\.grow|grow memory/i.test(message);
+}
+
+/** Whether an abort names a place: a release build passes no file (null) and line 0. */
+function knownPlace(abort: AbortInfo): boolean {
+  return !(abort.file === "null" && abort.line === 0);
+}
+
+/** Where an abort happened, in words. */
+function placeOf(abort: AbortInfo): string {
+  return knownPlace(abort)
+    ? `at ${abort.file}:${abort.line}:${abort.column}`
+    : "at an unknown place (the guest was built without file and line info; an AssemblyScript debug build, or --debug, keeps them)";
 }

@@ -247,3 +247,10 @@ export function traceFlood(n: i32): void {
 export function wide(x: i64): i64 {
   return x + 1;
 }
+
+/** Allocates 64 KiB blocks until the allocator cannot grow memory any more (it traps). */
+export function exhaustMemory(): i32 {
+  const kept = new Array<ArrayBuffer>();
+  for (;;) kept.push(new ArrayBuffer(64 * 1024));
+  return kept.length;
+}

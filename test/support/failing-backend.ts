@@ -20,6 +20,7 @@ export function unreachableBackend(): LockBackend {
     status: down,
     forceRelease: down,
     list: down,
+    ping: down,
     close: () => Promise.resolve(),
   };
 }

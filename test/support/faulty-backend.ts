@@ -51,6 +51,7 @@ export function faultyBackend(inner = new MemoryBackend()): { backend: LockBacke
     status: (key) => inner.status(key),
     forceRelease: (key) => inner.forceRelease(key),
     list: (req) => inner.list(req),
+    ping: () => inner.ping(),
     close: () => inner.close(),
   };
   return { backend, inner, faults };

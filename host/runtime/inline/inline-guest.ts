@@ -163,12 +163,13 @@ export class InlineGuest extends GuestShell {
     this.#generation++;
     const abort = err instanceof GuestAbort ? err.info : undefined;
     const message = abort ? (err as GuestAbort).message : describeError(err);
+    const memoryBytes = this.#mem.memory.buffer.byteLength;
     try {
       this.#instantiate();
     } catch (again) {
       this.log.error({ err: this.#explain(again) }, "guest restart after a trap failed; the next call tries again");
     }
-    return this.trapped(name, message, abort);
+    return this.trapped(name, message, abort, memoryBytes);
   }
 
   async close(): Promise<void> {

@@ -20,5 +20,5 @@ export type FromWorker =
   | { readonly type: "ready"; readonly abiVersion: unknown }
   | { readonly type: "failed"; readonly message: string }
   | { readonly type: "return"; readonly id: number; readonly value: GuestValue }
-  | { readonly type: "trap"; readonly id: number; readonly message: string; readonly abort?: AbortInfo }
+  | { readonly type: "trap"; readonly id: number; readonly message: string; readonly abort?: AbortInfo; readonly memoryBytes: number }
   | { readonly type: "trace"; readonly message: string };

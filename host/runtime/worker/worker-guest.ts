@@ -216,7 +216,7 @@ export class WorkerGuest extends GuestShell {
     }
     gen.pending = undefined;
     clearTimeout(pending.timer);
-    pending.reject(await this.trapped(pending.name, msg.message, msg.abort));
+    pending.reject(await this.trapped(pending.name, msg.message, msg.abort, msg.memoryBytes));
   }
 
   async #timedOut(gen: Generation): Promise<void> {

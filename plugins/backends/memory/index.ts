@@ -141,6 +141,9 @@ export class MemoryBackend implements LockBackend {
     return live;
   }
 
+  /** Always answers: the store is this process. */
+  async ping(): Promise<void> {}
+
   /** Drops every lock (fence counters stay, so a reused instance keeps fences increasing). */
   async close(): Promise<void> {
     this.#locks.clear();

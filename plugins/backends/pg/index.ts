@@ -33,7 +33,14 @@ import { hostname } from "node:os";
 import type pg from "pg";
 import type { Logger } from "pino";
 import type { PgConfig } from "./config.js";
-import { redactUrlSecrets, ReleaseListeners, scrubberFor } from "../../../kit/index.js";
+import { markPermanent, redactUrlSecrets, ReleaseListeners, scrubberFor } from "../../../kit/index.js";
+
+const PING = { name: "lockhost_ping", text: "SELECT 1" };
+/**
+ * Errors that retrying cannot cure: SQLSTATE 28P01/28000 (credentials or pg_hba refused), 3D000
+ * (no such database), and a host name that does not resolve.
+ */
+const PG_PERMANENT = /SQLSTATE (28P01|28000|3D000)|password authentication failed|no pg_hba\.conf entry|database "[^"]*" does not exist|ENOTFOUND|EAI_NONAME/i;
 import type { AcquireRequest, AcquireResult, ListRequest, LockBackend, LockPage, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
 import { acquire, type AcquireContext } from "./acquire.js";
 import { BatchRenewer } from "./batch.js";
@@ -223,6 +230,17 @@ export class PgBackend implements LockBackend {
     const rows = await book.run("status", advisory, book.sql.status, [advisory.id, key, advisory.classid, advisory.objid]);
     const row = rows[0];
     return row === undefined ? null : toRecord(key, row);
+  }
+
+  /** SELECT 1 on a session (LockBackend.ping); refused credentials, a missing database or an unknown host are permanent. */
+  async ping(): Promise<void> {
+    const book = this.#book;
+    if (book.closed) throw closedError();
+    try {
+      await book.run("ping", book.keyOf(""), PING, []);
+    } catch (err) {
+      throw markPermanent(err, PG_PERMANENT);
+    }
   }
 
   /** A page of held locks in name order, from the holders table (LockBackend.list). */

@@ -11,7 +11,10 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Logger } from "pino";
 import type { RedisConfig } from "./config.js";
-import { LockhostError, scrubberFor } from "../../../kit/index.js";
+import { LockhostError, markPermanent, scrubberFor } from "../../../kit/index.js";
+
+/** Connection errors that retrying cannot cure: credentials refused, a name that does not resolve. */
+const REDIS_PERMANENT = /WRONGPASS|NOAUTH|invalid password|invalid username|NOPERM|ENOTFOUND|EAI_NONAME/i;
 import type {
   AcquireRequest,
   AcquireResult,
@@ -174,6 +177,15 @@ export class RedisBackend implements LockBackend {
     return this.#conn.whenReady(() =>
       this.#redis.lockhostStatus(this.#keys.lock(key)).then((reply) => toRecord(key, reply), this.#fail),
     );
+  }
+
+  /** PING (LockBackend.ping); a refused password or a host name that does not resolve is permanent. */
+  ping(): Promise<void> {
+    return this.#conn
+      .whenReady(() => this.#redis.ping().then(() => undefined, this.#fail))
+      .catch((err: unknown) => {
+        throw markPermanent(err, REDIS_PERMANENT);
+      });
   }
 
   /** A page of held locks: SCAN over the prefix, then each one's status (LockBackend.list). */

@@ -35,6 +35,8 @@ export const PERMISSION_DENIED = 10;
 export const BACKEND_UNAVAILABLE = 11;
 /** A host bug; the message says what happened. */
 export const INTERNAL = 12;
+/** The call was cancelled because the host is shutting down (a wait ends at once with it). */
+export const CANCELLED = 13;
 
 // Flags for `try` (bitwise OR) and `status`.
 /** The key is global (shared across plugins) instead of namespaced by plugin. */

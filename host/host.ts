@@ -172,6 +172,8 @@ export class Host {
     // First, so no admin request (a force-release above all) reaches a host that is shutting down.
     await this.admin?.close();
     this.scheduler.stop();
+    // Guests parked in a wait return now (-CANCELLED) rather than sit out their wait_ms.
+    for (const guest of this.#guests.values()) guest.cancelWaits("the host is shutting down");
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
     // Neither idle() nor the call trackers reject; no new calls start once #stopping is set.

@@ -16,6 +16,7 @@ const ABI_CODES = {
   PERMISSION_DENIED: S.PERMISSION_DENIED,
   BACKEND_UNAVAILABLE: S.BACKEND_UNAVAILABLE,
   INTERNAL: S.INTERNAL,
+  CANCELLED: S.CANCELLED,
 } as const;
 
 /** Codes that only the host side sees (config, guest lifecycle, CLI). */

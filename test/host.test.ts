@@ -5,6 +5,7 @@ import * as S from "../abi/status.js";
 import { resolveConfig, type ConfigInput } from "../host/config/load.js";
 import { Host } from "../host/host.js";
 import { jspiAvailable } from "../host/runtime/jspi.js";
+import { GUEST_RUNTIMES } from "./support/guest.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { guestWasm } from "./support/guests.js";
 import { captureLogger } from "./support/log.js";
@@ -134,6 +135,18 @@ describe("Host", () => {
     if (err instanceof Host) hosts.push(err);
     expect(err).toMatchObject({ code: "CONFIG_INVALID", message: expect.stringMatching(/^\/etc\/lockhost.toml: \[locking\.(redis|pg)\]: the (redis|pg) backend refused this host for good/) });
     expect((err as Error).message).toMatch(why);
+  });
+
+  it.each(GUEST_RUNTIMES)("ends a %s guest's wait at once on stop (-CANCELLED), instead of sitting out its wait_ms", async (runtime) => {
+    const { host } = await start({ plugins: [{ name: "waiter", wasm: guestWasm("lifecycle"), isolation: runtime }] });
+    const held = await host.locks.tryLock("k1", { ttlMs: 60_000, scope: { plugin: "waiter" } });
+    expect(held).not.toBeNull();
+    const waiting = host.call("waiter", "acquireKey", [1, 10_000, 30_000, 0]);
+    await expect.poll(() => host.locks.stats().waiters, { timeout: 5_000 }).toBe(1);
+    const started = performance.now();
+    await host.stop(10_000);
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(await waiting).toBe(-S.CANCELLED);
   });
 
   it("lets an in-flight host.call finish before stop resolves, and refuses new calls while stopping", async () => {

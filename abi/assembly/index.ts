@@ -56,6 +56,7 @@ import {
   PERMISSION_DENIED,
   BACKEND_UNAVAILABLE,
   INTERNAL,
+  CANCELLED,
   FLAG_GLOBAL,
   FLAG_KEEP,
   FLAG_KEEPALIVE,
@@ -116,6 +117,7 @@ export function statusName(code: i32): string {
     case PERMISSION_DENIED: return "PERMISSION_DENIED";
     case BACKEND_UNAVAILABLE: return "BACKEND_UNAVAILABLE";
     case INTERNAL: return "INTERNAL";
+    case CANCELLED: return "CANCELLED";
     default: return "UNKNOWN_" + code.toString();
   }
 }

@@ -38,6 +38,11 @@ export interface GuestInstance {
    * notifications (`lockhost_on_lost`) due are delivered before the call starts.
    */
   call(exportName: string, args?: readonly number[], options?: CallOptions): Promise<GuestValue>;
+  /**
+   * The host is shutting down: the guest's waiting lock.acquire calls, now and later, end at
+   * once with -CANCELLED, so its running call can return.
+   */
+  cancelWaits(reason: string): void;
   /** Stops the guest and releases its locks. */
   close(): Promise<void>;
 }

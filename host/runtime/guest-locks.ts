@@ -65,6 +65,8 @@ export class GuestLocks {
   /** Aborted by reset(): a guest that is gone stops waiting. */
   #resetController = new AbortController();
   #lostListener: LostListener | undefined;
+  /** Set by cancelWaits(): waits end at once with it. */
+  #cancelled: LockhostError | undefined;
   /** The schedule's lock while a scheduled call (or its lockhost_on_lost(0)) runs: handle 0. */
   #schedule: Lease | undefined;
 
@@ -105,6 +107,7 @@ export class GuestLocks {
     try {
       const request = this.#request(key, ttlMs, flags);
       validateWaitMs(waitMs);
+      if (this.#cancelled && waitMs > 0) throw this.#cancelled;
       const budget = limit ? Math.max(0, Math.floor(limit.budgetMs)) : waitMs;
       const cut = waitMs > budget;
       let lease: Lease;
@@ -302,6 +305,18 @@ export class GuestLocks {
     const controller = this.#resetController;
     this.#resetController = new AbortController();
     controller.abort(new LockhostError("CLOSED", `the guest stopped waiting: ${reason}`));
+  }
+
+  /**
+   * The host is shutting down: every wait of this guest ends now with -CANCELLED, and so does
+   * every later one, at once. The guest's running call can then return instead of sitting out
+   * its wait_ms.
+   */
+  cancelWaits(reason: string): void {
+    this.#cancelled = new LockhostError("CANCELLED", `the wait was cancelled: ${reason}`);
+    const controller = this.#resetController;
+    this.#resetController = new AbortController();
+    controller.abort(this.#cancelled);
   }
 
   /** Which instance of the guest the handles belong to; bumped by invalidate() and reset(). */

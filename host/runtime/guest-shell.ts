@@ -73,6 +73,10 @@ export abstract class GuestShell implements GuestInstance {
 
   abstract close(): Promise<void>;
 
+  cancelWaits(reason: string): void {
+    this.locks.cancelWaits(reason);
+  }
+
   get heldLocks(): number {
     return this.locks.heldCount;
   }

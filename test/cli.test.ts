@@ -148,6 +148,28 @@ describe("lockhost CLI", () => {
     expect(msgs.some((m) => m.startsWith("guest: report: generated with fence"))).toBe(true);
     expect(msgs.filter((m) => m === "lockhost host stopped; every lock released")).toHaveLength(2);
     expect(code).toBe(0);
+    // JSON when piped, starting with the summary as one line of fields.
+    expect(lines.find((l) => l.msg === "lockhost running")).toMatchObject({
+      backend: "memory",
+      nodes: ["vm-1", "vm-2"],
+      plugins: [{ name: "report", runtime: "worker" }, { name: "ledger", runtime: "worker" }],
+      schedules: [{ id: "report.run", every: "2s", hint: "require_global" }, { id: "ledger.every-3s" }],
+    });
+  });
+
+  it("logs readable lines with --log-format pretty, starting with a one-screen summary", async () => {
+    const run = runCli(["run", "--config", "lockhost.toml", "--log-format", "pretty"]);
+    await run.until((out) => out.includes("schedule lock taken; running"));
+    run.child.kill("SIGINT");
+    expect(await run.exit).toBe(0);
+    const out = run.out();
+    expect(out).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: schedule lock taken; running \{"node":"vm","schedule":"report\.run"/m);
+    expect(out).toContain("INFO: lockhost running: node vm, backend memory\n  plugins:   report  worker runtime, 4 MiB, 2000 ms per call\n");
+    expect(out).toContain("  admin:     off (add an [admin] table for status, metrics and the dashboard)");
+    expect(out).not.toMatch(/^\{"level"/m);
+    const bad = lockhost("run", "--config", "lockhost.toml", "--log-format", "xml");
+    expect(bad.stderr).toContain('--log-format must be json or pretty, got "xml"');
+    expect(bad.status).not.toBe(0);
   });
 });
 

@@ -17,6 +17,8 @@ import { Host } from "../host.js";
 import { LockService } from "../locking/service.js";
 import { AdminClient, AdminUnreachable, adminUrl } from "./admin-client.js";
 import { formatLocks, formatStats, formatStatus } from "./format.js";
+import { cliLogger, parseLogFormat, type LogFormat } from "./logger.js";
+import { logSummary } from "./summary.js";
 import { MAX_LIST_LIMIT } from "../locking/list.js";
 import type { ListOptions } from "../locking/service.js";
 
@@ -35,16 +37,20 @@ Commands:
   release   force-release a lock (operator action)
 
 Run 'lockhost <command> --help' for a command's options; 'lockhost --version' prints the version.`,
-  run: `Usage: lockhost run --config FILE [--local-nodes N]
+  run: `Usage: lockhost run --config FILE [--local-nodes N] [--log-format json|pretty]
 
-Loads every [[plugins]] entry, starts the [[scheduled]] jobs and logs (pino, JSON) to stdout.
+Loads every [[plugins]] entry, starts the [[scheduled]] jobs, prints a summary (backend, nodes,
+plugins with their runtime, schedules, admin URL) and logs to stdout: readable lines on a
+terminal, JSON lines (pino) when piped or with --log-format json.
 With an [admin] table in the config it also starts the admin listener (stats, Prometheus
 metrics, lock status, force-release) and logs its URL ("admin listener started").
-On SIGINT or SIGTERM it stops ticking, lets running calls finish for up to
-[host].shutdown_timeout_ms, releases every lock it holds and exits 0.
+On SIGINT or SIGTERM it stops ticking, ends the waits guests are parked in (-CANCELLED), lets
+running calls finish for up to [host].shutdown_timeout_ms, releases every lock it holds and
+exits 0.
 
 Options:
   -c, --config FILE     the TOML config (default: lockhost.toml)
+      --log-format F    json or pretty (default: pretty on a terminal, json otherwise)
       --local-nodes N   development: run N hosts in this process, named <node>-1..<node>-N,
                         sharing one memory backend, to watch one node win each tick
                         (memory backend only; default 1; only <node>-1 starts the admin listener)
@@ -138,6 +144,7 @@ async function main(argv: string[]): Promise<number> {
         json: { type: "boolean" },
         force: { type: "boolean", short: "f" },
         "local-nodes": { type: "string", default: "1" },
+        "log-format": { type: "string" },
         prefix: { type: "string" },
         plugin: { type: "string" },
         limit: { type: "string" },
@@ -155,7 +162,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === "run") {
     const config = await loadConfig(values.config ?? DEFAULT_CONFIG);
-    return run(config, parseLocalNodes(values["local-nodes"]!, config));
+    return run(config, parseLocalNodes(values["local-nodes"]!, config), parseLogFormat(values["log-format"]));
   }
 
   if (command === "locks") {
@@ -270,12 +277,13 @@ function parseLocalNodes(text: string, config: LockhostConfig): number {
   return n;
 }
 
-async function run(config: LockhostConfig, localNodes: number): Promise<number> {
+async function run(config: LockhostConfig, localNodes: number, format: LogFormat | undefined): Promise<number> {
   const hosts: Host[] = [];
+  const root = await cliLogger(config.host.logLevel, format, {});
   if (localNodes === 1) {
-    hosts.push(await Host.start(config));
+    hosts.push(await Host.start(config, { logger: root.child({ node: config.host.node }) }));
   } else {
-    const log = pino({ level: config.host.logLevel });
+    const log = root;
     const backend = await createBackend(config.locking, log, config.source);
     // One admin listener for the process (on the first node): more would fight over its port.
     const { admin: _admin, ...withoutAdmin } = config;
@@ -287,6 +295,7 @@ async function run(config: LockhostConfig, localNodes: number): Promise<number> 
   }
   for (const host of hosts) host.scheduler.start();
   const log = hosts[0]!.log;
+  logSummary(root, config, hosts, (format ?? (process.stdout.isTTY ? "pretty" : "json")) === "pretty");
   return new Promise<number>((resolve) => {
     let signals = 0;
     const onSignal = (signal: NodeJS.Signals): void => {

@@ -1,0 +1,35 @@
+// What `lockhost run` says first: one screen with the backend, the nodes, each plugin with the
+// runtime it got, each schedule, and the admin URL. In JSON the same facts as fields of one line.
+import type { Logger } from "pino";
+import { redactUrlSecrets } from "../../kit/redact.js";
+import type { LockhostConfig } from "../config/types.js";
+import type { Host } from "../host.js";
+
+/** The backend's table's url, redacted, when it has one. */
+function backendTarget(config: LockhostConfig): string | undefined {
+  const table = (config.locking as unknown as Record<string, unknown>)[config.locking.backend] as { url?: unknown } | undefined;
+  return typeof table?.url === "string" ? redactUrlSecrets(table.url) : undefined;
+}
+
+/** Logs the summary of `hosts` (one per node) running `config`. */
+export function logSummary(log: Logger, config: LockhostConfig, hosts: readonly Host[], pretty: boolean): void {
+  const target = backendTarget(config);
+  const backend = `${config.locking.backend}${target ? ` at ${target}` : ""}`;
+  const nodes = hosts.map((h) => h.config.host.node);
+  const plugins = config.plugins.map((p) => ({ name: p.name, runtime: p.runtime, memoryLimitMib: p.memoryLimitMib, ...(p.runtime === "worker" && { callTimeoutMs: p.callTimeoutMs }) }));
+  const schedules = config.scheduled.map((s) => ({ id: s.id, every: s.schedule.kind === "interval" ? s.schedule.text : s.schedule.expression, hint: s.hint }));
+  const admin = hosts.find((h) => h.admin)?.admin?.url;
+  if (!pretty) {
+    log.info({ backend, nodes, plugins, schedules, ...(admin && { admin, dashboard: `${admin}/` }) }, "lockhost running");
+    return;
+  }
+  const lines = [
+    `lockhost running: ${nodes.length === 1 ? `node ${nodes[0]}` : `${nodes.length} nodes (${nodes.join(", ")})`}, backend ${backend}`,
+    ...(plugins.length === 0 ? ["  plugins:   none (idle)"] : plugins.map((p, i) =>
+      `  ${i === 0 ? "plugins:  " : "          "} ${p.name}  ${p.runtime} runtime, ${p.memoryLimitMib} MiB${p.callTimeoutMs !== undefined ? `, ${p.callTimeoutMs} ms per call` : ", no time limit"}`)),
+    ...(schedules.length === 0 ? ["  schedules: none"] : schedules.map((s, i) => `  ${i === 0 ? "schedules:" : "          "} ${s.id}  every ${s.every}, ${s.hint}`)),
+    `  admin:     ${admin ? `${admin}  (dashboard: ${admin}/)` : "off (add an [admin] table for status, metrics and the dashboard)"}`,
+    "  Ctrl-C stops: no new ticks, waits cancelled, running calls finish, every lock released.",
+  ];
+  log.info(lines.join("\n"));
+}

@@ -95,15 +95,8 @@ export class Host {
     try {
       // Before any guest: a backend that refuses this host for good fails the start at once.
       health = await BackendHealth.atStart(locks, log, `${config.source ?? "config"}: [locking.${backend.kind}]`);
-      for (const plugin of config.plugins) guests.set(plugin.name, await startGuest(plugin, locks, log));
-      for (const s of config.scheduled) {
-        const sig = guests.get(s.plugin)?.exportSignature(s.export);
-        const where = `${config.source ?? "config"}: [[scheduled]] "${s.id}"`;
-        if (!sig) throw new LockhostError("CONFIG_INVALID", `${where}: plugin ${s.plugin} has no export "${s.export}"`);
-        if (sig.params.length > 0) {
-          throw new LockhostError("CONFIG_INVALID", `${where}: export ${s.export} of plugin ${s.plugin} takes arguments (${sig.params.join(", ")}); a scheduled export must take none`);
-        }
-      }
+      for (const plugin of config.plugins) guests.set(plugin.name, await startPluginGuest(plugin, locks, log).catch((e: unknown) => Promise.reject(inFile(e, config.source))));
+      checkScheduledExports(config, guests);
       // Last: an operator who can reach the listener can rely on the host behind it being up.
       if (config.admin) {
         feed = new ActivityFeed(locks);
@@ -210,9 +203,33 @@ async function startAdmin(settings: AdminSettings, locks: LockService, log: Logg
   }
 }
 
-async function startGuest(plugin: PluginConfig, locks: LockService, log: Logger): Promise<GuestInstance> {
+
+/**
+ * Refuses a [[scheduled]] entry whose export its plugin lacks or that takes arguments: the
+ * guests are running, so their real export signatures are known.
+ * @throws LockhostError CONFIG_INVALID naming the entry.
+ */
+export function checkScheduledExports(config: LockhostConfig, guests: ReadonlyMap<string, GuestInstance>): void {
+  for (const s of config.scheduled) {
+    const sig = guests.get(s.plugin)?.exportSignature(s.export);
+    const where = `${config.source ?? "config"}: [[scheduled]] "${s.id}"`;
+    if (!sig) throw new LockhostError("CONFIG_INVALID", `${where}: plugin ${s.plugin} has no export "${s.export}"`);
+    if (sig.params.length > 0) {
+      throw new LockhostError("CONFIG_INVALID", `${where}: export ${s.export} of plugin ${s.plugin} takes arguments (${sig.params.join(", ")}); a scheduled export must take none`);
+    }
+  }
+}
+
+/** Starts the guest of one [[plugins]] entry in its runtime, on `locks`. */
+export async function startPluginGuest(plugin: PluginConfig, locks: LockService, log: Logger): Promise<GuestInstance> {
   const module = await loadGuestModule(plugin.name, plugin.wasm, plugin.memoryLimitMib * 2 ** 20);
   const guestLog = log.child({ plugin: plugin.name });
   const guestLocks = new GuestLocks(locks, { plugin: plugin.name, allowsGlobal: globalKeyMatcher(plugin.globalKeys) }, guestLog);
   return startGuestInstance({ runtime: plugin.runtime, module, locks: guestLocks, callTimeoutMs: plugin.callTimeoutMs, log: guestLog });
+}
+
+/** A CONFIG_INVALID raised without the file's name, with it in front. */
+function inFile(err: unknown, source: string | undefined): unknown {
+  if (source === undefined || !(err instanceof LockhostError) || err.code !== "CONFIG_INVALID" || err.message.startsWith(`${source}:`)) return err;
+  return new LockhostError("CONFIG_INVALID", `${source}: ${err.message}`, { cause: err });
 }

@@ -61,9 +61,12 @@ describe("modules that do not meet the ABI", () => {
     expect((err as Error).message).toContain("must import its memory as env.memory");
   });
 
-  it("refuses a file that is not WebAssembly, and one that does not exist", async () => {
+  it("refuses a file that is not WebAssembly, and one that does not exist (a config error naming [[plugins]] wasm)", async () => {
     await expect(loadGuestModule("x", new URL(import.meta.url).pathname, 2 ** 20)).rejects.toMatchObject({ code: "ABI_UNSUPPORTED" });
-    await expect(loadGuestModule("x", "/nonexistent/x.wasm", 2 ** 20)).rejects.toThrow(/cannot read the module/);
+    await expect(loadGuestModule("x", "/nonexistent/x.wasm", 2 ** 20)).rejects.toMatchObject({
+      code: "CONFIG_INVALID",
+      message: '[[plugins]] "x": wasm = "/nonexistent/x.wasm" does not exist (a relative path is read from the config file\'s folder)',
+    });
   });
 
   it("refuses a guest whose initial memory is above its limit", async () => {

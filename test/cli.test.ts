@@ -16,6 +16,7 @@ import { createBackend } from "../host/backends/create.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";
 import { databaseUrl, freePort, redisUrl } from "./support/servers.js";
+import { guestWasm } from "./support/guests.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
 import { pgDefaults } from "../plugins/backends/pg/config.js";
 
@@ -155,6 +156,34 @@ describe("lockhost CLI", () => {
       plugins: [{ name: "report", runtime: "worker" }, { name: "ledger", runtime: "worker" }],
       schedules: [{ id: "report.run", every: "2s", hint: "require_global" }, { id: "ledger.every-3s" }],
     });
+  });
+
+  it("checks a config without running it: plugins, schedules, backend, then what would run", () => {
+    const r = lockhost("check", "--config", "lockhost.toml");
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^lockhost\.toml: ok$/m);
+    expect(r.stdout).toMatch(/^ {2}ok {3}plugin report: .*report\.wasm loads and instantiates in the worker runtime \(ABI checked\)$/m);
+    expect(r.stdout).toContain("  ok   schedules: every export exists and takes no arguments");
+    expect(r.stdout).toContain("  ok   backend memory answers");
+    expect(r.stdout).toContain("Would run:\n  node vm, backend memory\n    plugins:   report  worker runtime");
+  });
+
+  it("lists every fault `check` finds, with its code, and exits 1", async () => {
+    const port = await freePort();
+    const broken = await configFile(
+      `[locking]\nbackend = "redis"\n[locking.redis]\nurl = "redis://127.0.0.1:${port}"\ncommand_timeout_ms = 300\n` +
+        `[[plugins]]\nname = "ghost"\nwasm = "missing.wasm"\n[[plugins]]\nname = "locker"\nwasm = "${guestWasm("locker")}"\n`,
+    );
+    const r = lockhost("check", "--config", broken);
+    expect(r.status).toBe(1);
+    expect(r.stdout).toMatch(/lockhost\.toml: 2 fault\(s\)/);
+    expect(r.stdout).toMatch(/FAIL plugin ghost: .*missing\.wasm.*\n {7}CONFIG_INVALID: .*\[\[plugins\]\] "ghost": wasm = ".*missing\.wasm" does not exist/);
+    expect(r.stdout).toMatch(/ok {3}plugin locker: /);
+    expect(r.stdout).toMatch(/FAIL backend redis answers\n {7}BACKEND_UNAVAILABLE: /);
+    const noExport = await configFile(`[[plugins]]\nname = "locker"\nwasm = "${guestWasm("locker")}"\n[[scheduled]]\nplugin = "locker"\nexport = "nope"\nschedule = "1s"\n`);
+    const s = lockhost("check", "--config", noExport);
+    expect(s.status).toBe(1);
+    expect(s.stdout).toMatch(/FAIL schedules: every export exists and takes no arguments\n {7}CONFIG_INVALID: .*\[\[scheduled\]\] "locker\.nope": plugin locker has no export "nope"/);
   });
 
   it("logs readable lines with --log-format pretty, starting with a one-screen summary", async () => {

@@ -17,6 +17,7 @@ import { Host } from "../host.js";
 import { LockService } from "../locking/service.js";
 import { AdminClient, AdminUnreachable, adminUrl } from "./admin-client.js";
 import { formatLocks, formatStats, formatStatus } from "./format.js";
+import { check } from "./check.js";
 import { cliLogger, parseLogFormat, type LogFormat } from "./logger.js";
 import { logSummary } from "./summary.js";
 import { MAX_LIST_LIMIT } from "../locking/list.js";
@@ -32,6 +33,7 @@ Usage: lockhost <command> [options]
 
 Commands:
   run       run the plugins and schedules of a config file
+  check     check a config: its plugins, schedules and backend, without running anything
   status    show a running host's lock counters, or who holds a lock
   locks     list the locks held now: holder, fence, age, TTL left, waiters
   release   force-release a lock (operator action)
@@ -72,6 +74,18 @@ Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
       --admin URL     the admin listener, e.g. http://127.0.0.1:9464 (default: [admin] listen)
       --json          print JSON instead of a table
+  -h, --help          this help`,
+  check: `Usage: lockhost check [--config FILE]
+
+Does everything 'lockhost run' does before it runs anything, and stops there: validates the
+config; loads every plugin (compiles it, checks its ABI version, imports and memory, and
+instantiates it in the runtime its isolation resolves to on this Node), checks that every
+schedule's export exists and takes no arguments, and connects to the backend and asks it.
+Prints each check, then what would run. Takes no lock and fires no schedule.
+Exit codes: 0 all well, 1 a fault found (each is printed with its code), 2 a config error.
+
+Options:
+  -c, --config FILE   the TOML config (default: lockhost.toml)
   -h, --help          this help`,
   locks: `Usage: lockhost locks [--prefix P] [--plugin NAME] [--limit N] [--cursor C] [--config FILE] [--admin URL] [--json]
 
@@ -165,6 +179,13 @@ async function main(argv: string[]): Promise<number> {
     return run(config, parseLocalNodes(values["local-nodes"]!, config), parseLogFormat(values["log-format"]));
   }
 
+  if (command === "check") {
+    if (positionals.length > 0) {
+      console.error(`lockhost check: takes no arguments besides its options\n\n${HELP.check}`);
+      return 2;
+    }
+    return check(await loadConfig(values.config ?? DEFAULT_CONFIG));
+  }
   if (command === "locks") {
     if (positionals.length > 0) {
       console.error(`lockhost locks: takes no KEY (use --prefix)\n\n${HELP.locks}`);

@@ -11,25 +11,37 @@ function backendTarget(config: LockhostConfig): string | undefined {
   return typeof table?.url === "string" ? redactUrlSecrets(table.url) : undefined;
 }
 
+/** The facts of a summary. */
+function factsOf(config: LockhostConfig) {
+  const target = backendTarget(config);
+  return {
+    backend: `${config.locking.backend}${target ? ` at ${target}` : ""}`,
+    plugins: config.plugins.map((p) => ({ name: p.name, runtime: p.runtime, memoryLimitMib: p.memoryLimitMib, ...(p.runtime === "worker" && { callTimeoutMs: p.callTimeoutMs }) })),
+    schedules: config.scheduled.map((s) => ({ id: s.id, every: s.schedule.kind === "interval" ? s.schedule.text : s.schedule.expression, hint: s.hint })),
+  };
+}
+
 /** Logs the summary of `hosts` (one per node) running `config`. */
 export function logSummary(log: Logger, config: LockhostConfig, hosts: readonly Host[], pretty: boolean): void {
-  const target = backendTarget(config);
-  const backend = `${config.locking.backend}${target ? ` at ${target}` : ""}`;
   const nodes = hosts.map((h) => h.config.host.node);
-  const plugins = config.plugins.map((p) => ({ name: p.name, runtime: p.runtime, memoryLimitMib: p.memoryLimitMib, ...(p.runtime === "worker" && { callTimeoutMs: p.callTimeoutMs }) }));
-  const schedules = config.scheduled.map((s) => ({ id: s.id, every: s.schedule.kind === "interval" ? s.schedule.text : s.schedule.expression, hint: s.hint }));
   const admin = hosts.find((h) => h.admin)?.admin?.url;
   if (!pretty) {
+    const { backend, plugins, schedules } = factsOf(config);
     log.info({ backend, nodes, plugins, schedules, ...(admin && { admin, dashboard: `${admin}/` }) }, "lockhost running");
     return;
   }
-  const lines = [
-    `lockhost running: ${nodes.length === 1 ? `node ${nodes[0]}` : `${nodes.length} nodes (${nodes.join(", ")})`}, backend ${backend}`,
+  log.info(["lockhost running: " + summaryLines(config, nodes, admin)[0], ...summaryLines(config, nodes, admin).slice(1)].join("\n"));
+}
+
+/** The summary as lines of text: nodes and backend first, then plugins, schedules, admin. */
+export function summaryLines(config: LockhostConfig, nodes: readonly string[], admin: string | undefined): string[] {
+  const { backend, plugins, schedules } = factsOf(config);
+  return [
+    `${nodes.length === 1 ? `node ${nodes[0]}` : `${nodes.length} nodes (${nodes.join(", ")})`}, backend ${backend}`,
     ...(plugins.length === 0 ? ["  plugins:   none (idle)"] : plugins.map((p, i) =>
       `  ${i === 0 ? "plugins:  " : "          "} ${p.name}  ${p.runtime} runtime, ${p.memoryLimitMib} MiB${p.callTimeoutMs !== undefined ? `, ${p.callTimeoutMs} ms per call` : ", no time limit"}`)),
     ...(schedules.length === 0 ? ["  schedules: none"] : schedules.map((s, i) => `  ${i === 0 ? "schedules:" : "          "} ${s.id}  every ${s.every}, ${s.hint}`)),
     `  admin:     ${admin ? `${admin}  (dashboard: ${admin}/)` : "off (add an [admin] table for status, metrics and the dashboard)"}`,
     "  Ctrl-C stops: no new ticks, waits cancelled, running calls finish, every lock released.",
   ];
-  log.info(lines.join("\n"));
 }

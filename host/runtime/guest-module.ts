@@ -41,7 +41,16 @@ export async function loadGuestModule(plugin: string, path: string, memoryLimitB
   try {
     bytes = await readFile(path);
   } catch (err) {
-    throw new LockhostError("ABI_UNSUPPORTED", `${where}: cannot read the module: ${(err as Error).message}`, { cause: err });
+    // A path that leads nowhere is the config's fault, not the module's.
+    const code = (err as NodeJS.ErrnoException).code;
+    const missing = code === "ENOENT" || code === "EISDIR" || code === "ENOTDIR";
+    throw new LockhostError(
+      missing ? "CONFIG_INVALID" : "ABI_UNSUPPORTED",
+      missing
+        ? `[[plugins]] "${plugin}": wasm = ${JSON.stringify(path)} ${code === "EISDIR" ? "is a folder" : "does not exist"} (a relative path is read from the config file's folder)`
+        : `${where}: cannot read the module: ${(err as Error).message}`,
+      { cause: err },
+    );
   }
   let module: WebAssembly.Module;
   try {

@@ -1,0 +1,67 @@
+// `lockhost check`: everything `run` would do before it runs anything, without running it:
+// the config, each plugin (compiled, checked against the ABI, instantiated in its runtime and
+// closed), each schedule's export, and the backend (connected to, asked, closed). Prints what
+// would run, or every fault found with its code.
+import { pino } from "pino";
+import { toLockhostError } from "../../kit/errors.js";
+import { createBackend } from "../backends/create.js";
+import { formatListen } from "../config/listen.js";
+import type { LockhostConfig } from "../config/types.js";
+import { checkScheduledExports, startPluginGuest } from "../host.js";
+import { LockService } from "../locking/service.js";
+import type { GuestInstance } from "../runtime/guest-instance.js";
+import { summaryLines } from "./summary.js";
+
+/** One finding: what was checked, and the fault if any. */
+interface Finding {
+  readonly what: string;
+  readonly fault?: { readonly code: string; readonly message: string };
+}
+
+/** Runs the checks and prints the result; 0 when all is well, 1 when something is not. */
+export async function check(config: LockhostConfig): Promise<number> {
+  const findings: Finding[] = [];
+  const quiet = pino({ level: "silent" });
+  const attempt = async (what: string, step: () => Promise<void>): Promise<void> => {
+    try {
+      await step();
+      findings.push({ what });
+    } catch (err) {
+      const e = toLockhostError(err);
+      findings.push({ what, fault: { code: e.code, message: e.message } });
+    }
+  };
+
+  // Guests are instantiated on a lock service of their own: checking takes no lock anywhere.
+  const scratch = new LockService(await createBackend({ ...config.locking, backend: "memory" }, quiet), { node: config.host.node });
+  const guests = new Map<string, GuestInstance>();
+  for (const plugin of config.plugins) {
+    await attempt(`plugin ${plugin.name}: ${plugin.wasm} loads and instantiates in the ${plugin.runtime} runtime (ABI checked)`, async () => {
+      guests.set(plugin.name, await startPluginGuest(plugin, scratch, quiet));
+    });
+  }
+  if (config.plugins.every((p) => guests.has(p.name)) && config.scheduled.length > 0) {
+    await attempt(`schedules: every export exists and takes no arguments`, async () => checkScheduledExports(config, guests));
+  }
+  await Promise.all([...guests.values()].map((g) => g.close()));
+  await scratch.close();
+
+  await attempt(`backend ${config.locking.backend} answers`, async () => {
+    const locks = new LockService(await createBackend(config.locking, quiet, config.source), { node: config.host.node });
+    try {
+      await locks.ping();
+    } finally {
+      await locks.close();
+    }
+  });
+
+  const faults = findings.filter((f) => f.fault);
+  console.log(`${config.source ?? "config"}: ${faults.length === 0 ? "ok" : `${faults.length} fault(s)`}`);
+  for (const f of findings) console.log(f.fault ? `  FAIL ${f.what}\n       ${f.fault.code}: ${f.fault.message}` : `  ok   ${f.what}`);
+  if (faults.length === 0) {
+    console.log("\nWould run:");
+    const admin = config.admin && `http://${formatListen(config.admin.listen)}`;
+    for (const line of summaryLines(config, [config.host.node], admin)) if (!line.includes("Ctrl-C")) console.log(`  ${line}`);
+  }
+  return faults.length === 0 ? 0 : 1;
+}

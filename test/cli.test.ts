@@ -458,3 +458,35 @@ function runCli(args: readonly string[], env?: NodeJS.ProcessEnv): CliRun {
     },
   };
 }
+
+describe("the README's two hosts, as written", () => {
+  it("runs two hosts on the example Redis config: one runner per tick, status and the admin listener answer", async () => {
+    // README "Two hosts, one backend, one runner per tick", command for command (npx lockhost = this CLI).
+    const env = (extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv => ({ ...process.env, REDIS_URL: redisUrl(), ...extra });
+    const a = runCli(["run", "--config", "examples/redis.toml"], env({ LOCKHOST_NODE: "node-a" }));
+    const b = runCli(["run", "--config", "examples/redis.toml"], env({ LOCKHOST_NODE: "node-b", LOCKHOST_ADMIN_LISTEN: "127.0.0.1:9465" }));
+    try {
+      const ran = (out: string): boolean => out.includes("schedule lock taken; running");
+      const skipped = (out: string): boolean => out.includes("tick skipped: another node holds the schedule lock");
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline && !((ran(a.out()) && skipped(b.out())) || (ran(b.out()) && skipped(a.out())))) {
+        expect(a.exited(), a.out()).toBe(false);
+        expect(b.exited(), b.out()).toBe(false);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect((ran(a.out()) && skipped(b.out())) || (ran(b.out()) && skipped(a.out())), a.out() + b.out()).toBe(true);
+      expect(a.out() + b.out()).not.toContain("EADDRINUSE");
+      const status = await lockhostAsync(["status", "lockhost:schedule:report.run", "--config", "examples/redis.toml"], { env: { REDIS_URL: redisUrl() } });
+      expect(status.status, status.stderr).toBe(0);
+      expect(status.stdout).toMatch(/lockhost:schedule:report\.run: (held|not held)/);
+      const counters = await lockhostAsync(["status", "--admin", "http://127.0.0.1:9464"]);
+      expect(counters.status, counters.stderr).toBe(0);
+      expect(counters.stdout).toContain("node node-a, redis backend");
+    } finally {
+      a.child.kill("SIGTERM");
+      b.child.kill("SIGTERM");
+      expect(await a.exit).toBe(0);
+      expect(await b.exit).toBe(0);
+    }
+  });
+});

@@ -76,10 +76,16 @@ describe("admin listener", () => {
     expect(again).toContain('lockhost_acquisitions_total{node="node-admin",backend="memory"} 1');
   });
 
-  it("serves the status of one lock by its URL-encoded name", async () => {
+  it("serves the status of one lock by its URL-encoded name, its owner token only to the admin token's holder", async () => {
     const lease = (await locks.tryLock("orders/42 ü", { ttlMs: 5_000 }))!;
-    const held = await (await get(`/locks/${encodeURIComponent(lease.name)}`)).json();
+    const path = `/locks/${encodeURIComponent(lease.name)}`;
+    const held = await (await fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } })).json();
     expect(held).toMatchObject({ held: true, key: "global:orders/42 ü", owner: lease.owner, fence: lease.fence });
+    for (const headers of [{}, { authorization: "Bearer wrong-token-0123456789" }] as Record<string, string>[]) {
+      const shown = await (await fetch(`${server.url}${path}`, { headers })).json();
+      expect(shown).toMatchObject({ held: true, key: "global:orders/42 ü", fence: lease.fence });
+      expect(shown).not.toHaveProperty("owner");
+    }
     expect(await (await get(`/locks/${encodeURIComponent("global:free")}`)).json()).toEqual({ key: "global:free", held: false });
     await locks.release(lease);
   });

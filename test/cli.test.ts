@@ -231,13 +231,18 @@ describe.each([
     try {
       const lease = await locks.tryLock("cli-x", { ttlMs: 30_000 });
       expect(lease).not.toBeNull();
-      const shown = lockhost("status", "global:cli-x", "--config", file, "--json");
+      const shown = lockhost("status", "global:cli-x", "--config", file, "--json", "--show-owner");
       expect(shown.status, shown.stderr).toBe(0);
       expect(JSON.parse(shown.stdout)).toMatchObject({
         key: "global:cli-x", held: true, owner: lease!.owner, fence: lease!.fence, holder: { plugin: "host", node: "cli-holder", hostname: hostname() },
       });
+      // Without --show-owner the owner token, which lets anyone release or restore the lock, is not printed.
+      const hidden = lockhost("status", "global:cli-x", "--config", file, "--json");
+      expect(JSON.parse(hidden.stdout)).not.toHaveProperty("owner");
       const human = lockhost("status", "global:cli-x", "--config", file);
       expect(human.stdout).toContain(`holder:        plugin host on node cli-holder (host ${hostname()})`);
+      expect(human.stdout).not.toContain(lease!.owner);
+      expect(human.stdout).toContain("owner:         (hidden: --show-owner");
 
       const released = lockhost("release", "--force", "global:cli-x", "--config", file);
       expect(released.status, released.stderr).toBe(0);
@@ -350,9 +355,13 @@ describe("lockhost status and release --force through a running host's admin lis
     expect(stats.status, stats.stderr).toBe(0);
     expect(JSON.parse(stats.stdout)).toMatchObject({ node: "cli-admin-node", stats: { held: 1 } });
 
-    const status = await lockhostAsync(["status", "global:cli-mem-k", "--config", file, "--json"]);
+    const status = await lockhostAsync(["status", "global:cli-mem-k", "--config", file, "--json", "--show-owner"], { env: { LOCKHOST_ADMIN_TOKEN: TOKEN } });
     expect(status.status, status.stderr).toBe(0);
     expect(JSON.parse(status.stdout)).toMatchObject({ key: "global:cli-mem-k", held: true, owner: lease!.owner, fence: lease!.fence });
+    // The listener shows an owner token only to a caller with the admin token.
+    const noToken = await lockhostAsync(["status", "global:cli-mem-k", "--config", file, "--json", "--show-owner"]);
+    expect(JSON.parse(noToken.stdout)).toMatchObject({ key: "global:cli-mem-k", held: true, fence: lease!.fence });
+    expect(noToken.stdout).not.toContain(lease!.owner);
     const human = await lockhostAsync(["status", "global:cli-mem-k", "--admin", h.admin!.url], { cwd: tmpdir() });
     expect(human.stdout).toContain("global:cli-mem-k: held");
     expect(human.stdout).toContain("holder:        plugin host on node cli-admin-node");

@@ -231,6 +231,17 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       expect(await a.call("add", [1, 2])).toBe(3);
     });
 
+    it("takes no lock it cannot give a handle for: the 65,536th is refused before it is taken", async () => {
+      const a = await guest();
+      // 65,535 handles (16 bits, 0 excluded) are the most a guest can hold at once.
+      expect(await a.call("holdMany", [65_536, 60_000])).toBe(-(65_535 * 100 + S.INVALID_ARGUMENT));
+      expect(a.heldLocks).toBe(65_535);
+      expect(locks.heldCount).toBe(65_535);
+      expect(await held("test:m65535")).toBe(false);
+      await a.close();
+      expect(locks.heldCount).toBe(0);
+    }, 120_000);
+
     it("caps guest memory at the plugin's limit", async () => {
       const a = await guest({ memoryLimitMib: 1 });
       const before = (await a.call("growMemory", [0])) as number;

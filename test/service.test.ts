@@ -245,6 +245,27 @@ describe("LockService lifecycle (memory, faults injected)", () => {
     expect(locks.stats().held).toBe(1);
   });
 
+  it("restore asks the backend even for a lease it holds: one released elsewhere is lost, not restored", async () => {
+    const backend = new MemoryBackend();
+    const mine = new LockService(backend, { node: "a" });
+    const other = new LockService(backend, { node: "b" });
+    try {
+      const lease = (await mine.tryLock("k", { ttlMs: 5_000 }))!;
+      // Another process takes the lock over by its owner token and releases it.
+      await other.release(await other.restore("k", lease.owner));
+      await expect(mine.restore("k", lease.owner)).rejects.toMatchObject({ code: "NOT_FOUND" });
+      expect(lease.state).toBe("lost");
+      expect(mine.stats().held).toBe(0);
+      // Someone else holds it now: OWNERSHIP_MISMATCH, and still no lease.
+      const theirs = (await other.tryLock("k", { ttlMs: 5_000 }))!;
+      await expect(mine.restore("k", lease.owner)).rejects.toMatchObject({ code: "OWNERSHIP_MISMATCH" });
+      await other.release(theirs);
+    } finally {
+      await mine.close({ closeBackend: false });
+      await other.close();
+    }
+  });
+
   it("counts acquisitions, contention, waits and time waited", async () => {
     const held = (await locks.tryLock("k", { ttlMs: 5_000 }))!;
     expect(await locks.tryLock("k", { ttlMs: 5_000 })).toBeNull();

@@ -61,7 +61,7 @@ const MAX_URL_LENGTH = 4_096;
  * Starts the admin listener. Endpoints: `GET /healthz` and `GET /readyz` (200 while the
  * backend answers, 503 with its error when it does not), `GET /stats` (JSON, AdminStatsBody),
  * `GET /metrics` (Prometheus text), `GET /locks?prefix=&plugin=&limit=&cursor=` (one page of
- * held locks, LockListPage), `GET /locks/<name>` (the lock's status, name URL-encoded), the
+ * held locks, LockListPage), `GET /locks/<name>` (the lock's status, name URL-encoded; its owner token only with the bearer token), the
  * dashboard (`GET /` or `/dashboard`, and `GET /events`: its live feed as server-sent events)
  * and `POST /locks/<name>/force-release` (needs `Authorization: Bearer <token>`: 401 without
  * it, 403 with a wrong one or when the config sets no token). Rejects with CONFIG_INVALID
@@ -148,9 +148,22 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       if (!only(method, "GET", res)) return;
       const name = decode(lock[1]!, res);
       if (name === undefined) return;
-      return answer(res, () => service.status(name));
+      // An owner token lets whoever has it release or restore the lock: shown only to the token's holder.
+      const showOwner = presentsToken(req);
+      return answer(res, async () => {
+        const status = await service.status(name);
+        if (!status.held || showOwner) return status;
+        const { owner: _owner, ...rest } = status;
+        return rest;
+      });
     }
     send(res, 404, { code: "NOT_FOUND", message: `no such endpoint: ${path}` });
+  }
+
+  /** Whether the request carries the configured token (checked in constant time); never when none is configured. */
+  function presentsToken(req: IncomingMessage): boolean {
+    const match = req.headers.authorization === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization);
+    return tokenDigest !== undefined && match !== null && timingSafeEqual(digest(match[1]!), tokenDigest);
   }
 
   /** Checks the bearer token in constant time; answers 401/403 itself when it does not match. */

@@ -75,9 +75,9 @@ export class AdminClient {
     return this.#request("GET", `/locks?${query}`) as Promise<LockListPage>;
   }
 
-  /** GET /locks/<name>. */
+  /** GET /locks/<name>: with the token, the owner token too. */
   status(name: string): Promise<LockStatus> {
-    return this.#request("GET", `/locks/${encodeURIComponent(name)}`) as Promise<LockStatus>;
+    return this.#request("GET", `/locks/${encodeURIComponent(name)}`, this.token) as Promise<LockStatus>;
   }
 
   /** POST /locks/<name>/force-release: whether the lock was held. */

@@ -4,14 +4,14 @@ import type { AdminStatsBody } from "../admin/server.js";
 import type { LockListPage, LockStatus } from "../locking/service.js";
 import type { LockStats } from "../locking/stats.js";
 
-/** Human-readable status, one field a line. */
-export function formatStatus(s: LockStatus): string {
+/** Human-readable status, one field a line; a status without its owner token says how to see it. */
+export function formatStatus(s: LockStatus | Omit<Extract<LockStatus, { held: true }>, "owner">): string {
   if (!s.held) return `${s.key}: not held`;
   const iso = (ms: number): string => new Date(ms).toISOString();
   return [
     `${s.key}: held`,
     `  holder:        plugin ${s.holder.plugin} on node ${s.holder.node}${s.holder.hostname ? ` (host ${s.holder.hostname})` : ""}`,
-    `  owner:         ${s.owner}`,
+    `  owner:         ${"owner" in s && typeof s.owner === "string" ? s.owner : "(hidden: --show-owner on redis or pg, or the admin token through --admin)"}`,
     `  fence:         ${s.fence}`,
     `  acquired_at:   ${iso(s.acquiredAtMs)}`,
     `  expires_at:    ${iso(s.expiresAtMs)}`,

@@ -73,6 +73,8 @@ live inside the 'lockhost run' process) and the config has an [admin] table.
 Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
       --admin URL     the admin listener, e.g. http://127.0.0.1:9464 (default: [admin] listen)
+      --show-owner    print the lock's owner token (hidden by default: with it anyone can
+                      release or restore the lock); through --admin it also needs the token
       --json          print JSON instead of a table
   -h, --help          this help`,
   check: `Usage: lockhost check [--config FILE]
@@ -157,6 +159,7 @@ async function main(argv: string[]): Promise<number> {
         help: { type: "boolean", short: "h" },
         json: { type: "boolean" },
         force: { type: "boolean", short: "f" },
+        "show-owner": { type: "boolean" },
         "local-nodes": { type: "string", default: "1" },
         "log-format": { type: "string" },
         prefix: { type: "string" },
@@ -208,7 +211,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === "status" && key === undefined) {
     return orUnreachable(command, async () => showStats(await cliConfig(values.config, values.admin !== undefined), values.admin, values.json ?? false));
   }
-  return withLocks(values.config, values.admin, command, (locks) => inspect(locks, command, key!, values.json ?? false));
+  return withLocks(values.config, values.admin, command, (locks) => inspect(locks, command, key!, values.json ?? false, values["show-owner"] ?? false));
 }
 
 /** Runs `action`; an admin listener that does not answer is exit code 2, said in one line. */
@@ -374,10 +377,12 @@ async function onLocks(config: LockhostConfig | undefined, command: string, flag
 }
 
 /** `status KEY` or `release --force KEY`, through the backend or the admin listener alike. */
-async function inspect(locks: LockReader, command: string, key: string, json: boolean): Promise<number> {
+async function inspect(locks: LockReader, command: string, key: string, json: boolean, showOwner: boolean): Promise<number> {
   if (command === "status") {
     const status = await locks.status(key);
-    console.log(json ? JSON.stringify(status) : formatStatus(status));
+    // An owner token lets anyone release or restore the lock: printed only when asked for.
+    const shown = status.held && !showOwner ? (({ owner: _owner, ...rest }) => rest)(status) : status;
+    console.log(json ? JSON.stringify(shown) : formatStatus(shown));
     return 0;
   }
   const released = await locks.forceRelease(key);

@@ -1,7 +1,7 @@
 // Restore: a Lease for a lock another process (or another guest) took and handed over by its
 // owner token, so this service can renew or release it. One lease per owner token.
 import { LockhostError } from "../../kit/errors.js";
-import { closedError, type ServiceCore } from "./core.js";
+import { closedError, lostError, type ServiceCore } from "./core.js";
 import { Lease } from "./lease.js";
 import { setKeepalive } from "./renew.js";
 import { qualify, type Scope } from "./scope.js";
@@ -34,21 +34,23 @@ export function restore(core: ServiceCore, key: string, owner: string, options: 
 }
 
 async function restoreNamed(core: ServiceCore, name: string, owner: string, options: RestoreOptions): Promise<Lease> {
-  const mine = sameLease(core, name, owner, options);
-  if (mine) return mine;
+  // Always asked, even for a lease this service holds: another process may have released or
+  // force-released it, and a lease answered from memory alone would claim a lock nobody has.
   const sentAt = performance.now();
   const record = await core.backendCall(() => core.backend.status(name));
   if (core.closing) throw closedError();
-  // A concurrent restore of the same owner may have finished meanwhile: one lease per owner.
-  const raced = sameLease(core, name, owner, options);
-  if (raced) return raced;
   if (!record || record.owner !== owner) {
+    const stale = core.held.get(owner);
+    if (stale?.name === name) core.markLost(stale, lostError(stale, record ? "mismatch" : "not_found"));
     if (core.released.has(owner)) {
       throw new LockhostError("ALREADY_RELEASED", `lock ${name} with that owner token was already released by this host`);
     }
     if (!record) throw new LockhostError("NOT_FOUND", `no lock is held under ${name}`);
     throw new LockhostError("OWNERSHIP_MISMATCH", `lock ${name} belongs to another owner token (fence ${record.fence}); nothing was changed`);
   }
+  // One lease per owner: the one this service holds (or a concurrent restore just made).
+  const mine = sameLease(core, name, owner, options);
+  if (mine) return mine;
   const lease = new Lease({
     name,
     owner,

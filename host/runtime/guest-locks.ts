@@ -86,10 +86,11 @@ export class GuestLocks {
   async try(key: string, ttlMs: number, flags: number): Promise<AbiReply> {
     const epoch = this.#epoch;
     try {
+      this.#checkRoom();
       const lease = await this.#service.tryChecked(this.#request(key, ttlMs, flags));
       if (!lease) return { result: TRY_CONTENDED };
       if (epoch !== this.#epoch) await this.#abandon(lease, true);
-      return { result: this.#adopt(lease, flags, epoch) };
+      return { result: await this.#adopt(lease, flags, epoch, true) };
     } catch (err) {
       return this.failure(err);
     }
@@ -105,6 +106,7 @@ export class GuestLocks {
     const epoch = this.#epoch;
     const signal = this.#resetController.signal;
     try {
+      this.#checkRoom();
       const request = this.#request(key, ttlMs, flags);
       validateWaitMs(waitMs);
       if (this.#cancelled && waitMs > 0) throw this.#cancelled;
@@ -123,7 +125,7 @@ export class GuestLocks {
         );
       }
       if (epoch !== this.#epoch) await this.#abandon(lease, true);
-      return { result: this.#adopt(lease, flags, epoch) };
+      return { result: await this.#adopt(lease, flags, epoch, true) };
     } catch (err) {
       return this.failure(err);
     }
@@ -152,7 +154,7 @@ export class GuestLocks {
         return { result: handle };
       }
       if (epoch !== this.#epoch) await this.#abandon(lease, !shared);
-      return { result: this.#adopt(lease, flags, epoch) };
+      return { result: await this.#adopt(lease, flags, epoch, !shared) };
     } catch (err) {
       return this.failure(err);
     }
@@ -351,10 +353,20 @@ export class GuestLocks {
     throw new LockhostError("LOST", "the guest was reset while the lock was being acquired");
   }
 
-  /** Gives the guest (instance `epoch`, still current) a handle for `lease`. */
-  #adopt(lease: Lease, flags: number, epoch: number): number {
+  /**
+   * Gives the guest (instance `epoch`, still current) a handle for `lease`. When none is left
+   * the lock is released at once (when `ours`: not a lease another guest shares): a lock nobody
+   * has a handle for could never be released by the guest, and would outlive it.
+   */
+  async #adopt(lease: Lease, flags: number, epoch: number, ours: boolean): Promise<number> {
     const held: Held = { lease, keep: (flags & FLAG_KEEP) !== 0, quiet: false, unwatch: noop };
-    const handle = this.#handles.add(held);
+    let handle: number;
+    try {
+      handle = this.#handles.add(held);
+    } catch (err) {
+      if (ours) await this.#release(lease, "no handle was left to give the guest");
+      throw err;
+    }
     const listener = this.#lostListener;
     if (listener) {
       held.unwatch = lease.onLost(() => {
@@ -388,6 +400,13 @@ export class GuestLocks {
     const e = await this.#service.releaseIfHeld(lease);
     if (e) this.#log.warn({ lock: lease.name, code: e.code, err: e.message, reason }, "auto-release failed; the lock will expire at its TTL");
     else this.#log.debug({ lock: lease.name, fence: lease.fence, reason }, "auto-released lock");
+  }
+
+  /** Refuses, before anything is taken, a lock no handle would be left for. */
+  #checkRoom(): void {
+    if (this.#handles.full) {
+      throw new LockhostError("INVALID_ARGUMENT", `this guest already holds ${this.#handles.size} locks, every handle there is; release some first (nothing was taken)`);
+    }
   }
 
   /** A call that takes a lock, checked once: the service trusts it from here. */

@@ -76,6 +76,11 @@ export class HandleTable<T, E = never> {
     return (this.#slots[index]!.generation << SLOT_BITS) | (index + 1);
   }
 
+  /** Whether every handle is taken: add() would throw. */
+  get full(): boolean {
+    return this.#slots.length >= MAX_SLOTS && this.#freeHead >= this.#free.length;
+  }
+
   /** The value of a live handle; throws INVALID_HANDLE or ALREADY_RELEASED otherwise. */
   get(handle: number, argName = "handle"): T {
     const slot = this.#slot(handle, argName);

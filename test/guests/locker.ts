@@ -8,6 +8,7 @@
 
 import {
   tryLock,
+  KEEP,
   keyStatus,
   ownerOf,
   lastError,
@@ -253,4 +254,16 @@ export function exhaustMemory(): i32 {
   const kept = new Array<ArrayBuffer>();
   for (;;) kept.push(new ArrayBuffer(64 * 1024));
   return kept.length;
+}
+
+/**
+ * Takes "m0", "m1", … "m<n-1>" with KEEP. Returns n when every one was taken, else
+ * -(i * 100 + code) for the first that was not (code 99 when it was contended).
+ */
+export function holdMany(n: i32, ttlMs: i32): i32 {
+  for (let i = 0; i < n; i++) {
+    const h = rawTry("m" + i.toString(), ttlMs, KEEP);
+    if (h <= 0) return -(i * 100 + (h == 0 ? 99 : -h));
+  }
+  return n;
 }

@@ -133,6 +133,13 @@ export interface LockBackend {
    */
   watch(key: string, listener: () => void): ReleaseWatch;
   /**
+   * Optional: calls `listener` with a lock's owner token when a lock this backend instance took
+   * was released or force-released by someone else (another process through restore, an
+   * operator), so its holder hears of the loss at once instead of at its next renewal or its
+   * TTL. Best effort: a notice lost in transit leaves the holder to find out as before.
+   */
+  onLost?(listener: (owner: string) => void): void;
+  /**
    * Resolves once the store answers a trivial request (health checks, the host's start). Rejects
    * with BACKEND_UNAVAILABLE; with `details.permanent` = 1 when retrying cannot help (a wrong
    * password, a missing database, a host name that does not resolve), so a host can fail fast.

@@ -65,6 +65,11 @@ export class ServiceCore {
     this.waits = new WaitQueues(parts.backend);
     this.renewals = new RenewalManager(parts.renewalHost(this), parts.keepalive);
     this.hooks = { observe: (lease) => this.renewals.watch(lease) };
+    // Told by the backend that a lock was taken from under us: the lease is lost now, not at its next renewal.
+    parts.backend.onLost?.((owner) => {
+      const lease = this.held.get(owner);
+      if (lease) this.markLost(lease, new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) was lost: another process released or force-released it`));
+    });
   }
 
   /** Takes a new lease into the service's books: held, counted, and renewed if it has keepalive. */

@@ -45,6 +45,7 @@ export class MemoryBackend implements LockBackend {
   readonly #locks = new Map<string, Entry>();
   /** Fence counters are never deleted, so fences keep increasing after a lock expires. */
   readonly #fences = new Map<string, number>();
+  readonly #lostListeners: ((owner: string) => void)[] = [];
   readonly #now: () => number;
   /** Release listeners per key (LockBackend.watch): in-process, so no subscription round trip. */
   readonly #watchers = new ReleaseListeners();
@@ -103,6 +104,9 @@ export class MemoryBackend implements LockBackend {
     if (entry.owner !== owner) return "mismatch";
     this.#locks.delete(key);
     this.#released(key);
+    // The releaser may not be the holder (restore by owner token): every service sharing this
+    // instance hears it; the holder's marks its lease lost, the releaser's has let go already.
+    this.#lost(owner);
     return "released";
   }
 
@@ -135,10 +139,22 @@ export class MemoryBackend implements LockBackend {
 
   /** Deletes the lock whoever holds it; fence counters stay (LockBackend.forceRelease). */
   async forceRelease(key: string): Promise<boolean> {
-    const live = this.#live(key, this.#now()) !== undefined;
+    const entry = this.#live(key, this.#now());
     this.#locks.delete(key);
-    if (live) this.#released(key);
-    return live;
+    if (entry) {
+      this.#released(key);
+      this.#lost(entry.owner);
+    }
+    return entry !== undefined;
+  }
+
+  /** Tells `listener` of every release and force-release, by owner token (LockBackend.onLost). */
+  onLost(listener: (owner: string) => void): void {
+    this.#lostListeners.push(listener);
+  }
+
+  #lost(owner: string): void {
+    for (const listener of this.#lostListeners) queueMicrotask(() => listener(owner));
   }
 
   /** Always answers: the store is this process. */

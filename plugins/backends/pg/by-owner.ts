@@ -27,13 +27,18 @@ export async function releaseElsewhere(book: LockBook, advisory: AdvisoryKey, ke
   return result === "released" || result === "mismatch" ? result : "not_found";
 }
 
-/** A message on the control channel: `pid:id:fence`, another host released by owner the lock `id` our session `pid` holds. */
-export function onControl(book: LockBook, payload: string): void {
+/**
+ * A message on the control channel: `pid:id:fence`, another host released (by owner token) or
+ * force-released the lock `id` our session `pid` holds. The session unlocks that one lock (its
+ * other locks stay), and `lost` hears of the owner at once.
+ */
+export function onControl(book: LockBook, payload: string, lost: (owner: string) => void): void {
   const [pid, id, fence] = payload.split(":");
   const session = book.sessions.find((s) => s.pid !== undefined && String(s.pid) === pid);
   const lock = id === undefined ? undefined : session?.held.get(id);
   if (session === undefined || lock === undefined || String(lock.fence) !== fence) return;
   if (lock.state !== "held") return;
-  book.log.info({ key: lock.key, fence: lock.fence }, "pg lock released by owner on another host: unlocked");
+  book.log.info({ key: lock.key, fence: lock.fence }, "pg lock released by another host: unlocked");
+  lost(lock.owner);
   void book.unlock(session, lock, true);
 }

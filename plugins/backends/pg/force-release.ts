@@ -1,5 +1,6 @@
 // Force-release (LockBackend.forceRelease) of a lock whoever holds it: this backend unlocks its
-// own; another session's is taken away by clearing its row's owner and ending that session.
+// own; another session's holder is told to unlock that one lock (its row's owner cleared
+// first), and only a holder that does not has its session ended.
 import { ignore, type LockBook } from "./lock-book.js";
 import type { AdvisoryKey } from "./key-hash.js";
 
@@ -23,22 +24,38 @@ export async function forceRelease(book: LockBook, key: string): Promise<boolean
     // "not_found": the session ended meanwhile, so there was nothing left to release.
     return (await book.unlock(session, lock, true)) === "released";
   }
-  const rows = await book.run("forceRelease", advisory, book.sql.forceRelease, [advisory.id, key, advisory.classid, advisory.objid]);
+  const rows = await book.run("forceRelease", advisory, book.sql.forceReleaseAsk, [advisory.id, key, advisory.classid, advisory.objid, book.channels.control]);
   const row = rows[0];
   if (row === undefined) return false;
-  const [pid, terminated] = row;
-  if (terminated === true) await awaitGone(book, advisory, Number(pid));
+  const pid = Number(row[0]);
+  // The holder unlocks that one lock when it hears; a holder that cannot (paused, its listener
+  // gone) loses its whole session instead, so the lock is free either way.
+  if (!(await untilGone(book, advisory, pid, Math.min(ASK_GRACE_MS, book.errors.commandTimeoutMs)))) {
+    book.log.warn({ pid, key }, "pg force-release: the holder did not unlock when told; ending its session (every lock on it is lost)");
+    const [terminated] = (await book.run("forceRelease", advisory, book.sql.terminate, [pid]))[0] ?? [];
+    if (terminated === true) await awaitGone(book, advisory, pid);
+  }
   book.notifyReleased(session, advisory.id);
   return true;
 }
 
-/** Waits (up to commandTimeoutMs) until the terminated session `pid` no longer holds the lock. */
-async function awaitGone(book: LockBook, advisory: AdvisoryKey, pid: number): Promise<void> {
-  const until = performance.now() + book.errors.commandTimeoutMs;
-  while (performance.now() < until) {
+/** How long a told holder has to unlock before its session is ended. */
+const ASK_GRACE_MS = 1_000;
+
+/** Polls until session `pid` no longer holds the lock, for up to `ms`; whether it let go. */
+async function untilGone(book: LockBook, advisory: AdvisoryKey, pid: number, ms: number): Promise<boolean> {
+  const until = performance.now() + ms;
+  for (;;) {
     const rows = await book.run("forceRelease", advisory, book.sql.heldBy, [advisory.classid, advisory.objid, pid]);
-    if (rows[0]?.[0] !== true) return;
+    if (rows[0]?.[0] !== true) return true;
+    if (performance.now() >= until) return false;
     await new Promise((r) => setTimeout(r, GONE_POLL_MS));
   }
-  book.log.warn({ pid }, "pg force-release: the terminated holder session has not exited yet");
+}
+
+/** Waits (up to commandTimeoutMs) until the terminated session `pid` no longer holds the lock. */
+async function awaitGone(book: LockBook, advisory: AdvisoryKey, pid: number): Promise<void> {
+  if (!(await untilGone(book, advisory, pid, book.errors.commandTimeoutMs))) {
+    book.log.warn({ pid }, "pg force-release: the terminated holder session has not exited yet");
+  }
 }

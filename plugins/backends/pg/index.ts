@@ -72,6 +72,7 @@ export interface PgBackendOptions {
  * contract and the file header for how each step is done.
  */
 export class PgBackend implements LockBackend {
+  readonly #lostListeners: ((owner: string) => void)[] = [];
   /** Always "pg". */
   readonly kind = "pg";
   /** Always true: every host on the same database and table shares the locks. */
@@ -258,12 +259,13 @@ export class PgBackend implements LockBackend {
    * Frees `key` whoever holds it; true when someone did (LockBackend.forceRelease).
    *
    * When this backend holds it, it just unlocks. Otherwise it clears the holder row's owner
-   * (so the holder's next renew or release finds the lock no longer theirs) and terminates the
-   * holder's session with pg_terminate_backend, the only way to take an advisory lock from
-   * another session: EVERY lock on that session is lost with it (that host sees them lost and
-   * reconnects). Resolves once the holder's session has gone, so the key can be taken at once.
-   * Needs the right to signal the holder's backend: the same database role, or
-   * pg_signal_backend.
+   * (so the holder's next renew or release finds the lock no longer theirs) and tells the
+   * holder on the table's control channel: the holder's session unlocks that one lock itself
+   * (its other locks stay) and its lease is lost at once. Only a holder that does not do so
+   * within a grace period (its process paused, its listener gone) has its session terminated
+   * (pg_terminate_backend, the only way to take an advisory lock from another session; every
+   * lock on it goes). Resolves once the lock is free, so the key can be taken at once. The
+   * fallback needs the right to signal the holder's backend: the same role, or pg_signal_backend.
    */
   forceRelease(key: string): Promise<boolean> {
     if (this.#book.closed) return Promise.reject(closedError());
@@ -279,6 +281,16 @@ export class PgBackend implements LockBackend {
     return this.#closing;
   }
 
+  /** Tells the listeners of onLost. */
+  readonly #tellLost = (owner: string): void => {
+    for (const listener of this.#lostListeners) listener(owner);
+  };
+
+  /** Hears of this backend's locks released or force-released by another host (LockBackend.onLost). */
+  onLost(listener: (owner: string) => void): void {
+    this.#lostListeners.push(listener);
+  }
+
   async #close(): Promise<void> {
     this.#listener.close();
     this.#watchers.clear();
@@ -289,7 +301,7 @@ export class PgBackend implements LockBackend {
   #notified(channel: string, payload: string): void {
     const { released, control } = this.#book.channels;
     if (channel === released) this.#watchers.wake(payload);
-    else if (channel === control) onControl(this.#book, payload);
+    else if (channel === control) onControl(this.#book, payload, this.#tellLost);
   }
 }
 

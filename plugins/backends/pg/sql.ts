@@ -88,8 +88,13 @@ export interface Statements {
    * acquired ms, expires ms, remaining ms, ttl ms or null] or no row.
    */
   readonly status: Statement;
-  /** $1 advisory id, $2 key, $3 classid, $4 objid -> [holder pid, terminated] or no row. */
-  readonly forceRelease: Statement;
+  /**
+   * $1 advisory id, $2 key, $3 classid, $4 objid, $5 control channel -> [holder pid] or no row:
+   * clears the live holding's owner and tells the holder (`pid:id:fence`) to unlock it itself.
+   */
+  readonly forceReleaseAsk: Statement;
+  /** $1 pid -> [terminated]: ends a holder session that did not unlock when asked. */
+  readonly terminate: Statement;
   /**
    * $1 LIKE pattern of the names, $2 the last name of the previous page or null, $3 limit ->
    * [key, then the status columns], live holdings only, in name order.
@@ -320,19 +325,6 @@ export function statementsFor(table: string): Statements {
         WHERE id = $1::int8 AND key = $2 AND owner IS NOT NULL
           AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = h.pid AND ${advisoryLock("$3", "$4")})`,
     },
-    // Clears the owner only when the row describes a live holding, then ends the holding
-    // session (its advisory locks go with it): the one way to take an advisory lock away from
-    // another session. Never terminates the session running this (see PgBackend.forceRelease).
-    forceRelease: {
-      name: "lockhost_force_release",
-      text: `WITH u AS (
-          UPDATE ${h} SET owner = NULL
-          WHERE id = $1::int8 AND key = $2 AND owner IS NOT NULL
-            AND pid IN (SELECT l.pid FROM pg_locks l WHERE ${advisoryLock("$3", "$4")})
-          RETURNING pid
-        )
-        SELECT pid, CASE WHEN pid = pg_backend_pid() THEN false ELSE pg_terminate_backend(pid) END FROM u`,
-    },
     list: {
       name: "lockhost_list",
       text: `SELECT h.key, owner, fence, plugin, node, hostname, ${ms("acquired_at")}, ${ms("expires_at")},
@@ -342,6 +334,20 @@ export function statementsFor(table: string): Statements {
           AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = h.pid AND ${advisoryLockOfId("h.id")})
         ORDER BY h.key
         LIMIT $3::int4`,
+    },
+    forceReleaseAsk: {
+      name: "lockhost_force_release_ask",
+      text: `WITH u AS (
+          UPDATE ${h} SET owner = NULL
+          WHERE id = $1::int8 AND key = $2 AND owner IS NOT NULL
+            AND pid IN (SELECT l.pid FROM pg_locks l WHERE ${advisoryLock("$3", "$4")})
+          RETURNING pid, fence
+        )
+        SELECT pid, pg_notify($5, pid || ':' || $1::int8 || ':' || fence) FROM u`,
+    },
+    terminate: {
+      name: "lockhost_terminate",
+      text: "SELECT CASE WHEN $1::int4 = pg_backend_pid() THEN false ELSE pg_terminate_backend($1::int4) END",
     },
     heldBy: {
       name: "lockhost_held_by",

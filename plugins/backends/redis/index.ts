@@ -179,6 +179,14 @@ export class RedisBackend implements LockBackend {
     );
   }
 
+  /**
+   * Hears, on this instance's own channel, of its locks released or force-released by someone
+   * else (LockBackend.onLost): one subscription for the whole instance, however many locks.
+   */
+  onLost(listener: (owner: string) => void): void {
+    this.#watcher.watchMessages(this.#keys.holderHead + this.instanceId, listener);
+  }
+
   /** PING (LockBackend.ping); a refused password or a host name that does not resolve is permanent. */
   ping(): Promise<void> {
     return this.#conn
@@ -205,7 +213,7 @@ export class RedisBackend implements LockBackend {
   /** Deletes the lock whoever holds it; the fence counter stays (LockBackend.forceRelease). */
   forceRelease(key: string): Promise<boolean> {
     return this.#conn.whenReady(() =>
-      this.#redis.lockhostForceRelease(this.#keys.lock(key), this.#keys.released(key)).then(isDeleted, this.#fail),
+      this.#redis.lockhostForceRelease(this.#keys.lock(key), this.#keys.released(key), this.#keys.holderHead).then(isDeleted, this.#fail),
     );
   }
 
@@ -233,7 +241,9 @@ export class RedisBackend implements LockBackend {
   }
 
   #release(key: string, owner: string): Promise<ReleaseResult> {
-    return this.#redis.lockhostRelease(this.#keys.lock(key), owner, this.#keys.released(key)).then(toReleaseResult, this.#fail);
+    return this.#redis
+      .lockhostRelease(this.#keys.lock(key), owner, this.#keys.released(key), this.instanceId, this.#keys.holderHead)
+      .then(toReleaseResult, this.#fail);
   }
 
   #renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {

@@ -59,6 +59,14 @@ export class KeyLayout {
     return this.#fenceHead + hashTag(name) + "}";
   }
 
+  /**
+   * The head of an instance's own channel: a release or force-release by someone else tells
+   * the instance that took the lock there, with the lock's owner token (instance id appended).
+   */
+  get holderHead(): string {
+    return `${this.prefix}holder:`;
+  }
+
   /** The pub/sub channel the release and force-release scripts publish on for `name`. */
   released(name: string): string {
     return this.#releasedHead + hashTag(name) + "}";

@@ -103,13 +103,19 @@ redis.call('HSET', KEYS[1], 'expires_at', expires, 'ttl_ms', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return expires`;
 
-/** KEYS: lock. ARGV: owner, release channel. The fence counter is another key and stays. */
+/**
+ * KEYS: lock. ARGV: owner, release channel, releaser's instance id, holder channel head. The
+ * fence counter is another key and stays. Released by another instance than the one that took
+ * it (restore by owner token): that instance is told on its own channel, with the owner.
+ */
 const RELEASE = `
-local owner = redis.call('HGET', KEYS[1], 'owner')
+local held = redis.call('HMGET', KEYS[1], 'owner', 'instance')
+local owner = held[1]
 if not owner then return ${NOT_FOUND} end
 if owner ~= ARGV[1] then return ${MISMATCH} end
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[2], '')
+if held[2] and held[2] ~= ARGV[3] then redis.call('PUBLISH', ARGV[4] .. held[2], owner) end
 return ${DELETED}`;
 
 /**
@@ -142,8 +148,12 @@ return {v[1], v[2], v[3] or '', v[4] or '', v[5] or '', v[6] or '0', v[7] or '0'
 
 /** KEYS: lock. ARGV: release channel. Deletes whoever holds it; the fence counter stays. */
 const FORCE_RELEASE = `
+local held = redis.call('HMGET', KEYS[1], 'owner', 'instance')
 local deleted = redis.call('DEL', KEYS[1])
-if deleted == 1 then redis.call('PUBLISH', ARGV[1], '') end
+if deleted == 1 then
+  redis.call('PUBLISH', ARGV[1], '')
+  if held[1] and held[2] then redis.call('PUBLISH', ARGV[2] .. held[2], held[1]) end
+end
 return deleted`;
 
 /** The scripts as ioredis commands on a client; see the Lua above for arguments and replies. */
@@ -155,9 +165,9 @@ export interface LockCommands {
   lockhostRenew(lockKey: string, owner: string, ttlMs: number): Promise<RenewReply>;
   /** `args`: the number of locks n, their n keys, then owner and ttlMs of each (ioredis flattens the array). */
   lockhostRenewMany(args: readonly (string | number)[]): Promise<RenewManyReply>;
-  lockhostRelease(lockKey: string, owner: string, channel: string): Promise<ReleaseReply>;
+  lockhostRelease(lockKey: string, owner: string, channel: string, instance: string, holderHead: string): Promise<ReleaseReply>;
   lockhostStatus(lockKey: string): Promise<StatusReply>;
-  lockhostForceRelease(lockKey: string, channel: string): Promise<number>;
+  lockhostForceRelease(lockKey: string, channel: string, holderHead: string): Promise<number>;
 }
 
 /** numberOfKeys absent: the caller passes the count first (renewMany's varies per call). */

@@ -28,6 +28,8 @@ export interface WatcherOptions {
 }
 
 /** The pub/sub side of one RedisBackend. */
+const noop = (): void => undefined;
+
 export class ReleaseWatcher {
   readonly #options: WatcherOptions;
   /** Listeners by channel: a channel is subscribed with its first and unsubscribed with its last. */
@@ -42,6 +44,8 @@ export class ReleaseWatcher {
   });
   /** Per subscribed channel: settles (never rejects) once SUBSCRIBE was confirmed, failed, or took commandTimeoutMs. */
   readonly #subscribed = new Map<string, Promise<void>>();
+  /** Channels whose payload someone reads (watchMessages). */
+  readonly #payloads = new Map<string, (payload: string) => void>();
   #client: Redis | Cluster | undefined;
   #closed = false;
   /** Set by the first 'ready': a later one is a reconnect, after which nothing is subscribed. */
@@ -51,6 +55,13 @@ export class ReleaseWatcher {
 
   constructor(options: WatcherOptions) {
     this.#options = options;
+  }
+
+  /** Calls `onMessage` with the payload of every message on `channel` (subscribed like a watch). */
+  watchMessages(channel: string, onMessage: (payload: string) => void): ReleaseWatch {
+    this.#payloads.set(channel, onMessage);
+    const watch = this.watch(channel, noop);
+    return { ready: watch.ready, close: () => (this.#payloads.delete(channel), watch.close()) };
   }
 
   /** Calls `listener` on every message on `channel` until the returned watch is closed. */
@@ -117,7 +128,10 @@ export class ReleaseWatcher {
     void this.#subscribe(client, [...this.#listeners.keys()]).then(() => this.#listeners.wakeAll());
   };
 
-  readonly #onMessage = (channel: string): void => this.#listeners.wake(channel);
+  readonly #onMessage = (channel: string, payload: string): void => {
+    this.#listeners.wake(channel);
+    this.#payloads.get(channel)?.(payload);
+  };
 
   /** Subscriber trouble is logged at debug only: the lock connection reports the server's state. */
   readonly #debug = (err: unknown): void => {

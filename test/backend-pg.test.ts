@@ -516,7 +516,7 @@ describe("pg backend", () => {
     expect(capture.lines.some((l) => l.msg.includes("its locks are lost") && l.locks === 2)).toBe(true);
   });
 
-  it("force-releases another host's lock by ending its session; that host learns it lost the lock", async () => {
+  it("force-releases another host's lock by telling its session to unlock it; that host learns it lost the lock", async () => {
     const a = host({ sessions: 1 });
     const b = host();
     const k = key();
@@ -527,7 +527,7 @@ describe("pg backend", () => {
 
     expect(await b.forceRelease(k)).toBe(true);
     expect(await b.status(k)).toBeNull();
-    // The holder's session is gone by the time forceRelease resolves: the key is free now.
+    // The holder's session has unlocked it by the time forceRelease resolves: the key is free now.
     const second = await b.acquire(req(k));
     expect(second.acquired).toBe(true);
     if (second.acquired) expect(second.fence).toBeGreaterThan(got.fence);

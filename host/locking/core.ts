@@ -36,6 +36,8 @@ export class ServiceCore {
   readonly pollIntervalMs: number;
   /** Installed in every lease this service makes: an observed lease's end gets watched. */
   readonly hooks: LeaseHooks;
+  /** Names this service is force-releasing now: their leases are marked lost by forceRelease itself. */
+  readonly forceReleasing = new Set<string>();
   /** What happens to locks, for logs and the dashboard (see LockService.onEvent). */
   readonly events = new LockEvents();
   /** Owner tokens released here, for restore's ALREADY_RELEASED. */
@@ -68,7 +70,8 @@ export class ServiceCore {
     // Told by the backend that a lock was taken from under us: the lease is lost now, not at its next renewal.
     parts.backend.onLost?.((owner) => {
       const lease = this.held.get(owner);
-      if (lease) this.markLost(lease, new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) was lost: another process released or force-released it`));
+      // This service's own force-release marks its lease itself, with the operator as the reason.
+      if (lease && !this.forceReleasing.has(lease.name)) this.markLost(lease, new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) was lost: another process released or force-released it`));
     });
   }
 

@@ -22,7 +22,13 @@ export async function status(core: ServiceCore, name: string): Promise<LockStatu
 export async function forceRelease(core: ServiceCore, name: string): Promise<boolean> {
   core.checkOpen();
   validateName(name);
-  const released = await core.backendCall(() => core.backend.forceRelease(name));
+  core.forceReleasing.add(name);
+  let released: boolean;
+  try {
+    released = await core.backendCall(() => core.backend.forceRelease(name));
+  } finally {
+    core.forceReleasing.delete(name);
+  }
   if (core.events.wants("force-released")) core.events.emit({ type: "force-released", name, found: released, atMs: Date.now() });
   for (const lease of core.held.values()) {
     if (lease.name === name) {

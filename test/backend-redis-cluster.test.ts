@@ -124,7 +124,7 @@ describe("redis cluster backend: keys across nodes", () => {
       expect(await backend.release(k, a.owner), k).toBe("released");
       const again = await backend.acquire(req(k));
       if (!got.acquired || !again.acquired) throw new Error(`not acquired: ${k}`);
-      expect(again.fence, k).toBe(got.fence + 1);
+      expect(again.fence, k).toBeGreaterThan(got.fence);
     }
   });
 

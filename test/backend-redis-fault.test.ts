@@ -66,6 +66,38 @@ async function eventually<T>(attempt: () => Promise<T | null>, deadlineMs: numbe
   throw new Error(`no success within ${deadlineMs} ms; last error: ${String(last)}`);
 }
 
+describe("redis backend: fences that never step back", () => {
+  it("issues fences above every earlier one after a restart without persistence and after a FLUSHALL", async () => {
+    const backend = new RedisBackend(config(), captureLogger().logger);
+    const service = new LockService(backend, { node: "node-fence" });
+    const admin = new Redis(server.url);
+    try {
+      // A run of fences as a busy resource sees them, then the counter is lost twice.
+      let last = 0;
+      for (let i = 0; i < 20; i++) {
+        const lease = (await service.tryLock("fenced", { ttlMs: 10_000 }))!;
+        expect(lease.fence).toBeGreaterThan(last);
+        last = lease.fence;
+        await service.release(lease);
+      }
+      expect(Number.isSafeInteger(last)).toBe(true);
+      await server.kill(); // no persistence: every key is gone, the fence counter with them
+      await server.start();
+      const afterRestart = await eventually(() => service.tryLock("fenced", { ttlMs: 10_000 }), 10_000);
+      expect(afterRestart.fence).toBeGreaterThan(last);
+      await service.release(afterRestart);
+      await admin.flushall();
+      const afterFlush = (await service.tryLock("fenced", { ttlMs: 10_000 }))!;
+      expect(afterFlush.fence).toBeGreaterThan(afterRestart.fence);
+      expect(Number.isSafeInteger(afterFlush.fence)).toBe(true);
+      await service.release(afterFlush);
+    } finally {
+      admin.disconnect();
+      await service.close();
+    }
+  });
+});
+
 describe("redis backend: server killed and restarted", () => {
   it("fails fast while Redis is down, does not crash, and takes locks again once it is back", async () => {
     const capture = captureLogger();

@@ -59,7 +59,7 @@ export type StatusReply =
       acquiredAt: string, expiresAt: string, ttlMs: string, pttl: number,
     ];
 
-/** Shared by acquire and renew: the server's clock in whole ms. */
+/** Shared by renew and renewMany: the server's clock in whole ms. */
 const NOW_MS = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
@@ -70,6 +70,15 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
  * reply then says how long the holder's lease has left.
  * Reclaim: a lock left by an earlier process of the same node (same node name, another
  * instance id) is taken over at once instead of waiting for its TTL; the new fence fences it.
+ *
+ * The fence is the larger of the counter + 1 and the server's clock in microseconds, so it
+ * exceeds every fence issued before even when the counter is gone or behind: a restart without
+ * persistence, a FLUSHALL, a failover to a replica that had not caught up. That holds as long
+ * as the server's clock never runs backwards (across servers: a promoted replica's clock is not
+ * behind the old master's by more than the time since the last acquisition of the key), and
+ * each acquisition takes at least a microsecond of server time, which any script run does.
+ * Fences stay below 2^53 (a JS number, an i64) until the year 2255. Written with %.0f: Lua
+ * would print a number this large in exponent form.
  */
 const ACQUIRE = `
 local reclaimed
@@ -80,11 +89,15 @@ if pttl ~= -2 then
   if held[1] ~= ARGV[4] or held[2] == ARGV[6] then return pttl end
   reclaimed = held
 end
-local fence = redis.call('INCR', KEYS[2])
-${NOW_MS}
+local t = redis.call('TIME')
+local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = math.floor(micros / 1000)
+local fence = math.max(tonumber(redis.call('GET', KEYS[2]) or '0') + 1, micros)
+local fenceText = string.format('%.0f', fence)
+redis.call('SET', KEYS[2], fenceText)
 local ttl = tonumber(ARGV[2])
 local expires = now + ttl
-redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'fence', fence, 'plugin', ARGV[3], 'node', ARGV[4],
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'fence', fenceText, 'plugin', ARGV[3], 'node', ARGV[4],
   'hostname', ARGV[5], 'instance', ARGV[6], 'acquired_at', now, 'expires_at', expires, 'ttl_ms', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ttl)
 if reclaimed then

@@ -284,8 +284,9 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
 
     it("restores with KEEPALIVE, so the lock outlives its TTL under this host's renewals", async () => {
       const b = otherHost();
-      const theirs = (await b.tryLock("k33", { ttlMs: 400, scope: { plugin: "test" } }))!;
+      // The guest first: starting a worker can take longer than the lock's short TTL on a busy machine.
       const a = await guest();
+      const theirs = (await b.tryLock("k33", { ttlMs: 400, scope: { plugin: "test" } }))!;
       await feedOwner(a, theirs.owner);
       const h = (await a.call("restoreKey", [33, 0, S.FLAG_KEEP | S.FLAG_KEEPALIVE])) as number;
       expect(h).toBeGreaterThan(0);

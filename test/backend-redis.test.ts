@@ -66,7 +66,7 @@ afterAll(async () => {
   await admin.quit();
 });
 
-backendContract("redis", { create: () => new RedisBackend(config(), silent) });
+backendContract("redis", { create: () => new RedisBackend(config(), silent), fences: "clock" });
 
 describe("redis backend: key layout", () => {
   const tricky = [
@@ -130,8 +130,10 @@ describe("redis backend: key layout", () => {
     const second = await b.acquire(req(k));
     expect(first.acquired && second.acquired).toBe(true);
     if (!first.acquired || !second.acquired) return;
-    expect(second.fence).toBe(first.fence);
+    // Each prefix has its own fence counter, holding its own last fence.
     expect(await admin.exists(`${other}lock:{${k}}`, `${other}fence:{${k}}`)).toBe(2);
+    expect(await admin.get(`${other}fence:{${k}}`)).toBe(String(second.fence));
+    expect(await admin.get(`${prefix}fence:{${k}}`)).toBe(String(first.fence));
     expect((await a.status(k))?.owner).not.toBe((await b.status(k))?.owner);
   });
 });

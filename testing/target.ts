@@ -7,4 +7,10 @@ export interface ContractTarget {
   create(): Promise<LockBackend> | LockBackend;
   /** Frees what create() set up; the backend itself is closed by the suite. */
   dispose?(): Promise<void>;
+  /**
+   * How the backend numbers fences: "counter" (the default: one counter per key, starting at
+   * the same value for every new key) or "clock" (from the server's clock, as Redis does so a
+   * lost counter cannot make them step back: a later acquisition of any key gets a higher fence).
+   */
+  readonly fences?: "counter" | "clock";
 }

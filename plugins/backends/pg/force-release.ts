@@ -30,12 +30,14 @@ export async function forceRelease(book: LockBook, key: string): Promise<boolean
   const pid = Number(row[0]);
   // The holder unlocks that one lock when it hears; a holder that cannot (paused, its listener
   // gone) loses its whole session instead, so the lock is free either way.
+  // A holder that unlocks tells the key's waiters itself (as any release does); for one whose
+  // session had to end, this host does.
   if (!(await untilGone(book, advisory, pid, Math.min(ASK_GRACE_MS, book.errors.commandTimeoutMs)))) {
     book.log.warn({ pid, key }, "pg force-release: the holder did not unlock when told; ending its session (every lock on it is lost)");
     const [terminated] = (await book.run("forceRelease", advisory, book.sql.terminate, [pid]))[0] ?? [];
     if (terminated === true) await awaitGone(book, advisory, pid);
+    book.notifyReleased(session, advisory.id);
   }
-  book.notifyReleased(session, advisory.id);
   return true;
 }
 

@@ -1,7 +1,18 @@
-// Checks a shared critical-section log: lines "E <key> <fence> <node>" (entered, holding the
-// lock with that fence) and "X <key> <fence> <node>" (about to release), in the order the
-// kernel appended them. Mutual exclusion holds when, per key, every E is followed by its own X
-// before the next E; fencing holds when each key's fences strictly increase.
+// Checks a shared critical-section log, in the order the kernel appended its lines:
+//
+//   E <key> <fence> <node>   entered: holds the lock with that fence
+//   W <key> <fence> <node>   wrote to the key's fenced register (from inside the section)
+//   X <key> <fence> <node>   about to release
+//   P <node> / C <node>      the test paused (SIGSTOP) / continued (SIGCONT) that host process
+//   K <node>                 the test killed that host process (SIGKILL)
+//   F <fault> / R <fault>    a server-side fault began / is over (restart, pause, sessions killed)
+//
+// Mutual exclusion holds when, per key, every E is followed by its own X before the next E;
+// fencing holds when each key's issued fences strictly increase. The register is the resource a
+// fence protects: it accepts a write whose fence is at least the highest it accepted and refuses
+// a lower one. A fault can let two sections overlap (a paused holder outlives its TTL, a server
+// that restarts empty forgets its locks): such an overlap is *explained* when the older section
+// lived through a fault, and its late writes must then be refused. Anything else is a bug.
 
 /** What the checker found in one log. */
 export interface ExclusionReport {
@@ -9,63 +20,141 @@ export interface ExclusionReport {
   readonly acquisitions: number;
   /** Times a section was entered while another on the same key was still open. */
   readonly overlaps: number;
-  /** Times a key's fence did not exceed the previous fence of that key. */
+  /** Overlaps no fault explains: the open section had lived through no pause, kill or server fault. */
+  readonly unexplainedOverlaps: number;
+  /** Times a key's fence did not exceed the previous fence of that key (never explained). */
   readonly fenceRegressions: number;
-  /** Exits that did not match the open section (a broken log, or a writer bug). */
+  /** Exits (and writes) that did not match an open section (a broken log, or a writer bug). */
   readonly unmatchedExits: number;
-  /** Sections entered per node. */
+  /** Register writes, and those the register refused for a fence below one it had accepted. */
+  readonly writes: number;
+  readonly refusedWrites: number;
+  /** Refused writes from sections that lived through no fault: a holder locked out for nothing. */
+  readonly unexplainedRefusals: number;
+  /** Keys a killed host held that no other host entered afterwards. */
+  readonly keysNotFreedAfterKill: readonly string[];
+  /** Sections entered per node, in the whole log and after its last fault line. */
   readonly perNode: Readonly<Record<string, number>>;
+  readonly perNodeAfterFaults: Readonly<Record<string, number>>;
   /** Sections entered per key. */
   readonly perKey: Readonly<Record<string, number>>;
   /** The first few problems, as "line N: ..." for the failure message. */
   readonly samples: readonly string[];
 }
 
-/** Reads the log text and reports acquisitions, overlaps and fence regressions. */
+interface Section {
+  readonly line: number;
+  readonly node: string;
+  /** It lived through a fault (its host paused, a server fault while it was open). */
+  affected: boolean;
+}
+
+const SECTION = /^[EWX]$/;
+
+/** Reads the log text and reports acquisitions, overlaps, fence regressions and register refusals. */
 export function checkExclusion(log: string): ExclusionReport {
   /** Per key, the sections entered and not yet exited, by "fence node". */
-  const open = new Map<string, Map<string, number>>();
+  const open = new Map<string, Map<string, Section>>();
   const lastFence = new Map<string, number>();
+  const accepted = new Map<string, number>();
+  const paused = new Set<string>();
+  const faults = new Set<string>();
+  /** Keys a killed node held, until another node enters them. */
+  const heldByKilled = new Set<string>();
   const perNode: Record<string, number> = {};
+  let perNodeAfterFaults: Record<string, number> = {};
   const perKey: Record<string, number> = {};
   const samples: string[] = [];
-  let acquisitions = 0;
-  let overlaps = 0;
-  let fenceRegressions = 0;
-  let unmatchedExits = 0;
+  const counts = { acquisitions: 0, overlaps: 0, unexplainedOverlaps: 0, fenceRegressions: 0, unmatchedExits: 0, writes: 0, refusedWrites: 0, unexplainedRefusals: 0 };
   const note = (line: number, text: string): void => void (samples.length < 10 && samples.push(`line ${line}: ${text}`));
+  const everyOpen = function* (): Generator<Section> {
+    for (const sections of open.values()) yield* sections.values();
+  };
 
   log.split("\n").forEach((raw, i) => {
     if (raw === "") return;
     const line = i + 1;
-    const [kind, key, fenceText, node, extra] = raw.split(" ");
+    const fields = raw.split(" ");
+    const kind = fields[0] ?? "";
+    if (!SECTION.test(kind)) {
+      const [, who, extra] = fields;
+      if (!/^[PCKFR]$/.test(kind) || who === undefined || who === "" || extra !== undefined) {
+        throw new Error(`line ${line} is not "E|W|X key fence node" nor "P|C|K|F|R name": ${JSON.stringify(raw)}`);
+      }
+      perNodeAfterFaults = {};
+      if (kind === "P") {
+        paused.add(who);
+        for (const s of everyOpen()) if (s.node === who) s.affected = true;
+      } else if (kind === "C") {
+        paused.delete(who);
+      } else if (kind === "K") {
+        // A killed host writes nothing more: its sections end here, its locks wait for their TTL.
+        for (const [key, sections] of open) {
+          for (const [id, s] of sections) {
+            if (s.node !== who) continue;
+            sections.delete(id);
+            heldByKilled.add(key);
+          }
+        }
+      } else if (kind === "F") {
+        faults.add(who);
+        for (const s of everyOpen()) s.affected = true;
+      } else {
+        faults.delete(who);
+      }
+      return;
+    }
+    const [, key, fenceText, node, extra] = fields;
     const fence = Number(fenceText);
-    if ((kind !== "E" && kind !== "X") || key === undefined || node === undefined || extra !== undefined || !Number.isSafeInteger(fence)) {
+    if (key === undefined || node === undefined || extra !== undefined || !Number.isSafeInteger(fence)) {
       throw new Error(`line ${line} is not "E|X key fence node": ${JSON.stringify(raw)}`);
     }
     const id = `${fence} ${node}`;
     let inside = open.get(key);
     if (!inside) open.set(key, (inside = new Map()));
     if (kind === "E") {
-      acquisitions++;
+      counts.acquisitions++;
       perNode[node] = (perNode[node] ?? 0) + 1;
+      perNodeAfterFaults[node] = (perNodeAfterFaults[node] ?? 0) + 1;
       perKey[key] = (perKey[key] ?? 0) + 1;
       if (inside.size > 0) {
-        overlaps++;
-        const [other, at] = inside.entries().next().value!;
-        note(line, `key ${key}: fence ${fence} (${node}) entered while fence ${other} (line ${at}) was inside`);
+        counts.overlaps++;
+        const [otherId, other] = inside.entries().next().value!;
+        const unexplained = [...inside.values()].some((s) => !s.affected);
+        if (unexplained) counts.unexplainedOverlaps++;
+        note(line, `key ${key}: fence ${fence} (${node}) entered while fence ${otherId} (line ${other.line}) was inside${unexplained ? "" : " (explained: it lived through a fault)"}`);
       }
       const previous = lastFence.get(key);
       if (previous !== undefined && fence <= previous) {
-        fenceRegressions++;
+        counts.fenceRegressions++;
         note(line, `key ${key}: fence ${fence} came after fence ${previous}`);
       }
       lastFence.set(key, Math.max(fence, previous ?? fence));
-      inside.set(id, line);
-    } else if (!inside.delete(id)) {
-      unmatchedExits++;
-      note(line, `key ${key}: exit of fence ${fence} (${node}) that never entered`);
+      heldByKilled.delete(key); // taken again: the killed host's lock was freed
+      inside.set(id, { line, node, affected: faults.size > 0 || paused.has(node) });
+      return;
+    }
+    const section = inside.get(id);
+    if (!section) {
+      counts.unmatchedExits++;
+      note(line, `key ${key}: ${kind === "X" ? "exit" : "write"} of fence ${fence} (${node}) that never entered`);
+      return;
+    }
+    if (kind === "X") {
+      inside.delete(id);
+      return;
+    }
+    counts.writes++;
+    const highest = accepted.get(key);
+    if (highest === undefined || fence >= highest) {
+      accepted.set(key, fence);
+      return;
+    }
+    counts.refusedWrites++;
+    if (!section.affected) {
+      counts.unexplainedRefusals++;
+      note(line, `key ${key}: the register refused fence ${fence} (${node}), below ${highest}, from a section no fault touched`);
     }
   });
-  return { acquisitions, overlaps, fenceRegressions, unmatchedExits, perNode, perKey, samples };
+  return { ...counts, keysNotFreedAfterKill: [...heldByKilled].sort(), perNode, perNodeAfterFaults, perKey, samples };
 }

@@ -28,6 +28,35 @@ describe("checkExclusion", () => {
 
   it("refuses a malformed line", () => {
     expect(() => checkExclusion("E 1 x a\n")).toThrow('line 1 is not "E|X key fence node"');
+    expect(() => checkExclusion("Q a\n")).toThrow('line 1 is not "E|W|X key fence node" nor "P|C|K|F|R name"');
+    expect(() => checkExclusion("P\n")).toThrow("line 1 is not");
+  });
+
+  it("explains an overlap with a holder that was paused, and expects its late write refused", () => {
+    const r = checkExclusion([
+      "E 1 5 a", "W 1 5 a", "P a", // a freezes inside its section, past its TTL
+      "E 1 6 b", "W 1 6 b", "X 1 6 b", "C a",
+      "W 1 5 a", "X 1 5 a", // a's late write: refused, as fencing should
+      "E 1 7 b", "W 1 7 b", "X 1 7 b", "",
+    ].join("\n"));
+    expect(r).toMatchObject({ overlaps: 1, unexplainedOverlaps: 0, writes: 4, refusedWrites: 1, unexplainedRefusals: 0, perNodeAfterFaults: { b: 1 } });
+    expect(r.samples[0]).toContain("(explained: it lived through a fault)");
+  });
+
+  it("explains overlaps with sections open when a server fault began, not with sections entered after it was over", () => {
+    const r = checkExclusion("E 1 5 a\nF server-restart\nR server-restart\nE 1 6 b\nX 1 5 a\nE 2 1 a\nE 2 2 b\n");
+    expect(r).toMatchObject({ overlaps: 2, unexplainedOverlaps: 1 });
+  });
+
+  it("finds a write refused to a holder no fault touched (fences that stepped back)", () => {
+    const r = checkExclusion("E 1 90 a\nW 1 90 a\nX 1 90 a\nF server-restart\nR server-restart\nE 1 3 b\nW 1 3 b\nX 1 3 b\n");
+    expect(r).toMatchObject({ fenceRegressions: 1, refusedWrites: 1, unexplainedRefusals: 1 });
+  });
+
+  it("ends a killed host's sections and wants its keys taken again", () => {
+    const held = checkExclusion("E 1 5 a\nE 2 5 a\nK a\nE 1 6 b\nX 1 6 b\n");
+    expect(held).toMatchObject({ overlaps: 0, keysNotFreedAfterKill: ["2"], perNodeAfterFaults: { b: 1 } });
+    expect(checkExclusion("E 1 5 a\nK a\nE 1 6 b\n").keysNotFreedAfterKill).toEqual([]);
   });
 });
 

@@ -26,8 +26,9 @@ const stats = { node: opts.node, attempts: 0, acquired: 0, contended: 0, errors:
 process.stdout.write(`${JSON.stringify({ ready: opts.node })}\n`);
 const lines = createInterface({ input: process.stdin });
 const go = JSON.parse(await new Promise((resolve) => lines.once("line", resolve)));
-lines.close();
 opts.endAtMs = go.endAtMs;
+// A later line moves the deadline (the fault runner ends a run once its faults are over).
+lines.on("line", (line) => void (opts.endAtMs = JSON.parse(line).endAtMs));
 await Promise.all(plugins.map(async (p) => {
   while (Date.now() < opts.endAtMs) {
     const keyId = Math.floor(Math.random() * opts.keys);
@@ -52,10 +53,17 @@ await Promise.all(plugins.map(async (p) => {
       continue;
     }
     stats.acquired++;
-    writeSync(fd, `E ${keyId} ${fence} ${opts.node}\n`);
+    // Write to the fenced register on entering and once more after the pause, which is when
+    // a host the test paused past its TTL comes back and must be refused.
+    writeSync(fd, `E ${keyId} ${fence} ${opts.node}\nW ${keyId} ${fence} ${opts.node}\n`);
     await sleep(Math.random() * opts.holdMs);
-    writeSync(fd, `X ${keyId} ${fence} ${opts.node}\n`);
-    const left = Number(await host.call(p.name, "leave", [keyId]));
+    writeSync(fd, `W ${keyId} ${fence} ${opts.node}\nX ${keyId} ${fence} ${opts.node}\n`);
+    let left;
+    try {
+      left = Number(await host.call(p.name, "leave", [keyId]));
+    } catch (err) {
+      left = String(err);
+    }
     if (left !== 0) {
       stats.errors++;
       if (stats.errorSamples.length < 5) stats.errorSamples.push(`leave returned ${left}`);
@@ -63,5 +71,7 @@ await Promise.all(plugins.map(async (p) => {
   }
 }));
 closeSync(fd);
+lines.close();
+process.stdin.destroy();
 await host.stop();
 process.stdout.write(`${JSON.stringify(stats)}\n`);

@@ -2,7 +2,7 @@
 // on PATH, owned by the test that started them. Fault tests kill and restart them; the global
 // setup starts one of each when nothing answers at REDIS_URL / DATABASE_URL.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
@@ -17,6 +17,10 @@ export interface TestServer {
   start(): Promise<void>;
   /** Stops it for good and removes its files. */
   stop(): Promise<void>;
+  /** Freezes it (SIGSTOP to its processes): connections stay open and nothing answers. */
+  pause(): void;
+  /** Lets a paused server run again (SIGCONT). */
+  resume(): void;
 }
 export type RedisServer = TestServer;
 export type PgServer = TestServer;
@@ -93,6 +97,35 @@ function exited(child: ChildProcess | undefined): Promise<void> {
   return new Promise((r) => child.once("exit", () => r()));
 }
 
+/** `pid` and its descendants, read from /proc (PostgreSQL serves each client from a child process). */
+function processTree(pid: number): number[] {
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) {
+    let children = "";
+    try {
+      children = readFileSync(`/proc/${tree[i]}/task/${tree[i]}/children`, "utf8");
+    } catch {
+      continue; // gone meanwhile, or no /proc: signal what we have
+    }
+    for (const c of children.split(" ")) if (c.trim() !== "") tree.push(Number(c));
+  }
+  return tree;
+}
+
+/** Sends `signal` to the process we started and every process it started (only those, by PID). */
+function signalTree(child: ChildProcess | undefined, signal: NodeJS.Signals): void {
+  if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
+  // Stop the parent first so it forks nothing we would miss; continue children first likewise.
+  const pids = processTree(child.pid);
+  for (const pid of signal === "SIGCONT" ? pids.reverse() : pids) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // exited meanwhile
+    }
+  }
+}
+
 /** Starts a private redis-server (no persistence) on a free port. */
 export async function startRedisServer(): Promise<RedisServer> {
   const bin = findBinary("redis-server", [], "install Redis (Debian: apt install redis-server) or set REDIS_URL to a running server");
@@ -119,6 +152,8 @@ export async function startRedisServer(): Promise<RedisServer> {
     port,
     kill,
     start,
+    pause: () => signalTree(child, "SIGSTOP"),
+    resume: () => signalTree(child, "SIGCONT"),
     async stop() {
       await kill();
       rmSync(dir, { recursive: true, force: true });
@@ -145,11 +180,21 @@ function redisPing(port: number): Promise<boolean> {
   });
 }
 
+/** How a private PostgreSQL runs. */
+export interface PgServerOptions {
+  /**
+   * Commit synchronously (PostgreSQL's default), so a committed transaction survives the
+   * server's crash, as in production. Off by default: faster, and a crash may then lose the
+   * last commits (fsync stays off either way: the machine itself does not crash in a test).
+   */
+  readonly durableCommits?: boolean;
+}
+
 /**
  * Starts a private PostgreSQL (trust auth, user postgres, fsync off) on a free port, with a
  * database `test`. PostgreSQL refuses to run as root, so as root it runs as the `postgres` user.
  */
-export async function startPostgresServer(): Promise<PgServer> {
+export async function startPostgresServer(options: PgServerOptions = {}): Promise<PgServer> {
   const install = "install PostgreSQL's server (Debian: apt install postgresql) or set DATABASE_URL to a running server";
   const extra = postgresBinDirs();
   const initdb = findBinary("initdb", extra, install);
@@ -178,7 +223,7 @@ export async function startPostgresServer(): Promise<PgServer> {
     output = "";
     const [cmd, args] = wrap(postgres, [
       "-D", data, "-p", String(port), "-k", dir, "-c", "listen_addresses=127.0.0.1",
-      "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+      "-c", "fsync=off", "-c", `synchronous_commit=${options.durableCommits === true ? "on" : "off"}`, "-c", "full_page_writes=off",
     ]);
     child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
     child.stdout?.on("data", (d: Buffer) => void (output += d.toString()));
@@ -188,6 +233,7 @@ export async function startPostgresServer(): Promise<PgServer> {
   const kill = async (): Promise<void> => {
     // SIGQUIT is PostgreSQL's immediate shutdown: every backend goes at once, as in a crash.
     // (SIGKILL on the postmaster alone would leave its backends serving their clients.)
+    signalTree(child, "SIGCONT"); // a paused server would not act on it
     child?.kill("SIGQUIT");
     await exited(child);
   };
@@ -202,6 +248,8 @@ export async function startPostgresServer(): Promise<PgServer> {
     port,
     kill,
     start,
+    pause: () => signalTree(child, "SIGSTOP"),
+    resume: () => signalTree(child, "SIGCONT"),
     async stop() {
       await kill();
       rmSync(dir, { recursive: true, force: true });

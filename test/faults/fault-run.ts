@@ -1,0 +1,114 @@
+// The fault check: several real host processes hammer a few keys on a private Redis or
+// PostgreSQL, every critical section writing through a fenced register, while the run pauses,
+// kills and restarts the server and the hosts. Every fault is a line in the shared section log
+// (see exclusion-checker.ts), so the checker can tell an overlap a fault explains from a bug.
+import { appendFileSync, readFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+import { checkExclusion, type ExclusionReport } from "../cluster/exclusion-checker.js";
+import { startHammerNode, startTogether, withSectionLog, type HammerNode, type HammerOptions, type NodeStats } from "../cluster/cluster.js";
+import type { TestServer } from "../support/servers.js";
+
+/** One fault, in the order a run applies them. */
+export type Fault =
+  /** The server dies (Redis: SIGKILL, no persistence, so it comes back empty; PostgreSQL: immediate shutdown) and starts again. */
+  | { readonly kind: "server-restart" }
+  /** The server freezes (SIGSTOP) for `forMs`, its TCP connections open. */
+  | { readonly kind: "server-pause"; readonly forMs: number }
+  /** Every client connection is closed by the server (CLIENT KILL / pg_terminate_backend). */
+  | { readonly kind: "sessions-killed" }
+  /** Host `node` (1-based) is frozen (SIGSTOP), its guests' threads with it, for `forMs`. */
+  | { readonly kind: "host-pause"; readonly node: number; readonly forMs: number }
+  /** Host `node` is killed (SIGKILL) and a new host takes its place. */
+  | { readonly kind: "host-kill"; readonly node: number };
+
+/** The shape of a fault run. */
+export interface FaultRunOptions extends Omit<HammerOptions, "durationMs"> {
+  readonly server: TestServer;
+  /** Closes every client connection to the server (the "sessions-killed" fault). */
+  readonly killSessions: () => Promise<void>;
+  readonly faults: readonly Fault[];
+  /** Quiet time before the first fault, between faults, and after the last (liveness). */
+  readonly gapMs: number;
+}
+
+/** What a fault run saw. */
+export interface FaultRunResult {
+  readonly report: ExclusionReport;
+  readonly stats: readonly NodeStats[];
+  /** The nodes alive at the end (a killed host's replacement included). */
+  readonly survivors: readonly string[];
+}
+
+/** Runs the hosts, applies `faults` one after another with quiet gaps, and checks the log. */
+export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
+  return withSectionLog(async (log) => {
+    const mark = (line: string): void => appendFileSync(log, `${line}\n`);
+    const run = { log, options: { ...o, durationMs: 0 } };
+    const nodes: HammerNode[] = Array.from({ length: o.nodes }, (_, i) => startHammerNode(run, `node-${i + 1}`));
+    const all = [...nodes];
+    let restarts = 0;
+    // Far enough that no node stops during the faults; moved to the real end once they are over.
+    const open = (): number => Date.now() + 10 * 60_000;
+    await startTogether(nodes, open);
+    try {
+      for (const fault of o.faults) {
+        await sleep(o.gapMs);
+        await apply(fault);
+      }
+      await sleep(o.gapMs);
+    } finally {
+      o.server.resume();
+      for (const n of all) n.signal("SIGCONT");
+      const end = Date.now();
+      for (const n of nodes) n.go(end);
+    }
+    const stats = await Promise.all(all.map((n) => n.done));
+    return { report: checkExclusion(readFileSync(log, "utf8")), stats, survivors: nodes.map((n) => n.node) };
+
+    async function apply(fault: Fault): Promise<void> {
+      switch (fault.kind) {
+        case "server-restart":
+          mark("F server-restart");
+          await o.server.kill();
+          await o.server.start();
+          mark("R server-restart");
+          return;
+        case "server-pause":
+          mark("F server-pause");
+          o.server.pause();
+          await sleep(fault.forMs);
+          o.server.resume();
+          mark("R server-pause");
+          return;
+        case "sessions-killed":
+          mark("F sessions-killed");
+          await o.killSessions();
+          mark("R sessions-killed");
+          return;
+        case "host-pause": {
+          const host = nodes[fault.node - 1]!;
+          // Marked once it has stopped and before it continues, so none of its lines lands on
+          // the wrong side of the mark.
+          host.signal("SIGSTOP");
+          await host.stopped();
+          mark(`P ${host.node}`);
+          await sleep(fault.forMs);
+          mark(`C ${host.node}`);
+          host.signal("SIGCONT");
+          return;
+        }
+        case "host-kill": {
+          const host = nodes[fault.node - 1]!;
+          host.kill();
+          await host.done;
+          mark(`K ${host.node}`);
+          const replacement = startHammerNode(run, `node-${fault.node}.${++restarts}`);
+          nodes[fault.node - 1] = replacement;
+          all.push(replacement);
+          await startTogether([replacement], open);
+          return;
+        }
+      }
+    }
+  });
+}

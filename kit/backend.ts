@@ -136,9 +136,11 @@ export interface LockBackend {
    * Optional: calls `listener` with a lock's owner token when a lock this backend instance took
    * was released or force-released by someone else (another process through restore, an
    * operator), so its holder hears of the loss at once instead of at its next renewal or its
-   * TTL. Best effort: a notice lost in transit leaves the holder to find out as before.
+   * TTL. Calls `missed` (if given) when notices may have been lost in transit: the connection
+   * that carries them dropped and came back. The host then asks `status` about every lock it
+   * holds. Both may be called spuriously.
    */
-  onLost?(listener: (owner: string) => void): void;
+  onLost?(listener: (owner: string) => void, missed?: () => void): void;
   /**
    * Resolves once the store answers a trivial request (health checks, the host's start). Rejects
    * with BACKEND_UNAVAILABLE; with `details.permanent` = 1 when retrying cannot help (a wrong

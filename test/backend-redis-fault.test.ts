@@ -400,6 +400,29 @@ describe("redis backend: release notifications across a restart", () => {
     }
   });
 
+  it("a holder whose loss notice was sent while its subscriber was away is told once it is back (no keepalive)", async () => {
+    const cfg = config();
+    const admin = new Redis(server.url);
+    const holder = new LockService(new RedisBackend(cfg, captureLogger().logger), { node: "holder" });
+    const operator = new LockService(new RedisBackend(cfg, captureLogger().logger), { node: "operator" });
+    try {
+      const lease = (await holder.tryLock("missed", { ttlMs: 60_000 }))!;
+      await eventually(async () => (/ name=lockhost-watch .* sub=1 /.test(String(await admin.client("LIST"))) ? true : null), 5_000);
+      // The subscriber is cut off, and the force-release's notice goes out before it can reconnect
+      // (its first attempt waits at least 25 ms): nobody hears it.
+      await admin.call("CLIENT", "KILL", "TYPE", "pubsub");
+      expect(await operator.forceRelease(lease.name)).toBe(true);
+      expect(lease.state).toBe("held");
+      // Back and subscribed, the host asks about the locks it holds and finds this one gone.
+      await eventually(async () => (lease.state === "lost" ? true : null), 5_000);
+      expect(lease.signal.reason).toMatchObject({ code: "LOST", message: expect.stringContaining("notices were interrupted") });
+    } finally {
+      await holder.close();
+      await operator.close();
+      admin.disconnect();
+    }
+  });
+
   it("a watch made while Redis is down is ready within commandTimeoutMs, and subscribes once it is back", async () => {
     const cfg = config();
     const backend = new RedisBackend(cfg, captureLogger().logger);

@@ -9,6 +9,7 @@ import { LockEvents } from "./events.js";
 import { leases } from "./lease-control.js";
 import { ReleasedOwners } from "./released-owners.js";
 import { RenewalManager, type RenewalHost } from "./renewal.js";
+import { verifyHeld } from "./verify.js";
 import { WaitQueues } from "./waiting.js";
 
 /** What a ServiceCore is made of (the LockService's options, resolved). */
@@ -68,11 +69,14 @@ export class ServiceCore {
     this.renewals = new RenewalManager(parts.renewalHost(this), parts.keepalive);
     this.hooks = { observe: (lease) => this.renewals.watch(lease) };
     // Told by the backend that a lock was taken from under us: the lease is lost now, not at its next renewal.
-    parts.backend.onLost?.((owner) => {
-      const lease = this.held.get(owner);
-      // This service's own force-release marks its lease itself, with the operator as the reason.
-      if (lease && !this.forceReleasing.has(lease.name)) this.markLost(lease, new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) was lost: another process released or force-released it`));
-    });
+    parts.backend.onLost?.(
+      (owner) => {
+        const lease = this.held.get(owner);
+        // This service's own force-release marks its lease itself, with the operator as the reason.
+        if (lease && !this.forceReleasing.has(lease.name)) this.markLost(lease, new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) was lost: another process released or force-released it`));
+      },
+      () => void verifyHeld(this),
+    );
   }
 
   /** Takes a new lease into the service's books: held, counted, and renewed if it has keepalive. */

@@ -73,6 +73,7 @@ export interface PgBackendOptions {
  */
 export class PgBackend implements LockBackend {
   readonly #lostListeners: ((owner: string) => void)[] = [];
+  readonly #missedListeners: (() => void)[] = [];
   /** Always "pg". */
   readonly kind = "pg";
   /** Always true: every host on the same database and table shares the locks. */
@@ -128,7 +129,10 @@ export class PgBackend implements LockBackend {
       channels: [channels.released, channels.control],
       commandTimeoutMs: timeout,
       onNotification: (channel, payload) => this.#notified(channel, payload),
-      onReconnect: () => this.#watchers.wakeAll(),
+      onReconnect: () => {
+        this.#watchers.wakeAll();
+        for (const missed of this.#missedListeners) missed();
+      },
       errors,
       log,
     });
@@ -286,9 +290,13 @@ export class PgBackend implements LockBackend {
     for (const listener of this.#lostListeners) listener(owner);
   };
 
-  /** Hears of this backend's locks released or force-released by another host (LockBackend.onLost). */
-  onLost(listener: (owner: string) => void): void {
+  /**
+   * Hears of this backend's locks released or force-released by another host (LockBackend.onLost),
+   * and, through `missed`, of the LISTEN connection coming back (notices may have been missed).
+   */
+  onLost(listener: (owner: string) => void, missed?: () => void): void {
     this.#lostListeners.push(listener);
+    if (missed) this.#missedListeners.push(missed);
   }
 
   async #close(): Promise<void> {

@@ -181,10 +181,11 @@ export class RedisBackend implements LockBackend {
 
   /**
    * Hears, on this instance's own channel, of its locks released or force-released by someone
-   * else (LockBackend.onLost): one subscription for the whole instance, however many locks.
+   * else (LockBackend.onLost): one subscription for the whole instance, however many locks;
+   * `missed` once it is subscribed again after the subscriber connection came back.
    */
-  onLost(listener: (owner: string) => void): void {
-    this.#watcher.watchMessages(this.#keys.holderHead + this.instanceId, listener);
+  onLost(listener: (owner: string) => void, missed?: () => void): void {
+    this.#watcher.watchMessages(this.#keys.holderHead + this.instanceId, listener, missed);
   }
 
   /** PING (LockBackend.ping); a refused password or a host name that does not resolve is permanent. */

@@ -46,6 +46,8 @@ export class ReleaseWatcher {
   readonly #subscribed = new Map<string, Promise<void>>();
   /** Channels whose payload someone reads (watchMessages). */
   readonly #payloads = new Map<string, (payload: string) => void>();
+  /** Told after every resync (watchMessages' onResync). */
+  readonly #resynced = new Set<() => void>();
   #client: Redis | Cluster | undefined;
   #closed = false;
   /** Set by the first 'ready': a later one is a reconnect, after which nothing is subscribed. */
@@ -57,11 +59,15 @@ export class ReleaseWatcher {
     this.#options = options;
   }
 
-  /** Calls `onMessage` with the payload of every message on `channel` (subscribed like a watch). */
-  watchMessages(channel: string, onMessage: (payload: string) => void): ReleaseWatch {
+  /**
+   * Calls `onMessage` with the payload of every message on `channel` (subscribed like a watch),
+   * and `onResync` after the subscriber connection came back: messages may have been missed.
+   */
+  watchMessages(channel: string, onMessage: (payload: string) => void, onResync?: () => void): ReleaseWatch {
     this.#payloads.set(channel, onMessage);
+    if (onResync) this.#resynced.add(onResync);
     const watch = this.watch(channel, noop);
-    return { ready: watch.ready, close: () => (this.#payloads.delete(channel), watch.close()) };
+    return { ready: watch.ready, close: () => (this.#payloads.delete(channel), onResync && this.#resynced.delete(onResync), watch.close()) };
   }
 
   /** Calls `listener` on every message on `channel` until the returned watch is closed. */
@@ -125,7 +131,10 @@ export class ReleaseWatcher {
     const client = this.#client;
     if (this.#closed || !client || this.#subscribed.size === 0) return;
     this.#missed = false;
-    void this.#subscribe(client, [...this.#listeners.keys()]).then(() => this.#listeners.wakeAll());
+    void this.#subscribe(client, [...this.#listeners.keys()]).then(() => {
+      this.#listeners.wakeAll();
+      for (const resynced of this.#resynced) resynced();
+    });
   };
 
   readonly #onMessage = (channel: string, payload: string): void => {

@@ -147,10 +147,14 @@ function startNode(script: string, options: object, node: string): HammerNode {
     async stopped() {
       // /proc/<pid>/stat is "pid (comm) state ...", and comm may hold spaces or parentheses.
       const state = (): string => {
-        const stat = readFileSync(`/proc/${child.pid}/stat`, "utf8");
-        return stat.charAt(stat.lastIndexOf(")") + 2);
+        try {
+          const stat = readFileSync(`/proc/${child.pid}/stat`, "utf8");
+          return stat.charAt(stat.lastIndexOf(")") + 2);
+        } catch {
+          return "gone"; // it exited meanwhile
+        }
       };
-      while (child.exitCode === null && state() !== "T") await new Promise((r) => setTimeout(r, 5));
+      while (child.exitCode === null && !["T", "gone"].includes(state())) await new Promise((r) => setTimeout(r, 5));
     },
   };
 }

@@ -8,6 +8,9 @@ import { checkExclusion, type ExclusionReport } from "../cluster/exclusion-check
 import { startHammerNode, startTogether, withSectionLog, type HammerNode, type HammerOptions, type NodeStats } from "../cluster/cluster.js";
 import type { TestServer } from "../support/servers.js";
 
+/** How long after a server fault its window stays open (see `settled`). */
+const SETTLE_MS = 250;
+
 /** One fault, in the order a run applies them. */
 export type Fault =
   /** The server dies (Redis: SIGKILL, no persistence, so it comes back empty; PostgreSQL: immediate shutdown) and starts again. */
@@ -65,25 +68,34 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
     const stats = await Promise.all(all.map((n) => n.done));
     return { report: checkExclusion(readFileSync(log, "utf8")), stats, survivors: nodes.map((n) => n.node) };
 
+    /**
+     * Ends a server fault's window a little after the server is back: a call answered just
+     * before the fault may reach its guest, which then logs its section, only after the fault.
+     */
+    async function settled(fault: string): Promise<void> {
+      await sleep(SETTLE_MS);
+      mark(`R ${fault}`);
+    }
+
     async function apply(fault: Fault): Promise<void> {
       switch (fault.kind) {
         case "server-restart":
           mark("F server-restart");
           await o.server.kill();
           await o.server.start();
-          mark("R server-restart");
+          await settled("server-restart");
           return;
         case "server-pause":
           mark("F server-pause");
           o.server.pause();
           await sleep(fault.forMs);
           o.server.resume();
-          mark("R server-pause");
+          await settled("server-pause");
           return;
         case "sessions-killed":
           mark("F sessions-killed");
           await o.killSessions();
-          mark("R sessions-killed");
+          await settled("sessions-killed");
           return;
         case "host-pause": {
           const host = nodes[fault.node - 1]!;
@@ -99,9 +111,13 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
         }
         case "host-kill": {
           const host = nodes[fault.node - 1]!;
+          // Frozen first, so it writes nothing after the mark, and its locks (held by a live
+          // connection) are freed only by the kill after it: no other host enters before the mark.
+          host.signal("SIGSTOP");
+          await host.stopped();
+          mark(`K ${host.node}`);
           host.kill();
           await host.done;
-          mark(`K ${host.node}`);
           const replacement = startHammerNode(run, `node-${fault.node}.${++restarts}`);
           nodes[fault.node - 1] = replacement;
           all.push(replacement);

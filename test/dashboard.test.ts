@@ -72,6 +72,8 @@ describe("the admin dashboard, in Chromium", () => {
 
     // A schedule has run by now, and the plots have data.
     await expect.poll(() => page.locator("#ticks tbody tr", { hasText: "report.run" }).count(), { timeout: 10_000 }).toBeGreaterThan(0);
+    // The counters follow the events: the card counts the guest's lock (and a schedule's, while one runs).
+    await expect.poll(async () => Number(await page.locator("#c-held").textContent()), { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
     await page.screenshot({ path: SCREENSHOT });
 
     // The guest releases it: gone from the list, "released" in the activity feed.

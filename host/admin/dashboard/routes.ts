@@ -11,6 +11,8 @@ import { PAGE_CSS, PAGE_HTML, PAGE_JS } from "./page.js";
 const MAX_STREAMS = 32;
 /** How often the counters are pushed, and a comment keeps idle proxies from closing the stream. */
 const STATS_EVERY_MS = 1_000;
+/** How soon after a lock event the counters follow it. */
+const STATS_AFTER_EVENT_MS = 50;
 const HEARTBEAT_EVERY_MS = 15_000;
 
 /** What the routes read. */
@@ -60,7 +62,16 @@ function openStream(source: DashboardSource, res: ServerResponse, closed: () => 
   res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", connection: "keep-alive" });
   const send = (event: string, data: unknown): void => void res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   send("snapshot", { node, backend: service.backendKind, distributed: service.distributed, stats: service.stats(), feed: feed.snapshot() });
-  const unsubscribe = feed.subscribe((item) => send("item", item));
+  // The counters change with the events: they follow them shortly (once per burst), so the
+  // cards never disagree with the lists for a whole STATS_EVERY_MS.
+  let statsDue: NodeJS.Timeout | undefined;
+  const unsubscribe = feed.subscribe((item) => {
+    send("item", item);
+    statsDue ??= setTimeout(() => {
+      statsDue = undefined;
+      send("stats", service.stats());
+    }, STATS_AFTER_EVENT_MS);
+  });
   const stats = setInterval(() => send("stats", service.stats()), STATS_EVERY_MS);
   const heartbeat = setInterval(() => void res.write(": keep-alive\n\n"), HEARTBEAT_EVERY_MS);
   stats.unref();
@@ -72,6 +83,7 @@ function openStream(source: DashboardSource, res: ServerResponse, closed: () => 
     unsubscribe();
     clearInterval(stats);
     clearInterval(heartbeat);
+    clearTimeout(statsDue);
     closed();
   };
   // The response's close is the connection's end; the request's comes once its (empty) body is read.

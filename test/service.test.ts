@@ -278,14 +278,19 @@ describe("LockService lifecycle (memory, faults injected)", () => {
     await locks.release(got);
   });
 
-  it("does not lose a released lease, nor tell its observers anything", async () => {
+  it("does not lose a released lease, nor tell its onLost observers anything; its signal aborts as released, not LOST", async () => {
     const lease = (await locks.tryLock("k", { ttlMs: 100 }))!;
     let told = false;
     lease.onLost(() => (told = true));
+    const early = lease.signal;
     await locks.release(lease);
     await sleep(200);
     expect(told).toBe(false);
-    expect(lease.signal.aborted).toBe(false);
+    expect(lease.state).toBe("released");
+    for (const signal of [early, lease.signal]) {
+      expect(signal.aborted).toBe(true);
+      expect(signal.reason).toMatchObject({ name: "LockhostError", code: "ALREADY_RELEASED", details: { reason: "released" } });
+    }
     expect(locks.stats().lost).toBe(0);
   });
 });

@@ -8,13 +8,14 @@ import type { AcquireResult } from "../../kit/backend.js";
 import { closedError, type ServiceCore } from "./core.js";
 import { Lease } from "./lease.js";
 import type { CheckedRequest, TryLockOptions } from "./request.js";
-import { jittered, Waiter } from "./waiting.js";
+import { jittered, timerMs, Waiter } from "./waiting.js";
 
 /** Options of a waiting acquisition. */
 export interface AcquireOptions extends TryLockOptions {
   /**
-   * The longest wait for the key, in ms (0 to MAX_WAIT_MS): it is taken as soon as the holder
-   * releases it (or its lease ends); after `waitMs` the call rejects with TIMEOUT.
+   * The longest wait for the key, in ms (0 to MAX_WAIT_MS, or Infinity to wait with no limit):
+   * it is taken as soon as the holder releases it (or its lease ends); after `waitMs` the call
+   * rejects with TIMEOUT. An unlimited wait ends only with the lock, the signal, or close().
    */
   readonly waitMs: number;
   /** Aborts the wait: the call then rejects with the signal's reason. */
@@ -41,7 +42,7 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
   const started = performance.now();
   const first = await core.track(attempt(core, request, asIs));
   if (first instanceof Lease) return first;
-  if (waitMs === 0) throw timeoutError(request.name, 0, waitMs);
+  if (waitMs === 0) throw timeoutError(request, 0, waitMs);
   return wait(core, request, first, started, waitMs, signal);
 }
 
@@ -116,7 +117,7 @@ async function wait(
       const left = deadline - performance.now();
       if (left <= 0) {
         core.waitTimeouts++;
-        throw timeoutError(name, performance.now() - started, waitMs);
+        throw timeoutError(request, performance.now() - started, waitMs);
       }
       // The head sleeps until a release, the holder's lease end, or the next poll; the others until promoted.
       const poll = jittered(core.pollIntervalMs);
@@ -139,10 +140,15 @@ async function wait(
   }
 }
 
-function timeoutError(name: string, waitedMs: number, waitMs: number): LockhostError {
+/**
+ * A wait that ran out. Its details name the lock three ways (key as given, scope, full name)
+ * so a caller that waits on many keys can tell which one timed out without parsing the message.
+ */
+function timeoutError(request: CheckedRequest, waitedMs: number, waitMs: number): LockhostError {
   const waited = Math.round(waitedMs);
+  const { name, key, scope } = request;
   return new LockhostError("TIMEOUT", `lock ${name} is still held by someone else after waiting ${waited} ms (waitMs ${waitMs})`, {
-    details: { waitedMs: waited },
+    details: { waitedMs: waited, key, scope: scope === "global" ? "global" : scope.plugin, name },
   });
 }
 
@@ -155,7 +161,7 @@ function untilSettled(promise: Promise<unknown>, ms: number, signal: AbortSignal
       signal?.removeEventListener("abort", done);
       resolve();
     };
-    const timer = setTimeout(done, Math.max(0, ms));
+    const timer = setTimeout(done, timerMs(ms));
     signal?.addEventListener("abort", done, { once: true });
     promise.then(done, done);
   });

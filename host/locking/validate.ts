@@ -64,10 +64,17 @@ export function validateTtl(ttlMs: unknown, argName = "ttlMs"): number {
   return ttlMs;
 }
 
-/** Throws INVALID_ARGUMENT unless `waitMs` is an integer in 0..MAX_WAIT_MS. */
+/**
+ * Throws INVALID_ARGUMENT unless `waitMs` is an integer in 0..MAX_WAIT_MS, or Infinity: a wait
+ * with no limit must be asked for by name, so a unit slip (seconds for ms) still fails loudly.
+ */
 export function validateWaitMs(waitMs: unknown, argName = "waitMs"): number {
+  if (waitMs === Infinity) return waitMs;
   if (typeof waitMs !== "number" || !Number.isInteger(waitMs) || waitMs < 0 || waitMs > MAX_WAIT_MS) {
-    throw new LockhostError("INVALID_ARGUMENT", `${argName} must be an integer number of milliseconds from 0 to ${MAX_WAIT_MS} (24 h), got ${String(waitMs)}`);
+    throw new LockhostError(
+      "INVALID_ARGUMENT",
+      `${argName} must be an integer number of milliseconds from 0 to ${MAX_WAIT_MS} (24 h), or Infinity to wait with no limit, got ${String(waitMs)}`,
+    );
   }
   return waitMs;
 }

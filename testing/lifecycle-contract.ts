@@ -68,7 +68,7 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       await sleep(1_200);
       expect(lease.state).toBe("held");
       expect(await b.tryLock(k, { ttlMs: 300 })).toBeNull();
-      const s = await b.status(`global:${k}`);
+      const s = await b.statusByName(`global:${k}`);
       expect(s.held && s.fence).toBe(lease.fence);
       const after = a.stats();
       expect(after.renewalsOk - before.renewalsOk).toBeGreaterThanOrEqual(3);
@@ -113,18 +113,18 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       const lease = (await a.tryLock(k, { ttlMs: 600, keepalive: true }))!;
       const t0 = performance.now();
       const lost = lostAt(lease, t0);
-      await b.forceRelease(`global:${k}`);
+      await b.forceReleaseByName(`global:${k}`);
       const thief = (await b.tryLock(k, { ttlMs: 10_000 }))!;
       expect(thief).not.toBeNull();
       expect(await lost).toBeLessThan(600 * 0.5 + 250);
       expect((await rejection(a.release(lease))).code).toBe("LOST");
-      const s = await a.status(`global:${k}`);
+      const s = await a.statusByName(`global:${k}`);
       expect(s.held && s.owner).toBe(thief.owner);
       await b.release(thief);
     });
 
     it("signals the end of a lease without keepalive to whoever watches it", async () => {
-      const lease = (await a.tryLock(key(), { ttlMs: 150 }))!;
+      const lease = (await a.tryLock(key(), { ttlMs: 150, keepalive: false }))!;
       const t0 = performance.now();
       const lost = await lostAt(lease, t0);
       expect(lost).toBeGreaterThan(100);
@@ -150,7 +150,7 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
 
     it("wakes a waiter when the holder's lease ends without a release", async () => {
       const k = key();
-      await a.tryLock(k, { ttlMs: 400 });
+      await a.tryLock(k, { ttlMs: 400, keepalive: false });
       const t0 = performance.now();
       const lease = await b.acquire(k, { ttlMs: 5_000, waitMs: 5_000 });
       const waited = performance.now() - t0;
@@ -211,7 +211,7 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       expect(restored.name).toBe(lease.name);
       await b.renew(restored, 10_000);
       await b.release(restored);
-      expect((await b.status(`global:${k}`)).held).toBe(false);
+      expect((await b.statusByName(`global:${k}`)).held).toBe(false);
       // The original handle now finds its lock gone: LOST, nothing deleted.
       expect((await rejection(a.release(lease))).code).toBe("LOST");
       expect((await rejection(b.release(restored))).code).toBe("ALREADY_RELEASED");
@@ -228,7 +228,7 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       expect((await rejection(b.restore(k, randomUUID()))).code).toBe("OWNERSHIP_MISMATCH");
       expect((await rejection(b.restore(key(), lease.owner))).code).toBe("NOT_FOUND");
       expect((await rejection(b.restore("", lease.owner))).code).toBe("INVALID_ARGUMENT");
-      const s = await a.status(`global:${k}`);
+      const s = await a.statusByName(`global:${k}`);
       expect(s.held && s.owner).toBe(lease.owner);
       await a.release(lease);
     });
@@ -244,9 +244,9 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
         return 42;
       }, { ttlMs: 250 });
       expect(value).toBe(42);
-      expect((await a.status(`global:${k}`)).held).toBe(false);
+      expect((await a.statusByName(`global:${k}`)).held).toBe(false);
       await expect(a.withLock(k, () => { throw new Error("boom"); }, { ttlMs: 1_000 })).rejects.toThrow("boom");
-      expect((await a.status(`global:${k}`)).held).toBe(false);
+      expect((await a.statusByName(`global:${k}`)).held).toBe(false);
     });
 
     it("withLock rejects with CONTENDED without waitMs, waits with it, and aborts fn's signal on loss", async () => {
@@ -276,11 +276,11 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
         expect(none.status).toBe(401);
         const wrong = await fetch(url, { method: "POST", headers: { authorization: "Bearer wrong-token-0123456789" } });
         expect(wrong.status).toBe(403);
-        expect((await a.status(lease.name)).held).toBe(true);
+        expect((await a.statusByName(lease.name)).held).toBe(true);
         const ok = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${token}` } });
         expect(ok.status).toBe(200);
         expect(await ok.json()).toMatchObject({ released: true });
-        expect((await a.status(lease.name)).held).toBe(false);
+        expect((await a.statusByName(lease.name)).held).toBe(false);
       } finally {
         await server.close();
       }

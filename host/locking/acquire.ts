@@ -53,15 +53,18 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
 async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended: (result: Contended) => C): Promise<Lease | C> {
   const { name, ttlMs, keepalive } = request;
   const holder = { plugin: request.plugin, node: core.node };
-  const owner = uuidv4();
+  const owner = request.owner ?? uuidv4();
+  if (request.owner !== undefined) checkOwnerFree(core, name, owner);
   // The host's deadline counts from before the request left, so it never outlives the server's.
   const sentAt = performance.now();
   let result: AcquireResult;
   try {
     result = await core.backendCall(() => core.backend.acquire({ key: name, owner, ttlMs, holder }));
   } catch (err) {
-    // A timed-out or cut-off acquire may still have been applied on the server.
-    void core.giveBack(name, owner);
+    // A timed-out or cut-off acquire may still have been applied on the server. A minted owner
+    // is ours alone, so giving it back can delete nothing else; a caller's owner may name a
+    // lock someone holds already, so that one is left to its TTL (or the caller's release).
+    if (request.owner === undefined) void core.giveBack(name, owner);
     throw err;
   }
   if (core.closing) {
@@ -79,6 +82,17 @@ async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended:
   });
   core.hold(lease);
   return lease;
+}
+
+/**
+ * A caller's owner names one lease of this service: the books (held, restore, release notices)
+ * find leases by owner. The same key is left to the backend, which answers contended.
+ */
+function checkOwnerFree(core: ServiceCore, name: string, owner: string): void {
+  const other = core.held.get(owner);
+  if (other !== undefined && other.name !== name) {
+    throw new LockhostError("INVALID_ARGUMENT", `owner ${JSON.stringify(owner)} already holds lock ${other.name} here; an owner names one live lock at a time`);
+  }
 }
 
 /** The waiting part of acquireChecked, after a first attempt found the key held. */

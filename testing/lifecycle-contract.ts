@@ -77,6 +77,30 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       expect(a.stats().keepalive).toBe(0);
     });
 
+    it("a caller's owner: another host with it is contended, then releases by key and owner; results come back as values", async () => {
+      const k = key();
+      const owner = `job-${run}-${n}`;
+      const lease = (await a.tryLock(k, { ttlMs: 10_000, owner }))!;
+      expect(lease.owner).toBe(owner);
+      // Two live holders never share an owner: the same owner is contended like anyone else.
+      expect(await b.tryLock(k, { ttlMs: 10_000, owner })).toBeNull();
+      expect(await a.tryLock(k, { ttlMs: 10_000, owner })).toBeNull();
+      expect((await b.status(k)).held && (await b.status(k) as { owner: string }).owner).toBe(owner);
+      const lost = new Promise<LockhostError>((resolve) => lease.onLost(resolve));
+      expect(await b.tryRelease(k, owner)).toBe("released");
+      expect(await b.tryRelease(k, owner)).toBe("already_released");
+      expect((await lost).code).toBe("LOST");
+      expect(await a.tryRelease(lease)).toBe("lost");
+      await expect(b.release(k, owner)).rejects.toMatchObject({ code: "ALREADY_RELEASED", retryable: false });
+      expect(await a.tryRelease(k, `never-${run}`)).toBe("not_found");
+      await expect(a.release(k, `never-${run}`)).rejects.toMatchObject({ code: "NOT_FOUND" });
+      // By key and owner, "lost" means another owner holds the key now: nothing is deleted.
+      const other = (await b.tryLock(k, { ttlMs: 10_000 }))!;
+      expect(await a.tryRelease(k, `stale-${run}`)).toBe("lost");
+      expect((await a.status(k)).held).toBe(true);
+      await b.release(other);
+    });
+
     it("renews many keepalive locks due in the same tick in one batch", async () => {
       const leases = await Promise.all(Array.from({ length: 40 }, () => a.tryLock(key(), { ttlMs: 400, keepalive: true })));
       const before = a.stats();
@@ -98,7 +122,7 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       await sleep(50);
       const t0 = performance.now();
       const lost = lostAt(lease, t0);
-      expect(await b.forceRelease(`global:${k}`)).toBe(true);
+      expect(await b.forceReleaseByName(`global:${k}`)).toBe(true);
       const after = await lost;
       // One renewal interval (renewAtRatio x TTL) plus a round trip's slack.
       expect(after).toBeLessThan(ttlMs * 0.5 + 250);
@@ -255,7 +279,7 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       expect((await rejection(a.withLock(k, () => 1, { ttlMs: 1_000 }))).code).toBe("CONTENDED");
       setTimeout(() => void b.release(held), 100);
       const reason = await a.withLock(k, async (signal) => {
-        await b.forceRelease(`global:${k}`);
+        await b.forceReleaseByName(`global:${k}`);
         // A backend that tells holders at once (LockBackend.onLost) may have aborted it already.
         if (signal.aborted) return signal.reason;
         return new Promise<unknown>((resolve) => signal.addEventListener("abort", () => resolve(signal.reason)));

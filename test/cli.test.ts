@@ -323,7 +323,7 @@ describe("lockhost status and release --force through a running host's admin lis
 
   it("prints the host's counters as a table and as JSON", async () => {
     const h = await startHost();
-    await h.locks.tryLock("cli-stats-a", { ttlMs: 60_000 });
+    await h.locks.tryLock("cli-stats-a", { ttlMs: 60_000, keepalive: false });
     await h.locks.tryLock("cli-stats-b", { ttlMs: 60_000, keepalive: true });
     expect(await h.locks.tryLock("cli-stats-a", { ttlMs: 60_000 })).toBeNull();
     const url = h.admin!.url;

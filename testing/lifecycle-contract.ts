@@ -96,6 +96,7 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       await expect(a.release(k, `never-${run}`)).rejects.toMatchObject({ code: "NOT_FOUND" });
       // By key and owner, "lost" means another owner holds the key now: nothing is deleted.
       const other = (await b.tryLock(k, { ttlMs: 10_000 }))!;
+      expect(await a.tryRelease(k, owner)).toBe("lost");
       expect(await a.tryRelease(k, `stale-${run}`)).toBe("lost");
       expect((await a.status(k)).held).toBe(true);
       await b.release(other);

@@ -91,5 +91,10 @@ async function releaseByOwner(core: ServiceCore, name: string, owner: string): P
     return "released";
   }
   if (core.released.has(owner)) return "already_released";
-  return result === "mismatch" ? "lost" : "not_found";
+  if (result === "mismatch") return "lost";
+  // A backend may answer not_found from its own memory of that owner's ended lock (PostgreSQL
+  // does) though another owner holds the key now: asked, so every backend gives one answer.
+  // Only this rare path pays the round trip.
+  const record = await core.backendCall(() => core.backend.status(name));
+  return record !== null && record.owner !== owner ? "lost" : "not_found";
 }

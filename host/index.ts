@@ -10,14 +10,17 @@ export * as status from "../abi/status.js";
 export { Host, type HostOptions } from "./host.js";
 export { loadConfig, parseConfig, resolveConfig } from "./config/load.js";
 export type * from "./config/types.js";
-export { LockhostError, type ErrorCode, type AbiErrorCode, isCode } from "../kit/errors.js";
+export { LockhostError, type ErrorCode, type AbiErrorCode, isCode, isRetryable } from "../kit/errors.js";
 export type { AcquireRequest, AcquireResult, Holder, LockBackend, LockRecord, ReleaseResult, RenewResult } from "../kit/backend.js";
 export { Lease, type LeaseState } from "./locking/lease.js";
 export {
   LockService,
   type AcquireOptions,
+  type LockRefOptions,
   type LockServiceOptions,
   type LockStatus,
+  type ReleaseOptions,
+  type ReleaseOutcome,
   type RestoreOptions,
   type TryLockOptions,
   type WithLockOptions,
@@ -25,7 +28,8 @@ export {
 export type { LockStats } from "./locking/stats.js";
 export { startAdminServer, type AdminServer, type AdminServerOptions, type AdminStatsBody } from "./admin/server.js";
 export { qualify, type Scope } from "./locking/scope.js";
-export { MAX_NAME_BYTES } from "./locking/validate.js";
+export { MAX_NAME_BYTES, MAX_OWNER_LENGTH, OWNER_PATTERN } from "./locking/validate.js";
+export { DEFAULT_KEEPALIVE } from "./locking/options.js";
 export type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";
 export { Scheduler, scheduleLockKey, type TickEvent, type TickOutcome } from "./scheduler/scheduler.js";
 export { createBackend, chosenBackend } from "./backends/create.js";

@@ -2,41 +2,49 @@
 // it, so never rename one. Codes that cross the ABI map to their number in abi/status.ts.
 import * as S from "../abi/status.js";
 
-/** Codes that a guest can see, with their ABI status number. */
+/**
+ * Codes that a guest can see: their ABI status number, and whether the same call may succeed
+ * if made again (the `retryable` of every LockhostError with the code).
+ */
 const ABI_CODES = {
-  CONTENDED: S.CONTENDED,
-  TIMEOUT: S.TIMEOUT,
-  NOT_FOUND: S.NOT_FOUND,
-  OWNERSHIP_MISMATCH: S.OWNERSHIP_MISMATCH,
-  ALREADY_RELEASED: S.ALREADY_RELEASED,
-  LOST: S.LOST,
-  INVALID_ARGUMENT: S.INVALID_ARGUMENT,
-  INVALID_HANDLE: S.INVALID_HANDLE,
-  INVALID_MEMORY: S.INVALID_MEMORY,
-  PERMISSION_DENIED: S.PERMISSION_DENIED,
-  BACKEND_UNAVAILABLE: S.BACKEND_UNAVAILABLE,
-  INTERNAL: S.INTERNAL,
-  CANCELLED: S.CANCELLED,
+  /** Someone else holds the key: it may be free on a later try. */
+  CONTENDED: { status: S.CONTENDED, retryable: true },
+  /** A wait ran out with the key still held: a later wait may get it. */
+  TIMEOUT: { status: S.TIMEOUT, retryable: true },
+  NOT_FOUND: { status: S.NOT_FOUND, retryable: false },
+  OWNERSHIP_MISMATCH: { status: S.OWNERSHIP_MISMATCH, retryable: false },
+  ALREADY_RELEASED: { status: S.ALREADY_RELEASED, retryable: false },
+  /** The lease ended: no retry of a call on it brings it back (acquire anew instead). */
+  LOST: { status: S.LOST, retryable: false },
+  INVALID_ARGUMENT: { status: S.INVALID_ARGUMENT, retryable: false },
+  INVALID_HANDLE: { status: S.INVALID_HANDLE, retryable: false },
+  INVALID_MEMORY: { status: S.INVALID_MEMORY, retryable: false },
+  PERMISSION_DENIED: { status: S.PERMISSION_DENIED, retryable: false },
+  /** The store did not answer: it may on a later try (not when `details.permanent` is 1). */
+  BACKEND_UNAVAILABLE: { status: S.BACKEND_UNAVAILABLE, retryable: true },
+  INTERNAL: { status: S.INTERNAL, retryable: false },
+  /** The caller cancelled: repeating its own cancellation is its choice, not a retry. */
+  CANCELLED: { status: S.CANCELLED, retryable: false },
 } as const;
 
-/** Codes that only the host side sees (config, guest lifecycle, CLI). */
+/** Codes that only the host side sees (config, guest lifecycle, CLI), with `retryable` as above. */
 const HOST_CODES = {
   /** The config file or an options object is invalid; the message names the field. */
-  CONFIG_INVALID: "CONFIG_INVALID",
+  CONFIG_INVALID: { retryable: false },
   /** A guest module does not meet the ABI (version marker, memory import, unknown import). */
-  ABI_UNSUPPORTED: "ABI_UNSUPPORTED",
+  ABI_UNSUPPORTED: { retryable: false },
   /** The export named does not exist in the guest. */
-  UNKNOWN_EXPORT: "UNKNOWN_EXPORT",
+  UNKNOWN_EXPORT: { retryable: false },
   /** The guest trapped (unreachable, abort, out-of-bounds access, stack overflow). */
-  GUEST_TRAP: "GUEST_TRAP",
-  /** The guest ran past its per-call time limit and was stopped. */
-  GUEST_TIMEOUT: "GUEST_TIMEOUT",
-  /** The guest's worker died outside of a trap or time limit. */
-  GUEST_CRASHED: "GUEST_CRASHED",
+  GUEST_TRAP: { retryable: false },
+  /** The guest ran past its per-call time limit and was stopped: a call under less load may not. */
+  GUEST_TIMEOUT: { retryable: true },
+  /** The guest's worker died outside of a trap or time limit: the next call gets a new worker. */
+  GUEST_CRASHED: { retryable: true },
   /** The host, guest or service was closed. */
-  CLOSED: "CLOSED",
+  CLOSED: { retryable: false },
   /** The guest runtime asked for does not exist on this Node (inline without JSPI). */
-  RUNTIME_UNAVAILABLE: "RUNTIME_UNAVAILABLE",
+  RUNTIME_UNAVAILABLE: { retryable: false },
 } as const;
 
 /** Every stable error code. */
@@ -51,6 +59,12 @@ export class LockhostError extends Error {
   override readonly name = "LockhostError";
   /** Facts a caller may branch on beside the code, e.g. `waitedMs` of a TIMEOUT. */
   readonly details: Readonly<Record<string, number | string>> | undefined;
+  /**
+   * Whether making the same call again may succeed: from the code (see isRetryable), so
+   * CONTENDED, TIMEOUT and BACKEND_UNAVAILABLE are and INVALID_ARGUMENT or LOST are not; a
+   * BACKEND_UNAVAILABLE with `details.permanent` = 1 (a wrong password...) is not either.
+   */
+  readonly retryable: boolean;
   constructor(
     /** The stable code to branch on ("LOST", "CLOSED", ...); never renamed between versions. */
     readonly code: ErrorCode,
@@ -59,6 +73,7 @@ export class LockhostError extends Error {
   ) {
     super(message, options);
     this.details = options?.details;
+    this.retryable = isRetryable(code) && this.details?.permanent !== 1;
   }
 
   /** The ABI status number for this error (INTERNAL for host-only codes). */
@@ -69,11 +84,16 @@ export class LockhostError extends Error {
 
 /** The ABI status number of a code; host-only codes map to INTERNAL. */
 export function abiStatusOf(code: ErrorCode): number {
-  return code in ABI_CODES ? ABI_CODES[code as AbiErrorCode] : S.INTERNAL;
+  return code in ABI_CODES ? ABI_CODES[code as AbiErrorCode].status : S.INTERNAL;
+}
+
+/** Whether an error with this code may go away if the same call is made again (see LockhostError.retryable). */
+export function isRetryable(code: ErrorCode): boolean {
+  return (code in ABI_CODES ? ABI_CODES[code as AbiErrorCode] : HOST_CODES[code as keyof typeof HOST_CODES]).retryable;
 }
 
 const NAME_BY_STATUS = new Map<number, AbiErrorCode>(
-  (Object.entries(ABI_CODES) as [AbiErrorCode, number][]).map(([k, v]) => [v, k]),
+  (Object.entries(ABI_CODES) as [AbiErrorCode, { status: number }][]).map(([k, v]) => [v.status, k]),
 );
 
 /** The code name of an ABI status number ("INVALID_ARGUMENT" for 7), or undefined. */

@@ -16,7 +16,7 @@ export type {
 } from "./backend.js";
 export { defineBackend, type BackendConfigMap, type BackendContext, type BackendDescriptor } from "./descriptor.js";
 export { completeDefaultsOf, defaultsOf, field, table, tomlKey, type FieldKind, type FieldSpec, type Fields, type TableProblem, type TableSchema } from "./schema.js";
-export { LockhostError, isCode, isPermanent, markPermanent, toLockhostError, type AbiErrorCode, type ErrorCode } from "./errors.js";
+export { LockhostError, isCode, isPermanent, isRetryable, markPermanent, toLockhostError, type AbiErrorCode, type ErrorCode } from "./errors.js";
 export { DeadlineQueue, type Timed } from "./deadline-queue.js";
 export { ReleaseListeners } from "./release-listeners.js";
 export { redactUrlSecrets, scrubberFor, type Scrubber } from "./redact.js";

@@ -136,11 +136,11 @@ describe("admin listener", () => {
     expect(await none.json()).toMatchObject({ code: "PERMISSION_DENIED" });
     expect((await forceRelease(lease.name, { authorization: "Bearer not-the-token-at-all" })).status).toBe(403);
     expect((await forceRelease(lease.name, { authorization: `Basic ${TOKEN}` })).status).toBe(401);
-    expect((await locks.status(lease.name)).held).toBe(true);
+    expect((await locks.statusByName(lease.name)).held).toBe(true);
     const ok = await forceRelease(lease.name, { authorization: `Bearer ${TOKEN}` });
     expect(ok.status).toBe(200);
     expect(await ok.json()).toEqual({ key: lease.name, released: true });
-    expect((await locks.status(lease.name)).held).toBe(false);
+    expect((await locks.statusByName(lease.name)).held).toBe(false);
     expect(await (await forceRelease(lease.name, { authorization: `Bearer ${TOKEN}` })).json()).toEqual({ key: lease.name, released: false });
     // The token never reaches the log.
     expect(JSON.stringify(capture.lines)).not.toContain(TOKEN);
@@ -153,7 +153,7 @@ describe("admin listener", () => {
       const res = await fetch(`${open.url}/locks/${encodeURIComponent(lease.name)}/force-release`, { method: "POST", headers: { authorization: "Bearer anything-at-all-here" } });
       expect(res.status).toBe(403);
       expect(((await res.json()) as { message: string }).message).toMatch(/set \[admin\] token/);
-      expect((await locks.status(lease.name)).held).toBe(true);
+      expect((await locks.statusByName(lease.name)).held).toBe(true);
     } finally {
       await open.close();
     }

@@ -564,7 +564,7 @@ describe("pg backend", () => {
     const k = key();
     const lease = await a.tryLock(k, { ttlMs: 10_000 });
     expect(lease).not.toBeNull();
-    expect(await b.forceRelease(lease!.name)).toBe(true);
+    expect(await b.forceReleaseByName(lease!.name)).toBe(true);
     await expect(a.renew(lease!)).rejects.toMatchObject({ code: "LOST" });
     expect(await b.tryLock(k, { ttlMs: 10_000 })).not.toBeNull();
     await a.close({ closeBackend: false });
@@ -888,7 +888,7 @@ describe("pg backend: batched renewals, release notifications, owner tokens from
     const restored = await b.restore(k, lease.owner, { keepalive: true, ttlMs: 300 });
     await sleep(1_000);
     expect(restored.state).toBe("held");
-    expect((await b.status(lease.name)).held).toBe(true);
+    expect((await b.statusByName(lease.name)).held).toBe(true);
     expectContended(await c.acquire(req(lease.name)), 300);
     await b.release(restored);
     await until("the holder unlocks", 5_000, async () => (await holders(lease.name)).length === 0);

@@ -141,9 +141,9 @@ describe("redis cluster backend: keys across nodes", () => {
       }
       for (const lease of leases) {
         await service.renew(lease);
-        expect(await service.status(lease.name)).toMatchObject({ held: true, owner: lease.owner, fence: lease.fence });
+        expect(await service.statusByName(lease.name)).toMatchObject({ held: true, owner: lease.owner, fence: lease.fence });
         await service.release(lease);
-        expect(await service.status(lease.name)).toMatchObject({ held: false });
+        expect(await service.statusByName(lease.name)).toMatchObject({ held: false });
       }
     } finally {
       await service.close({ closeBackend: false });

@@ -119,7 +119,7 @@ describe("redis backend: server killed and restarted", () => {
         await failsPromptly(() => service.tryLock(`down-${i}`, { ttlMs: 1_000 }));
         expect(performance.now() - started).toBeLessThan(COMMAND_TIMEOUT_MS);
       }
-      await failsPromptly(() => service.status("global:job"));
+      await failsPromptly(() => service.statusByName("global:job"));
       // A renewal failure is an outage, not a lost lock: the lease is still held.
       expect(lease!.state).toBe("held");
 
@@ -411,7 +411,7 @@ describe("redis backend: release notifications across a restart", () => {
       // The subscriber is cut off, and the force-release's notice goes out before it can reconnect
       // (its first attempt waits at least 25 ms): nobody hears it.
       await admin.call("CLIENT", "KILL", "TYPE", "pubsub");
-      expect(await operator.forceRelease(lease.name)).toBe(true);
+      expect(await operator.forceReleaseByName(lease.name)).toBe(true);
       expect(lease.state).toBe("held");
       // Back and subscribed, the host asks about the locks it holds and finds this one gone.
       await eventually(async () => (lease.state === "lost" ? true : null), 5_000);

@@ -341,7 +341,7 @@ describe("redis backend: failures", () => {
     expect(lease).not.toBeNull();
     expect(await service.tryLock(k, { ttlMs: 5_000 })).toBeNull();
     await service.renew(lease!);
-    expect(await service.status(lease!.name)).toMatchObject({ held: true, owner: lease!.owner, fence: lease!.fence });
+    expect(await service.statusByName(lease!.name)).toMatchObject({ held: true, owner: lease!.owner, fence: lease!.fence });
     await service.release(lease!);
     await service.close({ closeBackend: false });
 
@@ -350,7 +350,7 @@ describe("redis backend: failures", () => {
     const err = await down.tryLock("x", { ttlMs: 1_000 }).then(() => undefined, (e: unknown) => e);
     expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
     expect((err as Error).message).not.toContain("s3cret");
-    await expect(down.status("global:x")).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+    await expect(down.statusByName("global:x")).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
     await down.close();
   });
 });

@@ -323,7 +323,7 @@ describe("lockhost status and release --force through a running host's admin lis
 
   it("prints the host's counters as a table and as JSON", async () => {
     const h = await startHost();
-    await h.locks.tryLock("cli-stats-a", { ttlMs: 60_000 });
+    await h.locks.tryLock("cli-stats-a", { ttlMs: 60_000, keepalive: false });
     await h.locks.tryLock("cli-stats-b", { ttlMs: 60_000, keepalive: true });
     expect(await h.locks.tryLock("cli-stats-a", { ttlMs: 60_000 })).toBeNull();
     const url = h.admin!.url;
@@ -392,13 +392,13 @@ describe("lockhost status and release --force through a running host's admin lis
     expect(wrong.status).toBe(1);
     expect(wrong.stderr).toContain("PERMISSION_DENIED: the admin listener refused: wrong admin token");
     expect(wrong.stderr).not.toContain("wrong-token-0123456789");
-    expect((await h.locks.status(lease.name)).held).toBe(true);
+    expect((await h.locks.statusByName(lease.name)).held).toBe(true);
 
     const ok = await lockhostAsync(args, { cwd: tmpdir(), env: { LOCKHOST_ADMIN_TOKEN: TOKEN } });
     expect(ok.status, ok.stderr).toBe(0);
     expect(ok.stdout.trim()).toBe("released global:cli-force-k");
     expect(ok.stdout + ok.stderr).not.toContain(TOKEN);
-    expect((await h.locks.status(lease.name)).held).toBe(false);
+    expect((await h.locks.statusByName(lease.name)).held).toBe(false);
     await expect(h.locks.renew(lease)).rejects.toMatchObject({ code: "LOST" });
 
     const again = await lockhostAsync(args, { cwd: tmpdir(), env: { LOCKHOST_ADMIN_TOKEN: TOKEN } });
@@ -431,7 +431,7 @@ describe("lockhost status and release --force through a running host's admin lis
     const r = await lockhostAsync(["release", "--force", "global:cli-force-cfg", "--config", file], { env: { CLI_TEST_TOKEN: TOKEN } });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout.trim()).toBe("released global:cli-force-cfg");
-    expect((await h.locks.status(lease.name)).held).toBe(false);
+    expect((await h.locks.statusByName(lease.name)).held).toBe(false);
   });
 });
 

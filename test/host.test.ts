@@ -62,7 +62,7 @@ describe("Host", () => {
   it("logs a lost lock and a force-release at info, acquisitions and releases at debug", async () => {
     const { host, log } = await start({ plugins: [locker] });
     const lease = (await host.locks.tryLock("logged", { ttlMs: 60_000 }))!;
-    await host.locks.forceRelease("global:logged");
+    await host.locks.forceReleaseByName("global:logged");
     const kept = (await host.locks.tryLock("logged-2", { ttlMs: 60_000 }))!;
     await host.locks.release(kept);
     const line = (msg: string) => log.lines.find((l) => l.msg.startsWith(msg));

@@ -142,7 +142,7 @@ describe("scheduler ticks on one node", () => {
     const backend = new MemoryBackend();
     const a = await node("a", backend, schedule("require_global", { export: "holdTrap", schedule: { kind: "interval", everyMs: 50, text: "50ms" } }));
     expect(await a.scheduler.runTick("job", Date.now() - 1_000)).toBe("failed");
-    expect((await a.locks.status("lockhost:schedule:job")).held).toBe(false);
+    expect((await a.locks.statusByName("lockhost:schedule:job")).held).toBe(false);
   });
 
   it("fires on a cron schedule", async () => {
@@ -173,7 +173,7 @@ describe("scheduler robustness", () => {
     await expect(a.scheduler.idle()).resolves.toBeUndefined();
     expect(a.ticks.filter((t) => t.outcome === "ran").length).toBeGreaterThanOrEqual(3);
     await sleep(100); // the last tick's lock is parked for half a period (50 ms)
-    expect((await a.locks.status("lockhost:schedule:job")).held).toBe(false);
+    expect((await a.locks.statusByName("lockhost:schedule:job")).held).toBe(false);
     expect(a.locks.heldCount).toBe(0);
     const logged = a.log.lines.filter((l) => l.msg === "a tick listener threw; the tick itself is done");
     expect(logged.length).toBeGreaterThanOrEqual(4);
@@ -192,7 +192,7 @@ describe("scheduler and the lease lifecycle", () => {
     const tick = Date.now() - 1_000;
     const ran = a.scheduler.runTick("job", tick);
     await sleep(500); // twice the TTL into the 700 ms job
-    expect((await b.locks.status("lockhost:schedule:job")).held).toBe(true);
+    expect((await b.locks.statusByName("lockhost:schedule:job")).held).toBe(true);
     expect(await b.scheduler.runTick("job", tick)).toBe("skipped_contended");
     expect(await ran).toBe("ran");
     expect(a.ticks[0]).toMatchObject({ outcome: "ran", fence: 1 });

@@ -43,29 +43,29 @@ describe("LockService", () => {
   });
 
   it("reports LOST when the lease ended, and never deletes the new holder's lock", async () => {
-    const a = (await locks.tryLock("k", { ttlMs: 30 }))!;
+    const a = (await locks.tryLock("k", { ttlMs: 30, keepalive: false }))!;
     await new Promise((r) => setTimeout(r, 60));
     const b = (await locks.tryLock("k", { ttlMs: 5_000 }))!;
     await expect(locks.renew(a)).rejects.toMatchObject({ code: "LOST" });
     expect(a.state).toBe("lost");
     await expect(locks.release(a)).rejects.toMatchObject({ code: "LOST" });
-    expect((await locks.status("global:k")).held).toBe(true);
+    expect((await locks.statusByName("global:k")).held).toBe(true);
     await locks.release(b);
     await expect(locks.release(b)).rejects.toMatchObject({ code: "ALREADY_RELEASED" });
   });
 
   it("reports LOST on release after a force-release", async () => {
     const a = (await locks.tryLock("k", { ttlMs: 5_000 }))!;
-    expect(await locks.forceRelease("global:k")).toBe(true);
+    expect(await locks.forceReleaseByName("global:k")).toBe(true);
     await expect(locks.release(a)).rejects.toMatchObject({ code: "LOST" });
     expect(locks.heldCount).toBe(0);
   });
 
   it("shows status with holder, owner, fence and times", async () => {
     const a = (await locks.tryLock("k", { ttlMs: 5_000, scope: { plugin: "billing" } }))!;
-    const s = await locks.status("billing:k");
+    const s = await locks.statusByName("billing:k");
     expect(s).toMatchObject({ held: true, key: "billing:k", owner: a.owner, fence: 1, holder: { plugin: "billing", node: "node-a" } });
-    expect(await locks.status("billing:other")).toEqual({ key: "billing:other", held: false });
+    expect(await locks.statusByName("billing:other")).toEqual({ key: "billing:other", held: false });
   });
 
   it("releases everything it holds on close, then refuses with CLOSED", async () => {
@@ -127,17 +127,17 @@ describe("full lock names", () => {
     const key = "k".repeat(S.MAX_KEY_BYTES);
     const lease = (await locks.tryLock(key, { ttlMs: 60_000, scope: { plugin } }))!;
     expect(lease.name).toBe(`${plugin}:${key}`);
-    expect(await locks.status(lease.name)).toMatchObject({ held: true, key: lease.name, owner: lease.owner });
-    expect(await locks.forceRelease(lease.name)).toBe(true);
-    expect(await locks.status(lease.name)).toEqual({ key: lease.name, held: false });
+    expect(await locks.statusByName(lease.name)).toMatchObject({ held: true, key: lease.name, owner: lease.owner });
+    expect(await locks.forceReleaseByName(lease.name)).toBe(true);
+    expect(await locks.statusByName(lease.name)).toEqual({ key: lease.name, held: false });
     await expect(locks.release(lease)).rejects.toMatchObject({ code: "LOST" });
   });
 
   it("still rejects a name longer than any scope prefix plus MAX_KEY_BYTES", async () => {
     const name = "n".repeat(MAX_NAME_BYTES + 1);
-    await expect(locks.status(name)).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringMatching(/^name is \d+ bytes of UTF-8; the maximum is \d+$/) });
-    await expect(locks.forceRelease(name)).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
-    await expect(locks.status("")).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: "name must not be empty" });
+    await expect(locks.statusByName(name)).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringMatching(/^name is \d+ bytes of UTF-8; the maximum is \d+$/) });
+    await expect(locks.forceReleaseByName(name)).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(locks.statusByName("")).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: "name must not be empty" });
     expect(MAX_NAME_BYTES).toBe(S.MAX_KEY_BYTES + 65);
   });
 });
@@ -278,14 +278,19 @@ describe("LockService lifecycle (memory, faults injected)", () => {
     await locks.release(got);
   });
 
-  it("does not lose a released lease, nor tell its observers anything", async () => {
+  it("does not lose a released lease, nor tell its onLost observers anything; its signal aborts as released, not LOST", async () => {
     const lease = (await locks.tryLock("k", { ttlMs: 100 }))!;
     let told = false;
     lease.onLost(() => (told = true));
+    const early = lease.signal;
     await locks.release(lease);
     await sleep(200);
     expect(told).toBe(false);
-    expect(lease.signal.aborted).toBe(false);
+    expect(lease.state).toBe("released");
+    for (const signal of [early, lease.signal]) {
+      expect(signal.aborted).toBe(true);
+      expect(signal.reason).toMatchObject({ name: "LockhostError", code: "ALREADY_RELEASED", details: { reason: "released" } });
+    }
     expect(locks.stats().lost).toBe(0);
   });
 });
@@ -313,7 +318,7 @@ describe("LockService lifecycle options", () => {
 describe("LockService.forceRelease of its own lease", () => {
   it("marks the lease lost at once, so its holder hears of it before any renewal", async () => {
     const lease = (await locks.tryLock("k", { ttlMs: 30_000 }))!;
-    expect(await locks.forceRelease("global:k")).toBe(true);
+    expect(await locks.forceReleaseByName("global:k")).toBe(true);
     expect(lease.state).toBe("lost");
     expect(lease.signal.aborted).toBe(true);
     expect(lease.lostReason?.message).toMatch(/force-released by an operator/);
@@ -362,7 +367,7 @@ describe("LockService races and failures (review findings)", () => {
     const { backend: faulty, faults } = faultyBackend();
     const service = new LockService(faulty, { node: "n" });
     try {
-      const lease = (await service.tryLock("k", { ttlMs: 100 }))!;
+      const lease = (await service.tryLock("k", { ttlMs: 100, keepalive: false }))!;
       const signal = lease.signal;
       faults.failReleases = 1;
       await expect(service.release(lease)).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
@@ -385,7 +390,7 @@ describe("LockService races and failures (review findings)", () => {
       await closed;
       expect(other.heldCount).toBe(0);
       // Nothing was taken over: the original holder still has its lock.
-      expect((await locks.status("global:k")).held).toBe(true);
+      expect((await locks.statusByName("global:k")).held).toBe(true);
     });
   }
 
@@ -437,7 +442,8 @@ describe("releaseIfHeld that fails (review finding)", () => {
 
 describe("pre-checked requests", () => {
   it("checkRequest qualifies the key and fills in the defaults once", () => {
-    expect(checkRequest("k", { ttlMs: 10 })).toEqual({ name: "global:k", key: "k", scope: "global", ttlMs: 10, plugin: "host", keepalive: false });
+    // Keepalive is on by default (DEFAULT_KEEPALIVE), and no owner means one is minted per attempt.
+    expect(checkRequest("k", { ttlMs: 10 })).toEqual({ name: "global:k", key: "k", scope: "global", ttlMs: 10, plugin: "host", keepalive: true, owner: undefined });
     expect(checkRequest("k", { ttlMs: 10, scope: { plugin: "billing" }, keepalive: true })).toMatchObject({
       name: "billing:k",
       plugin: "billing",

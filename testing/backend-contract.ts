@@ -67,6 +67,23 @@ export function backendContract(name: string, target: ContractTarget): void {
       expect(results.filter((r) => r.acquired)).toHaveLength(1);
     });
 
+    it("refuses a key to a second acquisition under its holder's own owner: one lock, not two holders", async () => {
+      // Locks are not reentrant on any backend: the host's custom owners (TryLockOptions.owner)
+      // rely on this, so an owner reused by mistake is contended instead of a silent second holder.
+      const k = key();
+      const first = req(k);
+      const taken = await backend.acquire(first);
+      expect(taken.acquired).toBe(true);
+      const again = await backend.acquire(req(k, { owner: first.owner }));
+      expect(again.acquired).toBe(false);
+      const s = await backend.status(k);
+      expect(s?.owner).toBe(first.owner);
+      expect(taken.acquired && s?.fence).toBe(taken.acquired && taken.fence);
+      expect(await backend.release(k, first.owner)).toBe("released");
+      expect(await backend.status(k)).toBeNull();
+      expect(await backend.release(k, first.owner)).toBe("not_found");
+    });
+
     it("releases only for the owner, and tells not-held from not-yours", async () => {
       const k = key();
       const a = req(k);

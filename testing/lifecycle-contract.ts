@@ -68,13 +68,38 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       await sleep(1_200);
       expect(lease.state).toBe("held");
       expect(await b.tryLock(k, { ttlMs: 300 })).toBeNull();
-      const s = await b.status(`global:${k}`);
+      const s = await b.statusByName(`global:${k}`);
       expect(s.held && s.fence).toBe(lease.fence);
       const after = a.stats();
       expect(after.renewalsOk - before.renewalsOk).toBeGreaterThanOrEqual(3);
       expect(after.renewalTimers).toBe(1);
       await a.release(lease);
       expect(a.stats().keepalive).toBe(0);
+    });
+
+    it("a caller's owner: another host with it is contended, then releases by key and owner; results come back as values", async () => {
+      const k = key();
+      const owner = `job-${run}-${n}`;
+      const lease = (await a.tryLock(k, { ttlMs: 10_000, owner }))!;
+      expect(lease.owner).toBe(owner);
+      // Two live holders never share an owner: the same owner is contended like anyone else.
+      expect(await b.tryLock(k, { ttlMs: 10_000, owner })).toBeNull();
+      expect(await a.tryLock(k, { ttlMs: 10_000, owner })).toBeNull();
+      expect((await b.status(k)).held && (await b.status(k) as { owner: string }).owner).toBe(owner);
+      expect(await b.tryRelease(k, owner)).toBe("released");
+      expect(await b.tryRelease(k, owner)).toBe("already_released");
+      // Told at once (LockBackend.onLost) or found at this release: either way nothing is deleted.
+      expect(await a.tryRelease(lease)).toBe("lost");
+      expect(lease.state).toBe("lost");
+      await expect(b.release(k, owner)).rejects.toMatchObject({ code: "ALREADY_RELEASED", retryable: false });
+      expect(await a.tryRelease(k, `never-${run}`)).toBe("not_found");
+      await expect(a.release(k, `never-${run}`)).rejects.toMatchObject({ code: "NOT_FOUND" });
+      // By key and owner, "lost" means another owner holds the key now: nothing is deleted.
+      const other = (await b.tryLock(k, { ttlMs: 10_000 }))!;
+      expect(await a.tryRelease(k, owner)).toBe("lost");
+      expect(await a.tryRelease(k, `stale-${run}`)).toBe("lost");
+      expect((await a.status(k)).held).toBe(true);
+      await b.release(other);
     });
 
     it("renews many keepalive locks due in the same tick in one batch", async () => {
@@ -98,7 +123,7 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       await sleep(50);
       const t0 = performance.now();
       const lost = lostAt(lease, t0);
-      expect(await b.forceRelease(`global:${k}`)).toBe(true);
+      expect(await b.forceReleaseByName(`global:${k}`)).toBe(true);
       const after = await lost;
       // One renewal interval (renewAtRatio x TTL) plus a round trip's slack.
       expect(after).toBeLessThan(ttlMs * 0.5 + 250);
@@ -113,18 +138,18 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       const lease = (await a.tryLock(k, { ttlMs: 600, keepalive: true }))!;
       const t0 = performance.now();
       const lost = lostAt(lease, t0);
-      await b.forceRelease(`global:${k}`);
+      await b.forceReleaseByName(`global:${k}`);
       const thief = (await b.tryLock(k, { ttlMs: 10_000 }))!;
       expect(thief).not.toBeNull();
       expect(await lost).toBeLessThan(600 * 0.5 + 250);
       expect((await rejection(a.release(lease))).code).toBe("LOST");
-      const s = await a.status(`global:${k}`);
+      const s = await a.statusByName(`global:${k}`);
       expect(s.held && s.owner).toBe(thief.owner);
       await b.release(thief);
     });
 
     it("signals the end of a lease without keepalive to whoever watches it", async () => {
-      const lease = (await a.tryLock(key(), { ttlMs: 150 }))!;
+      const lease = (await a.tryLock(key(), { ttlMs: 150, keepalive: false }))!;
       const t0 = performance.now();
       const lost = await lostAt(lease, t0);
       expect(lost).toBeGreaterThan(100);
@@ -150,7 +175,7 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
 
     it("wakes a waiter when the holder's lease ends without a release", async () => {
       const k = key();
-      await a.tryLock(k, { ttlMs: 400 });
+      await a.tryLock(k, { ttlMs: 400, keepalive: false });
       const t0 = performance.now();
       const lease = await b.acquire(k, { ttlMs: 5_000, waitMs: 5_000 });
       const waited = performance.now() - t0;
@@ -211,7 +236,7 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       expect(restored.name).toBe(lease.name);
       await b.renew(restored, 10_000);
       await b.release(restored);
-      expect((await b.status(`global:${k}`)).held).toBe(false);
+      expect((await b.statusByName(`global:${k}`)).held).toBe(false);
       // The original handle now finds its lock gone: LOST, nothing deleted.
       expect((await rejection(a.release(lease))).code).toBe("LOST");
       expect((await rejection(b.release(restored))).code).toBe("ALREADY_RELEASED");
@@ -228,7 +253,7 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       expect((await rejection(b.restore(k, randomUUID()))).code).toBe("OWNERSHIP_MISMATCH");
       expect((await rejection(b.restore(key(), lease.owner))).code).toBe("NOT_FOUND");
       expect((await rejection(b.restore("", lease.owner))).code).toBe("INVALID_ARGUMENT");
-      const s = await a.status(`global:${k}`);
+      const s = await a.statusByName(`global:${k}`);
       expect(s.held && s.owner).toBe(lease.owner);
       await a.release(lease);
     });
@@ -244,9 +269,9 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
         return 42;
       }, { ttlMs: 250 });
       expect(value).toBe(42);
-      expect((await a.status(`global:${k}`)).held).toBe(false);
+      expect((await a.statusByName(`global:${k}`)).held).toBe(false);
       await expect(a.withLock(k, () => { throw new Error("boom"); }, { ttlMs: 1_000 })).rejects.toThrow("boom");
-      expect((await a.status(`global:${k}`)).held).toBe(false);
+      expect((await a.statusByName(`global:${k}`)).held).toBe(false);
     });
 
     it("withLock rejects with CONTENDED without waitMs, waits with it, and aborts fn's signal on loss", async () => {
@@ -255,7 +280,7 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       expect((await rejection(a.withLock(k, () => 1, { ttlMs: 1_000 }))).code).toBe("CONTENDED");
       setTimeout(() => void b.release(held), 100);
       const reason = await a.withLock(k, async (signal) => {
-        await b.forceRelease(`global:${k}`);
+        await b.forceReleaseByName(`global:${k}`);
         // A backend that tells holders at once (LockBackend.onLost) may have aborted it already.
         if (signal.aborted) return signal.reason;
         return new Promise<unknown>((resolve) => signal.addEventListener("abort", () => resolve(signal.reason)));
@@ -276,11 +301,11 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
         expect(none.status).toBe(401);
         const wrong = await fetch(url, { method: "POST", headers: { authorization: "Bearer wrong-token-0123456789" } });
         expect(wrong.status).toBe(403);
-        expect((await a.status(lease.name)).held).toBe(true);
+        expect((await a.statusByName(lease.name)).held).toBe(true);
         const ok = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${token}` } });
         expect(ok.status).toBe(200);
         expect(await ok.json()).toMatchObject({ released: true });
-        expect((await a.status(lease.name)).held).toBe(false);
+        expect((await a.statusByName(lease.name)).held).toBe(false);
       } finally {
         await server.close();
       }

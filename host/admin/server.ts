@@ -138,7 +138,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       const name = decode(force[1]!, res);
       if (name === undefined || !authorized(req, res)) return;
       return answer(res, async () => {
-        const released = await service.forceRelease(name);
+        const released = await service.forceReleaseByName(name);
         log.warn({ lock: name, released, from: req.socket.remoteAddress }, "lock force-released through the admin listener");
         return { key: name, released };
       });
@@ -151,7 +151,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       // An owner token lets whoever has it release or restore the lock: shown only to the token's holder.
       const showOwner = presentsToken(req);
       return answer(res, async () => {
-        const status = await service.status(name);
+        const status = await service.statusByName(name);
         if (!status.held || showOwner) return status;
         const { owner: _owner, ...rest } = status;
         return rest;

@@ -76,12 +76,12 @@ export class AdminClient {
   }
 
   /** GET /locks/<name>: with the token, the owner token too. */
-  status(name: string): Promise<LockStatus> {
+  statusByName(name: string): Promise<LockStatus> {
     return this.#request("GET", `/locks/${encodeURIComponent(name)}`, this.token) as Promise<LockStatus>;
   }
 
   /** POST /locks/<name>/force-release: whether the lock was held. */
-  async forceRelease(name: string): Promise<boolean> {
+  async forceReleaseByName(name: string): Promise<boolean> {
     // Sent even without a token: the listener's 401 is the answer, and an unreachable
     // listener is reported as such rather than as a missing token.
     const body = (await this.#request("POST", `/locks/${encodeURIComponent(name)}/force-release`, this.token)) as { released?: unknown };

@@ -343,7 +343,7 @@ async function run(config: LockhostConfig, localNodes: number, format: LogFormat
 }
 
 /** What status, release and locks read or do: the backend through a LockService, or a running host's admin listener. */
-type LockReader = Pick<AdminClient, "status" | "forceRelease" | "list">;
+type LockReader = Pick<AdminClient, "statusByName" | "forceReleaseByName" | "list">;
 
 /**
  * Runs `action` on the locks the config names: through the admin listener with --admin (or
@@ -379,13 +379,13 @@ async function onLocks(config: LockhostConfig | undefined, command: string, flag
 /** `status KEY` or `release --force KEY`, through the backend or the admin listener alike. */
 async function inspect(locks: LockReader, command: string, key: string, json: boolean, showOwner: boolean): Promise<number> {
   if (command === "status") {
-    const status = await locks.status(key);
+    const status = await locks.statusByName(key);
     // An owner token lets anyone release or restore the lock: printed only when asked for.
     const shown = status.held && !showOwner ? (({ owner: _owner, ...rest }) => rest)(status) : status;
     console.log(json ? JSON.stringify(shown) : formatStatus(shown));
     return 0;
   }
-  const released = await locks.forceRelease(key);
+  const released = await locks.forceReleaseByName(key);
   console.log(released ? `released ${key}` : `${key} was not held`);
   return 0;
 }

@@ -8,13 +8,14 @@ import type { AcquireResult } from "../../kit/backend.js";
 import { closedError, type ServiceCore } from "./core.js";
 import { Lease } from "./lease.js";
 import type { CheckedRequest, TryLockOptions } from "./request.js";
-import { jittered, Waiter } from "./waiting.js";
+import { jittered, timerMs, Waiter } from "./waiting.js";
 
 /** Options of a waiting acquisition. */
 export interface AcquireOptions extends TryLockOptions {
   /**
-   * The longest wait for the key, in ms (0 to MAX_WAIT_MS): it is taken as soon as the holder
-   * releases it (or its lease ends); after `waitMs` the call rejects with TIMEOUT.
+   * The longest wait for the key, in ms (0 to MAX_WAIT_MS, or Infinity to wait with no limit):
+   * it is taken as soon as the holder releases it (or its lease ends); after `waitMs` the call
+   * rejects with TIMEOUT. An unlimited wait ends only with the lock, the signal, or close().
    */
   readonly waitMs: number;
   /** Aborts the wait: the call then rejects with the signal's reason. */
@@ -41,7 +42,7 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
   const started = performance.now();
   const first = await core.track(attempt(core, request, asIs));
   if (first instanceof Lease) return first;
-  if (waitMs === 0) throw timeoutError(request.name, 0, waitMs);
+  if (waitMs === 0) throw timeoutError(request, 0, waitMs);
   return wait(core, request, first, started, waitMs, signal);
 }
 
@@ -52,15 +53,18 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
 async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended: (result: Contended) => C): Promise<Lease | C> {
   const { name, ttlMs, keepalive } = request;
   const holder = { plugin: request.plugin, node: core.node };
-  const owner = uuidv4();
+  const owner = request.owner ?? uuidv4();
+  if (request.owner !== undefined) checkOwnerFree(core, name, owner);
   // The host's deadline counts from before the request left, so it never outlives the server's.
   const sentAt = performance.now();
   let result: AcquireResult;
   try {
     result = await core.backendCall(() => core.backend.acquire({ key: name, owner, ttlMs, holder }));
   } catch (err) {
-    // A timed-out or cut-off acquire may still have been applied on the server.
-    void core.giveBack(name, owner);
+    // A timed-out or cut-off acquire may still have been applied on the server. A minted owner
+    // is ours alone, so giving it back can delete nothing else; a caller's owner may name a
+    // lock someone holds already, so that one is left to its TTL (or the caller's release).
+    if (request.owner === undefined) void core.giveBack(name, owner);
     throw err;
   }
   if (core.closing) {
@@ -78,6 +82,17 @@ async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended:
   });
   core.hold(lease);
   return lease;
+}
+
+/**
+ * A caller's owner names one lease of this service: the books (held, restore, release notices)
+ * find leases by owner. The same key is left to the backend, which answers contended.
+ */
+function checkOwnerFree(core: ServiceCore, name: string, owner: string): void {
+  const other = core.held.get(owner);
+  if (other !== undefined && other.name !== name) {
+    throw new LockhostError("INVALID_ARGUMENT", `owner ${JSON.stringify(owner)} already holds lock ${other.name} here; an owner names one live lock at a time`);
+  }
 }
 
 /** The waiting part of acquireChecked, after a first attempt found the key held. */
@@ -116,7 +131,7 @@ async function wait(
       const left = deadline - performance.now();
       if (left <= 0) {
         core.waitTimeouts++;
-        throw timeoutError(name, performance.now() - started, waitMs);
+        throw timeoutError(request, performance.now() - started, waitMs);
       }
       // The head sleeps until a release, the holder's lease end, or the next poll; the others until promoted.
       const poll = jittered(core.pollIntervalMs);
@@ -139,10 +154,15 @@ async function wait(
   }
 }
 
-function timeoutError(name: string, waitedMs: number, waitMs: number): LockhostError {
+/**
+ * A wait that ran out. Its details name the lock three ways (key as given, scope, full name)
+ * so a caller that waits on many keys can tell which one timed out without parsing the message.
+ */
+function timeoutError(request: CheckedRequest, waitedMs: number, waitMs: number): LockhostError {
   const waited = Math.round(waitedMs);
+  const { name, key, scope } = request;
   return new LockhostError("TIMEOUT", `lock ${name} is still held by someone else after waiting ${waited} ms (waitMs ${waitMs})`, {
-    details: { waitedMs: waited },
+    details: { waitedMs: waited, key, scope: scope === "global" ? "global" : scope.plugin, name },
   });
 }
 
@@ -155,7 +175,7 @@ function untilSettled(promise: Promise<unknown>, ms: number, signal: AbortSignal
       signal?.removeEventListener("abort", done);
       resolve();
     };
-    const timer = setTimeout(done, Math.max(0, ms));
+    const timer = setTimeout(done, timerMs(ms));
     signal?.addEventListener("abort", done, { once: true });
     promise.then(done, done);
   });

@@ -40,6 +40,8 @@ export interface LeaseControl {
   setState(lease: Lease, state: "held" | "released"): void;
   /** Ends the lease as lost and tells its observers. Idempotent; no-op unless held. */
   markLost(lease: Lease, reason: LockhostError): void;
+  /** The backend confirmed the release: the lease's signal aborts (ALREADY_RELEASED); onLost listeners are dropped. */
+  markReleased(lease: Lease): void;
   /** The renewal manager's entry for the lease, while it watches it. */
   renewalEntry(lease: Lease): unknown;
   /** Sets (or clears, with undefined) the renewal manager's entry for the lease. */
@@ -67,6 +69,8 @@ export class Lease {
   #state: LeaseState = "held";
   #keepalive: boolean;
   #lostReason: LockhostError | undefined = undefined;
+  /** Set once the backend confirmed a release (state "released" alone may still be undone). */
+  #releasedReason: LockhostError | undefined = undefined;
   readonly #hooks: LeaseHooks | undefined;
   // Made on first use only: most leases are released long before anyone would look.
   #controller: AbortController | undefined = undefined;
@@ -89,6 +93,9 @@ export class Lease {
       },
       markLost(lease, reason) {
         lease.#lose(reason);
+      },
+      markReleased(lease) {
+        lease.#release();
       },
       renewalEntry: (lease) => lease.#renewalEntry,
       setRenewalEntry(lease, entry) {
@@ -137,15 +144,19 @@ export class Lease {
   }
 
   /**
-   * Aborts when the lease is lost: a renewal was refused (the lock changed hands, was deleted
-   * or force-released), could not be confirmed before the lease would end, or the lease ran
-   * out without keepalive. `signal.reason` is the LockhostError (code LOST). Never aborts on
-   * a normal release.
+   * Aborts when the lease ends, so code parked on it learns that it no longer holds the lock.
+   * `signal.reason` is a LockhostError that says how:
+   * - code LOST: the lease was lost (a renewal was refused because the lock changed hands,
+   *   was deleted or force-released; it could not be confirmed before the lease would end; or
+   *   the lease ran out without keepalive);
+   * - code ALREADY_RELEASED (`details.reason` "released"): it was released normally (release,
+   *   tryRelease, withLock's end, close), once the backend confirmed it.
    */
   get signal(): AbortSignal {
     if (!this.#controller) {
       this.#controller = new AbortController();
       if (this.#state === "lost") this.#controller.abort(this.#lostReason);
+      else if (this.#releasedReason) this.#controller.abort(this.#releasedReason);
       else this.#observe();
     }
     return this.#controller.signal;
@@ -181,6 +192,16 @@ export class Lease {
     const listeners = this.#listeners;
     this.#listeners = undefined;
     if (listeners) for (const l of listeners) safely(l, reason);
+  }
+
+  #release(): void {
+    if (this.#releasedReason || this.#state === "lost") return;
+    this.#state = "released";
+    this.#releasedReason = new LockhostError("ALREADY_RELEASED", `lock ${this.name} (fence ${this.fence}) was released`, {
+      details: { reason: "released" },
+    });
+    this.#listeners = undefined;
+    this.#controller?.abort(this.#releasedReason);
   }
 
   #observe(): void {

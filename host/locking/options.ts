@@ -59,6 +59,14 @@ export const WAITING_SCHEMA = table<WaitingSettings>({
   },
 });
 
+/**
+ * Whether a lease is kept alive when the caller does not say: the one default of tryLock,
+ * acquire, withLock and restore. On, as redis-semaphore's refresh and Redisson's watchdog are:
+ * a lease held for as long as the caller needs it, not silently ended by a TTL picked for the
+ * common case. Pass `keepalive: false` for a lease that must end at its TTL.
+ */
+export const DEFAULT_KEEPALIVE = true;
+
 /** Frozen defaults of the keepalive settings (the config's `[locking.keepalive]` defaults). */
 export const KEEPALIVE_DEFAULTS: KeepaliveSettings = completeDefaultsOf(KEEPALIVE_SCHEMA);
 

@@ -27,6 +27,7 @@ export async function release(core: ServiceCore, lease: Lease): Promise<void> {
     throw e;
   }
   core.released.add(lease.owner);
+  leases.markReleased(lease);
   // Waiters of this host need no round trip through the backend to hear about it.
   core.waits.notify(lease.name);
   if (core.events.wants("released")) {

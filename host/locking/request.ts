@@ -2,8 +2,9 @@
 // and then hand a CheckedRequest to a path that trusts it; the guest runtime, which checks at
 // its own boundary, can build one and skip the service's checks on every later attempt.
 import { LockhostError } from "../../kit/errors.js";
+import { DEFAULT_KEEPALIVE } from "./options.js";
 import { PLUGIN_NAME_PATTERN, qualify, type Scope } from "./scope.js";
-import { validateKey, validateTtl } from "./validate.js";
+import { validateFlag, validateKey, validateOptions, validateOwner, validateTtl } from "./validate.js";
 
 /** Options of one acquisition. */
 export interface TryLockOptions {
@@ -16,9 +17,20 @@ export interface TryLockOptions {
   /**
    * Renew the lease automatically (at `renewAtRatio` of the TTL, batched) until it is
    * released; if a renewal is refused or cannot be confirmed in time, the lease is lost and
-   * its `signal` aborts. Default false.
+   * its `signal` aborts. Default DEFAULT_KEEPALIVE (true), as in every entry point; pass
+   * false for a lease that must end at its TTL unless renewed by hand.
    */
   readonly keepalive?: boolean;
+  /**
+   * The owner token to hold the lock under, chosen by the caller (1 to MAX_OWNER_LENGTH
+   * printable ASCII characters, no spaces), so another process that knows it can release or
+   * restore the lock without a hand-over. Default: a fresh random UUID. An owner names one live
+   * lock: taking a key whose holder has the same owner is contended like any other holder
+   * (locks are not reentrant), and this service refuses (INVALID_ARGUMENT) an owner one of its
+   * live leases already uses on another key. Release notices are addressed by owner, so keep
+   * an owner unique per live lock across processes too.
+   */
+  readonly owner?: string;
 }
 
 declare const checkedBrand: unique symbol;
@@ -40,6 +52,8 @@ export interface CheckedRequest {
   readonly plugin: string;
   /** Whether the renewal manager keeps the lease alive. */
   readonly keepalive: boolean;
+  /** The caller's owner token; undefined: each attempt mints a fresh one. */
+  readonly owner: string | undefined;
   readonly [checkedBrand]: true;
 }
 
@@ -49,6 +63,7 @@ export interface CheckedRequest {
  */
 export function checkRequest(key: string, options: TryLockOptions): CheckedRequest {
   validateKey(key);
+  validateOptions(options, "options", true);
   const ttlMs = validateTtl(options.ttlMs);
   const scope = options.scope ?? "global";
   let plugin = options.plugin;
@@ -60,7 +75,20 @@ export function checkRequest(key: string, options: TryLockOptions): CheckedReque
   }
   // The scope's plugin was just checked, and "host" is the host's own name: no second check on the lock path.
   if (plugin !== "host" && (scope === "global" || plugin !== scope.plugin)) checkPlugin(plugin);
-  return { name: qualify(key, scope), key, scope, ttlMs, plugin, keepalive: options.keepalive === true } as CheckedRequest;
+  const keepalive = validateFlag(options.keepalive, "keepalive") ?? DEFAULT_KEEPALIVE;
+  const owner = options.owner === undefined ? undefined : validateOwner(options.owner);
+  return { name: qualify(key, scope), key, scope, ttlMs, plugin, keepalive, owner } as CheckedRequest;
+}
+
+/**
+ * The scope of an options object (default "global"), checked: throws INVALID_ARGUMENT naming
+ * `scope`. For the calls that take a key but no CheckedRequest (restore, release by
+ * owner, status, forceRelease).
+ */
+export function scopeOf(options: { readonly scope?: Scope } | undefined): Scope {
+  const scope = options?.scope ?? "global";
+  if (scope !== "global") checkScope(scope);
+  return scope;
 }
 
 /** A plugin scope names a plugin's namespace; "global" would alias the global one. */
@@ -69,7 +97,7 @@ function checkScope(scope: Scope): void {
   if (!isPluginName(plugin) || plugin === "global") {
     throw new LockhostError(
       "INVALID_ARGUMENT",
-      `scope must be "global" or { plugin } with a plugin name other than "global" matching ${PLUGIN_NAME_PATTERN}, got ${show(plugin)}`,
+      `scope must be "global" or { plugin } with a plugin name other than "global" matching ${PLUGIN_NAME_PATTERN}, got ${show(typeof scope === "string" ? scope : plugin)}`,
     );
   }
 }

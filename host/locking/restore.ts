@@ -3,9 +3,11 @@
 import { LockhostError } from "../../kit/errors.js";
 import { closedError, lostError, type ServiceCore } from "./core.js";
 import { Lease } from "./lease.js";
+import { DEFAULT_KEEPALIVE } from "./options.js";
 import { setKeepalive } from "./renew.js";
+import { scopeOf } from "./request.js";
 import { qualify, type Scope } from "./scope.js";
-import { validateKey, validateTtl } from "./validate.js";
+import { validateFlag, validateKey, validateOptions, validateTtl } from "./validate.js";
 
 /** Options of restore. */
 export interface RestoreOptions {
@@ -13,7 +15,11 @@ export interface RestoreOptions {
   readonly scope?: Scope;
   /** TTL for renewals of the restored lease (default: the TTL its current lease was set with). */
   readonly ttlMs?: number;
-  /** Keep the restored lease alive (see TryLockOptions.keepalive). Default false. */
+  /**
+   * Keep the restored lease alive (see TryLockOptions.keepalive). Default DEFAULT_KEEPALIVE
+   * (true) for a new lease; a lease this service already holds keeps its setting unless this
+   * is true.
+   */
   readonly keepalive?: boolean;
 }
 
@@ -24,8 +30,10 @@ export function restore(core: ServiceCore, key: string, owner: string, options: 
   try {
     validateKey(key);
     validateKey(owner, "owner");
+    validateOptions(options, "options");
     if (options.ttlMs !== undefined) validateTtl(options.ttlMs);
-    name = qualify(key, options.scope ?? "global");
+    validateFlag(options.keepalive, "keepalive");
+    name = qualify(key, scopeOf(options));
   } catch (err) {
     return Promise.reject(err);
   }
@@ -60,7 +68,7 @@ async function restoreNamed(core: ServiceCore, name: string, owner: string, opti
     acquiredAtMs: record.acquiredAtMs,
     expiresAtMs: record.expiresAtMs,
     deadline: sentAt + record.ttlRemainingMs,
-    keepalive: options.keepalive === true,
+    keepalive: options.keepalive ?? DEFAULT_KEEPALIVE,
     hooks: core.hooks,
   });
   core.hold(lease);
@@ -71,6 +79,6 @@ async function restoreNamed(core: ServiceCore, name: string, owner: string, opti
 function sameLease(core: ServiceCore, name: string, owner: string, options: RestoreOptions): Lease | undefined {
   const mine = core.held.get(owner);
   if (!mine || mine.name !== name) return undefined;
-  if (options.keepalive && !mine.keepalive) setKeepalive(core, mine, true);
+  if (options.keepalive === true && !mine.keepalive) setKeepalive(core, mine, true);
   return mine;
 }

@@ -9,23 +9,25 @@ import type { LockBackend } from "../../kit/backend.js";
 import { acquireChecked, tryChecked, type AcquireOptions } from "./acquire.js";
 import { close } from "./close.js";
 import { closedError, ServiceCore } from "./core.js";
-import type { Lease } from "./lease.js";
-import { resolveKeepalive, resolveWaiting } from "./options.js";
+import { Lease } from "./lease.js";
+import { DEFAULT_KEEPALIVE, resolveKeepalive, resolveWaiting } from "./options.js";
 import { release, releaseAll, releaseIfHeld } from "./release.js";
+import { outcomeError, releaseTarget, tryRelease, type ReleaseOptions, type ReleaseOutcome } from "./release-result.js";
 import { renew, renewalHost, setKeepalive } from "./renew.js";
 import { checkRequest, type CheckedRequest, type TryLockOptions } from "./request.js";
 import { restore, type RestoreOptions } from "./restore.js";
 import { qualify } from "./scope.js";
 import { statsOf, type LockStats } from "./stats.js";
-import { forceRelease, status, type LockStatus } from "./status.js";
+import { forceRelease, nameOfKey, status, type LockRefOptions, type LockStatus } from "./status.js";
 import { list, type ListOptions, type LockListPage } from "./list.js";
-import type { LockEventListener, LockEventType } from "./events.js";
-import { validateWaitMs } from "./validate.js";
+import { LOCK_EVENT_TYPES, type LockEventListener, type LockEventType } from "./events.js";
+import { validateFlag, validateFunction, validateName, validateOptions, validateSignal, validateTtl, validateWaitMs } from "./validate.js";
 
 export type { AcquireOptions } from "./acquire.js";
 export type { CheckedRequest, TryLockOptions } from "./request.js";
 export type { RestoreOptions } from "./restore.js";
-export type { LockStatus } from "./status.js";
+export type { LockRefOptions, LockStatus } from "./status.js";
+export type { ReleaseOptions, ReleaseOutcome } from "./release-result.js";
 export type { ListOptions, LockListing, LockListPage } from "./list.js";
 export type { LockEvent, LockEventListener, LockEventType } from "./events.js";
 
@@ -43,11 +45,12 @@ export interface LockServiceOptions {
 }
 
 /** Options of withLock. */
-export interface WithLockOptions extends Omit<AcquireOptions, "waitMs" | "keepalive"> {
-  /** Wait up to this long for the key (default 0: reject with CONTENDED at once when held). */
+export interface WithLockOptions extends Omit<AcquireOptions, "waitMs"> {
+  /**
+   * Wait up to this long for the key, in ms (0 to MAX_WAIT_MS, or Infinity; default 0: reject
+   * with CONTENDED at once when held).
+   */
   readonly waitMs?: number;
-  /** Renew the lease while `fn` runs (default true: `fn` may take longer than the TTL). */
-  readonly keepalive?: boolean;
 }
 
 /** Validated, scoped locking over one backend, shared by every guest of a host. */
@@ -55,6 +58,13 @@ export class LockService {
   readonly #core: ServiceCore;
 
   constructor(backend: LockBackend, options: LockServiceOptions) {
+    if (typeof backend !== "object" || backend === null || typeof backend.acquire !== "function") {
+      throw new LockhostError("INVALID_ARGUMENT", `backend must be a LockBackend, got ${backend === null ? "null" : typeof backend}`);
+    }
+    validateOptions(options, "options", true);
+    if (typeof options.node !== "string" || options.node.length === 0) {
+      throw new LockhostError("INVALID_ARGUMENT", `node must be a non-empty string, got ${typeof options.node === "string" ? '""' : typeof options.node}`);
+    }
     this.#core = new ServiceCore({
       backend,
       node: options.node,
@@ -85,8 +95,10 @@ export class LockService {
   }
 
   /**
-   * Takes `key` if it is free. Resolves to a Lease when acquired and to null when someone
-   * else holds it (contention is not an error); rejects with a LockhostError on bad input
+   * Takes `key` (in `options.scope`, default "global") if it is free. Resolves to a Lease when
+   * acquired and to null when someone else holds it, also under the same `options.owner`
+   * (contention is not an error; locks are not reentrant). Keepalive is on unless
+   * `options.keepalive` is false (DEFAULT_KEEPALIVE). Rejects with a LockhostError on bad input
    * (INVALID_ARGUMENT) or a backend failure (BACKEND_UNAVAILABLE). Rejects with CLOSED once
    * close() has started, also when the backend answers after that: a lock acquired then is
    * released on the backend at once, so close() never leaves a lease nobody can release.
@@ -112,16 +124,18 @@ export class LockService {
   }
 
   /**
-   * Takes `key`, waiting up to `options.waitMs` for its holder to release it. Waiters on this
-   * host are served in arrival order; each is woken by a release (on any host sharing the
-   * backend), by the end of the holder's lease, or, as a fallback, by jittered polling.
-   * Rejects with TIMEOUT (`details.waitedMs`) when the key stayed held, with the signal's
-   * reason when `options.signal` aborts, and like tryLock on bad input or a backend failure.
+   * Takes `key`, waiting up to `options.waitMs` (Infinity: no limit) for its holder to
+   * release it. Waiters on this host are served in arrival order; each is woken by a release
+   * (on any host sharing the backend), by the end of the holder's lease, or, as a fallback, by
+   * jittered polling. Rejects with TIMEOUT when the key stayed held (`details`: `waitedMs`,
+   * `key`, `scope` — "global" or the plugin — and the full `name`), with the signal's reason
+   * when `options.signal` aborts, and like tryLock on bad input or a backend failure.
    */
   async acquire(key: string, options: AcquireOptions): Promise<Lease> {
     if (this.#core.closing) throw closedError();
     const request = checkRequest(key, options);
-    return acquireChecked(this.#core, request, validateWaitMs(options.waitMs), options.signal);
+    const waitMs = validateWaitMs(options.waitMs);
+    return acquireChecked(this.#core, request, waitMs, validateSignal(options.signal, "signal"));
   }
 
   /**
@@ -136,16 +150,19 @@ export class LockService {
   /**
    * Runs `fn` holding `key`, and always releases it afterwards. `fn` gets an AbortSignal that
    * aborts when the lock is lost (or when `options.signal` aborts) and the Lease. With
-   * `waitMs` 0 (the default) a held key rejects at once with CONTENDED. Keepalive is on by
-   * default. Resolves to what `fn` returns; a failed release is not an error of the call (the
-   * lock ends at its TTL).
+   * `waitMs` 0 (the default) a held key rejects at once with CONTENDED. Keepalive is on unless
+   * `options.keepalive` is false, as in tryLock. Resolves to what `fn` returns; a failed
+   * release is not an error of the call (the lock ends at its TTL).
    */
   async withLock<T>(
     key: string,
     fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T,
     options: WithLockOptions,
   ): Promise<T> {
-    const taking = { ...options, keepalive: options.keepalive ?? true };
+    validateFunction(fn, "fn");
+    validateOptions(options, "options", true);
+    validateSignal(options.signal, "signal");
+    const taking = { ...options, keepalive: validateFlag(options.keepalive, "keepalive") ?? DEFAULT_KEEPALIVE };
     options.signal?.throwIfAborted();
     const lease = options.waitMs !== undefined && options.waitMs !== 0 ? await this.acquire(key, { ...taking, waitMs: options.waitMs }) : await this.tryLock(key, taking);
     if (!lease) throw new LockhostError("CONTENDED", `lock ${qualify(key, options.scope ?? "global")} is held by someone else`);
@@ -169,6 +186,8 @@ export class LockService {
 
   /** Turns keepalive on or off for a held lease. */
   setKeepalive(lease: Lease, on: boolean): void {
+    checkLease(lease);
+    if (typeof on !== "boolean") throw new LockhostError("INVALID_ARGUMENT", `on must be true or false, got ${String(on)}`);
     setKeepalive(this.#core, lease, on);
   }
 
@@ -176,16 +195,47 @@ export class LockService {
    * Extends `lease` to `ttlMs` (default: its original TTL) from now on the server's clock.
    * Rejects with LOST when the lock expired or changed hands, ALREADY_RELEASED after release.
    */
-  renew(lease: Lease, ttlMs: number = lease.ttlMs): Promise<void> {
-    return renew(this.#core, lease, ttlMs);
+  renew(lease: Lease, ttlMs?: number): Promise<void> {
+    try {
+      checkLease(lease);
+      if (ttlMs !== undefined) validateTtl(ttlMs);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return renew(this.#core, lease, ttlMs ?? lease.ttlMs);
   }
 
   /**
-   * Releases `lease`. Rejects with ALREADY_RELEASED on a second release, and with LOST when
-   * the lease had already ended: then nothing is deleted, whoever holds the key now keeps it.
+   * Releases a lock: `release(lease)`, or `release(key, owner, { scope })` by key and owner
+   * token with no Lease at hand (another process took it under an owner it shared, or chose:
+   * TryLockOptions.owner). The throwing form of tryRelease: resolves when this call released
+   * the lock; rejects with ALREADY_RELEASED on a second release, with LOST when the lock had
+   * already ended (nothing is deleted: whoever holds the key now keeps it), and, by key and
+   * owner, with NOT_FOUND when nobody holds the key. A lease of this service for that owner
+   * and key is released as `release(lease)` would (its signal aborts, "released").
    */
-  release(lease: Lease): Promise<void> {
-    return release(this.#core, lease);
+  release(lease: Lease): Promise<void>;
+  release(key: string, owner: string, options?: ReleaseOptions): Promise<void>;
+  async release(target: Lease | string, owner?: string, options?: ReleaseOptions): Promise<void> {
+    const checked = releaseTarget(target, owner, options);
+    // A Lease keeps its own messages (its fence, why it ended): the lease path throws them itself.
+    if (checked instanceof Lease) return release(this.#core, checked);
+    const outcome = await tryRelease(this.#core, checked);
+    if (outcome !== "released") throw outcomeError(outcome, checked.name);
+  }
+
+  /**
+   * Releases a lock and tells what became of it, without throwing for the lock's state:
+   * "released" (this call released it), "already_released", "lost" (it had ended; nothing was
+   * deleted) or "not_found" (by key and owner: nobody holds the key). Safe to call twice.
+   * Takes a Lease, or a key, an owner token and `{ scope }`, as release does. Rejects only on
+   * bad input (INVALID_ARGUMENT), a backend failure (BACKEND_UNAVAILABLE; the lock is then
+   * still held until its TTL) or a closed service (CLOSED).
+   */
+  tryRelease(lease: Lease): Promise<ReleaseOutcome>;
+  tryRelease(key: string, owner: string, options?: ReleaseOptions): Promise<ReleaseOutcome>;
+  async tryRelease(target: Lease | string, owner?: string, options?: ReleaseOptions): Promise<ReleaseOutcome> {
+    return tryRelease(this.#core, releaseTarget(target, owner, options));
   }
 
   /**
@@ -203,6 +253,10 @@ export class LockService {
    * function that stops it. An event nobody listens to is never built.
    */
   onEvent(listener: LockEventListener, types?: readonly LockEventType[]): () => void {
+    validateFunction(listener, "listener");
+    if (types !== undefined && (!Array.isArray(types) || types.some((t) => !LOCK_EVENT_TYPES.includes(t)))) {
+      throw new LockhostError("INVALID_ARGUMENT", `types must be an array of ${LOCK_EVENT_TYPES.map((t) => JSON.stringify(t)).join(", ")} when given`);
+    }
     return this.#core.events.on(listener, types);
   }
 
@@ -215,18 +269,33 @@ export class LockService {
     return this.#core.backendCall(() => this.#core.backend.ping());
   }
 
-  /** Who holds the fully qualified lock `name` (as logs and `lockhost status` show it). */
-  status(name: string): Promise<LockStatus> {
-    return status(this.#core, name);
+  /**
+   * Who holds `key` in `options.scope` (default "global"): the same key and scope tryLock
+   * takes. A key starting with "global:" with no scope given is refused (INVALID_ARGUMENT): it
+   * is a full name, for statusByName (or give `scope: "global"` for such a key).
+   */
+  async status(key: string, options?: LockRefOptions): Promise<LockStatus> {
+    return status(this.#core, nameOfKey(key, options, "status"));
+  }
+
+  /** Who holds the lock with the fully qualified `name` (as logs and `lockhost status` show it, e.g. "global:a"). */
+  async statusByName(name: string): Promise<LockStatus> {
+    return status(this.#core, validateName(name));
   }
 
   /**
-   * Deletes the lock `name` whoever holds it (an operator action); true when one was held.
-   * When this service itself held it, that lease is lost at once (its signal aborts), rather
-   * than at its next renewal.
+   * Deletes the lock on `key` in `options.scope` (default "global") whoever holds it (an
+   * operator action); true when one was held, false when nobody did. Takes its key as status
+   * does. When this service itself held it, that lease is lost at once (its signal aborts),
+   * rather than at its next renewal.
    */
-  forceRelease(name: string): Promise<boolean> {
-    return forceRelease(this.#core, name);
+  async forceRelease(key: string, options?: LockRefOptions): Promise<boolean> {
+    return forceRelease(this.#core, nameOfKey(key, options, "forceRelease"));
+  }
+
+  /** forceRelease for the lock with the fully qualified `name` (e.g. "global:a", "billing:nightly"). */
+  async forceReleaseByName(name: string): Promise<boolean> {
+    return forceRelease(this.#core, validateName(name));
   }
 
   /**
@@ -235,11 +304,17 @@ export class LockService {
    * Resolves to the error of a release that did fail (the lock then ends at its TTL).
    */
   releaseIfHeld(lease: Lease): Promise<LockhostError | undefined> {
+    try {
+      checkLease(lease);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return releaseIfHeld(this.#core, lease);
   }
 
   /** The lease this service holds for the owner token `owner`, if any (restore hands out that one). */
   leaseOf(owner: string): Lease | undefined {
+    if (typeof owner !== "string") throw new LockhostError("INVALID_ARGUMENT", `owner must be a string, got ${typeof owner}`);
     return this.#core.held.get(owner);
   }
 
@@ -255,6 +330,17 @@ export class LockService {
    * Resolves to the errors of releases that failed; those locks end at their TTL.
    */
   close(options: { closeBackend?: boolean } = {}): Promise<LockhostError[]> {
+    try {
+      validateOptions(options, "options");
+      validateFlag(options.closeBackend, "closeBackend");
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return close(this.#core, options.closeBackend ?? true);
   }
+}
+
+/** Throws INVALID_ARGUMENT unless `lease` is a Lease (the calls that take one). */
+function checkLease(lease: unknown): void {
+  if (!(lease instanceof Lease)) throw new LockhostError("INVALID_ARGUMENT", `lease must be a Lease, got ${lease === null ? "null" : typeof lease}`);
 }

@@ -1,16 +1,43 @@
-// The operator's view of a lock name: who holds it, and force-release. Names are fully
-// qualified (scope prefix included), as logs and `lockhost status` show them.
+// The operator's view of a lock: who holds it, and force-release. Asked by key and scope like
+// tryLock, or by the fully qualified name (scope prefix included) that logs and `lockhost
+// status` show, through the *ByName variants.
 import { LockhostError } from "../../kit/errors.js";
 import type { LockRecord } from "../../kit/backend.js";
 import type { ServiceCore } from "./core.js";
-import { validateName } from "./validate.js";
+import { scopeOf } from "./request.js";
+import { qualify, type Scope } from "./scope.js";
+import { validateKey, validateName, validateOptions } from "./validate.js";
+
+/** Options of status and forceRelease by key. */
+export interface LockRefOptions {
+  /** Where the key lives (default "global"), as in tryLock. */
+  readonly scope?: Scope;
+}
+
+/**
+ * The full name of `key` in `options.scope`, as tryLock would take it. A key that starts with
+ * "global:" without an explicit scope is refused (INVALID_ARGUMENT): it is almost always a
+ * full name passed where a key belongs, and would silently name "global:global:…".
+ */
+export function nameOfKey(key: unknown, options: LockRefOptions | undefined, method: string): string {
+  validateKey(key);
+  const scope = scopeOf(validateOptions(options, "options"));
+  if (options?.scope === undefined && (key as string).startsWith("global:")) {
+    throw new LockhostError(
+      "INVALID_ARGUMENT",
+      `key ${JSON.stringify(key)} looks like a full lock name: pass the key without its scope prefix, ` +
+        `use ${method}ByName for a full name, or give scope "global" explicitly for a key that starts with "global:"`,
+    );
+  }
+  return qualify(key as string, scope);
+}
 
 /** The status of a lock name, as the CLI and the host API show it. */
 export type LockStatus =
   | { readonly key: string; readonly held: false }
   | ({ readonly held: true } & LockRecord);
 
-/** Who holds the lock `name` (see LockService.status). */
+/** Who holds the lock `name` (see LockService.statusByName). */
 export async function status(core: ServiceCore, name: string): Promise<LockStatus> {
   core.checkOpen();
   validateName(name);
@@ -18,7 +45,7 @@ export async function status(core: ServiceCore, name: string): Promise<LockStatu
   return record ? { held: true, ...record } : { key: name, held: false };
 }
 
-/** Deletes the lock `name` whoever holds it; a lease of this service on it is lost at once (see LockService.forceRelease). */
+/** Deletes the lock `name` whoever holds it; a lease of this service on it is lost at once (see LockService.forceReleaseByName). */
 export async function forceRelease(core: ServiceCore, name: string): Promise<boolean> {
   core.checkOpen();
   validateName(name);

@@ -64,10 +64,69 @@ export function validateTtl(ttlMs: unknown, argName = "ttlMs"): number {
   return ttlMs;
 }
 
-/** Throws INVALID_ARGUMENT unless `waitMs` is an integer in 0..MAX_WAIT_MS. */
+/**
+ * Throws INVALID_ARGUMENT unless `waitMs` is an integer in 0..MAX_WAIT_MS, or Infinity: a wait
+ * with no limit must be asked for by name, so a unit slip (seconds for ms) still fails loudly.
+ */
 export function validateWaitMs(waitMs: unknown, argName = "waitMs"): number {
+  if (waitMs === Infinity) return waitMs;
   if (typeof waitMs !== "number" || !Number.isInteger(waitMs) || waitMs < 0 || waitMs > MAX_WAIT_MS) {
-    throw new LockhostError("INVALID_ARGUMENT", `${argName} must be an integer number of milliseconds from 0 to ${MAX_WAIT_MS} (24 h), got ${String(waitMs)}`);
+    throw new LockhostError(
+      "INVALID_ARGUMENT",
+      `${argName} must be an integer number of milliseconds from 0 to ${MAX_WAIT_MS} (24 h), or Infinity to wait with no limit, got ${String(waitMs)}`,
+    );
   }
   return waitMs;
+}
+
+/** The longest owner a caller may choose, in characters (a generated one is a 36-character UUID). */
+export const MAX_OWNER_LENGTH = 128;
+
+/**
+ * What a caller-chosen owner must look like: printable ASCII without spaces, so it shows and
+ * logs as written, and survives every backend's encoding unchanged.
+ */
+export const OWNER_PATTERN = new RegExp(`^[\\x21-\\x7e]{1,${MAX_OWNER_LENGTH}}$`);
+
+/** Throws INVALID_ARGUMENT unless `owner` is a caller-chosen owner matching OWNER_PATTERN. */
+export function validateOwner(owner: unknown, argName = "owner"): string {
+  if (typeof owner !== "string" || !OWNER_PATTERN.test(owner)) {
+    throw new LockhostError(
+      "INVALID_ARGUMENT",
+      `${argName} must be 1 to ${MAX_OWNER_LENGTH} printable ASCII characters without spaces, got ${typeof owner === "string" ? JSON.stringify(owner) : typeof owner}`,
+    );
+  }
+  return owner;
+}
+
+/** Throws INVALID_ARGUMENT unless `options` is an object (the options argument of `method`). */
+export function validateOptions<T extends object>(options: T | undefined, argName: string, required: true): T;
+export function validateOptions<T extends object>(options: T | undefined, argName: string, required?: false): T | undefined;
+export function validateOptions<T extends object>(options: T | undefined, argName: string, required = false): T | undefined {
+  if (options === undefined && !required) return undefined;
+  if (typeof options !== "object" || options === null) {
+    throw new LockhostError("INVALID_ARGUMENT", `${argName} must be an object${required ? "" : " when given"}, got ${options === null ? "null" : typeof options}`);
+  }
+  return options;
+}
+
+/** Throws INVALID_ARGUMENT unless `value` is a boolean or undefined (an optional flag). */
+export function validateFlag(value: unknown, argName: string): boolean | undefined {
+  if (value !== undefined && typeof value !== "boolean") {
+    throw new LockhostError("INVALID_ARGUMENT", `${argName} must be true or false when given, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** Throws INVALID_ARGUMENT unless `signal` is an AbortSignal or undefined. */
+export function validateSignal(signal: unknown, argName: string): AbortSignal | undefined {
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new LockhostError("INVALID_ARGUMENT", `${argName} must be an AbortSignal when given, got ${typeof signal}`);
+  }
+  return signal;
+}
+
+/** Throws INVALID_ARGUMENT unless `fn` is a function. */
+export function validateFunction(fn: unknown, argName: string): void {
+  if (typeof fn !== "function") throw new LockhostError("INVALID_ARGUMENT", `${argName} must be a function, got ${typeof fn}`);
 }

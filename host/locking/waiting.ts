@@ -27,7 +27,7 @@ export class Waiter {
     }
     return new Promise<Wake>((resolve) => {
       this.#wake = resolve;
-      this.#timer = setTimeout(() => this.wake("timer"), Math.max(0, ms));
+      this.#timer = setTimeout(() => this.wake("timer"), timerMs(ms));
     });
   }
 
@@ -126,6 +126,17 @@ export class WaitQueues {
   wakeAll(): void {
     for (const queue of this.#queues.values()) queue.waiters[0]?.wake("release");
   }
+}
+
+/**
+ * The longest delay setTimeout keeps (about 24.8 days): a longer one, or Infinity (an
+ * unlimited wait), would fire at once. A sleep cut to it just wakes and sleeps again.
+ */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** `ms` as a delay setTimeout honours: at least 0, at most MAX_TIMER_MS. */
+export function timerMs(ms: number): number {
+  return Math.min(MAX_TIMER_MS, Math.max(0, ms));
 }
 
 /** `ms` with ±20% jitter, so hosts polling the same key do not fall into step. */

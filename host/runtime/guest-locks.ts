@@ -269,7 +269,7 @@ export class GuestLocks {
   async status(key: string, flags: number): Promise<AbiReply> {
     try {
       const scope = this.#scopeOf(key, flags);
-      const s = await this.#service.status(qualify(key, scope));
+      const s = await this.#service.statusByName(qualify(key, scope));
       const json = JSON.stringify(
         s.held
           ? {

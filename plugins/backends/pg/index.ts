@@ -16,9 +16,11 @@
 // - By owner from anywhere (LockService.restore): renew and release of a lock this backend
 //   does not hold work on the holders row (live holder checked in pg_locks); a release also
 //   tells the holder on the control channel, and the holder unlocks.
-// - Waking waiters: every unlock is followed by a NOTIFY on the table's released channel
-//   (payload: the advisory id); one LISTEN connection per backend (listener.ts), opened on
-//   the first watch or acquisition, serves watch() and the control channel.
+// - Waking waiters: an unlock is followed by a NOTIFY on the table's released channel
+//   (payload: the advisory id); a release sends it in its own statement, and only when a
+//   watcher holds the key's wait lock (sql.ts). One LISTEN connection per backend
+//   (listener.ts), opened on the first watch or acquisition, serves watch() (holding the wait
+//   locks of the watched keys) and the control channel.
 // - Failure: a session whose connection ends loses every lock on it (renew then reports
 //   not_found, release not_found) and reconnects on next use. Calls fail with
 //   BACKEND_UNAVAILABLE within commandTimeoutMs when the server does not answer in time, and
@@ -48,7 +50,7 @@ import { onControl, releaseElsewhere, renewElsewhere } from "./by-owner.js";
 import { backendError, closedError } from "./errors.js";
 import { forceRelease } from "./force-release.js";
 import { HeldLock } from "./held-lock.js";
-import { advisoryKeyOf, type AdvisoryKey } from "./key-hash.js";
+import { advisoryKeyFromId, advisoryKeyOf, waitLockOf, type AdvisoryKey } from "./key-hash.js";
 import { ReleaseListener } from "./listener.js";
 import { ELSEWHERE, NOT_FOUND, ignore, LockBook } from "./lock-book.js";
 import { toRecord } from "./record.js";
@@ -82,7 +84,11 @@ export class PgBackend implements LockBackend {
   readonly #acquire: AcquireContext;
   readonly #batches: BatchRenewer;
   readonly #listener: ReleaseListener;
-  readonly #watchers = new ReleaseListeners();
+  /** Watchers by advisory id; a key's first watcher registers it as waited on, its last one unregisters it. */
+  readonly #watchers = new ReleaseListeners<string>({
+    first: (id) => void this.#listener.register(id, waitLockOf(advisoryKeyFromId(BigInt(id)))),
+    last: (id) => this.#listener.unregister(id),
+  });
   #closing: Promise<void> | undefined;
 
   /**
@@ -128,6 +134,8 @@ export class PgBackend implements LockBackend {
       client: { ...connection, application_name: `${applicationName}:listen` },
       channels: [channels.released, channels.control],
       commandTimeoutMs: timeout,
+      waitOn: sql.waitOn,
+      waitOff: sql.waitOff,
       onNotification: (channel, payload) => this.#notified(channel, payload),
       onReconnect: () => {
         this.#watchers.wakeAll();
@@ -223,8 +231,10 @@ export class PgBackend implements LockBackend {
    */
   watch(key: string, listener: () => void): ReleaseWatch {
     if (this.#book.closed) return { ready: Promise.resolve(), close: ignore };
-    const close = this.#watchers.add(this.#book.keyOf(key).id, listener);
-    return { ready: this.#listener.start(), close };
+    const { id } = this.#book.keyOf(key);
+    const close = this.#watchers.add(id, listener);
+    // Ready once a release anywhere would notify: the key's wait lock is held.
+    return { ready: this.#listener.registered(id), close };
   }
 
   /** The live holder of `key` on any host, or null (LockBackend.status); see record.ts for its ttlMs. */

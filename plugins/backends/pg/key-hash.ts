@@ -48,3 +48,12 @@ export function advisoryKeyFromId(id: bigint): AdvisoryKey {
   const unsigned = BigInt.asUintN(64, id);
   return { id: signed.toString(), classid: Number(unsigned >> 32n), objid: Number(unsigned & 0xffff_ffffn) };
 }
+
+/**
+ * The wait lock of an advisory key: the same 64 bits as two signed int4s, i.e. an advisory lock
+ * in PostgreSQL's two-key space (objsubid 2), which no int8 lock id can name. Waiters hold it
+ * shared while they watch the key, and a release notifies only when it cannot take it (sql.ts).
+ */
+export function waitLockOf(advisory: AdvisoryKey): readonly [number, number] {
+  return [advisory.classid | 0, advisory.objid | 0];
+}

@@ -2,11 +2,21 @@
 // messages for the locks this host holds. It is a connection of its own, never a lock
 // session: a session's statements queue behind each other and its end takes its locks, while
 // this one only waits for notifications and may drop and come back at no cost but a missed
-// message (so every listener is called once after it comes back).
+// message (so every listener is called once after it comes back). It also holds the wait lock
+// of every watched key, shared (sql.ts): that is how a release elsewhere knows someone waits,
+// and a NOTIFY is sent only then. The locks go with the connection; a new one takes them again.
 import pg from "pg";
 import type { Logger } from "pino";
 import { backendError, type ErrorContext } from "./errors.js";
 import { backoffMs, destroy } from "./session.js";
+import type { Statement } from "./sql.js";
+
+/** A wait lock (key-hash.ts waitLockOf). */
+type WaitLock = readonly [number, number];
+
+/** How often a wait lock that was taken exclusive for an instant (a release checking) is tried again. */
+const WAIT_LOCK_TRIES = 5;
+const WAIT_LOCK_RETRY_MS = 2;
 
 /** What a ReleaseListener needs from its backend. */
 export interface ListenerOptions {
@@ -20,6 +30,9 @@ export interface ListenerOptions {
   readonly onNotification: (channel: string, payload: string) => void;
   /** Called after the connection came back: notifications may have been missed meanwhile. */
   readonly onReconnect: () => void;
+  /** Takes wait locks shared (sql.ts waitOn), and lets one go (waitOff). */
+  readonly waitOn: Statement;
+  readonly waitOff: Statement;
   readonly errors: ErrorContext;
   readonly log: Logger;
 }
@@ -43,6 +56,10 @@ export class ReleaseListener {
   #settleRetry: (() => void) | undefined;
   #pid: number | undefined;
   #closed = false;
+  /** The wait locks of the watched keys, by advisory id, and when each is held (never rejects). */
+  readonly #waits = new Map<string, { readonly lock: WaitLock; readonly held: Promise<void> }>();
+  /** Wait locks held (or asked for) on the current connection: each taken once, let go once. */
+  #held = new Set<WaitLock>();
 
   constructor(options: ListenerOptions) {
     this.#options = options;
@@ -58,6 +75,32 @@ export class ReleaseListener {
     if (this.#closed) return Promise.resolve();
     this.#attempt ??= this.#open();
     return this.#attempt;
+  }
+
+  /**
+   * Registers a waiter on advisory id `id`: holds its wait lock shared from now on (again after
+   * every reconnect) until unregister. Resolves once held, or once that failed for now (the
+   * waiters then rely on polling, as without notifications); never rejects.
+   */
+  register(id: string, lock: WaitLock): Promise<void> {
+    const held = this.start().then(() => this.#take([lock]));
+    this.#waits.set(id, { lock, held });
+    return held;
+  }
+
+  /** When the registration of `id` is held (see register), or when notifications flow. */
+  registered(id: string): Promise<void> {
+    return this.#waits.get(id)?.held ?? this.start();
+  }
+
+  /** The last watcher of `id` left: its wait lock is let go. */
+  unregister(id: string): void {
+    const wait = this.#waits.get(id);
+    if (wait === undefined) return;
+    this.#waits.delete(id);
+    if (!this.#held.delete(wait.lock)) return;
+    // Sent behind the waitOn on the same connection (queued in order), or the connection is gone.
+    this.#client?.query({ ...this.#options.waitOff, values: [...wait.lock] }).catch(() => undefined);
   }
 
   /** Closes the connection now (nothing to flush) and stops reconnecting. */
@@ -93,6 +136,9 @@ export class ReleaseListener {
       }
       this.#pid = row?.pg_backend_pid;
       this.#client = client;
+      this.#held = new Set();
+      // A new connection holds no wait lock: those of the keys still watched are taken again.
+      await this.#take([...this.#waits.values()].map((w) => w.lock));
       const reconnected = this.#settledOnce;
       this.#settledOnce = true;
       if (this.#failures > 0) log.info({ pid: this.#pid }, "pg listener connected again");
@@ -110,6 +156,38 @@ export class ReleaseListener {
       }
       this.#failures++;
       this.#schedule();
+    }
+  }
+
+  /**
+   * Takes `locks` shared on the connection, those still wanted: a release checking for waiters
+   * holds one exclusive for an instant, so a refusal is tried again a few times. Never rejects.
+   */
+  async #take(locks: readonly WaitLock[]): Promise<void> {
+    const client = this.#client;
+    const held = this.#held;
+    let left = locks;
+    for (let attempt = 0; attempt < WAIT_LOCK_TRIES && client !== undefined && left.length > 0; attempt++) {
+      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, WAIT_LOCK_RETRY_MS));
+      // Checked when sent: an unregister before this must not leave its lock held.
+      const wanted = new Set([...this.#waits.values()].map((w) => w.lock));
+      left = left.filter((lock) => wanted.has(lock) && !held.has(lock));
+      if (left.length === 0 || client !== this.#client) return;
+      for (const lock of left) held.add(lock);
+      try {
+        const result = await client.query<[number, number, boolean]>({
+          ...this.#options.waitOn,
+          values: [left.map((l) => l[0]), left.map((l) => l[1])],
+          rowMode: "array",
+          query_timeout: this.#options.commandTimeoutMs,
+        } as pg.QueryArrayConfig);
+        const refused = new Set(result.rows.filter((r) => r[2] !== true).map((r) => `${r[0]}:${r[1]}`));
+        left = left.filter((l) => refused.has(`${l[0]}:${l[1]}`));
+        for (const lock of left) held.delete(lock);
+      } catch {
+        // The connection's own events report it; the waiters poll meanwhile.
+        return;
+      }
     }
   }
 

@@ -10,7 +10,7 @@ import { DeadlineQueue } from "../../../kit/index.js";
 import type { ReleaseResult, RenewResult } from "../../../kit/index.js";
 import { backendError, closedError, type ErrorContext } from "./errors.js";
 import { HeldLock } from "./held-lock.js";
-import type { AdvisoryKey } from "./key-hash.js";
+import { waitLockOf, type AdvisoryKey } from "./key-hash.js";
 import { Session, type Rows } from "./session.js";
 import type { Channels, Statement, Statements } from "./sql.js";
 
@@ -199,14 +199,19 @@ export class LockBook {
     this.expiry.remove(lock);
     this.#remember(lock.owner);
     const id = lock.advisory.id;
+    // Set when the release statement ran: it notified any waiters itself.
+    let notified = false;
     const bare = (): Promise<ReleaseResult> =>
       session.run(this.sql.unlock, [id], true).then(
         () => "released",
         () => "not_found",
       );
     const unlocked = checkOwner
-      ? session.run(this.sql.release, [id, lock.owner]).then(
-          (rows): ReleaseResult => (rows[0]?.[0] === true ? "released" : "not_found"),
+      ? session.run(this.sql.release, [id, lock.owner, this.channels.released, ...waitLockOf(lock.advisory)]).then(
+          (rows): ReleaseResult => {
+            notified = true;
+            return rows[0]?.[0] === true ? "released" : "not_found";
+          },
           // The session lives (it still has this record): the lock is still held.
           (): Promise<ReleaseResult> | ReleaseResult => (session.held.get(id) === lock ? bare() : "not_found"),
         )
@@ -214,7 +219,7 @@ export class LockBook {
     const done = unlocked.then((result) => {
       if (session.held.get(id) === lock) {
         session.held.delete(id);
-        this.notifyReleased(session, id);
+        if (!notified) this.notifyReleased(session, id);
       }
       return result;
     });

@@ -37,6 +37,8 @@ export const BACKEND_UNAVAILABLE = 11;
 export const INTERNAL = 12;
 /** The call was cancelled because the host is shutting down (a wait ends at once with it). */
 export const CANCELLED = 13;
+/** A semaphore's live holders took it with another number of permits than this call names. */
+export const PERMITS_MISMATCH = 14;
 
 // Flags for `try` (bitwise OR) and `status`.
 /** The key is global (shared across plugins) instead of namespaced by plugin. */

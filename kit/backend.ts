@@ -2,6 +2,7 @@
 // lifecycle (validation, scopes, handles, renewal, waiting) lives above it in LockService,
 // so a backend stays a small file. Expected outcomes are results; only failures throw
 // (a LockhostError with code BACKEND_UNAVAILABLE).
+import type { SharedKind, SharedSteps } from "./shared.js";
 
 /** Who holds a lock: written by acquire, shown by status. */
 export interface Holder {
@@ -141,6 +142,13 @@ export interface LockBackend {
    * holds. Both may be called spuriously.
    */
   onLost?(listener: (owner: string) => void, missed?: () => void): void;
+  /**
+   * Optional: the steps of read/write locks ("rw") or semaphores ("semaphore"), each kind in its
+   * own namespace of names (kit/shared.ts). Called once per kind by each lock service; a
+   * backend without it serves mutexes only, and the host refuses the other kinds with a coded
+   * error that names the backend.
+   */
+  shared?(kind: SharedKind): SharedSteps;
   /**
    * Resolves once the store answers a trivial request (health checks, the host's start). Rejects
    * with BACKEND_UNAVAILABLE; with `details.permanent` = 1 when retrying cannot help (a wrong

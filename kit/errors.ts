@@ -25,6 +25,11 @@ const ABI_CODES = {
   INTERNAL: { status: S.INTERNAL, retryable: false },
   /** The caller cancelled: repeating its own cancellation is its choice, not a retry. */
   CANCELLED: { status: S.CANCELLED, retryable: false },
+  /**
+   * A semaphore is held with another number of permits than the call names: a disagreement
+   * between callers (the key keeps its holders' N until the last one lets go), not a busy key.
+   */
+  PERMITS_MISMATCH: { status: S.PERMITS_MISMATCH, retryable: false },
 } as const;
 
 /** Codes that only the host side sees (config, guest lifecycle, CLI), with `retryable` as above. */

@@ -14,6 +14,17 @@ export type {
   RenewRequest,
   RenewResult,
 } from "./backend.js";
+export {
+  MAX_PERMITS,
+  type SharedAcquireRequest,
+  type SharedAcquireResult,
+  type SharedHolderRecord,
+  type SharedKind,
+  type SharedMode,
+  type SharedPage,
+  type SharedRecord,
+  type SharedSteps,
+} from "./shared.js";
 export { defineBackend, type BackendConfigMap, type BackendContext, type BackendDescriptor } from "./descriptor.js";
 export { completeDefaultsOf, defaultsOf, field, table, tomlKey, type FieldKind, type FieldSpec, type Fields, type TableProblem, type TableSchema } from "./schema.js";
 export { LockhostError, isCode, isPermanent, isRetryable, markPermanent, toLockhostError, type AbiErrorCode, type ErrorCode } from "./errors.js";

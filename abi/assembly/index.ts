@@ -57,6 +57,7 @@ import {
   BACKEND_UNAVAILABLE,
   INTERNAL,
   CANCELLED,
+  PERMITS_MISMATCH,
   FLAG_GLOBAL,
   FLAG_KEEP,
   FLAG_KEEPALIVE,
@@ -118,6 +119,7 @@ export function statusName(code: i32): string {
     case BACKEND_UNAVAILABLE: return "BACKEND_UNAVAILABLE";
     case INTERNAL: return "INTERNAL";
     case CANCELLED: return "CANCELLED";
+    case PERMITS_MISMATCH: return "PERMITS_MISMATCH";
     default: return "UNKNOWN_" + code.toString();
   }
 }

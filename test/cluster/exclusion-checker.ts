@@ -1,14 +1,18 @@
 // Checks a shared critical-section log, in the order the kernel appended its lines:
 //
-//   E <key> <fence> <node>   entered: holds the lock with that fence
+//   E <key> <fence> <node> [mode]   entered: holds the lock with that fence
 //   W <key> <fence> <node>   wrote to the key's fenced register (from inside the section)
 //   X <key> <fence> <node>   about to release
 //   P <node> / C <node>      the test paused (SIGSTOP) / continued (SIGCONT) that host process
 //   K <node>                 the test killed that host process (SIGKILL)
 //   F <fault> / R <fault>    a server-side fault began / is over (restart, pause, sessions killed)
 //
-// Mutual exclusion holds when, per key, every E is followed by its own X before the next E;
-// fencing holds when each key's issued fences strictly increase. The register is the resource a
+// A section's mode says what it may share the key with: none (a mutex) or "w" (a writer) with
+// nobody, "r" (a reader) with other readers, "p<N>" (a permit of a semaphore with N permits)
+// with fewer than N other permits. Mutual exclusion holds when no section enters a key beside
+// sections its mode may not share it with; fencing holds when each key's fences rise: an
+// exclusive section's fence exceeds every fence entered on the key before it, a shared one's
+// every exclusive fence before it (two readers may log their entries in either order). The register is the resource a
 // fence protects: it accepts a write whose fence is at least the highest it accepted and refuses
 // a lower one. A fault can let two sections overlap (a paused holder outlives its TTL, a server
 // that restarts empty forgets its locks): such an overlap is *explained* when the older section
@@ -45,6 +49,8 @@ export interface ExclusionReport {
 interface Section {
   readonly line: number;
   readonly node: string;
+  /** "x" (mutex or writer), "r" (reader) or "p" (semaphore permit). */
+  readonly mode: "x" | "r" | "p";
   /** It lived through a fault (its host paused, a server fault while it was open). */
   affected: boolean;
 }
@@ -55,7 +61,9 @@ const SECTION = /^[EWX]$/;
 export function checkExclusion(log: string): ExclusionReport {
   /** Per key, the sections entered and not yet exited, by "fence node". */
   const open = new Map<string, Map<string, Section>>();
+  /** Per key, the highest fence entered, and the highest exclusive one. */
   const lastFence = new Map<string, number>();
+  const lastExclusive = new Map<string, number>();
   const accepted = new Map<string, number>();
   const paused = new Set<string>();
   const faults = new Set<string>();
@@ -104,10 +112,11 @@ export function checkExclusion(log: string): ExclusionReport {
       }
       return;
     }
-    const [, key, fenceText, node, extra] = fields;
+    const [, key, fenceText, node, modeText, extra] = fields;
     const fence = Number(fenceText);
-    if (key === undefined || node === undefined || extra !== undefined || !Number.isSafeInteger(fence)) {
-      throw new Error(`line ${line} is not "E|X key fence node": ${JSON.stringify(raw)}`);
+    const mode = modeOf(modeText);
+    if (key === undefined || node === undefined || extra !== undefined || !Number.isSafeInteger(fence) || mode === undefined || (kind !== "E" && modeText !== undefined)) {
+      throw new Error(`line ${line} is not "E key fence node [w|r|p<N>]" nor "W|X key fence node": ${JSON.stringify(raw)}`);
     }
     const id = `${fence} ${node}`;
     let inside = open.get(key);
@@ -117,21 +126,25 @@ export function checkExclusion(log: string): ExclusionReport {
       perNode[node] = (perNode[node] ?? 0) + 1;
       perNodeAfterFaults[node] = (perNodeAfterFaults[node] ?? 0) + 1;
       perKey[key] = (perKey[key] ?? 0) + 1;
-      if (inside.size > 0) {
+      const conflicting = [...inside.entries()].filter(([, s]) => conflicts(mode, s.mode, inside.size));
+      if (conflicting.length > 0) {
         counts.overlaps++;
-        const [otherId, other] = inside.entries().next().value!;
-        const unexplained = [...inside.values()].some((s) => !s.affected);
+        const [otherId, other] = conflicting[0]!;
+        const unexplained = conflicting.some(([, s]) => !s.affected);
         if (unexplained) counts.unexplainedOverlaps++;
-        note(line, `key ${key}: fence ${fence} (${node}) entered while fence ${otherId} (line ${other.line}) was inside${unexplained ? "" : " (explained: it lived through a fault)"}`);
+        const what = mode.kind === "p" ? `as permit ${inside.size + 1} of ${mode.permits}` : `while fence ${otherId} (line ${other.line}) was inside`;
+        note(line, `key ${key}: fence ${fence} (${node}) entered ${what}${unexplained ? "" : " (explained: it lived through a fault)"}`);
       }
-      const previous = lastFence.get(key);
+      // An exclusive section follows every section entered before it; a shared one only the exclusive ones.
+      const previous = (mode.kind === "x" ? lastFence : lastExclusive).get(key);
       if (previous !== undefined && fence <= previous) {
         counts.fenceRegressions++;
         note(line, `key ${key}: fence ${fence} came after fence ${previous}`);
       }
-      lastFence.set(key, Math.max(fence, previous ?? fence));
+      lastFence.set(key, Math.max(fence, lastFence.get(key) ?? fence));
+      if (mode.kind === "x") lastExclusive.set(key, Math.max(fence, previous ?? fence));
       heldByKilled.delete(key); // taken again: the killed host's lock was freed
-      inside.set(id, { line, node, affected: faults.size > 0 || paused.has(node) });
+      inside.set(id, { line, node, mode: mode.kind, affected: faults.size > 0 || paused.has(node) });
       return;
     }
     const section = inside.get(id);
@@ -157,4 +170,21 @@ export function checkExclusion(log: string): ExclusionReport {
     }
   });
   return { ...counts, keysNotFreedAfterKill: [...heldByKilled].sort(), perNode, perNodeAfterFaults, perKey, samples };
+}
+
+type Mode = { readonly kind: "x" | "r" } | { readonly kind: "p"; readonly permits: number };
+
+/** The mode field of an E line: absent or "w" exclusive, "r" a reader, "p<N>" a permit of N; undefined when malformed. */
+function modeOf(text: string | undefined): Mode | undefined {
+  if (text === undefined || text === "w") return { kind: "x" };
+  if (text === "r") return { kind: "r" };
+  const permits = /^p([1-9][0-9]*)$/.exec(text)?.[1];
+  return permits === undefined ? undefined : { kind: "p", permits: Number(permits) };
+}
+
+/** Whether a section entering in `mode` may not share its key with an open section in `other` (of `open` open ones). */
+function conflicts(mode: Mode, other: Section["mode"], open: number): boolean {
+  if (mode.kind === "x" || other === "x") return true;
+  if (mode.kind === "r") return other !== "r";
+  return other !== "p" || open >= mode.permits;
 }

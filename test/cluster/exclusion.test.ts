@@ -26,8 +26,28 @@ describe("checkExclusion", () => {
     expect(r.samples.join("\n")).toContain("line 2: key 1: fence 6 (b) entered while fence 5 a (line 1) was inside");
   });
 
+  it("lets readers share a key and finds a writer beside a reader (read/write locks)", () => {
+    const ok = checkExclusion("E 1 1 a r\nE 1 2 b r\nX 1 1 a\nX 1 2 b\nE 1 3 c w\nW 1 3 c\nX 1 3 c\nE 1 4 a r\nX 1 4 a\n");
+    expect(ok).toMatchObject({ acquisitions: 4, overlaps: 0, fenceRegressions: 0, unmatchedExits: 0 });
+    // Two readers may log their entries out of fence order; a writer may not follow a higher fence.
+    expect(checkExclusion("E 1 6 a r\nE 1 5 b r\nX 1 6 a\nX 1 5 b\n").fenceRegressions).toBe(0);
+    expect(checkExclusion("E 1 6 a r\nX 1 6 a\nE 1 5 b w\nX 1 5 b\n").fenceRegressions).toBe(1);
+    expect(checkExclusion("E 1 6 a w\nX 1 6 a\nE 1 5 b r\nX 1 5 b\n").fenceRegressions).toBe(1);
+    const bad = checkExclusion("E 1 1 a r\nE 1 2 b w\nX 1 1 a\nX 1 2 b\nE 1 3 a w\nE 1 4 b r\n");
+    expect(bad).toMatchObject({ overlaps: 2, unexplainedOverlaps: 2 });
+  });
+
+  it("allows N permits of a semaphore at once and finds the N+1st", () => {
+    expect(checkExclusion("E 1 1 a p2\nE 1 2 b p2\nX 1 1 a\nE 1 3 c p2\nX 1 2 b\nX 1 3 c\n")).toMatchObject({ acquisitions: 3, overlaps: 0 });
+    const over = checkExclusion("E 1 1 a p2\nE 1 2 b p2\nE 1 3 c p2\n");
+    expect(over).toMatchObject({ overlaps: 1, unexplainedOverlaps: 1 });
+    expect(over.samples[0]).toContain("entered as permit 3 of 2");
+  });
+
   it("refuses a malformed line", () => {
-    expect(() => checkExclusion("E 1 x a\n")).toThrow('line 1 is not "E|X key fence node"');
+    expect(() => checkExclusion("E 1 x a\n")).toThrow('line 1 is not "E key fence node [w|r|p<N>]"');
+    expect(() => checkExclusion("E 1 1 a q\n")).toThrow("line 1 is not");
+    expect(() => checkExclusion("X 1 1 a r\n")).toThrow("line 1 is not");
     expect(() => checkExclusion("Q a\n")).toThrow('line 1 is not "E|W|X key fence node" nor "P|C|K|F|R name"');
     expect(() => checkExclusion("P\n")).toThrow("line 1 is not");
   });

@@ -184,7 +184,6 @@ function modeOf(text: string | undefined): Mode | undefined {
 
 /** Whether a section entering in `mode` may not share its key with an open section in `other` (of `open` open ones). */
 function conflicts(mode: Mode, other: Section["mode"], open: number): boolean {
-  if (mode.kind === "x" || other === "x") return true;
-  if (mode.kind === "r") return other !== "r";
+  if (mode.kind !== "p") return mode.kind === "x" || other !== "r";
   return other !== "p" || open >= mode.permits;
 }

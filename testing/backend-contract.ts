@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AcquireRequest, LockBackend } from "../kit/backend.js";
 import { lifecycleContract } from "./lifecycle-contract.js";
+import { sharedContract } from "./shared-contract.js";
 import type { ContractTarget } from "./target.js";
 
 export type { ContractTarget };
@@ -20,6 +21,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  */
 export function backendContract(name: string, target: ContractTarget): void {
   lifecycleContract(name, target);
+  if (target.sharedKinds !== false) sharedContract(name, target);
   describe(`LockBackend contract: ${name}`, () => {
     let backend: LockBackend;
     const run = randomUUID().slice(0, 8);

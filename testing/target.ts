@@ -13,4 +13,9 @@ export interface ContractTarget {
    * lost counter cannot make them step back: a later acquisition of any key gets a higher fence).
    */
   readonly fences?: "counter" | "clock";
+  /**
+   * Whether the backend implements LockBackend.shared (read/write locks and semaphores), whose
+   * contract then runs too. Default true; a backend that serves mutexes only says false.
+   */
+  readonly sharedKinds?: boolean;
 }

@@ -2,7 +2,8 @@
 // and single-node use. It is NOT distributed: two host processes never see each other's
 // locks (two hosts in one process can share one instance, which the tests use).
 import { ReleaseListeners } from "../../../kit/index.js";
-import type { AcquireRequest, AcquireResult, Holder, ListRequest, LockBackend, LockPage, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
+import type { AcquireRequest, AcquireResult, Holder, ListRequest, LockBackend, LockPage, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult, SharedKind } from "../../../kit/index.js";
+import { MemorySharedSteps } from "./shared.js";
 
 interface Entry {
   owner: string;
@@ -49,6 +50,8 @@ export class MemoryBackend implements LockBackend {
   readonly #now: () => number;
   /** Release listeners per key (LockBackend.watch): in-process, so no subscription round trip. */
   readonly #watchers = new ReleaseListeners();
+  /** Read/write locks and semaphores, one store per kind, made on first use. */
+  readonly #shared = new Map<SharedKind, MemorySharedSteps>();
   #opsSinceSweep = 0;
   #sweepCursor: Iterator<[string, Entry]> | undefined;
 
@@ -148,6 +151,24 @@ export class MemoryBackend implements LockBackend {
     return entry !== undefined;
   }
 
+  /** The steps of read/write locks or semaphores in this instance (LockBackend.shared). */
+  shared(kind: SharedKind): MemorySharedSteps {
+    let steps = this.#shared.get(kind);
+    if (!steps) {
+      steps = new MemorySharedSteps(kind, {
+        now: this.#now,
+        nextFence: (name) => {
+          const fence = (this.#fences.get(name) ?? 0) + 1;
+          this.#fences.set(name, fence);
+          return fence;
+        },
+        lost: (owner) => this.#lost(owner),
+      });
+      this.#shared.set(kind, steps);
+    }
+    return steps;
+  }
+
   /** Tells `listener` of every release and force-release, by owner token (LockBackend.onLost). */
   onLost(listener: (owner: string) => void): void {
     this.#lostListeners.push(listener);
@@ -163,6 +184,7 @@ export class MemoryBackend implements LockBackend {
   /** Drops every lock (fence counters stay, so a reused instance keeps fences increasing). */
   async close(): Promise<void> {
     this.#locks.clear();
+    for (const steps of this.#shared.values()) steps.clear();
   }
 
   /** Tells the key's watchers, after the caller's step has returned (as a server's message would). */

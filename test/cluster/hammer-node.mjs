@@ -84,7 +84,7 @@ await host.stop();
 process.stdout.write(`${JSON.stringify(stats)}\n`);
 
 /** The mode of one attempt under `kind` (see HammerOptions.kind), and its mode field in the log. */
-function pick(kind) {
+function pick(kind = { kind: "mutex" }) {
   if (kind.kind === "rw") return Math.random() < kind.writerShare ? { mode: 2, tag: " w" } : { mode: 1, tag: " r" };
   if (kind.kind === "semaphore") return { mode: 3, tag: ` p${kind.permits}` };
   return { mode: 0, tag: "" };

@@ -41,7 +41,7 @@ await Promise.all(plugins.map(async (p) => {
     try {
       fence = Number(mode === 0
         ? await host.call(p.name, "enter", [keyId, opts.ttlMs])
-        : await host.call(p.name, "enterAs", [keyId, opts.ttlMs, mode, opts.kind.permits ?? 0]));
+        : await host.call(p.name, "enterAs", [keyId, opts.ttlMs, mode, opts.kind?.permits ?? 0]));
     } catch (err) {
       stats.errors++;
       if (stats.errorSamples.length < 5) stats.errorSamples.push(String(err));

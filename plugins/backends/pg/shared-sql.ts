@@ -66,7 +66,7 @@ export const ACQUIRE_ARGS = "text, text, text, text, integer, bigint, bigint, te
 
 /** The statements of the shared steps, for one configured table. */
 export interface SharedStatements {
-  /** $1 the function's signature -> [whether the function exists with this DDL version]. */
+  /** $1 the function's signature, $2-$5 the tables -> [whether all exist, the function at this DDL version]. */
   readonly ready: { readonly text: string; readonly values: readonly string[] };
   /** Creates or replaces every object, in one transaction serialized across hosts (simple query protocol). */
   readonly create: string;
@@ -128,8 +128,9 @@ export function sharedStatementsFor(table: string): SharedStatements {
     `CASE WHEN ${removed} = 0 OR pg_try_advisory_xact_lock(${k1}::int4, ${k2}::int4) THEN NULL ELSE pg_notify(${channel}, ${payload}) END`;
   return {
     ready: {
-      text: `SELECT coalesce(obj_description(to_regprocedure($1), 'pg_proc') = '${SHARED_DDL_VERSION}', false)`,
-      values: [`${fn}(${ACQUIRE_ARGS})`],
+      text: `SELECT coalesce(obj_description(to_regprocedure($1), 'pg_proc') = '${SHARED_DDL_VERSION}', false)
+          AND to_regclass($2) IS NOT NULL AND to_regclass($3) IS NOT NULL AND to_regclass($4) IS NOT NULL AND to_regclass($5) IS NOT NULL`,
+      values: [`${fn}(${ACQUIRE_ARGS})`, k, f, h, q],
     },
     create: `SELECT pg_advisory_xact_lock(${DDL_LOCK});
 CREATE UNLOGGED TABLE IF NOT EXISTS ${k} (

@@ -15,13 +15,13 @@ export class SharedTables {
   readonly #client: pg.ClientConfig;
   readonly #errors: ErrorContext;
   readonly #log: Logger;
-  /** The objects' unqualified names, as error messages quote them. */
+  /** The objects' unqualified names and the closing quote, as error messages end them (maybe schema-qualified). */
   readonly #names: readonly string[];
   #ready: Promise<void> | undefined;
 
   constructor(sql: SharedStatements, objects: SharedObjects, client: pg.ClientConfig, errors: ErrorContext, log: Logger) {
     this.#sql = sql;
-    this.#names = Object.values(objects).map((name) => `"${name.slice(name.lastIndexOf(".") + 1)}"`);
+    this.#names = Object.values(objects).map((name) => `${name.slice(name.lastIndexOf(".") + 1)}"`);
     this.#client = client;
     this.#errors = errors;
     this.#log = log;

@@ -3,10 +3,10 @@
 // must end on the server's clock and a crashed holder must heal by TTL, whatever its session
 // does), so they live in rows, and every step is ONE round trip:
 //
-// - `<table>_shared_keys` (UNLOGGED): per (kind, name) the row every acquisition locks FOR
-//   UPDATE (it serializes a key's acquisitions, in no advisory space), the limit the live
-//   holders took the key with, the last fence handed out, a copy of `reserved`, and the queue's
-//   sequence. Never deleted.
+// - `<table>_shared_keys` (UNLOGGED): per (kind, name) the row every acquisition attempt
+//   updates first, which locks it till commit (so it serializes a key's acquisitions, in no
+//   advisory space): the fence counter (advanced by every attempt), a copy of `reserved`, the
+//   limit the live holders took the key with, and the queue's sequence. Never deleted.
 // - `<table>_shared_fences` (logged): per (kind, name) `reserved`, a bound no fence handed out
 //   exceeds, raised a block at a time with a flushed commit, as the mutex fence table does. So
 //   an acquisition writes no WAL (no flush) except every FENCE_BLOCK-th, and fences never
@@ -37,7 +37,7 @@ export interface SharedObjects {
 }
 
 /** Version tag of the DDL, kept as the function's comment: a host that finds another one re-creates the function. */
-export const SHARED_DDL_VERSION = "lockhost shared v1";
+export const SHARED_DDL_VERSION = "lockhost shared v2";
 
 /**
  * `<name>_shared_keys`, ... in the configured table's schema; a name too long for a suffix is
@@ -155,45 +155,52 @@ DECLARE
   t timestamptz;
   n_shared integer;
   n_excl integer;
+  n_expired integer;
   mine boolean;
   earliest timestamptz;
   head text;
   head_expires timestamptz;
-  r bigint;
 BEGIN
-  -- The key's row, locked: one acquisition of a key at a time, on any host.
-  SELECT * INTO k FROM ${k} WHERE kind = p_kind AND name = p_name FOR UPDATE;
+  -- The key's row, locked by advancing its fence: one acquisition of a key at a time, on any
+  -- host. Every attempt takes a fence, handed out or not: fences only have to increase, and
+  -- this costs one statement where a SELECT FOR UPDATE and a later UPDATE would cost two.
+  UPDATE ${k} SET fence = fence + 1 WHERE kind = p_kind AND name = p_name RETURNING * INTO k;
   IF NOT FOUND THEN
     INSERT INTO ${k} (kind, name, lim, fence, reserved, qseq) VALUES (p_kind, p_name, p_limit, 0, 0, 0) ON CONFLICT DO NOTHING;
-    SELECT * INTO k FROM ${k} WHERE kind = p_kind AND name = p_name FOR UPDATE;
+    UPDATE ${k} SET fence = fence + 1 WHERE kind = p_kind AND name = p_name RETURNING * INTO k;
   END IF;
   t := ${clockNow};
-  DELETE FROM ${h} WHERE kind = p_kind AND name = p_name AND expires_at <= t;
-  DELETE FROM ${q} WHERE kind = p_kind AND name = p_name AND expires_at <= t;
-  SELECT count(*) FILTER (WHERE mode = 'shared'), count(*) FILTER (WHERE mode = 'exclusive'),
-         coalesce(bool_or(owner = p_owner), false), min(expires_at)
-    INTO n_shared, n_excl, mine, earliest FROM ${h} WHERE kind = p_kind AND name = p_name;
-  SELECT owner, expires_at INTO head, head_expires FROM ${q} WHERE kind = p_kind AND name = p_name ORDER BY seq LIMIT 1;
+  SELECT count(*) FILTER (WHERE expires_at > t AND mode = 'shared'), count(*) FILTER (WHERE expires_at > t AND mode = 'exclusive'),
+         coalesce(bool_or(owner = p_owner AND expires_at > t), false), min(expires_at) FILTER (WHERE expires_at > t),
+         count(*) FILTER (WHERE expires_at <= t)
+    INTO n_shared, n_excl, mine, earliest, n_expired FROM ${h} WHERE kind = p_kind AND name = p_name;
+  IF n_expired > 0 THEN
+    DELETE FROM ${h} WHERE kind = p_kind AND name = p_name AND expires_at <= t;
+  END IF;
+  -- Lapsed places are skipped here and pruned when a waiter queues.
+  SELECT owner, expires_at INTO head, head_expires FROM ${q}
+    WHERE kind = p_kind AND name = p_name AND expires_at > t ORDER BY seq LIMIT 1;
   IF mine THEN
     NULL; -- not reentrant
   ELSIF p_mode = 'shared' AND n_shared + n_excl > 0 AND k.lim <> p_limit THEN
     o_limit := k.lim;
   ELSIF (p_mode = 'exclusive' AND n_shared + n_excl = 0 AND (head IS NULL OR head = p_owner))
      OR (p_mode = 'shared' AND n_excl = 0 AND head IS NULL AND (p_limit = 0 OR n_shared < p_limit)) THEN
-    o_fence := k.fence + 1;
-    r := k.reserved;
-    IF o_fence > r THEN
-      -- Past the reserved block (or the unlogged row was emptied by a crash): the next block,
-      -- flushed before the fence goes out.
-      SELECT greatest(o_fence, coalesce(max(x.reserved), 0) + 1) INTO o_fence FROM ${f} x WHERE x.kind = p_kind AND x.name = p_name;
-      r := o_fence + ${FENCE_BLOCK - 1};
-      INSERT INTO ${f} AS x (kind, name, reserved) VALUES (p_kind, p_name, r)
-        ON CONFLICT (kind, name) DO UPDATE SET reserved = greatest(x.reserved, EXCLUDED.reserved);
-      IF current_setting('synchronous_commit') = 'off' THEN
-        PERFORM set_config('synchronous_commit', 'on', true);
+    o_fence := k.fence;
+    IF o_fence > k.reserved OR k.lim <> p_limit THEN
+      IF o_fence > k.reserved THEN
+        -- Past the reserved block (or the unlogged row was emptied by a crash): the next block,
+        -- flushed before the fence goes out.
+        SELECT greatest(o_fence, coalesce(max(x.reserved), 0) + 1) INTO o_fence FROM ${f} x WHERE x.kind = p_kind AND x.name = p_name;
+        k.reserved := o_fence + ${FENCE_BLOCK - 1};
+        INSERT INTO ${f} AS x (kind, name, reserved) VALUES (p_kind, p_name, k.reserved)
+          ON CONFLICT (kind, name) DO UPDATE SET reserved = greatest(x.reserved, EXCLUDED.reserved);
+        IF current_setting('synchronous_commit') = 'off' THEN
+          PERFORM set_config('synchronous_commit', 'on', true);
+        END IF;
       END IF;
+      UPDATE ${k} SET fence = o_fence, reserved = k.reserved, lim = p_limit WHERE kind = p_kind AND name = p_name;
     END IF;
-    UPDATE ${k} SET fence = o_fence, reserved = r, lim = p_limit WHERE kind = p_kind AND name = p_name;
     IF head = p_owner THEN
       DELETE FROM ${q} WHERE kind = p_kind AND name = p_name AND owner = p_owner;
     END IF;
@@ -204,7 +211,8 @@ BEGIN
     o_expires := o_acquired + p_ttl;
     RETURN;
   ELSIF p_mode = 'exclusive' AND p_queue > 0 THEN
-    -- A waiter keeps (or refreshes) its place at the tail.
+    -- A waiter keeps (or refreshes) its place; a lapsed one counts as absent: back to the tail.
+    DELETE FROM ${q} WHERE kind = p_kind AND name = p_name AND expires_at <= t;
     INSERT INTO ${q} AS x (kind, name, owner, seq, expires_at)
       VALUES (p_kind, p_name, p_owner, k.qseq + 1, t + p_queue * interval '1 millisecond')
       ON CONFLICT (kind, name, owner) DO UPDATE SET expires_at = EXCLUDED.expires_at;

@@ -165,6 +165,33 @@ describe("pg read/write locks", () => {
     expect((await rw.status(k2))?.queued).toBe(0);
   });
 
+  it("never grants beside a lease whose renewal was in flight when its old lease ran out", async () => {
+    const k = key();
+    const r = reader(k, { ttlMs: 300 });
+    expect((await rw.acquire(r)).acquired).toBe(true);
+    // A renewal that reached the row before the lease ended but has not committed yet.
+    const renewer = new pg.Client({ connectionString: url });
+    renewer.on("error", () => undefined);
+    await renewer.connect();
+    try {
+      await renewer.query("begin");
+      const holders = sharedObjectsOf(table).holders;
+      const renewed = await renewer.query(
+        `update ${holders} set expires_at = clock_timestamp() + interval '30 seconds' where kind = 'rw' and name = $1 and owner = $2`,
+        [k, r.owner],
+      );
+      expect(renewed.rowCount).toBe(1);
+      await until("the old lease ends", 10_000, async () => (await rw.status(k)) === null);
+      const w = rw.acquire(writer(k));
+      await sleep(100);
+      await renewer.query("commit");
+      expect((await w).acquired).toBe(false);
+      expect((await rw.status(k))?.holders.map((h) => h.owner)).toEqual([r.owner]);
+    } finally {
+      await renewer.end().catch(() => undefined);
+    }
+  });
+
   it("renews a live hold in one statement per batch, and reports not_found for ended or unknown ones", async () => {
     const k = key();
     const [a, b] = [reader(k), reader(k, { ttlMs: 150 })];

@@ -37,7 +37,7 @@ export interface SharedObjects {
 }
 
 /** Version tag of the DDL, kept as the function's comment: a host that finds another one re-creates the function. */
-export const SHARED_DDL_VERSION = "lockhost shared v2";
+export const SHARED_DDL_VERSION = "lockhost shared v3";
 
 /**
  * `<name>_shared_keys`, ... in the configured table's schema; a name too long for a suffix is
@@ -126,6 +126,12 @@ export function sharedStatementsFor(table: string): SharedStatements {
   // Wakes the key's watchers, only when one holds its wait lock (as the mutex release does).
   const wake = (removed: string, k1: string, k2: string, channel: string, payload: string): string =>
     `CASE WHEN ${removed} = 0 OR pg_try_advisory_xact_lock(${k1}::int4, ${k2}::int4) THEN NULL ELSE pg_notify(${channel}, ${payload}) END`;
+  // The key's holders as of `t`: live ones by mode, whether the requester is one, the earliest
+  // lease end, and how many have lapsed.
+  const countHolders = `SELECT count(*) FILTER (WHERE expires_at > t AND mode = 'shared'), count(*) FILTER (WHERE expires_at > t AND mode = 'exclusive'),
+         coalesce(bool_or(owner = p_owner AND expires_at > t), false), min(expires_at) FILTER (WHERE expires_at > t),
+         count(*) FILTER (WHERE expires_at <= t)
+    INTO n_shared, n_excl, mine, earliest, n_expired FROM ${h} WHERE kind = p_kind AND name = p_name`;
   return {
     ready: {
       text: `SELECT coalesce(obj_description(to_regprocedure($1), 'pg_proc') = '${SHARED_DDL_VERSION}', false)
@@ -170,12 +176,14 @@ BEGIN
     UPDATE ${k} SET fence = fence + 1 WHERE kind = p_kind AND name = p_name RETURNING * INTO k;
   END IF;
   t := ${clockNow};
-  SELECT count(*) FILTER (WHERE expires_at > t AND mode = 'shared'), count(*) FILTER (WHERE expires_at > t AND mode = 'exclusive'),
-         coalesce(bool_or(owner = p_owner AND expires_at > t), false), min(expires_at) FILTER (WHERE expires_at > t),
-         count(*) FILTER (WHERE expires_at <= t)
-    INTO n_shared, n_excl, mine, earliest, n_expired FROM ${h} WHERE kind = p_kind AND name = p_name;
+  ${countHolders};
   IF n_expired > 0 THEN
+    -- Deleted, then counted again: a renewal in flight when the count read the row as expired
+    -- either commits first (the DELETE re-checks the new version and keeps it; the new count
+    -- sees it live) or finds the row gone (not_found). Deciding on the first count could grant
+    -- beside a lease renewed at its last moment.
     DELETE FROM ${h} WHERE kind = p_kind AND name = p_name AND expires_at <= t;
+    ${countHolders};
   END IF;
   -- Lapsed places are skipped here and pruned when a waiter queues.
   SELECT owner, expires_at INTO head, head_expires FROM ${q}

@@ -407,6 +407,23 @@ describe("pg shared objects", () => {
     expect(await exists()).toBe(true);
   });
 
+  it("are created in the configured table's schema", async () => {
+    const schema = `lockhost_test_${run}_shs`;
+    await admin.query(`create schema ${schema}`);
+    try {
+      const backend = host({ table: `${schema}.locks` });
+      const k = key();
+      const a = writer(k);
+      expect((await backend.shared("rw").acquire(a)).acquired).toBe(true);
+      expect((await backend.shared("rw").status(k))?.holders[0]?.owner).toBe(a.owner);
+      const found = await admin.query("select to_regclass($1) is not null as e", [sharedObjectsOf(`${schema}.locks`).holders]);
+      expect(found.rows[0].e).toBe(true);
+      await backend.close();
+    } finally {
+      await admin.query(`drop schema ${schema} cascade`);
+    }
+  });
+
   it("never repeats a fence when the unlogged tables are emptied (as a server crash does)", async () => {
     const own = `lockhost_test_${run}_shcrash`;
     tables.push(own);

@@ -20,7 +20,6 @@
 // Times are the server's clock, whole ms (clock_timestamp(), read after the key's row lock so
 // that a waited-for lock does not date a lease in the past).
 import { createHash } from "node:crypto";
-import type { SharedKind } from "../../../kit/index.js";
 import { FENCE_BLOCK, quoteTable, type Statement } from "./sql.js";
 
 /** PostgreSQL's identifier limit (NAMEDATALEN - 1). */
@@ -305,5 +304,3 @@ export function dropSharedSql(table: string): string {
     DROP TABLE IF EXISTS ${[o.keys, o.fences, o.holders, o.queue].map(quoteTable).join(", ")}`;
 }
 
-/** The lock kinds' names as stored (`kind` column). */
-export const KIND_COLUMN: Readonly<Record<SharedKind, string>> = { rw: "rw", semaphore: "semaphore" };

@@ -163,6 +163,18 @@ describe("pg read/write locks", () => {
     // The waiting writer stopped asking (crashed): its place lapses and readers get in again.
     await until("the queue place lapses", 10_000, async () => (await rw.acquire(reader(k2))).acquired);
     expect((await rw.status(k2))?.queued).toBe(0);
+    // With no holder left, a request behind a waiting writer is told when that place would lapse.
+    const k3 = key();
+    const w3 = writer(k3);
+    await rw.acquire(w3);
+    expect((await rw.acquire(writer(k3, { queueMs: 5_000 }))).acquired).toBe(false);
+    await rw.release(k3, w3.owner);
+    const behind = await rw.acquire(reader(k3));
+    expect(behind.acquired).toBe(false);
+    if (!behind.acquired) {
+      expect(behind.retryAfterMs).toBeGreaterThan(0);
+      expect(behind.retryAfterMs).toBeLessThanOrEqual(5_000);
+    }
   });
 
   it("never grants beside a lease whose renewal was in flight when its old lease ran out", async () => {

@@ -36,7 +36,7 @@ export interface SharedObjects {
 }
 
 /** Version tag of the DDL, kept as the function's comment: a host that finds another one re-creates the function. */
-export const SHARED_DDL_VERSION = "lockhost shared v3";
+export const SHARED_DDL_VERSION = "lockhost shared v4";
 
 /**
  * `<name>_shared_keys`, ... in the configured table's schema; a name too long for a suffix is
@@ -225,9 +225,9 @@ BEGIN
       ON CONFLICT (kind, name, owner) DO UPDATE SET expires_at = EXCLUDED.expires_at;
     UPDATE ${k} SET qseq = k.qseq + 1 WHERE kind = p_kind AND name = p_name;
   END IF;
-  -- At the latest, retry when the earliest lease ends (or, for a shared request behind the
-  -- queue, when its head's place would lapse).
-  IF p_mode = 'shared' AND head IS NOT NULL THEN
+  -- At the latest, retry when the earliest lease ends, or when the place of the queue's head
+  -- (another waiter) would lapse: a waiter that crashed is noticed without a notification.
+  IF head IS NOT NULL AND head <> p_owner THEN
     earliest := least(earliest, head_expires);
   END IF;
   IF earliest IS NOT NULL THEN

@@ -26,6 +26,10 @@
 //   BACKEND_UNAVAILABLE within commandTimeoutMs when the server does not answer in time, and
 //   a session the server stops answering is given up (session.ts).
 //
+// - Read/write locks and semaphores (shared()): rows with leases on the server's clock in
+//   tables beside the configured one, not advisory locks (shared-sql.ts, shared-steps.ts);
+//   their wake-ups and loss notices travel on the table's shared channel.
+//
 // This file is the LockBackend facade: it maps each step to its file. lock-book.ts keeps the
 // sessions and the locks held on them (lease ends, unlocks); acquire.ts takes locks;
 // batch.ts renews in batches; by-owner.ts renews and releases locks another process holds and

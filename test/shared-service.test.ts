@@ -3,13 +3,19 @@
 // acquisitions, keepalive, loss, auto-release, close), on every backend that has them; two
 // services on one backend stand for two hosts.
 import { randomUUID } from "node:crypto";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { LockBackend } from "../kit/backend.js";
 import { LockhostError } from "../kit/errors.js";
 import { LockService } from "../host/locking/service.js";
 import type { Lease } from "../host/locking/lease.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
-import { sharedBackends } from "./support/shared-backends.js";
+import { PG_TABLE, sharedBackends } from "./support/shared-backends.js";
+import { dropPgTable } from "./support/cleanup.js";
+import { databaseUrl } from "./support/servers.js";
+
+afterAll(async () => {
+  await dropPgTable(databaseUrl(), PG_TABLE);
+});
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

@@ -132,6 +132,12 @@ describe("exclusion across three host processes", () => {
     await expectExclusion({ backend: "pg", pg: { url: databaseUrl(), table } }, SEMAPHORE);
   }, 60_000);
 
+  it("is caught breaking for read/write locks on the memory backend (the control of the kinds' runs)", async () => {
+    const { report } = await runHammer({ ...SHAPE, durationMs: 1_500, locking: { backend: "memory" }, kind: RW });
+    expect(report.acquisitions).toBeGreaterThan(100);
+    expect(report.overlaps).toBeGreaterThan(0);
+  }, 60_000);
+
   it("is caught breaking on the memory backend, which processes do not share (the checker's control)", async () => {
     const { report } = await runHammer({ ...SHAPE, durationMs: 1_500, locking: { backend: "memory" } });
     expect(report.acquisitions).toBeGreaterThan(100);

@@ -1,6 +1,10 @@
 // The backends with read/write locks and semaphores, for the suites that run on each of them.
 import type { LockBackend } from "../../kit/backend.js";
 import { MemoryBackend } from "../../plugins/backends/memory/index.js";
+import { PgBackend } from "../../plugins/backends/pg/index.js";
+import { pgDefaults } from "../../plugins/backends/pg/config.js";
+import { pino } from "pino";
+import { databaseUrl } from "./servers.js";
 
 /** One backend to run a shared-kinds suite on. */
 export interface SharedBackendTarget {
@@ -12,5 +16,12 @@ export interface SharedBackendTarget {
 
 /** memory, and the network backends whose shared steps have landed. */
 export function sharedBackends(): SharedBackendTarget[] {
-  return [{ name: "memory", distributed: false, create: () => new MemoryBackend() }];
+  const silent = pino({ level: "silent" });
+  return [
+    { name: "memory", distributed: false, create: () => new MemoryBackend() },
+    { name: "pg", distributed: true, create: () => new PgBackend({ ...pgDefaults, url: databaseUrl(), table: PG_TABLE }, silent) },
+  ];
 }
+
+/** The pg backend's table for these suites (its shared objects are named after it; test/support/cleanup drops them). */
+export const PG_TABLE = "lockhost_test_shared_svc";

@@ -90,7 +90,7 @@ async function failsPromptly(call: () => Promise<unknown>): Promise<LockhostErro
   return err as LockhostError;
 }
 
-backendContract("redis cluster", { create: () => new RedisBackend(config(), silent), fences: "clock", sharedKinds: false }); // until the shared steps land for this backend
+backendContract("redis cluster", { create: () => new RedisBackend(config(), silent), fences: "clock" });
 
 describe("redis cluster backend: keys across nodes", () => {
   it("spreads the locks of many names over the nodes, each lock next to its fence counter", async () => {

@@ -165,6 +165,26 @@ describe("redis shared kinds: expiry of keys", () => {
     expect(s?.holders.find((h) => h.owner === b.owner)?.ttlMs).toBe(1_000);
   });
 
+  it("tells a refused request when the earliest lease ends, or with no holder when the earliest queue place lapses", async () => {
+    const rw = open().shared("rw");
+    const k = name();
+    const a = req(k, "shared", { ttlMs: 3_000 });
+    await rw.acquire(a);
+    await rw.acquire(req(k, "shared", { ttlMs: 9_000 }));
+    const w = req(k, "exclusive", { queueMs: 6_000 });
+    const byLease = await rw.acquire(w);
+    expect(byLease.acquired).toBe(false);
+    if (!byLease.acquired) expect(byLease.retryAfterMs).toBeGreaterThan(1_000);
+    if (!byLease.acquired) expect(byLease.retryAfterMs).toBeLessThanOrEqual(3_000);
+    await rw.forceRelease(k);
+    // Only the queued writer is in the way of a reader now: should it have crashed, its place lapses then.
+    const byPlace = await rw.acquire(req(k, "shared"));
+    expect(byPlace.acquired).toBe(false);
+    if (!byPlace.acquired) expect(byPlace.retryAfterMs).toBeGreaterThan(3_000);
+    if (!byPlace.acquired) expect(byPlace.retryAfterMs).toBeLessThanOrEqual(6_000);
+    expect(await rw.acquire(w)).toMatchObject({ acquired: true });
+  });
+
   it("drops the info hash with the last holder's release, keeping the queue", async () => {
     const rw = open().shared("rw");
     const k = name();

@@ -27,7 +27,9 @@ import { DELETED, NOT_FOUND } from "./scripts.js";
 
 /**
  * Acquired: [fence, acquiredAtMs, expiresAtMs]; refused for the limit: [heldLimit]; else the
- * earliest live lease's remaining ms (>= 1), or NOT_FOUND when no holder (only the queue) is in the way.
+ * ms (>= 1) until the earliest live lease ends or, with no live holder (only the queue in the
+ * way), until the earliest queue place lapses: a waiter retries then at the latest, so one
+ * whose blocker crashed is not left to polling. NOT_FOUND only when neither is known.
  */
 export type SharedAcquireReply = number | readonly [limit: number] | readonly [fence: number, acquiredAtMs: number, expiresAtMs: number];
 
@@ -76,6 +78,7 @@ const ACQUIRE = `${PRUNE}${EXTEND}
 local owner = ARGV[1]
 local function refused()
   local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if not first[2] then first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES') end
   if first[2] then return math.max(1, tonumber(first[2]) - now) end
   return ${NOT_FOUND}
 end

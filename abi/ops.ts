@@ -5,14 +5,14 @@
 // the README all derive from this table (test/abi-ops.test.ts holds the docs and the
 // AssemblyScript bindings to it). Adding an operation touches this table, its implementation
 // in host/runtime/lock-ops.ts, and its tests.
-import { FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE } from "./status.js";
+import { FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, FLAG_RW, FLAG_SEMAPHORE } from "./status.js";
 
 /**
  * How one argument crosses the boundary. A string kind is two wasm params (ptr, len) that the
  * runtime bounds-checks and decodes (strict UTF-8, 1 to MAX_KEY_BYTES bytes) once; `out` is a
  * guest buffer (ptr, cap) the string result is written into when it fits.
  */
-export type ArgKind = "key" | "owner" | "handle" | "ttl" | "wait" | "flags" | "out";
+export type ArgKind = "key" | "owner" | "handle" | "ttl" | "wait" | "permits" | "flags" | "out";
 
 /** The runtimes a guest can run in: its own worker thread, or the host's thread through JSPI. */
 export type Runtime = "worker" | "inline";
@@ -112,10 +112,10 @@ export const OPS = [
     name: "status",
     args: ["key", "flags", "out"],
     result: "i32",
-    flags: FLAG_GLOBAL,
+    flags: FLAG_GLOBAL | FLAG_RW | FLAG_SEMAPHORE,
     codes: ["INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE"],
     runtimes: RUNTIMES,
-    doc: "length of the status JSON of the key, or `-code`.",
+    doc: "length of the status JSON of the key, or `-code`: a mutex's (`held`, `holder`, `fence`, times), or with `FLAG_RW` / `FLAG_SEMAPHORE` a read/write lock's or semaphore's (`kind`, `limit`, `holders` each with `mode`, `fence`, holder and times, `queued`).",
     brief: "length of the status JSON",
   },
   {
@@ -149,6 +149,67 @@ export const OPS = [
     doc: "length of the message of the most recent failed call of this guest instance (0 if none yet). Successful calls do not clear it; a `last_error` call with a bad buffer is itself a failed call and replaces it.",
     brief: "length of the last error message",
   },
+  // Read/write locks and semaphores (appended in v1: a guest importing them needs a host that has them).
+  {
+    name: "try_read",
+    args: ["key", "ttl", "flags"],
+    result: "i32",
+    flags: TAKE_FLAGS,
+    codes: ["INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE"],
+    runtimes: RUNTIMES,
+    doc: "handle `> 0` for a read lock on the key (readers share it); `TRY_CONTENDED` (0) while a writer holds it or waits for it; `-code` on error. The handle works with every handle operation.",
+    brief: "read-lock handle `> 0`, `0` contended, `-code`",
+  },
+  {
+    name: "try_write",
+    args: ["key", "ttl", "flags"],
+    result: "i32",
+    flags: TAKE_FLAGS,
+    codes: ["INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE"],
+    runtimes: RUNTIMES,
+    doc: "handle `> 0` for the write lock on the key (exclusive: no reader, no other writer); `TRY_CONTENDED` (0) while anyone holds it or a writer waits for it; `-code` on error.",
+    brief: "write-lock handle `> 0`, `0` contended, `-code`",
+  },
+  {
+    name: "acquire_read",
+    args: ["key", "ttl", "wait", "flags"],
+    result: "i32",
+    flags: TAKE_FLAGS,
+    codes: ["TIMEOUT", "INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE", "CANCELLED"],
+    runtimes: RUNTIMES,
+    doc: "as `try_read`, waiting up to `wait_ms` (woken by releases); `-TIMEOUT` when no read lock came in time.",
+    brief: "read-lock handle once free, `-TIMEOUT`, `-code`",
+  },
+  {
+    name: "acquire_write",
+    args: ["key", "ttl", "wait", "flags"],
+    result: "i32",
+    flags: TAKE_FLAGS,
+    codes: ["TIMEOUT", "INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE", "CANCELLED"],
+    runtimes: RUNTIMES,
+    doc: "as `try_write`, waiting up to `wait_ms`. A waiting writer queues: readers arriving after it wait behind it, and writers are served in arrival order. `-TIMEOUT` when the key stayed held.",
+    brief: "write-lock handle once free, `-TIMEOUT`, `-code`",
+  },
+  {
+    name: "try_permit",
+    args: ["key", "permits", "ttl", "flags"],
+    result: "i32",
+    flags: TAKE_FLAGS,
+    codes: ["PERMITS_MISMATCH", "INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE"],
+    runtimes: RUNTIMES,
+    doc: "handle `> 0` for one of the `permits` (1 to 1,000,000) permits of the semaphore on the key; `TRY_CONTENDED` (0) when all are taken; `-PERMITS_MISMATCH` when its holders took it with another number; `-code` on error.",
+    brief: "permit handle `> 0`, `0` all taken, `-code`",
+  },
+  {
+    name: "acquire_permit",
+    args: ["key", "permits", "ttl", "wait", "flags"],
+    result: "i32",
+    flags: TAKE_FLAGS,
+    codes: ["TIMEOUT", "PERMITS_MISMATCH", "INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE", "CANCELLED"],
+    runtimes: RUNTIMES,
+    doc: "as `try_permit`, waiting up to `wait_ms` for a permit; `-TIMEOUT` when none came in time.",
+    brief: "permit handle once one is free, `-TIMEOUT`, `-code`",
+  },
 ] as const satisfies readonly OpSpec[];
 
 /** An operation's import name. */
@@ -164,6 +225,7 @@ export const PARAMS_OF: Readonly<Record<ArgKind, readonly string[]>> = {
   handle: ["handle"],
   ttl: ["ttl_ms"],
   wait: ["wait_ms"],
+  permits: ["permits"],
   flags: ["flags"],
   out: ["buf_ptr", "buf_cap"],
 };

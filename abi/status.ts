@@ -47,6 +47,10 @@ export const FLAG_GLOBAL = 1;
 export const FLAG_KEEP = 2;
 /** Renew the lock automatically while it is held (the host's renewal manager), until released. */
 export const FLAG_KEEPALIVE = 4;
+/** `status` only: the key's read/write lock (not its mutex). */
+export const FLAG_RW = 8;
+/** `status` only: the key's semaphore (not its mutex). */
+export const FLAG_SEMAPHORE = 16;
 
 // Handle states, as `state` returns them.
 /** The lock is held (as far as the host knows: renewals, if any, are being confirmed). */

@@ -12,6 +12,7 @@ export { loadConfig, parseConfig, resolveConfig } from "./config/load.js";
 export type * from "./config/types.js";
 export { LockhostError, type ErrorCode, type AbiErrorCode, isCode, isRetryable } from "../kit/errors.js";
 export type { AcquireRequest, AcquireResult, Holder, LockBackend, LockRecord, ReleaseResult, RenewResult } from "../kit/backend.js";
+export { MAX_PERMITS, type SharedKind, type SharedMode } from "../kit/shared.js";
 export { Lease, type LeaseState } from "./locking/lease.js";
 export {
   LockService,
@@ -19,6 +20,11 @@ export {
   type LockRefOptions,
   type LockServiceOptions,
   type LockStatus,
+  type LockKind,
+  type LockSpec,
+  type PermitOptions,
+  type SharedHolderStatus,
+  type SharedLockStatus,
   type ReleaseOptions,
   type ReleaseOutcome,
   type RestoreOptions,

@@ -13,6 +13,7 @@ const GUEST_SUITES = [
   "test/guest-runtime.test.ts",
   "test/guest-lifecycle.test.ts",
   "test/guest-inline.test.ts",
+  "test/guest-kinds.test.ts",
   "test/guest-worker.test.ts",
   "test/abi.test.ts",
   "test/host.test.ts",

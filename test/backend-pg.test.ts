@@ -97,8 +97,7 @@ async function holders(name: string): Promise<number[]> {
   return r.rows.map((row) => row.pid);
 }
 
-// Until the shared steps land for this backend.
-backendContract("pg", { create: () => host(), sharedKinds: false });
+backendContract("pg", { create: () => host() });
 
 describe("pg backend", () => {
   it("maps names to advisory ids with the documented, stable hash (the same in SQL)", async () => {

@@ -442,8 +442,8 @@ describe("releaseIfHeld that fails (review finding)", () => {
 
 describe("pre-checked requests", () => {
   it("checkRequest qualifies the key and fills in the defaults once", () => {
-    // Keepalive is on by default (DEFAULT_KEEPALIVE), and no owner means one is minted per attempt.
-    expect(checkRequest("k", { ttlMs: 10 })).toEqual({ name: "global:k", key: "k", scope: "global", ttlMs: 10, plugin: "host", keepalive: true, owner: undefined });
+    // Keepalive is on by default (DEFAULT_KEEPALIVE), no owner means one is minted per attempt, and a mutex is the default kind.
+    expect(checkRequest("k", { ttlMs: 10 })).toEqual({ name: "global:k", key: "k", scope: "global", ttlMs: 10, plugin: "host", keepalive: true, owner: undefined, spec: { kind: "mutex" } });
     expect(checkRequest("k", { ttlMs: 10, scope: { plugin: "billing" }, keepalive: true })).toMatchObject({
       name: "billing:k",
       plugin: "billing",

@@ -105,3 +105,53 @@ export declare function lock_state(handle: i32): i32;
 // @ts-ignore: decorator
 @external("lock", "restore")
 export declare function lock_restore(keyPtr: usize, keyLen: i32, ownerPtr: usize, ownerLen: i32, ttlMs: i32, flags: i32): i32;
+
+// Read/write locks and semaphores. Their handles work with every handle
+// operation above (renew, release, fence, owner, state); `lock_status` with
+// `FLAG_RW` or `FLAG_SEMAPHORE` describes them.
+
+/**
+ * `lock.try_read(key_ptr, key_len, ttl_ms, flags) -> i32`: a read lock on the
+ * key (readers share it). A handle `> 0`, `TRY_CONTENDED` (0) while a writer
+ * holds the key or waits for it, or `-code`.
+ */
+// @ts-ignore: decorator
+@external("lock", "try_read")
+export declare function lock_try_read(keyPtr: usize, keyLen: i32, ttlMs: i32, flags: i32): i32;
+
+/**
+ * `lock.try_write(key_ptr, key_len, ttl_ms, flags) -> i32`: the write lock on
+ * the key (no reader, no other writer). A handle `> 0`, `TRY_CONTENDED` (0), or `-code`.
+ */
+// @ts-ignore: decorator
+@external("lock", "try_write")
+export declare function lock_try_write(keyPtr: usize, keyLen: i32, ttlMs: i32, flags: i32): i32;
+
+/** `lock.acquire_read(key_ptr, key_len, ttl_ms, wait_ms, flags) -> i32`: `try_read`, waiting up to `waitMs`; `-TIMEOUT` when it stayed unavailable. */
+// @ts-ignore: decorator
+@external("lock", "acquire_read")
+export declare function lock_acquire_read(keyPtr: usize, keyLen: i32, ttlMs: i32, waitMs: i32, flags: i32): i32;
+
+/**
+ * `lock.acquire_write(key_ptr, key_len, ttl_ms, wait_ms, flags) -> i32`:
+ * `try_write`, waiting up to `waitMs` in the key's writer queue (readers
+ * arriving later wait behind it); `-TIMEOUT` when it stayed held.
+ */
+// @ts-ignore: decorator
+@external("lock", "acquire_write")
+export declare function lock_acquire_write(keyPtr: usize, keyLen: i32, ttlMs: i32, waitMs: i32, flags: i32): i32;
+
+/**
+ * `lock.try_permit(key_ptr, key_len, permits, ttl_ms, flags) -> i32`: one of
+ * the `permits` permits of the semaphore on the key. A handle `> 0`,
+ * `TRY_CONTENDED` (0) when all are taken, `-PERMITS_MISMATCH` when its holders
+ * took it with another number, or `-code`.
+ */
+// @ts-ignore: decorator
+@external("lock", "try_permit")
+export declare function lock_try_permit(keyPtr: usize, keyLen: i32, permits: i32, ttlMs: i32, flags: i32): i32;
+
+/** `lock.acquire_permit(key_ptr, key_len, permits, ttl_ms, wait_ms, flags) -> i32`: `try_permit`, waiting up to `waitMs`; `-TIMEOUT` when none came. */
+// @ts-ignore: decorator
+@external("lock", "acquire_permit")
+export declare function lock_acquire_permit(keyPtr: usize, keyLen: i32, permits: i32, ttlMs: i32, waitMs: i32, flags: i32): i32;

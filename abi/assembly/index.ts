@@ -61,6 +61,8 @@ import {
   FLAG_GLOBAL,
   FLAG_KEEP,
   FLAG_KEEPALIVE,
+  FLAG_RW,
+  FLAG_SEMAPHORE,
   STATE_HELD,
 } from "../status";
 import {
@@ -74,6 +76,12 @@ import {
   lock_owner,
   lock_status,
   lock_last_error,
+  lock_try_read,
+  lock_try_write,
+  lock_acquire_read,
+  lock_acquire_write,
+  lock_try_permit,
+  lock_acquire_permit,
 } from "./bindings";
 
 // The ABI constants (status codes, flags, limits, ABI_VERSION), from the one
@@ -384,6 +392,100 @@ export function withLock(key: string, ttlMs: i32, fn: (lock: Lock) => void, flag
  */
 export function keyStatus(key: string, flags: i32 = 0): TextResult {
   return readText(OP_STATUS, 256, 0, String.UTF8.encode(key), flags);
+}
+
+// --- Read/write locks and semaphores. Each kind has its own names: a read/write
+// lock "a", a semaphore "a" and a lock "a" are three locks. What they return is a
+// `TryResult` with a `Lock`, as `tryLock`'s: renew, release, fence, state, KEEP,
+// KEEPALIVE, auto-release and `lockhost_on_lost` work the same.
+
+/**
+ * A read lock on `key`: readers share it. Contended while a writer holds the
+ * key or waits for it (writers are preferred, so they are not starved).
+ */
+export function tryRead(key: string, ttlMs: i32, flags: i32 = 0): TryResult {
+  const buf = String.UTF8.encode(key);
+  return taken(key, flags, lock_try_read(changetype<usize>(buf), buf.byteLength, ttlMs, flags));
+}
+
+/** The write lock on `key`: contended while anyone reads or writes it, or another writer waits before. */
+export function tryWrite(key: string, ttlMs: i32, flags: i32 = 0): TryResult {
+  const buf = String.UTF8.encode(key);
+  return taken(key, flags, lock_try_write(changetype<usize>(buf), buf.byteLength, ttlMs, flags));
+}
+
+/** `tryRead`, waiting up to `waitMs` (woken by releases); `timedOut` when no read lock came. */
+export function read(key: string, ttlMs: i32, waitMs: i32, flags: i32 = 0): TryResult {
+  const buf = String.UTF8.encode(key);
+  return taken(key, flags, lock_acquire_read(changetype<usize>(buf), buf.byteLength, ttlMs, waitMs, flags));
+}
+
+/**
+ * `tryWrite`, waiting up to `waitMs` in the key's writer queue: readers arriving
+ * after this writer wait behind it, and writers are served in arrival order.
+ */
+export function write(key: string, ttlMs: i32, waitMs: i32, flags: i32 = 0): TryResult {
+  const buf = String.UTF8.encode(key);
+  return taken(key, flags, lock_acquire_write(changetype<usize>(buf), buf.byteLength, ttlMs, waitMs, flags));
+}
+
+/**
+ * One of the `permits` permits (1 to 1,000,000) of the semaphore `key`:
+ * contended when all are taken. Every holder of a key must name the same
+ * number: another is an error `PERMITS_MISMATCH` until its holders let go.
+ */
+export function trySemaphore(key: string, permits: i32, ttlMs: i32, flags: i32 = 0): TryResult {
+  const buf = String.UTF8.encode(key);
+  return taken(key, flags, lock_try_permit(changetype<usize>(buf), buf.byteLength, permits, ttlMs, flags));
+}
+
+/** `trySemaphore`, waiting up to `waitMs` for a permit; `timedOut` when none came. */
+export function semaphore(key: string, permits: i32, ttlMs: i32, waitMs: i32, flags: i32 = 0): TryResult {
+  const buf = String.UTF8.encode(key);
+  return taken(key, flags, lock_acquire_permit(changetype<usize>(buf), buf.byteLength, permits, ttlMs, waitMs, flags));
+}
+
+/** `withLock` with a read lock: runs `fn(lock)` holding it, then releases it. */
+export function withRead(key: string, ttlMs: i32, fn: (lock: Lock) => void, flags: i32 = 0): TryResult {
+  return runHolding(tryRead(key, ttlMs, flags), fn);
+}
+
+/** `withLock` with the write lock. */
+export function withWrite(key: string, ttlMs: i32, fn: (lock: Lock) => void, flags: i32 = 0): TryResult {
+  return runHolding(tryWrite(key, ttlMs, flags), fn);
+}
+
+/** `withLock` holding one permit of the semaphore `key` with `permits` permits. */
+export function withPermit(key: string, permits: i32, ttlMs: i32, fn: (lock: Lock) => void, flags: i32 = 0): TryResult {
+  return runHolding(trySemaphore(key, permits, ttlMs, flags), fn);
+}
+
+/** The status JSON of the read/write lock `key` (`kind`, `held`, `holders` with `mode`, `queued`). `flags`: `0` or `GLOBAL`. */
+export function rwStatus(key: string, flags: i32 = 0): TextResult {
+  return readText(OP_STATUS, 512, 0, String.UTF8.encode(key), flags | FLAG_RW);
+}
+
+/** The status JSON of the semaphore `key` (`kind`, `held`, `limit`, `holders`). `flags`: `0` or `GLOBAL`. */
+export function semaphoreStatus(key: string, flags: i32 = 0): TextResult {
+  return readText(OP_STATUS, 512, 0, String.UTF8.encode(key), flags | FLAG_SEMAPHORE);
+}
+
+/** A TryResult from a take's raw result (a handle, TRY_CONTENDED, -TIMEOUT from a wait, or -code). */
+function taken(key: string, flags: i32, r: i32): TryResult {
+  if (r > 0) return new TryResult(new Lock(key, r, flags), false, null);
+  if (r == TRY_CONTENDED) return new TryResult(null, true, null);
+  if (r == -TIMEOUT) return new TryResult(null, true, null, true);
+  return new TryResult(null, false, errorFromCode(r));
+}
+
+/** Runs `fn` with the lock of `r` if it has one, then releases it (its error in `releaseError`). */
+function runHolding(r: TryResult, fn: (lock: Lock) => void): TryResult {
+  const lock = r.lock;
+  if (lock) {
+    fn(lock);
+    if (!lock.released) r.releaseError = lock.release();
+  }
+  return r;
 }
 
 /** The owner token of a raw handle, or the error (e.g. `INVALID_HANDLE`). */

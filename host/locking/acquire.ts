@@ -5,6 +5,8 @@
 import { v4 as uuidv4 } from "uuid";
 import { LockhostError } from "../../kit/errors.js";
 import type { AcquireResult } from "../../kit/backend.js";
+import type { SharedAcquireResult } from "../../kit/shared.js";
+import { kindName, waitKey } from "./kinds.js";
 import { closedError, type ServiceCore } from "./core.js";
 import { Lease } from "./lease.js";
 import type { CheckedRequest, TryLockOptions } from "./request.js";
@@ -22,8 +24,23 @@ export interface AcquireOptions extends TryLockOptions {
   readonly signal?: AbortSignal;
 }
 
+/** A waiting writer's place in the backend's writer queue: how long it lasts past each attempt, and its owner. */
+interface Queueing {
+  readonly queueMs: number;
+  readonly owner: string;
+}
+
 /** A contended attempt (the backend's result). */
 type Contended = Extract<AcquireResult, { acquired: false }>;
+
+/**
+ * How long a waiting writer's place in the backend's writer queue lasts past each attempt: a
+ * waiter tries again at least every poll interval, so a live waiter's place never lapses, and
+ * a waiter that died frees the queue within this.
+ */
+function queueMsOf(core: ServiceCore): number {
+  return 3 * core.pollIntervalMs + 1_000;
+}
 
 const contendedAsNull = (): null => null;
 const asIs = (r: Contended): Contended => r;
@@ -40,45 +57,60 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
   if (core.closing) throw closedError();
   signal?.throwIfAborted();
   const started = performance.now();
-  const first = await core.track(attempt(core, request, asIs));
+  // A waiting writer queues from its first attempt, so readers arriving after it stand behind it,
+  // and keeps one owner for all its attempts: its place in the queue is that owner's.
+  const writer = waitMs > 0 && request.spec.kind === "rw" && request.spec.mode === "exclusive";
+  const queue: Queueing | undefined = writer ? { queueMs: queueMsOf(core), owner: request.owner ?? uuidv4() } : undefined;
+  const first = await core.track(attempt(core, request, asIs, queue?.queueMs, queue?.owner));
   if (first instanceof Lease) return first;
   if (waitMs === 0) throw timeoutError(request, 0, waitMs);
-  return wait(core, request, first, started, waitMs, signal);
+  return wait(core, request, first, started, waitMs, signal, queue);
 }
 
 /**
  * One atomic attempt: a Lease, or what `contended` makes of the contended result (with the
  * backend's retry hint). Mapped here rather than by a `.then` after: one promise less.
  */
-async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended: (result: Contended) => C): Promise<Lease | C> {
-  const { name, ttlMs, keepalive } = request;
+async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended: (result: Contended) => C, queueMs = 0, minted?: string): Promise<Lease | C> {
+  const { name, ttlMs, keepalive, spec } = request;
   const holder = { plugin: request.plugin, node: core.node };
-  const owner = request.owner ?? uuidv4();
+  const owner = request.owner ?? minted ?? uuidv4();
   if (request.owner !== undefined) checkOwnerFree(core, name, owner);
   // The host's deadline counts from before the request left, so it never outlives the server's.
   const sentAt = performance.now();
-  let result: AcquireResult;
+  let result: AcquireResult | SharedAcquireResult;
   try {
-    result = await core.backendCall(() => core.backend.acquire({ key: name, owner, ttlMs, holder }));
+    result = await core.backendCall(() =>
+      spec.kind === "mutex"
+        ? core.backend.acquire({ key: name, owner, ttlMs, holder })
+        : core.shared(spec.kind).acquire({
+            key: name, owner, ttlMs, holder,
+            mode: spec.kind === "rw" ? spec.mode : "shared",
+            limit: spec.kind === "semaphore" ? spec.permits : 0,
+            queueMs: spec.kind === "rw" && spec.mode === "exclusive" ? queueMs : 0,
+          }),
+    );
   } catch (err) {
     // A timed-out or cut-off acquire may still have been applied on the server. A minted owner
     // is ours alone, so giving it back can delete nothing else; a caller's owner may name a
     // lock someone holds already, so that one is left to its TTL (or the caller's release).
-    if (request.owner === undefined) void core.giveBack(name, owner);
+    if (request.owner === undefined) void core.giveBack(name, owner, spec.kind);
     throw err;
   }
   if (core.closing) {
     // close() began while the backend worked: nobody may get a lease now (close() waits for this).
-    if (result.acquired) await core.giveBack(name, owner);
+    if (result.acquired) await core.giveBack(name, owner, spec.kind);
     throw closedError();
   }
   if (!result.acquired) {
+    if ("limit" in result && result.limit !== undefined && spec.kind === "semaphore") throw permitsMismatch(request, spec.permits, result.limit);
     core.contended++;
     return contended(result);
   }
   const { fence, acquiredAtMs, expiresAtMs } = result;
   const lease = new Lease({
     name, owner, fence, ttlMs, holder, acquiredAtMs, expiresAtMs, deadline: sentAt + ttlMs, keepalive, hooks: core.hooks,
+    ...(spec.kind !== "mutex" && { kind: spec.kind, mode: spec.kind === "rw" ? spec.mode : "shared" }),
   });
   core.hold(lease);
   return lease;
@@ -103,8 +135,11 @@ async function wait(
   started: number,
   waitMs: number,
   signal: AbortSignal | undefined,
+  queue: Queueing | undefined,
 ): Promise<Lease> {
-  const { name } = request;
+  const { name, spec } = request;
+  const queueKey = waitKey(spec.kind, name);
+  const steps = core.steps(spec.kind);
   const deadline = started + waitMs;
   const waiter = new Waiter();
   const onAbort = (): void => waiter.wake("release");
@@ -112,16 +147,16 @@ async function wait(
   let acquired = false;
   try {
     // The subscription is bounded by the wait and its signal: polling covers a late one.
-    await untilSettled(core.waits.join(name, waiter), deadline - performance.now(), signal);
+    await untilSettled(core.waits.join(queueKey, waiter, (listener) => steps.watch(name, listener)), deadline - performance.now(), signal);
     let hint = first.retryAfterMs;
     // Subscribed now: one more try, or a release just before the subscription would be missed.
     let shouldTry = true;
     for (;;) {
       signal?.throwIfAborted();
       if (core.closing) throw closedError();
-      const head = core.waits.isHead(name, waiter);
+      const head = core.waits.isHead(queueKey, waiter);
       if (head && shouldTry) {
-        const result = await core.track(attempt(core, request, asIs));
+        const result = await core.track(attempt(core, request, asIs, queue?.queueMs, queue?.owner));
         if (result instanceof Lease) {
           acquired = true;
           return result;
@@ -143,13 +178,15 @@ async function wait(
     }
   } finally {
     signal?.removeEventListener("abort", onAbort);
-    core.waits.leave(name, waiter, acquired);
+    core.waits.leave(queueKey, waiter, acquired);
+    // A writer that gives up leaves the backend's queue now, so readers need not wait for its place to lapse.
+    if (!acquired && queue) void core.shared("rw").leaveQueue(name, queue.owner).catch(() => undefined);
     core.waitsDone++;
     const waitedMs = performance.now() - started;
     core.waitTimeMs += waitedMs;
     if (core.events.wants("waited")) {
       const outcome = acquired ? "acquired" : performance.now() >= deadline ? "timeout" : "failed";
-      core.events.emit({ type: "waited", name, waitedMs: Math.round(waitedMs), outcome, atMs: Date.now() });
+      core.events.emit({ type: "waited", ...(spec.kind !== "mutex" && { kind: spec.kind }), name, waitedMs: Math.round(waitedMs), outcome, atMs: Date.now() });
     }
   }
 }
@@ -161,8 +198,15 @@ async function wait(
 function timeoutError(request: CheckedRequest, waitedMs: number, waitMs: number): LockhostError {
   const waited = Math.round(waitedMs);
   const { name, key, scope } = request;
-  return new LockhostError("TIMEOUT", `lock ${name} is still held by someone else after waiting ${waited} ms (waitMs ${waitMs})`, {
+  return new LockhostError("TIMEOUT", `lock ${kindName(request.spec.kind, name)} is still held by someone else after waiting ${waited} ms (waitMs ${waitMs})`, {
     details: { waitedMs: waited, key, scope: scope === "global" ? "global" : scope.plugin, name },
+  });
+}
+
+/** A semaphore taken with another number of permits than its live holders'. */
+function permitsMismatch(request: CheckedRequest, permits: number, theirs: number): LockhostError {
+  return new LockhostError("PERMITS_MISMATCH", `semaphore ${request.name} is held with ${theirs} permits; this call names permits ${permits} (a key keeps its holders' number until the last one lets go)`, {
+    details: { permits, heldWith: theirs, name: request.name },
   });
 }
 

@@ -11,6 +11,8 @@ import { ReleasedOwners } from "./released-owners.js";
 import { RenewalManager, type RenewalHost } from "./renewal.js";
 import { verifyHeld } from "./verify.js";
 import { WaitQueues } from "./waiting.js";
+import { mutexSteps, sharedKindSteps, sharedStepsOf, waitKey, type KindSteps, type LockKind } from "./kinds.js";
+import type { SharedKind, SharedSteps } from "../../kit/shared.js";
 
 /** What a ServiceCore is made of (the LockService's options, resolved). */
 export interface ServiceParts {
@@ -37,7 +39,7 @@ export class ServiceCore {
   readonly pollIntervalMs: number;
   /** Installed in every lease this service makes: an observed lease's end gets watched. */
   readonly hooks: LeaseHooks;
-  /** Names this service is force-releasing now: their leases are marked lost by forceRelease itself. */
+  /** Locks this service is force-releasing now (wait keys: name, with its kind unless a mutex): forceRelease marks their leases lost itself. */
   readonly forceReleasing = new Set<string>();
   /** What happens to locks, for logs and the dashboard (see LockService.onEvent). */
   readonly events = new LockEvents();
@@ -61,11 +63,16 @@ export class ServiceCore {
   waitTimeouts = 0;
   waitTimeMs = 0;
 
+  /** The lifecycle's steps per kind (the mutex's made at once, the others on first use). */
+  readonly #steps = new Map<LockKind, KindSteps>();
+  readonly #shared = new Map<SharedKind, SharedSteps>();
+
   constructor(parts: ServiceParts) {
     this.backend = parts.backend;
+    this.#steps.set("mutex", mutexSteps(parts.backend));
     this.node = parts.node;
     this.pollIntervalMs = parts.pollIntervalMs;
-    this.waits = new WaitQueues(parts.backend);
+    this.waits = new WaitQueues();
     this.renewals = new RenewalManager(parts.renewalHost(this), parts.keepalive);
     this.hooks = { observe: (lease) => this.renewals.watch(lease) };
     // Told by the backend that a lock was taken from under us: the lease is lost now, not at its next renewal.
@@ -73,10 +80,24 @@ export class ServiceCore {
       (owner) => {
         const lease = this.held.get(owner);
         // This service's own force-release marks its lease itself, with the operator as the reason.
-        if (lease && !this.forceReleasing.has(lease.name)) this.markLost(lease, new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) was lost: another process released or force-released it`));
+        if (lease && !this.forceReleasing.has(waitKey(lease.kind, lease.name))) this.markLost(lease, new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) was lost: another process released or force-released it`));
       },
       () => void verifyHeld(this),
     );
+  }
+
+  /** The steps of `kind` the lifecycle uses (renew, release, watch, holds). */
+  steps(kind: LockKind): KindSteps {
+    let steps = this.#steps.get(kind);
+    if (!steps) this.#steps.set(kind, (steps = sharedKindSteps(this.shared(kind as SharedKind))));
+    return steps;
+  }
+
+  /** The backend's steps of a shared kind, asked for once; INVALID_ARGUMENT when the backend has none. */
+  shared(kind: SharedKind): SharedSteps {
+    let steps = this.#shared.get(kind);
+    if (!steps) this.#shared.set(kind, (steps = sharedStepsOf(this.backend, kind)));
+    return steps;
   }
 
   /** Takes a new lease into the service's books: held, counted, and renewed if it has keepalive. */
@@ -85,7 +106,7 @@ export class ServiceCore {
     this.acquisitions++;
     if (lease.keepalive) this.renewals.watch(lease);
     if (this.events.wants("acquired")) {
-      this.events.emit({ type: "acquired", name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, ttlMs: lease.ttlMs, atMs: Date.now() });
+      this.events.emit({ type: "acquired", ...kindOf(lease), name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, ttlMs: lease.ttlMs, atMs: Date.now() });
     }
   }
 
@@ -111,8 +132,8 @@ export class ServiceCore {
    * this can delete only that orphan, never another holder's lock; if it fails, the lock ends
    * at its TTL.
    */
-  giveBack(name: string, owner: string): Promise<void> {
-    return this.backend.release(name, owner).then(ignore, ignore);
+  giveBack(name: string, owner: string, kind: LockKind = "mutex"): Promise<void> {
+    return this.steps(kind).release(name, owner).then(ignore, ignore);
   }
 
   /** Throws CLOSED once close() is done. */
@@ -138,12 +159,17 @@ export class ServiceCore {
     this.renewals.forget(lease);
     leases.markLost(lease, reason);
     if (this.events.wants("lost")) {
-      this.events.emit({ type: "lost", name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, reason: reason.message, atMs: Date.now() });
+      this.events.emit({ type: "lost", ...kindOf(lease), name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, reason: reason.message, atMs: Date.now() });
     }
   }
 }
 
 const ignore = (): void => undefined;
+
+/** An event's kind field: absent for a mutex, so mutex events look as they always did. */
+export function kindOf(lease: { readonly kind: LockKind }): { kind?: SharedKind } {
+  return lease.kind === "mutex" ? {} : { kind: lease.kind };
+}
 
 function backendFailure(err: unknown): never {
   throw toLockhostError(err, "BACKEND_UNAVAILABLE");

@@ -3,12 +3,16 @@
 // the lock path pays only when an operator asked to see.
 
 /** A lock event. Times are this host's clock (Date.now()); names are fully qualified. */
-export type LockEvent =
+export type LockEvent = (
   | { readonly type: "acquired"; readonly name: string; readonly fence: number; readonly plugin: string; readonly ttlMs: number; readonly atMs: number }
   | { readonly type: "released"; readonly name: string; readonly fence: number; readonly plugin: string; readonly heldMs: number; readonly atMs: number }
   | { readonly type: "lost"; readonly name: string; readonly fence: number; readonly plugin: string; readonly reason: string; readonly atMs: number }
   | { readonly type: "force-released"; readonly name: string; readonly found: boolean; readonly atMs: number }
-  | { readonly type: "waited"; readonly name: string; readonly waitedMs: number; readonly outcome: "acquired" | "timeout" | "failed"; readonly atMs: number };
+  | { readonly type: "waited"; readonly name: string; readonly waitedMs: number; readonly outcome: "acquired" | "timeout" | "failed"; readonly atMs: number }
+) & {
+  /** The kind of lock, for a read/write lock ("rw") or a semaphore; absent for a mutex. */
+  readonly kind?: "rw" | "semaphore";
+};
 
 /** Told of each lock event; must not throw (a listener that does is dropped from that event only). */
 export type LockEventListener = (event: LockEvent) => void;

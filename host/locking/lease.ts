@@ -4,6 +4,8 @@
 // lease's deadline or state, at compile time or at run time.
 import { LockhostError } from "../../kit/errors.js";
 import type { Holder } from "../../kit/backend.js";
+import type { SharedMode } from "../../kit/shared.js";
+import type { LockKind } from "./kinds.js";
 
 /** Where a lease stands, as the host last saw it. */
 export type LeaseState = "held" | "released" | "lost";
@@ -25,6 +27,9 @@ export interface LeaseInit
   extends Pick<Lease, "name" | "owner" | "fence" | "ttlMs" | "holder" | "acquiredAtMs" | "expiresAtMs" | "deadline" | "keepalive"> {
   /** The service's hooks (absent: nobody watches the lease's end). */
   readonly hooks?: LeaseHooks | undefined;
+  /** What the lease holds (default a mutex, exclusive). */
+  readonly kind?: LockKind;
+  readonly mode?: SharedMode;
 }
 
 /**
@@ -54,6 +59,13 @@ let control: LeaseControl | undefined;
 export class Lease {
   /** Fully qualified lock name, e.g. "billing:nightly". */
   readonly name: string;
+  /**
+   * What is held: a "mutex", a read/write lock ("rw") or a permit of a "semaphore". Each kind
+   * has its own names: a mutex "a" and a read/write lock "a" are two locks.
+   */
+  readonly kind: LockKind;
+  /** "exclusive" (a mutex, a writer) or "shared" (a reader, a semaphore permit). */
+  readonly mode: SharedMode;
   /** The owner token: renew and release compare-and-set on it. */
   readonly owner: string;
   /** Strictly increasing per key across holders. */
@@ -107,6 +119,8 @@ export class Lease {
   /** Internal: leases are made by the LockService (tryLock, acquire, restore), not by its users. */
   constructor(init: LeaseInit) {
     this.name = init.name;
+    this.kind = init.kind ?? "mutex";
+    this.mode = init.mode ?? "exclusive";
     this.owner = init.owner;
     this.fence = init.fence;
     this.ttlMs = init.ttlMs;

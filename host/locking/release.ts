@@ -1,6 +1,7 @@
 // Giving locks back: one lease, one lease if still held (cleanup paths), or all of them.
 import { type LockhostError, toLockhostError } from "../../kit/errors.js";
-import { lostError, type ServiceCore } from "./core.js";
+import { kindOf, lostError, type ServiceCore } from "./core.js";
+import { waitKey } from "./kinds.js";
 import type { Lease } from "./lease.js";
 import { leases } from "./lease-control.js";
 import { setKeepalive } from "./renew.js";
@@ -12,7 +13,7 @@ export async function release(core: ServiceCore, lease: Lease): Promise<void> {
   core.held.delete(lease.owner);
   core.renewals.forget(lease);
   leases.setState(lease, "released");
-  const result = await core.backendCall(() => core.backend.release(lease.name, lease.owner)).catch((err: unknown) => {
+  const result = await core.backendCall(() => core.steps(lease.kind).release(lease.name, lease.owner)).catch((err: unknown) => {
     // The release did not happen: the lease is still ours until its TTL ends.
     leases.setState(lease, "held");
     core.held.set(lease.owner, lease);
@@ -29,10 +30,10 @@ export async function release(core: ServiceCore, lease: Lease): Promise<void> {
   core.released.add(lease.owner);
   leases.markReleased(lease);
   // Waiters of this host need no round trip through the backend to hear about it.
-  core.waits.notify(lease.name);
+  core.waits.notify(waitKey(lease.kind, lease.name));
   if (core.events.wants("released")) {
     const atMs = Date.now();
-    core.events.emit({ type: "released", name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, heldMs: atMs - lease.acquiredAtMs, atMs });
+    core.events.emit({ type: "released", ...kindOf(lease), name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, heldMs: atMs - lease.acquiredAtMs, atMs });
   }
 }
 

@@ -11,7 +11,7 @@ import { validateTtl } from "./validate.js";
 /** The renewal manager's events, applied to `core`'s leases and counters. */
 export function renewalHost(core: ServiceCore): RenewalHost {
   return {
-    renewMany: (reqs) => core.backendCall(() => core.backend.renewMany(reqs)),
+    renewMany: (kind, reqs) => core.backendCall(() => core.steps(kind).renewMany(reqs)),
     renewed: (lease, expiresAtMs, sentAt) => {
       core.renewalsOk++;
       leases.extend(lease, expiresAtMs, sentAt + lease.ttlMs);
@@ -20,7 +20,7 @@ export function renewalHost(core: ServiceCore): RenewalHost {
     lost: (lease, reason, stillHeld) => {
       if (lease.state === "held") core.markLost(lease, reason);
       // Only we know the owner token: giving it back can delete nothing but our own lock.
-      if (stillHeld) void core.giveBack(lease.name, lease.owner);
+      if (stillHeld) void core.giveBack(lease.name, lease.owner, lease.kind);
     },
   };
 }
@@ -32,7 +32,7 @@ export async function renew(core: ServiceCore, lease: Lease, ttlMs: number): Pro
   const sentAt = performance.now();
   let result: RenewResult;
   try {
-    result = await core.backendCall(() => core.backend.renew(lease.name, lease.owner, ttlMs));
+    result = await core.backendCall(() => core.steps(lease.kind).renew(lease.name, lease.owner, ttlMs));
   } catch (err) {
     core.renewalsFailed++;
     throw err;

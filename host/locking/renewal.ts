@@ -9,14 +9,15 @@
 import type { KeepaliveSettings } from "./options.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { RenewRequest, RenewResult } from "../../kit/backend.js";
+import type { LockKind } from "./kinds.js";
 import { DeadlineQueue, type Timed } from "../../kit/deadline-queue.js";
 import type { Lease } from "./lease.js";
 import { leases } from "./lease-control.js";
 
 /** What the renewal manager needs from its service. */
 export interface RenewalHost {
-  /** One batched round trip to the backend. */
-  renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]>;
+  /** One batched round trip to the store of one lock kind. */
+  renewMany(kind: LockKind, reqs: readonly RenewRequest[]): Promise<RenewResult[]>;
   /** A renewal was confirmed: the lease now ends `ttlMs` after `sentAt` (host clock). */
   renewed(lease: Lease, expiresAtMs: number, sentAt: number): void;
   /** A renewal was refused or failed (counted; `lost` follows when it is final). */
@@ -164,15 +165,31 @@ export class RenewalManager {
   }
 
   #flush(): void {
-    const batch = this.#batch;
-    if (batch.length === 0) return;
+    const all = this.#batch;
+    if (all.length === 0) return;
     this.#batch = [];
+    // One round trip per kind of lock due in this tick (almost always one: mutexes).
+    const kind = all[0]!.lease.kind;
+    if (all.every((e) => e.lease.kind === kind)) {
+      this.#send(kind, all);
+      return;
+    }
+    const byKind = new Map<LockKind, Entry[]>();
+    for (const entry of all) {
+      const list = byKind.get(entry.lease.kind);
+      if (list) list.push(entry);
+      else byKind.set(entry.lease.kind, [entry]);
+    }
+    for (const [k, batch] of byKind) this.#send(k, batch);
+  }
+
+  #send(kind: LockKind, batch: Entry[]): void {
     this.#batches++;
     const reqs: RenewRequest[] = batch.map(({ lease }) => ({ key: lease.name, owner: lease.owner, ttlMs: lease.ttlMs }));
     const sentAt = performance.now();
     let sent: Promise<RenewResult[]>;
     try {
-      sent = this.#host.renewMany(reqs);
+      sent = this.#host.renewMany(kind, reqs);
     } catch (err) {
       sent = Promise.reject(err);
     }

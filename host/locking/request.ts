@@ -4,7 +4,10 @@
 import { LockhostError } from "../../kit/errors.js";
 import { DEFAULT_KEEPALIVE } from "./options.js";
 import { PLUGIN_NAME_PATTERN, qualify, type Scope } from "./scope.js";
-import { validateFlag, validateKey, validateOptions, validateOwner, validateTtl } from "./validate.js";
+import { validateFlag, validateKey, validateOptions, validateOwner, validatePermits, validateTtl } from "./validate.js";
+import { MUTEX, type LockSpec } from "./kinds.js";
+
+export type { LockSpec } from "./kinds.js";
 
 /** Options of one acquisition. */
 export interface TryLockOptions {
@@ -54,6 +57,8 @@ export interface CheckedRequest {
   readonly keepalive: boolean;
   /** The caller's owner token; undefined: each attempt mints a fresh one. */
   readonly owner: string | undefined;
+  /** What is taken: a mutex, a reader or writer of a read/write lock, or a semaphore's permit. */
+  readonly spec: LockSpec;
   readonly [checkedBrand]: true;
 }
 
@@ -61,7 +66,7 @@ export interface CheckedRequest {
  * Checks `key` and `options` once (key, TTL, scope, holder plugin) and returns them as a
  * CheckedRequest. Throws INVALID_ARGUMENT naming the input at fault.
  */
-export function checkRequest(key: string, options: TryLockOptions): CheckedRequest {
+export function checkRequest(key: string, options: TryLockOptions, spec: LockSpec = MUTEX): CheckedRequest {
   validateKey(key);
   validateOptions(options, "options", true);
   const ttlMs = validateTtl(options.ttlMs);
@@ -77,7 +82,8 @@ export function checkRequest(key: string, options: TryLockOptions): CheckedReque
   if (plugin !== "host" && (scope === "global" || plugin !== scope.plugin)) checkPlugin(plugin);
   const keepalive = validateFlag(options.keepalive, "keepalive") ?? DEFAULT_KEEPALIVE;
   const owner = options.owner === undefined ? undefined : validateOwner(options.owner);
-  return { name: qualify(key, scope), key, scope, ttlMs, plugin, keepalive, owner } as CheckedRequest;
+  if (spec.kind === "semaphore") validatePermits(spec.permits);
+  return { name: qualify(key, scope), key, scope, ttlMs, plugin, keepalive, owner, spec } as CheckedRequest;
 }
 
 /**

@@ -20,6 +20,9 @@ import { qualify } from "./scope.js";
 import { statsOf, type LockStats } from "./stats.js";
 import { forceRelease, nameOfKey, status, type LockRefOptions, type LockStatus } from "./status.js";
 import { list, type ListOptions, type LockListPage } from "./list.js";
+import { forceReleaseShared, sharedStatus, validateKind, type SharedLockStatus } from "./shared-status.js";
+import { kindName, MUTEX, READ, WRITE, type LockSpec } from "./kinds.js";
+import type { SharedKind } from "../../kit/shared.js";
 import { LOCK_EVENT_TYPES, type LockEventListener, type LockEventType } from "./events.js";
 import { validateFlag, validateFunction, validateName, validateOptions, validateSignal, validateTtl, validateWaitMs } from "./validate.js";
 
@@ -30,6 +33,8 @@ export type { LockRefOptions, LockStatus } from "./status.js";
 export type { ReleaseOptions, ReleaseOutcome } from "./release-result.js";
 export type { ListOptions, LockListing, LockListPage } from "./list.js";
 export type { LockEvent, LockEventListener, LockEventType } from "./events.js";
+export type { SharedHolderStatus, SharedLockStatus } from "./shared-status.js";
+export type { LockKind, LockSpec } from "./kinds.js";
 
 /** Options of a LockService. */
 export interface LockServiceOptions {
@@ -51,6 +56,17 @@ export interface WithLockOptions extends Omit<AcquireOptions, "waitMs"> {
    * with CONTENDED at once when held).
    */
   readonly waitMs?: number;
+}
+
+/** Options of a semaphore permit: the acquisition's options and the semaphore's number of permits. */
+export interface PermitOptions extends TryLockOptions {
+  /** How many permits the semaphore has (1 to MAX_PERMITS); every holder of a key must name the same. */
+  readonly permits: number;
+}
+
+/** The spec of a permit (its number checked with the rest of the request). */
+function permitSpec(options: { readonly permits?: unknown } | undefined): LockSpec {
+  return { kind: "semaphore", permits: (options as { permits?: number } | undefined)?.permits as number };
 }
 
 /** Validated, scoped locking over one backend, shared by every guest of a host. */
@@ -159,18 +175,126 @@ export class LockService {
     fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T,
     options: WithLockOptions,
   ): Promise<T> {
+    return this.#with(key, fn, options, MUTEX);
+  }
+
+  // Read/write locks and semaphores (issue 14). The same lifecycle as a mutex (keepalive on by
+  // default, signal and onLost, release, renew, auto-release, close), the same options and
+  // errors; each kind has its own names, so a mutex "a" and a read/write lock "a" are two locks.
+  // They need a backend with LockBackend.shared (memory, redis, pg); another rejects with
+  // INVALID_ARGUMENT naming it.
+
+  /**
+   * Takes a read lock on `key` if no writer holds it and none waits (writer preference):
+   * readers share the key. A Lease (kind "rw", mode "shared") or null, as tryLock.
+   */
+  tryRead(key: string, options: TryLockOptions): Promise<Lease | null> {
+    return this.#try(key, options, READ);
+  }
+
+  /** Takes the write lock on `key` if nobody holds it (no reader, no writer) and no writer queues before it. */
+  tryWrite(key: string, options: TryLockOptions): Promise<Lease | null> {
+    return this.#try(key, options, WRITE);
+  }
+
+  /** tryRead, waiting up to `options.waitMs` as acquire does (woken by releases, not polling). */
+  acquireRead(key: string, options: AcquireOptions): Promise<Lease> {
+    return this.#acquire(key, options, READ);
+  }
+
+  /**
+   * tryWrite, waiting up to `options.waitMs`. A waiting writer takes a place in the key's writer
+   * queue: readers arriving after it wait behind it, and writers are served first come, first
+   * served across hosts. A writer that gives up (timeout, signal, close) leaves the queue.
+   */
+  acquireWrite(key: string, options: AcquireOptions): Promise<Lease> {
+    return this.#acquire(key, options, WRITE);
+  }
+
+  /** withLock with a read lock. */
+  withRead<T>(key: string, fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T, options: WithLockOptions): Promise<T> {
+    return this.#with(key, fn, options, READ);
+  }
+
+  /** withLock with the write lock. */
+  withWrite<T>(key: string, fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T, options: WithLockOptions): Promise<T> {
+    return this.#with(key, fn, options, WRITE);
+  }
+
+  /**
+   * Takes one of `options.permits` permits (1 to MAX_PERMITS) of the semaphore `key`: a Lease
+   * (kind "semaphore", mode "shared"), or null when all are taken. The key keeps the number its
+   * live holders took it with: naming another rejects with PERMITS_MISMATCH (not retryable)
+   * until the last of them lets go.
+   */
+  tryPermit(key: string, options: PermitOptions): Promise<Lease | null> {
+    return this.#try(key, options, permitSpec(options));
+  }
+
+  /** tryPermit, waiting up to `options.waitMs` for a permit. */
+  acquirePermit(key: string, options: AcquireOptions & PermitOptions): Promise<Lease> {
+    return this.#acquire(key, options, permitSpec(options));
+  }
+
+  /** withLock holding a permit of the semaphore `key`. */
+  withPermit<T>(key: string, fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T, options: WithLockOptions & PermitOptions): Promise<T> {
+    return this.#with(key, fn, options, permitSpec(options));
+  }
+
+  /** The holders (owner tokens left out) and writer queue of a read/write lock or semaphore on `key` in `options.scope`; null when it has neither. */
+  sharedStatus(kind: SharedKind, key: string, options?: LockRefOptions): Promise<SharedLockStatus | null> {
+    return this.#defer(() => sharedStatus(this.#core, validateKind(kind), nameOfKey(key, options, "sharedStatus")));
+  }
+
+  /** sharedStatus for the fully qualified `name`. */
+  sharedStatusByName(kind: SharedKind, name: string): Promise<SharedLockStatus | null> {
+    return this.#defer(() => sharedStatus(this.#core, validateKind(kind), validateName(name)));
+  }
+
+  /** Removes every holder of a read/write lock or semaphore (an operator action); this service's leases on it are lost at once. Resolves to how many held it. */
+  forceReleaseShared(kind: SharedKind, key: string, options?: LockRefOptions): Promise<number> {
+    return this.#defer(() => forceReleaseShared(this.#core, validateKind(kind), nameOfKey(key, options, "forceReleaseShared")));
+  }
+
+  /** forceReleaseShared for the fully qualified `name`. */
+  forceReleaseSharedByName(kind: SharedKind, name: string): Promise<number> {
+    return this.#defer(() => forceReleaseShared(this.#core, validateKind(kind), validateName(name)));
+  }
+
+  #try(key: string, options: TryLockOptions, spec: LockSpec): Promise<Lease | null> {
+    if (this.#core.closing) return Promise.reject(closedError());
+    return this.#defer(() => tryChecked(this.#core, checkRequest(key, options, spec)));
+  }
+
+  async #acquire(key: string, options: AcquireOptions, spec: LockSpec): Promise<Lease> {
+    if (this.#core.closing) throw closedError();
+    const request = checkRequest(key, options, spec);
+    const waitMs = validateWaitMs(options.waitMs);
+    return acquireChecked(this.#core, request, waitMs, validateSignal(options.signal, "signal"));
+  }
+
+  async #with<T>(key: string, fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T, options: WithLockOptions, spec: LockSpec): Promise<T> {
     validateFunction(fn, "fn");
     validateOptions(options, "options", true);
     validateSignal(options.signal, "signal");
     const taking = { ...options, keepalive: validateFlag(options.keepalive, "keepalive") ?? DEFAULT_KEEPALIVE };
     options.signal?.throwIfAborted();
-    const lease = options.waitMs !== undefined && options.waitMs !== 0 ? await this.acquire(key, { ...taking, waitMs: options.waitMs }) : await this.tryLock(key, taking);
-    if (!lease) throw new LockhostError("CONTENDED", `lock ${qualify(key, options.scope ?? "global")} is held by someone else`);
+    const lease = options.waitMs !== undefined && options.waitMs !== 0 ? await this.#acquire(key, { ...taking, waitMs: options.waitMs }, spec) : await this.#try(key, taking, spec);
+    if (!lease) throw new LockhostError("CONTENDED", `lock ${kindName(spec.kind, qualify(key, options.scope ?? "global"))} is held by someone else`);
     try {
       const signal = options.signal ? AbortSignal.any([lease.signal, options.signal]) : lease.signal;
       return await fn(signal, lease);
     } finally {
       await this.releaseIfHeld(lease);
+    }
+  }
+
+  /** Runs `step`, turning a synchronous throw (bad input) into a rejection. */
+  #defer<T>(step: () => Promise<T>): Promise<T> {
+    try {
+      return step();
+    } catch (err) {
+      return Promise.reject(err);
     }
   }
 

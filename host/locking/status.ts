@@ -58,7 +58,7 @@ export async function forceRelease(core: ServiceCore, name: string): Promise<boo
   }
   if (core.events.wants("force-released")) core.events.emit({ type: "force-released", name, found: released, atMs: Date.now() });
   for (const lease of core.held.values()) {
-    if (lease.name === name) {
+    if (lease.kind === "mutex" && lease.name === name) {
       core.markLost(lease, new LockhostError("LOST", `lock ${name} (fence ${lease.fence}) was lost: it was force-released by an operator`));
     }
   }

@@ -1,5 +1,6 @@
 // Input checks shared by the host API and the guest ABI, so both reject the same inputs with
 // the same codes and messages.
+import { MAX_PERMITS } from "../../kit/shared.js";
 import { MAX_KEY_BYTES, MAX_TTL_MS, MAX_WAIT_MS } from "../../abi/status.js";
 import { LockhostError } from "../../kit/errors.js";
 import { MAX_SCOPE_PREFIX_BYTES } from "./scope.js";
@@ -129,4 +130,12 @@ export function validateSignal(signal: unknown, argName: string): AbortSignal | 
 /** Throws INVALID_ARGUMENT unless `fn` is a function. */
 export function validateFunction(fn: unknown, argName: string): void {
   if (typeof fn !== "function") throw new LockhostError("INVALID_ARGUMENT", `${argName} must be a function, got ${typeof fn}`);
+}
+
+/** A semaphore's permits: an integer from 1 to MAX_PERMITS, else INVALID_ARGUMENT naming `argName`. */
+export function validatePermits(permits: unknown, argName = "permits"): number {
+  if (typeof permits !== "number" || !Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS) {
+    throw new LockhostError("INVALID_ARGUMENT", `${argName} must be an integer from 1 to ${MAX_PERMITS}, got ${String(permits)}`);
+  }
+  return permits;
 }

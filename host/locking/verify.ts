@@ -3,12 +3,13 @@
 // released or took over meanwhile is marked lost now, keepalive or not, instead of at its next
 // renewal or never (a lease without keepalive would otherwise look held until its TTL).
 import { LockhostError } from "../../kit/errors.js";
-import type { LockBackend } from "../../kit/backend.js";
 import type { Lease } from "./lease.js";
+import { waitKey, type KindSteps, type LockKind } from "./kinds.js";
 
 /** The parts of a service's core this needs (core.ts calls it, so it does not import core). */
 export interface HeldBooks {
-  readonly backend: LockBackend;
+  /** The steps of each kind's store. */
+  steps(kind: LockKind): KindSteps;
   /** Held leases by owner token. */
   readonly held: ReadonlyMap<string, Lease>;
   /** Names the service is force-releasing itself (it marks those leases with its own reason). */
@@ -30,13 +31,13 @@ export async function verifyHeld(core: HeldBooks): Promise<void> {
 }
 
 async function verifyOne(core: HeldBooks, lease: Lease): Promise<void> {
-  let owner: string | undefined;
+  let holds: boolean;
   try {
-    owner = (await core.backend.status(lease.name))?.owner;
+    holds = await core.steps(lease.kind).holds(lease.name, lease.owner);
   } catch {
     return; // the store is not answering: its next renewal or the next reconnect will tell
   }
   // Released or lost here meanwhile, or being force-released by this service: nothing to tell.
-  if (owner === lease.owner || core.held.get(lease.owner) !== lease || core.forceReleasing.has(lease.name)) return;
+  if (holds || core.held.get(lease.owner) !== lease || core.forceReleasing.has(waitKey(lease.kind, lease.name))) return;
   core.markLost(lease, new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) was lost: another process released, force-released or took it while this host's notices were interrupted`));
 }

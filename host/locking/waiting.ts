@@ -6,7 +6,7 @@
 // (retryAfterMs from the failed attempt), or, as a fallback for lost notifications, a
 // jittered poll interval. The backend subscription is shared by a key's waiters and dropped
 // with the last of them.
-import type { LockBackend, ReleaseWatch } from "../../kit/backend.js";
+import type { ReleaseWatch } from "../../kit/backend.js";
 
 /** Why a sleeping waiter woke up. */
 type Wake = "timer" | "release" | "promoted";
@@ -50,22 +50,20 @@ interface KeyQueue {
   watch: ReleaseWatch | undefined;
 }
 
-/** The waiters of one LockService, per fully qualified lock name. */
+/**
+ * The waiters of one LockService, per lock: a mutex's fully qualified name, or that name with
+ * its kind for the other kinds (kinds.ts waitKey).
+ */
 export class WaitQueues {
-  readonly #backend: LockBackend;
   readonly #queues = new Map<string, KeyQueue>();
   #count = 0;
-
-  constructor(backend: LockBackend) {
-    this.#backend = backend;
-  }
 
   /** Waiters queued now, over every key. */
   get size(): number {
     return this.#count;
   }
 
-  /** Waiters queued now on `name`. */
+  /** Waiters queued now on `name` (a wait key: kinds.ts waitKey). */
   waitingOn(name: string): number {
     return this.#queues.get(name)?.waiters.length ?? 0;
   }
@@ -80,12 +78,12 @@ export class WaitQueues {
    * Resolves once notifications flow (or the subscription gave up): attempts made after that
    * cannot miss a release.
    */
-  join(name: string, waiter: Waiter): Promise<void> {
+  join(name: string, waiter: Waiter, watch: (listener: () => void) => ReleaseWatch): Promise<void> {
     let queue = this.#queues.get(name);
     if (!queue) {
       queue = { waiters: [], watch: undefined };
       this.#queues.set(name, queue);
-      queue.watch = this.#backend.watch(name, () => this.notify(name));
+      queue.watch = watch(() => this.notify(name));
     }
     queue.waiters.push(waiter);
     this.#count++;

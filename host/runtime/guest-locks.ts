@@ -4,12 +4,14 @@
 // permissions, turns every failure into (-code, message), does auto-release, and tells the
 // runtime when a lock the guest holds is lost (so it can call the guest's lockhost_on_lost).
 import type { Logger } from "pino";
-import { FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, STATE_LOST, STATE_RELEASED, TRY_CONTENDED } from "../../abi/status.js";
+import { FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, FLAG_RW, FLAG_SEMAPHORE, STATE_LOST, STATE_RELEASED, TRY_CONTENDED } from "../../abi/status.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { Lease } from "../locking/lease.js";
 import { qualify, type Scope } from "../locking/scope.js";
 import { checkRequest, type CheckedRequest } from "../locking/request.js";
-import type { LockService } from "../locking/service.js";
+import type { LockService, SharedLockStatus } from "../locking/service.js";
+import { MUTEX, type LockSpec } from "../locking/kinds.js";
+import type { SharedKind } from "../../kit/shared.js";
 import { validateTtl, validateWaitMs } from "../locking/validate.js";
 import { stateOf } from "./abi-args.js";
 import { HandleTable } from "./handle-table.js";
@@ -83,11 +85,11 @@ export class GuestLocks {
   }
 
   /** `lock.try` (key and flags checked by the boundary, lock-ops.ts): a handle, TRY_CONTENDED, or -code. */
-  async try(key: string, ttlMs: number, flags: number): Promise<AbiReply> {
+  async try(key: string, ttlMs: number, flags: number, spec: LockSpec = MUTEX): Promise<AbiReply> {
     const epoch = this.#epoch;
     try {
       this.#checkRoom();
-      const lease = await this.#service.tryChecked(this.#request(key, ttlMs, flags));
+      const lease = await this.#service.tryChecked(this.#request(key, ttlMs, flags, spec));
       if (!lease) return { result: TRY_CONTENDED };
       if (epoch !== this.#epoch) await this.#abandon(lease, true);
       return { result: await this.#adopt(lease, flags, epoch, true) };
@@ -102,12 +104,12 @@ export class GuestLocks {
    * left of the call's time limit) is cut to it, so the guest gets -TIMEOUT while its call
    * can still return instead of being stopped.
    */
-  async acquire(key: string, ttlMs: number, waitMs: number, flags: number, limit?: WaitLimit): Promise<AbiReply> {
+  async acquire(key: string, ttlMs: number, waitMs: number, flags: number, limit?: WaitLimit, spec: LockSpec = MUTEX): Promise<AbiReply> {
     const epoch = this.#epoch;
     const signal = this.#resetController.signal;
     try {
       this.#checkRoom();
-      const request = this.#request(key, ttlMs, flags);
+      const request = this.#request(key, ttlMs, flags, spec);
       validateWaitMs(waitMs);
       if (this.#cancelled && waitMs > 0) throw this.#cancelled;
       const budget = limit ? Math.max(0, Math.floor(limit.budgetMs)) : waitMs;
@@ -265,10 +267,12 @@ export class GuestLocks {
     }
   }
 
-  /** `lock.status`: the key's status JSON (without the owner token). */
+  /** `lock.status`: the key's status JSON (without the owner token); a read/write lock's or semaphore's with FLAG_RW / FLAG_SEMAPHORE. */
   async status(key: string, flags: number): Promise<AbiReply> {
     try {
       const scope = this.#scopeOf(key, flags);
+      const kind = sharedKindOfFlags(flags);
+      if (kind !== undefined) return textReply(sharedStatusJson(key, kind, await this.#service.sharedStatusByName(kind, qualify(key, scope))));
       const s = await this.#service.statusByName(qualify(key, scope));
       const json = JSON.stringify(
         s.held
@@ -410,9 +414,9 @@ export class GuestLocks {
   }
 
   /** A call that takes a lock, checked once: the service trusts it from here. */
-  #request(key: string, ttlMs: number, flags: number): CheckedRequest {
+  #request(key: string, ttlMs: number, flags: number, spec: LockSpec): CheckedRequest {
     const scope = this.#scopeOf(key, flags);
-    return checkRequest(key, { ttlMs, scope, plugin: this.#policy.plugin, keepalive: (flags & FLAG_KEEPALIVE) !== 0 });
+    return checkRequest(key, { ttlMs, scope, plugin: this.#policy.plugin, keepalive: (flags & FLAG_KEEPALIVE) !== 0 }, spec);
   }
 
   /** Where `key` lives for these flags: the plugin's namespace, or global if its config allows. */
@@ -436,3 +440,28 @@ export class GuestLocks {
 }
 
 const noop = (): void => undefined;
+
+/** The kind a status call's flags ask for: undefined for the mutex; both flags at once is INVALID_ARGUMENT. */
+function sharedKindOfFlags(flags: number): SharedKind | undefined {
+  const rw = (flags & FLAG_RW) !== 0;
+  const semaphore = (flags & FLAG_SEMAPHORE) !== 0;
+  if (rw && semaphore) throw new LockhostError("INVALID_ARGUMENT", "flags may hold FLAG_RW or FLAG_SEMAPHORE, not both");
+  return rw ? "rw" : semaphore ? "semaphore" : undefined;
+}
+
+/** The status JSON of a read/write lock or semaphore, in the ABI's snake_case. */
+function sharedStatusJson(key: string, kind: SharedKind, s: SharedLockStatus | null): string {
+  return JSON.stringify({
+    key: s?.name ?? key,
+    kind,
+    held: s !== null && s.holders.length > 0,
+    limit: s?.limit ?? 0,
+    queued: s?.queued ?? 0,
+    holders: (s?.holders ?? []).map((h) => ({
+      mode: h.mode, fence: h.fence, holder: { plugin: h.plugin, node: h.node },
+      acquired_at_ms: h.acquiredAtMs, expires_at_ms: h.expiresAtMs, ttl_remaining_ms: h.ttlRemainingMs, ttl_ms: h.ttlMs,
+    })),
+  });
+}
+
+const textReply = (json: string): AbiReply => ({ result: Buffer.byteLength(json), text: json });

@@ -5,6 +5,7 @@
 import { isString, OPS, type ArgKind, type OpName, type OpSpec, type RemoteOpName } from "../../abi/ops.js";
 import { checkFlags, decodeUtf8 } from "./abi-args.js";
 import type { AbiReply, GuestLocks, WaitLimit } from "./guest-locks.js";
+import { READ, WRITE } from "../locking/kinds.js";
 
 /** The field an argument kind is decoded into. */
 interface Fields {
@@ -13,6 +14,7 @@ interface Fields {
   handle: "handle";
   ttl: "ttlMs";
   wait: "waitMs";
+  permits: "permits";
   flags: "flags";
   out: never;
 }
@@ -22,6 +24,7 @@ const FIELD: { readonly [K in ArgKind]: Fields[K] | undefined } = {
   handle: "handle",
   ttl: "ttlMs",
   wait: "waitMs",
+  permits: "permits",
   flags: "flags",
   out: undefined,
 };
@@ -52,6 +55,12 @@ const IMPLEMENTATIONS: {
   status: (locks, a) => locks.status(a.key, a.flags),
   state: (locks, a) => locks.state(a.handle),
   restore: (locks, a) => locks.restore(a.key, a.owner, a.ttlMs, a.flags),
+  try_read: (locks, a) => locks.try(a.key, a.ttlMs, a.flags, READ),
+  try_write: (locks, a) => locks.try(a.key, a.ttlMs, a.flags, WRITE),
+  acquire_read: (locks, a, ctx) => locks.acquire(a.key, a.ttlMs, a.waitMs, a.flags, ctx.waitLimit(), READ),
+  acquire_write: (locks, a, ctx) => locks.acquire(a.key, a.ttlMs, a.waitMs, a.flags, ctx.waitLimit(), WRITE),
+  try_permit: (locks, a) => locks.try(a.key, a.ttlMs, a.flags, { kind: "semaphore", permits: a.permits }),
+  acquire_permit: (locks, a, ctx) => locks.acquire(a.key, a.ttlMs, a.waitMs, a.flags, ctx.waitLimit(), { kind: "semaphore", permits: a.permits }),
 };
 
 /**

@@ -33,6 +33,11 @@ export interface HammerOptions {
   /** Longest a section (and a contended guest's pause) lasts. */
   readonly holdMs: number;
   readonly ttlMs: number;
+  /**
+   * What the sections take: mutexes (the default); read/write locks, each attempt a reader or
+   * (one in `writerShare`) a writer; or permits of semaphores with `permits` each.
+   */
+  readonly kind?: { readonly kind: "mutex" } | { readonly kind: "rw"; readonly writerShare: number } | { readonly kind: "semaphore"; readonly permits: number };
 }
 
 /** Where one run's hammer processes write and what they run. */
@@ -53,6 +58,7 @@ export function startHammerNode(run: HammerRun, node: string): HammerNode {
     keys: o.keys,
     holdMs: o.holdMs,
     ttlMs: o.ttlMs,
+    kind: o.kind ?? { kind: "mutex" },
     log: run.log,
   }, node);
 }

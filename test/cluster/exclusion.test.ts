@@ -80,11 +80,11 @@ describe("checkExclusion", () => {
   });
 });
 
-async function expectExclusion(locking: HammerOptions["locking"]): Promise<void> {
-  const { report, stats } = await runHammer({ ...SHAPE, locking });
+async function expectExclusion(locking: HammerOptions["locking"], kind?: HammerOptions["kind"]): Promise<void> {
+  const { report, stats } = await runHammer({ ...SHAPE, locking, ...(kind && { kind }) });
   const summary = { report, stats };
   // The counts go to the log for the closing note / CI output.
-  console.log(`exclusion on ${locking.backend}: ${JSON.stringify({ acquisitions: report.acquisitions, overlaps: report.overlaps, fenceRegressions: report.fenceRegressions, perNode: report.perNode, contended: stats.reduce((n, s) => n + s.contended, 0), errors: stats.reduce((n, s) => n + s.errors, 0) })}`);
+  console.log(`exclusion on ${locking.backend} (${kind?.kind ?? "mutex"}): ${JSON.stringify({ acquisitions: report.acquisitions, overlaps: report.overlaps, fenceRegressions: report.fenceRegressions, perNode: report.perNode, contended: stats.reduce((n, s) => n + s.contended, 0), errors: stats.reduce((n, s) => n + s.errors, 0) })}`);
   expect(stats.flatMap((s) => s.errorSamples), JSON.stringify(summary)).toEqual([]);
   expect(report.overlaps, report.samples.join("\n")).toBe(0);
   expect(report.fenceRegressions, report.samples.join("\n")).toBe(0);
@@ -109,6 +109,33 @@ describe("exclusion across three host processes", () => {
 
   it("holds on one PostgreSQL", async () => {
     await expectExclusion({ backend: "pg", pg: { url: databaseUrl(), table } });
+  }, 60_000);
+
+  // Issue 14: the same check with read/write locks (a writer in four attempts) and with
+  // semaphores of two permits: never a writer beside anyone, never a third permit.
+  const RW = { kind: "rw", writerShare: 0.25 } as const;
+  const SEMAPHORE = { kind: "semaphore", permits: 2 } as const;
+
+  it("holds for read/write locks on one Redis", async () => {
+    await expectExclusion({ backend: "redis", redis: { url: redisUrl(), keyPrefix: prefix } }, RW);
+  }, 60_000);
+
+  it("holds for read/write locks on one PostgreSQL", async () => {
+    await expectExclusion({ backend: "pg", pg: { url: databaseUrl(), table } }, RW);
+  }, 60_000);
+
+  it("keeps semaphores at their permits on one Redis", async () => {
+    await expectExclusion({ backend: "redis", redis: { url: redisUrl(), keyPrefix: prefix } }, SEMAPHORE);
+  }, 60_000);
+
+  it("keeps semaphores at their permits on one PostgreSQL", async () => {
+    await expectExclusion({ backend: "pg", pg: { url: databaseUrl(), table } }, SEMAPHORE);
+  }, 60_000);
+
+  it("is caught breaking for read/write locks on the memory backend (the control of the kinds' runs)", async () => {
+    const { report } = await runHammer({ ...SHAPE, durationMs: 1_500, locking: { backend: "memory" }, kind: RW });
+    expect(report.acquisitions).toBeGreaterThan(100);
+    expect(report.overlaps).toBeGreaterThan(0);
   }, 60_000);
 
   it("is caught breaking on the memory backend, which processes do not share (the checker's control)", async () => {

@@ -2,7 +2,9 @@
 // One host process of the exclusion check (run by test/cluster/cluster.ts with node, from
 // the built dist/). It starts a Host with `guests` worker guests of hammer.wasm, all on
 // the same few global keys, and until the deadline each guest loops: enter (take a key), write
-// "E <key> <fence> <node>" to the shared log, stay a moment, write "X ...", leave (release).
+// "E <key> <fence> <node> [mode]" to the shared log, stay a moment, write "X ...", leave
+// (release). Mutexes and writers write to the key's fenced register (W); readers and permits
+// only enter and exit.
 // The log is opened O_APPEND, so the kernel orders every line: a line written while a lock is
 // held lands between that lock's E and X. Prints one JSON summary line on stdout at the end.
 import { openSync, writeSync, closeSync } from "node:fs";
@@ -33,9 +35,13 @@ await Promise.all(plugins.map(async (p) => {
   while (Date.now() < opts.endAtMs) {
     const keyId = Math.floor(Math.random() * opts.keys);
     stats.attempts++;
+    // mode: 0 mutex, 1 reader, 2 writer, 3 permit (hammer.ts enterAs); tag: the log's mode field.
+    const { mode, tag } = pick(opts.kind);
     let fence;
     try {
-      fence = Number(await host.call(p.name, "enter", [keyId, opts.ttlMs]));
+      fence = Number(mode === 0
+        ? await host.call(p.name, "enter", [keyId, opts.ttlMs])
+        : await host.call(p.name, "enterAs", [keyId, opts.ttlMs, mode, opts.kind?.permits ?? 0]));
     } catch (err) {
       stats.errors++;
       if (stats.errorSamples.length < 5) stats.errorSamples.push(String(err));
@@ -55,9 +61,10 @@ await Promise.all(plugins.map(async (p) => {
     stats.acquired++;
     // Write to the fenced register on entering and once more after the pause, which is when
     // a host the test paused past its TTL comes back and must be refused.
-    writeSync(fd, `E ${keyId} ${fence} ${opts.node}\nW ${keyId} ${fence} ${opts.node}\n`);
+    const writes = tag === "" || tag === " w";
+    writeSync(fd, `E ${keyId} ${fence} ${opts.node}${tag}\n${writes ? `W ${keyId} ${fence} ${opts.node}\n` : ""}`);
     await sleep(Math.random() * opts.holdMs);
-    writeSync(fd, `W ${keyId} ${fence} ${opts.node}\nX ${keyId} ${fence} ${opts.node}\n`);
+    writeSync(fd, `${writes ? `W ${keyId} ${fence} ${opts.node}\n` : ""}X ${keyId} ${fence} ${opts.node}\n`);
     let left;
     try {
       left = Number(await host.call(p.name, "leave", [keyId]));
@@ -75,3 +82,10 @@ lines.close();
 process.stdin.destroy();
 await host.stop();
 process.stdout.write(`${JSON.stringify(stats)}\n`);
+
+/** The mode of one attempt under `kind` (see HammerOptions.kind), and its mode field in the log. */
+function pick(kind = { kind: "mutex" }) {
+  if (kind.kind === "rw") return Math.random() < kind.writerShare ? { mode: 2, tag: " w" } : { mode: 1, tag: " r" };
+  if (kind.kind === "semaphore") return { mode: 3, tag: ` p${kind.permits}` };
+  return { mode: 0, tag: "" };
+}

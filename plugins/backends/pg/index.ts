@@ -26,11 +26,16 @@
 //   BACKEND_UNAVAILABLE within commandTimeoutMs when the server does not answer in time, and
 //   a session the server stops answering is given up (session.ts).
 //
+// - Read/write locks and semaphores (shared()): rows with leases on the server's clock in
+//   tables beside the configured one, not advisory locks (shared-sql.ts, shared-steps.ts);
+//   their wake-ups and loss notices travel on the table's shared channel.
+//
 // This file is the LockBackend facade: it maps each step to its file. lock-book.ts keeps the
 // sessions and the locks held on them (lease ends, unlocks); acquire.ts takes locks;
 // batch.ts renews in batches; by-owner.ts renews and releases locks another process holds and
 // handles control messages; force-release.ts, record.ts (status rows) and
 // tables.ts do the rest.
+import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type pg from "pg";
 import type { Logger } from "pino";
@@ -43,7 +48,7 @@ const PING = { name: "lockhost_ping", text: "SELECT 1" };
  * (no such database), and a host name that does not resolve.
  */
 const PG_PERMANENT = /SQLSTATE (28P01|28000|3D000)|password authentication failed|no pg_hba\.conf entry|database "[^"]*" does not exist|ENOTFOUND|EAI_NONAME/i;
-import type { AcquireRequest, AcquireResult, ListRequest, LockBackend, LockPage, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
+import type { AcquireRequest, AcquireResult, ListRequest, LockBackend, LockPage, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult, SharedKind, SharedSteps } from "../../../kit/index.js";
 import { acquire, type AcquireContext } from "./acquire.js";
 import { BatchRenewer } from "./batch.js";
 import { onControl, releaseElsewhere, renewElsewhere } from "./by-owner.js";
@@ -56,6 +61,9 @@ import { ELSEWHERE, NOT_FOUND, ignore, LockBook } from "./lock-book.js";
 import { toRecord } from "./record.js";
 import { channelsOf, statementsFor } from "./sql.js";
 import { Tables } from "./tables.js";
+import { sharedObjectsOf, sharedStatementsFor } from "./shared-sql.js";
+import { PgSharedSteps, type SharedContext } from "./shared-steps.js";
+import { SharedTables } from "./shared-tables.js";
 
 /** Options of a PgBackend beyond its config, mostly for tests and embedders. */
 export interface PgBackendOptions {
@@ -89,6 +97,15 @@ export class PgBackend implements LockBackend {
     first: (id) => void this.#listener.register(id, waitLockOf(advisoryKeyFromId(BigInt(id)))),
     last: (id) => this.#listener.unregister(id),
   });
+  /** Watchers of read/write locks and semaphores, by shared id (key-hash.ts sharedKeyOf). */
+  readonly #sharedWatchers = new ReleaseListeners<string>({
+    first: (id) => void this.#listener.register(id, waitLockOf(advisoryKeyFromId(BigInt(id)))),
+    last: (id) => this.#listener.unregister(id),
+  });
+  /** This instance's token in shared holder rows: a force-release's loss notice names it. */
+  readonly #instance = randomUUID();
+  readonly #shared: SharedContext;
+  readonly #sharedSteps = new Map<SharedKind, PgSharedSteps>();
   #closing: Promise<void> | undefined;
 
   /**
@@ -119,6 +136,13 @@ export class PgBackend implements LockBackend {
       pipeline: true,
     };
     const channels = channelsOf(config.table);
+    const sharedTables = new SharedTables(
+      sharedStatementsFor(config.table),
+      sharedObjectsOf(config.table),
+      { ...connection, application_name: `${applicationName}:ddl` },
+      errors,
+      log,
+    );
     this.#book = new LockBook({
       sessions: config.sessions,
       client,
@@ -128,17 +152,18 @@ export class PgBackend implements LockBackend {
       log,
       keyOf: options.advisoryKey ?? advisoryKeyOf,
       prepare: (c, ms) => tables.prepare(c, ms),
-      reconnectAfter: (err) => tables.gone(err),
+      reconnectAfter: (err) => !sharedTables.isOurs(err) && tables.gone(err),
     });
     this.#listener = new ReleaseListener({
       client: { ...connection, application_name: `${applicationName}:listen` },
-      channels: [channels.released, channels.control],
+      channels: [channels.released, channels.control, channels.shared],
       commandTimeoutMs: timeout,
       waitOn: sql.waitOn,
       waitOff: sql.waitOff,
       onNotification: (channel, payload) => this.#notified(channel, payload),
       onReconnect: () => {
         this.#watchers.wakeAll();
+        this.#sharedWatchers.wakeAll();
         for (const missed of this.#missedListeners) missed();
       },
       errors,
@@ -146,6 +171,31 @@ export class PgBackend implements LockBackend {
     });
     this.#acquire = { book: this.#book, hostname: hostname(), onHeld: () => void this.#listener.start() };
     this.#batches = new BatchRenewer(this.#book);
+    this.#shared = {
+      book: this.#book,
+      sql: sharedStatementsFor(config.table),
+      tables: sharedTables,
+      hostname: this.#acquire.hostname,
+      instance: this.#instance,
+      onHeld: this.#acquire.onHeld,
+      watch: (advisory, listener) => {
+        if (this.#book.closed) return { ready: Promise.resolve(), close: ignore };
+        const close = this.#sharedWatchers.add(advisory.id, listener);
+        return { ready: this.#listener.registered(advisory.id), close };
+      },
+    };
+  }
+
+  /**
+   * The steps of read/write locks ("rw") or semaphores ("semaphore") (LockBackend.shared): rows
+   * with leases on the server's clock, in tables beside the configured one, created on first use
+   * (shared-sql.ts); one statement per step. Wake-ups and loss notices travel on the table's
+   * shared channel.
+   */
+  shared(kind: SharedKind): SharedSteps {
+    let steps = this.#sharedSteps.get(kind);
+    if (steps === undefined) this.#sharedSteps.set(kind, (steps = new PgSharedSteps(kind, this.#shared)));
+    return steps;
   }
 
   /** The server pids of the sessions connected now (for tests and diagnostics). */
@@ -312,6 +362,7 @@ export class PgBackend implements LockBackend {
   async #close(): Promise<void> {
     this.#listener.close();
     this.#watchers.clear();
+    this.#sharedWatchers.clear();
     await this.#book.close();
   }
 
@@ -320,6 +371,18 @@ export class PgBackend implements LockBackend {
     const { released, control } = this.#book.channels;
     if (channel === released) this.#watchers.wake(payload);
     else if (channel === control) onControl(this.#book, payload, this.#tellLost);
+    else if (channel === this.#book.channels.shared) this.#sharedNotice(payload);
+  }
+
+  /** `w:<id>`: a shared key may be free; `l:<instance>:<owner>`: a force-release removed `owner` (ours if the instance is). */
+  #sharedNotice(payload: string): void {
+    if (payload.startsWith("w:")) {
+      this.#sharedWatchers.wake(payload.slice(2));
+    } else if (payload.startsWith(`l:${this.#instance}:`)) {
+      const owner = payload.slice(3 + this.#instance.length);
+      this.#book.log.info({ owner }, "pg shared hold force-released by another host");
+      this.#tellLost(owner);
+    }
   }
 }
 

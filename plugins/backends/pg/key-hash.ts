@@ -57,3 +57,13 @@ export function advisoryKeyFromId(id: bigint): AdvisoryKey {
 export function waitLockOf(advisory: AdvisoryKey): readonly [number, number] {
   return [advisory.classid | 0, advisory.objid | 0];
 }
+
+/**
+ * The advisory key standing for a read/write lock's or semaphore's name (`kind`, `name`): the
+ * same hash over a domain no mutex name can produce (a NUL-separated tag), so its wait lock and
+ * its wake payload never meet a mutex's. Shared keys take no advisory lock of their own: this
+ * routes their statements to a session and names their watchers.
+ */
+export function sharedKeyOf(kind: string, name: string): AdvisoryKey {
+  return advisoryKeyOf(`\u0000lockhost-shared\u0000${kind}\u0000${name}`);
+}

@@ -122,6 +122,11 @@ export interface Channels {
   readonly released: string;
   /** Payload `pid:id:fence`: the session `pid` must unlock `id` (released by owner from another host). */
   readonly control: string;
+  /**
+   * Read/write locks and semaphores (shared-sql.ts): payload `w:<id>`, the key of shared-key id
+   * `id` may be free; `l:<instance>:<owner>`, the backend instance `instance` lost `owner`'s hold.
+   */
+  readonly shared: string;
 }
 
 /** PostgreSQL's identifier limit (NAMEDATALEN - 1). */
@@ -141,13 +146,17 @@ export function holdersTableOf(table: string): string {
 }
 
 /**
- * The NOTIFY channels of the configured `table`: `<schema>_<name>_released` and `..._control`
+ * The NOTIFY channels of the configured `table`: `<schema>_<name>_released`, `..._control` and `..._shared`
  * (lowercase letters, digits and `_` only; cut and marked with a hash past 63 characters), so
  * hosts sharing a table share channels and other tables' traffic never reaches them.
  */
 export function channelsOf(table: string): Channels {
   const base = table.toLowerCase().replace(/[^a-z0-9_]/g, "_");
-  return { released: withSuffix(base, "_released", table), control: withSuffix(base, "_control", table) };
+  return {
+    released: withSuffix(base, "_released", table),
+    control: withSuffix(base, "_control", table),
+    shared: withSuffix(base, "_shared", table),
+  };
 }
 
 /** `base` + `suffix`, or past MAX_IDENTIFIER, `base` cut and marked with a hash of `whole` (so cut names stay apart). */

@@ -1,0 +1,186 @@
+// The steps of read/write locks and semaphores (kit/shared.ts) on PostgreSQL: each one statement
+// (shared-sql.ts) on the session the key's shared id routes to. Nothing is held on the session:
+// holders are rows with leases on the server's clock, so a host that dies leaves rows that lapse.
+import type {
+  ListRequest,
+  ReleaseResult,
+  ReleaseWatch,
+  RenewRequest,
+  RenewResult,
+  SharedAcquireRequest,
+  SharedAcquireResult,
+  SharedHolderRecord,
+  SharedKind,
+  SharedMode,
+  SharedPage,
+  SharedRecord,
+  SharedSteps,
+} from "../../../kit/index.js";
+import { backendError, closedError } from "./errors.js";
+import { sharedKeyOf, waitLockOf, type AdvisoryKey } from "./key-hash.js";
+import { NOT_FOUND, type LockBook } from "./lock-book.js";
+import type { Rows } from "./session.js";
+import type { SharedStatements } from "./shared-sql.js";
+import type { SharedTables } from "./shared-tables.js";
+import type { Statement } from "./sql.js";
+
+/** What the shared steps need from their backend. */
+export interface SharedContext {
+  readonly book: LockBook;
+  readonly sql: SharedStatements;
+  readonly tables: SharedTables;
+  /** This machine's name, recorded with each holder. */
+  readonly hostname: string;
+  /** This backend instance's token, recorded with each holder: a force-release tells it alone. */
+  readonly instance: string;
+  /** Called when a hold was taken: loss notices must be heard while this host holds something. */
+  readonly onHeld: () => void;
+  /** Subscribes to wake-ups of the shared key `advisory` (index.ts owns the LISTEN connection). */
+  readonly watch: (advisory: AdvisoryKey, listener: () => void) => ReleaseWatch;
+}
+
+const NOT_ACQUIRED: SharedAcquireResult = Object.freeze({ acquired: false });
+
+/** The steps of one kind, in its own namespace of names (the `kind` column). */
+export class PgSharedSteps implements SharedSteps {
+  readonly kind: SharedKind;
+  readonly #ctx: SharedContext;
+
+  constructor(kind: SharedKind, ctx: SharedContext) {
+    this.kind = kind;
+    this.#ctx = ctx;
+  }
+
+  /** One attempt: the key's row locked, expired holders and places pruned, the rules checked (shared-sql.ts). */
+  async acquire(req: SharedAcquireRequest): Promise<SharedAcquireResult> {
+    const { plugin, node } = req.holder;
+    const values = [this.kind, req.key, req.owner, req.mode, req.limit, req.ttlMs, req.mode === "exclusive" ? req.queueMs : 0, plugin, node, this.#ctx.hostname, this.#ctx.instance];
+    const row = (await this.#run("acquire", req.key, this.#ctx.sql.acquire, values))[0] ?? [];
+    const [fence, acquiredAt, expiresAt, retry, limit] = row;
+    if (fence !== null && fence !== undefined) {
+      this.#ctx.onHeld();
+      return { acquired: true, fence: Number(fence), acquiredAtMs: Number(acquiredAt), expiresAtMs: Number(expiresAt) };
+    }
+    if (limit !== null && limit !== undefined) {
+      return retry === null || retry === undefined ? { acquired: false, limit: Number(limit) } : { acquired: false, retryAfterMs: Number(retry), limit: Number(limit) };
+    }
+    return retry === null || retry === undefined ? NOT_ACQUIRED : { acquired: false, retryAfterMs: Number(retry) };
+  }
+
+  /** Every renewal in one statement (a pair named twice is sent once, and both get its answer). */
+  async renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
+    if (reqs.length === 0) return [];
+    const unique = new Map<string, number>();
+    const sent: RenewRequest[] = [];
+    const slot = reqs.map((r) => {
+      const id = `${r.key}\u0000${r.owner}`;
+      let i = unique.get(id);
+      if (i === undefined) {
+        unique.set(id, (i = sent.length));
+        sent.push(r);
+      }
+      return i;
+    });
+    const values = [this.kind, sent.map((r) => r.key), sent.map((r) => r.owner), sent.map((r) => r.ttlMs)];
+    const rows = await this.#run("renew", reqs[0]!.key, this.#ctx.sql.renewMany, values);
+    const answers = sent.map((_, i): RenewResult => {
+      const expires = rows[i]?.[0];
+      return expires === null || expires === undefined ? NOT_FOUND : { ok: true, expiresAtMs: Number(expires) };
+    });
+    return slot.map((i) => answers[i]!);
+  }
+
+  /** Deletes the holder row; wakes the key's watchers when one holds its wait lock. */
+  async release(key: string, owner: string): Promise<ReleaseResult> {
+    const rows = await this.#run("release", key, this.#ctx.sql.release, [this.kind, key, owner, ...this.#wake(key)]);
+    return rows[0]?.[0] === true ? "released" : "not_found";
+  }
+
+  /** Deletes the queue place; wakes the watchers (shared acquirers may stand behind it). */
+  async leaveQueue(key: string, owner: string): Promise<void> {
+    await this.#run("leaveQueue", key, this.#ctx.sql.leaveQueue, [this.kind, key, owner, ...this.#wake(key)]);
+  }
+
+  /** Live holders and queue, or null when the key has neither. */
+  async status(key: string): Promise<SharedRecord | null> {
+    const row = (await this.#run("status", key, this.#ctx.sql.status, [this.kind, key]))[0];
+    if (row === undefined) return null;
+    const record = this.#record(key, row);
+    return record.holders.length === 0 && record.queued === 0 ? null : record;
+  }
+
+  /**
+   * Deletes every holder row and tells each live holder's backend instance (`l:` notices on the
+   * shared channel, which it hears on its LISTEN connection and passes to onLost by owner).
+   */
+  async forceRelease(key: string): Promise<number> {
+    const rows = await this.#run("forceRelease", key, this.#ctx.sql.forceRelease, [this.kind, key, ...this.#wake(key)]);
+    return Number(rows[0]?.[0] ?? 0);
+  }
+
+  /** One page of keys with live holders in name order, in one query; the cursor is the page's last name. */
+  async list(req: ListRequest): Promise<SharedPage> {
+    const pattern = (req.prefix ?? "").replace(/[\\%_]/g, "\\$&") + "%";
+    // One more than asked: whether a next page exists, without a second query.
+    const rows = await this.#run("list", req.cursor ?? "", this.#ctx.sql.list, [this.kind, pattern, req.cursor ?? null, req.limit + 1]);
+    const records = rows.slice(0, req.limit).map((row) => this.#record(String(row[0]), row.slice(1)));
+    return rows.length > req.limit ? { records, cursor: records[records.length - 1]!.key } : { records };
+  }
+
+  /** Wake-ups on the table's shared channel, for this kind's `key`. */
+  watch(key: string, listener: () => void): ReleaseWatch {
+    return this.#ctx.watch(sharedKeyOf(this.kind, key), listener);
+  }
+
+  /** [the key's wait lock (two int4s), the channel, the wake payload]: a statement's wake arguments. */
+  #wake(key: string): [number, number, string, string] {
+    const advisory = sharedKeyOf(this.kind, key);
+    const [k1, k2] = waitLockOf(advisory);
+    return [k1, k2, this.#ctx.book.channels.shared, `w:${advisory.id}`];
+  }
+
+  /** [limit, queued, holders json] as a SharedRecord. */
+  #record(key: string, row: Rows[number]): SharedRecord {
+    const [limit, queued, holders] = row;
+    return {
+      key,
+      kind: this.kind,
+      limit: Number(limit),
+      queued: Number(queued),
+      holders: ((holders ?? []) as unknown[][]).map(toHolder),
+    };
+  }
+
+  /**
+   * Runs a statement on the session `key`'s shared id routes to, once the objects exist; a
+   * statement that finds them dropped makes them again and runs once more.
+   */
+  async #run(what: string, key: string, statement: Statement, values: unknown[]): Promise<Rows> {
+    const { book, tables } = this.#ctx;
+    if (book.closed) throw closedError();
+    const advisory = sharedKeyOf(this.kind, key);
+    await tables.ready();
+    try {
+      return await book.sessionOf(advisory).run(statement, values);
+    } catch (err) {
+      if (!tables.gone(err)) throw backendError(err, what, book.errors);
+    }
+    await tables.ready();
+    return book.run(what, advisory, statement, values);
+  }
+}
+
+/** One element of a holders json array (shared-sql.ts holdersJson). */
+function toHolder(h: unknown[]): SharedHolderRecord {
+  const [owner, mode, fence, plugin, node, hostname, acquiredAt, expiresAt, ttl, remaining] = h;
+  return {
+    owner: String(owner),
+    mode: mode as SharedMode,
+    fence: Number(fence),
+    holder: { plugin: String(plugin), node: String(node), hostname: String(hostname) },
+    acquiredAtMs: Number(acquiredAt),
+    expiresAtMs: Number(expiresAt),
+    ttlMs: Number(ttl),
+    ttlRemainingMs: Math.max(0, Number(remaining)),
+  };
+}

@@ -1,0 +1,233 @@
+// Read/write locks and semaphores through the LockService (issue 14): the lifecycle written
+// once for every kind (waiting woken by release, writer preference and FIFO through waiting
+// acquisitions, keepalive, loss, auto-release, close), on every backend that has them; two
+// services on one backend stand for two hosts.
+import { randomUUID } from "node:crypto";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import type { LockBackend } from "../kit/backend.js";
+import { LockhostError } from "../kit/errors.js";
+import { LockService } from "../host/locking/service.js";
+import type { Lease } from "../host/locking/lease.js";
+import { MemoryBackend } from "../plugins/backends/memory/index.js";
+import { PG_TABLE, sharedBackends } from "./support/shared-backends.js";
+import { dropPgTable } from "./support/cleanup.js";
+import { databaseUrl } from "./support/servers.js";
+
+afterAll(async () => {
+  await dropPgTable(databaseUrl(), PG_TABLE);
+});
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+for (const target of sharedBackends()) {
+  describe(`read/write locks and semaphores through the lock service: ${target.name}`, () => {
+    const services: LockService[] = [];
+    const backends: LockBackend[] = [];
+    const run = randomUUID().slice(0, 8);
+    let n = 0;
+    const key = (): string => `svc-${run}-${++n}`;
+    /** Two services (two hosts) on one backend, or on two backends of one server. */
+    const hosts = async (count = 2, pollIntervalMs = 60_000): Promise<LockService[]> => {
+      const shared = target.distributed ? undefined : await target.create();
+      return Promise.all(
+        Array.from({ length: count }, async (_, i) => {
+          const backend = shared ?? (await target.create());
+          if (!backends.includes(backend)) backends.push(backend);
+          const s = new LockService(backend, { node: `node-${i}`, waiting: { pollIntervalMs } });
+          services.push(s);
+          return s;
+        }),
+      );
+    };
+    afterEach(async () => {
+      await Promise.all(services.splice(0).map((s) => s.close({ closeBackend: false })));
+      await Promise.all(backends.splice(0).map((b) => b.close()));
+    });
+
+    it("shares a key among readers and keeps a writer out until the last one leaves", async () => {
+      const [a, b] = await hosts();
+      const k = key();
+      const r1 = await a!.tryRead(k, { ttlMs: 10_000 });
+      const r2 = await b!.tryRead(k, { ttlMs: 10_000 });
+      expect(r1).toMatchObject({ kind: "rw", mode: "shared", state: "held" });
+      expect(r2).not.toBeNull();
+      expect(await a!.tryWrite(k, { ttlMs: 10_000 })).toBeNull();
+      const status = await a!.sharedStatus("rw", k);
+      expect(status).toMatchObject({ name: `global:${k}`, kind: "rw", limit: 0, queued: 0 });
+      expect(status!.holders.map((h) => [h.mode, h.node])).toEqual([["shared", "node-0"], ["shared", "node-1"]]);
+      expect(JSON.stringify(status)).not.toContain(r1!.owner);
+      await a!.release(r1!);
+      await b!.release(r2!);
+      const w = await a!.tryWrite(k, { ttlMs: 10_000 });
+      expect(w).toMatchObject({ kind: "rw", mode: "exclusive" });
+      expect(w!.fence).toBeGreaterThan(r2!.fence);
+      expect(await b!.tryRead(k, { ttlMs: 10_000 })).toBeNull();
+      // A mutex of the same name is another lock.
+      expect(await b!.tryLock(k, { ttlMs: 10_000 })).not.toBeNull();
+    });
+
+    it("wakes a waiting writer on the last reader's release, not at a poll", async () => {
+      const [a, b] = await hosts();
+      const k = key();
+      const r = (await a!.tryRead(k, { ttlMs: 30_000 }))!;
+      const t0 = performance.now();
+      const writing = b!.acquireWrite(k, { ttlMs: 10_000, waitMs: 20_000 });
+      await sleep(150);
+      await a!.release(r);
+      const w = await writing;
+      expect(w.kind).toBe("rw");
+      // The poll interval is a minute: only the release notice can have woken it this soon.
+      expect(performance.now() - t0).toBeLessThan(15_000);
+    });
+
+    it("prefers a waiting writer: readers arriving after it wait, then get the key after it", async () => {
+      const [a, b] = await hosts();
+      const k = key();
+      const r = (await a!.tryRead(k, { ttlMs: 30_000 }))!;
+      const order: string[] = [];
+      const writing = b!.acquireWrite(k, { ttlMs: 10_000, waitMs: 20_000 }).then((l) => (order.push("writer"), l));
+      await sleep(150);
+      expect((await a!.sharedStatus("rw", k))?.queued).toBe(1);
+      expect(await a!.tryRead(k, { ttlMs: 10_000 })).toBeNull();
+      const reading = a!.acquireRead(k, { ttlMs: 10_000, waitMs: 20_000 }).then((l) => (order.push("reader"), l));
+      await sleep(100);
+      await a!.release(r);
+      const w = await writing;
+      await sleep(100);
+      expect(order).toEqual(["writer"]);
+      await b!.release(w);
+      await reading;
+      expect(order).toEqual(["writer", "reader"]);
+    });
+
+    it("serves waiting writers of two hosts in arrival order", async () => {
+      const [a, b, c] = await hosts(3);
+      const k = key();
+      const r = (await a!.tryRead(k, { ttlMs: 30_000 }))!;
+      const order: string[] = [];
+      const first = b!.acquireWrite(k, { ttlMs: 10_000, waitMs: 20_000 }).then((l) => (order.push("b"), l));
+      await sleep(150);
+      const second = c!.acquireWrite(k, { ttlMs: 10_000, waitMs: 20_000 }).then((l) => (order.push("c"), l));
+      await sleep(150);
+      await a!.release(r);
+      const wb = await first;
+      await sleep(100);
+      expect(order).toEqual(["b"]);
+      await b!.release(wb);
+      await c!.release(await second);
+      expect(order).toEqual(["b", "c"]);
+    });
+
+    it("leaves the writer queue when a wait times out, so readers get in at once", async () => {
+      const [a, b] = await hosts();
+      const k = key();
+      await a!.tryRead(k, { ttlMs: 30_000 });
+      const err = await b!.acquireWrite(k, { ttlMs: 10_000, waitMs: 200 }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(LockhostError);
+      expect(err).toMatchObject({ code: "TIMEOUT", details: { key: k, scope: "global", name: `global:${k}` } });
+      expect((err as Error).message).toContain(`read/write lock global:${k}`);
+      await sleep(100);
+      expect(await a!.tryRead(k, { ttlMs: 10_000 })).not.toBeNull();
+    });
+
+    it("never holds a semaphore above its permits across two hosts, and refuses another N", async () => {
+      const [a, b] = await hosts();
+      const k = key();
+      let inside = 0;
+      let most = 0;
+      const worker = async (s: LockService): Promise<void> => {
+        for (let i = 0; i < 6; i++) {
+          const lease = await s.acquirePermit(k, { ttlMs: 10_000, permits: 2, waitMs: 20_000 });
+          inside++;
+          most = Math.max(most, inside);
+          await sleep(5);
+          inside--;
+          await s.release(lease);
+        }
+      };
+      await Promise.all([worker(a!), worker(a!), worker(b!), worker(b!), worker(b!)]);
+      expect(most).toBe(2);
+      const held = (await a!.tryPermit(k, { ttlMs: 10_000, permits: 2 }))!;
+      expect(held).toMatchObject({ kind: "semaphore", mode: "shared" });
+      const mismatch = await b!.tryPermit(k, { ttlMs: 10_000, permits: 3 }).catch((e: unknown) => e);
+      expect(mismatch).toMatchObject({ code: "PERMITS_MISMATCH", retryable: false, details: { permits: 3, heldWith: 2 } });
+      await expect(b!.acquirePermit(k, { ttlMs: 10_000, permits: 3, waitMs: 5_000 })).rejects.toMatchObject({ code: "PERMITS_MISMATCH" });
+      expect((await a!.sharedStatus("semaphore", k))?.limit).toBe(2);
+    });
+
+    it("refuses bad permits and kinds with INVALID_ARGUMENT naming them", async () => {
+      const [a] = await hosts(1);
+      for (const permits of [0, -1, 1.5, Number.NaN, 2_000_000, "2"]) {
+        await expect(a!.tryPermit("p", { ttlMs: 1_000, permits } as never)).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("permits must be") });
+      }
+      await expect(a!.sharedStatus("mutex" as never, "p")).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("kind must be") });
+    });
+
+    it("keeps shared leases alive, and tells a holder of a force-release at once", async () => {
+      const [a, b] = await hosts();
+      const k = key();
+      const r = (await a!.tryRead(k, { ttlMs: 600 }))!;
+      const p = (await a!.tryPermit(k, { ttlMs: 600, permits: 1 }))!;
+      await sleep(1_300);
+      expect(r.state).toBe("held");
+      expect(p.state).toBe("held");
+      expect(await b!.tryWrite(k, { ttlMs: 1_000 })).toBeNull();
+      const lost = new Promise<LockhostError>((resolve) => r.onLost(resolve));
+      expect(await b!.forceReleaseShared("rw", k)).toBe(1);
+      const reason = await lost;
+      expect(reason.code).toBe("LOST");
+      expect(r.state).toBe("lost");
+      expect(p.state).toBe("held");
+      await a!.release(p);
+    });
+
+    it("releases every kind at releaseAll and close, and a writer waiting at close leaves", async () => {
+      const [a, b] = await hosts();
+      const k = key();
+      await a!.tryRead(k, { ttlMs: 30_000 });
+      await a!.tryPermit(k, { ttlMs: 30_000, permits: 1 });
+      const waiting = b!.acquireWrite(k, { ttlMs: 1_000, waitMs: 20_000 }).catch((e: unknown) => e);
+      await sleep(100);
+      expect(await a!.releaseAll()).toEqual([]);
+      expect(await a!.sharedStatus("semaphore", k)).toBeNull();
+      const w = (await waiting) as Lease;
+      expect(w.kind).toBe("rw");
+      const blocked = a!.acquireRead(k, { ttlMs: 1_000, waitMs: 20_000 }).catch((e: unknown) => e);
+      await sleep(50);
+      await a!.close({ closeBackend: false });
+      expect(await blocked).toMatchObject({ code: "CLOSED" });
+    });
+
+    it("withRead and withWrite release after fn; withPermit rejects CONTENDED when full", async () => {
+      const [a] = await hosts(1);
+      const k = key();
+      const fence = await a!.withRead(k, (_signal, lease) => lease.fence, { ttlMs: 1_000 });
+      expect(fence).toBeGreaterThan(0);
+      await a!.withWrite(k, async (signal) => expect(signal.aborted).toBe(false), { ttlMs: 1_000 });
+      expect(await a!.sharedStatus("rw", k)).toBeNull();
+      const held = (await a!.tryPermit(k, { ttlMs: 10_000, permits: 1 }))!;
+      await expect(a!.withPermit(k, () => 1, { ttlMs: 1_000, permits: 1 })).rejects.toMatchObject({ code: "CONTENDED", message: expect.stringContaining("semaphore") });
+      await a!.release(held);
+    });
+  });
+}
+
+describe("a backend without read/write locks or semaphores", () => {
+  it("refuses them with INVALID_ARGUMENT naming the backend, and still serves mutexes", async () => {
+    const inner = new MemoryBackend();
+    // The memory backend without its shared(kind), named "acme".
+    const bound = new Proxy(inner, {
+      get: (t, p) => {
+        if (p === "shared") return undefined;
+        if (p === "kind") return "acme";
+        const v: unknown = Reflect.get(t, p, t);
+        return typeof v === "function" ? v.bind(t) : v;
+      },
+    }) as LockBackend;
+    const s = new LockService(bound, { node: "n" });
+    await expect(s.tryRead("a", { ttlMs: 1_000 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: "backend acme has no read/write locks (it does not implement LockBackend.shared)" });
+    await expect(s.tryPermit("a", { ttlMs: 1_000, permits: 2 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("has no semaphores") });
+    expect(await s.tryLock("a", { ttlMs: 1_000 })).not.toBeNull();
+    await s.close();
+  });
+});

@@ -1,0 +1,27 @@
+// The backends with read/write locks and semaphores, for the suites that run on each of them.
+import type { LockBackend } from "../../kit/backend.js";
+import { MemoryBackend } from "../../plugins/backends/memory/index.js";
+import { PgBackend } from "../../plugins/backends/pg/index.js";
+import { pgDefaults } from "../../plugins/backends/pg/config.js";
+import { pino } from "pino";
+import { databaseUrl } from "./servers.js";
+
+/** One backend to run a shared-kinds suite on. */
+export interface SharedBackendTarget {
+  readonly name: string;
+  /** Whether two instances share locks (then each host gets its own instance, as in production). */
+  readonly distributed: boolean;
+  create(): Promise<LockBackend> | LockBackend;
+}
+
+/** memory, and the network backends whose shared steps have landed. */
+export function sharedBackends(): SharedBackendTarget[] {
+  const silent = pino({ level: "silent" });
+  return [
+    { name: "memory", distributed: false, create: () => new MemoryBackend() },
+    { name: "pg", distributed: true, create: () => new PgBackend({ ...pgDefaults, url: databaseUrl(), table: PG_TABLE }, silent) },
+  ];
+}
+
+/** The pg backend's table for these suites (its shared objects are named after it; test/support/cleanup drops them). */
+export const PG_TABLE = "lockhost_test_shared_svc";

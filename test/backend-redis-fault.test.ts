@@ -7,6 +7,7 @@ import { createServer, type AddressInfo, type Socket } from "node:net";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LockhostError } from "../kit/errors.js";
+import type { SharedAcquireRequest, SharedMode } from "../kit/shared.js";
 import { LockService } from "../host/locking/service.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { captureLogger } from "./support/log.js";
@@ -207,6 +208,79 @@ describe("redis backend: script cache", () => {
     } finally {
       await backend.close();
       admin.disconnect();
+    }
+  });
+});
+
+describe("redis backend: read/write locks and semaphores when the server fails", () => {
+  const shared = (key: string, mode: SharedMode, owner: string, over: Partial<SharedAcquireRequest> = {}): SharedAcquireRequest => ({
+    key, owner, ttlMs: 10_000, holder: { plugin: "p", node: "n" }, mode, limit: 0, queueMs: 0, ...over,
+  });
+
+  it("sends EVALSHA on their path too, and keeps working after SCRIPT FLUSH", async () => {
+    const admin = new Redis(server.url);
+    const backend = new RedisBackend(config(), captureLogger().logger);
+    const rw = backend.shared("rw");
+    try {
+      const k = "shared-flushed";
+      expect((await rw.acquire(shared(k, "shared", "warm"))).acquired).toBe(true);
+      expect(await rw.release(k, "warm")).toBe("released");
+      await admin.config("RESETSTAT");
+      for (let i = 0; i < 10; i++) {
+        expect((await rw.acquire(shared(k, "exclusive", `o${i}`))).acquired).toBe(true);
+        expect(await rw.release(k, `o${i}`)).toBe("released");
+      }
+      const stats = await admin.info("commandstats");
+      expect(Number(/^cmdstat_evalsha:calls=(\d+)/m.exec(stats)?.[1])).toBe(20);
+      expect(/^cmdstat_eval:/m.test(stats)).toBe(false);
+
+      const steps: (() => Promise<unknown>)[] = [
+        () => rw.acquire(shared(k, "shared", "a")),
+        () => rw.acquire(shared(k, "exclusive", "w", { queueMs: 10_000 })),
+        () => rw.renewMany([{ key: k, owner: "a", ttlMs: 10_000 }]),
+        () => rw.status(k),
+        () => rw.list({ prefix: k, limit: 10 }),
+        () => rw.leaveQueue(k, "w"),
+        () => rw.release(k, "a"),
+        () => rw.acquire(shared(k, "shared", "b")),
+        () => rw.forceRelease(k),
+      ];
+      const results: unknown[] = [];
+      for (const step of steps) {
+        await admin.script("FLUSH");
+        results.push(await step());
+      }
+      expect(results[0]).toMatchObject({ acquired: true });
+      expect(results[2]).toMatchObject([{ ok: true }]);
+      expect(results[3]).toMatchObject({ queued: 1, holders: [{ owner: "a" }] });
+      expect(results[6]).toBe("released");
+      expect(results[8]).toBe(1);
+    } finally {
+      await backend.close();
+      admin.disconnect();
+    }
+  });
+
+  it("fails fast while Redis is down, then serves again once it is back", async () => {
+    const backend = new RedisBackend(config(), captureLogger().logger);
+    const sem = backend.shared("semaphore");
+    try {
+      expect((await sem.acquire(shared("down", "shared", "a", { limit: 2 }))).acquired).toBe(true);
+      await server.kill();
+      await failsPromptly(() => sem.renewMany([{ key: "down", owner: "a", ttlMs: 10_000 }]));
+      await sleep(300);
+      await failsPromptly(() => sem.acquire(shared("down", "shared", "b", { limit: 2 })));
+      await failsPromptly(() => sem.release("down", "a"));
+      await failsPromptly(() => sem.status("down"));
+      await failsPromptly(() => sem.list({ limit: 10 }));
+      await server.start();
+      const again = await eventually(async () => {
+        const r = await sem.acquire(shared("down", "shared", "c", { limit: 2 }));
+        return r.acquired ? r : null;
+      }, 10_000);
+      expect(again.acquired).toBe(true);
+    } finally {
+      await backend.close();
     }
   });
 });

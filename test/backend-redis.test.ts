@@ -66,7 +66,7 @@ afterAll(async () => {
   await admin.quit();
 });
 
-backendContract("redis", { create: () => new RedisBackend(config(), silent), fences: "clock", sharedKinds: false }); // until the shared steps land for this backend
+backendContract("redis", { create: () => new RedisBackend(config(), silent), fences: "clock" });
 
 describe("redis backend: key layout", () => {
   const tricky = [

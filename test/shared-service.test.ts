@@ -9,12 +9,13 @@ import { LockhostError } from "../kit/errors.js";
 import { LockService } from "../host/locking/service.js";
 import type { Lease } from "../host/locking/lease.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
-import { PG_TABLE, sharedBackends } from "./support/shared-backends.js";
-import { dropPgTable } from "./support/cleanup.js";
-import { databaseUrl } from "./support/servers.js";
+import { PG_TABLE, REDIS_PREFIX, sharedBackends } from "./support/shared-backends.js";
+import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
+import { databaseUrl, redisUrl } from "./support/servers.js";
 
 afterAll(async () => {
   await dropPgTable(databaseUrl(), PG_TABLE);
+  await dropRedisPrefix(redisUrl(), REDIS_PREFIX);
 });
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

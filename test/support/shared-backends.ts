@@ -4,7 +4,8 @@ import { MemoryBackend } from "../../plugins/backends/memory/index.js";
 import { PgBackend } from "../../plugins/backends/pg/index.js";
 import { pgDefaults } from "../../plugins/backends/pg/config.js";
 import { pino } from "pino";
-import { databaseUrl } from "./servers.js";
+import { RedisBackend } from "../../plugins/backends/redis/index.js";
+import { databaseUrl, redisUrl } from "./servers.js";
 
 /** One backend to run a shared-kinds suite on. */
 export interface SharedBackendTarget {
@@ -20,8 +21,16 @@ export function sharedBackends(): SharedBackendTarget[] {
   return [
     { name: "memory", distributed: false, create: () => new MemoryBackend() },
     { name: "pg", distributed: true, create: () => new PgBackend({ ...pgDefaults, url: databaseUrl(), table: PG_TABLE }, silent) },
+    {
+      name: "redis",
+      distributed: true,
+      create: () => new RedisBackend({ url: redisUrl(), keyPrefix: REDIS_PREFIX, commandTimeoutMs: 2_000, reclaimOwnLocks: false }, silent),
+    },
   ];
 }
 
 /** The pg backend's table for these suites (its shared objects are named after it; test/support/cleanup drops them). */
 export const PG_TABLE = "lockhost_test_shared_svc";
+
+/** The redis backend's key prefix for these suites, one per run (the suites drop it in afterAll). */
+export const REDIS_PREFIX = `lockhost-test-shared-svc:${Math.random().toString(36).slice(2, 10)}:`;

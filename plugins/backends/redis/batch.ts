@@ -25,24 +25,33 @@ export interface RenewCall {
  * on one server, or per slot (then chunked) on a cluster.
  */
 export function renewCalls(reqs: readonly RenewRequest[], keys: KeyLayout, cluster: boolean): RenewCall[] {
+  return renewCallsOf(reqs, [keys.lock.bind(keys)], cluster);
+}
+
+/**
+ * As renewCalls, for a script that takes several keys per renewal: `keysOf` names them, and a
+ * call's KEYS are each request's keys in that order, request after request (numkeys = n * k).
+ */
+export function renewCallsOf(reqs: readonly RenewRequest[], keysOf: readonly ((name: string) => string)[], cluster: boolean): RenewCall[] {
   const calls: RenewCall[] = [];
   for (const group of cluster ? bySlot(reqs) : [allIndexes(reqs.length)]) {
     for (let start = 0; start < group.length; start += RENEW_CHUNK) {
-      calls.push(call(reqs, group.slice(start, start + RENEW_CHUNK), keys));
+      calls.push(call(reqs, group.slice(start, start + RENEW_CHUNK), keysOf));
     }
   }
   return calls;
 }
 
-function call(reqs: readonly RenewRequest[], indexes: readonly number[], keys: KeyLayout): RenewCall {
+function call(reqs: readonly RenewRequest[], indexes: readonly number[], keysOf: readonly ((name: string) => string)[]): RenewCall {
   const n = indexes.length;
-  const args = new Array<string | number>(1 + 3 * n);
-  args[0] = n;
+  const k = keysOf.length;
+  const args = new Array<string | number>(1 + (k + 2) * n);
+  args[0] = n * k;
   for (let j = 0; j < n; j++) {
     const req = reqs[indexes[j]!]!;
-    args[1 + j] = keys.lock(req.key);
-    args[1 + n + 2 * j] = req.owner;
-    args[2 + n + 2 * j] = req.ttlMs;
+    for (let m = 0; m < k; m++) args[1 + j * k + m] = keysOf[m]!(req.key);
+    args[1 + n * k + 2 * j] = req.owner;
+    args[2 + n * k + 2 * j] = req.ttlMs;
   }
   return { indexes, args };
 }

@@ -6,9 +6,10 @@ import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis"
 import type { RedisConfig } from "./config.js";
 import { defineLockCommands, type LockCommands } from "./scripts.js";
 import { clusterSeed } from "./seed.js";
+import { defineSharedCommands, type SharedCommands } from "./shared-scripts.js";
 
 /** The client with the lock scripts registered: a single server's or a cluster's. */
-export type LockClient = (Redis | Cluster) & LockCommands;
+export type LockClient = (Redis | Cluster) & LockCommands & SharedCommands;
 
 /** First reconnect delay; it doubles per failed attempt up to RECONNECT_MAX_MS. */
 const RECONNECT_MIN_MS = 50;
@@ -63,7 +64,7 @@ function connectionOptions(config: Pick<RedisConfig, "commandTimeoutMs">) {
  */
 export function createClient(config: Pick<RedisConfig, "url" | "commandTimeoutMs" | "cluster">, shown: string): LockClient {
   const client = config.cluster ? clusterClient(config, shown) : singleClient(config);
-  return defineLockCommands(client);
+  return defineSharedCommands(defineLockCommands(client));
 }
 
 function singleClient(config: Pick<RedisConfig, "url" | "commandTimeoutMs">): Redis {

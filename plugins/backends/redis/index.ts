@@ -27,6 +27,7 @@ import type {
   ReleaseWatch,
   RenewRequest,
   RenewResult,
+  SharedKind,
 } from "../../../kit/index.js";
 import { renewCalls } from "./batch.js";
 import { RedisConnection } from "./client.js";
@@ -37,6 +38,7 @@ import {
   DELETED, MISMATCH, NOT_FOUND,
   type AcquireReply, type ReleaseReply, type RenewReply, type StatusReply,
 } from "./scripts.js";
+import { RedisSharedSteps } from "./shared.js";
 import { ReleaseWatcher } from "./watcher.js";
 
 // Results that carry nothing per call are shared, frozen, so the lock path allocates none.
@@ -97,6 +99,7 @@ export class RedisBackend implements LockBackend {
   /** Set by close(): the client may still say "ready" while QUIT is under way. */
   #closed = false;
   #renewCalls = 0;
+  readonly #shared = new Map<SharedKind, RedisSharedSteps>();
 
   /**
    * Connects in the background: an unreachable server fails calls, never the constructor.
@@ -186,6 +189,26 @@ export class RedisBackend implements LockBackend {
    */
   onLost(listener: (owner: string) => void, missed?: () => void): void {
     this.#watcher.watchMessages(this.#keys.holderHead + this.instanceId, listener, missed);
+  }
+
+  /**
+   * The steps of read/write locks or semaphores (LockBackend.shared), on this backend's
+   * connection and subscriber, in the kind's own key namespace (keys.ts SharedKeyLayout).
+   */
+  shared(kind: SharedKind): RedisSharedSteps {
+    let steps = this.#shared.get(kind);
+    if (!steps) {
+      steps = new RedisSharedSteps(kind, {
+        conn: this.#conn,
+        keys: this.#keys,
+        watcher: this.#watcher,
+        hostname: this.#hostname,
+        instanceId: this.instanceId,
+        countRenewCalls: (calls) => void (this.#renewCalls += calls),
+      });
+      this.#shared.set(kind, steps);
+    }
+    return steps;
   }
 
   /** PING (LockBackend.ping); a refused password or a host name that does not resolve is permanent. */

@@ -4,7 +4,7 @@
 // lock's release channel (pub/sub, for waiters) carries the same tag, only so that an
 // operator reads it as the lock's: channels are not keys, and a PUBLISH reaches every node.
 import keySlot from "cluster-key-slot";
-import { LockhostError } from "../../../kit/index.js";
+import { LockhostError, type SharedKind } from "../../../kit/index.js";
 
 /**
  * The hash tag of a lock name: the name itself, with `%` and `}` percent-encoded.
@@ -68,6 +68,63 @@ export class KeyLayout {
   }
 
   /** The pub/sub channel the release and force-release scripts publish on for `name`. */
+  released(name: string): string {
+    return this.#releasedHead + hashTag(name) + "}";
+  }
+}
+
+/**
+ * The Redis keys of one shared kind's lock names (kit/shared.ts) under a prefix. Each kind has
+ * its own heads (`<prefix><kind>:holders:{name}` ...), apart from the mutex's `lock:`/`fence:`
+ * and from the other kind, so a mutex, a read/write lock and a semaphore of one name are
+ * three locks; every key of one name carries the name as hash tag (one slot on a cluster).
+ */
+export class SharedKeyLayout {
+  /** The head of the holders keys, as list.ts scans them. */
+  readonly holdersHead: string;
+  readonly #infoHead: string;
+  readonly #queueHead: string;
+  readonly #placesHead: string;
+  readonly #fenceHead: string;
+  readonly #releasedHead: string;
+
+  /** @param prefix a prefix KeyLayout accepted (no braces). */
+  constructor(prefix: string, kind: SharedKind) {
+    const head = `${prefix}${kind}:`;
+    this.holdersHead = `${head}holders:{`;
+    this.#infoHead = `${head}info:{`;
+    this.#queueHead = `${head}queue:{`;
+    this.#placesHead = `${head}places:{`;
+    this.#fenceHead = `${head}fence:{`;
+    this.#releasedHead = `${head}released:{`;
+  }
+
+  /** ZSET: each live holder's owner token, scored by when its lease ends (server ms). */
+  holders(name: string): string {
+    return this.holdersHead + hashTag(name) + "}";
+  }
+
+  /** HASH: the holders' limit and mode, and per holder its record and lease TTL (scripts.ts). */
+  info(name: string): string {
+    return this.#infoHead + hashTag(name) + "}";
+  }
+
+  /** ZSET: the queue of exclusive waiters' owner tokens, scored by arrival (FIFO). */
+  queue(name: string): string {
+    return this.#queueHead + hashTag(name) + "}";
+  }
+
+  /** ZSET: the same waiters, scored by when each one's place lapses (server ms). */
+  places(name: string): string {
+    return this.#placesHead + hashTag(name) + "}";
+  }
+
+  /** The fence counter of `name` in this kind: never expires and is never deleted. */
+  fence(name: string): string {
+    return this.#fenceHead + hashTag(name) + "}";
+  }
+
+  /** The channel that release, force-release and queue departures publish on. */
   released(name: string): string {
     return this.#releasedHead + hashTag(name) + "}";
   }

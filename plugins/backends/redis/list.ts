@@ -41,9 +41,12 @@ interface Position {
   pending: string[];
 }
 
-/** Reads names of held locks until `req.limit` are found or every master is scanned. */
-export async function scanNames(client: LockClient, keys: KeyLayout, req: ListRequest): Promise<NamePage> {
-  const head = `${keys.prefix}lock:{`;
+/**
+ * Reads names of held locks until `req.limit` are found or every master is scanned.
+ * @param head the head of the keys to scan, up to the hash tag's `{`: a mutex's lock records by
+ *   default, or a shared kind's holders keys (keys.ts SharedKeyLayout).
+ */
+export async function scanNames(client: LockClient, keys: KeyLayout, req: ListRequest, head = `${keys.prefix}lock:{`): Promise<NamePage> {
   const match = globEscape(head + hashTag(req.prefix ?? "")) + "*";
   const masters = mastersOf(client);
   const at = parseCursor(req.cursor, masters.length);

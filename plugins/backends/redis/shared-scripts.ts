@@ -1,0 +1,252 @@
+// The Lua scripts of read/write locks and semaphores (kit/shared.ts, shared.ts), one per step,
+// registered on the client with the mutex's (scripts.ts: EVALSHA, EVAL on NOSCRIPT).
+//
+// A shared lock name has five keys, all with the name as hash tag (keys.ts SharedKeyLayout):
+//   holders  ZSET  owner -> when its lease ends (server ms): pruning the ended ones is one
+//                  ZRANGEBYSCORE, the earliest end (a contended reply's retryAfterMs) one ZRANGE.
+//   info     HASH  `limit` and `mode` the live holders took the key with; `h:<owner>` a holder's
+//                  record, JSON [mode, fence, plugin, node, hostname, instance, acquiredAt] (all
+//                  strings), written once; `t:<owner>` the TTL of its current lease, which renew
+//                  rewrites without touching the record.
+//   queue    ZSET  owner -> arrival number: the exclusive waiters, first come first served.
+//   places   ZSET  owner -> when that waiter's place lapses (server ms).
+//   fence    the counter every acquisition of either mode advances; no TTL, never deleted.
+// holders and info carry the same TTL, at least until the last lease ends, queue and places
+// one until the last place lapses: a key whose holders all crashed, or whose waiters all gave
+// up silently, is gone by itself. An ended lease or a lapsed place that is still stored counts
+// as absent: each step prunes them first (status and renew only skip them, without writing).
+//
+// Fences are as the mutex's (scripts.ts ACQUIRE): max(counter + 1, server clock in µs), so they
+// never step back after a restart without persistence or a FLUSHALL.
+//
+// Replies are integers or arrays, never nil (see scripts.ts). Release, force-release and a
+// queue departure PUBLISH on the name's release channel; release by another instance and
+// force-release tell each removed holder's instance on its own channel, as the mutex does.
+import type { Cluster, Redis } from "ioredis";
+import { DELETED, NOT_FOUND } from "./scripts.js";
+
+/**
+ * Acquired: [fence, acquiredAtMs, expiresAtMs]; refused for the limit: [heldLimit]; else the
+ * ms (>= 1) until the earliest live lease ends or, with no live holder (only the queue in the
+ * way), until the earliest queue place lapses: a waiter retries then at the latest, so one
+ * whose blocker crashed is not left to polling. NOT_FOUND only when neither is known.
+ */
+export type SharedAcquireReply = number | readonly [limit: number] | readonly [fence: number, acquiredAtMs: number, expiresAtMs: number];
+
+/**
+ * NOT_FOUND when the key has no live holder and no live queue place; else the server's clock
+ * (ms), the live queue places, the holders' limit, then per live holder (by owner): owner,
+ * expiresAt, record JSON ('' if missing), ttl ('' if missing).
+ */
+export type SharedStatusReply = typeof NOT_FOUND | readonly [now: number, queued: number, limit: string, ...rest: string[]];
+
+/** The server's clock in µs and ms; KEYS[1] holders, KEYS[2] info, KEYS[3] queue, KEYS[4] places. */
+const PRUNE = `
+local t = redis.call('TIME')
+local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = math.floor(micros / 1000)
+local ended = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+if #ended > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  for i = 1, #ended do redis.call('HDEL', KEYS[2], 'h:' .. ended[i], 't:' .. ended[i]) end
+end
+local lapsed = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)
+if #lapsed > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+  for i = 1, #lapsed do redis.call('ZREM', KEYS[3], lapsed[i]) end
+end`;
+
+/** Raises the TTL of keys a and b to `ms` when it is below (never lowers it: other entries may live longer). */
+const EXTEND = `
+local function extend(a, b, ms)
+  local pttl = redis.call('PTTL', a)
+  if pttl < ms then
+    redis.call('PEXPIRE', a, ms)
+    redis.call('PEXPIRE', b, ms)
+  end
+end`;
+
+/**
+ * KEYS: holders, info, queue, places, fence. ARGV: owner, ttlMs, mode ("shared"/"exclusive"),
+ * limit, queueMs, plugin, node, hostname, instance. The order of checks is kit/shared.ts's:
+ * an owner that holds the key is refused; an exclusive request needs no live holder and no
+ * queue before its own place (and otherwise takes or refreshes a place when queueMs > 0); a
+ * shared one needs the holders' limit, no exclusive holder, room under the limit and an empty
+ * queue (writer preference).
+ */
+const ACQUIRE = `${PRUNE}${EXTEND}
+local owner = ARGV[1]
+local function refused()
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if not first[2] then first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES') end
+  if first[2] then return math.max(1, tonumber(first[2]) - now) end
+  return ${NOT_FOUND}
+end
+if redis.call('ZSCORE', KEYS[1], owner) then return refused() end
+local count = redis.call('ZCARD', KEYS[1])
+local limit = tonumber(ARGV[4])
+local mode = ARGV[3]
+if mode == 'exclusive' then
+  local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+  if count > 0 or (head and head ~= owner) then
+    local queueMs = tonumber(ARGV[5])
+    if queueMs > 0 then
+      if not redis.call('ZSCORE', KEYS[3], owner) then
+        local tail = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')[2]
+        redis.call('ZADD', KEYS[3], (tonumber(tail) or 0) + 1, owner)
+      end
+      redis.call('ZADD', KEYS[4], now + queueMs, owner)
+      extend(KEYS[3], KEYS[4], queueMs)
+    end
+    return refused()
+  end
+  if head then
+    redis.call('ZREM', KEYS[3], owner)
+    redis.call('ZREM', KEYS[4], owner)
+  end
+  limit = 0
+else
+  if count > 0 then
+    local held = redis.call('HMGET', KEYS[2], 'limit', 'mode')
+    local heldLimit = tonumber(held[1]) or 0
+    if heldLimit ~= limit then return {heldLimit} end
+    if held[2] == 'exclusive' or (limit > 0 and count >= limit) then return refused() end
+  end
+  if redis.call('EXISTS', KEYS[3]) == 1 then return refused() end
+end
+local fence = math.max(tonumber(redis.call('GET', KEYS[5]) or '0') + 1, micros)
+local fenceText = string.format('%.0f', fence)
+redis.call('SET', KEYS[5], fenceText)
+local ttl = tonumber(ARGV[2])
+local expires = now + ttl
+redis.call('ZADD', KEYS[1], expires, owner)
+if count == 0 then redis.call('HSET', KEYS[2], 'limit', limit, 'mode', mode) end
+redis.call('HSET', KEYS[2], 'h:' .. owner,
+  cjson.encode({mode, fenceText, ARGV[6], ARGV[7], ARGV[8], ARGV[9], string.format('%.0f', now)}), 't:' .. owner, ARGV[2])
+extend(KEYS[1], KEYS[2], ttl)
+return {fence, now, expires}`;
+
+/**
+ * KEYS: holders and info of each request, in pairs. ARGV: owner and ttlMs of each. One reply
+ * per request: the new expiresAtMs, or NOT_FOUND (no live hold: ended leases are skipped, not
+ * pruned, so a renewal batch writes only what it renews).
+ */
+const RENEW_MANY = `${EXTEND}
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out = {}
+for i = 1, #ARGV / 2 do
+  local holders, info, owner, ttlText = KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 * i - 1], ARGV[2 * i]
+  local score = redis.call('ZSCORE', holders, owner)
+  if not score or tonumber(score) <= now then
+    out[i] = ${NOT_FOUND}
+  else
+    local ttl = tonumber(ttlText)
+    redis.call('ZADD', holders, now + ttl, owner)
+    redis.call('HSET', info, 't:' .. owner, ttlText)
+    extend(holders, info, ttl)
+    out[i] = now + ttl
+  end
+end
+return out`;
+
+/**
+ * KEYS: holders, info, queue, places. ARGV: owner, release channel, releaser's instance,
+ * holder channel head. DELETED or NOT_FOUND. The keys' TTL stays (at least the last lease's
+ * end); info goes with the last holder.
+ */
+const RELEASE = `${PRUNE}
+local owner = ARGV[1]
+if not redis.call('ZSCORE', KEYS[1], owner) then return ${NOT_FOUND} end
+local record = redis.call('HGET', KEYS[2], 'h:' .. owner)
+redis.call('ZREM', KEYS[1], owner)
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('DEL', KEYS[2])
+else
+  redis.call('HDEL', KEYS[2], 'h:' .. owner, 't:' .. owner)
+end
+redis.call('PUBLISH', ARGV[2], '')
+if record then
+  local instance = cjson.decode(record)[6]
+  if instance ~= ARGV[3] then redis.call('PUBLISH', ARGV[4] .. instance, owner) end
+end
+return ${DELETED}`;
+
+/** KEYS: queue, places. ARGV: owner, release channel. Wakes the watchers when a place was dropped. */
+const LEAVE_QUEUE = `
+local removed = redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+if removed == 1 then redis.call('PUBLISH', ARGV[2], '') end
+return removed`;
+
+/** KEYS: holders, info, queue, places. Reads only (see SharedStatusReply). */
+const STATUS = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local after = string.format('(%.0f', now)
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], after, '+inf', 'WITHSCORES')
+local queued = redis.call('ZCOUNT', KEYS[4], after, '+inf')
+if #live == 0 and queued == 0 then return ${NOT_FOUND} end
+local out = {now, queued, '0'}
+if #live > 0 then
+  out[3] = redis.call('HGET', KEYS[2], 'limit') or '0'
+  for i = 1, #live, 2 do
+    local v = redis.call('HMGET', KEYS[2], 'h:' .. live[i], 't:' .. live[i])
+    out[#out + 1] = live[i]
+    out[#out + 1] = live[i + 1]
+    out[#out + 1] = v[1] or ''
+    out[#out + 1] = v[2] or ''
+  end
+end
+return out`;
+
+/**
+ * KEYS: holders, info, queue, places. ARGV: release channel, holder channel head. Removes every
+ * live holder, tells each one's instance, and returns how many there were. Queue and fence stay.
+ */
+const FORCE_RELEASE = `${PRUNE}
+local owners = redis.call('ZRANGE', KEYS[1], 0, -1)
+if #owners == 0 then return 0 end
+for i = 1, #owners do
+  local record = redis.call('HGET', KEYS[2], 'h:' .. owners[i])
+  if record then redis.call('PUBLISH', ARGV[2] .. cjson.decode(record)[6], owners[i]) end
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('PUBLISH', ARGV[1], '')
+return #owners`;
+
+/** The shared scripts as ioredis commands; see the Lua above for arguments and replies. */
+export interface SharedCommands {
+  lockhostSharedAcquire(
+    holders: string, info: string, queue: string, places: string, fence: string,
+    owner: string, ttlMs: number, mode: string, limit: number, queueMs: number,
+    plugin: string, node: string, hostname: string, instance: string,
+  ): Promise<SharedAcquireReply>;
+  /** `args`: 2n, then holders and info of each request, then owner and ttlMs of each. */
+  lockhostSharedRenewMany(args: readonly (string | number)[]): Promise<readonly number[]>;
+  lockhostSharedRelease(
+    holders: string, info: string, queue: string, places: string,
+    owner: string, channel: string, instance: string, holderHead: string,
+  ): Promise<number>;
+  lockhostSharedLeaveQueue(queue: string, places: string, owner: string, channel: string): Promise<number>;
+  lockhostSharedStatus(holders: string, info: string, queue: string, places: string): Promise<SharedStatusReply>;
+  lockhostSharedForceRelease(
+    holders: string, info: string, queue: string, places: string, channel: string, holderHead: string,
+  ): Promise<number>;
+}
+
+const DEFINITIONS: Record<keyof SharedCommands, { lua: string; numberOfKeys?: number }> = {
+  lockhostSharedAcquire: { lua: ACQUIRE, numberOfKeys: 5 },
+  lockhostSharedRenewMany: { lua: RENEW_MANY },
+  lockhostSharedRelease: { lua: RELEASE, numberOfKeys: 4 },
+  lockhostSharedLeaveQueue: { lua: LEAVE_QUEUE, numberOfKeys: 2 },
+  lockhostSharedStatus: { lua: STATUS, numberOfKeys: 4 },
+  lockhostSharedForceRelease: { lua: FORCE_RELEASE, numberOfKeys: 4 },
+};
+
+/** Registers the shared scripts on `client` (as scripts.ts defineLockCommands does the mutex's) and returns it, typed. */
+export function defineSharedCommands<C extends Redis | Cluster>(client: C): C & SharedCommands {
+  for (const [name, definition] of Object.entries(DEFINITIONS)) client.defineCommand(name, definition);
+  // defineCommand adds the methods at runtime; ioredis cannot type them.
+  return client as C & SharedCommands;
+}

@@ -1,0 +1,230 @@
+// Read/write locks and semaphores on Redis (LockBackend.shared, kit/shared.ts): each step is
+// one script of shared-scripts.ts over the keys of one name (one slot on a cluster), on the
+// backend's connection; wake-ups and loss notices over the backend's subscriber (watcher.ts),
+// on channels of the kind's own namespace, apart from the mutex's of the same name.
+import {
+  LockhostError, MAX_PERMITS,
+  type Holder, type ListRequest, type ReleaseResult, type ReleaseWatch, type RenewRequest, type RenewResult,
+  type SharedAcquireRequest, type SharedAcquireResult, type SharedHolderRecord, type SharedKind, type SharedMode,
+  type SharedPage, type SharedRecord, type SharedSteps,
+} from "../../../kit/index.js";
+import { renewCallsOf } from "./batch.js";
+import type { RedisConnection } from "./client.js";
+import type { LockClient } from "./connect.js";
+import { SharedKeyLayout, type KeyLayout } from "./keys.js";
+import { scanNames } from "./list.js";
+import { DELETED, NOT_FOUND } from "./scripts.js";
+import type { SharedAcquireReply, SharedStatusReply } from "./shared-scripts.js";
+import type { ReleaseWatcher } from "./watcher.js";
+
+/** What the shared steps borrow from their RedisBackend. */
+export interface RedisSharedParts {
+  readonly conn: RedisConnection;
+  readonly keys: KeyLayout;
+  readonly watcher: ReleaseWatcher;
+  /** os.hostname(), recorded with each holder. */
+  readonly hostname: string;
+  /** The backend's instance id: a release by another instance tells this one on its channel. */
+  readonly instanceId: string;
+  /** Counts script calls of renewMany (RedisBackend.renewRoundTrips). */
+  readonly countRenewCalls: (calls: number) => void;
+}
+
+const NOT_ACQUIRED: SharedAcquireResult = Object.freeze({ acquired: false });
+const RENEW_NOT_FOUND: RenewResult = Object.freeze({ ok: false, reason: "not_found" });
+
+/** The shared steps of one kind on one RedisBackend. */
+export class RedisSharedSteps implements SharedSteps {
+  readonly kind: SharedKind;
+  readonly #parts: RedisSharedParts;
+  readonly #redis: LockClient;
+  readonly #keys: SharedKeyLayout;
+  /** renewMany's keys per request, in the order its script reads them. */
+  readonly #renewKeys: readonly ((name: string) => string)[];
+
+  constructor(kind: SharedKind, parts: RedisSharedParts) {
+    this.kind = kind;
+    this.#parts = parts;
+    this.#redis = parts.conn.redis;
+    const keys = new SharedKeyLayout(parts.keys.prefix, kind);
+    this.#keys = keys;
+    this.#renewKeys = [(name) => keys.holders(name), (name) => keys.info(name)];
+  }
+
+  /** One acquisition attempt (SharedSteps.acquire); INVALID_ARGUMENT for a TTL, limit or queueMs Redis cannot take. */
+  acquire(req: SharedAcquireRequest): Promise<SharedAcquireResult> {
+    const invalid = invalidRequest(req);
+    if (invalid) return Promise.reject(invalid);
+    const k = this.#keys;
+    const { key, holder } = req;
+    return this.#parts.conn.whenReady(() =>
+      this.#redis
+        .lockhostSharedAcquire(
+          k.holders(key), k.info(key), k.queue(key), k.places(key), k.fence(key),
+          req.owner, req.ttlMs, req.mode, req.limit, req.queueMs,
+          holder.plugin, holder.node, this.#parts.hostname, this.#parts.instanceId,
+        )
+        .then(toAcquireResult, this.#fail),
+    );
+  }
+
+  /**
+   * Renews each hold in one round trip: one script per chunk of up to 1,000, or on a cluster per
+   * slot, all sent at once (as the mutex's renewMany). Rejects the whole batch when any call fails.
+   */
+  renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
+    if (reqs.length === 0) return Promise.resolve([]);
+    for (const r of reqs) if (!validTtl(r.ttlMs)) return Promise.reject(ttlError("ttlMs", r.ttlMs));
+    return this.#parts.conn.whenReady(() => {
+      const results = new Array<RenewResult>(reqs.length);
+      const calls = renewCallsOf(reqs, this.#renewKeys, this.#redis.isCluster);
+      this.#parts.countRenewCalls(calls.length);
+      const sent = calls.map((call) =>
+        this.#redis.lockhostSharedRenewMany(call.args).then((replies) => {
+          const { indexes } = call;
+          for (let j = 0; j < indexes.length; j++) {
+            const reply = replies[j]!;
+            results[indexes[j]!] = reply > 0 ? { ok: true, expiresAtMs: reply } : RENEW_NOT_FOUND;
+          }
+        }),
+      );
+      return Promise.all(sent).then(() => results, this.#fail);
+    });
+  }
+
+  /** Removes `owner`'s hold on `key` and wakes the key's watchers (SharedSteps.release). */
+  release(key: string, owner: string): Promise<ReleaseResult> {
+    const k = this.#keys;
+    return this.#parts.conn.whenReady(() =>
+      this.#redis
+        .lockhostSharedRelease(
+          k.holders(key), k.info(key), k.queue(key), k.places(key),
+          owner, k.released(key), this.#parts.instanceId, this.#parts.keys.holderHead,
+        )
+        .then((reply) => (reply === DELETED ? "released" : "not_found"), this.#fail),
+    );
+  }
+
+  /** Drops `owner`'s queue place; wakes the key's watchers when it had one (SharedSteps.leaveQueue). */
+  leaveQueue(key: string, owner: string): Promise<void> {
+    const k = this.#keys;
+    return this.#parts.conn.whenReady(() =>
+      this.#redis.lockhostSharedLeaveQueue(k.queue(key), k.places(key), owner, k.released(key)).then(() => undefined, this.#fail),
+    );
+  }
+
+  /** The key's live holders (in fence order) and queue, or null (SharedSteps.status). */
+  status(key: string): Promise<SharedRecord | null> {
+    return this.#parts.conn.whenReady(() => this.#status(key).catch(this.#fail));
+  }
+
+  /** Removes every holder, telling each one's instance; the queue and fence stay (SharedSteps.forceRelease). */
+  forceRelease(key: string): Promise<number> {
+    const k = this.#keys;
+    return this.#parts.conn.whenReady(() =>
+      this.#redis
+        .lockhostSharedForceRelease(k.holders(key), k.info(key), k.queue(key), k.places(key), k.released(key), this.#parts.keys.holderHead)
+        .catch(this.#fail),
+    );
+  }
+
+  /** A page of keys with live holders: SCAN over the kind's holders keys on every master, then each one's status. */
+  list(req: ListRequest): Promise<SharedPage> {
+    return this.#parts.conn.whenReady(async () => {
+      try {
+        const page = await scanNames(this.#redis, this.#parts.keys, req, this.#keys.holdersHead);
+        const found = await Promise.all(page.names.map((name) => this.#status(name)));
+        const records = found.filter((r): r is SharedRecord => r !== null && r.holders.length > 0);
+        return page.cursor === undefined ? { records } : { records, cursor: page.cursor };
+      } catch (err) {
+        return this.#fail(err);
+      }
+    });
+  }
+
+  /** Calls `listener` on every release, force-release and queue departure of `key` in this kind (SharedSteps.watch). */
+  watch(key: string, listener: () => void): ReleaseWatch {
+    return this.#parts.watcher.watch(this.#keys.released(key), listener);
+  }
+
+  #status(key: string): Promise<SharedRecord | null> {
+    const k = this.#keys;
+    return this.#redis
+      .lockhostSharedStatus(k.holders(key), k.info(key), k.queue(key), k.places(key))
+      .then((reply) => toRecord(key, this.kind, reply));
+  }
+
+  readonly #fail = (err: unknown): never => {
+    throw this.#parts.conn.toError(err);
+  };
+}
+
+function toAcquireResult(reply: SharedAcquireReply): SharedAcquireResult {
+  if (typeof reply === "number") return reply > 0 ? { acquired: false, retryAfterMs: reply } : NOT_ACQUIRED;
+  if (reply.length === 1) return { acquired: false, limit: reply[0] };
+  const [fence, acquiredAtMs, expiresAtMs] = reply as Extract<SharedAcquireReply, { length: 3 }>;
+  return { acquired: true, fence, acquiredAtMs, expiresAtMs };
+}
+
+/** The holder record written by the acquire script: JSON of strings (shared-scripts.ts). */
+type StoredHolder = [mode: string, fence: string, plugin: string, node: string, hostname: string, instance: string, acquiredAt: string];
+
+function toRecord(key: string, kind: SharedKind, reply: SharedStatusReply): SharedRecord | null {
+  if (reply === NOT_FOUND) return null;
+  const [now, queued, limit] = reply;
+  const holders: SharedHolderRecord[] = [];
+  for (let i = 3; i + 3 < reply.length; i += 4) {
+    const owner = reply[i] as string;
+    const expiresAtMs = Number(reply[i + 1]);
+    const stored = parseStored(reply[i + 2] as string);
+    // A record lost by hand (HDEL): the lease is still real, the rest unknown.
+    const [mode, fence, plugin, node, hostname, , acquiredAt] = stored ?? ["shared", "0", "", "", "", "", String(expiresAtMs)];
+    const acquiredAtMs = Number(acquiredAt);
+    const ttlRemainingMs = Math.max(0, expiresAtMs - now);
+    const recorded = Number(reply[i + 3]);
+    const holder: Holder = { plugin, node, hostname };
+    holders.push({
+      owner,
+      mode: mode === "exclusive" ? "exclusive" : ("shared" satisfies SharedMode),
+      fence: Number(fence),
+      holder,
+      acquiredAtMs,
+      expiresAtMs,
+      ttlMs: reply[i + 3] !== "" && Number.isSafeInteger(recorded) ? recorded : Math.max(1, ttlRemainingMs),
+      ttlRemainingMs,
+    });
+  }
+  holders.sort((a, b) => a.fence - b.fence);
+  return { key, kind, limit: holders.length > 0 ? Number(limit) : 0, holders, queued };
+}
+
+function parseStored(text: string): StoredHolder | undefined {
+  if (text === "") return undefined;
+  try {
+    const v: unknown = JSON.parse(text);
+    return Array.isArray(v) && v.length >= 7 && v.every((x) => typeof x === "string") ? (v as StoredHolder) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Checked before sending: a script failing half-way is not rolled back. */
+const validTtl = (ms: number): boolean => ms > 0 && Number.isSafeInteger(ms);
+
+function ttlError(name: string, value: number): LockhostError {
+  return new LockhostError("INVALID_ARGUMENT", `${name} must be a positive integer number of milliseconds, got ${String(value)}`);
+}
+
+function invalidRequest(req: SharedAcquireRequest): LockhostError | undefined {
+  if (!validTtl(req.ttlMs)) return ttlError("ttlMs", req.ttlMs);
+  if (!(req.queueMs === 0 || validTtl(req.queueMs))) {
+    return new LockhostError("INVALID_ARGUMENT", `queueMs must be 0 or a positive integer number of milliseconds, got ${String(req.queueMs)}`);
+  }
+  if (!Number.isSafeInteger(req.limit) || req.limit < 0 || req.limit > MAX_PERMITS) {
+    return new LockhostError("INVALID_ARGUMENT", `limit must be an integer from 0 to ${MAX_PERMITS}, got ${String(req.limit)}`);
+  }
+  if (req.mode !== "shared" && req.mode !== "exclusive") {
+    return new LockhostError("INVALID_ARGUMENT", `mode must be "shared" or "exclusive", got ${JSON.stringify(req.mode)}`);
+  }
+  return undefined;
+}

@@ -12,6 +12,7 @@ import { sharedObjectsOf } from "../plugins/backends/pg/shared-sql.js";
 import { dropPgTable } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";
 import { databaseUrl } from "./support/servers.js";
+import { until } from "./support/until.js";
 
 const url = databaseUrl();
 const run = randomUUID().slice(0, 8);
@@ -35,15 +36,6 @@ const reader = (k: string, over: Partial<SharedAcquireRequest> = {}): SharedAcqu
 });
 const writer = (k: string, over: Partial<SharedAcquireRequest> = {}): SharedAcquireRequest => reader(k, { mode: "exclusive", ...over });
 const permit = (k: string, limit: number, over: Partial<SharedAcquireRequest> = {}): SharedAcquireRequest => reader(k, { limit, ...over });
-
-/** Polls `check` until it returns true, failing after `ms`. */
-async function until(what: string, ms: number, check: () => Promise<boolean> | boolean): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await sleep(10);
-  }
-}
 
 let admin: pg.Client;
 beforeAll(async () => {

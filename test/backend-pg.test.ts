@@ -18,6 +18,7 @@ import { dropPgTable } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";
 import { databaseUrl, freePort } from "./support/servers.js";
 import { type PgConfig, pgDefaults } from "../plugins/backends/pg/config.js";
+import { until } from "./support/until.js";
 
 const url = databaseUrl();
 const run = randomUUID().slice(0, 8);
@@ -52,15 +53,6 @@ function expectContended(result: AcquireResult, ttlMs = 10_000): void {
     expect(result.retryAfterMs).toBeLessThanOrEqual(ttlMs);
   }
   expect(Object.keys(result).every((f) => f === "acquired" || f === "retryAfterMs")).toBe(true);
-}
-
-/** Polls `check` until it returns true, failing after `ms`. */
-async function until(what: string, ms: number, check: () => Promise<boolean> | boolean): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await sleep(10);
-  }
 }
 
 let admin: pg.Client;

@@ -14,7 +14,8 @@
 // holders and info carry the same TTL, at least until the last lease ends, queue and places
 // one until the last place lapses: a key whose holders all crashed, or whose waiters all gave
 // up silently, is gone by itself. An ended lease or a lapsed place that is still stored counts
-// as absent: each step prunes them first (status and renew only skip them, without writing).
+// as absent: acquire and force-release prune them first; status, renew and release only skip
+// them, without writing, which keeps the renewal and release paths short.
 //
 // Fences are as the mutex's (scripts.ts ACQUIRE): max(counter + 1, server clock in µs), so they
 // never step back after a restart without persistence or a FLUSHALL.

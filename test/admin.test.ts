@@ -146,6 +146,26 @@ describe("admin listener", () => {
     expect(JSON.stringify(capture.lines)).not.toContain(TOKEN);
   });
 
+  it("serves and force-releases read/write locks and semaphores with ?kind=, never their owner tokens", async () => {
+    const reader = (await locks.tryRead("doc", { ttlMs: 30_000 }))!;
+    const permit = (await locks.tryPermit("doc", { ttlMs: 30_000, permits: 2 }))!;
+    const path = `/locks/${encodeURIComponent("global:doc")}`;
+    const rw = await (await fetch(`${server.url}${path}?kind=rw`, { headers: { authorization: `Bearer ${TOKEN}` } })).json();
+    expect(rw).toMatchObject({ name: "global:doc", kind: "rw", limit: 0, queued: 0, holders: [{ mode: "shared", fence: reader.fence, node: "node-admin" }] });
+    expect(JSON.stringify(rw)).not.toContain(reader.owner);
+    expect(await (await get(`${path}?kind=semaphore`)).json()).toMatchObject({ kind: "semaphore", limit: 2, holders: [{ fence: permit.fence }] });
+    expect(await (await get(path)).json()).toEqual({ key: "global:doc", held: false });
+    const bad = await get(`${path}?kind=lock`);
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ code: "INVALID_ARGUMENT", message: 'kind must be rw or semaphore, got "lock"' });
+    expect((await fetch(`${server.url}${path}/force-release?kind=rw`, { method: "POST" })).status).toBe(401);
+    const ok = await fetch(`${server.url}${path}/force-release?kind=rw`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(await ok.json()).toEqual({ key: "global:doc", kind: "rw", released: true, holders: 1 });
+    expect(reader.state).toBe("lost");
+    expect(await (await get(`${path}?kind=rw`)).json()).toEqual({ name: "global:doc", kind: "rw", held: false });
+    await locks.release(permit);
+  });
+
   it("refuses force-release when no token is configured", async () => {
     const open = await startAdminServer({ service: locks, settings: { listen: { host: "127.0.0.1", port: 0 } }, log: capture.logger, node: "n" });
     try {

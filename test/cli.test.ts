@@ -255,6 +255,35 @@ describe.each([
     }
   });
 
+  it("shows the holders of a read/write lock and a semaphore (--kind), and force-releases them", async () => {
+    const file = await configFile(toml());
+    const locks = new LockService(await createBackend(locking(), captureLogger().logger), { node: "cli-kinds" });
+    try {
+      const r1 = (await locks.tryRead("cli-doc", { ttlMs: 30_000 }))!;
+      await locks.tryRead("cli-doc", { ttlMs: 30_000 });
+      const permit = (await locks.tryPermit("cli-doc", { ttlMs: 30_000, permits: 3 }))!;
+      const rw = lockhost("status", "global:cli-doc", "--kind", "rw", "--config", file, "--json");
+      expect(rw.status, rw.stderr).toBe(0);
+      const body = JSON.parse(rw.stdout) as { holders: { mode: string; fence: number; node: string }[] };
+      expect(body).toMatchObject({ name: "global:cli-doc", kind: "rw", limit: 0, queued: 0 });
+      expect(body.holders.map((h) => [h.mode, h.node])).toEqual([["shared", "cli-kinds"], ["shared", "cli-kinds"]]);
+      expect(rw.stdout).not.toContain(r1.owner);
+      const human = lockhost("status", "global:cli-doc", "--kind", "semaphore", "--config", file);
+      expect(human.stdout).toContain("semaphore global:cli-doc: held by 1 of 3 permits");
+      expect(human.stdout).toContain(`permit fence ${permit.fence}  plugin host on node cli-kinds`);
+      expect(lockhost("status", "global:cli-doc", "--config", file, "--json").stdout).toContain('"held":false');
+      const released = lockhost("release", "--force", "global:cli-doc", "--kind", "rw", "--config", file);
+      expect(released.stdout.trim()).toBe("released rw global:cli-doc (2 holders)");
+      await expect(locks.renew(r1)).rejects.toMatchObject({ code: "LOST" });
+      expect(lockhost("status", "global:cli-doc", "--kind", "rw", "--config", file).stdout.trim()).toBe("read/write lock global:cli-doc: not held");
+      const bad = lockhost("status", "global:cli-doc", "--kind", "mutexes", "--config", file);
+      expect(bad.status).toBe(2);
+      expect(bad.stderr).toContain('--kind must be rw or semaphore, got "mutexes"');
+    } finally {
+      await locks.close();
+    }
+  });
+
   it("lists the locks another process holds, page by page, filtered, as a table and as JSON, without owner tokens", async () => {
     const file = await configFile(toml());
     const locks = new LockService(await createBackend(locking(), captureLogger().logger), { node: "cli-lister" });

@@ -132,12 +132,23 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       );
     }
     if (method === "GET" && dashboard(path, req, res)) return;
+    // ?kind=rw or ?kind=semaphore: the read/write lock or semaphore of that name, not its mutex.
+    const kindText = new URLSearchParams(target.slice(path.length + 1)).get("kind");
+    if (kindText !== null && kindText !== "rw" && kindText !== "semaphore") {
+      return send(res, 400, { code: "INVALID_ARGUMENT", message: `kind must be rw or semaphore, got ${JSON.stringify(kindText)}` });
+    }
+    const kind = kindText ?? undefined;
     const force = /^\/locks\/([^/]+)\/force-release$/.exec(path);
     if (force) {
       if (!only(method, "POST", res)) return;
       const name = decode(force[1]!, res);
       if (name === undefined || !authorized(req, res)) return;
       return answer(res, async () => {
+        if (kind !== undefined) {
+          const holders = await service.forceReleaseSharedByName(kind, name);
+          log.warn({ lock: name, kind, holders, from: req.socket.remoteAddress }, "lock force-released through the admin listener");
+          return { key: name, kind, released: holders > 0, holders };
+        }
         const released = await service.forceReleaseByName(name);
         log.warn({ lock: name, released, from: req.socket.remoteAddress }, "lock force-released through the admin listener");
         return { key: name, released };
@@ -151,6 +162,8 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       // An owner token lets whoever has it release or restore the lock: shown only to the token's holder.
       const showOwner = presentsToken(req);
       return answer(res, async () => {
+        // Owner tokens of read/write locks and semaphores are never shown here.
+        if (kind !== undefined) return (await service.sharedStatusByName(kind, name)) ?? { name, kind, held: false };
         const status = await service.statusByName(name);
         if (!status.held || showOwner) return status;
         const { owner: _owner, ...rest } = status;

@@ -9,7 +9,8 @@ import type { AdminStatsBody } from "../admin/server.js";
 import { formatListen } from "../config/listen.js";
 import type { AdminSettings } from "../config/types.js";
 import { LockhostError, type ErrorCode } from "../../kit/errors.js";
-import type { ListOptions, LockListPage, LockStatus } from "../locking/service.js";
+import type { ListOptions, LockListPage, LockStatus, SharedLockStatus } from "../locking/service.js";
+import type { SharedKind } from "../../kit/shared.js";
 
 /** How long the CLI waits for the admin listener before saying it does not answer. */
 const REQUEST_TIMEOUT_MS = 5_000;
@@ -86,6 +87,18 @@ export class AdminClient {
     // listener is reported as such rather than as a missing token.
     const body = (await this.#request("POST", `/locks/${encodeURIComponent(name)}/force-release`, this.token)) as { released?: unknown };
     return body.released === true;
+  }
+
+  /** GET /locks/<name>?kind=…: the holders and queue of a read/write lock or semaphore, null when free. */
+  async sharedStatusByName(kind: SharedKind, name: string): Promise<SharedLockStatus | null> {
+    const body = (await this.#request("GET", `/locks/${encodeURIComponent(name)}?kind=${kind}`)) as SharedLockStatus | { held: false };
+    return "holders" in body ? body : null;
+  }
+
+  /** POST /locks/<name>/force-release?kind=…: how many held it. */
+  async forceReleaseSharedByName(kind: SharedKind, name: string): Promise<number> {
+    const body = (await this.#request("POST", `/locks/${encodeURIComponent(name)}/force-release?kind=${kind}`, this.token)) as { holders?: unknown };
+    return typeof body.holders === "number" ? body.holders : 0;
   }
 
   async #request(method: string, path: string, token?: string): Promise<unknown> {

@@ -1,7 +1,8 @@
 // How the CLI shows a lock's status and a host's counters to a person (--json shows the data
 // itself). Kept apart from main.ts, which runs the CLI when imported.
 import type { AdminStatsBody } from "../admin/server.js";
-import type { LockListPage, LockStatus } from "../locking/service.js";
+import type { LockListPage, LockStatus, SharedLockStatus } from "../locking/service.js";
+import type { SharedKind } from "../../kit/shared.js";
 import type { LockStats } from "../locking/stats.js";
 
 /** Human-readable status, one field a line; a status without its owner token says how to see it. */
@@ -18,6 +19,18 @@ export function formatStatus(s: LockStatus | Omit<Extract<LockStatus, { held: tr
     `  ttl_remaining: ${s.ttlRemainingMs} ms`,
     `  ttl:           ${s.ttlMs} ms (the lease's length, as last set)`,
   ].join("\n");
+}
+
+/** A read/write lock's or semaphore's status as `lockhost status --kind` prints it. */
+export function formatSharedStatus(kind: SharedKind, name: string, s: SharedLockStatus | null): string {
+  const what = kind === "rw" ? "read/write lock" : "semaphore";
+  if (s === null || s.holders.length === 0) return `${what} ${name}: not held${s && s.queued > 0 ? ` (${s.queued} writer(s) queued)` : ""}`;
+  const lines = [`${what} ${name}: held by ${s.holders.length}${kind === "semaphore" ? ` of ${s.limit} permits` : ""}${kind === "rw" ? `, ${s.queued} writer(s) queued` : ""}`];
+  for (const h of s.holders) {
+    const mode = kind === "semaphore" ? "permit" : h.mode === "exclusive" ? "writer" : "reader";
+    lines.push(`  ${mode.padEnd(6)} fence ${h.fence}  plugin ${h.plugin} on node ${h.node}  acquired ${new Date(h.acquiredAtMs).toISOString()}  ttl_remaining ${h.ttlRemainingMs} ms of ${h.ttlMs} ms`);
+  }
+  return lines.join("\n");
 }
 
 // Keyed by LockStats, so a counter added there fails to compile here until it has a label.

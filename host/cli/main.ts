@@ -16,7 +16,8 @@ import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import { Host } from "../host.js";
 import { LockService } from "../locking/service.js";
 import { AdminClient, AdminUnreachable, adminUrl } from "./admin-client.js";
-import { formatLocks, formatStats, formatStatus } from "./format.js";
+import { formatLocks, formatSharedStatus, formatStats, formatStatus } from "./format.js";
+import type { SharedKind } from "../../kit/shared.js";
 import { check } from "./check.js";
 import { cliLogger, parseLogFormat, type LogFormat } from "./logger.js";
 import { logSummary } from "./summary.js";
@@ -57,7 +58,7 @@ Options:
                         sharing one memory backend, to watch one node win each tick
                         (memory backend only; default 1; only <node>-1 starts the admin listener)
   -h, --help            this help`,
-  status: `Usage: lockhost status [KEY] [--config FILE] [--admin URL] [--json]
+  status: `Usage: lockhost status [KEY] [--kind rw|semaphore] [--config FILE] [--admin URL] [--json]
 
 Without KEY: asks the running host's admin listener for its counters (locks held and kept
 alive, acquisitions, contention, renewals, lost leases, waits) and prints them. The listener
@@ -73,6 +74,8 @@ live inside the 'lockhost run' process) and the config has an [admin] table.
 Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
       --admin URL     the admin listener, e.g. http://127.0.0.1:9464 (default: [admin] listen)
+      --kind K        the read/write lock (rw) or semaphore of that name instead of its mutex:
+                      its holders (mode, fence, holder, times), permits and queued writers
       --show-owner    print the lock's owner token (hidden by default: with it anyone can
                       release or restore the lock); through --admin it also needs the token
       --json          print JSON instead of a table
@@ -107,10 +110,11 @@ Options:
       --cursor C      the page after the one that printed C
       --json          print the page as JSON ({ locks, cursor })
   -h, --help          this help`,
-  release: `Usage: lockhost release --force KEY [--config FILE] [--admin URL]
+  release: `Usage: lockhost release --force KEY [--kind rw|semaphore] [--config FILE] [--admin URL]
 
-Deletes the lock KEY whoever holds it. The holder is not told: its next renew or release
-reports LOST. Fence counters are kept, so the next holder still gets a higher fence.
+Deletes the lock KEY whoever holds it; with --kind, every holder of that read/write lock or
+semaphore. Each holder is told at once (its lease is lost; a guest's lockhost_on_lost runs).
+Fence counters are kept, so the next holder still gets a higher fence.
 --force is required, to make the intent explicit.
 
 On redis and pg the lock is deleted in the backend directly. With --admin, or when the backend
@@ -121,6 +125,7 @@ Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
       --admin URL     the admin listener, e.g. http://127.0.0.1:9464
   -f, --force         required
+      --kind K        rw or semaphore: that kind's lock of the name, not its mutex
   -h, --help          this help`,
 };
 
@@ -166,6 +171,7 @@ async function main(argv: string[]): Promise<number> {
         plugin: { type: "string" },
         limit: { type: "string" },
         cursor: { type: "string" },
+        kind: { type: "string" },
       },
     });
   } catch (err) {
@@ -211,6 +217,12 @@ async function main(argv: string[]): Promise<number> {
   if (command === "status" && key === undefined) {
     return orUnreachable(command, async () => showStats(await cliConfig(values.config, values.admin !== undefined), values.admin, values.json ?? false));
   }
+  const kind = values.kind;
+  if (kind !== undefined && kind !== "rw" && kind !== "semaphore") {
+    console.error(`lockhost ${command}: --kind must be rw or semaphore, got ${JSON.stringify(kind)}\n\n${HELP[command]}`);
+    return 2;
+  }
+  if (kind !== undefined) return withLocks(values.config, values.admin, command, (locks) => inspectShared(locks, command, kind, key!, values.json ?? false));
   return withLocks(values.config, values.admin, command, (locks) => inspect(locks, command, key!, values.json ?? false, values["show-owner"] ?? false));
 }
 
@@ -343,7 +355,7 @@ async function run(config: LockhostConfig, localNodes: number, format: LogFormat
 }
 
 /** What status, release and locks read or do: the backend through a LockService, or a running host's admin listener. */
-type LockReader = Pick<AdminClient, "statusByName" | "forceReleaseByName" | "list">;
+type LockReader = Pick<AdminClient, "statusByName" | "forceReleaseByName" | "list" | "sharedStatusByName" | "forceReleaseSharedByName">;
 
 /**
  * Runs `action` on the locks the config names: through the admin listener with --admin (or
@@ -387,6 +399,18 @@ async function inspect(locks: LockReader, command: string, key: string, json: bo
   }
   const released = await locks.forceReleaseByName(key);
   console.log(released ? `released ${key}` : `${key} was not held`);
+  return 0;
+}
+
+/** `status KEY --kind K` or `release --force KEY --kind K`. */
+async function inspectShared(locks: LockReader, command: string, kind: SharedKind, key: string, json: boolean): Promise<number> {
+  if (command === "status") {
+    const status = await locks.sharedStatusByName(kind, key);
+    console.log(json ? JSON.stringify(status ?? { name: key, kind, held: false }) : formatSharedStatus(kind, key, status));
+    return 0;
+  }
+  const holders = await locks.forceReleaseSharedByName(kind, key);
+  console.log(holders > 0 ? `released ${kind} ${key} (${holders} holder${holders === 1 ? "" : "s"})` : `${kind} ${key} was not held`);
   return 0;
 }
 

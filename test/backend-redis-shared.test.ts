@@ -185,6 +185,24 @@ describe("redis shared kinds: expiry of keys", () => {
     expect(await rw.acquire(w)).toMatchObject({ acquired: true });
   });
 
+  it("refuses to release or renew a lease that ended while its record is still stored (a longer one keeps the keys)", async () => {
+    const rw = open().shared("rw");
+    const k = name();
+    const a = req(k, "shared", { ttlMs: 150 });
+    const b = req(k, "shared", { ttlMs: 10_000 });
+    await rw.acquire(a);
+    await rw.acquire(b);
+    await sleep(250);
+    expect(await admin.zscore(rwKeys.holders(k), a.owner)).not.toBeNull();
+    expect(await rw.renewMany([{ key: k, owner: a.owner, ttlMs: 10_000 }])).toEqual([{ ok: false, reason: "not_found" }]);
+    expect(await rw.release(k, a.owner)).toBe("not_found");
+    expect((await rw.status(k))?.holders.map((h) => h.owner)).toEqual([b.owner]);
+    // The next acquisition prunes it.
+    await rw.acquire(req(k, "shared"));
+    expect(await admin.zscore(rwKeys.holders(k), a.owner)).toBeNull();
+    expect(await admin.hexists(rwKeys.info(k), `h:${a.owner}`)).toBe(0);
+  });
+
   it("drops the info hash with the last holder's release, keeping the queue", async () => {
     const rw = open().shared("rw");
     const k = name();

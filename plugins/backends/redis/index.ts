@@ -6,7 +6,8 @@
 // bound once, no per-call closures, shared results for the outcomes that carry no data (a
 // contended acquire allocates its result only to carry the holder's remaining lease).
 // Batched renewals are cut into script calls by batch.ts; release notifications come over a
-// second, subscriber connection (watcher.ts).
+// second, subscriber connection (watcher.ts). Read/write locks and semaphores (shared()) are
+// shared.ts, with their own scripts and keys on the same two connections.
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Logger } from "pino";

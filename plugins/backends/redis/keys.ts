@@ -3,6 +3,8 @@
 // cluster (a script may only use keys of one slot) and a name always maps to one slot. A
 // lock's release channel (pub/sub, for waiters) carries the same tag, only so that an
 // operator reads it as the lock's: channels are not keys, and a PUBLISH reaches every node.
+// Read/write locks and semaphores have five keys per name in each kind's own namespace
+// (SharedKeyLayout), under the same hash tag.
 import keySlot from "cluster-key-slot";
 import { LockhostError, type SharedKind } from "../../../kit/index.js";
 

@@ -97,10 +97,7 @@ export class RedisSharedSteps implements SharedSteps {
     const k = this.#keys;
     return this.#parts.conn.whenReady(() =>
       this.#redis
-        .lockhostSharedRelease(
-          k.holders(key), k.info(key), k.queue(key), k.places(key),
-          owner, k.released(key), this.#parts.instanceId, this.#parts.keys.holderHead,
-        )
+        .lockhostSharedRelease(k.holders(key), k.info(key), owner, k.released(key), this.#parts.instanceId, this.#parts.keys.holderHead)
         .then((reply) => (reply === DELETED ? "released" : "not_found"), this.#fail),
     );
   }

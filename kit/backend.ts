@@ -2,20 +2,10 @@
 // lifecycle (validation, scopes, handles, renewal, waiting) lives above it in LockService,
 // so a backend stays a small file. Expected outcomes are results; only failures throw
 // (a LockhostError with code BACKEND_UNAVAILABLE).
+import type { Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./common.js";
 import type { SharedKind, SharedSteps } from "./shared.js";
 
-/** Who holds a lock: written by acquire, shown by status. */
-export interface Holder {
-  /** The plugin that took the lock, or "host" for host-side callers. */
-  readonly plugin: string;
-  /** The configured node name of the host process. */
-  readonly node: string;
-  /**
-   * The machine the lock was taken on (os.hostname()), as a distributed backend records it
-   * beside the configurable node name; absent in acquire requests and where not recorded.
-   */
-  readonly hostname?: string;
-}
+export type { Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./common.js";
 
 /** One atomic acquisition attempt. */
 export interface AcquireRequest {
@@ -48,21 +38,6 @@ export type AcquireResult =
       readonly retryAfterMs?: number;
     };
 
-/** One renewal of a batch (see LockBackend.renewMany). */
-export interface RenewRequest {
-  readonly key: string;
-  readonly owner: string;
-  readonly ttlMs: number;
-}
-
-/** The outcome of a compare-and-set renewal. */
-export type RenewResult =
-  | { readonly ok: true; readonly expiresAtMs: number }
-  | { readonly ok: false; readonly reason: "not_found" | "mismatch" };
-
-/** The outcome of a compare-and-delete release. */
-export type ReleaseResult = "released" | "not_found" | "mismatch";
-
 /** What the backend knows about a held lock. */
 export interface LockRecord {
   readonly key: string;
@@ -75,16 +50,6 @@ export interface LockRecord {
   readonly ttlMs: number;
   /** Remaining lease on the server's clock. */
   readonly ttlRemainingMs: number;
-}
-
-/** What LockBackend.list is asked for: one page of held locks. */
-export interface ListRequest {
-  /** Only locks whose full name starts with this (e.g. "billing:"); every lock when absent. */
-  readonly prefix?: string;
-  /** Where the previous page ended (its `cursor`); the first page when absent. */
-  readonly cursor?: string;
-  /** At most this many locks. A page may hold fewer, even none, and still have a next one. */
-  readonly limit: number;
 }
 
 /** One page of held locks. */
@@ -159,14 +124,3 @@ export interface LockBackend {
   close(): Promise<void>;
 }
 
-/** A subscription made by LockBackend.watch. */
-export interface ReleaseWatch {
-  /**
-   * Settles (never rejects) once releases are being delivered to the listener: a waiter
-   * retries after it, so a release between its failed attempt and the subscription is not
-   * missed.
-   */
-  readonly ready: Promise<void>;
-  /** Stops delivering to this listener; the last watcher of a key unsubscribes. Idempotent. */
-  close(): void;
-}

@@ -4,7 +4,7 @@
 // acquirers that shared acquisitions stand behind (writer preference, FIFO among writers).
 // As with LockBackend, the lifecycle (waiting, renewal, loss, auto-release) lives above in the
 // host; a backend only makes each step atomic on its server's clock.
-import type { Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./backend.js";
+import type { Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./common.js";
 
 /**
  * A lock kind beside the mutex. Each kind has its own namespace of names in the store: a

@@ -1,0 +1,54 @@
+// The shapes every kind of lock's steps share (the mutex's LockBackend, the shared kinds'
+// SharedSteps): who holds a lock, a renewal and its outcome, a release's outcome, a listing
+// request, and a release subscription. Kept apart so both interfaces import them and neither
+// the other.
+
+/** Who holds a lock: written by acquire, shown by status. */
+export interface Holder {
+  /** The plugin that took the lock, or "host" for host-side callers. */
+  readonly plugin: string;
+  /** The configured node name of the host process. */
+  readonly node: string;
+  /**
+   * The machine the lock was taken on (os.hostname()), as a distributed backend records it
+   * beside the configurable node name; absent in acquire requests and where not recorded.
+   */
+  readonly hostname?: string;
+}
+
+/** One renewal of a batch (see LockBackend.renewMany). */
+export interface RenewRequest {
+  readonly key: string;
+  readonly owner: string;
+  readonly ttlMs: number;
+}
+
+/** The outcome of a compare-and-set renewal. */
+export type RenewResult =
+  | { readonly ok: true; readonly expiresAtMs: number }
+  | { readonly ok: false; readonly reason: "not_found" | "mismatch" };
+
+/** The outcome of a compare-and-delete release. */
+export type ReleaseResult = "released" | "not_found" | "mismatch";
+
+/** What LockBackend.list is asked for: one page of held locks. */
+export interface ListRequest {
+  /** Only locks whose full name starts with this (e.g. "billing:"); every lock when absent. */
+  readonly prefix?: string;
+  /** Where the previous page ended (its `cursor`); the first page when absent. */
+  readonly cursor?: string;
+  /** At most this many locks. A page may hold fewer, even none, and still have a next one. */
+  readonly limit: number;
+}
+
+/** A subscription made by LockBackend.watch. */
+export interface ReleaseWatch {
+  /**
+   * Settles (never rejects) once releases are being delivered to the listener: a waiter
+   * retries after it, so a release between its failed attempt and the subscription is not
+   * missed.
+   */
+  readonly ready: Promise<void>;
+  /** Stops delivering to this listener; the last watcher of a key unsubscribes. Idempotent. */
+  close(): void;
+}

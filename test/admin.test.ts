@@ -155,6 +155,10 @@ describe("admin listener", () => {
     expect(JSON.stringify(rw)).not.toContain(reader.owner);
     expect(await (await get(`${path}?kind=semaphore`)).json()).toMatchObject({ kind: "semaphore", limit: 2, holders: [{ fence: permit.fence }] });
     expect(await (await get(path)).json()).toEqual({ key: "global:doc", held: false });
+    const listed = (await (await get(`/locks?kind=rw&prefix=${encodeURIComponent("global:doc")}`)).json()) as LockListPage;
+    expect(listed.locks.map((l) => [l.key, l.kind, l.mode, l.fence])).toEqual([["global:doc", "rw", "shared", reader.fence]]);
+    expect(JSON.stringify(listed)).not.toContain(reader.owner);
+    expect((await get("/locks?kind=queue")).status).toBe(400);
     const bad = await get(`${path}?kind=lock`);
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ code: "INVALID_ARGUMENT", message: 'kind must be rw or semaphore, got "lock"' });

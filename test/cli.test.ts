@@ -272,6 +272,12 @@ describe.each([
       expect(human.stdout).toContain("semaphore global:cli-doc: held by 1 of 3 permits");
       expect(human.stdout).toContain(`permit fence ${permit.fence}  plugin host on node cli-kinds`);
       expect(lockhost("status", "global:cli-doc", "--config", file, "--json").stdout).toContain('"held":false');
+      const listed = lockhost("locks", "--kind", "rw", "--prefix", "global:cli-doc", "--config", file, "--json");
+      expect(listed.status, listed.stderr).toBe(0);
+      const page = JSON.parse(listed.stdout) as { locks: { key: string; kind: string; mode: string }[] };
+      expect(page.locks.map((l) => [l.key, l.kind, l.mode])).toEqual([["global:cli-doc", "rw", "shared"], ["global:cli-doc", "rw", "shared"]]);
+      expect(listed.stdout).not.toContain(r1.owner);
+      expect(lockhost("locks", "--kind", "semaphore", "--prefix", "global:cli-doc", "--config", file).stdout).toContain("global:cli-doc (permit)");
       const released = lockhost("release", "--force", "global:cli-doc", "--kind", "rw", "--config", file);
       expect(released.stdout.trim()).toBe("released rw global:cli-doc (2 holders)");
       await expect(locks.renew(r1)).rejects.toMatchObject({ code: "LOST" });

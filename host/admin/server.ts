@@ -2,6 +2,7 @@
 // for operators and for `lockhost status` / `lockhost release --force --admin`. It listens on
 // loopback unless told otherwise, and force-release needs the bearer token from the config:
 // reading is harmless, deleting someone's lock is not.
+import type { SharedKind } from "../../kit/shared.js";
 import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -127,8 +128,12 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       const prefix = query.get("prefix");
       const plugin = query.get("plugin");
       const cursor = query.get("cursor");
+      const kind = query.get("kind");
       return answer(res, () =>
-        service.list({ ...(limit !== undefined && { limit }), ...(prefix && { prefix }), ...(plugin && { plugin }), ...(cursor && { cursor }) }),
+        service.list({
+          ...(limit !== undefined && { limit }), ...(prefix && { prefix }), ...(plugin && { plugin }), ...(cursor && { cursor }),
+          ...(kind !== null && { kind: kind as SharedKind }),
+        }),
       );
     }
     if (method === "GET" && dashboard(path, req, res)) return;

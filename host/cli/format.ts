@@ -70,7 +70,7 @@ export function formatStats(body: AdminStatsBody, url: string): string {
 export function formatLocks(page: LockListPage, next: (cursor: string) => string): string {
   if (page.locks.length === 0 && page.cursor === undefined) return "no lock held";
   const rows = page.locks.map((l) => [
-    l.key,
+    l.kind === undefined ? l.key : `${l.key} (${l.kind === "semaphore" ? "permit" : l.mode === "exclusive" ? "writer" : "reader"})`,
     `${l.holder.plugin} @ ${l.holder.node}`,
     String(l.fence),
     duration(l.ageMs),

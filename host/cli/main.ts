@@ -92,7 +92,7 @@ Exit codes: 0 all well, 1 a fault found (each is printed with its code), 2 a con
 Options:
   -c, --config FILE   the TOML config (default: lockhost.toml)
   -h, --help          this help`,
-  locks: `Usage: lockhost locks [--prefix P] [--plugin NAME] [--limit N] [--cursor C] [--config FILE] [--admin URL] [--json]
+  locks: `Usage: lockhost locks [--kind rw|semaphore] [--prefix P] [--plugin NAME] [--limit N] [--cursor C] [--config FILE] [--admin URL] [--json]
 
 Lists the locks held now, by any host sharing the backend: full name, holder (plugin @ node),
 fence, age, TTL left of TTL, and how many acquisitions of the asked host wait for it. Owner
@@ -104,6 +104,8 @@ One page at a time: when there are more, the last line is the command for the ne
 Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
       --admin URL     the admin listener, e.g. http://127.0.0.1:9464
+      --kind K        read/write locks (rw) or semaphores instead of mutexes: a row per holder
+                      (reader, writer or permit)
       --prefix P      only names starting with P ("billing:", "global:jobs/", "lockhost:schedule:")
       --plugin NAME   only locks taken by this plugin ("host" for host-side callers)
       --limit N       locks per page, 1 to 1000 (default 100)
@@ -238,7 +240,7 @@ async function orUnreachable(command: string, action: () => Promise<number>): Pr
 }
 
 /** The --prefix, --plugin, --limit and --cursor of `locks`, checked. */
-function listOptions(values: { prefix?: string; plugin?: string; limit?: string; cursor?: string }): ListOptions {
+function listOptions(values: { kind?: string; prefix?: string; plugin?: string; limit?: string; cursor?: string }): ListOptions {
   let limit: number | undefined;
   if (values.limit !== undefined) {
     limit = Number(values.limit);
@@ -246,7 +248,11 @@ function listOptions(values: { prefix?: string; plugin?: string; limit?: string;
       throw new LockhostError("INVALID_ARGUMENT", `--limit must be an integer from 1 to ${MAX_LIST_LIMIT}, got "${values.limit}"`);
     }
   }
+  if (values.kind !== undefined && values.kind !== "rw" && values.kind !== "semaphore") {
+    throw new LockhostError("INVALID_ARGUMENT", `--kind must be rw or semaphore, got "${values.kind}"`);
+  }
   return {
+    ...(values.kind !== undefined && { kind: values.kind }),
     ...(values.prefix !== undefined && { prefix: values.prefix }),
     ...(values.plugin !== undefined && { plugin: values.plugin }),
     ...(limit !== undefined && { limit }),
@@ -261,7 +267,7 @@ async function listLocks(locks: LockReader, options: ListOptions, values: Record
     return 0;
   }
   // The next page's command repeats this one's options, with the new cursor.
-  const again = ["config", "admin", "prefix", "plugin", "limit"]
+  const again = ["config", "admin", "kind", "prefix", "plugin", "limit"]
     .filter((name) => typeof values[name] === "string")
     .map((name) => `--${name} ${shellQuote(values[name] as string)}`);
   console.log(formatLocks(page, (cursor) => ["lockhost locks", ...again, `--cursor ${shellQuote(cursor)}`].join(" ")));

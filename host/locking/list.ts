@@ -4,6 +4,8 @@
 import type { LockRecord } from "../../kit/backend.js";
 import { LockhostError } from "../../kit/errors.js";
 import type { ServiceCore } from "./core.js";
+import type { SharedKind, SharedMode } from "../../kit/shared.js";
+import { waitKey } from "./kinds.js";
 
 /** A held lock as listings show it: its record without the owner token, and what this host knows. */
 export type LockListing = Omit<LockRecord, "owner"> & {
@@ -11,6 +13,9 @@ export type LockListing = Omit<LockRecord, "owner"> & {
   readonly ageMs: number;
   /** Acquisitions of this host waiting for it now (waiters on other hosts are not known here). */
   readonly waiters: number;
+  /** Set when listing read/write locks or semaphores (one row per holder): the kind and the holder's mode. */
+  readonly kind?: SharedKind;
+  readonly mode?: SharedMode;
 };
 
 /** What to list (see LockService.list). */
@@ -23,6 +28,8 @@ export interface ListOptions {
   readonly cursor?: string;
   /** Locks per page, 1 to MAX_LIST_LIMIT (default 100). */
   readonly limit?: number;
+  /** List read/write locks ("rw") or semaphores ("semaphore") instead of mutexes: a row per holder, a page of keys at a time. */
+  readonly kind?: SharedKind;
 }
 
 /** One page of a listing. */
@@ -47,14 +54,32 @@ export async function list(core: ServiceCore, options: ListOptions = {}): Promis
     const value = options[name];
     if (value !== undefined && typeof value !== "string") throw new LockhostError("INVALID_ARGUMENT", `${name} must be a string, got ${typeof value}`);
   }
-  const page = await core.backendCall(() =>
-    core.backend.list({ limit, ...(options.prefix && { prefix: options.prefix }), ...(options.cursor !== undefined && { cursor: options.cursor }) }),
-  );
+  if (options.kind !== undefined && options.kind !== "rw" && options.kind !== "semaphore") {
+    throw new LockhostError("INVALID_ARGUMENT", `kind must be "rw" or "semaphore", got ${String(options.kind)}`);
+  }
+  const request = { limit, ...(options.prefix && { prefix: options.prefix }), ...(options.cursor !== undefined && { cursor: options.cursor }) };
+  if (options.kind !== undefined) return listShared(core, options.kind, request, options.plugin);
+  const page = await core.backendCall(() => core.backend.list(request));
   const locks: LockListing[] = [];
   for (const { owner: _owner, ...record } of page.locks) {
     if (options.plugin !== undefined && record.holder.plugin !== options.plugin) continue;
     const nowMs = record.expiresAtMs - record.ttlRemainingMs;
     locks.push({ ...record, ageMs: Math.max(0, nowMs - record.acquiredAtMs), waiters: core.waits.waitingOn(record.key) });
+  }
+  return page.cursor === undefined ? { locks } : { locks, cursor: page.cursor };
+}
+
+/** A page of read/write locks or semaphores: one row per live holder of each key listed. */
+async function listShared(core: ServiceCore, kind: SharedKind, request: { readonly limit: number; readonly prefix?: string; readonly cursor?: string }, plugin: string | undefined): Promise<LockListPage> {
+  const page = await core.backendCall(() => core.shared(kind).list(request));
+  const locks: LockListing[] = [];
+  for (const record of page.records) {
+    const waiters = core.waits.waitingOn(waitKey(kind, record.key));
+    for (const { owner: _owner, mode, ...h } of record.holders) {
+      if (plugin !== undefined && h.holder.plugin !== plugin) continue;
+      const nowMs = h.expiresAtMs - h.ttlRemainingMs;
+      locks.push({ key: record.key, ...h, ageMs: Math.max(0, nowMs - h.acquiredAtMs), waiters, kind, mode });
+    }
   }
   return page.cursor === undefined ? { locks } : { locks, cursor: page.cursor };
 }

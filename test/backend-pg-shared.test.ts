@@ -351,6 +351,55 @@ describe("pg read/write locks", () => {
   });
 });
 
+describe("pg read/write locks under contention", () => {
+  it("never lets a writer overlap another holder, with many callers on several hosts", async () => {
+    const hosts = [host(), host(), host()];
+    const k = key("hammer");
+    let readers = 0;
+    let writers = 0;
+    let violations = 0;
+    let granted = 0;
+    let writesGranted = 0;
+    const fences: number[] = [];
+    const worker = async (i: number): Promise<void> => {
+      const steps = hosts[i % hosts.length]!.shared("rw");
+      for (let round = 0; round < 12; round++) {
+        const exclusive = (i + round) % 4 === 0;
+        const req = exclusive ? writer(k, { queueMs: 5_000 }) : reader(k);
+        let r = await steps.acquire(req);
+        // A caller waits a while; a writer keeps its place meanwhile (which stands readers behind it).
+        for (let tries = 0; !r.acquired && tries < (exclusive ? 200 : 50); tries++) {
+          await sleep(2);
+          r = await steps.acquire(req);
+        }
+        if (!r.acquired) {
+          if (exclusive) await steps.leaveQueue(k, req.owner);
+          await sleep(1);
+          continue;
+        }
+        granted++;
+        fences.push(r.fence);
+        if (exclusive) {
+          writers++;
+          writesGranted++;
+        }
+        else readers++;
+        if (writers > 1 || (writers === 1 && readers > 0)) violations++;
+        await sleep(Math.random() * 3);
+        if (exclusive) writers--;
+        else readers--;
+        expect(await steps.release(k, req.owner)).toBe("released");
+      }
+    };
+    await Promise.all(Array.from({ length: 24 }, (_, i) => worker(i)));
+    expect(violations).toBe(0);
+    expect(granted).toBeGreaterThan(0);
+    expect(writesGranted).toBeGreaterThan(0);
+    expect(new Set(fences).size).toBe(fences.length);
+    expect(await hosts[0]!.shared("rw").status(k)).toBeNull();
+  });
+});
+
 describe("pg semaphores", () => {
   it("grants at most N permits, and refuses another N while permits are held (with theirs)", async () => {
     const sem = host().shared("semaphore");

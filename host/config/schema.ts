@@ -29,7 +29,8 @@ import type {
   ScheduleSpec,
 } from "./types.js";
 
-const SCHEDULE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+// '@' and '/' so an id derived from a scoped plugin name ("@acme/cron.run") is one.
+const SCHEDULE_ID = /^[A-Za-z0-9._:@/-]{1,128}$/;
 
 /**
  * Checks a whole config against the schema and fills in the defaults.
@@ -131,7 +132,7 @@ function pluginList(root: Table): PluginConfig[] {
     else checkKeys(t, PLUGIN_SCHEMA);
     if (name === undefined) return t.fail("name", "is required");
     if (!PLUGIN_NAME_PATTERN.test(name)) {
-      t.fail("name", `must be lowercase letters, digits, '-' and '_' (${PLUGIN_NAME_PATTERN}), got ${t.show(name)}`);
+      t.fail("name", `must be 1 to 64 of lowercase letters, digits, '-', '_' and '.', optionally scoped as "@scope/name" (${PLUGIN_NAME_PATTERN}), got ${t.show(name)}`);
     }
     if (RESERVED_PLUGIN_NAMES.has(name)) {
       t.fail("name", `${t.show(name)} is reserved (reserved names: ${[...RESERVED_PLUGIN_NAMES].join(", ")})`);
@@ -183,7 +184,7 @@ function scheduledList(root: Table, pluginNames: ReadonlySet<string>): Scheduled
     }
     if (id === undefined || !SCHEDULE_ID.test(id)) {
       const why = givenId === undefined ? ` (derived from plugin and export; set id explicitly)` : "";
-      return t.fail("id", `must be 1 to 128 characters from A-Z a-z 0-9 . _ : -, got ${t.show(id)}${why}`);
+      return t.fail("id", `must be 1 to 128 characters from A-Z a-z 0-9 . _ : - @ /, got ${t.show(id)}${why}`);
     }
     t.unique("id", id, seen);
     const schedule = scheduleSpec(t);

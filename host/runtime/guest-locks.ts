@@ -88,7 +88,8 @@ export class GuestLocks {
     try {
       this.#checkRoom();
       const lease = await this.#service.tryChecked(this.#request(key, ttlMs, flags));
-      if (!lease) return { result: TRY_CONTENDED };
+      // The note becomes the guest's last_error: contention is no error, but says whose key it is.
+      if (!lease) return { result: TRY_CONTENDED, text: contendedNote(key, flags, this.#policy.plugin) };
       if (epoch !== this.#epoch) await this.#abandon(lease, true);
       return { result: await this.#adopt(lease, flags, epoch, true) };
     } catch (err) {
@@ -436,3 +437,9 @@ export class GuestLocks {
 }
 
 const noop = (): void => undefined;
+
+/** What last_error says after a contended lock.try: the full lock name the guest could not take. */
+function contendedNote(key: string, flags: number, plugin: string): string {
+  const name = qualify(key, (flags & FLAG_GLOBAL) !== 0 ? "global" : { plugin });
+  return `CONTENDED: lock ${name} is held by another owner`;
+}

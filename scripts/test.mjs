@@ -14,6 +14,7 @@ const GUEST_SUITES = [
   "test/guest-lifecycle.test.ts",
   "test/guest-inline.test.ts",
   "test/guest-worker.test.ts",
+  "test/guest-shapes.test.ts",
   "test/abi.test.ts",
   "test/host.test.ts",
   "test/scheduler.test.ts",

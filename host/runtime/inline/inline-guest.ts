@@ -17,6 +17,7 @@ import { GuestShell, type GuestShellOptions } from "../guest-shell.js";
 import { jspiAvailable, jspiRequirement } from "../jspi.js";
 import { lockImports, type OpImport, type ParamSink } from "../lock-imports.js";
 import { runOp, type CallContext } from "../lock-ops.js";
+import { freeStringArgs, writeStringArgs, type GuestArg } from "../guest-strings.js";
 
 /** Options of an inline guest instance: the runtime-neutral ones (it has no time limit). */
 export type InlineGuestOptions = GuestShellOptions;
@@ -129,15 +130,23 @@ export class InlineGuest extends GuestShell {
     }
   }
 
-  protected invoke(name: string, args: readonly number[]): Promise<GuestValue> {
+  protected invoke(name: string, args: readonly GuestArg[]): Promise<GuestValue> {
     const instance = this.#instance!;
+    let strings: { params: number[]; ptrs: number[] };
+    try {
+      // The allocator runs before the call, unsuspended: it never makes a lock call.
+      strings = writeStringArgs(instance.exports, this.#mem.memory, args);
+    } catch (err) {
+      this.#traces.flush();
+      return this.#trap(name, err).then((e) => Promise.reject(e));
+    }
     let fn = instance.promising.get(name);
     if (!fn) {
       fn = jspi.promising(instance.exports[name]);
       instance.promising.set(name, fn);
     }
     const generation = this.#generation;
-    const call = fn(...args);
+    const call = fn(...strings.params);
     return new Promise<GuestValue>((resolve, reject) => {
       this.#running = { name, reject };
       call.then(
@@ -145,6 +154,12 @@ export class InlineGuest extends GuestShell {
           this.#traces.flush();
           if (generation !== this.#generation) return; // closed meanwhile: already failed
           this.#running = undefined;
+          try {
+            freeStringArgs(instance.exports, strings.ptrs);
+          } catch (err) {
+            reject(await this.#trap(name, err));
+            return;
+          }
           await this.locks.endCall();
           resolve(value);
         },
@@ -199,8 +214,9 @@ export class InlineGuest extends GuestShell {
   }
 
   #answer(op: OpImport, params: number[], reply: AbiReply): number | bigint {
-    if (reply.result < 0) this.#mem.lastError = utf8.encode(reply.text ?? "");
-    else op.deliver(this.#mem, params, reply.result, () => utf8.encode(reply.text ?? ""));
+    // last_error describes the last call: a success clears it, a contended try leaves its note.
+    this.#mem.lastError = op.lastErrorAfter(reply.result, () => utf8.encode(reply.text ?? ""));
+    if (reply.result >= 0) op.deliver(this.#mem, params, reply.result, () => utf8.encode(reply.text ?? ""));
     return op.wasmResult(reply.result);
   }
 }

@@ -9,6 +9,7 @@ import { describeError, envImports, GuestAbort, GuestMemory, TraceBudget } from 
 import { VERSION_EXPORT } from "../guest-module.js";
 import { lockImports, type OpImport, type ParamSink } from "../lock-imports.js";
 import type { FromWorker, ToWorker, WorkerInit } from "./messages.js";
+import { freeStringArgs, writeStringArgs } from "../guest-strings.js";
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
@@ -47,7 +48,8 @@ function spinFor(seq: number): boolean {
  * this worker only; the main thread serves the wait asynchronously). The operation's number
  * arguments and string bytes are already in the channel.
  */
-function request(opIndex: number): number {
+function request(op: OpImport): number {
+  const opIndex = op.index;
   if (!serving) {
     return mem.fail(INVALID_ARGUMENT, "lock calls are not available while the module instantiates (top-level code or start function); call them from an export");
   }
@@ -68,7 +70,8 @@ function request(opIndex: number): number {
     Atomics.wait(i32, RESP_SEQ, seen);
   }
   const result = ch.f64[0]!;
-  if (result < 0) mem.lastError = ch.data.slice(0, i32[TEXT_LEN]);
+  // last_error describes the last call: a success clears it, a contended try leaves its note.
+  mem.lastError = op.lastErrorAfter(result, () => ch.data.slice(0, i32[TEXT_LEN]));
   return result;
 }
 
@@ -92,7 +95,7 @@ function remoteImport(op: OpImport): (...params: number[]) => number | bigint {
     sink.offset = 0;
     const bad = op.read(mem, params, sink);
     if (bad < 0) return op.wasmResult(bad);
-    const result = request(op.index);
+    const result = request(op);
     op.deliver(mem, params, result, () => ch.data.subarray(0, result));
     return op.wasmResult(result);
   };
@@ -122,7 +125,9 @@ try {
 port.on("message", (msg: ToWorker) => {
   try {
     const fn = exports[msg.name] as (...args: number[]) => number | bigint | undefined;
-    const value = fn(...msg.args);
+    const { params, ptrs } = writeStringArgs(exports, mem.memory, msg.args);
+    const value = fn(...params);
+    freeStringArgs(exports, ptrs);
     traces.flush();
     post({ type: "return", id: msg.id, value });
   } catch (err) {

@@ -1,6 +1,7 @@
 // Messages between a WorkerGuest (main thread) and its guest worker.
 import type { AbortInfo } from "../guest-env.js";
 import type { GuestValue } from "../guest-instance.js";
+import type { GuestArg } from "../guest-strings.js";
 
 /** What the worker is started with. */
 export interface WorkerInit {
@@ -11,7 +12,7 @@ export interface WorkerInit {
 }
 
 /** Main thread to worker. */
-export type ToWorker = { readonly type: "call"; readonly id: number; readonly name: string; readonly args: readonly number[] };
+export type ToWorker = { readonly type: "call"; readonly id: number; readonly name: string; readonly args: readonly GuestArg[] };
 
 
 /** Worker to main thread. */

@@ -12,6 +12,7 @@ import { GuestShell, type GuestShellOptions } from "../guest-shell.js";
 import type { AbiReply, WaitLimit } from "../guest-locks.js";
 import { checkAbiVersion } from "../guest-module.js";
 import type { FromWorker, ToWorker, WorkerInit } from "./messages.js";
+import type { GuestArg } from "../guest-strings.js";
 
 /** Options of a worker-isolated guest instance. */
 export interface WorkerGuestOptions extends GuestShellOptions {
@@ -107,7 +108,7 @@ export class WorkerGuest extends GuestShell {
     await this.locks.reset("its plugin was closed");
   }
 
-  protected invoke(name: string, args: readonly number[]): Promise<GuestValue> {
+  protected invoke(name: string, args: readonly GuestArg[]): Promise<GuestValue> {
     const gen = this.#gen;
     return new Promise<GuestValue>((resolve, reject) => {
       const id = ++this.#nextId;

@@ -44,6 +44,13 @@ export interface GuestInstance {
    */
   call(exportName: string, args?: readonly GuestArg[], options?: CallOptions): Promise<GuestValue>;
   /**
+   * Calls an export that returns a string (an AssemblyScript `string`: an i32 pointer), like
+   * call(), and decodes it from guest memory. Rejects as call() does, with INVALID_ARGUMENT for
+   * an export that does not return an i32, and INVALID_MEMORY when what it returned is not a
+   * string in its memory (or is over 64 Ki UTF-16 units); the guest keeps running then.
+   */
+  callString(exportName: string, args?: readonly GuestArg[]): Promise<string>;
+  /**
    * The host is shutting down: the guest's waiting lock.acquire calls, now and later, end at
    * once with -CANCELLED, so its running call can return.
    */

@@ -70,7 +70,7 @@ export abstract class GuestShell implements GuestInstance {
    * Runs one export on the live instance. A trap, time limit or crash rejects with its
    * LockhostError after the runtime has replaced the instance and freed its locks.
    */
-  protected abstract invoke(name: string, args: readonly GuestArg[]): Promise<GuestValue>;
+  protected abstract invoke(name: string, args: readonly GuestArg[], asString?: boolean): Promise<GuestValue | string>;
 
   abstract close(): Promise<void>;
 
@@ -97,8 +97,23 @@ export abstract class GuestShell implements GuestInstance {
     } catch (err) {
       return Promise.reject(err);
     }
-    const run = (): Promise<GuestValue> => this.#run(exportName, args, options.scheduleLease, true);
+    const run = (): Promise<GuestValue> => this.#run(exportName, args, options.scheduleLease, true) as Promise<GuestValue>;
     // A loss the guest has not heard of yet comes before its next piece of work.
+    return this.#enqueue(() => (this.#lost.length > 0 ? this.#deliverLost().then(run) : run()));
+  }
+
+  callString(exportName: string, args: readonly GuestArg[] = []): Promise<string> {
+    if (this.closed) return Promise.reject(this.closedError());
+    try {
+      this.#checkArgs(exportName, args);
+      const sig = this.exportSignature(exportName)!;
+      if (sig.results.length !== 1 || sig.results[0] !== "i32") {
+        throw new LockhostError("INVALID_ARGUMENT", `export ${exportName} of plugin ${this.plugin} must return a string (an i32 pointer), but returns ${sig.results.join(", ") || "nothing"}`);
+      }
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const run = (): Promise<string> => this.#run(exportName, args, undefined, false, undefined, true) as Promise<string>;
     return this.#enqueue(() => (this.#lost.length > 0 ? this.#deliverLost().then(run) : run()));
   }
 
@@ -141,12 +156,12 @@ export abstract class GuestShell implements GuestInstance {
    * `forEpoch`, only if that guest instance still runs (else nothing: a notice about an
    * instance that ended never reaches the next one).
    */
-  async #run(name: string, args: readonly GuestArg[], scheduleLease: Lease | undefined, watchSchedule: boolean, forEpoch?: number): Promise<GuestValue> {
+  async #run(name: string, args: readonly GuestArg[], scheduleLease: Lease | undefined, watchSchedule: boolean, forEpoch?: number, asString = false): Promise<GuestValue | string> {
     await this.live();
     if (forEpoch !== undefined && forEpoch !== this.locks.epoch) return undefined;
     const detach = scheduleLease && this.locks.attachSchedule(scheduleLease, watchSchedule);
     try {
-      return await this.invoke(name, args);
+      return await this.invoke(name, args, asString);
     } finally {
       detach?.();
     }

@@ -73,3 +73,27 @@ export function freeStringArgs(exports: WebAssembly.Exports, ptrs: readonly numb
   const free = exports[FREE_EXPORT] as (ptr: number) => void;
   for (const ptr of ptrs) free(ptr);
 }
+
+/** The longest string an export may return to the host (lockhost_schedules), in UTF-16 units: 64 Ki. */
+export const MAX_STRING_RESULT_UNITS = 1 << 16;
+
+/**
+ * The AssemblyScript string at `ptr` (UTF-16, its byte length in the header word at ptr - 4),
+ * as an export returned it; throws INVALID_MEMORY when the pointer or length does not fit the
+ * guest's memory or the string is over MAX_STRING_RESULT_UNITS. Never trusts the guest.
+ */
+export function readStringResult(memory: WebAssembly.Memory, value: unknown, what: string): string {
+  const buf = memory.buffer;
+  const ptr = typeof value === "number" ? value >>> 0 : 0;
+  if (ptr < 4 || ptr > buf.byteLength || ptr % 2 !== 0) {
+    throw new LockhostError("INVALID_MEMORY", `${what} returned ${String(value)}, which is not a string in guest memory (${buf.byteLength} bytes): it must return an AssemblyScript string`);
+  }
+  const bytes = new DataView(buf).getUint32(ptr - 4, true);
+  if (bytes % 2 !== 0 || ptr + bytes > buf.byteLength) {
+    throw new LockhostError("INVALID_MEMORY", `${what} returned a string (ptr ${ptr}, ${bytes} bytes) that lies outside guest memory (${buf.byteLength} bytes)`);
+  }
+  if (bytes / 2 > MAX_STRING_RESULT_UNITS) {
+    throw new LockhostError("INVALID_MEMORY", `${what} returned a string of ${bytes / 2} UTF-16 units, over the limit of ${MAX_STRING_RESULT_UNITS}`);
+  }
+  return Buffer.from(buf, ptr, bytes).toString("utf16le");
+}

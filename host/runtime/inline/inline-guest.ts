@@ -17,7 +17,7 @@ import { GuestShell, type GuestShellOptions } from "../guest-shell.js";
 import { jspiAvailable, jspiRequirement } from "../jspi.js";
 import { lockImports, type OpImport, type ParamSink } from "../lock-imports.js";
 import { runOp, type CallContext } from "../lock-ops.js";
-import { freeStringArgs, writeStringArgs, type GuestArg } from "../guest-strings.js";
+import { freeStringArgs, readStringResult, writeStringArgs, type GuestArg } from "../guest-strings.js";
 
 /** Options of an inline guest instance: the runtime-neutral ones (it has no time limit). */
 export type InlineGuestOptions = GuestShellOptions;
@@ -130,7 +130,7 @@ export class InlineGuest extends GuestShell {
     }
   }
 
-  protected invoke(name: string, args: readonly GuestArg[]): Promise<GuestValue> {
+  protected invoke(name: string, args: readonly GuestArg[], asString = false): Promise<GuestValue | string> {
     const instance = this.#instance!;
     let strings: { params: number[]; ptrs: number[] };
     try {
@@ -147,7 +147,7 @@ export class InlineGuest extends GuestShell {
     }
     const generation = this.#generation;
     const call = fn(...strings.params);
-    return new Promise<GuestValue>((resolve, reject) => {
+    return new Promise<GuestValue | string>((resolve, reject) => {
       this.#running = { name, reject };
       call.then(
         async (value) => {
@@ -161,7 +161,16 @@ export class InlineGuest extends GuestShell {
             return;
           }
           await this.locks.endCall();
-          resolve(value);
+          if (!asString) {
+            resolve(value);
+            return;
+          }
+          // A result that is no string is the guest's mistake, not a trap: the instance runs on.
+          try {
+            resolve(readStringResult(this.#mem.memory, value, `export ${name}`));
+          } catch (err) {
+            reject(err instanceof LockhostError ? new LockhostError(err.code, `plugin ${this.plugin}: ${err.message}`) : err);
+          }
         },
         async (err: unknown) => {
           this.#traces.flush();

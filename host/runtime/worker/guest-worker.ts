@@ -9,7 +9,8 @@ import { describeError, envImports, GuestAbort, GuestMemory, TraceBudget } from 
 import { VERSION_EXPORT } from "../guest-module.js";
 import { lockImports, type OpImport, type ParamSink } from "../lock-imports.js";
 import type { FromWorker, ToWorker, WorkerInit } from "./messages.js";
-import { freeStringArgs, writeStringArgs } from "../guest-strings.js";
+import { freeStringArgs, readStringResult, writeStringArgs } from "../guest-strings.js";
+import { LockhostError } from "../../../kit/errors.js";
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
@@ -129,7 +130,16 @@ port.on("message", (msg: ToWorker) => {
     const value = fn(...params);
     freeStringArgs(exports, ptrs);
     traces.flush();
-    post({ type: "return", id: msg.id, value });
+    if (!msg.asString) {
+      post({ type: "return", id: msg.id, value });
+      return;
+    }
+    // A result that is no string is the guest's mistake, not a trap: the instance runs on.
+    try {
+      post({ type: "return", id: msg.id, value: readStringResult(mem.memory, value, `export ${msg.name}`) });
+    } catch (err) {
+      post({ type: "return", id: msg.id, value: undefined, problem: { code: "INVALID_MEMORY", message: err instanceof LockhostError ? err.message : String(err) } });
+    }
   } catch (err) {
     traces.flush();
     const memoryBytes = mem.memory.buffer.byteLength;

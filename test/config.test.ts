@@ -314,7 +314,8 @@ memory_limit_mib = "16MB"
     ["a schedule when no plugin is declared", `[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "1s"`, `plugin "report" is not declared by any [[plugins]] entry (none is declared)`],
     ["a schedule without an export", `${PLUGIN}[[scheduled]]\nplugin = "report"\nschedule = "1s"`, "lockhost.toml: [[scheduled]] #1: export is required"],
     ["a schedule with an empty export", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = ""\nschedule = "1s"`, "lockhost.toml: [[scheduled]] #1: export must not be empty"],
-    ["a schedule without a schedule", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"`, `lockhost.toml: [[scheduled]] #1 ("report.run"): schedule is required`],
+    // An entry without a schedule is the short form (the plugin declares it: declared-schedules.test.ts); one without an export is not.
+    ["export '*' with a schedule", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "*"\nschedule = "5s"`, `lockhost.toml: [[scheduled]] #1 ("report"): export may be "*" only without a schedule (every schedule the plugin declares)`],
     ["a zero interval", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "0s"`, `lockhost.toml: [[scheduled]] #1 ("report.run"): schedule must be an interval`, `got "0s"`],
     ["an interval with an unknown unit", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "5d"`, `schedule must be an interval ("500ms", "5s", "1m", "2h"`, `got "5d"`],
     ["an empty schedule", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = " "`, `("report.run"): schedule must be an interval`],

@@ -30,6 +30,7 @@ interface Jspi {
 const jspi = WebAssembly as unknown as Jspi;
 
 const utf8 = new TextEncoder();
+const NO_TEXT = new Uint8Array(0);
 /** An inline call never has a wait limit of its own: it has no time limit to leave room for. */
 const NO_LIMIT: CallContext = { waitLimit: () => undefined };
 /** What a lock call of an instance that was replaced or closed gets: it never resumes. */
@@ -224,7 +225,7 @@ export class InlineGuest extends GuestShell {
 
   #answer(op: OpImport, params: number[], reply: AbiReply): number | bigint {
     // last_error describes the last call: a success clears it, a contended try leaves its note.
-    this.#mem.lastError = op.lastErrorAfter(reply.result, () => utf8.encode(reply.text ?? ""));
+    this.#mem.lastError = op.lastErrorAfter(reply.result, () => (reply.text ? utf8.encode(reply.text) : NO_TEXT));
     if (reply.result >= 0) op.deliver(this.#mem, params, reply.result, () => utf8.encode(reply.text ?? ""));
     return op.wasmResult(reply.result);
   }

@@ -72,9 +72,13 @@ function request(op: OpImport): number {
   }
   const result = ch.f64[0]!;
   // last_error describes the last call: a success clears it, a contended try leaves its note.
-  mem.lastError = op.lastErrorAfter(result, () => ch.data.slice(0, i32[TEXT_LEN]));
+  mem.lastError = op.lastErrorAfter(result, replyText);
   return result;
 }
+
+const NO_TEXT = new Uint8Array(0);
+/** A copy of the reply's text; a plain success has none, and costs no allocation. */
+const replyText = (): Uint8Array => (i32[TEXT_LEN] === 0 ? NO_TEXT : ch.data.slice(0, i32[TEXT_LEN]));
 
 /** Copies a call's arguments into the channel: numbers into their slots, strings one after the other. */
 class ChannelSink implements ParamSink {

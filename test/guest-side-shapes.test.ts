@@ -1,7 +1,10 @@
 // The guest-side shapes of issue 14 that live on the host: scoped plugin names (`@acme/cron`)
 // wherever a plugin name is accepted, with lock names "<plugin>:<key>" split at the first ':'.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { startAdminServer } from "../host/admin/server.js";
+import { AdminClient } from "../host/cli/admin-client.js";
 import { PLUGIN_NAME_PATTERN, qualify } from "../host/locking/scope.js";
+import { captureLogger } from "./support/log.js";
 import { LockService } from "../host/locking/service.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 
@@ -39,5 +42,20 @@ describe("scoped plugin names", () => {
       code: "INVALID_ARGUMENT",
       message: expect.stringContaining("scope must be"),
     });
+  });
+
+  it("work through the admin listener and its client: status, list by plugin, force-release by full name", async () => {
+    const server = await startAdminServer({ service: locks, settings: { listen: { host: "127.0.0.1", port: 0 }, token: "t0k3n-scoped" }, log: captureLogger().logger, node: "node-a" });
+    try {
+      await locks.tryLock("nightly", { ttlMs: 10_000, scope: { plugin: "@acme/cron" } });
+      const list = (await (await fetch(`${server.url}/locks?plugin=${encodeURIComponent("@acme/cron")}`)).json()) as { locks: { key: string }[] };
+      expect(list.locks.map((l) => l.key)).toEqual(["@acme/cron:nightly"]);
+      const client = new AdminClient(server.url, "t0k3n-scoped");
+      expect(await client.statusByName("@acme/cron:nightly")).toMatchObject({ held: true, holder: { plugin: "@acme/cron" } });
+      expect(await client.forceReleaseByName("@acme/cron:nightly")).toBe(true);
+      expect((await locks.statusByName("@acme/cron:nightly")).held).toBe(false);
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -5,7 +5,6 @@
 // a region of the host's: only the guest's collector knows what memory is free, and an object
 // it allocated is one its code can keep or drop like any other string. Used by both runtimes,
 // inside the instance's own thread (the worker's, or the host's for inline guests).
-import { LockhostError } from "../../kit/errors.js";
 import type { FuncSignature } from "./wasm-binary.js";
 
 /** One argument of an export call: a number, or a string the guest receives as a pointer. */
@@ -78,22 +77,28 @@ export function freeStringArgs(exports: WebAssembly.Exports, ptrs: readonly numb
 export const MAX_STRING_RESULT_UNITS = 1 << 16;
 
 /**
+ * What the string an export returned is wrong with (a plain Error: the worker thread loads no
+ * more of the host than it needs; the runtime reports it as INVALID_MEMORY).
+ */
+export class StringResultError extends Error {}
+
+/**
  * The AssemblyScript string at `ptr` (UTF-16, its byte length in the header word at ptr - 4),
- * as an export returned it; throws INVALID_MEMORY when the pointer or length does not fit the
+ * as an export returned it; throws StringResultError when the pointer or length does not fit the
  * guest's memory or the string is over MAX_STRING_RESULT_UNITS. Never trusts the guest.
  */
 export function readStringResult(memory: WebAssembly.Memory, value: unknown, what: string): string {
   const buf = memory.buffer;
   const ptr = typeof value === "number" ? value >>> 0 : 0;
   if (ptr < 4 || ptr > buf.byteLength || ptr % 2 !== 0) {
-    throw new LockhostError("INVALID_MEMORY", `${what} returned ${String(value)}, which is not a string in guest memory (${buf.byteLength} bytes): it must return an AssemblyScript string`);
+    throw new StringResultError(`${what} returned ${String(value)}, which is not a string in guest memory (${buf.byteLength} bytes): it must return an AssemblyScript string`);
   }
   const bytes = new DataView(buf).getUint32(ptr - 4, true);
   if (bytes % 2 !== 0 || ptr + bytes > buf.byteLength) {
-    throw new LockhostError("INVALID_MEMORY", `${what} returned a string (ptr ${ptr}, ${bytes} bytes) that lies outside guest memory (${buf.byteLength} bytes)`);
+    throw new StringResultError(`${what} returned a string (ptr ${ptr}, ${bytes} bytes) that lies outside guest memory (${buf.byteLength} bytes)`);
   }
   if (bytes / 2 > MAX_STRING_RESULT_UNITS) {
-    throw new LockhostError("INVALID_MEMORY", `${what} returned a string of ${bytes / 2} UTF-16 units, over the limit of ${MAX_STRING_RESULT_UNITS}`);
+    throw new StringResultError(`${what} returned a string of ${bytes / 2} UTF-16 units, over the limit of ${MAX_STRING_RESULT_UNITS}`);
   }
   return Buffer.from(buf, ptr, bytes).toString("utf16le");
 }

@@ -170,7 +170,7 @@ export class InlineGuest extends GuestShell {
           try {
             resolve(readStringResult(this.#mem.memory, value, `export ${name}`));
           } catch (err) {
-            reject(err instanceof LockhostError ? new LockhostError(err.code, `plugin ${this.plugin}: ${err.message}`) : err);
+            reject(new LockhostError("INVALID_MEMORY", `plugin ${this.plugin}: ${(err as Error).message}`));
           }
         },
         async (err: unknown) => {

@@ -10,7 +10,6 @@ import { VERSION_EXPORT } from "../guest-module.js";
 import { lockImports, type OpImport, type ParamSink } from "../lock-imports.js";
 import type { FromWorker, ToWorker, WorkerInit } from "./messages.js";
 import { freeStringArgs, readStringResult, writeStringArgs } from "../guest-strings.js";
-import { LockhostError } from "../../../kit/errors.js";
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
@@ -142,7 +141,7 @@ port.on("message", (msg: ToWorker) => {
     try {
       post({ type: "return", id: msg.id, value: readStringResult(mem.memory, value, `export ${msg.name}`) });
     } catch (err) {
-      post({ type: "return", id: msg.id, value: undefined, problem: { code: "INVALID_MEMORY", message: err instanceof LockhostError ? err.message : String(err) } });
+      post({ type: "return", id: msg.id, value: undefined, problem: { code: "INVALID_MEMORY", message: err instanceof Error ? err.message : String(err) } });
     }
   } catch (err) {
     traces.flush();

@@ -42,7 +42,7 @@ export async function check(config: LockhostConfig): Promise<number> {
     });
   }
   if (config.plugins.every((p) => guests.has(p.name)) && config.scheduled.length > 0) {
-    await attempt(`schedules: every export exists and takes no arguments (declared schedules read)`, async () => checkScheduledExports(config, guests, await expandScheduled(config, guests)));
+    await attempt(`schedules: every export exists and takes no arguments`, async () => checkScheduledExports(config, guests, await expandScheduled(config, guests)));
   }
   await Promise.all([...guests.values()].map((g) => g.close()));
   await scratch.close();

@@ -146,7 +146,7 @@ export const OPS = [
     codes: [],
     runtimes: RUNTIMES,
     local: true,
-    doc: "length of the message of the most recent failed call of this guest instance (0 if none yet). Successful calls do not clear it; a `last_error` call with a bad buffer is itself a failed call and replaces it.",
+    doc: "length of the message about this guest instance's last lock call: its error when it failed, whose key it was when a `try` found it contended, 0 after any other success (or before any call). `last_error` itself changes nothing, unless its buffer is bad: that is a failed call and replaces it.",
     brief: "length of the last error message",
   },
   // Read/write locks and semaphores (appended in v1: a guest importing them needs a host that has them).

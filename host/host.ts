@@ -7,7 +7,7 @@ import { BackendHealth } from "./backend-health.js";
 import { startAdminServer, type AdminServer } from "./admin/server.js";
 import { createBackend } from "./backends/create.js";
 import { formatListen, isLoopbackHost } from "./config/listen.js";
-import type { AdminSettings, LockhostConfig, PluginConfig } from "./config/types.js";
+import type { AdminSettings, LockhostConfig, PluginConfig, ScheduledConfig } from "./config/types.js";
 import { LockhostError } from "../kit/errors.js";
 import type { LockBackend } from "../kit/backend.js";
 import { globalKeyMatcher } from "./locking/scope.js";
@@ -18,6 +18,8 @@ import { loadGuestModule } from "./runtime/guest-module.js";
 import { startGuestInstance } from "./runtime/start-guest.js";
 import { logLockEvents } from "./lock-log.js";
 import { Scheduler } from "./scheduler/scheduler.js";
+import type { GuestArg } from "./runtime/guest-strings.js";
+import { expandScheduled } from "./scheduler/declared.js";
 
 /** Options of Host.start. */
 export interface HostOptions {
@@ -44,6 +46,11 @@ export class Host {
    */
   readonly scheduler: Scheduler;
   /**
+   * The schedules this host runs: config.scheduled with each short entry (no schedule in the
+   * TOML) replaced by the schedules its plugin declares (`lockhost_schedules()`).
+   */
+  readonly schedules: readonly ScheduledConfig[];
+  /**
    * The admin listener (stats, metrics, lock status, force-release), when the config has an
    * [admin] table; `admin.url` is its base URL, with the real port when the config said 0.
    * Started by Host.start, closed first by stop().
@@ -65,7 +72,9 @@ export class Host {
     ownsBackend: boolean,
     admin: AdminServer | undefined,
     health: BackendHealth,
+    schedules: readonly ScheduledConfig[],
   ) {
+    this.schedules = schedules;
     this.#health = health;
     this.config = config;
     this.log = log;
@@ -73,7 +82,7 @@ export class Host {
     this.admin = admin;
     this.#guests = guests;
     this.#ownsBackend = ownsBackend;
-    this.scheduler = new Scheduler(config.scheduled, { locks, guest: (p) => this.guest(p), log });
+    this.scheduler = new Scheduler(schedules, { locks, guest: (p) => this.guest(p), log });
   }
 
   /**
@@ -92,11 +101,13 @@ export class Host {
     let admin: AdminServer | undefined;
     let feed: ActivityFeed | undefined;
     let health: BackendHealth | undefined;
+    let schedules: ScheduledConfig[] = [];
     try {
       // Before any guest: a backend that refuses this host for good fails the start at once.
       health = await BackendHealth.atStart(locks, log, `${config.source ?? "config"}: [locking.${backend.kind}]`);
       for (const plugin of config.plugins) guests.set(plugin.name, await startPluginGuest(plugin, locks, log).catch((e: unknown) => Promise.reject(inFile(e, config.source))));
-      checkScheduledExports(config, guests);
+      schedules = await expandScheduled(config, guests);
+      checkScheduledExports(config, guests, schedules);
       // Last: an operator who can reach the listener can rely on the host behind it being up.
       if (config.admin) {
         feed = new ActivityFeed(locks);
@@ -109,13 +120,13 @@ export class Host {
       throw err;
     }
     log.info(
-      { backend: backend.kind, plugins: [...guests.keys()], schedules: config.scheduled.length, ...(admin && { admin: admin.url }) },
+      { backend: backend.kind, plugins: [...guests.keys()], schedules: schedules.length, ...(admin && { admin: admin.url }) },
       "lockhost host started",
     );
     if (config.plugins.length === 0) {
       log.warn(`${config.source ?? "the config"} declares no [[plugins]]: this host runs no guest and fires no schedule; it only serves lock calls made through its API${admin ? " and admin listener" : ""}`);
     }
-    const host = new Host(config, log, locks, guests, !options.backend, admin, health);
+    const host = new Host(config, log, locks, guests, !options.backend, admin, health, schedules);
     health.start();
     // The dashboard shows this node's schedule runs beside its lock events.
     if (feed) host.scheduler.on("tick", (tick) => feed.tick(tick));
@@ -130,10 +141,11 @@ export class Host {
   }
 
   /**
-   * Calls `exportName` of `plugin` (see GuestInstance.call). stop() lets a call in flight
-   * finish (up to its timeout); once stop() has started, new calls reject with CLOSED.
+   * Calls `exportName` of `plugin` (see GuestInstance.call: numbers, and strings for an
+   * export's `string` parameters). stop() lets a call in flight finish (up to its timeout);
+   * once stop() has started, new calls reject with CLOSED.
    */
-  call(plugin: string, exportName: string, args: readonly number[] = []): Promise<GuestValue> {
+  call(plugin: string, exportName: string, args: readonly GuestArg[] = []): Promise<GuestValue> {
     let result: Promise<GuestValue>;
     try {
       if (this.#stopping) throw new LockhostError("CLOSED", "the host is stopping");
@@ -209,8 +221,9 @@ async function startAdmin(settings: AdminSettings, locks: LockService, log: Logg
  * guests are running, so their real export signatures are known.
  * @throws LockhostError CONFIG_INVALID naming the entry.
  */
-export function checkScheduledExports(config: LockhostConfig, guests: ReadonlyMap<string, GuestInstance>): void {
-  for (const s of config.scheduled) {
+export function checkScheduledExports(config: LockhostConfig, guests: ReadonlyMap<string, GuestInstance>, schedules: readonly ScheduledConfig[] = config.scheduled): void {
+  for (const s of schedules) {
+    if (s.schedule.kind === "declared") continue; // checked once expandScheduled has read it
     const sig = guests.get(s.plugin)?.exportSignature(s.export);
     const where = `${config.source ?? "config"}: [[scheduled]] "${s.id}"`;
     if (!sig) throw new LockhostError("CONFIG_INVALID", `${where}: plugin ${s.plugin} has no export "${s.export}"`);

@@ -15,6 +15,8 @@ const GUEST_SUITES = [
   "test/guest-inline.test.ts",
   "test/guest-kinds.test.ts",
   "test/guest-worker.test.ts",
+  "test/guest-shapes.test.ts",
+  "test/declared-schedules.test.ts",
   "test/abi.test.ts",
   "test/host.test.ts",
   "test/scheduler.test.ts",

@@ -213,6 +213,14 @@ schedule = "  */15 * * * *  "
     expect(config.plugins[0]?.globalKeys).toEqual([]);
   });
 
+  it("takes npm-style scoped plugin names, in plugins and in schedules", () => {
+    const config = parse(`[[plugins]]\nname = "@acme/cron"\nwasm = "cron.wasm"\nglobal_keys = ["ledger"]\n[[scheduled]]\nid = "acme.nightly"\nplugin = "@acme/cron"\nexport = "run"\nschedule = "5s"`);
+    expect(config.plugins[0]!.name).toBe("@acme/cron");
+    expect(config.scheduled[0]!.plugin).toBe("@acme/cron");
+    const derived = parse(`[[plugins]]\nname = "@acme/cron"\nwasm = "cron.wasm"\n[[scheduled]]\nplugin = "@acme/cron"\nexport = "run"\nschedule = "5s"`);
+    expect(derived.scheduled[0]!.id).toBe("@acme/cron.run");
+  });
+
   it("freezes its defaults", () => {
     expectDeepFrozen(CONFIG_DEFAULTS, "CONFIG_DEFAULTS");
     expect(CONFIG_DEFAULTS.host.node).toBe(hostname());
@@ -278,8 +286,12 @@ memory_limit_mib = "16MB"
     ["a plugin entry that is not a table", `plugins = [1]`, "lockhost.toml: [[plugins]] #1 must be a table, got 1"],
     ["a plugin without a name", `[[plugins]]\nwasm = "a.wasm"`, "lockhost.toml: [[plugins]] #1: name is required"],
     ["a plugin name that is not a string", `[[plugins]]\nname = 3\nwasm = "a.wasm"`, "lockhost.toml: [[plugins]] #1: name must be a string, got 3"],
-    ["a plugin name with capitals", `[[plugins]]\nname = "Report"\nwasm = "a.wasm"`, `lockhost.toml: [[plugins]] #1 ("Report"): name must be lowercase letters, digits, '-' and '_'`, `got "Report"`],
-    ["a plugin name with ':'", `[[plugins]]\nname = "a:b"\nwasm = "a.wasm"`, `[[plugins]] #1 ("a:b"): name must be lowercase`],
+    ["a plugin name with capitals", `[[plugins]]\nname = "Report"\nwasm = "a.wasm"`, `lockhost.toml: [[plugins]] #1 ("Report"): name must be 1 to 64 of lowercase letters, digits, '-', '_' and '.', optionally scoped as "@scope/name"`, `got "Report"`],
+    ["a scoped plugin name with capitals", `[[plugins]]\nname = "@Acme/cron"\nwasm = "a.wasm"`, `[[plugins]] #1 ("@Acme/cron"): name must be 1 to 64 of lowercase letters`],
+    ["a scope without a name", `[[plugins]]\nname = "@acme/"\nwasm = "a.wasm"`, `[[plugins]] #1 ("@acme/"): name must be 1 to 64`],
+    ["a '/' without a scope", `[[plugins]]\nname = "acme/cron"\nwasm = "a.wasm"`, `[[plugins]] #1 ("acme/cron"): name must be 1 to 64`],
+    ["a plugin name over 64 characters", `[[plugins]]\nname = "@acme/${"x".repeat(59)}"\nwasm = "a.wasm"`, `name must be 1 to 64`],
+    ["a plugin name with ':'", `[[plugins]]\nname = "a:b"\nwasm = "a.wasm"`, `[[plugins]] #1 ("a:b"): name must be 1 to 64`],
     ["a reserved plugin name", `[[plugins]]\nname = "global"\nwasm = "a.wasm"`, `lockhost.toml: [[plugins]] #1 ("global"): name "global" is reserved`],
     ["a duplicate plugin name", `${PLUGIN}${PLUGIN}`, `lockhost.toml: [[plugins]] #2 ("report"): name "report" is already used by [[plugins]] #1 ("report")`],
     ["a plugin without wasm", `[[plugins]]\nname = "report"`, `lockhost.toml: [[plugins]] #1 ("report"): wasm is required`],
@@ -302,7 +314,8 @@ memory_limit_mib = "16MB"
     ["a schedule when no plugin is declared", `[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "1s"`, `plugin "report" is not declared by any [[plugins]] entry (none is declared)`],
     ["a schedule without an export", `${PLUGIN}[[scheduled]]\nplugin = "report"\nschedule = "1s"`, "lockhost.toml: [[scheduled]] #1: export is required"],
     ["a schedule with an empty export", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = ""\nschedule = "1s"`, "lockhost.toml: [[scheduled]] #1: export must not be empty"],
-    ["a schedule without a schedule", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"`, `lockhost.toml: [[scheduled]] #1 ("report.run"): schedule is required`],
+    // An entry without a schedule is the short form (the plugin declares it: declared-schedules.test.ts); one without an export is not.
+    ["export '*' with a schedule", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "*"\nschedule = "5s"`, `lockhost.toml: [[scheduled]] #1 ("report"): export may be "*" only without a schedule (every schedule the plugin declares)`],
     ["a zero interval", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "0s"`, `lockhost.toml: [[scheduled]] #1 ("report.run"): schedule must be an interval`, `got "0s"`],
     ["an interval with an unknown unit", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "5d"`, `schedule must be an interval ("500ms", "5s", "1m", "2h"`, `got "5d"`],
     ["an empty schedule", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = " "`, `("report.run"): schedule must be an interval`],
@@ -314,7 +327,7 @@ memory_limit_mib = "16MB"
     ["an unknown hint", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "1s"\nhint = "global"`, `("report.run"): hint must be one of "node_local", "require_global", "prefer_global", got "global"`],
     ["a ttl_ms of 0", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "1s"\nttl_ms = 0`, `("report.run"): ttl_ms must be an integer from 1 to ${MAX_TTL_MS}, got 0`],
     ["a ttl_ms over MAX_TTL_MS", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "1s"\nttl_ms = ${MAX_TTL_MS + 1}`, `ttl_ms must be an integer from 1 to ${MAX_TTL_MS}, got ${MAX_TTL_MS + 1}`],
-    ["an id with a space", `${PLUGIN}[[scheduled]]\nid = "nightly run"\nplugin = "report"\nexport = "run"\nschedule = "1s"`, `lockhost.toml: [[scheduled]] #1 ("nightly run"): id must be 1 to 128 characters from A-Z a-z 0-9 . _ : -, got "nightly run"`],
+    ["an id with a space", `${PLUGIN}[[scheduled]]\nid = "nightly run"\nplugin = "report"\nexport = "run"\nschedule = "1s"`, `lockhost.toml: [[scheduled]] #1 ("nightly run"): id must be 1 to 128 characters from A-Z a-z 0-9 . _ : - @ /, got "nightly run"`],
     ["an id that is not a string", `${PLUGIN}[[scheduled]]\nid = 1\nplugin = "report"\nexport = "run"\nschedule = "1s"`, "lockhost.toml: [[scheduled]] #1: id must be a string, got 1"],
     ["an invalid derived id", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run now"\nschedule = "1s"`, `id must be 1 to 128 characters`, `got "report.run now" (derived from plugin and export; set id explicitly)`],
     ["a duplicate derived id", `${PLUGIN}[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "1s"\n[[scheduled]]\nplugin = "report"\nexport = "run"\nschedule = "1m"`, `lockhost.toml: [[scheduled]] #2 ("report.run"): id "report.run" is already used by [[scheduled]] #1 ("report.run")`],

@@ -65,9 +65,10 @@ export declare function lock_owner(handle: i32, bufPtr: usize, bufCap: i32): i32
 export declare function lock_status(keyPtr: usize, keyLen: i32, flags: i32, bufPtr: usize, bufCap: i32): i32;
 
 /**
- * `lock.last_error(buf_ptr, buf_cap) -> i32`: writes the message of this guest
- * instance's most recent failed call into the buffer if it fits. Returns the
- * length the message needs (0 if no call has failed yet), or `-code`.
+ * `lock.last_error(buf_ptr, buf_cap) -> i32`: writes the message about this
+ * guest instance's last lock call into the buffer if it fits: its error when it
+ * failed, whose key it was when `lock_try` found it contended, nothing (length 0)
+ * after any other success. Returns the length the message needs, or `-code`.
  */
 // @ts-ignore: decorator
 @external("lock", "last_error")

@@ -494,8 +494,10 @@ export function ownerOf(handle: i32): TextResult {
 }
 
 /**
- * The message of this guest instance's most recent failed lock call (`""` if
- * none failed yet). Successful calls do not clear it.
+ * The message about this guest instance's last lock call: its error when it
+ * failed, whose key it was when `tryLock` found it contended (e.g.
+ * `"CONTENDED: lock report:nightly is held by another owner"`), and `""` after
+ * any other success. Read it right after the call it is about.
  */
 export function lastError(): string {
   return readText(OP_LAST_ERROR, 256, 0, null, 0).value;
@@ -538,3 +540,8 @@ function readText(op: i32, initialCap: i32, handle: i32, key: ArrayBuffer | null
   }
   return new TextResult("", new LockError(INTERNAL, "lockhost SDK: the host's answer kept growing past the buffer"));
 }
+
+// Issue 14's guest-side shapes, each in its own file.
+export { withLockCtx } from "./context";
+export { KeyStatus, KeyStatusResult, keyStatusOf, parseKeyStatus } from "./key-status";
+export { lockhost_alloc, lockhost_free } from "./args";

@@ -7,6 +7,7 @@ import { toLockhostError } from "../../kit/errors.js";
 import { createBackend } from "../backends/create.js";
 import { formatListen } from "../config/listen.js";
 import type { LockhostConfig } from "../config/types.js";
+import { expandScheduled } from "../scheduler/declared.js";
 import { checkScheduledExports, startPluginGuest } from "../host.js";
 import { LockService } from "../locking/service.js";
 import type { GuestInstance } from "../runtime/guest-instance.js";
@@ -41,7 +42,7 @@ export async function check(config: LockhostConfig): Promise<number> {
     });
   }
   if (config.plugins.every((p) => guests.has(p.name)) && config.scheduled.length > 0) {
-    await attempt(`schedules: every export exists and takes no arguments`, async () => checkScheduledExports(config, guests));
+    await attempt(`schedules: every export exists and takes no arguments`, async () => checkScheduledExports(config, guests, await expandScheduled(config, guests)));
   }
   await Promise.all([...guests.values()].map((g) => g.close()));
   await scratch.close();

@@ -12,12 +12,13 @@ function backendTarget(config: LockhostConfig): string | undefined {
 }
 
 /** The facts of a summary. */
-function factsOf(config: LockhostConfig) {
+function factsOf(config: LockhostConfig, hosts: readonly Host[] = []) {
   const target = backendTarget(config);
   return {
     backend: `${config.locking.backend}${target ? ` at ${target}` : ""}`,
     plugins: config.plugins.map((p) => ({ name: p.name, runtime: p.runtime, memoryLimitMib: p.memoryLimitMib, ...(p.runtime === "worker" && { callTimeoutMs: p.callTimeoutMs }) })),
-    schedules: config.scheduled.map((s) => ({ id: s.id, every: s.schedule.kind === "interval" ? s.schedule.text : s.schedule.expression, hint: s.hint })),
+    // A host's list has the schedules its plugins declare in place of the short entries.
+    schedules: (hosts[0]?.schedules ?? config.scheduled).map((s) => ({ id: s.id, every: s.schedule.kind === "interval" ? s.schedule.text : s.schedule.kind === "cron" ? s.schedule.expression : "declared by the plugin", hint: s.hint })),
   };
 }
 
@@ -26,16 +27,16 @@ export function logSummary(log: Logger, config: LockhostConfig, hosts: readonly 
   const nodes = hosts.map((h) => h.config.host.node);
   const admin = hosts.find((h) => h.admin)?.admin?.url;
   if (!pretty) {
-    const { backend, plugins, schedules } = factsOf(config);
+    const { backend, plugins, schedules } = factsOf(config, hosts);
     log.info({ backend, nodes, plugins, schedules, ...(admin && { admin, dashboard: `${admin}/` }) }, "lockhost running");
     return;
   }
-  log.info(["lockhost running: " + summaryLines(config, nodes, admin)[0], ...summaryLines(config, nodes, admin).slice(1)].join("\n"));
+  log.info(["lockhost running: " + summaryLines(config, nodes, admin, hosts)[0], ...summaryLines(config, nodes, admin, hosts).slice(1)].join("\n"));
 }
 
 /** The summary as lines of text: nodes and backend first, then plugins, schedules, admin. */
-export function summaryLines(config: LockhostConfig, nodes: readonly string[], admin: string | undefined): string[] {
-  const { backend, plugins, schedules } = factsOf(config);
+export function summaryLines(config: LockhostConfig, nodes: readonly string[], admin: string | undefined, hosts: readonly Host[] = []): string[] {
+  const { backend, plugins, schedules } = factsOf(config, hosts);
   return [
     `${nodes.length === 1 ? `node ${nodes[0]}` : `${nodes.length} nodes (${nodes.join(", ")})`}, backend ${backend}`,
     ...(plugins.length === 0 ? ["  plugins:   none (idle)"] : plugins.map((p, i) =>

@@ -29,7 +29,10 @@ import type {
   ScheduleSpec,
 } from "./types.js";
 
-const SCHEDULE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+// '@' and '/' so an id derived from a scoped plugin name ("@acme/cron.run") is one.
+const SCHEDULE_ID = /^[A-Za-z0-9._:@/-]{1,128}$/;
+/** The export of a short [[scheduled]] entry without one: every schedule its plugin declares. */
+export const ALL_DECLARED = "*";
 
 /**
  * Checks a whole config against the schema and fills in the defaults.
@@ -131,7 +134,7 @@ function pluginList(root: Table): PluginConfig[] {
     else checkKeys(t, PLUGIN_SCHEMA);
     if (name === undefined) return t.fail("name", "is required");
     if (!PLUGIN_NAME_PATTERN.test(name)) {
-      t.fail("name", `must be lowercase letters, digits, '-' and '_' (${PLUGIN_NAME_PATTERN}), got ${t.show(name)}`);
+      t.fail("name", `must be 1 to 64 of lowercase letters, digits, '-', '_' and '.', optionally scoped as "@scope/name" (${PLUGIN_NAME_PATTERN}), got ${t.show(name)}`);
     }
     if (RESERVED_PLUGIN_NAMES.has(name)) {
       t.fail("name", `${t.show(name)} is reserved (reserved names: ${[...RESERVED_PLUGIN_NAMES].join(", ")})`);
@@ -170,23 +173,27 @@ function scheduledList(root: Table, pluginNames: ReadonlySet<string>): Scheduled
   return root.entries("scheduled").map((entry) => {
     const givenId = entry.string("id");
     const plugin = entry.string("plugin");
-    const exportName = entry.nonEmptyString("export");
-    const derived = plugin !== undefined && exportName !== undefined ? `${plugin}.${exportName}` : undefined;
+    // A short entry leaves out the schedule (and maybe the export): the plugin declares them.
+    const given = entry.get("schedule");
+    const short = given === undefined || (isTable(given) && given.kind === "declared");
+    const exportName = entry.nonEmptyString("export") ?? (short ? ALL_DECLARED : undefined);
+    const derived = plugin !== undefined && exportName !== undefined ? (exportName === ALL_DECLARED ? plugin : `${plugin}.${exportName}`) : undefined;
     const id = givenId ?? derived;
     const t = entry.named(id);
     checkKeys(t, SCHEDULED_SCHEMA);
     if (plugin === undefined) return t.fail("plugin", "is required");
-    if (exportName === undefined) return t.fail("export", "is required");
+    if (exportName === undefined) return t.fail("export", "is required when schedule is given (leave both out to run every schedule the plugin declares)");
+    if (exportName === ALL_DECLARED && !short) t.fail("export", `may be "${ALL_DECLARED}" only without a schedule (every schedule the plugin declares)`);
     if (!pluginNames.has(plugin)) {
       const declared = pluginNames.size ? `declared: ${[...pluginNames].join(", ")}` : "none is declared";
       t.fail("plugin", `${t.show(plugin)} is not declared by any ${t.plural("plugins")} entry (${declared})`);
     }
     if (id === undefined || !SCHEDULE_ID.test(id)) {
       const why = givenId === undefined ? ` (derived from plugin and export; set id explicitly)` : "";
-      return t.fail("id", `must be 1 to 128 characters from A-Z a-z 0-9 . _ : -, got ${t.show(id)}${why}`);
+      return t.fail("id", `must be 1 to 128 characters from A-Z a-z 0-9 . _ : - @ /, got ${t.show(id)}${why}`);
     }
     t.unique("id", id, seen);
-    const schedule = scheduleSpec(t);
+    const schedule: ScheduleSpec = short ? { kind: "declared" } : scheduleSpec(t);
     return { ...readTable(t, SCHEDULED_SCHEMA), id, plugin, export: exportName, schedule };
   });
 }
@@ -210,7 +217,11 @@ function scheduleSpec(t: Table): ScheduleSpec {
 function scheduleSpecObject(parent: Table): ScheduleSpec {
   // Called only once scheduleSpec has seen a table at "schedule", so it is never undefined.
   const t = parent.table("schedule", `${parent.label}.schedule`) as Table;
-  const kind = t.oneOf("kind", ["interval", "cron"] as const) ?? t.fail("kind", "is required");
+  const kind = t.oneOf("kind", ["interval", "cron", "declared"] as const) ?? t.fail("kind", "is required");
+  if (kind === "declared") {
+    t.onlyKeys(["kind"]);
+    return { kind };
+  }
   if (kind === "cron") {
     t.onlyKeys(["kind", "expression"]);
     return { kind, expression: checkCron(t, "expression", t.nonEmptyString("expression") ?? t.fail("expression", "is required")) };

@@ -90,13 +90,19 @@ export interface PluginConfig {
 /** When a schedule fires. */
 export type ScheduleSpec =
   | { readonly kind: "interval"; readonly everyMs: number; readonly text: string }
-  | { readonly kind: "cron"; readonly expression: string };
+  | { readonly kind: "cron"; readonly expression: string }
+  /**
+   * A short [[scheduled]] entry (plugin, maybe export, no schedule): the plugin's own
+   * `lockhost_schedules()` export says when, read when the host loads it (host/scheduler/declared.ts).
+   */
+  | { readonly kind: "declared" };
 
 /** One `[[scheduled]]` entry. */
 export interface ScheduledConfig {
   /** Unique per config; the cluster-wide lock of a schedule is keyed on it. Default "{plugin}.{export}". */
   readonly id: string;
   readonly plugin: string;
+  /** The export to run; "*" in a short entry: every export the plugin declares a schedule for. */
   readonly export: string;
   readonly schedule: ScheduleSpec;
   readonly hint: LockingHint;
@@ -147,9 +153,10 @@ export interface PluginInput {
 export interface ScheduledInput {
   readonly id?: string;
   readonly plugin: string;
-  readonly export: string;
-  /** The TOML form ("5s", "0 * * * *") or an already parsed ScheduleSpec. */
-  readonly schedule: string | ScheduleSpec;
+  /** Left out (or "*") with `schedule`: every schedule the plugin declares. */
+  readonly export?: string;
+  /** The TOML form ("5s", "0 * * * *") or an already parsed ScheduleSpec; left out: the plugin declares it. */
+  readonly schedule?: string | ScheduleSpec;
   readonly hint?: LockingHint;
   readonly ttlMs?: number;
   readonly keepalive?: boolean;

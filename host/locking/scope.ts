@@ -8,8 +8,15 @@ export const RESERVED_PLUGIN_NAMES: ReadonlySet<string> = new Set(["global", "ho
 /** The longest plugin name, in characters (all ASCII, so also in bytes). */
 export const MAX_PLUGIN_NAME_LENGTH = 64;
 
-/** What a plugin name must look like: at most MAX_PLUGIN_NAME_LENGTH characters. */
-export const PLUGIN_NAME_PATTERN = new RegExp(`^[a-z0-9][a-z0-9_-]{0,${MAX_PLUGIN_NAME_LENGTH - 1}}$`);
+/**
+ * What a plugin name must look like, at most MAX_PLUGIN_NAME_LENGTH characters: lowercase
+ * letters, digits, '-', '_' and '.', optionally under an npm-style scope (`@acme/cron`), so a
+ * plugin can carry the name of the package it ships in. Never ':' (the scope separator of lock
+ * names, so `@acme/cron:nightly` splits at its first ':'), never upper case or spaces.
+ */
+export const PLUGIN_NAME_PATTERN = new RegExp(
+  `^(?=.{1,${MAX_PLUGIN_NAME_LENGTH}}$)(?:@[a-z0-9][a-z0-9_.-]*/)?[a-z0-9][a-z0-9_.-]*$`,
+);
 
 /**
  * The longest scope prefix qualify() puts before a key, in UTF-8 bytes: a maximal plugin

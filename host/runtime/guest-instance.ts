@@ -3,6 +3,9 @@
 
 import type { Lease } from "../locking/lease.js";
 import type { FuncSignature } from "./wasm-binary.js";
+import type { GuestArg } from "./guest-strings.js";
+
+export type { GuestArg } from "./guest-strings.js";
 
 /** A value an export returned: i32/f32/f64 as number, i64 as bigint, nothing as undefined. */
 export type GuestValue = number | bigint | undefined;
@@ -31,13 +34,22 @@ export interface GuestInstance {
   /** The parameter and result types of a callable export, or undefined. */
   exportSignature(name: string): FuncSignature | undefined;
   /**
-   * Calls an export with i32 arguments. Calls are queued: one runs at a time. When the call
+   * Calls an export with its arguments: numbers as the export's i32/f32/f64, and strings for
+   * i32 parameters, written into guest memory through the guest's `lockhost_alloc` export and
+   * passed as pointers (an AssemblyScript export declares them `string`). Calls are queued: one runs at a time. When the call
    * returns, its locks not taken with FLAG_KEEP are released; when it traps, times out or its
    * worker dies, the instance restarts and every lock it held is released. Rejects with
    * UNKNOWN_EXPORT, GUEST_TRAP, GUEST_TIMEOUT, GUEST_CRASHED or CLOSED. Lost-lock
    * notifications (`lockhost_on_lost`) due are delivered before the call starts.
    */
-  call(exportName: string, args?: readonly number[], options?: CallOptions): Promise<GuestValue>;
+  call(exportName: string, args?: readonly GuestArg[], options?: CallOptions): Promise<GuestValue>;
+  /**
+   * Calls an export that returns a string (an AssemblyScript `string`: an i32 pointer), like
+   * call(), and decodes it from guest memory. Rejects as call() does, with INVALID_ARGUMENT for
+   * an export that does not return an i32, and INVALID_MEMORY when what it returned is not a
+   * string in its memory (or is over 64 Ki UTF-16 units); the guest keeps running then.
+   */
+  callString(exportName: string, args?: readonly GuestArg[]): Promise<string>;
   /**
    * The host is shutting down: the guest's waiting lock.acquire calls, now and later, end at
    * once with -CANCELLED, so its running call can return.

@@ -10,7 +10,7 @@ import type { Lease } from "../locking/lease.js";
 import { qualify, type Scope } from "../locking/scope.js";
 import { checkRequest, type CheckedRequest } from "../locking/request.js";
 import type { LockService, SharedLockStatus } from "../locking/service.js";
-import { MUTEX, type LockSpec } from "../locking/kinds.js";
+import { kindName, MUTEX, type LockSpec } from "../locking/kinds.js";
 import type { SharedKind } from "../../kit/shared.js";
 import { validateTtl, validateWaitMs } from "../locking/validate.js";
 import { stateOf } from "./abi-args.js";
@@ -90,7 +90,8 @@ export class GuestLocks {
     try {
       this.#checkRoom();
       const lease = await this.#service.tryChecked(this.#request(key, ttlMs, flags, spec));
-      if (!lease) return { result: TRY_CONTENDED };
+      // The note becomes the guest's last_error: contention is no error, but says whose key it is.
+      if (!lease) return { result: TRY_CONTENDED, text: contendedNote(key, flags, this.#policy.plugin, spec) };
       if (epoch !== this.#epoch) await this.#abandon(lease, true);
       return { result: await this.#adopt(lease, flags, epoch, true) };
     } catch (err) {
@@ -465,3 +466,9 @@ function sharedStatusJson(key: string, kind: SharedKind, s: SharedLockStatus | n
 }
 
 const textReply = (json: string): AbiReply => ({ result: Buffer.byteLength(json), text: json });
+
+/** What last_error says after a contended lock.try: the full lock name the guest could not take. */
+function contendedNote(key: string, flags: number, plugin: string, spec: LockSpec): string {
+  const name = qualify(key, (flags & FLAG_GLOBAL) !== 0 ? "global" : { plugin });
+  return `CONTENDED: ${spec.kind === "mutex" ? `lock ${name}` : kindName(spec.kind, name)} is held by another owner`;
+}

@@ -11,6 +11,7 @@ import type { AbortInfo } from "./guest-env.js";
 import type { GuestLocks } from "./guest-locks.js";
 import { PAGE_BYTES, VERSION_EXPORT, type GuestModule } from "./guest-module.js";
 import type { FuncSignature } from "./wasm-binary.js";
+import { allocatorProblem, MAX_STRING_ARG_UNITS, type GuestArg } from "./guest-strings.js";
 
 /** What every runtime's guest is started with. */
 export interface GuestShellOptions {
@@ -69,7 +70,7 @@ export abstract class GuestShell implements GuestInstance {
    * Runs one export on the live instance. A trap, time limit or crash rejects with its
    * LockhostError after the runtime has replaced the instance and freed its locks.
    */
-  protected abstract invoke(name: string, args: readonly number[]): Promise<GuestValue>;
+  protected abstract invoke(name: string, args: readonly GuestArg[], asString?: boolean): Promise<GuestValue | string>;
 
   abstract close(): Promise<void>;
 
@@ -89,15 +90,30 @@ export abstract class GuestShell implements GuestInstance {
     return name === VERSION_EXPORT ? undefined : this.module.exports.get(name);
   }
 
-  call(exportName: string, args: readonly number[] = [], options: CallOptions = {}): Promise<GuestValue> {
+  call(exportName: string, args: readonly GuestArg[] = [], options: CallOptions = {}): Promise<GuestValue> {
     if (this.closed) return Promise.reject(this.closedError());
     try {
       this.#checkArgs(exportName, args);
     } catch (err) {
       return Promise.reject(err);
     }
-    const run = (): Promise<GuestValue> => this.#run(exportName, args, options.scheduleLease, true);
+    const run = (): Promise<GuestValue> => this.#run(exportName, args, options.scheduleLease, true) as Promise<GuestValue>;
     // A loss the guest has not heard of yet comes before its next piece of work.
+    return this.#enqueue(() => (this.#lost.length > 0 ? this.#deliverLost().then(run) : run()));
+  }
+
+  callString(exportName: string, args: readonly GuestArg[] = []): Promise<string> {
+    if (this.closed) return Promise.reject(this.closedError());
+    try {
+      this.#checkArgs(exportName, args);
+      const sig = this.exportSignature(exportName)!;
+      if (sig.results.length !== 1 || sig.results[0] !== "i32") {
+        throw new LockhostError("INVALID_ARGUMENT", `export ${exportName} of plugin ${this.plugin} must return a string (an i32 pointer), but returns ${sig.results.join(", ") || "nothing"}`);
+      }
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const run = (): Promise<string> => this.#run(exportName, args, undefined, false, undefined, true) as Promise<string>;
     return this.#enqueue(() => (this.#lost.length > 0 ? this.#deliverLost().then(run) : run()));
   }
 
@@ -140,19 +156,19 @@ export abstract class GuestShell implements GuestInstance {
    * `forEpoch`, only if that guest instance still runs (else nothing: a notice about an
    * instance that ended never reaches the next one).
    */
-  async #run(name: string, args: readonly number[], scheduleLease: Lease | undefined, watchSchedule: boolean, forEpoch?: number): Promise<GuestValue> {
+  async #run(name: string, args: readonly GuestArg[], scheduleLease: Lease | undefined, watchSchedule: boolean, forEpoch?: number, asString = false): Promise<GuestValue | string> {
     await this.live();
     if (forEpoch !== undefined && forEpoch !== this.locks.epoch) return undefined;
     const detach = scheduleLease && this.locks.attachSchedule(scheduleLease, watchSchedule);
     try {
-      return await this.invoke(name, args);
+      return await this.invoke(name, args, asString);
     } finally {
       detach?.();
     }
   }
 
   /** Refuses, before anything reaches the guest, a call its export's signature cannot take. */
-  #checkArgs(name: string, args: readonly number[]): void {
+  #checkArgs(name: string, args: readonly GuestArg[]): void {
     const sig = this.exportSignature(name);
     if (!sig) {
       const names = [...this.module.exports.keys()].filter((n) => n !== VERSION_EXPORT).join(", ");
@@ -164,10 +180,26 @@ export abstract class GuestShell implements GuestInstance {
     }
     sig.params.forEach((type, i) => {
       const a = args[i]!;
+      if (typeof a === "string") {
+        this.#checkStringArg(where, type, i, a);
+        return;
+      }
       if (type === "i32" ? !Number.isInteger(a) || a < -0x80000000 || a > 0xffffffff : type === "f32" || type === "f64" ? typeof a !== "number" : true) {
         throw new LockhostError("INVALID_ARGUMENT", `${where}: argument ${i + 1} must be ${type === "i32" || type === "f32" || type === "f64" ? `an ${type}` : `one of i32, f32, f64 (the host cannot pass ${type})`}, got ${a}`);
       }
     });
+  }
+
+  /** A string argument goes where the export takes an i32 (its pointer), to a guest with an allocator. */
+  #checkStringArg(where: string, type: string, i: number, a: string): void {
+    if (type !== "i32") {
+      throw new LockhostError("INVALID_ARGUMENT", `${where}: argument ${i + 1} is a string, which the guest receives as an i32 pointer, but the parameter is ${type}`);
+    }
+    if (a.length > MAX_STRING_ARG_UNITS) {
+      throw new LockhostError("INVALID_ARGUMENT", `${where}: argument ${i + 1} is a string of ${a.length} UTF-16 units, over the limit of ${MAX_STRING_ARG_UNITS}`);
+    }
+    const problem = allocatorProblem(this.module.exports);
+    if (problem) throw new LockhostError("INVALID_ARGUMENT", `${where}: argument ${i + 1} is a string: ${problem}`);
   }
 
   /**

@@ -66,11 +66,29 @@ export class OpImport {
     if (at >= 0 && result >= 0 && result <= params[at + 1]! >>> 0) mem.write(params[at]!, text());
   }
 
+  /**
+   * Whether a successful reply's text is the call's output (written to the guest's buffer)
+   * rather than a note about the call (a contended try's), which becomes its last_error.
+   */
+  get hasOutput(): boolean {
+    return this.#bufAt >= 0;
+  }
+
+  /**
+   * The guest's last_error after this call (ABI: it describes the last call): a failure's
+   * message, a note a successful reply carries (contention), or empty for a plain success.
+   */
+  lastErrorAfter(result: number, text: () => Uint8Array): Uint8Array {
+    return result < 0 || !this.hasOutput ? text() : NO_TEXT;
+  }
+
   /** The result as the wasm signature wants it: i64 results travel as bigint. */
   wasmResult(result: number): number | bigint {
     return this.op.result === "i64" ? BigInt(result) : result;
   }
 }
+
+const NO_TEXT = new Uint8Array(0);
 
 /** Operations served by the runtime itself, without reaching the host (OpSpec.local), by name. */
 function localImports(mem: GuestMemory): Readonly<Record<string, (...params: number[]) => number>> {

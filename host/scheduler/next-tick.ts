@@ -16,6 +16,10 @@ export function tickClock(spec: ScheduleSpec): TickClock {
     const every = spec.everyMs;
     return { next: (after) => Math.floor(after / every) * every + every };
   }
+  if (spec.kind === "declared") {
+    // Replaced by the plugin's own schedules when the host loads it (declared.ts).
+    throw new Error("a declared schedule has no clock until the plugin's lockhost_schedules() is read");
+  }
   const cron = new Cron(spec.expression, { paused: true });
   return {
     next: (after) => {

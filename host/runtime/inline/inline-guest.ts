@@ -17,6 +17,7 @@ import { GuestShell, type GuestShellOptions } from "../guest-shell.js";
 import { jspiAvailable, jspiRequirement } from "../jspi.js";
 import { lockImports, type OpImport, type ParamSink } from "../lock-imports.js";
 import { runOp, type CallContext } from "../lock-ops.js";
+import { freeStringArgs, readStringResult, writeStringArgs, type GuestArg } from "../guest-strings.js";
 
 /** Options of an inline guest instance: the runtime-neutral ones (it has no time limit). */
 export type InlineGuestOptions = GuestShellOptions;
@@ -29,6 +30,7 @@ interface Jspi {
 const jspi = WebAssembly as unknown as Jspi;
 
 const utf8 = new TextEncoder();
+const NO_TEXT = new Uint8Array(0);
 /** An inline call never has a wait limit of its own: it has no time limit to leave room for. */
 const NO_LIMIT: CallContext = { waitLimit: () => undefined };
 /** What a lock call of an instance that was replaced or closed gets: it never resumes. */
@@ -129,24 +131,47 @@ export class InlineGuest extends GuestShell {
     }
   }
 
-  protected invoke(name: string, args: readonly number[]): Promise<GuestValue> {
+  protected invoke(name: string, args: readonly GuestArg[], asString = false): Promise<GuestValue | string> {
     const instance = this.#instance!;
+    let strings: { params: number[]; ptrs: number[] };
+    try {
+      // The allocator runs before the call, unsuspended: it never makes a lock call.
+      strings = writeStringArgs(instance.exports, this.#mem.memory, args);
+    } catch (err) {
+      this.#traces.flush();
+      return this.#trap(name, err).then((e) => Promise.reject(e));
+    }
     let fn = instance.promising.get(name);
     if (!fn) {
       fn = jspi.promising(instance.exports[name]);
       instance.promising.set(name, fn);
     }
     const generation = this.#generation;
-    const call = fn(...args);
-    return new Promise<GuestValue>((resolve, reject) => {
+    const call = fn(...strings.params);
+    return new Promise<GuestValue | string>((resolve, reject) => {
       this.#running = { name, reject };
       call.then(
         async (value) => {
           this.#traces.flush();
           if (generation !== this.#generation) return; // closed meanwhile: already failed
           this.#running = undefined;
+          try {
+            freeStringArgs(instance.exports, strings.ptrs);
+          } catch (err) {
+            reject(await this.#trap(name, err));
+            return;
+          }
           await this.locks.endCall();
-          resolve(value);
+          if (!asString) {
+            resolve(value);
+            return;
+          }
+          // A result that is no string is the guest's mistake, not a trap: the instance runs on.
+          try {
+            resolve(readStringResult(this.#mem.memory, value, `export ${name}`));
+          } catch (err) {
+            reject(new LockhostError("INVALID_MEMORY", `plugin ${this.plugin}: ${(err as Error).message}`));
+          }
         },
         async (err: unknown) => {
           this.#traces.flush();
@@ -199,8 +224,9 @@ export class InlineGuest extends GuestShell {
   }
 
   #answer(op: OpImport, params: number[], reply: AbiReply): number | bigint {
-    if (reply.result < 0) this.#mem.lastError = utf8.encode(reply.text ?? "");
-    else op.deliver(this.#mem, params, reply.result, () => utf8.encode(reply.text ?? ""));
+    // last_error describes the last call: a success clears it, a contended try leaves its note.
+    this.#mem.lastError = op.lastErrorAfter(reply.result, () => (reply.text ? utf8.encode(reply.text) : NO_TEXT));
+    if (reply.result >= 0) op.deliver(this.#mem, params, reply.result, () => utf8.encode(reply.text ?? ""));
     return op.wasmResult(reply.result);
   }
 }

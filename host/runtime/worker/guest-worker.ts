@@ -9,6 +9,7 @@ import { describeError, envImports, GuestAbort, GuestMemory, TraceBudget } from 
 import { VERSION_EXPORT } from "../guest-module.js";
 import { lockImports, type OpImport, type ParamSink } from "../lock-imports.js";
 import type { FromWorker, ToWorker, WorkerInit } from "./messages.js";
+import { freeStringArgs, readStringResult, writeStringArgs } from "../guest-strings.js";
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
@@ -47,7 +48,8 @@ function spinFor(seq: number): boolean {
  * this worker only; the main thread serves the wait asynchronously). The operation's number
  * arguments and string bytes are already in the channel.
  */
-function request(opIndex: number): number {
+function request(op: OpImport): number {
+  const opIndex = op.index;
   if (!serving) {
     return mem.fail(INVALID_ARGUMENT, "lock calls are not available while the module instantiates (top-level code or start function); call them from an export");
   }
@@ -68,9 +70,14 @@ function request(opIndex: number): number {
     Atomics.wait(i32, RESP_SEQ, seen);
   }
   const result = ch.f64[0]!;
-  if (result < 0) mem.lastError = ch.data.slice(0, i32[TEXT_LEN]);
+  // last_error describes the last call: a success clears it, a contended try leaves its note.
+  mem.lastError = op.lastErrorAfter(result, replyText);
   return result;
 }
+
+const NO_TEXT = new Uint8Array(0);
+/** A copy of the reply's text; a plain success has none, and costs no allocation. */
+const replyText = (): Uint8Array => (i32[TEXT_LEN] === 0 ? NO_TEXT : ch.data.slice(0, i32[TEXT_LEN]));
 
 /** Copies a call's arguments into the channel: numbers into their slots, strings one after the other. */
 class ChannelSink implements ParamSink {
@@ -92,7 +99,7 @@ function remoteImport(op: OpImport): (...params: number[]) => number | bigint {
     sink.offset = 0;
     const bad = op.read(mem, params, sink);
     if (bad < 0) return op.wasmResult(bad);
-    const result = request(op.index);
+    const result = request(op);
     op.deliver(mem, params, result, () => ch.data.subarray(0, result));
     return op.wasmResult(result);
   };
@@ -122,9 +129,20 @@ try {
 port.on("message", (msg: ToWorker) => {
   try {
     const fn = exports[msg.name] as (...args: number[]) => number | bigint | undefined;
-    const value = fn(...msg.args);
+    const { params, ptrs } = writeStringArgs(exports, mem.memory, msg.args);
+    const value = fn(...params);
+    freeStringArgs(exports, ptrs);
     traces.flush();
-    post({ type: "return", id: msg.id, value });
+    if (!msg.asString) {
+      post({ type: "return", id: msg.id, value });
+      return;
+    }
+    // A result that is no string is the guest's mistake, not a trap: the instance runs on.
+    try {
+      post({ type: "return", id: msg.id, value: readStringResult(mem.memory, value, `export ${msg.name}`) });
+    } catch (err) {
+      post({ type: "return", id: msg.id, value: undefined, problem: { code: "INVALID_MEMORY", message: err instanceof Error ? err.message : String(err) } });
+    }
   } catch (err) {
     traces.flush();
     const memoryBytes = mem.memory.buffer.byteLength;

@@ -1,6 +1,7 @@
 // Messages between a WorkerGuest (main thread) and its guest worker.
 import type { AbortInfo } from "../guest-env.js";
 import type { GuestValue } from "../guest-instance.js";
+import type { GuestArg } from "../guest-strings.js";
 
 /** What the worker is started with. */
 export interface WorkerInit {
@@ -11,7 +12,7 @@ export interface WorkerInit {
 }
 
 /** Main thread to worker. */
-export type ToWorker = { readonly type: "call"; readonly id: number; readonly name: string; readonly args: readonly number[] };
+export type ToWorker = { readonly type: "call"; readonly id: number; readonly name: string; readonly args: readonly GuestArg[]; readonly asString?: boolean };
 
 
 /** Worker to main thread. */
@@ -19,6 +20,6 @@ export type FromWorker =
   | { readonly type: "instantiating" }
   | { readonly type: "ready"; readonly abiVersion: unknown }
   | { readonly type: "failed"; readonly message: string }
-  | { readonly type: "return"; readonly id: number; readonly value: GuestValue }
+  | { readonly type: "return"; readonly id: number; readonly value: GuestValue | string; readonly problem?: { readonly code: "INVALID_MEMORY"; readonly message: string } }
   | { readonly type: "trap"; readonly id: number; readonly message: string; readonly abort?: AbortInfo; readonly memoryBytes: number }
   | { readonly type: "trace"; readonly message: string };

@@ -12,6 +12,7 @@ import { GuestShell, type GuestShellOptions } from "../guest-shell.js";
 import type { AbiReply, WaitLimit } from "../guest-locks.js";
 import { checkAbiVersion } from "../guest-module.js";
 import type { FromWorker, ToWorker, WorkerInit } from "./messages.js";
+import type { GuestArg } from "../guest-strings.js";
 
 /** Options of a worker-isolated guest instance. */
 export interface WorkerGuestOptions extends GuestShellOptions {
@@ -24,7 +25,7 @@ interface PendingCall {
   readonly name: string;
   /** performance.now() when the call was sent: its time limit counts from here. */
   readonly startedAt: number;
-  readonly resolve: (value: GuestValue) => void;
+  readonly resolve: (value: GuestValue | string) => void;
   readonly reject: (err: LockhostError) => void;
   readonly timer: NodeJS.Timeout;
 }
@@ -107,13 +108,13 @@ export class WorkerGuest extends GuestShell {
     await this.locks.reset("its plugin was closed");
   }
 
-  protected invoke(name: string, args: readonly number[]): Promise<GuestValue> {
+  protected invoke(name: string, args: readonly GuestArg[], asString = false): Promise<GuestValue | string> {
     const gen = this.#gen;
-    return new Promise<GuestValue>((resolve, reject) => {
+    return new Promise<GuestValue | string>((resolve, reject) => {
       const id = ++this.#nextId;
       const timer = setTimeout(() => void this.#timedOut(gen), this.#callTimeoutMs);
       gen.pending = { id, name, startedAt: performance.now(), resolve, reject, timer };
-      gen.worker.postMessage({ type: "call", id, name, args } satisfies ToWorker);
+      gen.worker.postMessage({ type: "call", id, name, args, ...(asString && { asString }) } satisfies ToWorker);
     });
   }
 
@@ -211,7 +212,8 @@ export class WorkerGuest extends GuestShell {
       gen.pending = undefined;
       clearTimeout(pending.timer);
       await this.locks.endCall();
-      pending.resolve(msg.value);
+      if (msg.problem) pending.reject(new LockhostError(msg.problem.code, `plugin ${this.plugin}: ${msg.problem.message}`));
+      else pending.resolve(msg.value);
       return;
     }
     gen.pending = undefined;

@@ -1,0 +1,126 @@
+// Issue 14's guest-side shapes, in every runtime this Node has: withLockCtx with a context
+// value, keyStatusOf as a typed value, lastError describing the last call (cleared by a
+// success, naming the lock on contention), and strings handed to guest exports through the
+// guest's allocator (lockhost_alloc / lockhost_free), with coded errors for what cannot go.
+import { beforeEach, describe, expect, it } from "vitest";
+import type { Runtime } from "../abi/ops.js";
+import * as S from "../abi/status.js";
+import type { GuestInstance } from "../host/runtime/guest-instance.js";
+import { MAX_STRING_ARG_UNITS } from "../host/runtime/guest-strings.js";
+import { GUEST_RUNTIMES, startGuest, type TestGuestOptions } from "./support/guest.js";
+import { guestFixture } from "./support/guest-fixture.js";
+
+const fx = guestFixture();
+let runtime: Runtime;
+
+async function guest(wasm = "shapes", options: TestGuestOptions = {}): Promise<GuestInstance> {
+  return fx.track(await startGuest(wasm, fx.locks, fx.log.logger, { runtime, plugin: "@acme/cron", globalKeys: ["ledger"], ...options }));
+}
+/** The guest's traced lines, without the "guest: " prefix. */
+const traces = (): string[] => fx.log.messages().filter((m) => m.startsWith("guest: ")).map((m) => m.slice(7));
+
+describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
+  beforeEach(() => {
+    runtime = r;
+  });
+
+  describe("strings into guest exports", () => {
+    it("passes strings and numbers in order, any characters, and frees them after the call", async () => {
+      const g = await guest();
+      expect(await g.call("echo", ["héllo 🔒", 7, ""])).toBe("héllo 🔒".length);
+      expect(traces()).toContain("echo [héllo 🔒] 7 []");
+      // Many calls with strings: the pinned objects are let go (the guest's memory stays capped).
+      const long = "x".repeat(100_000);
+      for (let i = 0; i < 40; i++) expect(await g.call("echo", [long, i, "b"])).toBe(100_001);
+    });
+
+    it("lets a guest restore a lock by an owner token handed in as a string", async () => {
+      const lease = (await fx.locks.tryLock("job", { ttlMs: 10_000, scope: { plugin: "@acme/cron" } }))!;
+      const g = await guest();
+      expect(await g.call("restoreAndRelease", ["job", lease.owner])).toBe(1);
+      expect((await fx.locks.statusByName("@acme/cron:job")).held).toBe(false);
+      expect(await g.call("restoreAndRelease", ["job", "nobody"])).toBe(0);
+      expect(traces().at(-1)).toContain("restore failed: NOT_FOUND");
+    });
+
+    it("refuses a string too long, for a non-i32 parameter, or to a guest without an allocator, with INVALID_ARGUMENT", async () => {
+      const g = await guest();
+      await expect(g.call("echo", ["x".repeat(MAX_STRING_ARG_UNITS + 1), 1, "b"])).rejects.toMatchObject({
+        code: "INVALID_ARGUMENT",
+        message: expect.stringContaining(`export echo(i32, i32, i32) of plugin @acme/cron: argument 1 is a string of ${MAX_STRING_ARG_UNITS + 1} UTF-16 units, over the limit`),
+      });
+      const locker = await guest("locker");
+      await expect(locker.call("add", ["1", 2])).rejects.toMatchObject({
+        code: "INVALID_ARGUMENT",
+        message: expect.stringContaining("argument 1 is a string: a string argument needs the guest to export lockhost_alloc(i32) -> i32 and lockhost_free(i32)"),
+      });
+      // Nothing reached the guests: both still answer.
+      expect(await locker.call("add", [1, 2])).toBe(3);
+      expect(await g.call("echo", ["a", 1, "b"])).toBe(2);
+    });
+  });
+
+  describe("withLockCtx", () => {
+    it("runs the callback with the context value, releasing the lock after each run", async () => {
+      const g = await guest();
+      expect(await g.call("ctxRun", ["ctx-a", 3])).toBe(3);
+      expect(traces().filter((t) => t === "ctx ctx-a in ctx-a")).toHaveLength(3);
+      expect((await fx.locks.statusByName("@acme/cron:ctx-a")).held).toBe(false);
+    });
+
+    it("does not call it when the key is held elsewhere, and lastError names the lock", async () => {
+      const g = await guest();
+      await fx.locks.tryLock("ctx-b", { ttlMs: 10_000, scope: { plugin: "@acme/cron" } });
+      expect(await g.call("ctxRun", ["ctx-b", 1])).toBe(0);
+      expect(traces()).toContain("ctx not acquired: contended=1 CONTENDED: lock @acme/cron:ctx-b is held by another owner");
+      await fx.locks.releaseAll();
+    });
+  });
+
+  describe("keyStatusOf", () => {
+    it("gives a held key's status as a typed value, and a free key's as not held", async () => {
+      const g = await guest();
+      expect(await g.call("take", ["st-a", 0])).toBe(1);
+      expect(await g.call("status", ["st-a", 0])).toBe(1);
+      expect(traces().at(-1)).toMatch(/^status key=@acme\/cron:st-a held=1 plugin=@acme\/cron node=node-a fence=\d+ ttl=10000 left>0=1 expires>acquired=1$/);
+      expect(await g.call("status", ["st-free", 0])).toBe(0);
+      expect(traces().at(-1)).toBe("status key=@acme/cron:st-free held=0 plugin= node= fence=0 ttl=0 left>0=0 expires>acquired=0");
+      expect(await g.call("take", ["ledger", S.FLAG_GLOBAL])).toBe(1);
+      expect(await g.call("status", ["ledger", 1])).toBe(1);
+      expect(traces().at(-1)).toContain("status key=global:ledger held=1 plugin=@acme/cron");
+    });
+
+    it("reports an error as a LockError, not a status", async () => {
+      const g = await guest();
+      expect(await g.call("status", ["secret", 1])).toBe(-1);
+      expect(traces().at(-1)).toContain("status error PERMISSION_DENIED");
+    });
+
+    it("reads escapes and unknown fields, and refuses text that is not the status", async () => {
+      const g = await guest();
+      const json = JSON.stringify({ key: 'a"b\\c\u00e9\n', held: true, extra: { x: [1, { y: null }] }, holder: { plugin: "p", node: "n\u{1F512}" }, fence: 9007199254740993 });
+      expect(await g.call("parse", [json])).toBe(1);
+      expect(traces().at(-1)).toBe(`parsed key=a"b\\cé\n held=1 plugin=p node=n🔒 fence=9007199254740992`);
+      for (const bad of ["", "{", '{"key":}', '{"held":tru}', "[]", '{"key":"x"} trailing']) expect(await g.call("parse", [bad]), bad).toBe(-1);
+    });
+  });
+
+  describe("lastError", () => {
+    it("describes the last call: a failure's message, then empty after a success", async () => {
+      const g = await guest();
+      await g.call("lastErrorCleared", ["le-a"]);
+      expect(traces()).toContain("after failure: ttlMs must be > 0, got 0");
+      expect(traces()).toContain("after success: [] acquired=1");
+    });
+
+    it("says whose lock it was after a contended try, and nothing after an acquired one", async () => {
+      const g = await guest();
+      expect(await g.call("contendedNote", ["le-b"])).toBe(0);
+      expect(traces().at(-1)).toBe("after try: []");
+      await fx.locks.tryLock("le-c", { ttlMs: 10_000, scope: { plugin: "@acme/cron" } });
+      expect(await g.call("contendedNote", ["le-c"])).toBe(1);
+      expect(traces().at(-1)).toBe("after try: [CONTENDED: lock @acme/cron:le-c is held by another owner]");
+      await fx.locks.releaseAll();
+    });
+  });
+});

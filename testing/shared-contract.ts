@@ -2,7 +2,6 @@
 // backend that runs backendContract() runs these cases against its real server unless its
 // target says it has no shared kinds (ContractTarget.sharedKinds = false).
 import { randomUUID } from "node:crypto";
-import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LockBackend } from "../kit/backend.js";
 import type { SharedAcquireRequest, SharedMode, SharedSteps } from "../kit/shared.js";
@@ -263,6 +262,9 @@ export function sharedContract(name: string, target: ContractTarget): void {
     });
 
     it("keeps a read/write lock's rules under random interleavings (model check)", async () => {
+      // Loaded here, not at the top: a backend that runs this contract needs fast-check (an
+      // optional peer dependency of lockhost) only for this case.
+      const { default: fc } = await import("fast-check");
       await fc.assert(
         fc.asyncProperty(
           fc.array(

@@ -70,7 +70,7 @@ export const PLUGIN_SCHEMA = table<Omit<PluginConfig, "runtime">>({
   doc: "a guest plugin",
   fields: {
     // Checked by the reader: a pattern, reserved names, unique across entries.
-    name: field.custom({ toml: '"report"', doc: '[a-z0-9][a-z0-9_-]*, unique; "global", "host", "lockhost" are reserved' }),
+    name: field.custom({ toml: '"report"', doc: '[a-z0-9][a-z0-9_.-]*, or npm-style @scope/name (at most 64 chars), unique; "global", "host", "lockhost" are reserved' }),
     // Resolved by the reader against the config file's folder.
     wasm: field.custom({ toml: '"plugins/guests/build/report.wasm"', doc: "the guest module; relative to the config file" }),
     isolation: field.oneOf(ISOLATIONS, { default: "worker", doc: "worker (own thread, time limit) | inline (host's thread, needs JSPI) | auto (inline where JSPI exists and call_timeout_ms is not set)" }),
@@ -87,8 +87,8 @@ export const SCHEDULED_SCHEMA = table<ScheduledConfig>({
     // These four are read together by the reader: the id derives from plugin and export.
     id: field.custom({ defaultDoc: '"<plugin>.<export>"', toml: '"report.run"', doc: "the schedule's lock is keyed on it" }),
     plugin: field.custom({ toml: '"report"', doc: "a declared plugin" }),
-    export: field.custom({ toml: '"run"', doc: "an export taking no arguments" }),
-    schedule: field.custom({ toml: '"5s"', doc: "an interval (500ms, 5s, 1m, 2h) or a cron expression (5 or 6 fields)" }),
+    export: field.custom({ toml: '"run"', doc: 'an export taking no arguments; "*" or left out: the schedules the plugin declares (lockhost_schedules)' }),
+    schedule: field.custom({ toml: '"5s"', doc: "an interval (500ms, 5s, 1m, 2h) or a cron expression (5 or 6 fields); left out: the plugin's declared one" }),
     hint: field.oneOf(HINTS, { default: "require_global", doc: HINTS.join(" | ") }),
     ttlMs: field.int({ default: 60_000, min: 1, max: MAX_TTL_MS, unit: "ms", doc: "TTL of the schedule's lock" }),
     keepalive: field.bool({ default: false, doc: "renew the schedule's lock while the job runs (jobs longer than ttl_ms)" }),

@@ -2,10 +2,10 @@
 // lifecycle (validation, scopes, handles, renewal, waiting) lives above it in LockService,
 // so a backend stays a small file. Expected outcomes are results; only failures throw
 // (a LockhostError with code BACKEND_UNAVAILABLE).
-import type { Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./common.js";
+import type { Acquired, Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./common.js";
 import type { SharedKind, SharedSteps } from "./shared.js";
 
-export type { Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./common.js";
+export type { Acquired, Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./common.js";
 
 /** One atomic acquisition attempt. */
 export interface AcquireRequest {
@@ -19,15 +19,7 @@ export interface AcquireRequest {
 
 /** The outcome of an acquisition: never an error for contention. */
 export type AcquireResult =
-  | {
-      readonly acquired: true;
-      /** Strictly increasing per key across holders, also after expiry. */
-      readonly fence: number;
-      /** Server clock, ms since epoch. */
-      readonly acquiredAtMs: number;
-      /** Server clock, ms since epoch. */
-      readonly expiresAtMs: number;
-    }
+  | Acquired
   | {
       readonly acquired: false;
       /**

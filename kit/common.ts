@@ -1,7 +1,22 @@
 // The shapes every kind of lock's steps share (the mutex's LockBackend, the shared kinds'
-// SharedSteps): who holds a lock, a renewal and its outcome, a release's outcome, a listing
+// SharedSteps): a successful acquisition, who holds a lock, a renewal and its outcome, a release's outcome, a listing
 // request, and a release subscription. Kept apart so both interfaces import them and neither
 // the other.
+
+/** An acquisition that succeeded (of a mutex or of a shared kind). */
+export interface Acquired {
+  readonly acquired: true;
+  /**
+   * Strictly increasing per key: above every fence handed out on the key before it, also after
+   * expiry (a shared key's counter is advanced by acquisitions of either mode, so a writer's
+   * fence is above every earlier reader's and writer's).
+   */
+  readonly fence: number;
+  /** Server clock, ms since epoch. */
+  readonly acquiredAtMs: number;
+  /** Server clock, ms since epoch. */
+  readonly expiresAtMs: number;
+}
 
 /** Who holds a lock: written by acquire, shown by status. */
 export interface Holder {

@@ -2,6 +2,7 @@
 // LockBackend interface it implements, the descriptor it exports, the config-schema builders
 // for its `[locking.<name>]` table, the errors it raises, and the helpers backends share.
 export type {
+  Acquired,
   AcquireRequest,
   AcquireResult,
   Holder,

@@ -4,7 +4,7 @@
 // acquirers that shared acquisitions stand behind (writer preference, FIFO among writers).
 // As with LockBackend, the lifecycle (waiting, renewal, loss, auto-release) lives above in the
 // host; a backend only makes each step atomic on its server's clock.
-import type { Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./common.js";
+import type { Acquired, Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./common.js";
 
 /**
  * A lock kind beside the mutex. Each kind has its own namespace of names in the store: a
@@ -41,19 +41,7 @@ export interface SharedAcquireRequest {
 
 /** The outcome of a shared acquisition: never an error for contention. */
 export type SharedAcquireResult =
-  | {
-      readonly acquired: true;
-      /**
-       * From the key's one fence counter, which every acquisition of either mode advances: each
-       * fence exceeds every fence handed out on the key before it (also after expiry), so a
-       * writer's fence is above every earlier reader's and writer's.
-       */
-      readonly fence: number;
-      /** Server clock, ms since epoch. */
-      readonly acquiredAtMs: number;
-      /** Server clock, ms since epoch. */
-      readonly expiresAtMs: number;
-    }
+  | Acquired
   | {
       readonly acquired: false;
       /** When the earliest live holder's lease ends (ms, server clock), when the step learned it. */

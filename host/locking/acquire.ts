@@ -6,7 +6,7 @@ import { v4 as uuidv4 } from "uuid";
 import { LockhostError } from "../../kit/errors.js";
 import type { AcquireResult } from "../../kit/backend.js";
 import type { SharedAcquireResult } from "../../kit/shared.js";
-import { kindName, waitKey } from "./kinds.js";
+import { kindName, modeOf, waitKey } from "./kinds.js";
 import { closedError, type ServiceCore } from "./core.js";
 import { Lease } from "./lease.js";
 import type { CheckedRequest, TryLockOptions } from "./request.js";
@@ -85,9 +85,10 @@ async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended:
         ? core.backend.acquire({ key: name, owner, ttlMs, holder })
         : core.shared(spec.kind).acquire({
             key: name, owner, ttlMs, holder,
-            mode: spec.kind === "rw" ? spec.mode : "shared",
+            mode: modeOf(spec),
             limit: spec.kind === "semaphore" ? spec.permits : 0,
-            queueMs: spec.kind === "rw" && spec.mode === "exclusive" ? queueMs : 0,
+            // Only a waiting writer passes one (acquireChecked).
+            queueMs,
           }),
     );
   } catch (err) {
@@ -110,7 +111,7 @@ async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended:
   const { fence, acquiredAtMs, expiresAtMs } = result;
   const lease = new Lease({
     name, owner, fence, ttlMs, holder, acquiredAtMs, expiresAtMs, deadline: sentAt + ttlMs, keepalive, hooks: core.hooks,
-    ...(spec.kind !== "mutex" && { kind: spec.kind, mode: spec.kind === "rw" ? spec.mode : "shared" }),
+    kind: spec.kind, mode: modeOf(spec),
   });
   core.hold(lease);
   return lease;

@@ -65,11 +65,13 @@ export class ServiceCore {
 
   /** The lifecycle's steps per kind (the mutex's made at once, the others on first use). */
   readonly #steps = new Map<LockKind, KindSteps>();
+  /** The mutex's steps, asked for on every release and renewal: kept apart from the map. */
+  readonly #mutexSteps: KindSteps;
   readonly #shared = new Map<SharedKind, SharedSteps>();
 
   constructor(parts: ServiceParts) {
     this.backend = parts.backend;
-    this.#steps.set("mutex", mutexSteps(parts.backend));
+    this.#mutexSteps = mutexSteps(parts.backend);
     this.node = parts.node;
     this.pollIntervalMs = parts.pollIntervalMs;
     this.waits = new WaitQueues();
@@ -88,6 +90,7 @@ export class ServiceCore {
 
   /** The steps of `kind` the lifecycle uses (renew, release, watch, holds). */
   steps(kind: LockKind): KindSteps {
+    if (kind === "mutex") return this.#mutexSteps;
     let steps = this.#steps.get(kind);
     if (!steps) this.#steps.set(kind, (steps = sharedKindSteps(this.shared(kind as SharedKind))));
     return steps;

@@ -21,6 +21,11 @@ export const MUTEX: LockSpec = Object.freeze({ kind: "mutex" });
 export const READ: LockSpec = Object.freeze({ kind: "rw", mode: "shared" });
 export const WRITE: LockSpec = Object.freeze({ kind: "rw", mode: "exclusive" });
 
+/** The mode a spec takes its key in: a writer or a mutex exclusive, a reader or a permit shared. */
+export function modeOf(spec: LockSpec): SharedMode {
+  return spec.kind === "rw" ? spec.mode : spec.kind === "semaphore" ? "shared" : "exclusive";
+}
+
 /** The steps of one kind's store that the lifecycle uses. */
 export interface KindSteps {
   renew(key: string, owner: string, ttlMs: number): Promise<RenewResult>;

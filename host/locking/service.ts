@@ -120,15 +120,7 @@ export class LockService {
    * released on the backend at once, so close() never leaves a lease nobody can release.
    */
   tryLock(key: string, options: TryLockOptions): Promise<Lease | null> {
-    // Not async: the lock path is measured in microseconds, and one more frame is one more microtask.
-    if (this.#core.closing) return Promise.reject(closedError());
-    let request: CheckedRequest;
-    try {
-      request = checkRequest(key, options);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return tryChecked(this.#core, request);
+    return this.#try(key, options, MUTEX);
   }
 
   /**
@@ -147,11 +139,8 @@ export class LockService {
    * `key`, `scope` — "global" or the plugin — and the full `name`), with the signal's reason
    * when `options.signal` aborts, and like tryLock on bad input or a backend failure.
    */
-  async acquire(key: string, options: AcquireOptions): Promise<Lease> {
-    if (this.#core.closing) throw closedError();
-    const request = checkRequest(key, options);
-    const waitMs = validateWaitMs(options.waitMs);
-    return acquireChecked(this.#core, request, waitMs, validateSignal(options.signal, "signal"));
+  acquire(key: string, options: AcquireOptions): Promise<Lease> {
+    return this.#acquire(key, options, MUTEX);
   }
 
   /**
@@ -261,9 +250,16 @@ export class LockService {
     return this.#defer(() => forceReleaseShared(this.#core, validateKind(kind), validateName(name)));
   }
 
+  /** Every try of every kind. Not async: the lock path is measured in microseconds, and one more frame is one more microtask. */
   #try(key: string, options: TryLockOptions, spec: LockSpec): Promise<Lease | null> {
     if (this.#core.closing) return Promise.reject(closedError());
-    return this.#defer(() => tryChecked(this.#core, checkRequest(key, options, spec)));
+    let request: CheckedRequest;
+    try {
+      request = checkRequest(key, options, spec);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return tryChecked(this.#core, request);
   }
 
   async #acquire(key: string, options: AcquireOptions, spec: LockSpec): Promise<Lease> {

@@ -184,7 +184,7 @@ export interface LockCommands {
 }
 
 /** numberOfKeys absent: the caller passes the count first (renewMany's varies per call). */
-const DEFINITIONS: Record<keyof LockCommands, { lua: string; numberOfKeys?: number }> = {
+const DEFINITIONS: Record<keyof LockCommands, ScriptDefinition> = {
   lockhostAcquire: { lua: ACQUIRE, numberOfKeys: 2 },
   lockhostRenew: { lua: RENEW, numberOfKeys: 1 },
   lockhostRenewMany: { lua: RENEW_MANY },
@@ -200,7 +200,18 @@ const DEFINITIONS: Record<keyof LockCommands, { lua: string; numberOfKeys?: numb
  * renewMany's, whose caller passes it the locks of one slot at a time.
  */
 export function defineLockCommands<C extends Redis | Cluster>(client: C): C & LockCommands {
-  for (const [name, definition] of Object.entries(DEFINITIONS)) client.defineCommand(name, definition);
+  return defineCommands<C, LockCommands>(client, DEFINITIONS);
+}
+
+/** A command's script; numberOfKeys absent: the caller passes the count first. */
+export interface ScriptDefinition {
+  readonly lua: string;
+  readonly numberOfKeys?: number;
+}
+
+/** Registers `definitions` on `client` (EVALSHA, EVAL on NOSCRIPT) and returns it typed with them. */
+export function defineCommands<C extends Redis | Cluster, T>(client: C, definitions: Record<keyof T, ScriptDefinition>): C & T {
+  for (const [name, definition] of Object.entries<ScriptDefinition>(definitions)) client.defineCommand(name, definition);
   // defineCommand adds the methods at runtime; ioredis cannot type them.
-  return client as C & LockCommands;
+  return client as C & T;
 }

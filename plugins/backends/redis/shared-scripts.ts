@@ -24,7 +24,7 @@
 // queue departure PUBLISH on the name's release channel; release by another instance and
 // force-release tell each removed holder's instance on its own channel, as the mutex does.
 import type { Cluster, Redis } from "ioredis";
-import { DELETED, NOT_FOUND } from "./scripts.js";
+import { defineCommands, DELETED, NOT_FOUND, type ScriptDefinition } from "./scripts.js";
 
 /**
  * Acquired: [fence, acquiredAtMs, expiresAtMs]; refused for the limit: [heldLimit]; else the
@@ -238,7 +238,7 @@ export interface SharedCommands {
   ): Promise<number>;
 }
 
-const DEFINITIONS: Record<keyof SharedCommands, { lua: string; numberOfKeys?: number }> = {
+const DEFINITIONS: Record<keyof SharedCommands, ScriptDefinition> = {
   lockhostSharedAcquire: { lua: ACQUIRE, numberOfKeys: 5 },
   lockhostSharedRenewMany: { lua: RENEW_MANY },
   lockhostSharedRelease: { lua: RELEASE, numberOfKeys: 2 },
@@ -249,7 +249,5 @@ const DEFINITIONS: Record<keyof SharedCommands, { lua: string; numberOfKeys?: nu
 
 /** Registers the shared scripts on `client` (as scripts.ts defineLockCommands does the mutex's) and returns it, typed. */
 export function defineSharedCommands<C extends Redis | Cluster>(client: C): C & SharedCommands {
-  for (const [name, definition] of Object.entries(DEFINITIONS)) client.defineCommand(name, definition);
-  // defineCommand adds the methods at runtime; ioredis cannot type them.
-  return client as C & SharedCommands;
+  return defineCommands<C, SharedCommands>(client, DEFINITIONS);
 }

@@ -345,6 +345,56 @@ describe("redis backend: a server that stops answering", () => {
   });
 });
 
+describe("redis backend: one watchdog for every command's timeout", () => {
+  it("gives a call on a connection idle for longer than commandTimeoutMs its whole commandTimeoutMs", async () => {
+    const backend = new RedisBackend(config(), captureLogger().logger);
+    const blocker = new Redis(server.url);
+    try {
+      const holder = { plugin: "p", node: "n" };
+      expect((await backend.acquire({ key: "a", owner: "o", ttlMs: 5_000, holder })).acquired).toBe(true);
+      // The watchdog armed by that acquire fires while this connection is idle, or soon after.
+      await sleep(COMMAND_TIMEOUT_MS * 0.8);
+      // The server is silent for 60% of the timeout: slow, not stalled.
+      const spinning = blocker.eval(
+        "local s = redis.call('TIME') local t repeat t = redis.call('TIME') until (t[1] - s[1]) * 1e6 + (t[2] - s[2]) > 300000 return 1",
+        0,
+      );
+      await sleep(20);
+      const started = performance.now();
+      expect(await backend.renew("a", "o", 5_000)).toMatchObject({ ok: true });
+      expect(performance.now() - started).toBeGreaterThan(200);
+      await spinning;
+    } finally {
+      await backend.close();
+      blocker.disconnect();
+    }
+  });
+
+  it("fails every command queued behind a silent server with one timeout, naming commandTimeoutMs", async () => {
+    const backend = new RedisBackend(config(), captureLogger().logger);
+    const blocker = new Redis(server.url);
+    try {
+      const holder = { plugin: "p", node: "n" };
+      const spinning = blocker.eval(
+        "local s = redis.call('TIME') local t repeat t = redis.call('TIME') until (t[1] - s[1]) * 1e6 + (t[2] - s[2]) > 1200000 return 1",
+        0,
+      );
+      await sleep(50);
+      const started = performance.now();
+      const calls = Array.from({ length: 5 }, (_, i) => backend.acquire({ key: `q${i}`, owner: "o", ttlMs: 1_000, holder }).then(() => null, (err: unknown) => err));
+      const errors = await Promise.all(calls);
+      const elapsed = performance.now() - started;
+      for (const err of errors) expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE", message: expect.stringMatching(/did not answer within 500 ms \(commandTimeoutMs\); the command may still have been applied/) });
+      expect(elapsed).toBeGreaterThan(COMMAND_TIMEOUT_MS - 50);
+      expect(elapsed).toBeLessThan(PROMPT_MS);
+      await spinning;
+    } finally {
+      await backend.close();
+      blocker.disconnect();
+    }
+  });
+});
+
 describe("redis backend: a refused password", () => {
   it("fails with BACKEND_UNAVAILABLE and never puts the password in errors or logs", async () => {
     const admin = new Redis(server.url);

@@ -7,6 +7,7 @@ import type { RedisConfig } from "./config.js";
 import { defineLockCommands, type LockCommands } from "./scripts.js";
 import { clusterSeed } from "./seed.js";
 import { defineSharedCommands, type SharedCommands } from "./shared-scripts.js";
+import { watchStalls } from "./stall-watch.js";
 
 /** The client with the lock scripts registered: a single server's or a cluster's. */
 export type LockClient = (Redis | Cluster) & LockCommands & SharedCommands;
@@ -41,7 +42,11 @@ function reconnectDelay(attempt: number): number {
 /** After failover a former primary answers READONLY: reconnecting finds the new primary behind the same address. */
 const reconnectOnReadonly = (err: Error): boolean => err.message.startsWith("READONLY");
 
-/** Options of every connection, whether to the one server or to each node of a cluster. */
+/**
+ * Options of every connection, whether to the one server or to each node of a cluster. The one
+ * server's lock connection replaces commandTimeout and socketTimeout by a watchdog
+ * (stall-watch.ts) that does the same with one timer.
+ */
 function connectionOptions(config: Pick<RedisConfig, "commandTimeoutMs">) {
   return {
     lazyConnect: true, // listeners first: an 'error' without one would go to console.error
@@ -67,13 +72,18 @@ export function createClient(config: Pick<RedisConfig, "url" | "commandTimeoutMs
   return defineSharedCommands(defineLockCommands(client));
 }
 
+/** One server's client: its commands time out through one watchdog (stall-watch.ts), not a timer each. */
 function singleClient(config: Pick<RedisConfig, "url" | "commandTimeoutMs">): Redis {
-  return new Redis(config.url, {
+  const client = new Redis(config.url, {
     ...connectionOptions(config),
+    commandTimeout: undefined,
+    socketTimeout: undefined,
     enableOfflineQueue: false,
     retryStrategy: reconnectDelay,
     reconnectOnError: reconnectOnReadonly,
   });
+  watchStalls(client, config.commandTimeoutMs);
+  return client;
 }
 
 /**

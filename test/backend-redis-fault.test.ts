@@ -10,6 +10,7 @@ import { LockhostError } from "../kit/errors.js";
 import type { SharedAcquireRequest, SharedMode } from "../kit/shared.js";
 import { LockService } from "../host/locking/service.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
+import { watchStalls } from "../plugins/backends/redis/stall-watch.js";
 import { captureLogger } from "./support/log.js";
 import { startRedisServer, type RedisServer } from "./support/servers.js";
 import { callCounter, watchCounting, type CallCounter } from "./support/counter.js";
@@ -391,6 +392,33 @@ describe("redis backend: one watchdog for every command's timeout", () => {
     } finally {
       await backend.close();
       blocker.disconnect();
+    }
+  });
+
+  it("times out a command behind slow replies after its own commandTimeoutMs, keeping a connection that still answers", async () => {
+    const client = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
+    client.on("error", () => undefined);
+    watchStalls(client, 1_000);
+    await client.connect();
+    try {
+      const spin = (ms: number): Promise<unknown> =>
+        client.eval(`local s = redis.call('TIME') local t repeat t = redis.call('TIME') until (t[1] - s[1]) * 1e6 + (t[2] - s[2]) > ${ms * 1000} return 1`, 0);
+      const outcome = (p: Promise<unknown>): Promise<unknown> => p.then(() => "ok", (err: Error) => err);
+      // Redis reads what is in the socket when it is done with a command, so the three go out
+      // apart: the server is busy 0-100 ms with the first, 100-700 with the second (sent at 50:
+      // waits 650 ms of the 1,000), 700-1,400 with the third (sent at 150: waits 1,250 ms). It is
+      // never silent for 1,000 ms.
+      const first = outcome(spin(100));
+      await sleep(50);
+      const second = outcome(spin(600));
+      await sleep(100);
+      const third = outcome(spin(700));
+      expect(await first).toBe("ok");
+      expect(await second).toBe("ok");
+      expect(await third).toMatchObject({ message: "Command timed out" });
+      expect(await client.ping()).toBe("PONG");
+    } finally {
+      client.disconnect();
     }
   });
 });

@@ -1,23 +1,25 @@
 // One timer per connection, in place of ioredis's commandTimeout and socketTimeout, which arm
 // and clear a timer per command (and add a 'data' listener per reply): on the lock path that
 // was ~4% of a try+release pair one at a time and ~7% of the throughput of 16 concurrent
-// loops (bench part "redis"). One connection to one server answers in the order it was asked,
-// so "a command waited commandTimeoutMs" is "the server sent nothing for commandTimeoutMs
-// while a command was waiting", which one timer and the time of the last reply can tell.
-//
-// On a stall every waiting command rejects with ioredis's own "Command timed out" (errors.ts
-// says it may have been applied) and the socket is destroyed, as socketTimeout did, so later
-// calls fail at once and ioredis reconnects. A cluster client's commands go to many
-// connections, each with its own order; it keeps ioredis's per-command timers (connect.ts).
+// loops (bench part "redis"). Both rules stay as they were:
+// - a command with no reply commandTimeoutMs after it was sent rejects with ioredis's own
+//   "Command timed out" (errors.ts says it may have been applied), the connection kept;
+// - a connection that received nothing for commandTimeoutMs while a command waited is
+//   destroyed, so later calls fail at once and ioredis reconnects.
+// One connection to one server answers in the order it was asked, so the commands waiting
+// are the last ones sent, oldest first: their send times in a list, the time of the last
+// reply, and one timer armed for the earliest of the two deadlines tell both. A cluster
+// client's commands go to many connections; it keeps ioredis's per-command timers (connect.ts).
 import type { Redis } from "ioredis";
 
 /**
- * Fails the commands of `client` (a single server's client, created without commandTimeout
- * and socketTimeout) that got no reply for `timeoutMs`, and drops the silent connection.
- * A command waits longer only while the server keeps answering the commands ahead of it.
+ * Applies commandTimeout and socketTimeout, both `timeoutMs`, to `client` (a single server's
+ * client, created without them) with one timer.
  */
 export function watchStalls(client: Redis, timeoutMs: number): void {
-  /** When the server last sent anything, or the queue last went from empty to busy. */
+  /** Send times of the commands written, oldest first; the last `commandQueue.length` wait for replies. */
+  let sent: number[] = [];
+  /** When the connection last received anything, or last went from idle to waiting. */
   let progressAt = 0;
   let timer: NodeJS.Timeout | undefined;
 
@@ -30,24 +32,48 @@ export function watchStalls(client: Redis, timeoutMs: number): void {
   const check = (): void => {
     timer = undefined;
     const queue = client.commandQueue;
-    if (queue.length === 0) return;
-    const quietMs = performance.now() - progressAt;
+    const waiting = queue.length;
+    // The answered ones are the oldest: drop them.
+    if (sent.length > waiting) sent = sent.slice(sent.length - waiting);
+    if (waiting === 0) return;
     // Timers fire on a whole-ms clock: within a ms of the limit counts as reached.
-    if (quietMs < timeoutMs - 1) return arm(timeoutMs - quietMs);
-    const err = new Error("Command timed out");
-    for (let i = 0; i < queue.length; i++) queue.peekAt(i)?.command.reject(err);
-    client.stream.destroy(new Error(`Socket timeout: no reply in ${timeoutMs} ms`));
+    const due = performance.now() - timeoutMs + 1;
+    if (progressAt <= due) {
+      // Nothing received for the whole timeout: the server (or the path to it) is silent.
+      rejectAll(client, waiting);
+      client.stream.destroy(new Error(`Socket timeout: nothing received in ${timeoutMs} ms`));
+      sent = [];
+      return;
+    }
+    let i = 0;
+    for (; i < waiting && (sent[i] ?? Infinity) <= due; i++) queue.peekAt(i)?.command.reject(new Error("Command timed out"));
+    const next = Math.min(progressAt, sent[i] ?? Infinity);
+    arm(next + timeoutMs - performance.now());
   };
   const arm = (ms: number): void => {
-    timer = setTimeout(check, Math.ceil(ms));
+    timer = setTimeout(check, Math.max(1, Math.ceil(ms)));
     timer.unref();
   };
 
   const send = client.sendCommand.bind(client);
   client.sendCommand = (command, stream) => {
-    // A command sent to an idle connection starts the clock: the last reply was for another.
-    if (client.commandQueue.length === 0) progressAt = performance.now();
-    if (timer === undefined) arm(timeoutMs);
-    return send(command, stream);
+    const queue = client.commandQueue;
+    const before = queue.length;
+    const result = send(command, stream);
+    // Only a command written to the socket waits for a reply (one refused at once does not).
+    if (queue.length > before) {
+      const now = performance.now();
+      // Sent to an idle connection: the clock of silence starts now, not at the last reply.
+      if (before === 0) progressAt = now;
+      sent.push(now);
+      if (timer === undefined) arm(timeoutMs);
+    }
+    return result;
   };
+}
+
+/** Rejects the `waiting` commands still queued on `client` (a command already settled ignores it). */
+function rejectAll(client: Redis, waiting: number): void {
+  const queue = client.commandQueue;
+  for (let i = 0; i < waiting; i++) queue.peekAt(i)?.command.reject(new Error("Command timed out"));
 }

@@ -4,9 +4,9 @@
 //    once (inline targets: pair p50 ≤ 1.05x direct, 16 guests ≥ 0.9x 16 direct loops);
 // 2. the host-side API (LockService) vs the peers node-redlock and redis-semaphore's Mutex,
 //    acquire+release (targets: ≥ 1.0x the faster peer's throughput one at a time, ≥ 1.5x with 16
-//    at once). lockhost sends the commands of one tick in one write; the peers' nearest client
-//    option is ioredis's enableAutoPipelining, so at 16 they (and raw ioredis) are also measured
-//    on a client with it on.
+//    at once). lockhost writes each command as it comes, as the peers do; ioredis's
+//    enableAutoPipelining is the client option a peer's user could switch on, so at 16 they
+//    (and raw ioredis) are also measured on a client with it on.
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import Redlock from "redlock";

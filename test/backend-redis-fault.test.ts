@@ -423,6 +423,69 @@ describe("redis backend: one watchdog for every command's timeout", () => {
   });
 });
 
+describe("redis backend: the calls of one tick go as batches", () => {
+  /** Script runs (EVALSHA, and EVAL for a script's first run on a connection) the server has seen. */
+  async function scriptRuns(admin: Redis): Promise<number> {
+    const info = await admin.info("commandstats");
+    let calls = 0;
+    for (const m of info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(m[1]);
+    return calls;
+  }
+
+  it("sends 9 acquires and 9 releases made in one tick as script runs of at most 4, each call with its own result", async () => {
+    const backend = new RedisBackend(config(), captureLogger().logger);
+    const admin = new Redis(server.url);
+    try {
+      const holder = { plugin: "p", node: "n" };
+      expect((await backend.acquire({ key: "held", owner: "other", ttlMs: 5_000, holder })).acquired).toBe(true);
+      const keys = ["held", ...Array.from({ length: 8 }, (_, i) => `free${i}`)];
+      const before = await scriptRuns(admin);
+      const results = await Promise.all(keys.map((key) => backend.acquire({ key, owner: `o-${key}`, ttlMs: 5_000, holder })));
+      expect(await scriptRuns(admin)).toBe(before + 3); // runs of 4, 4 and 1
+      expect(results[0]).toMatchObject({ acquired: false });
+      expect((results[0] as { retryAfterMs?: number }).retryAfterMs).toBeGreaterThan(4_000);
+      for (const r of results.slice(1)) expect(r).toMatchObject({ acquired: true, fence: expect.any(Number) });
+      for (const key of keys.slice(1)) expect(await backend.status(key)).toMatchObject({ owner: `o-${key}` });
+
+      const releases = await Promise.all(keys.map((key, i) => backend.release(key, i === 1 ? "not-the-owner" : `o-${key}`)));
+      expect(releases[0]).toBe("mismatch"); // "held" is other's
+      expect(releases[1]).toBe("mismatch");
+      expect(releases.slice(2)).toEqual(Array(7).fill("released"));
+      expect(await backend.status("free0")).toMatchObject({ owner: "o-free0" });
+      expect(await backend.status("free1")).toBeNull();
+    } finally {
+      await backend.close();
+      admin.disconnect();
+    }
+  });
+
+  it("fails only the call of a batch whose keys Redis refuses; the others get their locks and releases", async () => {
+    const prefix = `lockhost-fault:${randomUUID().slice(0, 8)}:`;
+    const backend = new RedisBackend(config({ keyPrefix: prefix }), captureLogger().logger);
+    const admin = new Redis(server.url);
+    try {
+      const holder = { plugin: "p", node: "n" };
+      // A fence counter someone overwrote with a hash: GET on it is refused (WRONGTYPE).
+      await admin.hset(`${prefix}fence:{bad}`, "x", "1");
+      const [bad, good] = await Promise.all(
+        ["bad", "good"].map((key) => backend.acquire({ key, owner: `o-${key}`, ttlMs: 5_000, holder }).then((r) => r, (err: unknown) => err)),
+      );
+      expect(bad).toMatchObject({ code: "BACKEND_UNAVAILABLE", message: expect.stringMatching(/refused the command: WRONGTYPE/) });
+      expect(good).toMatchObject({ acquired: true });
+      // A lock key someone overwrote with a string: HMGET on it is refused.
+      await admin.set(`${prefix}lock:{bad}`, "x");
+      const [badRelease, goodRelease] = await Promise.all(
+        ["bad", "good"].map((key) => backend.release(key, `o-${key}`).then((r) => r, (err: unknown) => err)),
+      );
+      expect(badRelease).toMatchObject({ code: "BACKEND_UNAVAILABLE", message: expect.stringMatching(/WRONGTYPE/) });
+      expect(goodRelease).toBe("released");
+    } finally {
+      await backend.close();
+      admin.disconnect();
+    }
+  });
+});
+
 describe("redis backend: a refused password", () => {
   it("fails with BACKEND_UNAVAILABLE and never puts the password in errors or logs", async () => {
     const admin = new Redis(server.url);

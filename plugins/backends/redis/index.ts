@@ -40,6 +40,7 @@ import {
   type AcquireReply, type ReleaseReply, type RenewReply, type StatusReply,
 } from "./scripts.js";
 import { RedisSharedSteps } from "./shared.js";
+import { TickBatcher } from "./tick-batch.js";
 import { ReleaseWatcher } from "./watcher.js";
 
 // Results that carry nothing per call are shared, frozen, so the lock path allocates none.
@@ -57,6 +58,19 @@ function toReleaseResult(reply: ReleaseReply): ReleaseResult {
 }
 
 const isDeleted = (reply: number): boolean => reply === DELETED;
+
+/** A release waiting for its batch. */
+interface Releasing {
+  readonly key: string;
+  readonly owner: string;
+}
+
+/** What a call of a batch that failed on its own says, as the error ioredis gives a refused command. */
+function refused(message: string): Error {
+  const err = new Error(message);
+  err.name = "ReplyError";
+  return err;
+}
 
 /**
  * Whether Redis takes `ttlMs`. Checked before sending: a script that fails half-way is not
@@ -101,6 +115,12 @@ export class RedisBackend implements LockBackend {
   #closed = false;
   #renewCalls = 0;
   readonly #shared = new Map<SharedKind, RedisSharedSteps>();
+  /**
+   * Acquires and releases of one tick, sent together (tick-batch.ts); undefined on a cluster,
+   * where one script may only touch keys of one slot.
+   */
+  readonly #acquires: TickBatcher<AcquireRequest, AcquireResult> | undefined;
+  readonly #releases: TickBatcher<Releasing, ReleaseResult> | undefined;
 
   /**
    * Connects in the background: an unreachable server fails calls, never the constructor.
@@ -112,6 +132,10 @@ export class RedisBackend implements LockBackend {
     this.#reclaim = config.reclaimOwnLocks ? "1" : "0";
     this.#conn = new RedisConnection(config, log);
     this.#redis = this.#conn.redis;
+    if (!config.cluster) {
+      this.#acquires = new TickBatcher((req) => this.#acquireOne(req), (reqs) => this.#acquireMany(reqs));
+      this.#releases = new TickBatcher((r) => this.#releaseOne(r.key, r.owner), (rs) => this.#releaseMany(rs));
+    }
     const shown = this.#conn.url;
     this.#watcher = new ReleaseWatcher({
       create: () => createSubscriber(config, shown),
@@ -252,6 +276,10 @@ export class RedisBackend implements LockBackend {
   }
 
   #acquire(req: AcquireRequest): Promise<AcquireResult> {
+    return this.#acquires ? this.#acquires.add(req) : this.#acquireOne(req);
+  }
+
+  #acquireOne(req: AcquireRequest): Promise<AcquireResult> {
     const { key, holder } = req;
     return this.#redis
       .lockhostAcquire(
@@ -261,14 +289,60 @@ export class RedisBackend implements LockBackend {
       .then(this.#onAcquire, this.#fail);
   }
 
+  #acquireMany(reqs: readonly AcquireRequest[]): Promise<(AcquireResult | Error)[]> {
+    const n = reqs.length;
+    const args = new Array<string | number>(4 + 6 * n);
+    args[0] = 2 * n;
+    const head = 1 + 2 * n;
+    args[head] = this.#hostname;
+    args[head + 1] = this.instanceId;
+    args[head + 2] = this.#reclaim;
+    for (let j = 0; j < n; j++) {
+      const req = reqs[j]!;
+      args[1 + 2 * j] = this.#keys.lock(req.key);
+      args[2 + 2 * j] = this.#keys.fence(req.key);
+      const a = head + 3 + 4 * j;
+      args[a] = req.owner;
+      args[a + 1] = req.ttlMs;
+      args[a + 2] = req.holder.plugin;
+      args[a + 3] = req.holder.node;
+    }
+    return this.#redis.lockhostAcquireMany(args).then(
+      (replies) => replies.map((reply) => (typeof reply === "string" ? this.#conn.toError(refused(reply)) : this.#onAcquire(reply))),
+      this.#fail,
+    );
+  }
+
   #renew(key: string, owner: string, ttlMs: number): Promise<RenewResult> {
     return this.#redis.lockhostRenew(this.#keys.lock(key), owner, ttlMs).then(toRenewResult, this.#fail);
   }
 
   #release(key: string, owner: string): Promise<ReleaseResult> {
+    return this.#releases ? this.#releases.add({ key, owner }) : this.#releaseOne(key, owner);
+  }
+
+  #releaseOne(key: string, owner: string): Promise<ReleaseResult> {
     return this.#redis
       .lockhostRelease(this.#keys.lock(key), owner, this.#keys.released(key), this.instanceId, this.#keys.holderHead)
       .then(toReleaseResult, this.#fail);
+  }
+
+  #releaseMany(rs: readonly Releasing[]): Promise<(ReleaseResult | Error)[]> {
+    const n = rs.length;
+    const args = new Array<string | number>(3 + 3 * n);
+    args[0] = n;
+    args[1 + n] = this.instanceId;
+    args[2 + n] = this.#keys.holderHead;
+    for (let j = 0; j < n; j++) {
+      const { key, owner } = rs[j]!;
+      args[1 + j] = this.#keys.lock(key);
+      args[3 + n + 2 * j] = owner;
+      args[4 + n + 2 * j] = this.#keys.released(key);
+    }
+    return this.#redis.lockhostReleaseMany(args).then(
+      (replies) => replies.map((reply) => (typeof reply === "string" ? this.#conn.toError(refused(reply)) : toReleaseResult(reply))),
+      this.#fail,
+    );
   }
 
   #renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {

@@ -20,6 +20,10 @@
 // Replies are integers wherever possible (the cheapest reply to parse) and never nil: Lua's
 // false turns into a different reply type depending on RESP2 or RESP3.
 //
+// Acquire and release have a batch form besides (ACQUIRE_MANY, RELEASE_MANY): the calls of one
+// tick in one script run (tick-batch.ts says what that buys). Each runs the same Lua function
+// as the single form, once per lock, so the two cannot drift apart.
+//
 // Release and force-release PUBLISH on the lock's release channel (keys.ts) in the same
 // script, so a waiter on any host hears of a release exactly when it happened (watcher.ts).
 // PUBLISH is not a key access: on a cluster it is broadcast to every node.
@@ -65,7 +69,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
 /**
- * KEYS: lock, fence. ARGV: owner, ttlMs, plugin, node, hostname, instance, reclaim ("1"/"0").
+ * One acquisition, as a Lua function that ACQUIRE calls once and ACQUIRE_MANY once per lock.
  * PTTL rather than EXISTS tells whether the lock is held: the same one call, and a contended
  * reply then says how long the holder's lease has left.
  * Reclaim: a lock left by an earlier process of the same node (same node name, another
@@ -77,33 +81,73 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
  * as the server's clock never runs backwards (across servers: a promoted replica's clock is not
  * behind the old master's by more than the time since the last acquisition of the key), and
  * each acquisition takes at least a microsecond of server time, which any script run does.
+ * The clock is read once per script run (the first acquisition that needs it): the locks of one
+ * batch are other names, and the counter + 1 keeps a name's fences apart anyway.
  * Fences stay below 2^53 (a JS number, an i64) until the year 2255. Written with %.0f: Lua
  * would print a number this large in exponent form.
  */
-const ACQUIRE = `
-local reclaimed
-local pttl = redis.call('PTTL', KEYS[1])
-if pttl ~= -2 then
-  if ARGV[7] ~= '1' then return pttl end
-  local held = redis.call('HMGET', KEYS[1], 'node', 'instance', 'fence')
-  if held[1] ~= ARGV[4] or held[2] == ARGV[6] then return pttl end
-  reclaimed = held
+const ACQUIRE_STEP = `
+local clockMicros
+local function clock()
+  if not clockMicros then
+    local t = redis.call('TIME')
+    clockMicros = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return clockMicros
 end
-local t = redis.call('TIME')
-local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local now = math.floor(micros / 1000)
-local fence = math.max(tonumber(redis.call('GET', KEYS[2]) or '0') + 1, micros)
-local fenceText = string.format('%.0f', fence)
-redis.call('SET', KEYS[2], fenceText)
-local ttl = tonumber(ARGV[2])
-local expires = now + ttl
-redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'fence', fenceText, 'plugin', ARGV[3], 'node', ARGV[4],
-  'hostname', ARGV[5], 'instance', ARGV[6], 'acquired_at', now, 'expires_at', expires, 'ttl_ms', ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ttl)
-if reclaimed then
-  return {fence, now, expires, tonumber(reclaimed[3]) or 0, KEYS[1], reclaimed[1]}
+local function acquire(lockKey, fenceKey, owner, ttlText, plugin, node, hostname, instance, reclaim)
+  local reclaimed
+  local pttl = redis.call('PTTL', lockKey)
+  if pttl ~= -2 then
+    if reclaim ~= '1' then return pttl end
+    local held = redis.call('HMGET', lockKey, 'node', 'instance', 'fence')
+    if held[1] ~= node or held[2] == instance then return pttl end
+    reclaimed = held
+  end
+  local micros = clock()
+  local now = math.floor(micros / 1000)
+  local fence = math.max(tonumber(redis.call('GET', fenceKey) or '0') + 1, micros)
+  local fenceText = string.format('%.0f', fence)
+  redis.call('SET', fenceKey, fenceText)
+  local ttl = tonumber(ttlText)
+  local expires = now + ttl
+  redis.call('HSET', lockKey, 'owner', owner, 'fence', fenceText, 'plugin', plugin, 'node', node,
+    'hostname', hostname, 'instance', instance, 'acquired_at', now, 'expires_at', expires, 'ttl_ms', ttlText)
+  redis.call('PEXPIRE', lockKey, ttl)
+  if reclaimed then
+    return {fence, now, expires, tonumber(reclaimed[3]) or 0, lockKey, reclaimed[1]}
+  end
+  return {fence, now, expires}
+end`;
+
+/** KEYS: lock, fence. ARGV: owner, ttlMs, plugin, node, hostname, instance, reclaim ("1"/"0"). */
+const ACQUIRE = `${ACQUIRE_STEP}
+return acquire(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])`;
+
+/**
+ * A call of a batch that failed on its own (a key of the wrong type...): its error message, as
+ * a string reply, so the others of the batch still get theirs. Errors raised by redis.call are
+ * tables with an `err` field.
+ */
+const FAILED = `
+local function failed(e)
+  if type(e) == 'table' and e.err then return e.err end
+  return tostring(e)
+end`;
+
+/**
+ * n acquisitions in one script run (the calls of one tick: tick-batch.ts). KEYS: lock and
+ * fence of each. ARGV: hostname, instance, reclaim, then owner, ttlMs, plugin and node of
+ * each, in KEYS order. Per lock, in order: an ACQUIRE reply, or an error message (a string).
+ */
+const ACQUIRE_MANY = `${ACQUIRE_STEP}${FAILED}
+local out = {}
+for i = 1, #KEYS / 2 do
+  local a = 4 * i
+  local ok, reply = pcall(acquire, KEYS[2 * i - 1], KEYS[2 * i], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[1], ARGV[2], ARGV[3])
+  if ok then out[i] = reply else out[i] = failed(reply) end
 end
-return {fence, now, expires}`;
+return out`;
 
 /** KEYS: lock. ARGV: owner, ttlMs. */
 const RENEW = `
@@ -117,19 +161,38 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return expires`;
 
 /**
- * KEYS: lock. ARGV: owner, release channel, releaser's instance id, holder channel head. The
+ * One release, as a Lua function that RELEASE calls once and RELEASE_MANY once per lock. The
  * fence counter is another key and stays. Released by another instance than the one that took
  * it (restore by owner token): that instance is told on its own channel, with the owner.
  */
-const RELEASE = `
-local held = redis.call('HMGET', KEYS[1], 'owner', 'instance')
-local owner = held[1]
-if not owner then return ${NOT_FOUND} end
-if owner ~= ARGV[1] then return ${MISMATCH} end
-redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[2], '')
-if held[2] and held[2] ~= ARGV[3] then redis.call('PUBLISH', ARGV[4] .. held[2], owner) end
-return ${DELETED}`;
+const RELEASE_STEP = `
+local function release(lockKey, owner, channel, instance, holderHead)
+  local held = redis.call('HMGET', lockKey, 'owner', 'instance')
+  local heldOwner = held[1]
+  if not heldOwner then return ${NOT_FOUND} end
+  if heldOwner ~= owner then return ${MISMATCH} end
+  redis.call('DEL', lockKey)
+  redis.call('PUBLISH', channel, '')
+  if held[2] and held[2] ~= instance then redis.call('PUBLISH', holderHead .. held[2], owner) end
+  return ${DELETED}
+end`;
+
+/** KEYS: lock. ARGV: owner, release channel, releaser's instance id, holder channel head. */
+const RELEASE = `${RELEASE_STEP}
+return release(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4])`;
+
+/**
+ * n releases in one script run (tick-batch.ts). KEYS: n locks. ARGV: releaser's instance id,
+ * holder channel head, then owner and release channel of each, in KEYS order. Per lock, in
+ * order: a RELEASE reply, or an error message (a string).
+ */
+const RELEASE_MANY = `${RELEASE_STEP}${FAILED}
+local out = {}
+for i = 1, #KEYS do
+  local ok, reply = pcall(release, KEYS[i], ARGV[2 * i + 1], ARGV[2 * i + 2], ARGV[1], ARGV[2])
+  if ok then out[i] = reply else out[i] = failed(reply) end
+end
+return out`;
 
 /**
  * KEYS: n locks. ARGV: owner and ttlMs of each, in KEYS order. RENEW for each lock, against
@@ -175,10 +238,14 @@ export interface LockCommands {
     lockKey: string, fenceKey: string, owner: string, ttlMs: number,
     plugin: string, node: string, hostname: string, instance: string, reclaim: "1" | "0",
   ): Promise<AcquireReply>;
+  /** `args`: the number of keys 2n, lock and fence key of each, hostname, instance, reclaim, then owner, ttlMs, plugin and node of each. */
+  lockhostAcquireMany(args: readonly (string | number)[]): Promise<readonly (AcquireReply | string)[]>;
   lockhostRenew(lockKey: string, owner: string, ttlMs: number): Promise<RenewReply>;
   /** `args`: the number of locks n, their n keys, then owner and ttlMs of each (ioredis flattens the array). */
   lockhostRenewMany(args: readonly (string | number)[]): Promise<RenewManyReply>;
   lockhostRelease(lockKey: string, owner: string, channel: string, instance: string, holderHead: string): Promise<ReleaseReply>;
+  /** `args`: the number of locks n, their n keys, instance, holder channel head, then owner and release channel of each. */
+  lockhostReleaseMany(args: readonly (string | number)[]): Promise<readonly (ReleaseReply | string)[]>;
   lockhostStatus(lockKey: string): Promise<StatusReply>;
   lockhostForceRelease(lockKey: string, channel: string, holderHead: string): Promise<number>;
 }
@@ -186,9 +253,11 @@ export interface LockCommands {
 /** numberOfKeys absent: the caller passes the count first (renewMany's varies per call). */
 const DEFINITIONS: Record<keyof LockCommands, ScriptDefinition> = {
   lockhostAcquire: { lua: ACQUIRE, numberOfKeys: 2 },
+  lockhostAcquireMany: { lua: ACQUIRE_MANY },
   lockhostRenew: { lua: RENEW, numberOfKeys: 1 },
   lockhostRenewMany: { lua: RENEW_MANY },
   lockhostRelease: { lua: RELEASE, numberOfKeys: 1 },
+  lockhostReleaseMany: { lua: RELEASE_MANY },
   lockhostStatus: { lua: STATUS, numberOfKeys: 1 },
   lockhostForceRelease: { lua: FORCE_RELEASE, numberOfKeys: 1 },
 };

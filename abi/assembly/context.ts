@@ -1,6 +1,6 @@
 // withLockCtx: withLock for callbacks that need state. AssemblyScript has no closures (a
 // function that captures a local fails with AS100), so the state travels as an argument.
-import { Lock, TryResult, tryLock } from "./index";
+import { Lock, TryResult, tryLock } from "./lock";
 
 /**
  * Like `withLock`, with a context value handed to `fn`: takes the lock on `key` for `ttlMs`

@@ -3,7 +3,7 @@
 // needs no JSON library and the ABI needs no second status operation (an older host answers
 // the same JSON, and the other ABI rows stay as they are).
 import { INTERNAL } from "../status";
-import { keyStatus, LockError } from "./index";
+import { keyStatus, LockError } from "./lock";
 
 /** Where a key stands, as `lock.status` reports it (the owner token is never shown to guests). */
 export class KeyStatus {

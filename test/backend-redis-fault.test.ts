@@ -459,6 +459,21 @@ describe("redis backend: the calls of one tick go as batches", () => {
     }
   });
 
+  it("never lets an acquire overtake a release of the same key called before it in the tick", async () => {
+    const backend = new RedisBackend(config(), captureLogger().logger);
+    try {
+      const holder = { plugin: "p", node: "n" };
+      expect((await backend.acquire({ key: "k", owner: "first", ttlMs: 5_000, holder })).acquired).toBe(true);
+      const released = backend.release("k", "first");
+      // Four acquires fill a batch, which goes at once; the release waiting for its tick goes ahead of it.
+      const acquired = ["k", "a", "b", "c"].map((key) => backend.acquire({ key, owner: "second", ttlMs: 5_000, holder }));
+      expect(await released).toBe("released");
+      for (const result of await Promise.all(acquired)) expect(result).toMatchObject({ acquired: true });
+    } finally {
+      await backend.close();
+    }
+  });
+
   it("fails only the call of a batch whose keys Redis refuses; the others get their locks and releases", async () => {
     const prefix = `lockhost-fault:${randomUUID().slice(0, 8)}:`;
     const backend = new RedisBackend(config({ keyPrefix: prefix }), captureLogger().logger);

@@ -133,8 +133,8 @@ export class RedisBackend implements LockBackend {
     this.#conn = new RedisConnection(config, log);
     this.#redis = this.#conn.redis;
     if (!config.cluster) {
-      this.#acquires = new TickBatcher((req) => this.#acquireOne(req), (reqs) => this.#acquireMany(reqs));
       this.#releases = new TickBatcher((r) => this.#releaseOne(r.key, r.owner), (rs) => this.#releaseMany(rs));
+      this.#acquires = new TickBatcher((req) => this.#acquireOne(req), (reqs) => this.#acquireMany(reqs), this.#releases);
     }
     const shown = this.#conn.url;
     this.#watcher = new ReleaseWatcher({

@@ -28,10 +28,21 @@ export class TickBatcher<Req, Res> {
   #queue: Pending<Req, Res>[] = [];
   readonly #one: (req: Req) => Promise<Res>;
   readonly #many: (reqs: readonly Req[]) => Promise<readonly (Res | Error)[]>;
+  readonly #before: { flush(): void } | undefined;
 
-  constructor(one: (req: Req) => Promise<Res>, many: (reqs: readonly Req[]) => Promise<readonly (Res | Error)[]>) {
+  /**
+   * `before`: a batcher whose waiting calls are sent ahead of each batch of this one. The
+   * backend's acquires name its releases: a batch filled up goes at once, and without this an
+   * acquire could overtake a release of the same key called before it and find it held.
+   */
+  constructor(
+    one: (req: Req) => Promise<Res>,
+    many: (reqs: readonly Req[]) => Promise<readonly (Res | Error)[]>,
+    before?: { flush(): void },
+  ) {
     this.#one = one;
     this.#many = many;
+    this.#before = before;
   }
 
   /** Sends `req` with the other calls of this tick; settles as `one(req)` would. */
@@ -43,9 +54,15 @@ export class TickBatcher<Req, Res> {
     });
   }
 
+  /** Sends the calls waiting now, if any. */
+  flush(): void {
+    this.#flush();
+  }
+
   readonly #flush = (): void => {
     const batch = this.#queue;
     if (batch.length === 0) return;
+    this.#before?.flush();
     this.#queue = [];
     if (batch.length === 1) {
       const only = batch[0]!;

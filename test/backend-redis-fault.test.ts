@@ -474,6 +474,15 @@ describe("redis backend: the calls of one tick go as batches", () => {
     }
   });
 
+  it("sends the calls still waiting for their tick's batch before close() quits the connection", async () => {
+    const backend = new RedisBackend(config(), captureLogger().logger);
+    const holder = { plugin: "p", node: "n" };
+    await backend.ping(); // connected: the call below goes to its batch, not to the wait for a connection
+    const acquired = backend.acquire({ key: "last", owner: "o", ttlMs: 5_000, holder });
+    await backend.close();
+    expect(await acquired).toMatchObject({ acquired: true });
+  });
+
   it("fails only the call of a batch whose keys Redis refuses; the others get their locks and releases", async () => {
     const prefix = `lockhost-fault:${randomUUID().slice(0, 8)}:`;
     const backend = new RedisBackend(config({ keyPrefix: prefix }), captureLogger().logger);

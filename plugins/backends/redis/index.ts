@@ -272,6 +272,9 @@ export class RedisBackend implements LockBackend {
    */
   async close(): Promise<void> {
     this.#closed = true;
+    // Calls made before close() and still waiting for their tick's batch go ahead of QUIT.
+    this.#acquires?.flush();
+    this.#releases?.flush();
     await Promise.all([this.#conn.close(), this.#watcher.close()]);
   }
 

@@ -4,11 +4,12 @@
 //
 // A batch is cut at MAX_BATCH calls, and the rest of the tick starts the next one, so several
 // batches are on the wire at once: the host prepares one while the server runs another. Measured
-// on the 2-core development VM, 16 concurrent try+release loops with the full scripts: batches
-// of up to 4, 62-65k pairs/s; up to 16 (one batch in flight, host and server taking turns),
-// 43k; no batching, 42k; raw SET NX PX + compare-and-delete, 58k. A call made alone in its
-// tick goes as it did before batching, through the single-call script, one tick later at most
-// (process.nextTick, which runs before any I/O).
+// on the 2-core development VM, 16 concurrent try+release loops through the LockService:
+// batches of up to 2, 51k pairs/s; up to 4, 54k; up to 8, 55k; up to 16 (one batch in flight,
+// host and server taking turns), 33k; no batching, 42k (raw SET NX PX + compare-and-delete:
+// ~56k). 4 and 8 measure alike; 4 keeps more batches in flight with fewer callers. A call made
+// alone in its tick goes as it did before batching, through the single-call script, one tick
+// later at most (process.nextTick, which runs before any I/O).
 
 /** Most calls in one batch (see above). */
 export const MAX_BATCH = 4;

@@ -46,6 +46,11 @@ const TAKE_FLAGS = FLAG_GLOBAL | FLAG_KEEP | FLAG_KEEPALIVE;
 /** Every operation runs in both runtimes (one guest suite holds them to the same behaviour). */
 const RUNTIMES: readonly Runtime[] = ["worker", "inline"];
 
+/** What a try of any kind can return besides its result. */
+const TRY_CODES = ["INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE"] as const;
+/** What a waiting acquire of any kind can return: a try's codes, the wait running out, the host shutting down. */
+const WAIT_CODES = ["TIMEOUT", ...TRY_CODES, "CANCELLED"] as const;
+
 /** Every operation of ABI version 1, in the order the docs list them. */
 export const OPS = [
   {
@@ -53,7 +58,7 @@ export const OPS = [
     args: ["key", "ttl", "flags"],
     result: "i32",
     flags: TAKE_FLAGS,
-    codes: ["INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE"],
+    codes: TRY_CODES,
     runtimes: RUNTIMES,
     doc: "handle `> 0` when acquired; `TRY_CONTENDED` (0) when someone else holds the key; `-code` on error",
     brief: "handle `> 0`, `0` contended, `-code`",
@@ -63,7 +68,7 @@ export const OPS = [
     args: ["key", "ttl", "wait", "flags"],
     result: "i32",
     flags: TAKE_FLAGS,
-    codes: ["TIMEOUT", "INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE"],
+    codes: WAIT_CODES,
     runtimes: RUNTIMES,
     doc: 'handle `> 0` when acquired, waiting up to `wait_ms` for the key (it returns as soon as the holder lets go, see "Waiting"); `-TIMEOUT` when the key stayed held (`last_error` says how long this guest waited); `-code` on error. Never returns 0: with `wait_ms = 0` a held key is `-TIMEOUT` at once.',
     brief: "handle `> 0` once the key is free, `-TIMEOUT` after `wait_ms`, `-code`",
@@ -155,7 +160,7 @@ export const OPS = [
     args: ["key", "ttl", "flags"],
     result: "i32",
     flags: TAKE_FLAGS,
-    codes: ["INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE"],
+    codes: TRY_CODES,
     runtimes: RUNTIMES,
     doc: "handle `> 0` for a read lock on the key (readers share it); `TRY_CONTENDED` (0) while a writer holds it or waits for it; `-code` on error. The handle works with every handle operation.",
     brief: "read-lock handle `> 0`, `0` contended, `-code`",
@@ -165,7 +170,7 @@ export const OPS = [
     args: ["key", "ttl", "flags"],
     result: "i32",
     flags: TAKE_FLAGS,
-    codes: ["INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE"],
+    codes: TRY_CODES,
     runtimes: RUNTIMES,
     doc: "handle `> 0` for the write lock on the key (exclusive: no reader, no other writer); `TRY_CONTENDED` (0) while anyone holds it or a writer waits for it; `-code` on error.",
     brief: "write-lock handle `> 0`, `0` contended, `-code`",
@@ -175,7 +180,7 @@ export const OPS = [
     args: ["key", "ttl", "wait", "flags"],
     result: "i32",
     flags: TAKE_FLAGS,
-    codes: ["TIMEOUT", "INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE", "CANCELLED"],
+    codes: WAIT_CODES,
     runtimes: RUNTIMES,
     doc: "as `try_read`, waiting up to `wait_ms` (woken by releases); `-TIMEOUT` when no read lock came in time.",
     brief: "read-lock handle once free, `-TIMEOUT`, `-code`",
@@ -185,7 +190,7 @@ export const OPS = [
     args: ["key", "ttl", "wait", "flags"],
     result: "i32",
     flags: TAKE_FLAGS,
-    codes: ["TIMEOUT", "INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE", "CANCELLED"],
+    codes: WAIT_CODES,
     runtimes: RUNTIMES,
     doc: "as `try_write`, waiting up to `wait_ms`. A waiting writer queues: readers arriving after it wait behind it, and writers are served in arrival order. `-TIMEOUT` when the key stayed held.",
     brief: "write-lock handle once free, `-TIMEOUT`, `-code`",
@@ -195,7 +200,7 @@ export const OPS = [
     args: ["key", "permits", "ttl", "flags"],
     result: "i32",
     flags: TAKE_FLAGS,
-    codes: ["PERMITS_MISMATCH", "INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE"],
+    codes: ["PERMITS_MISMATCH", ...TRY_CODES],
     runtimes: RUNTIMES,
     doc: "handle `> 0` for one of the `permits` (1 to 1,000,000) permits of the semaphore on the key; `TRY_CONTENDED` (0) when all are taken; `-PERMITS_MISMATCH` when its holders took it with another number; `-code` on error.",
     brief: "permit handle `> 0`, `0` all taken, `-code`",
@@ -205,7 +210,7 @@ export const OPS = [
     args: ["key", "permits", "ttl", "wait", "flags"],
     result: "i32",
     flags: TAKE_FLAGS,
-    codes: ["TIMEOUT", "PERMITS_MISMATCH", "INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE", "CANCELLED"],
+    codes: ["PERMITS_MISMATCH", ...WAIT_CODES],
     runtimes: RUNTIMES,
     doc: "as `try_permit`, waiting up to `wait_ms` for a permit; `-TIMEOUT` when none came in time.",
     brief: "permit handle once one is free, `-TIMEOUT`, `-code`",

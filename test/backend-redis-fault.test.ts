@@ -52,6 +52,14 @@ async function failsPromptly(call: () => Promise<unknown>): Promise<LockhostErro
   return outcome.err as LockhostError;
 }
 
+/**
+ * Runs a script on `client` that keeps the server busy for `ms` (below lua-time-limit, so not
+ * even BUSY): Redis answers nobody meanwhile.
+ */
+function spin(client: Redis, ms: number): Promise<unknown> {
+  return client.eval(`local s = redis.call('TIME') local t repeat t = redis.call('TIME') until (t[1] - s[1]) * 1e6 + (t[2] - s[2]) > ${ms * 1000} return 1`, 0);
+}
+
 /** Polls `attempt` until it resolves to a non-null value, failing after `deadlineMs`. */
 async function eventually<T>(attempt: () => Promise<T | null>, deadlineMs: number): Promise<T> {
   const deadline = Date.now() + deadlineMs;
@@ -317,11 +325,7 @@ describe("redis backend: a server that stops answering", () => {
     try {
       const holder = { plugin: "p", node: "n" };
       expect((await backend.acquire({ key: "a", owner: "o", ttlMs: 5_000, holder })).acquired).toBe(true);
-      // A script that spins for 1.5 s: Redis answers nobody meanwhile (below lua-time-limit, so not even BUSY).
-      const spinning = blocker.eval(
-        "local s = redis.call('TIME') local t repeat t = redis.call('TIME') until (t[1] - s[1]) * 1e6 + (t[2] - s[2]) > 1500000 return 1",
-        0,
-      );
+      const spinning = spin(blocker, 1_500);
       await sleep(50);
       const err = await failsPromptly(() => backend.renew("a", "o", 5_000));
       // The command's timeout and the socket's fire together; either message is right.
@@ -356,10 +360,7 @@ describe("redis backend: one watchdog for every command's timeout", () => {
       // The watchdog armed by that acquire fires while this connection is idle, or soon after.
       await sleep(COMMAND_TIMEOUT_MS * 0.8);
       // The server is silent for 60% of the timeout: slow, not stalled.
-      const spinning = blocker.eval(
-        "local s = redis.call('TIME') local t repeat t = redis.call('TIME') until (t[1] - s[1]) * 1e6 + (t[2] - s[2]) > 300000 return 1",
-        0,
-      );
+      const spinning = spin(blocker, 300);
       await sleep(20);
       const started = performance.now();
       expect(await backend.renew("a", "o", 5_000)).toMatchObject({ ok: true });
@@ -376,10 +377,7 @@ describe("redis backend: one watchdog for every command's timeout", () => {
     const blocker = new Redis(server.url);
     try {
       const holder = { plugin: "p", node: "n" };
-      const spinning = blocker.eval(
-        "local s = redis.call('TIME') local t repeat t = redis.call('TIME') until (t[1] - s[1]) * 1e6 + (t[2] - s[2]) > 1200000 return 1",
-        0,
-      );
+      const spinning = spin(blocker, 1_200);
       await sleep(50);
       const started = performance.now();
       const calls = Array.from({ length: 5 }, (_, i) => backend.acquire({ key: `q${i}`, owner: "o", ttlMs: 1_000, holder }).then(() => null, (err: unknown) => err));
@@ -401,18 +399,16 @@ describe("redis backend: one watchdog for every command's timeout", () => {
     watchStalls(client, 1_000);
     await client.connect();
     try {
-      const spin = (ms: number): Promise<unknown> =>
-        client.eval(`local s = redis.call('TIME') local t repeat t = redis.call('TIME') until (t[1] - s[1]) * 1e6 + (t[2] - s[2]) > ${ms * 1000} return 1`, 0);
       const outcome = (p: Promise<unknown>): Promise<unknown> => p.then(() => "ok", (err: Error) => err);
       // Redis reads what is in the socket when it is done with a command, so the three go out
       // apart: the server is busy 0-100 ms with the first, 100-700 with the second (sent at 50:
       // waits 650 ms of the 1,000), 700-1,400 with the third (sent at 150: waits 1,250 ms). It is
       // never silent for 1,000 ms.
-      const first = outcome(spin(100));
+      const first = outcome(spin(client, 100));
       await sleep(50);
-      const second = outcome(spin(600));
+      const second = outcome(spin(client, 600));
       await sleep(100);
-      const third = outcome(spin(700));
+      const third = outcome(spin(client, 700));
       expect(await first).toBe("ok");
       expect(await second).toBe("ok");
       expect(await third).toMatchObject({ message: "Command timed out" });

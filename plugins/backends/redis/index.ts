@@ -310,10 +310,7 @@ export class RedisBackend implements LockBackend {
       args[a + 2] = req.holder.plugin;
       args[a + 3] = req.holder.node;
     }
-    return this.#redis.lockhostAcquireMany(args).then(
-      (replies) => replies.map((reply) => (typeof reply === "string" ? this.#conn.toError(refused(reply)) : this.#onAcquire(reply))),
-      this.#fail,
-    );
+    return this.#redis.lockhostAcquireMany(args).then((replies) => this.#perCall(replies, this.#onAcquire), this.#fail);
   }
 
   #renew(key: string, owner: string, ttlMs: number): Promise<RenewResult> {
@@ -342,10 +339,12 @@ export class RedisBackend implements LockBackend {
       args[3 + n + 2 * j] = owner;
       args[4 + n + 2 * j] = this.#keys.released(key);
     }
-    return this.#redis.lockhostReleaseMany(args).then(
-      (replies) => replies.map((reply) => (typeof reply === "string" ? this.#conn.toError(refused(reply)) : toReleaseResult(reply))),
-      this.#fail,
-    );
+    return this.#redis.lockhostReleaseMany(args).then((replies) => this.#perCall(replies, toReleaseResult), this.#fail);
+  }
+
+  /** Each call's result from a batch's replies; a string is the error of a call Redis refused on its own. */
+  #perCall<R, T>(replies: readonly (R | string)[], result: (reply: R) => T): (T | Error)[] {
+    return replies.map((reply) => (typeof reply === "string" ? this.#conn.toError(refused(reply)) : result(reply)));
   }
 
   #renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {

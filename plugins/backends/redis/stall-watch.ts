@@ -31,24 +31,23 @@ export function watchStalls(client: Redis, timeoutMs: number): void {
 
   const check = (): void => {
     timer = undefined;
-    const queue = client.commandQueue;
-    const waiting = queue.length;
+    const waiting = client.commandQueue.length;
     // The answered ones are the oldest: drop them.
     if (sent.length > waiting) sent = sent.slice(sent.length - waiting);
     if (waiting === 0) return;
     // Timers fire on a whole-ms clock: within a ms of the limit counts as reached.
     const due = performance.now() - timeoutMs + 1;
-    if (progressAt <= due) {
-      // Nothing received for the whole timeout: the server (or the path to it) is silent.
-      rejectAll(client, waiting);
+    let expired = 0;
+    while (expired < waiting && sent[expired]! <= due) expired++;
+    // Nothing received for the whole timeout: the server (or the path to it) is silent.
+    const silent = progressAt <= due;
+    rejectFirst(client, silent ? waiting : expired);
+    if (silent) {
       client.stream.destroy(new Error(`Socket timeout: nothing received in ${timeoutMs} ms`));
       sent = [];
       return;
     }
-    let i = 0;
-    for (; i < waiting && (sent[i] ?? Infinity) <= due; i++) queue.peekAt(i)?.command.reject(new Error("Command timed out"));
-    const next = Math.min(progressAt, sent[i] ?? Infinity);
-    arm(next + timeoutMs - performance.now());
+    arm(Math.min(progressAt, sent[expired] ?? Infinity) + timeoutMs - performance.now());
   };
   const arm = (ms: number): void => {
     timer = setTimeout(check, Math.max(1, Math.ceil(ms)));
@@ -72,8 +71,8 @@ export function watchStalls(client: Redis, timeoutMs: number): void {
   };
 }
 
-/** Rejects the `waiting` commands still queued on `client` (a command already settled ignores it). */
-function rejectAll(client: Redis, waiting: number): void {
+/** Rejects the first `count` commands queued on `client` with "Command timed out" (a command already settled ignores it). */
+function rejectFirst(client: Redis, count: number): void {
   const queue = client.commandQueue;
-  for (let i = 0; i < waiting; i++) queue.peekAt(i)?.command.reject(new Error("Command timed out"));
+  for (let i = 0; i < count; i++) queue.peekAt(i)?.command.reject(new Error("Command timed out"));
 }

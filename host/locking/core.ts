@@ -63,11 +63,10 @@ export class ServiceCore {
   waitTimeouts = 0;
   waitTimeMs = 0;
 
-  /** The lifecycle's steps per kind (the mutex's made at once, the others on first use). */
-  readonly #steps = new Map<LockKind, KindSteps>();
-  /** The mutex's steps, asked for on every release and renewal: kept apart from the map. */
+  /** The mutex's steps, asked for on every release and renewal: made at once, kept apart from the map. */
   readonly #mutexSteps: KindSteps;
-  readonly #shared = new Map<SharedKind, SharedSteps>();
+  /** Per shared kind, on first use: the backend's steps, and the lifecycle's made of them. */
+  readonly #shared = new Map<SharedKind, { readonly backend: SharedSteps; readonly lifecycle: KindSteps }>();
 
   constructor(parts: ServiceParts) {
     this.backend = parts.backend;
@@ -90,16 +89,20 @@ export class ServiceCore {
 
   /** The steps of `kind` the lifecycle uses (renew, release, watch, holds). */
   steps(kind: LockKind): KindSteps {
-    if (kind === "mutex") return this.#mutexSteps;
-    let steps = this.#steps.get(kind);
-    if (!steps) this.#steps.set(kind, (steps = sharedKindSteps(this.shared(kind as SharedKind))));
-    return steps;
+    return kind === "mutex" ? this.#mutexSteps : this.#sharedKind(kind).lifecycle;
   }
 
   /** The backend's steps of a shared kind, asked for once; INVALID_ARGUMENT when the backend has none. */
   shared(kind: SharedKind): SharedSteps {
+    return this.#sharedKind(kind).backend;
+  }
+
+  #sharedKind(kind: SharedKind): { readonly backend: SharedSteps; readonly lifecycle: KindSteps } {
     let steps = this.#shared.get(kind);
-    if (!steps) this.#shared.set(kind, (steps = sharedStepsOf(this.backend, kind)));
+    if (!steps) {
+      const backend = sharedStepsOf(this.backend, kind);
+      this.#shared.set(kind, (steps = { backend, lifecycle: sharedKindSteps(backend) }));
+    }
     return steps;
   }
 

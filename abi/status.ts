@@ -39,6 +39,10 @@ export const INTERNAL = 12;
 export const CANCELLED = 13;
 /** A semaphore's live holders took it with another number of permits than this call names. */
 export const PERMITS_MISMATCH = 14;
+/** A host function threw, or an HTTP request could not be completed (refused, reset, DNS); last_error says what. */
+export const CALL_FAILED = 15;
+/** A reply (an HTTP response, a host function's result) was over its size limit; nothing of it is kept. */
+export const TOO_LARGE = 16;
 
 // Flags for `try` (bitwise OR) and `status`.
 /** The key is global (shared across plugins) instead of namespaced by plugin. */

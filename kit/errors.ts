@@ -30,6 +30,13 @@ const ABI_CODES = {
    * between callers (the key keeps its holders' N until the last one lets go), not a busy key.
    */
   PERMITS_MISMATCH: { status: S.PERMITS_MISMATCH, retryable: false },
+  /**
+   * A host function threw, or an HTTP request failed on the way (connection refused or reset,
+   * a name that does not resolve): the remote may answer a later call.
+   */
+  CALL_FAILED: { status: S.CALL_FAILED, retryable: true },
+  /** A reply was over its size limit: the same call gets the same reply. */
+  TOO_LARGE: { status: S.TOO_LARGE, retryable: false },
 } as const;
 
 /** Codes that only the host side sees (config, guest lifecycle, CLI), with `retryable` as above. */

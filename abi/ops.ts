@@ -1,25 +1,72 @@
-// The lock ABI's operations, each declared once: its import name, its arguments and how they
-// cross the boundary, its result, the error codes it returns, the flags it takes and the
-// runtimes that serve it. The guest import table, the worker channel's encoding, the host's
+// The guest ABI's operations, each declared once: its import module and name, its arguments and
+// how they cross the boundary, its result, the error codes it returns, the flags it takes and
+// the runtimes that serve it. The guest import table, the worker channel's encoding, the host's
 // dispatch, the loader's list of provided imports and the operation tables of abi/ABI.md and
-// the README all derive from this table (test/abi-ops.test.ts holds the docs and the
+// the README all derive from this table (test/docs.test.ts holds the docs and the
 // AssemblyScript bindings to it). Adding an operation touches this table, its implementation
-// in host/runtime/lock-ops.ts, and its tests.
-import { FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, FLAG_RW, FLAG_SEMAPHORE } from "./status.js";
+// in host/runtime/lock-ops.ts (or the runtime's local imports), and its tests.
+import { FLAG_FENCE, FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, FLAG_RW, FLAG_SEMAPHORE, MAX_INPUT_BYTES, MAX_KEY_BYTES, MAX_LOG_BYTES, MAX_REQUEST_HEAD_BYTES } from "./status.js";
 
-/**
- * How one argument crosses the boundary. A string kind is two wasm params (ptr, len) that the
- * runtime bounds-checks and decodes (strict UTF-8, 1 to MAX_KEY_BYTES bytes) once; `out` is a
- * guest buffer (ptr, cap) the string result is written into when it fits.
- */
-export type ArgKind = "key" | "owner" | "handle" | "ttl" | "wait" | "permits" | "flags" | "out";
+/** How one kind of argument crosses the boundary. */
+export interface ArgForm {
+  /** The wasm parameters it stands for, in order. */
+  readonly params: readonly string[];
+  /**
+   * `number`: one i32 as given. `text`: (ptr, len) of UTF-8 the runtime bounds-checks and
+   * decodes strictly, `minBytes` to `maxBytes` long. `bytes`: (ptr, len) passed through as
+   * bytes, up to `maxBytes`. `out`: a guest buffer (ptr, cap) the reply is written into when it fits.
+   */
+  readonly form: "number" | "text" | "bytes" | "out";
+  readonly minBytes?: number;
+  readonly maxBytes?: number;
+}
+
+const text = (params: readonly string[], maxBytes: number, minBytes = 1) => ({ params, form: "text" as const, minBytes, maxBytes });
+const num = (param: string) => ({ params: [param], form: "number" as const });
+
+/** Every kind of argument an operation can take. */
+export const ARG_FORMS = {
+  key: text(["key_ptr", "key_len"], MAX_KEY_BYTES),
+  owner: text(["owner_ptr", "owner_len"], MAX_KEY_BYTES),
+  /** A capability's or a config key's name. */
+  name: text(["name_ptr", "name_len"], MAX_KEY_BYTES),
+  /** An HTTP request's head: `METHOD URL` then `Name: value` lines. */
+  request: text(["req_ptr", "req_len"], MAX_REQUEST_HEAD_BYTES),
+  /** A log line: may be empty; a longer one is cut at MAX_LOG_BYTES (not refused). */
+  message: text(["msg_ptr", "msg_len"], MAX_LOG_BYTES, 0),
+  body: { params: ["body_ptr", "body_len"], form: "bytes", maxBytes: MAX_INPUT_BYTES },
+  input: { params: ["in_ptr", "in_len"], form: "bytes", maxBytes: MAX_INPUT_BYTES },
+  handle: num("handle"),
+  ttl: num("ttl_ms"),
+  wait: num("wait_ms"),
+  permits: num("permits"),
+  flags: num("flags"),
+  level: num("level"),
+  out: { params: ["buf_ptr", "buf_cap"], form: "out" },
+} as const satisfies Record<string, ArgForm>;
+
+/** The kinds of argument an operation can take. */
+export type ArgKind = keyof typeof ARG_FORMS;
 
 /** The runtimes a guest can run in: its own worker thread, or the host's thread through JSPI. */
 export type Runtime = "worker" | "inline";
 
-/** One operation of the `lock` import module. */
+/**
+ * The import modules of the ABI: `lock` (locks), `lockhost` (what the host granted, replies),
+ * `http`, `config` and `log`. A host function's module is the namespace its embedder registered
+ * it under (FUNCTION_MODULE stands for it in the table).
+ */
+export type ModuleName = "lock" | "lockhost" | "http" | "config" | "log" | typeof FUNCTION_MODULE;
+
+/** The table's stand-in for an embedder's namespace and function name. */
+export const FUNCTION_MODULE = "<namespace>";
+export const FUNCTION_NAME = "<function>";
+
+/** One operation: an import the host provides. */
 export interface OpSpec {
-  /** The import name in module `lock`. */
+  /** The import module. */
+  readonly module: ModuleName;
+  /** The import name in its module. */
   readonly name: string;
   /** Arguments in ABI order. */
   readonly args: readonly ArgKind[];
@@ -32,10 +79,15 @@ export interface OpSpec {
   /** Runtimes that provide it. */
   readonly runtimes: readonly Runtime[];
   /**
-   * Served inside the guest's runtime without asking the host's lock service (last_error):
+   * Served inside the guest's runtime without asking the host (last_error, config, log...):
    * no channel round trip.
    */
   readonly local?: boolean;
+  /**
+   * Its reply is kept after the call, so `lockhost.last_reply` can read one that did not fit
+   * the call's buffer without making the call again (the call has effects).
+   */
+  readonly keepsReply?: boolean;
   /** The result, as ABI.md's operation table says it. */
   readonly doc: string;
   /** The result in a few words, for the README's table. */
@@ -54,6 +106,7 @@ const WAIT_CODES = ["TIMEOUT", ...TRY_CODES, "CANCELLED"] as const;
 /** Every operation of ABI version 1, in the order the docs list them. */
 export const OPS = [
   {
+    module: "lock",
     name: "try",
     args: ["key", "ttl", "flags"],
     result: "i32",
@@ -64,6 +117,7 @@ export const OPS = [
     brief: "handle `> 0`, `0` contended, `-code`",
   },
   {
+    module: "lock",
     name: "acquire",
     args: ["key", "ttl", "wait", "flags"],
     result: "i32",
@@ -74,6 +128,7 @@ export const OPS = [
     brief: "handle `> 0` once the key is free, `-TIMEOUT` after `wait_ms`, `-code`",
   },
   {
+    module: "lock",
     name: "renew",
     args: ["handle", "ttl"],
     result: "i32",
@@ -84,6 +139,7 @@ export const OPS = [
     brief: "`0` or `-code`",
   },
   {
+    module: "lock",
     name: "release",
     args: ["handle"],
     result: "i32",
@@ -94,6 +150,7 @@ export const OPS = [
     brief: "`0` or `-code`",
   },
   {
+    module: "lock",
     name: "fence",
     args: ["handle"],
     result: "i64",
@@ -104,6 +161,7 @@ export const OPS = [
     brief: "fencing token or `-code`",
   },
   {
+    module: "lock",
     name: "owner",
     args: ["handle", "out"],
     result: "i32",
@@ -114,6 +172,7 @@ export const OPS = [
     brief: "length of the owner token",
   },
   {
+    module: "lock",
     name: "status",
     args: ["key", "flags", "out"],
     result: "i32",
@@ -124,6 +183,7 @@ export const OPS = [
     brief: "length of the status JSON",
   },
   {
+    module: "lock",
     name: "state",
     args: ["handle"],
     result: "i32",
@@ -134,6 +194,7 @@ export const OPS = [
     brief: "`1` held, `2` lost, `3` released, or `-code`; handle `0` is the schedule's lock during a scheduled call",
   },
   {
+    module: "lock",
     name: "restore",
     args: ["key", "owner", "ttl", "flags"],
     result: "i32",
@@ -144,6 +205,7 @@ export const OPS = [
     brief: "handle for a lock taken elsewhere, by owner token, or `-code`",
   },
   {
+    module: "lock",
     name: "last_error",
     args: ["out"],
     result: "i32",
@@ -156,6 +218,7 @@ export const OPS = [
   },
   // Read/write locks and semaphores (appended in v1: a guest importing them needs a host that has them).
   {
+    module: "lock",
     name: "try_read",
     args: ["key", "ttl", "flags"],
     result: "i32",
@@ -166,6 +229,7 @@ export const OPS = [
     brief: "read-lock handle `> 0`, `0` contended, `-code`",
   },
   {
+    module: "lock",
     name: "try_write",
     args: ["key", "ttl", "flags"],
     result: "i32",
@@ -176,6 +240,7 @@ export const OPS = [
     brief: "write-lock handle `> 0`, `0` contended, `-code`",
   },
   {
+    module: "lock",
     name: "acquire_read",
     args: ["key", "ttl", "wait", "flags"],
     result: "i32",
@@ -186,6 +251,7 @@ export const OPS = [
     brief: "read-lock handle once free, `-TIMEOUT`, `-code`",
   },
   {
+    module: "lock",
     name: "acquire_write",
     args: ["key", "ttl", "wait", "flags"],
     result: "i32",
@@ -196,6 +262,7 @@ export const OPS = [
     brief: "write-lock handle once free, `-TIMEOUT`, `-code`",
   },
   {
+    module: "lock",
     name: "try_permit",
     args: ["key", "permits", "ttl", "flags"],
     result: "i32",
@@ -206,6 +273,7 @@ export const OPS = [
     brief: "permit handle `> 0`, `0` all taken, `-code`",
   },
   {
+    module: "lock",
     name: "acquire_permit",
     args: ["key", "permits", "ttl", "wait", "flags"],
     result: "i32",
@@ -214,6 +282,80 @@ export const OPS = [
     runtimes: RUNTIMES,
     doc: "as `try_permit`, waiting up to `wait_ms` for a permit; `-TIMEOUT` when none came in time.",
     brief: "permit handle once one is free, `-TIMEOUT`, `-code`",
+  },
+  // What a guest can do under its lock (appended in v1): ask what it was granted, read a kept
+  // reply, read its config, log, make HTTP requests, call the embedder's functions.
+  {
+    module: "lockhost",
+    name: "capability",
+    args: ["name"],
+    result: "i32",
+    flags: 0,
+    codes: ["INVALID_ARGUMENT"],
+    runtimes: RUNTIMES,
+    local: true,
+    doc: "`1` when this plugin may use the capability `name`: `http` when its `[plugins.http]` grants requests, a host function namespace its `functions` grants and the embedder registered; `config` and `log` always. `0` when not (an `http.request` then returns `-PERMISSION_DENIED`).",
+    brief: "`1` granted, `0` not",
+  },
+  {
+    module: "lockhost",
+    name: "last_reply",
+    args: ["out"],
+    result: "i32",
+    flags: 0,
+    codes: [],
+    runtimes: RUNTIMES,
+    local: true,
+    doc: "length of the reply of this guest's last `http.request` or host function call, written into the buffer when it fits: a reply too long for that call's own buffer is read here, without making the call (and its effects) again. 0 when the last such call failed.",
+    brief: "length of the last call's reply",
+  },
+  {
+    module: "config",
+    name: "get",
+    args: ["name", "out"],
+    result: "i32",
+    flags: 0,
+    codes: ["NOT_FOUND", "INVALID_ARGUMENT"],
+    runtimes: RUNTIMES,
+    local: true,
+    doc: "length of the UTF-8 value of key `name` in the plugin's `[plugins.config]` table, written into the buffer when it fits; `-NOT_FOUND` when the table has no such key (a value to test, not a trap).",
+    brief: "length of the config value, `-NOT_FOUND`",
+  },
+  {
+    module: "log",
+    name: "write",
+    args: ["level", "message"],
+    result: "i32",
+    flags: 0,
+    codes: ["INVALID_ARGUMENT"],
+    runtimes: RUNTIMES,
+    local: true,
+    doc: "`OK`: logs the UTF-8 message at `level` (`LOG_DEBUG` 0, `LOG_INFO` 1, `LOG_WARN` 2, `LOG_ERROR` 3) through the host's logger, tagged with the plugin. A level below the plugin's `log_level` costs nothing. Shares `trace`'s budget of 100 lines per call (the rest are counted in one line); a message over `MAX_LOG_BYTES` is cut.",
+    brief: "`0` or `-code`",
+  },
+  {
+    module: "http",
+    name: "request",
+    args: ["request", "body", "handle", "flags", "out"],
+    result: "i32",
+    flags: FLAG_FENCE,
+    codes: ["PERMISSION_DENIED", "INVALID_ARGUMENT", "TIMEOUT", "TOO_LARGE", "CALL_FAILED", "CANCELLED", "LOST", "INVALID_HANDLE", "ALREADY_RELEASED"],
+    runtimes: RUNTIMES,
+    keepsReply: true,
+    doc: "length of the response, written into the buffer when it fits (else read it with `lockhost.last_reply`): the status code, a `\\n`, each header as `name: value\\n` (names lowercase), a `\\n`, then the body. The request is `METHOD URL` then one `Name: value` line per header, `\\n`-separated; `body` may be empty. With `FLAG_FENCE` the host adds `lockhost-lock` and `lockhost-fence` headers naming the lock `handle` (0: the schedule's lock in a scheduled call) and its fence (`-LOST` once it is no longer held). Only hosts, methods and sizes the plugin's `[plugins.http]` allows; bounded by its `timeout_ms` and the call's time limit.",
+    brief: "length of the response (status, headers, body), or `-code`",
+  },
+  {
+    module: FUNCTION_MODULE,
+    name: FUNCTION_NAME,
+    args: ["input", "out"],
+    result: "i32",
+    flags: 0,
+    codes: ["CALL_FAILED", "TIMEOUT", "TOO_LARGE", "CANCELLED", "INVALID_ARGUMENT", "PERMISSION_DENIED"],
+    runtimes: RUNTIMES,
+    keepsReply: true,
+    doc: "a function the embedder registered under a namespace the plugin's `functions` grants: bytes in, bytes out. Length of its reply, written into the buffer when it fits (else read it with `lockhost.last_reply`), or `-code`: what the function threw (a LockhostError's own code, else `CALL_FAILED`), `TIMEOUT` past the call's time limit, `CANCELLED` at shutdown, `TOO_LARGE` for a reply over `MAX_REPLY_BYTES`.",
+    brief: "length of the function's reply, or `-code`",
   },
 ] as const satisfies readonly OpSpec[];
 
@@ -224,19 +366,18 @@ export type OpName = (typeof OPS)[number]["name"];
 export type RemoteOpName = Exclude<OpName, Extract<(typeof OPS)[number], { local: true }>["name"]>;
 
 /** The wasm parameter names an argument kind stands for, in order. */
-export const PARAMS_OF: Readonly<Record<ArgKind, readonly string[]>> = {
-  key: ["key_ptr", "key_len"],
-  owner: ["owner_ptr", "owner_len"],
-  handle: ["handle"],
-  ttl: ["ttl_ms"],
-  wait: ["wait_ms"],
-  permits: ["permits"],
-  flags: ["flags"],
-  out: ["buf_ptr", "buf_cap"],
-};
+export const PARAMS_OF: Readonly<Record<ArgKind, readonly string[]>> = Object.fromEntries(
+  Object.entries(ARG_FORMS).map(([kind, form]) => [kind, form.params]),
+) as Record<ArgKind, readonly string[]>;
 
-/** Whether an argument kind is a (ptr, len) string the runtime decodes. */
-export const isString = (kind: ArgKind): kind is "key" | "owner" => kind === "key" || kind === "owner";
+/** Whether an argument kind is a (ptr, len) the runtime reads from guest memory: text or bytes. */
+export const isString = (kind: ArgKind): boolean => ARG_FORMS[kind].form === "text" || ARG_FORMS[kind].form === "bytes";
+
+/** The import names of a module's operations (a host function's are its embedder's). */
+export const opsOf = (module: ModuleName): readonly OpSpec[] => (OPS as readonly OpSpec[]).filter((op) => op.module === module);
+
+/** The table's row for every embedder function. */
+export const FUNCTION_OP: OpSpec = (OPS as readonly OpSpec[]).find((op) => op.module === FUNCTION_MODULE)!;
 
 /** An operation's signature as the docs write it: `(key_ptr, key_len, ttl_ms, flags) -> i32`. */
 export function signatureOf(op: OpSpec): string {

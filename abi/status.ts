@@ -55,6 +55,14 @@ export const FLAG_KEEPALIVE = 4;
 export const FLAG_RW = 8;
 /** `status` only: the key's semaphore (not its mutex). */
 export const FLAG_SEMAPHORE = 16;
+/** `http.request` only: send the fence of the lock `handle` names, so the resource can refuse a stale holder. */
+export const FLAG_FENCE = 32;
+
+// Levels of `log.write`, least to most severe.
+export const LOG_DEBUG = 0;
+export const LOG_INFO = 1;
+export const LOG_WARN = 2;
+export const LOG_ERROR = 3;
 
 // Handle states, as `state` returns them.
 /** The lock is held (as far as the host knows: renewals, if any, are being confirmed). */
@@ -71,3 +79,11 @@ export const MAX_KEY_BYTES = 512;
 export const MAX_TTL_MS = 86400000;
 /** Longest wait of `acquire`, in milliseconds (24 hours). */
 export const MAX_WAIT_MS = 86400000;
+/** Longest input of a host function, or body of an HTTP request, in bytes (16 MiB). */
+export const MAX_INPUT_BYTES = 16777216;
+/** Longest reply of a host function, in bytes (16 MiB); an HTTP response has its plugin's own cap. */
+export const MAX_REPLY_BYTES = 16777216;
+/** Longest head of an HTTP request (method, URL and header lines), in bytes. */
+export const MAX_REQUEST_HEAD_BYTES = 16384;
+/** Longest `log.write` message, in bytes: a longer one is cut there. */
+export const MAX_LOG_BYTES = 8192;

@@ -3,8 +3,7 @@
 import { fileURLToPath } from "node:url";
 import { pino, type Logger } from "pino";
 import type { LockService } from "../host/locking/service.js";
-import { GuestLocks } from "../host/runtime/guest-locks.js";
-import { loadGuestModule } from "../host/runtime/guest-module.js";
+import { prepareGuest, type GuestGrantOptions } from "../host/runtime/prepare-guest.js";
 import type { Runtime } from "../abi/ops.js";
 import type { GuestInstance } from "../host/runtime/guest-instance.js";
 import { jspiAvailable } from "../host/runtime/jspi.js";
@@ -58,17 +57,14 @@ export async function interleaved(measures: Record<string, () => Promise<Round>>
 export const INLINE = jspiAvailable();
 
 /** Bench guests (test/guests/bench.wasm) in `runtime`, each its own instance, over one LockService. */
-export async function startBenchGuests(locks: LockService, count: number, runtime: Runtime = "worker"): Promise<GuestInstance[]> {
+export async function startBenchGuests(locks: LockService, count: number, runtime: Runtime = "worker", grants: Partial<GuestGrantOptions> = {}): Promise<GuestInstance[]> {
   const wasm = fileURLToPath(new URL("../../test/guests/build/bench.wasm", import.meta.url));
-  const module = await loadGuestModule("bench", wasm, 64 * 2 ** 20);
   return Promise.all(
-    Array.from({ length: count }, (_, i) =>
+    Array.from({ length: count }, async (_, i) =>
       startGuestInstance({
         runtime,
-        module,
-        locks: new GuestLocks(locks, { plugin: `bench-${runtime}${i}`, allowsGlobal: () => false }, benchLog),
+        ...(await prepareGuest(locks, benchLog, { plugin: `bench-${runtime}${i}`, wasm, memoryLimitMib: 64, ...grants })),
         callTimeoutMs: 600_000,
-        log: benchLog,
       }),
     ),
   );

@@ -10,11 +10,10 @@ import { formatListen, isLoopbackHost } from "./config/listen.js";
 import type { AdminSettings, LockhostConfig, PluginConfig, ScheduledConfig } from "./config/types.js";
 import { LockhostError } from "../kit/errors.js";
 import type { LockBackend } from "../kit/backend.js";
-import { globalKeyMatcher } from "./locking/scope.js";
 import { LockService } from "./locking/service.js";
 import type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";
-import { GuestLocks } from "./runtime/guest-locks.js";
-import { loadGuestModule } from "./runtime/guest-module.js";
+import { prepareGuest } from "./runtime/prepare-guest.js";
+import type { HostFunctions } from "./runtime/capabilities/functions.js";
 import { startGuestInstance } from "./runtime/start-guest.js";
 import { logLockEvents } from "./lock-log.js";
 import { Scheduler } from "./scheduler/scheduler.js";
@@ -30,6 +29,12 @@ export interface HostOptions {
    * two hosts in one process. The host does not close a backend it was given.
    */
   readonly backend?: LockBackend;
+  /**
+   * Host functions guests may call, by namespace: `{ billing: { charge } }`. A plugin's guest
+   * may import a namespace its `functions` grants; a granted namespace missing here fails the
+   * start (CONFIG_INVALID).
+   */
+  readonly functions?: HostFunctions;
 }
 
 /** A running lockhost: guests loaded, lock service up, scheduler ready (not started). */
@@ -105,7 +110,9 @@ export class Host {
     try {
       // Before any guest: a backend that refuses this host for good fails the start at once.
       health = await BackendHealth.atStart(locks, log, `${config.source ?? "config"}: [locking.${backend.kind}]`);
-      for (const plugin of config.plugins) guests.set(plugin.name, await startPluginGuest(plugin, locks, log).catch((e: unknown) => Promise.reject(inFile(e, config.source))));
+      const functions = options.functions ?? {};
+      checkFunctionGrants(config, functions);
+      for (const plugin of config.plugins) guests.set(plugin.name, await startPluginGuest(plugin, locks, log, functions).catch((e: unknown) => Promise.reject(inFile(e, config.source))));
       schedules = await expandScheduled(config, guests);
       checkScheduledExports(config, guests, schedules);
       // Last: an operator who can reach the listener can rely on the host behind it being up.
@@ -233,12 +240,38 @@ export function checkScheduledExports(config: LockhostConfig, guests: ReadonlyMa
   }
 }
 
-/** Starts the guest of one [[plugins]] entry in its runtime, on `locks`. */
-export async function startPluginGuest(plugin: PluginConfig, locks: LockService, log: Logger): Promise<GuestInstance> {
-  const module = await loadGuestModule(plugin.name, plugin.wasm, plugin.memoryLimitMib * 2 ** 20);
-  const guestLog = log.child({ plugin: plugin.name });
-  const guestLocks = new GuestLocks(locks, { plugin: plugin.name, allowsGlobal: globalKeyMatcher(plugin.globalKeys) }, guestLog);
-  return startGuestInstance({ runtime: plugin.runtime, module, locks: guestLocks, callTimeoutMs: plugin.callTimeoutMs, log: guestLog });
+/**
+ * Refuses a plugin entry that grants a namespace the embedder registered no functions under:
+ * the config and the code that starts the host disagree, and no guest could use it.
+ * @throws LockhostError CONFIG_INVALID naming the file, the entry and the key.
+ */
+export function checkFunctionGrants(config: LockhostConfig, functions: HostFunctions): void {
+  const registered = Object.keys(functions);
+  for (const plugin of config.plugins) {
+    for (const ns of plugin.functions) {
+      if (Object.hasOwn(functions, ns)) continue;
+      throw new LockhostError(
+        "CONFIG_INVALID",
+        `${config.source ?? "config"}: [[plugins]] "${plugin.name}": functions grants namespace "${ns}", which the embedder did not register (registered: ${registered.join(", ") || "none; Host.start(config, { functions }) registers them"})`,
+      );
+    }
+  }
+}
+
+/** Starts the guest of one [[plugins]] entry in its runtime, on `locks`, with the host functions it is granted. */
+export async function startPluginGuest(plugin: PluginConfig, locks: LockService, log: Logger, functions: HostFunctions = {}): Promise<GuestInstance> {
+  const shell = await prepareGuest(locks, log, {
+    plugin: plugin.name,
+    wasm: plugin.wasm,
+    memoryLimitMib: plugin.memoryLimitMib,
+    globalKeys: plugin.globalKeys,
+    functions: plugin.functions,
+    hostFunctions: functions,
+    config: plugin.config,
+    ...(plugin.http && { http: plugin.http }),
+    ...(plugin.logLevel && { logLevel: plugin.logLevel }),
+  });
+  return startGuestInstance({ ...shell, runtime: plugin.runtime, callTimeoutMs: plugin.callTimeoutMs });
 }
 
 /** A CONFIG_INVALID raised without the file's name, with it in front. */

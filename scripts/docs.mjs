@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Writes the generated blocks of the docs from their sources (run after a build):
 //   README.md  config-reference  from the config declarations and every registered backend's
-//   README.md  abi-ops           from abi/ops.ts, in brief
-//   abi/ABI.md abi-ops           from abi/ops.ts
+//   README.md  abi-ops, abi-capability-ops  from abi/ops.ts, in brief
+//   abi/ABI.md abi-ops, abi-capability-ops  from abi/ops.ts
 // test/docs.test.ts fails when a block and its source disagree.
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -22,5 +22,5 @@ const write = (file, blocks) => {
   writeFileSync(at, text);
   console.log(`${file}: ${blocks.map(([name]) => name).join(", ")} written`);
 };
-write("README.md", [["config-reference", configReference()], ["abi-ops", abiBriefTable()]]);
-write("abi/ABI.md", [["abi-ops", abiSpecTable()]]);
+write("README.md", [["config-reference", configReference()], ["abi-ops", abiBriefTable("lock")], ["abi-capability-ops", abiBriefTable("capabilities")]]);
+write("abi/ABI.md", [["abi-ops", abiSpecTable("lock")], ["abi-capability-ops", abiSpecTable("capabilities")]]);

@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { OPS, PARAMS_OF, type OpSpec } from "../abi/ops.js";
+import { FUNCTION_MODULE, OPS, PARAMS_OF, type OpSpec } from "../abi/ops.js";
 import * as S from "../abi/status.js";
 import { abiBriefTable, abiSpecTable } from "../host/docs/abi-ops.js";
 import { withBlock } from "../host/docs/blocks.js";
@@ -30,15 +30,19 @@ describe("generated doc blocks (npm run docs rewrites them)", () => {
 
   it("ABI.md's and the README's import tables are the operation table", () => {
     const spec = read("abi/ABI.md");
-    expect(spec).toBe(withBlock(spec, "abi-ops", abiSpecTable()));
+    expect(spec).toBe(withBlock(spec, "abi-ops", abiSpecTable("lock")));
+    expect(spec).toBe(withBlock(spec, "abi-capability-ops", abiSpecTable("capabilities")));
     const readme = read("README.md");
-    expect(readme).toBe(withBlock(readme, "abi-ops", abiBriefTable()));
+    expect(readme).toBe(withBlock(readme, "abi-ops", abiBriefTable("lock")));
+    expect(readme).toBe(withBlock(readme, "abi-capability-ops", abiBriefTable("capabilities")));
   });
 });
 
 describe("the operation table", () => {
-  it("is what the loader accepts as the lock module's imports", () => {
-    expect([...PROVIDED_IMPORTS.lock!].sort()).toEqual(ops.map((op) => op.name).sort());
+  it("is what the loader accepts as each ABI module's imports (host functions are the embedder's)", () => {
+    const modules = new Set(ops.map((op) => op.module).filter((m) => m !== FUNCTION_MODULE));
+    expect(Object.keys(PROVIDED_IMPORTS).filter((m) => m !== "env").sort()).toEqual([...modules].sort());
+    for (const module of modules) expect([...PROVIDED_IMPORTS[module]!].sort(), module).toEqual(ops.filter((op) => op.module === module).map((op) => op.name).sort());
   });
 
   it("names only status codes abi/status.ts defines", () => {
@@ -47,11 +51,11 @@ describe("the operation table", () => {
 
   it("matches the SDK's raw bindings (abi/assembly/bindings.ts), name for name and param for param", () => {
     const bindings = read("abi/assembly/bindings.ts");
-    const declared = [...bindings.matchAll(/@external\("lock", "(\w+)"\)\s*export declare function lock_\w+\(([^)]*)\): (\w+);/g)].map(
-      ([, name, params, result]) => ({ name, params: params!.split(",").map((p) => p.trim().split(": ")[1]).filter(Boolean), result }),
+    const declared = [...bindings.matchAll(/@external\("(\w+)", "(\w+)"\)\s*export declare function \w+\(([^)]*)\): (\w+);/g)].map(
+      ([, module, name, params, result]) => ({ name: `${module}.${name}`, params: params!.split(",").map((p) => p.trim().split(": ")[1]).filter(Boolean), result }),
     );
-    const expected = ops.map((op) => ({
-      name: op.name,
+    const expected = ops.filter((op) => op.module !== FUNCTION_MODULE).map((op) => ({
+      name: `${op.module}.${op.name}`,
       // Pointers are usize in AssemblyScript (i32 on wasm32); every other param is i32.
       params: op.args.flatMap((kind) => PARAMS_OF[kind].map((p) => (p.endsWith("_ptr") ? "usize" : "i32"))),
       result: op.result,

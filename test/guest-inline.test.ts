@@ -6,8 +6,7 @@ import { describe, expect, it } from "vitest";
 import * as S from "../abi/status.js";
 import { parseConfig } from "../host/config/load.js";
 import { LockService } from "../host/locking/service.js";
-import { GuestLocks } from "../host/runtime/guest-locks.js";
-import { loadGuestModule } from "../host/runtime/guest-module.js";
+import { prepareGuest } from "../host/runtime/prepare-guest.js";
 import { InlineGuest } from "../host/runtime/inline/inline-guest.js";
 import { jspiAvailable } from "../host/runtime/jspi.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
@@ -61,8 +60,8 @@ describe.runIf(!JSPI)("the inline runtime on a Node without JSPI", () => {
   it("refuses to start an inline guest built in code, with RUNTIME_UNAVAILABLE and the Node it needs", async () => {
     const locks = new LockService(new MemoryBackend(), { node: "n" });
     const log = captureLogger().logger;
-    const module = await loadGuestModule("p", guestWasm("locker"), 4 * 2 ** 20);
-    await expect(InlineGuest.start({ module, locks: new GuestLocks(locks, { plugin: "p", allowsGlobal: () => false }, log), log })).rejects.toMatchObject({
+    const shell = await prepareGuest(locks, log, { plugin: "p", wasm: guestWasm("locker"), memoryLimitMib: 4 });
+    await expect(InlineGuest.start(shell)).rejects.toMatchObject({
       code: "RUNTIME_UNAVAILABLE",
       message: expect.stringContaining(`this is Node ${process.versions.node}`),
     });

@@ -156,3 +156,38 @@ export declare function lock_try_permit(keyPtr: usize, keyLen: i32, permits: i32
 // @ts-ignore: decorator
 @external("lock", "acquire_permit")
 export declare function lock_acquire_permit(keyPtr: usize, keyLen: i32, permits: i32, ttlMs: i32, waitMs: i32, flags: i32): i32;
+
+// --- Capabilities (modules lockhost, config, log, http): what a guest can do
+// under its lock. Host functions are the embedder's: declare them yourself,
+// `@external("billing", "charge") declare function charge(inPtr: usize, inLen: i32, bufPtr: usize, bufCap: i32): i32;`
+// and read their reply with `reply()` (capabilities.ts).
+
+/** `lockhost.capability(name_ptr, name_len) -> i32`: `1` when this plugin was granted `name` (`http`, a function namespace), `0` when not. */
+// @ts-ignore: decorator
+@external("lockhost", "capability")
+export declare function lockhost_capability(namePtr: usize, nameLen: i32): i32;
+
+/** `lockhost.last_reply(buf_ptr, buf_cap) -> i32`: the kept reply of the last `http.request` or host function call, written when it fits; its length. */
+// @ts-ignore: decorator
+@external("lockhost", "last_reply")
+export declare function lockhost_last_reply(bufPtr: usize, bufCap: i32): i32;
+
+/** `config.get(name_ptr, name_len, buf_ptr, buf_cap) -> i32`: the length of the plugin's config value `name` (written when it fits), or `-NOT_FOUND`. */
+// @ts-ignore: decorator
+@external("config", "get")
+export declare function config_get(namePtr: usize, nameLen: i32, bufPtr: usize, bufCap: i32): i32;
+
+/** `log.write(level, msg_ptr, msg_len) -> i32`: logs the UTF-8 message at `LOG_DEBUG`..`LOG_ERROR`; `OK` or `-INVALID_ARGUMENT`. */
+// @ts-ignore: decorator
+@external("log", "write")
+export declare function log_write(level: i32, msgPtr: usize, msgLen: i32): i32;
+
+/**
+ * `http.request(req_ptr, req_len, body_ptr, body_len, handle, flags, buf_ptr, buf_cap) -> i32`:
+ * the request head (`METHOD URL\nName: value...`) and body; with `FLAG_FENCE` the
+ * fence of lock `handle` goes along. The length of the response (`status\nname:
+ * value\n...\n\nbody`), written when it fits (else `lockhost_last_reply`), or `-code`.
+ */
+// @ts-ignore: decorator
+@external("http", "request")
+export declare function http_request(reqPtr: usize, reqLen: i32, bodyPtr: usize, bodyLen: i32, handle: i32, flags: i32, bufPtr: usize, bufCap: i32): i32;

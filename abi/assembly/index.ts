@@ -54,3 +54,6 @@ export * from "./lock";
 export { withLockCtx } from "./context";
 export { KeyStatus, KeyStatusResult, keyStatusOf, parseKeyStatus } from "./key-status";
 export { lockhost_alloc, lockhost_free } from "./args";
+
+// What a guest can do under its lock: grants, config, log levels, host function replies, HTTP.
+export { capability, configValue, log, reply, BytesResult, HttpResponse, httpRequest } from "./capabilities";

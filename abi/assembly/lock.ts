@@ -20,6 +20,8 @@ import {
   INTERNAL,
   CANCELLED,
   PERMITS_MISMATCH,
+  CALL_FAILED,
+  TOO_LARGE,
   FLAG_GLOBAL,
   FLAG_KEEP,
   FLAG_KEEPALIVE,
@@ -84,6 +86,8 @@ export function statusName(code: i32): string {
     case INTERNAL: return "INTERNAL";
     case CANCELLED: return "CANCELLED";
     case PERMITS_MISMATCH: return "PERMITS_MISMATCH";
+    case CALL_FAILED: return "CALL_FAILED";
+    case TOO_LARGE: return "TOO_LARGE";
     default: return "UNKNOWN_" + code.toString();
   }
 }

@@ -45,6 +45,11 @@ export class Table {
     return name === undefined ? this : new Table(this.ctx, `${this.label} (${this.show(name)})`, this.header, this.raw);
   }
 
+  /** The keys the table was given a value for. */
+  keys(): string[] {
+    return Object.keys(this.raw).filter((k) => this.raw[k] !== undefined);
+  }
+
   get(key: Key): unknown {
     const name = this.nameOf(key);
     // Own keys only: a TOML key named "constructor" must not find Object.prototype's.

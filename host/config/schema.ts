@@ -14,7 +14,8 @@ import { parseDuration } from "./duration.js";
 import { checkHost, parseListen } from "./listen.js";
 import { checkKeys, keyOf, readFields, readTable } from "./read-table.js";
 import { isTable, type Key, type Table } from "./reader.js";
-import { ADMIN_SCHEMA, HOST_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "./tables.js";
+import { ADMIN_SCHEMA, HOST_SCHEMA, HTTP_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "./tables.js";
+import { headerProblem, type HttpGrant } from "../runtime/capabilities/http/index.js";
 import { jspiAvailable, jspiRequirement } from "../runtime/jspi.js";
 import type {
   AdminSettings,
@@ -141,9 +142,35 @@ function pluginList(root: Table): PluginConfig[] {
     }
     t.unique("name", name, seen);
     const wasm = resolve(t.ctx.baseDir, t.nonEmptyString("wasm") ?? t.fail("wasm", "is required"));
-    const fields = readFields(t, PLUGIN_SCHEMA);
-    return { ...fields, name, wasm, runtime: guestRuntime(t, fields.isolation) };
+    const { config: _config, http: _http, ...fields } = readFields(t, PLUGIN_SCHEMA);
+    const http = httpGrant(t.table("http", "plugins.http"));
+    const config = stringTable(t.table("config", "plugins.config"));
+    return { ...fields, name, wasm, config, ...(http && { http }), runtime: guestRuntime(t, fields.isolation) };
   });
+}
+
+/** `[plugins.http]`: present means the plugin may make HTTP requests within it. */
+function httpGrant(t: Table | undefined): HttpGrant | undefined {
+  if (!t) return undefined;
+  const { headers: _headers, ...rest } = readTable(t, HTTP_SCHEMA);
+  const headers = stringTable(t.table("headers", "plugins.http.headers"), headerProblem);
+  return { ...rest, headers };
+}
+
+/**
+ * A table of strings (`[plugins.config]`, `[plugins.http.headers]`), `${ENV}` substituted; its
+ * values are secrets as far as messages go: none ever shows one.
+ */
+function stringTable(t: Table | undefined, problem?: (key: string, value: string) => string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!t) return out;
+  for (const key of t.keys()) {
+    const value = t.secret(key) ?? "";
+    const bad = problem?.(key, value);
+    if (bad !== undefined) t.fail(key, `${bad} (the value is not shown: it may be a secret)`);
+    out[key] = value;
+  }
+  return out;
 }
 
 /**

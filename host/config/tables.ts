@@ -2,10 +2,13 @@
 // The reader (schema.ts), CONFIG_DEFAULTS and the README's config reference come from these;
 // backends declare their [locking.<name>] tables the same way, in their own folders.
 import { hostname } from "node:os";
-import { MAX_TTL_MS } from "../../abi/status.js";
+import { MAX_INPUT_BYTES, MAX_TTL_MS } from "../../abi/status.js";
 import { field, table } from "../../kit/schema.js";
 import { LISTEN_FORM } from "./listen.js";
 import type { HostSettings, Isolation, LockingHint, LogLevel, PluginConfig, ScheduledConfig } from "./types.js";
+import type { HttpGrant } from "../runtime/capabilities/http/index.js";
+import { cidrProblem, hostPatternProblem, methodProblem } from "../runtime/capabilities/http/index.js";
+import { NAMESPACE_PATTERN, RESERVED_NAMESPACES } from "../runtime/capabilities/functions.js";
 
 // Records keyed by the union types, so adding a member to a union in types.ts fails to compile
 // here until the loader accepts it.
@@ -66,7 +69,7 @@ export const ADMIN_SCHEMA = table<{ listen: string; token: string }>({
 });
 
 /** One `[[plugins]]` entry. */
-export const PLUGIN_SCHEMA = table<Omit<PluginConfig, "runtime">>({
+export const PLUGIN_SCHEMA = table<Omit<PluginConfig, "runtime" | "config" | "http"> & { config: unknown; http: unknown }>({
   doc: "a guest plugin",
   fields: {
     // Checked by the reader: a pattern, reserved names, unique across entries.
@@ -77,8 +80,53 @@ export const PLUGIN_SCHEMA = table<Omit<PluginConfig, "runtime">>({
     memoryLimitMib: field.int({ default: 16, min: 1, max: 4096, unit: "MiB", doc: "cap of the guest's memory" }),
     callTimeoutMs: field.int({ default: 5000, min: 1, max: 3_600_000, unit: "ms", doc: "a call running longer is stopped and the guest restarted; worker runtime only" }),
     globalKeys: field.stringList({ default: [], example: ["ledger", "jobs/*"], doc: "global keys it may use; * matches anything" }),
+    functions: field.stringList({
+      default: [],
+      example: ["billing"],
+      doc: "host function namespaces its guest may import (the embedder registers them: Host.start(config, { functions }))",
+      check: (list) => firstProblem(list, (ns) => (NAMESPACE_PATTERN.test(ns) ? (RESERVED_NAMESPACES.has(ns) ? `"${ns}" is an ABI module, not a namespace` : undefined) : `"${ns}" is not a namespace (${NAMESPACE_PATTERN})`)),
+    }),
+    logLevel: field.oneOf(LOG_LEVELS, { optional: true, defaultDoc: "[host] log_level", doc: "its guest's lines (trace, log.write) below this level are dropped in the guest's runtime" }),
+    // Read by the reader: a table of strings, ${ENV} substituted, values never shown.
+    config: field.custom({ optional: true, toml: '{ ledger_url = "${LEDGER_URL}" }', doc: "[plugins.config]: strings its guest reads with config.get; values are never logged or shown by lockhost check" }),
+    // Read by the reader with HTTP_SCHEMA.
+    http: field.custom({ optional: true, toml: "{ allowed_hosts = [...] }", doc: "[plugins.http]: lets its guest make HTTP requests (below); absent: http.request is PERMISSION_DENIED" }),
   },
 });
+
+/** `[plugins.http]`: what a plugin's HTTP requests may reach, and their limits. */
+export const HTTP_SCHEMA = table<Omit<HttpGrant, "headers"> & { headers: unknown }>({
+  doc: "a plugin's HTTP requests",
+  fields: {
+    allowedHosts: field.stringList({
+      example: ["api.example.com", "*.example.com"],
+      doc: 'host names it may reach: exact, or "*.domain" for any subdomain; no other host is reached, redirects included',
+      check: (list) => (list.length === 0 ? "must name at least one host" : firstProblem(list, hostPatternProblem)),
+    }),
+    methods: field.stringList({ default: ["GET", "HEAD"], doc: "the methods it may use", check: (list) => firstProblem(list, methodProblem) }),
+    timeoutMs: field.int({ default: 10_000, min: 1, max: 600_000, unit: "ms", doc: "a whole request, body included; also bounded by the call's time limit" }),
+    maxRequestBytes: field.int({ default: 1 << 20, min: 0, max: MAX_INPUT_BYTES, unit: "bytes", doc: "the longest request body" }),
+    maxResponseBytes: field.int({ default: 1 << 20, min: 0, max: 1 << 30, unit: "bytes", doc: "the longest response body: a longer one is cut off, TOO_LARGE" }),
+    allowPrivateRanges: field.stringList({
+      default: [],
+      example: ["127.0.0.0/8"],
+      doc: "CIDR ranges it may reach although loopback, private or link-local (else refused, whatever the name resolves to)",
+      check: (list) => firstProblem(list, cidrProblem),
+    }),
+    maxRedirects: field.int({ default: 5, min: 0, max: 20, doc: "redirects followed, each to an allowed host" }),
+    // Read by the reader: a table of strings, ${ENV} substituted, values never shown.
+    headers: field.custom({ optional: true, toml: '{ authorization = "Bearer ${API_TOKEN}" }', doc: "[plugins.http.headers]: sent with every request; values never logged" }),
+  },
+});
+
+/** The first problem of any entry of `list`, naming its index. */
+function firstProblem(list: readonly string[], problem: (entry: string) => string | undefined): string | undefined {
+  for (const [i, entry] of list.entries()) {
+    const p = problem(entry);
+    if (p !== undefined) return `entry ${i + 1}: ${p}`;
+  }
+  return undefined;
+}
 
 /** One `[[scheduled]]` entry. */
 export const SCHEDULED_SCHEMA = table<ScheduledConfig>({

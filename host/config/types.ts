@@ -3,6 +3,7 @@
 import type { Runtime } from "../../abi/ops.js";
 import type { BackendConfigMap } from "../../kit/descriptor.js";
 import type { KeepaliveSettings, WaitingSettings } from "../locking/options.js";
+import type { HttpGrant } from "../runtime/capabilities/http/index.js";
 
 export type { KeepaliveSettings, WaitingSettings };
 
@@ -85,6 +86,14 @@ export interface PluginConfig {
   readonly callTimeoutMs: number;
   /** Global keys the plugin may use; `*` matches any run of characters. */
   readonly globalKeys: readonly string[];
+  /** Host function namespaces its guest may import (the embedder registers the functions). */
+  readonly functions: readonly string[];
+  /** Its guest's lines below this level are dropped; absent: the host's log level. */
+  readonly logLevel?: LogLevel;
+  /** `[plugins.config]`: values its guest reads with config.get (secrets among them: never logged). */
+  readonly config: Readonly<Record<string, string>>;
+  /** `[plugins.http]`: absent, its guest may not make HTTP requests. */
+  readonly http?: HttpGrant;
 }
 
 /** When a schedule fires. */
@@ -147,6 +156,11 @@ export interface PluginInput {
   readonly memoryLimitMib?: number;
   readonly callTimeoutMs?: number;
   readonly globalKeys?: readonly string[];
+  readonly functions?: readonly string[];
+  readonly logLevel?: LogLevel;
+  readonly config?: Readonly<Record<string, string>>;
+  /** `headers` optional; the limits take their defaults. */
+  readonly http?: Partial<HttpGrant> & { readonly allowedHosts: readonly string[] };
 }
 
 /** A `[[scheduled]]` entry built in code: the fields of ScheduledConfig, defaults optional. */

@@ -95,6 +95,11 @@ export class LockService {
     return statsOf(this.#core);
   }
 
+  /** This host's node name, recorded as the holder of every lock it takes. */
+  get node(): string {
+    return this.#core.node;
+  }
+
   /** The backend's kind ("memory", "redis", "pg"). */
   get backendKind(): string {
     return this.#core.backend.kind;

@@ -25,10 +25,13 @@ export function decodeKey(bytes: Uint8Array): string {
   return decodeUtf8(bytes, "key");
 }
 
-/** A string argument from guest memory: 1 to MAX_KEY_BYTES bytes of valid UTF-8, named `argName` in errors. */
-export function decodeUtf8(bytes: Uint8Array, argName: string): string {
-  if (bytes.byteLength === 0) throw new LockhostError("INVALID_ARGUMENT", `${argName} must not be empty`);
-  const tooLong = keyLengthError(bytes.byteLength, argName);
+/**
+ * A text argument from guest memory: `minBytes` (default 1) to `maxBytes` (default
+ * MAX_KEY_BYTES) bytes of valid UTF-8, named `argName` in errors.
+ */
+export function decodeUtf8(bytes: Uint8Array, argName: string, maxBytes?: number, minBytes = 1): string {
+  if (bytes.byteLength < minBytes) throw new LockhostError("INVALID_ARGUMENT", `${argName} must not be empty`);
+  const tooLong = maxBytes === undefined ? keyLengthError(bytes.byteLength, argName) : bytes.byteLength > maxBytes ? new LockhostError("INVALID_ARGUMENT", `${argName} is ${bytes.byteLength} bytes of UTF-8; the maximum is ${maxBytes}`) : undefined;
   if (tooLong) throw tooLong;
   try {
     return strictUtf8.decode(bytes);

@@ -3,8 +3,7 @@
 // last failed lock call, AssemblyScript strings decoded without trusting them, abort() with its
 // file and line, and a trace budget per call. Shared by the worker and the inline runtime, so
 // a guest sees the same env in both.
-import { INVALID_MEMORY } from "../../abi/status.js";
-import { keyLengthError } from "../locking/validate.js";
+import { INVALID_ARGUMENT, INVALID_MEMORY, LOG_INFO } from "../../abi/status.js";
 
 /** Trace lines a guest may log per call (or per instantiation); the rest are counted, not sent. */
 export const MAX_TRACES_PER_CALL = 100;
@@ -38,11 +37,14 @@ export class GuestMemory {
   memory!: WebAssembly.Memory;
   /** UTF-8 message of the most recent failed lock call, served by last_error without a round trip. */
   lastError: Uint8Array = NOTHING;
+  /** The reply of the last call whose row keeps it (OpSpec.keepsReply), served by last_reply. */
+  lastReply: Uint8Array = NOTHING;
 
   /** A fresh memory of `limits` pages, as at start or after a trap (whose state cannot be trusted). */
   reset(limits: { readonly initial: number; readonly maximum: number }): WebAssembly.Memory {
     this.memory = new WebAssembly.Memory({ initial: limits.initial, maximum: limits.maximum });
     this.lastError = NOTHING;
+    this.lastReply = NOTHING;
     return this.memory;
   }
 
@@ -60,11 +62,11 @@ export class GuestMemory {
     return this.fail(INVALID_MEMORY, `${what} (ptr ${ptr >>> 0}, len ${len >>> 0}) lies outside guest memory (${this.memory.buffer.byteLength} bytes)`);
   }
 
-  /** The (-code) for a string argument outside memory or over MAX_KEY_BYTES, else 0. */
-  checkString(what: string, ptr: number, len: number): number {
+  /** The (-code) for a (ptr, len) argument outside memory or over `maxBytes` (unbounded when undefined), else 0. */
+  checkBytes(what: string, ptr: number, len: number, maxBytes: number | undefined, text = false): number {
     if (!this.inBounds(ptr, len)) return this.outOfBounds(what, ptr, len);
-    const tooLong = keyLengthError(len >>> 0, what);
-    return tooLong ? this.fail(tooLong.status, tooLong.message) : 0;
+    if (maxBytes !== undefined && len >>> 0 > maxBytes) return this.fail(INVALID_ARGUMENT, `${what} is ${len >>> 0} bytes${text ? " of UTF-8" : ""}; the maximum is ${maxBytes}`);
+    return 0;
   }
 
   /** Copies `bytes` to guest memory at `ptr` (the caller checked the bounds). */
@@ -85,24 +87,27 @@ export class GuestMemory {
   }
 }
 
-/** A guest's trace lines within one call: at most MAX_TRACES_PER_CALL reach `emit`. */
+/** Where a guest's log lines go: `level` is one of abi/status.ts's LOG_* levels. */
+export type LineSink = (level: number, message: string) => void;
+
+/** A guest's log lines (trace and log.write) within one call: at most MAX_TRACES_PER_CALL reach `emit`. */
 export class TraceBudget {
   #traces = 0;
   #dropped = 0;
-  constructor(readonly emit: (message: string) => void) {}
+  constructor(readonly emit: LineSink) {}
 
-  line(message: () => string): void {
+  line(message: () => string, level: number = LOG_INFO): void {
     // A guest tracing in a loop must not flood the host's event loop and log.
     if (++this.#traces > MAX_TRACES_PER_CALL) {
       this.#dropped++;
       return;
     }
-    this.emit(message());
+    this.emit(level, message());
   }
 
   /** Ends a call's budget: says how many lines were dropped, then starts afresh. */
   flush(): void {
-    if (this.#dropped > 0) this.emit(`(${this.#dropped} more trace lines dropped: at most ${MAX_TRACES_PER_CALL} per call)`);
+    if (this.#dropped > 0) this.emit(LOG_INFO, `(${this.#dropped} more trace lines dropped: at most ${MAX_TRACES_PER_CALL} per call)`);
     this.#traces = 0;
     this.#dropped = 0;
   }

@@ -4,7 +4,7 @@
 // permissions, turns every failure into (-code, message), does auto-release, and tells the
 // runtime when a lock the guest holds is lost (so it can call the guest's lockhost_on_lost).
 import type { Logger } from "pino";
-import { FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, FLAG_RW, FLAG_SEMAPHORE, STATE_LOST, STATE_RELEASED, TRY_CONTENDED } from "../../abi/status.js";
+import { FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, FLAG_RW, FLAG_SEMAPHORE, STATE_HELD, STATE_LOST, STATE_RELEASED, TRY_CONTENDED } from "../../abi/status.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { Lease } from "../locking/lease.js";
 import { qualify, type Scope } from "../locking/scope.js";
@@ -16,10 +16,27 @@ import { validateTtl, validateWaitMs } from "../locking/validate.js";
 import { stateOf } from "./abi-args.js";
 import { HandleTable } from "./handle-table.js";
 
-/** The answer to one ABI call: `result < 0` is -code and `text` its message; otherwise `text` is the output string, if any. */
+/**
+ * The answer to one ABI call: `result < 0` is -code and `text` its message; otherwise `text` is
+ * the output string, if any, or `bytes` the output of a call whose reply is bytes (an HTTP
+ * response, a host function's result).
+ */
 export interface AbiReply {
   readonly result: number;
   readonly text?: string;
+  readonly bytes?: Uint8Array;
+}
+
+/** A lock the calling guest holds, as a host function's context and a fenced request see it. */
+export interface HeldLock {
+  /** The guest's handle for it; 0 for the lock of the scheduled call running now. */
+  readonly handle: number;
+  /** Its full name (`<plugin>:<key>`, `global:<key>`). */
+  readonly name: string;
+  /** mutex, rw or semaphore. */
+  readonly kind: string;
+  /** Its fencing token: send it with a write so the resource can refuse a stale holder. */
+  readonly fence: number;
 }
 
 /** What a guest is allowed to do. */
@@ -82,6 +99,37 @@ export class GuestLocks {
   /** How many locks the guest holds. */
   get heldCount(): number {
     return this.#handles.size;
+  }
+
+  /**
+   * Aborted when the guest stops waiting: its instance is replaced (trap, time limit, crash),
+   * closed, or the host shuts down. What a call of the guest waits on (a host function, an
+   * HTTP request) ends with it.
+   */
+  get signal(): AbortSignal {
+    return this.#resetController.signal;
+  }
+
+  /** The locks the guest holds now and still has by the host's own deadline, with their fences; the schedule's lock as handle 0. */
+  held(): HeldLock[] {
+    const out: HeldLock[] = [];
+    const schedule = this.#schedule;
+    if (schedule && stateOf(schedule) === STATE_HELD) out.push(heldLock(0, schedule));
+    for (const [handle, { lease }] of this.#handles.entries()) if (stateOf(lease) === STATE_HELD) out.push(heldLock(handle, lease));
+    return out;
+  }
+
+  /**
+   * The lock `handle` names (0: the schedule's lock during a scheduled call) with its fence,
+   * for a request that carries it; throws LOST once its lease has ended, and INVALID_HANDLE or
+   * ALREADY_RELEASED as the lock calls do.
+   */
+  fenceOf(handle: number): HeldLock {
+    if (handle !== 0) return heldLock(handle, this.#current(handle));
+    const schedule = this.#schedule;
+    if (!schedule) throw new LockhostError("INVALID_HANDLE", "handle 0 names the schedule's lock, and only during a scheduled call");
+    if (stateOf(schedule) !== STATE_HELD) throw new LockhostError("LOST", `lock ${schedule.name} (fence ${schedule.fence}) is no longer held: its lease ended`);
+    return heldLock(0, schedule);
   }
 
   /** `lock.try` (key and flags checked by the boundary, lock-ops.ts): a handle, TRY_CONTENDED, or -code. */
@@ -441,6 +489,8 @@ export class GuestLocks {
 }
 
 const noop = (): void => undefined;
+
+const heldLock = (handle: number, lease: Lease): HeldLock => ({ handle, name: lease.name, kind: lease.kind, fence: lease.fence });
 
 /** The kind a status call's flags ask for: undefined for the mutex; both flags at once is INVALID_ARGUMENT. */
 function sharedKindOfFlags(flags: number): SharedKind | undefined {

@@ -2,10 +2,11 @@
 // env.memory import (so the host owns the memory cap), only imports the host provides,
 // and the version marker export. The version number itself is read in the guest's worker.
 import { readFile } from "node:fs/promises";
-import { OPS, type OpSpec } from "../../abi/ops.js";
+import { FUNCTION_OP, OPS, PARAMS_OF, type OpSpec } from "../../abi/ops.js";
 import { ABI_VERSION } from "../../abi/status.js";
 import { LockhostError } from "../../kit/errors.js";
 import { readModuleFacts, type FuncSignature } from "./wasm-binary.js";
+import type { FunctionImport } from "./host-imports.js";
 
 /** WebAssembly pages are 64 KiB. */
 export const PAGE_BYTES = 65536;
@@ -16,12 +17,31 @@ export const VERSION_EXPORT = "lockhost_abi_version";
 /** The ABI versions this host can run. */
 export const SUPPORTED_ABI_VERSIONS: readonly number[] = [ABI_VERSION];
 
-/** Imports the host provides, by module. */
+/** Imports the host provides to every guest, by module: the table's rows, and what AssemblyScript asks of `env`. */
 export const PROVIDED_IMPORTS: Readonly<Record<string, ReadonlySet<string>>> = {
-  // Every operation some runtime serves; a runtime refuses the rest of its own at instantiation.
-  lock: new Set((OPS as readonly OpSpec[]).filter((op) => op.runtimes.length > 0).map((op) => op.name)),
+  ...providedByTable(),
   env: new Set(["memory", "abort", "trace", "seed", "Date.now", "performance.now"]),
 };
+
+function providedByTable(): Record<string, Set<string>> {
+  const modules: Record<string, Set<string>> = {};
+  // Every operation some runtime serves; a runtime refuses the rest of its own at instantiation.
+  for (const op of OPS as readonly OpSpec[]) if (op !== FUNCTION_OP && op.runtimes.length > 0) (modules[op.module] ??= new Set()).add(op.name);
+  return modules;
+}
+
+/** A host function's wasm signature: `(in_ptr, in_len, buf_ptr, buf_cap) -> i32`. */
+const FUNCTION_SIGNATURE = `(${FUNCTION_OP.args.flatMap((a) => PARAMS_OF[a]).map(() => "i32").join(", ")}) -> ${FUNCTION_OP.result}`;
+
+/** What a plugin may import besides the ABI's own modules. */
+export interface ImportGrants {
+  /** Host function namespaces its config grants, each with the names the embedder registered in it. */
+  readonly functions: ReadonlyMap<string, ReadonlySet<string>>;
+  /** The plugin's granted namespaces as its config lists them, for messages. */
+  readonly granted: readonly string[];
+}
+
+const NO_GRANTS: ImportGrants = { functions: new Map(), granted: [] };
 
 /** A compiled guest module that passed the static ABI checks. */
 export interface GuestModule {
@@ -30,12 +50,14 @@ export interface GuestModule {
   readonly module: WebAssembly.Module;
   /** Exported functions and their signatures. */
   readonly exports: ReadonlyMap<string, FuncSignature>;
+  /** The host functions it imports (each granted and registered), in the order the runtimes number them. */
+  readonly functions: readonly FunctionImport[];
   /** Pages the guest's memory starts with and may grow to. */
   readonly memory: { readonly initial: number; readonly maximum: number };
 }
 
 /** Compiles and checks `path` for `plugin`, with a memory cap of `memoryLimitBytes`. */
-export async function loadGuestModule(plugin: string, path: string, memoryLimitBytes: number): Promise<GuestModule> {
+export async function loadGuestModule(plugin: string, path: string, memoryLimitBytes: number, grants: ImportGrants = NO_GRANTS): Promise<GuestModule> {
   const where = `plugin ${plugin} (${path})`;
   let bytes: Uint8Array;
   try {
@@ -74,8 +96,14 @@ export async function loadGuestModule(plugin: string, path: string, memoryLimitB
       `${where} must import its memory as env.memory so the host can cap it (AssemblyScript: --importMemory) and must not define its own`,
     );
   }
+  const functions: FunctionImport[] = [];
   for (const imp of WebAssembly.Module.imports(module)) {
-    const ok = PROVIDED_IMPORTS[imp.module]?.has(imp.name) && (imp.kind === "memory") === (imp.name === "memory");
+    const provided = PROVIDED_IMPORTS[imp.module];
+    if (!provided) {
+      functions.push(functionImport(where, imp, facts.imports.get(`${imp.module}.${imp.name}`), grants));
+      continue;
+    }
+    const ok = provided.has(imp.name) && (imp.kind === "memory") === (imp.name === "memory");
     if (!ok) {
       throw new LockhostError("ABI_UNSUPPORTED", `${where} imports ${imp.kind} ${imp.module}.${imp.name}, which lockhost does not provide`);
     }
@@ -92,7 +120,31 @@ export async function loadGuestModule(plugin: string, path: string, memoryLimitB
       `${where} needs ${limits.initial} pages (${(limits.initial * PAGE_BYTES) / 2 ** 20} MiB) of memory at start, more than its limit of ${maximum} pages; raise memory_limit_mib`,
     );
   }
-  return { plugin, path, module, exports: facts.exports, memory: { initial: limits.initial, maximum } };
+  return { plugin, path, module, exports: facts.exports, functions, memory: { initial: limits.initial, maximum } };
+}
+
+/** A host function import, checked against the plugin's grant, the embedder's functions and the ABI's signature. */
+function functionImport(where: string, imp: WebAssembly.ModuleImportDescriptor, sig: FuncSignature | undefined, grants: ImportGrants): FunctionImport {
+  const names = grants.functions.get(imp.module);
+  const what = `${imp.kind} ${imp.module}.${imp.name}`;
+  if (!names) {
+    const granted = grants.granted.length > 0 ? `functions = [${grants.granted.map((g) => JSON.stringify(g)).join(", ")}]` : "no functions";
+    throw new LockhostError(
+      "ABI_UNSUPPORTED",
+      `${where} imports ${what}, which lockhost does not provide: module "${imp.module}" is no ABI module, and its [[plugins]] entry grants ${granted}`,
+    );
+  }
+  if (imp.kind !== "function" || !names.has(imp.name)) {
+    throw new LockhostError(
+      "ABI_UNSUPPORTED",
+      `${where} imports ${what}, which the embedder did not register (namespace "${imp.module}" has: ${[...names].join(", ") || "nothing"})`,
+    );
+  }
+  const got = sig && `(${sig.params.join(", ")}) -> ${sig.results.join(", ") || "nothing"}`;
+  if (got !== FUNCTION_SIGNATURE) {
+    throw new LockhostError("ABI_UNSUPPORTED", `${where} imports host function ${imp.module}.${imp.name} as ${got ?? imp.kind}; a host function is ${FUNCTION_SIGNATURE} (in_ptr, in_len, buf_ptr, buf_cap)`);
+  }
+  return { module: imp.module, name: imp.name };
 }
 
 /** Refuses an ABI version this host does not support. */

@@ -9,6 +9,9 @@ import type { Lease } from "../locking/lease.js";
 import { LOST_EXPORT, type CallOptions, type GuestInstance, type GuestValue } from "./guest-instance.js";
 import type { AbortInfo } from "./guest-env.js";
 import type { GuestLocks } from "./guest-locks.js";
+import type { GuestCapabilities } from "./capabilities/guest-capabilities.js";
+import type { GuestGrants } from "./local-imports.js";
+import type { GuestCalls } from "./lock-ops.js";
 import { PAGE_BYTES, VERSION_EXPORT, type GuestModule } from "./guest-module.js";
 import type { FuncSignature } from "./wasm-binary.js";
 import { allocatorProblem, MAX_STRING_ARG_UNITS, type GuestArg } from "./guest-strings.js";
@@ -17,6 +20,10 @@ import { allocatorProblem, MAX_STRING_ARG_UNITS, type GuestArg } from "./guest-s
 export interface GuestShellOptions {
   readonly module: GuestModule;
   readonly locks: GuestLocks;
+  /** Its HTTP requests and host function calls. */
+  readonly caps: GuestCapabilities;
+  /** What its local operations answer (capabilities, config, log level). */
+  readonly grants: GuestGrants;
   /** The plugin's logger (a child carrying the plugin's name). */
   readonly log: Logger;
 }
@@ -35,6 +42,9 @@ export abstract class GuestShell implements GuestInstance {
   readonly plugin: string;
   protected readonly module: GuestModule;
   protected readonly locks: GuestLocks;
+  /** What the guest's remote operations are served by. */
+  protected readonly calls: GuestCalls;
+  protected readonly grants: GuestGrants;
   protected readonly log: Logger;
   /** Set once by close(): no call starts after it. */
   protected closed = false;
@@ -49,6 +59,8 @@ export abstract class GuestShell implements GuestInstance {
     this.plugin = opts.module.plugin;
     this.module = opts.module;
     this.locks = opts.locks;
+    this.calls = { locks: opts.locks, caps: opts.caps };
+    this.grants = opts.grants;
     this.log = opts.log;
     const onLost = opts.module.exports.get(LOST_EXPORT);
     if (onLost) {

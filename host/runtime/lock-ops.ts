@@ -1,10 +1,12 @@
-// The host side of every lock operation: the boundary that turns a call's raw arguments into
-// checked, typed values (flags against the operation's mask, strings decoded once), and one
-// record that maps each operation of abi/ops.ts to its GuestLocks method. A row of the table
-// without an entry here does not compile.
-import { isString, OPS, type ArgKind, type OpName, type OpSpec, type RemoteOpName } from "../../abi/ops.js";
+// The host side of every operation that reaches the host: the boundary that turns a call's raw
+// arguments into checked, typed values (flags against the operation's mask, text decoded once,
+// bytes copied out of guest memory), and one record that maps each operation of abi/ops.ts to
+// its GuestLocks or GuestCapabilities method. A row of the table without an entry here does
+// not compile.
+import { ARG_FORMS, OPS, type ArgForm, type ArgKind, type OpName, type OpSpec, type RemoteOpName } from "../../abi/ops.js";
 import { checkFlags, decodeUtf8 } from "./abi-args.js";
 import type { AbiReply, GuestLocks, WaitLimit } from "./guest-locks.js";
+import type { GuestCapabilities } from "./capabilities/guest-capabilities.js";
 import { READ, WRITE } from "../locking/kinds.js";
 
 /** The field an argument kind is decoded into. */
@@ -16,6 +18,12 @@ interface Fields {
   wait: "waitMs";
   permits: "permits";
   flags: "flags";
+  name: "name";
+  request: "request";
+  message: "message";
+  body: "body";
+  input: "input";
+  level: "level";
   out: never;
 }
 const FIELD: { readonly [K in ArgKind]: Fields[K] | undefined } = {
@@ -26,41 +34,57 @@ const FIELD: { readonly [K in ArgKind]: Fields[K] | undefined } = {
   wait: "waitMs",
   permits: "permits",
   flags: "flags",
+  name: "name",
+  request: "request",
+  message: "message",
+  body: "body",
+  input: "input",
+  level: "level",
   out: undefined,
 };
 
 type Row<N extends OpName> = Extract<(typeof OPS)[number], { name: N }>;
 
-/** The checked arguments of operation `N`: strings decoded, numbers as given. */
+/** The checked arguments of operation `N`: text decoded, bytes copied, numbers as given. */
 export type ArgsOf<N extends OpName> = {
-  readonly [K in Row<N>["args"][number] as Fields[K]]: K extends "key" | "owner" ? string : number;
+  readonly [K in Row<N>["args"][number] as Fields[K]]: (typeof ARG_FORMS)[K]["form"] extends "text" ? string : (typeof ARG_FORMS)[K]["form"] extends "bytes" ? Uint8Array : number;
 };
 
 /** What an operation's implementation gets besides its arguments. */
 export interface CallContext {
   /** How long a waiting acquisition may last within the running call's time limit (worker runtime). */
   readonly waitLimit: () => WaitLimit | undefined;
+  /** For a host function call: which of the guest's function imports it is. */
+  readonly fn?: number;
 }
 
-/** Each remote operation, on the guest's GuestLocks. */
+/** What a guest's remote operations are served by. */
+export interface GuestCalls {
+  readonly locks: GuestLocks;
+  readonly caps: GuestCapabilities;
+}
+
+/** Each remote operation, on the guest's GuestLocks or GuestCapabilities. */
 const IMPLEMENTATIONS: {
-  readonly [N in RemoteOpName]: (locks: GuestLocks, args: ArgsOf<N>, ctx: CallContext) => Promise<AbiReply> | AbiReply;
+  readonly [N in RemoteOpName]: (calls: GuestCalls, args: ArgsOf<N>, ctx: CallContext) => Promise<AbiReply> | AbiReply;
 } = {
-  try: (locks, a) => locks.try(a.key, a.ttlMs, a.flags),
-  acquire: (locks, a, ctx) => locks.acquire(a.key, a.ttlMs, a.waitMs, a.flags, ctx.waitLimit()),
-  renew: (locks, a) => locks.renew(a.handle, a.ttlMs),
-  release: (locks, a) => locks.release(a.handle),
-  fence: (locks, a) => locks.fence(a.handle),
-  owner: (locks, a) => locks.owner(a.handle),
-  status: (locks, a) => locks.status(a.key, a.flags),
-  state: (locks, a) => locks.state(a.handle),
-  restore: (locks, a) => locks.restore(a.key, a.owner, a.ttlMs, a.flags),
-  try_read: (locks, a) => locks.try(a.key, a.ttlMs, a.flags, READ),
-  try_write: (locks, a) => locks.try(a.key, a.ttlMs, a.flags, WRITE),
-  acquire_read: (locks, a, ctx) => locks.acquire(a.key, a.ttlMs, a.waitMs, a.flags, ctx.waitLimit(), READ),
-  acquire_write: (locks, a, ctx) => locks.acquire(a.key, a.ttlMs, a.waitMs, a.flags, ctx.waitLimit(), WRITE),
-  try_permit: (locks, a) => locks.try(a.key, a.ttlMs, a.flags, { kind: "semaphore", permits: a.permits }),
-  acquire_permit: (locks, a, ctx) => locks.acquire(a.key, a.ttlMs, a.waitMs, a.flags, ctx.waitLimit(), { kind: "semaphore", permits: a.permits }),
+  try: ({ locks }, a) => locks.try(a.key, a.ttlMs, a.flags),
+  acquire: ({ locks }, a, ctx) => locks.acquire(a.key, a.ttlMs, a.waitMs, a.flags, ctx.waitLimit()),
+  renew: ({ locks }, a) => locks.renew(a.handle, a.ttlMs),
+  release: ({ locks }, a) => locks.release(a.handle),
+  fence: ({ locks }, a) => locks.fence(a.handle),
+  owner: ({ locks }, a) => locks.owner(a.handle),
+  status: ({ locks }, a) => locks.status(a.key, a.flags),
+  state: ({ locks }, a) => locks.state(a.handle),
+  restore: ({ locks }, a) => locks.restore(a.key, a.owner, a.ttlMs, a.flags),
+  try_read: ({ locks }, a) => locks.try(a.key, a.ttlMs, a.flags, READ),
+  try_write: ({ locks }, a) => locks.try(a.key, a.ttlMs, a.flags, WRITE),
+  acquire_read: ({ locks }, a, ctx) => locks.acquire(a.key, a.ttlMs, a.waitMs, a.flags, ctx.waitLimit(), READ),
+  acquire_write: ({ locks }, a, ctx) => locks.acquire(a.key, a.ttlMs, a.waitMs, a.flags, ctx.waitLimit(), WRITE),
+  try_permit: ({ locks }, a) => locks.try(a.key, a.ttlMs, a.flags, { kind: "semaphore", permits: a.permits }),
+  acquire_permit: ({ locks }, a, ctx) => locks.acquire(a.key, a.ttlMs, a.waitMs, a.flags, ctx.waitLimit(), { kind: "semaphore", permits: a.permits }),
+  request: ({ caps }, a, ctx) => caps.http(a.request, a.body, a.handle, a.flags, ctx),
+  "<function>": ({ caps }, a, ctx) => caps.call(ctx.fn ?? -1, a.input, ctx),
 };
 
 /**
@@ -69,31 +93,38 @@ const IMPLEMENTATIONS: {
  * Bad input becomes its (-code, message) reply like any other failure.
  */
 export function runOp(
-  locks: GuestLocks,
+  calls: GuestCalls,
   op: OpSpec,
   number: (i: number) => number,
   bytes: (i: number) => Uint8Array,
   ctx: CallContext,
 ): Promise<AbiReply> | AbiReply {
-  const impl = (IMPLEMENTATIONS as Record<string, ((locks: GuestLocks, args: never, ctx: CallContext) => Promise<AbiReply> | AbiReply) | undefined>)[op.name];
-  if (!impl) return locks.failure(new Error(`lock.${op.name} is not served by the host`));
+  const impl = (IMPLEMENTATIONS as Record<string, ((calls: GuestCalls, args: never, ctx: CallContext) => Promise<AbiReply> | AbiReply) | undefined>)[op.name];
+  if (!impl) return calls.locks.failure(new Error(`${op.module}.${op.name} is not served by the host`));
   try {
-    return impl(locks, checkedArgs(op, number, bytes) as never, ctx);
+    return impl(calls, checkedArgs(op, number, bytes) as never, ctx);
   } catch (err) {
-    return locks.failure(err);
+    return calls.locks.failure(err);
   }
 }
 
-/** The arguments of `op`, checked in one place: flags against its mask first, then each string. */
+/**
+ * The arguments of `op`, checked in one place: flags against its mask first, then each text
+ * (decoded) or bytes argument (copied: the host may keep it after the guest runs on).
+ */
 function checkedArgs(op: OpSpec, number: (i: number) => number, bytes: (i: number) => Uint8Array): Record<string, unknown> {
   const args: Record<string, unknown> = {};
   let n = 0;
   let s = 0;
   for (const kind of op.args) {
     const field = FIELD[kind];
-    if (field !== undefined && !isString(kind)) args[field] = number(n++);
+    if (field !== undefined && ARG_FORMS[kind].form === "number") args[field] = number(n++);
   }
   if (op.flags !== 0) checkFlags(args.flags as number, op.flags, op.name);
-  for (const kind of op.args) if (isString(kind)) args[kind] = decodeUtf8(bytes(s++), kind);
+  for (const kind of op.args) {
+    const form: ArgForm = ARG_FORMS[kind];
+    if (form.form === "text") args[kind] = decodeUtf8(bytes(s++), kind, form.maxBytes, form.minBytes);
+    else if (form.form === "bytes") args[kind] = bytes(s++).slice();
+  }
   return args;
 }

@@ -25,6 +25,8 @@ export interface ModuleFacts {
   readonly memoryImport?: MemoryLimits;
   /** Exported functions by name. */
   readonly exports: ReadonlyMap<string, FuncSignature>;
+  /** Imported functions by `module.name`. */
+  readonly imports: ReadonlyMap<string, FuncSignature>;
 }
 
 const VALTYPES: Record<number, ValType> = { 0x7f: "i32", 0x7e: "i64", 0x7d: "f32", 0x7c: "f64", 0x7b: "v128", 0x70: "funcref", 0x6f: "externref" };
@@ -37,6 +39,7 @@ export function readModuleFacts(bytes: Uint8Array): ModuleFacts {
   const types: FuncSignature[] = [];
   const funcTypes: number[] = []; // type index of every function, imported ones first
   const exports = new Map<string, FuncSignature>();
+  const imports = new Map<string, FuncSignature>();
   let memoryImport: MemoryLimits | undefined;
   while (!r.done) {
     const id = r.byte();
@@ -53,8 +56,12 @@ export function readModuleFacts(bytes: Uint8Array): ModuleFacts {
         const mod = r.name();
         const name = r.name();
         const kind = r.byte();
-        if (kind === 0) funcTypes.push(r.leb());
-        else if (kind === 1) {
+        if (kind === 0) {
+          const type = r.leb();
+          funcTypes.push(type);
+          const sig = types[type];
+          if (sig) imports.set(`${mod}.${name}`, sig);
+        } else if (kind === 1) {
           r.byte();
           r.limits();
         } else if (kind === 2) {
@@ -81,7 +88,7 @@ export function readModuleFacts(bytes: Uint8Array): ModuleFacts {
     }
     r.pos = end;
   }
-  return memoryImport ? { memoryImport, exports } : { exports };
+  return memoryImport ? { memoryImport, exports, imports } : { exports, imports };
 }
 
 class Reader {

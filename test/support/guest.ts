@@ -2,11 +2,9 @@
 // the runtimes this Node can run, for the guest suites that run once per runtime.
 import type { Logger } from "pino";
 import type { Runtime } from "../../abi/ops.js";
-import { globalKeyMatcher } from "../../host/locking/scope.js";
 import type { LockService } from "../../host/locking/service.js";
 import type { GuestInstance } from "../../host/runtime/guest-instance.js";
-import { GuestLocks } from "../../host/runtime/guest-locks.js";
-import { loadGuestModule } from "../../host/runtime/guest-module.js";
+import { prepareGuest, type GuestGrantOptions } from "../../host/runtime/prepare-guest.js";
 import { jspiAvailable } from "../../host/runtime/jspi.js";
 import { startGuestInstance } from "../../host/runtime/start-guest.js";
 import { WorkerGuest } from "../../host/runtime/worker/worker-guest.js";
@@ -19,23 +17,19 @@ import { guestWasm } from "./guests.js";
  */
 export const GUEST_RUNTIMES: readonly Runtime[] = jspiAvailable() ? ["worker", "inline"] : ["worker"];
 
-/** Options of startGuest. */
-export interface TestGuestOptions {
-  readonly plugin?: string;
-  readonly globalKeys?: readonly string[];
+/** Options of startGuest: a plugin's grants (host functions, http, config, log level) among them. */
+export interface TestGuestOptions extends Partial<Omit<GuestGrantOptions, "wasm">> {
   readonly callTimeoutMs?: number;
-  readonly memoryLimitMib?: number;
   readonly kind?: "test" | "example";
   /** The worker runtime unless said. */
   readonly runtime?: Runtime;
 }
 
 async function parts(wasm: string, locks: LockService, log: Logger, options: TestGuestOptions) {
+  const { kind, runtime: _runtime, callTimeoutMs, ...grants } = options;
   const plugin = options.plugin ?? "test";
-  const module = await loadGuestModule(plugin, guestWasm(wasm, options.kind), (options.memoryLimitMib ?? 4) * 2 ** 20);
-  const guestLog = log.child({ plugin });
-  const guestLocks = new GuestLocks(locks, { plugin, allowsGlobal: globalKeyMatcher(options.globalKeys ?? []) }, guestLog);
-  return { module, locks: guestLocks, log: guestLog, callTimeoutMs: options.callTimeoutMs ?? 5_000 };
+  const shell = await prepareGuest(locks, log, { ...grants, plugin, wasm: guestWasm(wasm, kind), memoryLimitMib: options.memoryLimitMib ?? 4 });
+  return { ...shell, callTimeoutMs: callTimeoutMs ?? 5_000 };
 }
 
 /** A guest running `wasm` (a built guest's name) for plugin `options.plugin`, in `options.runtime`. */

@@ -10,12 +10,13 @@
 import { INVALID_ARGUMENT } from "../../../abi/status.js";
 import { LockhostError } from "../../../kit/errors.js";
 import { describeError, envImports, GuestAbort, GuestMemory, TraceBudget, type ImportModule } from "../guest-env.js";
+import { logLine } from "../guest-log.js";
 import type { GuestValue } from "../guest-instance.js";
 import type { AbiReply } from "../guest-locks.js";
 import { checkAbiVersion, VERSION_EXPORT } from "../guest-module.js";
 import { GuestShell, type GuestShellOptions } from "../guest-shell.js";
 import { jspiAvailable, jspiRequirement } from "../jspi.js";
-import { lockImports, type OpImport, type ParamSink } from "../lock-imports.js";
+import { functionIndex, hostImports, type OpImport, type ParamSink } from "../host-imports.js";
 import { runOp, type CallContext } from "../lock-ops.js";
 import { freeStringArgs, readStringResult, writeStringArgs, type GuestArg } from "../guest-strings.js";
 
@@ -54,7 +55,7 @@ export class InlineGuest extends GuestShell {
   readonly #mem = new GuestMemory();
   readonly #traces: TraceBudget;
   /** Built once: the functions read the current memory through #mem. */
-  readonly #lock: ImportModule;
+  readonly #imports: Record<string, ImportModule>;
   /** Undefined after an instantiation failed; the next call tries again. */
   #instance: Instance | undefined;
   /**
@@ -68,11 +69,13 @@ export class InlineGuest extends GuestShell {
 
   private constructor(opts: InlineGuestOptions) {
     super(opts);
-    this.#traces = new TraceBudget((message) => this.log.info(`guest: ${message}`));
-    this.#lock = lockImports("inline", this.#mem, (op) => {
+    this.#traces = new TraceBudget((level, message) => logLine(this.log, level, message));
+    const firstFunction = functionIndex(0);
+    this.#imports = hostImports("inline", this.#mem, { grants: this.grants, lines: this.#traces }, this.module.functions, (op) => {
       // One per operation: calls into an instance are serialized, and runOp reads them at once.
       const args = new Args();
-      return new jspi.Suspending((...params: number[]) => this.#call(op, args, params));
+      const ctx: CallContext = op.index >= firstFunction ? { ...NO_LIMIT, fn: op.index - firstFunction } : NO_LIMIT;
+      return new jspi.Suspending((...params: number[]) => this.#call(op, args, params, ctx));
     });
   }
 
@@ -102,7 +105,7 @@ export class InlineGuest extends GuestShell {
     this.#serving = false;
     this.#mem.reset(this.module.memory);
     try {
-      const { exports } = new WebAssembly.Instance(this.module.module, { lock: this.#lock, env: envImports(this.#mem, this.#traces) } as WebAssembly.Imports);
+      const { exports } = new WebAssembly.Instance(this.module.module, { ...this.#imports, env: envImports(this.#mem, this.#traces) } as WebAssembly.Imports);
       const version = (exports[VERSION_EXPORT] as () => unknown)();
       this.#instance = { exports, promising: new Map() };
       this.#serving = true;
@@ -206,11 +209,11 @@ export class InlineGuest extends GuestShell {
     const running = this.#running;
     this.#running = undefined;
     running?.reject(this.closedError(`during ${running.name}`));
-    await this.locks.reset("its plugin was closed");
+    await Promise.all([this.locks.reset("its plugin was closed"), this.calls.caps.close()]);
   }
 
   /** One lock call: arguments read off guest memory, the lock code called, the reply written back. */
-  #call(op: OpImport, args: Args, params: number[]): number | bigint | Promise<number | bigint> {
+  #call(op: OpImport, args: Args, params: number[], ctx: CallContext): number | bigint | Promise<number | bigint> {
     if (!this.#serving) {
       return op.wasmResult(this.#mem.fail(INVALID_ARGUMENT, "lock calls are not available while the module instantiates (top-level code or start function); call them from an export"));
     }
@@ -218,7 +221,7 @@ export class InlineGuest extends GuestShell {
     if (bad < 0) return op.wasmResult(bad);
     const generation = this.#generation;
     // Strings are decoded before runOp returns: the views into guest memory are read at once.
-    const reply = runOp(this.locks, op.op, args.numberAt, args.bytesAt, NO_LIMIT);
+    const reply = runOp(this.calls, op.op, args.numberAt, args.bytesAt, ctx);
     if (!(reply instanceof Promise)) return this.#answer(op, params, reply);
     return reply.then((r) => (generation === this.#generation ? this.#answer(op, params, r) : NEVER));
   }
@@ -226,7 +229,9 @@ export class InlineGuest extends GuestShell {
   #answer(op: OpImport, params: number[], reply: AbiReply): number | bigint {
     // last_error describes the last call: a success clears it, a contended try leaves its note.
     this.#mem.lastError = op.lastErrorAfter(reply.result, () => (reply.text ? utf8.encode(reply.text) : NO_TEXT));
-    if (reply.result >= 0) op.deliver(this.#mem, params, reply.result, () => utf8.encode(reply.text ?? ""));
+    const out = (): Uint8Array => reply.bytes ?? utf8.encode(reply.text ?? "");
+    if (op.op.keepsReply) this.#mem.lastReply = reply.result >= 0 ? out() : NO_TEXT;
+    if (reply.result >= 0) op.deliver(this.#mem, params, reply.result, out);
     return op.wasmResult(reply.result);
   }
 }

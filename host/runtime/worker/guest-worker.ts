@@ -1,13 +1,14 @@
 // The worker side of the worker runtime: instantiates the guest with its own capped memory
 // and serves its lock imports synchronously over the shared channel (write the request, wake
-// the main thread, wait until it answers). Pointer checks happen here (lock-imports.ts), so a
-// bad pointer costs no round trip and can never reach the host's memory.
+// the main thread, wait until it answers); the local operations (last_error, config, log...) it
+// serves itself. Pointer checks happen here (host-imports.ts), so a bad pointer costs no round
+// trip and can never reach the host's memory.
 import { parentPort, workerData } from "node:worker_threads";
 import { INVALID_ARGUMENT } from "../../../abi/status.js";
-import { ARG, Channel, OP, REQ_SEQ, RESP_SEQ, SPINS_BEFORE_SLEEP, STR_LEN, TEXT_LEN } from "../channel.js";
+import { ARG, BULK, BULK_TEXT, Channel, DATA_BYTES, OP, receiveBulk, REQ_SEQ, RESP_SEQ, SPINS_BEFORE_SLEEP, STR_LEN, TEXT_LEN } from "../channel.js";
 import { describeError, envImports, GuestAbort, GuestMemory, TraceBudget } from "../guest-env.js";
 import { VERSION_EXPORT } from "../guest-module.js";
-import { lockImports, type OpImport, type ParamSink } from "../lock-imports.js";
+import { hostImports, type OpImport, type ParamSink } from "../host-imports.js";
 import type { FromWorker, ToWorker, WorkerInit } from "./messages.js";
 import { freeStringArgs, readStringResult, writeStringArgs } from "../guest-strings.js";
 
@@ -18,7 +19,7 @@ const i32 = ch.i32;
 
 const post = (msg: FromWorker): void => port.postMessage(msg);
 const mem = new GuestMemory();
-const traces = new TraceBudget((message) => post({ type: "trace", message }));
+const traces = new TraceBudget((level, message) => post({ type: "trace", level, message }));
 let exports: WebAssembly.Exports;
 
 /** False while the module instantiates: nothing serves the channel yet, so a lock call would block forever. */
@@ -48,12 +49,13 @@ function spinFor(seq: number): boolean {
  * this worker only; the main thread serves the wait asynchronously). The operation's number
  * arguments and string bytes are already in the channel.
  */
-function request(op: OpImport): number {
+function request(op: OpImport, sink: ChannelSink): number {
   const opIndex = op.index;
   if (!serving) {
     return mem.fail(INVALID_ARGUMENT, "lock calls are not available while the module instantiates (top-level code or start function); call them from an export");
   }
   i32[OP] = opIndex;
+  i32[BULK] = sink.sendBulk() ? 1 : 0;
   const seq = (Atomics.load(i32, REQ_SEQ) + 1) | 0;
   Atomics.store(i32, REQ_SEQ, seq);
   Atomics.notify(i32, REQ_SEQ);
@@ -70,37 +72,70 @@ function request(op: OpImport): number {
     Atomics.wait(i32, RESP_SEQ, seen);
   }
   const result = ch.f64[0]!;
+  bulkReply = i32[TEXT_LEN] === BULK_TEXT ? receiveBulk(init.bulk) : undefined;
   // last_error describes the last call: a success clears it, a contended try leaves its note.
   mem.lastError = op.lastErrorAfter(result, replyText);
   return result;
 }
 
 const NO_TEXT = new Uint8Array(0);
+/** The reply of the last request when it came on the port rather than in the data area. */
+let bulkReply: Uint8Array | undefined;
+/** The reply's bytes, valid until the next request: in the channel, or the port's message. */
+const replyView = (): Uint8Array => bulkReply ?? ch.data.subarray(0, i32[TEXT_LEN]);
 /** A copy of the reply's text; a plain success has none, and costs no allocation. */
-const replyText = (): Uint8Array => (i32[TEXT_LEN] === 0 ? NO_TEXT : ch.data.slice(0, i32[TEXT_LEN]));
+const replyText = (): Uint8Array => (i32[TEXT_LEN] === 0 ? NO_TEXT : (bulkReply ?? ch.data.slice(0, i32[TEXT_LEN])));
 
-/** Copies a call's arguments into the channel: numbers into their slots, strings one after the other. */
+/**
+ * Copies a call's arguments into the channel: numbers into their slots, strings one after the
+ * other in the data area, or, when they do not all fit it, as one message on the port.
+ */
 class ChannelSink implements ParamSink {
   offset = 0;
+  /** The strings that did not fit the data area, and all of those before them. */
+  #overflow: Uint8Array[] | undefined;
+  reset(): void {
+    this.offset = 0;
+    this.#overflow = undefined;
+  }
   number(index: number, value: number): void {
     i32[ARG + index] = value;
   }
   string(index: number, bytes: Uint8Array): void {
-    ch.data.set(bytes, this.offset);
     i32[STR_LEN + index] = bytes.byteLength;
+    if (!this.#overflow && this.offset + bytes.byteLength <= DATA_BYTES) ch.data.set(bytes, this.offset);
+    else (this.#overflow ??= [ch.data.slice(0, this.offset)]).push(bytes);
     this.offset += bytes.byteLength;
+  }
+  /** Sends the strings on the port when they overflowed the data area; whether it did. */
+  sendBulk(): boolean {
+    const parts = this.#overflow;
+    if (!parts) return false;
+    const all = new Uint8Array(this.offset);
+    let at = 0;
+    for (const part of parts) {
+      all.set(part, at);
+      at += part.byteLength;
+    }
+    init.bulk.postMessage(all, [all.buffer]);
+    return true;
   }
 }
 
-/** One operation's import: arguments into the channel, a round trip, the reply's text into the output buffer. */
+/**
+ * One operation's import: arguments into the channel, a round trip, the reply into the output
+ * buffer (and kept for last_reply when the row says so).
+ */
 function remoteImport(op: OpImport): (...params: number[]) => number | bigint {
-  const sink = new ChannelSink();
+  const mine = new ChannelSink();
+  const keeps = op.op.keepsReply === true;
   return (...params: number[]) => {
-    sink.offset = 0;
-    const bad = op.read(mem, params, sink);
+    mine.reset();
+    const bad = op.read(mem, params, mine);
     if (bad < 0) return op.wasmResult(bad);
-    const result = request(op);
-    op.deliver(mem, params, result, () => ch.data.subarray(0, result));
+    const result = request(op, mine);
+    if (keeps) mem.lastReply = result >= 0 ? replyText() : NO_TEXT;
+    op.deliver(mem, params, result, replyView);
     return op.wasmResult(result);
   };
 }
@@ -109,7 +144,8 @@ function remoteImport(op: OpImport): (...params: number[]) => number | bigint {
 function instantiate(): unknown {
   serving = false;
   mem.reset(init.memory);
-  exports = new WebAssembly.Instance(init.module, { lock: lockImports("worker", mem, remoteImport), env: envImports(mem, traces) } as WebAssembly.Imports).exports;
+  const modules = hostImports("worker", mem, { grants: init.grants, lines: traces }, init.functions, remoteImport);
+  exports = new WebAssembly.Instance(init.module, { ...modules, env: envImports(mem, traces) } as WebAssembly.Imports).exports;
   const version = (exports[VERSION_EXPORT] as () => unknown)();
   serving = true;
   return version;

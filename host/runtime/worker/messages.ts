@@ -2,6 +2,9 @@
 import type { AbortInfo } from "../guest-env.js";
 import type { GuestValue } from "../guest-instance.js";
 import type { GuestArg } from "../guest-strings.js";
+import type { MessagePort } from "node:worker_threads";
+import type { FunctionImport } from "../host-imports.js";
+import type { GuestGrants } from "../local-imports.js";
 
 /** What the worker is started with. */
 export interface WorkerInit {
@@ -9,6 +12,12 @@ export interface WorkerInit {
   readonly module: WebAssembly.Module;
   readonly channel: SharedArrayBuffer;
   readonly memory: { readonly initial: number; readonly maximum: number };
+  /** Where what does not fit the channel's data area travels (see channel.ts). */
+  readonly bulk: MessagePort;
+  /** What the local operations answer. */
+  readonly grants: GuestGrants;
+  /** The guest's host function imports, numbered as the channel numbers them. */
+  readonly functions: readonly FunctionImport[];
 }
 
 /** Main thread to worker. */
@@ -22,4 +31,4 @@ export type FromWorker =
   | { readonly type: "failed"; readonly message: string }
   | { readonly type: "return"; readonly id: number; readonly value: GuestValue | string; readonly problem?: { readonly code: "INVALID_MEMORY"; readonly message: string } }
   | { readonly type: "trap"; readonly id: number; readonly message: string; readonly abort?: AbortInfo; readonly memoryBytes: number }
-  | { readonly type: "trace"; readonly message: string };
+  | { readonly type: "trace"; readonly level: number; readonly message: string };

@@ -1,12 +1,14 @@
 // The main-thread side of the worker runtime: one worker thread per guest instance, a time
 // limit per call and per (re)start, restart on trap / time limit / crash, and the serving end
 // of the channel. Queueing, lost-lock notifications and trap reports are the GuestShell's.
-import { Worker } from "node:worker_threads";
+import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
 import { INTERNAL } from "../../../abi/status.js";
 import { LockhostError } from "../../../kit/errors.js";
-import { OPS, type OpSpec } from "../../../abi/ops.js";
-import { ARG, Channel, OP, REQ_SEQ, RESP_SEQ, STR_LEN, TEXT_LEN } from "../channel.js";
+import { FUNCTION_OP, OPS, type OpSpec } from "../../../abi/ops.js";
+import { ARG, BULK, BULK_TEXT, Channel, DATA_BYTES, OP, receiveBulk, REQ_SEQ, RESP_SEQ, STR_LEN, TEXT_LEN } from "../channel.js";
 import { runOp } from "../lock-ops.js";
+import { functionIndex } from "../host-imports.js";
+import { logLine } from "../guest-log.js";
 import type { GuestValue } from "../guest-instance.js";
 import { GuestShell, type GuestShellOptions } from "../guest-shell.js";
 import type { AbiReply, WaitLimit } from "../guest-locks.js";
@@ -34,6 +36,8 @@ interface PendingCall {
 interface Generation {
   readonly worker: Worker;
   readonly channel: Channel;
+  /** The main thread's end of the port for what does not fit the channel. */
+  readonly bulk: MessagePort;
   alive: boolean;
   pending?: PendingCall;
 }
@@ -105,7 +109,7 @@ export class WorkerGuest extends GuestShell {
     this.locks.invalidate("its plugin was closed");
     this.#fail(gen, this.closedError(gen.pending && `during ${gen.pending.name}`));
     await gen.worker.terminate();
-    await this.locks.reset("its plugin was closed");
+    await Promise.all([this.locks.reset("its plugin was closed"), this.calls.caps.close()]);
   }
 
   protected invoke(name: string, args: readonly GuestArg[], asString = false): Promise<GuestValue | string> {
@@ -140,9 +144,13 @@ export class WorkerGuest extends GuestShell {
     const { module } = this;
     const callTimeoutMs = this.#callTimeoutMs;
     const channel = new Channel();
-    const init: WorkerInit = { plugin: module.plugin, module: module.module, channel: channel.buffer, memory: module.memory };
-    const worker = new Worker(WORKER.entry, { eval: WORKER.eval, workerData: init });
-    const gen: Generation = { worker, channel, alive: true };
+    const ports = new MessageChannel();
+    const init: WorkerInit = {
+      plugin: module.plugin, module: module.module, channel: channel.buffer, memory: module.memory,
+      bulk: ports.port2, grants: this.grants, functions: module.functions,
+    };
+    const worker = new Worker(WORKER.entry, { eval: WORKER.eval, workerData: init, transferList: [ports.port2] });
+    const gen: Generation = { worker, channel, bulk: ports.port1, alive: true };
     this.#gen = gen;
     return new Promise<void>((resolve, reject) => {
       let started = false;
@@ -182,7 +190,7 @@ export class WorkerGuest extends GuestShell {
         } else if (msg.type === "failed") {
           fail(new LockhostError("ABI_UNSUPPORTED", `plugin ${module.plugin} (${module.path}) failed to instantiate: ${msg.message}`));
         } else if (msg.type === "trace") {
-          this.log.info(`guest: ${msg.message}`);
+          logLine(this.log, msg.level, msg.message);
         }
       });
       worker.on("error", (err) => {
@@ -198,7 +206,7 @@ export class WorkerGuest extends GuestShell {
 
   async #onMessage(gen: Generation, msg: FromWorker): Promise<void> {
     if (msg.type === "trace") {
-      this.log.info(`guest: ${msg.message}`);
+      logLine(this.log, msg.level, msg.message);
       return;
     }
     if (msg.type === "failed") {
@@ -265,6 +273,7 @@ export class WorkerGuest extends GuestShell {
 
   #retire(gen: Generation): void {
     gen.alive = false;
+    gen.bulk.close();
     // Wakes the serve loop so it can see the generation is gone and stop.
     Atomics.notify(gen.channel.i32, REQ_SEQ);
   }
@@ -281,20 +290,46 @@ export class WorkerGuest extends GuestShell {
       if (seq === seen) continue;
       seen = seq;
       const reply = await this.#dispatch(gen);
+      if (!gen.alive) return;
       gen.channel.f64[0] = reply.result;
-      i32[TEXT_LEN] = reply.text ? encoder.encodeInto(reply.text, gen.channel.data).written : 0;
+      i32[TEXT_LEN] = this.#writeReply(gen, reply);
       Atomics.store(i32, RESP_SEQ, seq);
       Atomics.notify(i32, RESP_SEQ);
     }
   }
 
-  /** Serves one request: the operation the table numbers, its arguments read from the channel. */
+  /** Puts a reply's text or bytes where the worker reads them; returns TEXT_LEN's value. */
+  #writeReply(gen: Generation, reply: AbiReply): number {
+    const { data } = gen.channel;
+    const { text, bytes } = reply;
+    if (bytes) {
+      if (bytes.byteLength <= DATA_BYTES) {
+        data.set(bytes);
+        return bytes.byteLength;
+      }
+      gen.bulk.postMessage(bytes);
+      return BULK_TEXT;
+    }
+    if (!text) return 0;
+    const { read, written } = encoder.encodeInto(text, data);
+    if (read === text.length) return written;
+    gen.bulk.postMessage(encoder.encode(text));
+    return BULK_TEXT;
+  }
+
+  /**
+   * Serves one request: the operation the table numbers (or, past its end, the guest's host
+   * function import), its arguments read from the channel or, when they did not fit, the port.
+   */
   #dispatch(gen: Generation): Promise<AbiReply> | AbiReply {
-    const { i32, data } = gen.channel;
-    const op = OPS[i32[OP]!] as OpSpec | undefined;
-    if (!op) return { result: -INTERNAL, text: `unknown channel op ${i32[OP]}` };
+    const { i32 } = gen.channel;
+    const index = i32[OP]!;
+    const fn = index >= OPS.length ? index - functionIndex(0) : undefined;
+    const op = (fn === undefined ? OPS[index] : FUNCTION_OP) as OpSpec | undefined;
+    if (!op) return { result: -INTERNAL, text: `unknown channel op ${index}` };
+    const data = i32[BULK] === 1 ? receiveBulk(gen.bulk) : gen.channel.data;
     return runOp(
-      this.locks,
+      this.calls,
       op,
       (i) => i32[ARG + i]!,
       (i) => {
@@ -303,7 +338,7 @@ export class WorkerGuest extends GuestShell {
         for (let k = 0; k < i; k++) from += i32[STR_LEN + k]!;
         return data.slice(from, from + i32[STR_LEN + i]!);
       },
-      { waitLimit: () => this.#waitLimit(gen) },
+      { waitLimit: () => this.#waitLimit(gen), ...(fn !== undefined && { fn }) },
     );
   }
 

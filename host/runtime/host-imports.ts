@@ -1,11 +1,13 @@
-// The `lock` import module of a guest, one function per row of the operation table, for every
-// runtime: a row's parameters are read off in ABI order, pointers checked against guest memory
-// (a bad one costs no trip to the host), and its output buffer filled from the reply's text
-// when that fits (ABI: else nothing is written). How the checked arguments reach the host is
-// the runtime's part: the worker copies them into its channel, the inline runtime hands them
-// to the lock code directly.
-import { isString, OPS, PARAMS_OF, type OpSpec, type Runtime } from "../../abi/ops.js";
+// The ABI's import modules of a guest (lock, lockhost, http, config, log, and the host function
+// namespaces it was granted), one function per row of the operation table, for every runtime: a
+// row's parameters are read off in ABI order, pointers checked against guest memory (a bad one
+// costs no trip to the host), and its output buffer filled from the reply when that fits (ABI:
+// else nothing is written). The local rows are served right here (local-imports.ts); how the
+// other rows' checked arguments reach the host is the runtime's part: the worker copies them
+// into its channel, the inline runtime hands them to the host's code directly.
+import { ARG_FORMS, FUNCTION_OP, isString, OPS, PARAMS_OF, type ArgForm, type OpSpec, type Runtime } from "../../abi/ops.js";
 import type { GuestMemory, ImportModule } from "./guest-env.js";
+import { localImports, type LocalServices } from "./local-imports.js";
 
 /** Where a runtime puts one call's checked arguments, in ABI order within each kind. */
 export interface ParamSink {
@@ -47,7 +49,8 @@ export class OpImport {
       } else if (isString(kind)) {
         const ptr = params[p++]!;
         const len = params[p++]!;
-        const bad = mem.checkString(kind, ptr, len);
+        const form: ArgForm = ARG_FORMS[kind];
+        const bad = mem.checkBytes(kind, ptr, len, form.maxBytes, form.form === "text");
         if (bad < 0) return bad;
         sink.string(strings++, new Uint8Array(mem.memory.buffer, ptr >>> 0, len >>> 0));
       } else {
@@ -90,29 +93,40 @@ export class OpImport {
 
 const NO_TEXT = new Uint8Array(0);
 
-/** Operations served by the runtime itself, without reaching the host (OpSpec.local), by name. */
-function localImports(mem: GuestMemory): Readonly<Record<string, (...params: number[]) => number>> {
-  return {
-    last_error: (buf: number, cap: number) => {
-      if (!mem.inBounds(buf, cap)) return mem.outOfBounds("buffer", buf, cap);
-      if (mem.lastError.byteLength <= cap >>> 0) mem.write(buf, mem.lastError);
-      return mem.lastError.byteLength;
-    },
-  };
+/** A host function the guest imports (and its plugin was granted): module and name as the guest wrote them. */
+export interface FunctionImport {
+  readonly module: string;
+  readonly name: string;
 }
 
 /**
- * The `lock` import module of `runtime`: the local operations served here, every other one
- * through `remote`, which the runtime builds from the operation's OpImport.
+ * The channel number of a guest's i-th host function import: past every row of the table, so
+ * one number names a row or a function.
  */
-export function lockImports(runtime: Runtime, mem: GuestMemory, remote: (op: OpImport) => ImportFn | object): ImportModule {
-  const local = localImports(mem);
-  const module: Record<string, unknown> = {};
+export const functionIndex = (i: number): number => OPS.length + i;
+
+/**
+ * The import modules of `runtime` (all but `env`): the local operations served here, every
+ * other one through `remote`, which the runtime builds from the operation's OpImport; the
+ * guest's host function imports (`functions`) go through `remote` too, numbered by functionIndex.
+ */
+export function hostImports(
+  runtime: Runtime,
+  mem: GuestMemory,
+  services: LocalServices,
+  functions: readonly FunctionImport[],
+  remote: (op: OpImport) => ImportFn | object,
+): Record<string, ImportModule> {
+  const local = localImports(mem, services);
+  const modules: Record<string, Record<string, unknown>> = {};
   (OPS as readonly OpSpec[]).forEach((op, i) => {
-    if (!op.runtimes.includes(runtime)) return;
-    const served = local[op.name];
-    if (op.local && !served) throw new Error(`abi/ops.ts: ${op.name} is local, but no runtime serves it`);
-    module[op.name] = served ?? remote(new OpImport(op, i));
+    if (!op.runtimes.includes(runtime) || op === FUNCTION_OP) return;
+    const served = local[`${op.module}.${op.name}`];
+    if (op.local && !served) throw new Error(`abi/ops.ts: ${op.module}.${op.name} is local, but no runtime serves it`);
+    (modules[op.module] ??= {})[op.name] = served ?? remote(new OpImport(op, i));
   });
-  return module;
+  functions.forEach((f, i) => {
+    (modules[f.module] ??= {})[f.name] = remote(new OpImport(FUNCTION_OP, functionIndex(i)));
+  });
+  return modules;
 }

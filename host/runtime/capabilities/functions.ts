@@ -1,0 +1,111 @@
+// Host functions: what an embedder gives guests of its own, under a namespace a plugin's config
+// grants (`functions = ["billing"]`), imported by the guest as module `billing`. Bytes in, bytes
+// out; a function may be async, and the guest waits for it as it waits for a lock call.
+import { INTERNAL, MAX_REPLY_BYTES } from "../../../abi/status.js";
+import { abiStatusOf, LockhostError } from "../../../kit/errors.js";
+import type { HeldLock } from "../guest-locks.js";
+
+export type { HeldLock } from "../guest-locks.js";
+
+/** What a host function knows of the call that reached it. */
+export interface HostFunctionContext {
+  /** The plugin whose guest called. */
+  readonly plugin: string;
+  /** This host's node name. */
+  readonly node: string;
+  /** `namespace.function`, as the guest imported it. */
+  readonly function: string;
+  /**
+   * The locks the calling guest holds now, with their names and fences (the schedule's lock as
+   * handle 0 during a scheduled call): pass a fence on to the resource, so it can refuse a stale
+   * holder's write.
+   */
+  readonly locks: readonly HeldLock[];
+  /**
+   * Aborted when the guest stops waiting for the answer: the host shuts down, the guest's call
+   * runs past its time limit (worker runtime), or its instance is replaced or closed. The guest
+   * then gets `-CANCELLED` (or its call ends), whatever the function does; stop work on it.
+   */
+  readonly signal: AbortSignal;
+}
+
+/** What a host function may return: bytes, a string (sent as UTF-8), or nothing (an empty reply). */
+export type HostFunctionResult = Uint8Array | ArrayBuffer | string | void | undefined;
+
+/**
+ * A function a guest may call. It gets the guest's bytes and the call's context; what it
+ * returns (or resolves to) is the guest's reply. A thrown LockhostError reaches the guest as its
+ * own code (`INVALID_ARGUMENT`, `PERMISSION_DENIED`...), anything else thrown as `CALL_FAILED`;
+ * the message is the guest's `last_error` either way.
+ */
+export type HostFunction = (input: Uint8Array, ctx: HostFunctionContext) => HostFunctionResult | Promise<HostFunctionResult>;
+
+/** Host functions by namespace and name: `{ billing: { charge, refund } }`. */
+export type HostFunctions = Readonly<Record<string, Readonly<Record<string, HostFunction>>>>;
+
+/** A namespace: what a guest names as its import module; never one of the ABI's own modules. */
+export const NAMESPACE_PATTERN = /^[a-z][a-z0-9_-]{0,63}$/;
+
+/** Import modules a namespace may not take: the ABI's own, and the WebAssembly system interface's. */
+export const RESERVED_NAMESPACES: ReadonlySet<string> = new Set(["lock", "lockhost", "http", "config", "log", "env", "wasi_snapshot_preview1", "wasi_unstable", "wasi"]);
+
+const utf8 = new TextEncoder();
+
+/**
+ * Runs one host function and turns what it returned or threw into the guest's reply: bytes, or
+ * a LockhostError with the code the guest gets. Never throws anything else; never waits past
+ * `ctx.signal`.
+ */
+export async function runHostFunction(fn: HostFunction, input: Uint8Array, ctx: HostFunctionContext): Promise<Uint8Array> {
+  const { signal } = ctx;
+  if (signal.aborted) throw cancelled(ctx, signal);
+  let stop: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    const onAbort = (): void => reject(cancelled(ctx, signal));
+    signal.addEventListener("abort", onAbort, { once: true });
+    stop = () => signal.removeEventListener("abort", onAbort);
+  });
+  // A function that never settles must not keep the rejection above unhandled.
+  aborted.catch(() => undefined);
+  let result: HostFunctionResult;
+  try {
+    result = await Promise.race([Promise.resolve().then(() => fn(input, ctx)), aborted]);
+  } catch (err) {
+    throw thrown(ctx, err);
+  } finally {
+    stop?.();
+  }
+  return toBytes(ctx, result);
+}
+
+function toBytes(ctx: HostFunctionContext, result: HostFunctionResult): Uint8Array {
+  const bytes =
+    result === undefined ? new Uint8Array(0)
+    : typeof result === "string" ? utf8.encode(result)
+    : result instanceof Uint8Array ? result
+    : result instanceof ArrayBuffer ? new Uint8Array(result)
+    : undefined;
+  if (!bytes) {
+    throw new LockhostError("CALL_FAILED", `host function ${ctx.function} returned ${describe(result)}; a host function returns a Uint8Array, an ArrayBuffer, a string or nothing`);
+  }
+  if (bytes.byteLength > MAX_REPLY_BYTES) {
+    throw new LockhostError("TOO_LARGE", `host function ${ctx.function} returned ${bytes.byteLength} bytes; a reply may be at most ${MAX_REPLY_BYTES} (MAX_REPLY_BYTES)`);
+  }
+  return bytes;
+}
+
+/** What the guest gets for a thrown value: a LockhostError with a code it knows keeps it, anything else is CALL_FAILED. */
+function thrown(ctx: HostFunctionContext, err: unknown): LockhostError {
+  if (err instanceof LockhostError && abiStatusOf(err.code) !== INTERNAL) return err;
+  const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  return new LockhostError("CALL_FAILED", `host function ${ctx.function} failed: ${why}`, { cause: err });
+}
+
+function cancelled(ctx: HostFunctionContext, signal: AbortSignal): LockhostError {
+  const reason = signal.reason instanceof Error ? signal.reason.message : String(signal.reason ?? "aborted");
+  return new LockhostError("CANCELLED", `host function ${ctx.function} was not waited for: ${reason}`);
+}
+
+function describe(value: unknown): string {
+  return value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`;
+}

@@ -1,0 +1,103 @@
+// What one guest instance may do under its lock besides locking: HTTP requests through its
+// plugin's grant, carrying a held lock's fence when asked, and the embedder's host functions it
+// imports. Both turn every outcome into the ABI's reply (bytes, or -code and a message) and end
+// when the guest stops waiting (GuestLocks.signal: shutdown, time limit, restart).
+import type { Logger } from "pino";
+import { FLAG_FENCE } from "../../../abi/status.js";
+import { LockhostError } from "../../../kit/errors.js";
+import type { AbiReply, GuestLocks } from "../guest-locks.js";
+import type { CallContext } from "../lock-ops.js";
+import { runHostFunction, type HostFunction } from "./functions.js";
+import { encodeResponse, parseRequestHead } from "./http-envelope.js";
+import type { HttpClient, HttpGrant } from "./http/index.js";
+
+/** The headers a fenced request carries: the lock's full name, and its fence. */
+export const LOCK_HEADER = "lockhost-lock";
+export const FENCE_HEADER = "lockhost-fence";
+
+/** A host function a guest imports, bound to the embedder's implementation. */
+export interface BoundFunction {
+  readonly module: string;
+  readonly name: string;
+  readonly fn: HostFunction;
+}
+
+/** What a guest's capabilities are made of. */
+export interface GuestCapabilitiesOptions {
+  readonly plugin: string;
+  readonly node: string;
+  readonly locks: GuestLocks;
+  readonly log: Logger;
+  /** Absent: the plugin may not make HTTP requests. */
+  readonly http?: { readonly grant: HttpGrant; readonly client: HttpClient };
+  /** The guest's host function imports, in the order its runtime numbers them. */
+  readonly functions: readonly BoundFunction[];
+}
+
+/** One guest instance's HTTP requests and host function calls. */
+export class GuestCapabilities {
+  readonly #o: GuestCapabilitiesOptions;
+
+  constructor(options: GuestCapabilitiesOptions) {
+    this.#o = options;
+  }
+
+  /** `http.request`: the response envelope, or -code. */
+  async http(head: string, body: Uint8Array, handle: number, flags: number, ctx: CallContext): Promise<AbiReply> {
+    const { locks, plugin, http } = this.#o;
+    try {
+      if (!http) {
+        throw new LockhostError("PERMISSION_DENIED", `plugin ${plugin} may not make HTTP requests: its [[plugins]] entry has no [plugins.http] table (allowed_hosts, methods, ...)`);
+      }
+      const req = parseRequestHead(head);
+      let headers = req.headers;
+      if ((flags & FLAG_FENCE) !== 0) {
+        const held = locks.fenceOf(handle);
+        headers = [...headers, [LOCK_HEADER, held.name], [FENCE_HEADER, String(held.fence)]];
+      } else if (handle !== 0) {
+        throw new LockhostError("INVALID_ARGUMENT", `handle ${handle} is given without FLAG_FENCE; pass 0, or FLAG_FENCE to send that lock's fence`);
+      }
+      const timeoutMs = this.#timeoutMs(http.grant.timeoutMs, ctx);
+      const res = await http.client.request(
+        { method: req.method, url: req.url, headers, ...(body.byteLength > 0 && { body }) },
+        { signal: locks.signal, timeoutMs },
+      );
+      return bytesReply(encodeResponse(res));
+    } catch (err) {
+      return locks.failure(err);
+    }
+  }
+
+  /** A host function call: its reply, or -code. */
+  async call(index: number, input: Uint8Array, _ctx: CallContext): Promise<AbiReply> {
+    const { locks, plugin, node, functions } = this.#o;
+    const bound = functions[index];
+    if (!bound) return locks.failure(new Error(`host function #${index} of plugin ${plugin} does not exist`));
+    const name = `${bound.module}.${bound.name}`;
+    try {
+      return bytesReply(await runHostFunction(bound.fn, input, { plugin, node, function: name, locks: locks.held(), signal: locks.signal }));
+    } catch (err) {
+      const e = err as LockhostError;
+      this.#o.log.warn({ function: name, code: e.code, err: e.message }, "a host function call failed");
+      return locks.failure(err);
+    }
+  }
+
+  /** Frees the HTTP client's connections. */
+  async close(): Promise<void> {
+    await this.#o.http?.client.close();
+  }
+
+  /** A request's time limit: its grant's, cut to what is left of the call's (worker runtime). */
+  #timeoutMs(grantMs: number, ctx: CallContext): number {
+    const limit = ctx.waitLimit();
+    if (!limit) return grantMs;
+    const left = Math.floor(limit.budgetMs);
+    if (left <= 0) {
+      throw new LockhostError("TIMEOUT", `no time is left for an HTTP request within the call's time limit of ${limit.callTimeoutMs} ms (call_timeout_ms)`);
+    }
+    return Math.min(grantMs, left);
+  }
+}
+
+const bytesReply = (bytes: Uint8Array): AbiReply => ({ result: bytes.byteLength, bytes });

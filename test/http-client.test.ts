@@ -304,6 +304,13 @@ describe("http client: size limits", () => {
     expect(err.message).toContain(`content-length ${10 << 20}`);
   });
 
+  it("answers a HEAD whose content-length (of the body it does not carry) is over the cap", async () => {
+    const s = await serve((_req, res) => res.writeHead(200, { "content-length": String(10 << 20) }).end());
+    const got = await client({ methods: ["HEAD"], maxResponseBytes: 1000 }).request({ method: "HEAD", url: s.origin, headers: [] }, {});
+    expect(got.status).toBe(200);
+    expect(got.body.byteLength).toBe(0);
+  });
+
   it("refuses a request body over max_request_bytes, or any body on GET/HEAD, before connecting", async () => {
     const s = await serve((_req, res) => res.end());
     const c = client({ maxRequestBytes: 10 });

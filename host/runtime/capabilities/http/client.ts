@@ -47,11 +47,11 @@ class PluginHttpClient implements HttpClient {
           method: hop.method,
           headers: rules.headerList.concat(hop.headers, hostHeaders),
           body: hop.body ?? null,
-          signal: deadline.signal,
+          signal: deadline,
         });
         const location = redirectLocation(res.statusCode, res.headers.location);
         if (location === undefined) {
-          const body = await readBody(rules, hop.url.origin, res.headers, res.body);
+          const body = await readBody(rules, hop.url.origin, hop.method, res.headers, res.body);
           return { status: res.statusCode, headers: headerPairs(res.headers), body };
         }
         // Drained (up to undici's small limit) so the connection can serve the next hop.

@@ -6,10 +6,13 @@ import type { Readable } from "node:stream";
 import type { GrantRules } from "./grant-rules.js";
 import { tooLarge } from "./http-errors.js";
 
-/** The body of a response, or TOO_LARGE as soon as it is known to be over the cap. */
-export async function readBody(rules: GrantRules, origin: string, headers: IncomingHttpHeaders, body: Readable): Promise<Uint8Array> {
+/**
+ * The body of a response, or TOO_LARGE as soon as it is known to be over the cap. `method`:
+ * a HEAD response's content-length is the size of a body it does not carry.
+ */
+export async function readBody(rules: GrantRules, origin: string, method: string, headers: IncomingHttpHeaders, body: Readable): Promise<Uint8Array> {
   const cap = rules.grant.maxResponseBytes;
-  const declared = headers["content-length"] === undefined ? NaN : Number(headers["content-length"]);
+  const declared = headers["content-length"] === undefined || method === "HEAD" ? NaN : Number(headers["content-length"]);
   if (declared > cap) {
     body.destroy();
     throw tooLarge(rules, origin, `content-length ${declared}`);

@@ -179,15 +179,16 @@ describe("http client: allow-list and addresses", () => {
 
 describe("http client: redirects", () => {
   it("follows a redirect to an allowed host, and refuses one to a host that is not", async () => {
-    const target = await serve((req, res) => res.end(`target ${req.headers["x-api-key"] === SECRET}`));
+    const target = await serve((req, res) => res.end(`target ${req.headers["x-api-key"] === SECRET} ${req.headers.authorization ?? "-"} ${req.headers["x-trace"]}`));
     const s = await serve((req, res) => {
       res.writeHead(302, { location: req.url === "/away" ? "http://evil.example/steal" : `http://localhost:${target.port}/t` });
       res.end();
     });
     const c = client({ allowedHosts: ["127.0.0.1", "localhost"] });
-    const got = await c.request(get(`${s.origin}/`), {});
+    // The grant's headers go to every allowed hop; the guest's credentials do not leave the origin (as in fetch).
+    const got = await c.request(get(`${s.origin}/`, [["authorization", "Bearer guest"], ["x-trace", "t"]]), {});
     expect(got.status).toBe(200);
-    expect(text(got.body)).toBe("target true");
+    expect(text(got.body)).toBe("target true - t");
     const err = await failure(c.request(get(`${s.origin}/away`), {}));
     expect(err.code).toBe("PERMISSION_DENIED");
     expect(err.message).toContain(`may not reach "evil.example" (redirected from ${s.origin})`);
@@ -375,6 +376,13 @@ describe("http client: failures on the way", () => {
     expect(err.message).toContain(`http request to ${s.origin} failed`);
     expect(err.message).toContain("ECONNREFUSED");
     expect(err.message).not.toContain("token=x");
+  });
+
+  it("reports a TLS failure as CALL_FAILED", async () => {
+    const s = await serve((_req, res) => res.end("plain http"));
+    const err = await failure(client().request(get(`https://127.0.0.1:${s.port}/`), {}));
+    expect(err.code).toBe("CALL_FAILED");
+    expect(err.message).toMatch(new RegExp(`^plugin billing: http request to https://127.0.0.1:${s.port} failed: TLS: .*\\[ERR_SSL_`));
   });
 
   it("reports a name that does not resolve as CALL_FAILED", async () => {

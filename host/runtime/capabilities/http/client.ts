@@ -14,6 +14,9 @@ import { RequestDeadline } from "./request-deadline.js";
 import { headerPairs } from "./response-headers.js";
 import type { GuestHttpRequest, GuestHttpResponse, HttpClient, HttpGrant, HttpRequestOptions } from "./types.js";
 
+/** setTimeout fires at once for longer delays. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /**
  * The HTTP client of plugin `plugin` under `grant` (already validated by the config schema).
  * One per plugin: its connections are reused across the plugin's requests; close() frees them.
@@ -34,7 +37,7 @@ class PluginHttpClient implements HttpClient {
     const rules = this.rules;
     let hop = checkRequest(rules, req);
     if (options.signal?.aborted) throw cancelled(rules, hop.url.origin, options.signal.reason);
-    const ms = Math.min(options.timeoutMs ?? Infinity, rules.grant.timeoutMs);
+    const ms = Math.min(options.timeoutMs ?? Infinity, rules.grant.timeoutMs, MAX_TIMER_MS);
     if (!(ms > 0)) throw timedOut(rules, hop.url.origin, 0);
     const agent = this.#agent ?? (await this.#load());
     const hostHeaders = options.hostHeaders === undefined ? [] : options.hostHeaders.flat();
@@ -75,7 +78,13 @@ class PluginHttpClient implements HttpClient {
   }
 
   async #load(): Promise<Agent> {
-    this.#loading ??= import("undici").then(({ Agent }) => new Agent({ connect: { lookup: guardedLookup(this.rules) } }));
+    this.#loading ??= import("undici").then(({ Agent }) => new Agent({
+      connect: { lookup: guardedLookup(this.rules) },
+      // The request's own deadline (timeout_ms) bounds headers and body; undici's 300 s
+      // defaults would turn a longer grant into a CALL_FAILED.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    }));
     const agent = await this.#loading;
     if (this.#closed) throw this.#closedError();
     this.#agent = agent;

@@ -74,10 +74,15 @@ export function cancelled(rules: GrantRules, origin: string, reason: unknown): L
   return new LockhostError("CANCELLED", `plugin ${rules.plugin}: http request to ${origin} was cancelled${why}`);
 }
 
-/** A cause's message with its code and the code of its own cause (Node's "connect ECONNREFUSED ..." sits one level down in undici's errors). */
+/**
+ * A cause's message with its code and its own cause's message (Node's "connect ECONNREFUSED
+ * ..." can sit one level down in undici's errors). An OpenSSL error gives its `reason` ("wrong
+ * version number") rather than its message, a line of library internals.
+ */
 function causeText(cause: unknown): string {
   if (!(cause instanceof Error)) return String(cause);
-  const code = (cause as NodeJS.ErrnoException).code;
-  const inner = cause.cause instanceof Error ? ` (${cause.cause.message})` : "";
-  return `${cause.message}${code && !cause.message.includes(code) ? ` [${code}]` : ""}${inner}`;
+  const { code, reason } = cause as Error & { code?: unknown; reason?: unknown };
+  const message = typeof reason === "string" && /:error:[0-9A-F]+:/.test(cause.message) ? `TLS: ${reason}` : cause.message.trim();
+  const inner = cause.cause instanceof Error ? ` (${causeText(cause.cause)})` : "";
+  return `${message}${typeof code === "string" && !message.includes(code) ? ` [${code}]` : ""}${inner}`;
 }

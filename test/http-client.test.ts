@@ -1,6 +1,10 @@
 // The http capability's host-side client against real node:http servers on 127.0.0.1.
+import { execFile } from "node:child_process";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { LockhostError } from "../kit/errors.js";
 import {
@@ -395,6 +399,25 @@ describe("http client: failures on the way", () => {
     const c = createHttpClient("billing", grant());
     await c.close();
     expect((await failure(c.request(get("http://127.0.0.1:1/"), {}))).code).toBe("CLOSED");
+  });
+});
+
+describe("http client: loading", () => {
+  it("loads undici at the first request, not when the module is imported or a client created", async () => {
+    // undici is CommonJS: whoever imported it, it is in the CommonJS module cache.
+    const index = pathToFileURL(join(import.meta.dirname, "../host/runtime/capabilities/http/index.ts")).href;
+    const script = `
+      import { createRequire } from "node:module";
+      const loaded = () => Object.keys(createRequire(import.meta.url).cache).some((p) => p.includes("/node_modules/undici/"));
+      const { createHttpClient } = await import(${JSON.stringify(index)});
+      const c = createHttpClient("p", { allowedHosts: ["127.0.0.1"], methods: ["GET"], timeoutMs: 2000, maxRequestBytes: 1,
+        maxResponseBytes: 1, headers: {}, allowPrivateRanges: ["127.0.0.0/8"], maxRedirects: 0 });
+      const before = loaded();
+      await c.request({ method: "GET", url: "http://127.0.0.1:1/", headers: [] }, {}).catch(() => undefined);
+      console.log(JSON.stringify({ before, after: loaded() }));
+      await c.close();`;
+    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { timeout: 20_000 });
+    expect(JSON.parse(stdout.trim().split("\n").at(-1)!)).toEqual({ before: false, after: true });
   });
 });
 

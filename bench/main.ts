@@ -4,12 +4,14 @@
 // (release -> waiter, per backend, vs polling at redlock's 200 ms), keepalive (10,000
 // keepalive locks on Redis: timers, round trips per tick, CPU, vs a timer per lock), lost
 // (a force-released holder told, vs redis-semaphore's onLockLost), kinds (read/write locks and
-// semaphores on Redis and PostgreSQL, vs redis-semaphore's Semaphore and raw shared advisory locks).
+// semaphores on Redis and PostgreSQL, vs redis-semaphore's Semaphore and raw shared advisory locks),
+// http (a plugin's http client vs Node's global fetch and a bare undici Agent, on a local server).
 //   npm run bench                 every part
 //   npm run bench -- redis pg     only those parts
 //   npm run bench -- --json       one JSON object per table row (part, path, p50Us, p99Us, opsPerSec, …)
 // REDIS_URL / DATABASE_URL choose the servers (loopback defaults); BENCH_ROUNDS the rounds.
 import { handoffBench, keepaliveBench } from "./lifecycle.js";
+import { httpBench } from "./http.js";
 import { lostBench } from "./lost.js";
 import { kindsBench } from "./kinds.js";
 import { memoryBench } from "./memory.js";
@@ -25,6 +27,7 @@ const PARTS: Record<string, () => Promise<void>> = {
   keepalive: keepaliveBench,
   lost: lostBench,
   kinds: kindsBench,
+  http: httpBench,
 };
 
 async function main(): Promise<void> {

@@ -50,17 +50,17 @@ export class GuestCapabilities {
         throw new LockhostError("PERMISSION_DENIED", `plugin ${plugin} may not make HTTP requests: its [[plugins]] entry has no [plugins.http] table (allowed_hosts, methods, ...)`);
       }
       const req = parseRequestHead(head);
-      let headers = req.headers;
+      let hostHeaders: [string, string][] | undefined;
       if ((flags & FLAG_FENCE) !== 0) {
         const held = locks.fenceOf(handle);
-        headers = [...headers, [LOCK_HEADER, held.name], [FENCE_HEADER, String(held.fence)]];
+        hostHeaders = [[LOCK_HEADER, held.name], [FENCE_HEADER, String(held.fence)]];
       } else if (handle !== 0) {
         throw new LockhostError("INVALID_ARGUMENT", `handle ${handle} is given without FLAG_FENCE; pass 0, or FLAG_FENCE to send that lock's fence`);
       }
       const timeoutMs = this.#timeoutMs(http.grant.timeoutMs, ctx);
       const res = await http.client.request(
-        { method: req.method, url: req.url, headers, ...(body.byteLength > 0 && { body }) },
-        { signal: locks.signal, timeoutMs },
+        { method: req.method, url: req.url, headers: req.headers, ...(body.byteLength > 0 && { body }) },
+        { signal: locks.signal, timeoutMs, ...(hostHeaders && { hostHeaders }) },
       );
       return bytesReply(encodeResponse(res));
     } catch (err) {

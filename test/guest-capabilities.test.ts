@@ -1,0 +1,245 @@
+// What a guest can do under its lock, in every runtime this Node has, against a real HTTP
+// server the test starts: host functions the embedder registers (bytes in and out, async, a
+// context with the caller's locks and fences, thrown errors as codes, replies too long for the
+// guest's buffer, a signal at shutdown), fenced HTTP within the operator's grant, config values,
+// log levels and the capability query; and each one's bad input.
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { Runtime } from "../abi/ops.js";
+import * as S from "../abi/status.js";
+import { LockhostError } from "../kit/errors.js";
+import type { HostFunctionContext, HostFunctions } from "../host/runtime/capabilities/functions.js";
+import type { HttpGrant } from "../host/runtime/capabilities/http/index.js";
+import type { GuestInstance } from "../host/runtime/guest-instance.js";
+import { GUEST_RUNTIMES, startGuest, type TestGuestOptions } from "./support/guest.js";
+import { guestFixture } from "./support/guest-fixture.js";
+
+const fx = guestFixture();
+let runtime: Runtime;
+
+/** What the test server saw: method, path, headers and body of each request. */
+const seen: { method: string; url: string; headers: IncomingMessage["headers"]; body: string }[] = [];
+let server: Server;
+let base: string;
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c: Buffer) => (body += c.toString()));
+    req.on("end", () => {
+      seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
+      if (req.url === "/big") {
+        res.writeHead(200, { "content-type": "application/octet-stream" });
+        res.end(Buffer.alloc(200_000, 7));
+        return;
+      }
+      if (req.url === "/slow") return; // never answers
+      res.writeHead(req.method === "POST" ? 201 : 200, { "content-type": "text/plain", "x-test": "yes" });
+      res.end(`${req.method} ${req.url} ${body}`);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+/** The grant the http cases run with: the test server, reachable although it is loopback. */
+const grant = (over: Partial<HttpGrant> = {}): HttpGrant => ({
+  allowedHosts: ["127.0.0.1"],
+  methods: ["GET", "POST"],
+  timeoutMs: 2_000,
+  maxRequestBytes: 1 << 20,
+  maxResponseBytes: 100_000,
+  headers: { "x-api-key": "s3cret-value" },
+  allowPrivateRanges: ["127.0.0.0/8"],
+  maxRedirects: 2,
+  ...over,
+});
+
+const contexts: HostFunctionContext[] = [];
+const functions: HostFunctions = {
+  billing: {
+    echo: (input) => (input.byteLength > 0 && input[0] === 0x21 ? Promise.reject(new Error("no bangs")) : Promise.resolve(input)),
+    charge: async (input, ctx) => {
+      contexts.push(ctx);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      const fence = ctx.locks.find((l) => l.name === "global:ledger")?.fence;
+      if (Number(new TextDecoder().decode(input)) < 0) throw new LockhostError("INVALID_ARGUMENT", "amount must not be negative");
+      return `charged ${new TextDecoder().decode(input)} under fence ${fence}`;
+    },
+  },
+};
+
+async function guest(options: TestGuestOptions = {}): Promise<GuestInstance> {
+  return fx.track(
+    await startGuest("caps", fx.locks, fx.log.logger, {
+      runtime,
+      plugin: "billing",
+      globalKeys: ["ledger"],
+      functions: ["billing"],
+      hostFunctions: functions,
+      http: grant(),
+      config: { ledger_url: "http://ledger.local", token: "t0ps3cret" },
+      ...options,
+    }),
+  );
+}
+const traces = (): string[] => fx.log.messages().filter((m) => m.startsWith("guest: ")).map((m) => m.slice(7));
+
+describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
+  beforeEach(() => {
+    runtime = r;
+    seen.length = 0;
+    contexts.length = 0;
+  });
+
+  describe("host functions", () => {
+    it("passes bytes in and out, also a reply longer than the guest's buffer (read back, not called again)", async () => {
+      const g = await guest();
+      expect(await g.call("echo", ["hello", 64])).toBe(5);
+      expect(traces()).toContain("echo hello");
+      // 5 bytes into a 2-byte buffer: the kept reply is read with last_reply.
+      expect(await g.call("echo", ["héllo", 2])).toBe(6);
+      expect(traces()).toContain("echo héllo");
+      // Larger than the worker's channel: it travels beside it.
+      const long = "x".repeat(150_000);
+      expect(await g.call("echo", [long, 16])).toBe(150_000);
+      expect(traces().at(-1)).toBe(`echo ${"x".repeat(20)}…(150000)`);
+    });
+
+    it("gives the function the caller's locks and fences, and lets it be async", async () => {
+      const g = await guest();
+      expect(await g.call("charge", ["ledger", 42])).toBeGreaterThan(0);
+      const ctx = contexts[0]!;
+      expect(ctx).toMatchObject({ plugin: "billing", node: "node-a", function: "billing.charge" });
+      expect(ctx.locks).toEqual([{ handle: expect.any(Number), name: "global:ledger", kind: "mutex", fence: 1 }]);
+      expect(ctx.signal.aborted).toBe(false);
+      expect(traces()).toContain("charge charged 42 under fence 1 fence 1");
+    });
+
+    it("turns a thrown error into its code and last_error; the guest runs on", async () => {
+      const g = await guest();
+      expect(await g.call("echo", ["!boom", 64])).toBe(-S.CALL_FAILED);
+      expect(traces().at(-1)).toBe("echo failed: CALL_FAILED (15): host function billing.echo failed: Error: no bangs");
+      expect(await g.call("charge", ["ledger", -1])).toBe(-S.INVALID_ARGUMENT);
+      expect(traces().at(-1)).toBe("charge failed: INVALID_ARGUMENT (7): amount must not be negative");
+      expect(await g.call("echo", ["ok", 64])).toBe(2);
+    });
+
+    it("refuses a pointer outside the guest's memory before the function runs", async () => {
+      const g = await guest();
+      expect(await g.call("echoBadPointer")).toBe(-S.INVALID_MEMORY);
+      expect(traces().at(-1)).toContain("bad pointer: input (ptr 2147418112, len 10) lies outside guest memory");
+    });
+
+    it("refuses to load a guest importing a namespace its plugin is not granted, naming plugin, module and name", async () => {
+      await expect(guest({ functions: [] })).rejects.toMatchObject({
+        code: "ABI_UNSUPPORTED",
+        message: expect.stringMatching(/plugin billing .* imports function billing\.echo, which lockhost does not provide: module "billing" is no ABI module, and its \[\[plugins\]\] entry grants no functions/),
+      });
+      await expect(guest({ hostFunctions: { billing: { echo: functions.billing!.echo! } } })).rejects.toMatchObject({
+        code: "ABI_UNSUPPORTED",
+        message: expect.stringContaining('imports function billing.charge, which the embedder did not register (namespace "billing" has: echo)'),
+      });
+    });
+  });
+
+  describe("http", () => {
+    it("sends a GET and a POST with the grant's headers and returns status, headers and body", async () => {
+      const g = await guest();
+      expect(await g.call("get", [`${base}/hello`])).toBe(200);
+      expect(traces().at(-1)).toBe("status 200 text/plain GET /hello ");
+      expect(await g.call("post", [`${base}/entries`, '{"amount":1}', "Content-Type: application/json", ""])).toBe(201);
+      expect(seen.at(-1)).toMatchObject({ method: "POST", url: "/entries", body: '{"amount":1}' });
+      expect(seen.at(-1)!.headers).toMatchObject({ "content-type": "application/json", "x-api-key": "s3cret-value" });
+      expect(seen.at(-1)!.headers["lockhost-fence"]).toBeUndefined();
+    });
+
+    it("carries a held lock's name and fence to the resource", async () => {
+      const g = await guest();
+      expect(await g.call("post", [`${base}/entries`, "x", "", "ledger"])).toBe(201);
+      expect(seen.at(-1)!.headers).toMatchObject({ "lockhost-lock": "global:ledger", "lockhost-fence": "1" });
+      expect(await g.call("post", [`${base}/entries`, "y", "", "ledger"])).toBe(201);
+      expect(seen.at(-1)!.headers).toMatchObject({ "lockhost-lock": "global:ledger", "lockhost-fence": "2" });
+    });
+
+    it("refuses a host not allowed, naming the host and the allow-list, before any connection", async () => {
+      const g = await guest({ http: grant({ allowedHosts: ["api.example.com"] }) });
+      expect(await g.call("get", [`${base}/x`])).toBe(-S.PERMISSION_DENIED);
+      expect(traces().at(-1)).toContain('plugin billing may not reach "127.0.0.1"');
+      expect(traces().at(-1)).toContain("api.example.com");
+      expect(seen).toHaveLength(0);
+    });
+
+    it("refuses an allowed name that resolves to loopback unless its range is allowed", async () => {
+      const g = await guest({ http: grant({ allowedHosts: ["localhost"], allowPrivateRanges: [] }) });
+      expect(await g.call("get", [`${base.replace("127.0.0.1", "localhost")}/x`])).toBe(-S.PERMISSION_DENIED);
+      expect(seen).toHaveLength(0);
+    });
+
+    it("cuts off a response over max_response_bytes with TOO_LARGE, and bounds a slow one by timeout_ms", async () => {
+      const g = await guest({ http: grant({ timeoutMs: 300 }) });
+      expect(await g.call("get", [`${base}/big`])).toBe(-S.TOO_LARGE);
+      expect(traces().at(-1)).toContain("max_response_bytes");
+      expect(await g.call("get", [`${base}/slow`])).toBe(-S.TIMEOUT);
+      expect(traces().at(-1)).toContain("timeout_ms");
+    });
+
+    it("refuses a plugin without [plugins.http], and says so through capability()", async () => {
+      const g = await guest({ http: undefined });
+      expect(await g.call("hasCapability", ["http"])).toBe(0);
+      expect(await g.call("get", [`${base}/x`])).toBe(-S.PERMISSION_DENIED);
+      expect(traces().at(-1)).toContain("has no [plugins.http] table");
+      const granted = await guest();
+      expect(await granted.call("hasCapability", ["http"])).toBe(1);
+      expect(await granted.call("hasCapability", ["billing"])).toBe(1);
+      expect(await granted.call("hasCapability", ["config"])).toBe(1);
+      expect(await granted.call("hasCapability", ["ftp"])).toBe(0);
+    });
+
+    it("gives each bad request its code: a forged fence header, a bad head, invalid UTF-8, a handle not given", async () => {
+      const g = await guest();
+      expect(await g.call("rawRequest", [`GET ${base}/x\nlockhost-fence: 99`, 0, 0])).toBe(-S.INVALID_ARGUMENT);
+      expect(await g.call("rawRequest", ["GET", 0, 0])).toBe(-S.INVALID_ARGUMENT);
+      expect(traces().at(-1)).toContain('request line 1 must be "METHOD URL"');
+      expect(await g.call("rawRequest", [`GET ${base}/x`, 3, 0])).toBe(-S.INVALID_ARGUMENT);
+      expect(traces().at(-1)).toContain("without FLAG_FENCE");
+      expect(await g.call("rawRequest", [`GET ${base}/x`, 0, 64])).toBe(-S.INVALID_ARGUMENT);
+      expect(await g.call("badUtf8Request")).toBe(-S.INVALID_ARGUMENT);
+      expect(traces().at(-1)).toContain("request is not valid UTF-8");
+      expect(await g.call("fencedBadHandle", [`${base}/x`])).toBe(-S.INVALID_HANDLE);
+      expect(await g.call("rawRequest", [`DELETE ${base}/x`, 0, 0])).toBe(-S.PERMISSION_DENIED);
+      expect(seen).toHaveLength(0);
+    });
+  });
+
+  describe("config and log", () => {
+    it("reads config values, and a missing key is a value to test", async () => {
+      const g = await guest();
+      expect(await g.call("configOf", ["ledger_url"])).toBe("http://ledger.local".length);
+      expect(await g.call("configOf", ["nope"])).toBe(-1);
+      expect(traces()).toEqual(["config ledger_url = http://ledger.local", "config nope = null"]);
+    });
+
+    it("logs at each level through the host's logger, tagged with the plugin, and drops lines below log_level", async () => {
+      const g = await guest();
+      await g.call("logAll");
+      const lines = fx.log.lines.filter((l) => String(l.msg).startsWith("guest: "));
+      expect(lines.map((l) => [l.level, l.msg, l.plugin])).toEqual([
+        [20, "guest: a debug line", "billing"],
+        [30, "guest: an info line", "billing"],
+        [40, "guest: a warn line", "billing"],
+        [50, "guest: an error line", "billing"],
+        [30, "guest: a trace line", "billing"],
+      ]);
+      const quiet = await guest({ logLevel: "warn", plugin: "quiet" });
+      await quiet.call("logAll");
+      expect(fx.log.lines.filter((l) => l.plugin === "quiet" && String(l.msg).startsWith("guest: ")).map((l) => l.msg)).toEqual(["guest: a warn line", "guest: an error line"]);
+      expect(await g.call("logBadLevel")).toBe(-S.INVALID_ARGUMENT);
+    });
+  });
+});

@@ -53,12 +53,27 @@ export async function interleaved(measures: Record<string, () => Promise<Round>>
   return Object.fromEntries(names.map((n) => [n, medianRound(rounds[n]!)]));
 }
 
+/**
+ * The grant every bench-caps guest needs (it imports `bench.noop`): namespace "bench" with one
+ * function that returns at once. Add `http` for its GETs.
+ */
+export const BENCH_FUNCTIONS: Partial<GuestGrantOptions> = { functions: ["bench"], hostFunctions: { bench: { noop: () => undefined } } };
+
 /** Whether this Node can run the inline runtime (npm run bench runs on one that can). */
 export const INLINE = jspiAvailable();
 
-/** Bench guests (test/guests/bench.wasm) in `runtime`, each its own instance, over one LockService. */
-export async function startBenchGuests(locks: LockService, count: number, runtime: Runtime = "worker", grants: Partial<GuestGrantOptions> = {}): Promise<GuestInstance[]> {
-  const wasm = fileURLToPath(new URL("../../test/guests/build/bench.wasm", import.meta.url));
+/**
+ * Bench guests (test/guests/build/<guest>.wasm: bench, or bench-caps) in `runtime`, each its
+ * own instance, over one LockService.
+ */
+export async function startBenchGuests(
+  locks: LockService,
+  count: number,
+  runtime: Runtime = "worker",
+  grants: Partial<GuestGrantOptions> = {},
+  guest: "bench" | "bench-caps" = "bench",
+): Promise<GuestInstance[]> {
+  const wasm = fileURLToPath(new URL(`../../test/guests/build/${guest}.wasm`, import.meta.url));
   return Promise.all(
     Array.from({ length: count }, async (_, i) =>
       startGuestInstance({
@@ -71,8 +86,8 @@ export async function startBenchGuests(locks: LockService, count: number, runtim
 }
 
 /** Inline bench guests where this Node has JSPI, else none. */
-export async function startInlineGuests(locks: LockService, count: number): Promise<GuestInstance[]> {
-  return INLINE ? startBenchGuests(locks, count, "inline") : [];
+export async function startInlineGuests(locks: LockService, count: number, grants: Partial<GuestGrantOptions> = {}, guest: "bench" | "bench-caps" = "bench"): Promise<GuestInstance[]> {
+  return INLINE ? startBenchGuests(locks, count, "inline", grants, guest) : [];
 }
 
 /** A round for a measurement this Node cannot make (no JSPI): shown as n/a. */
@@ -81,6 +96,14 @@ export const NOT_MEASURED: Round = { opsPerSec: Number.NaN, p50Us: Number.NaN, p
 /** One round of a guest's in-guest timed loop of try+release pairs on "k<keyId>". */
 export async function guestLoop(guest: GuestInstance, ops: number, keyId: number, loop: "loop" | "fenceLoop" = "loop"): Promise<Round> {
   const totalMs = (await guest.call(loop, [ops, keyId])) as number;
+  const p50Us = (await guest.call("pct", [500])) as number;
+  const p99Us = (await guest.call("pct", [990])) as number;
+  return { opsPerSec: (ops / totalMs) * 1000, p50Us, p99Us };
+}
+
+/** One round of a bench-caps guest's in-guest timed loop of `ops` calls: `fnLoop` (bench.noop) or `httpLoop` (GETs of `url`). */
+export async function capsLoop(guest: GuestInstance, ops: number, url?: string): Promise<Round> {
+  const totalMs = (await guest.call(url === undefined ? "fnLoop" : "httpLoop", url === undefined ? [ops] : [ops, url])) as number;
   const p50Us = (await guest.call("pct", [500])) as number;
   const p99Us = (await guest.call("pct", [990])) as number;
   return { opsPerSec: (ops / totalMs) * 1000, p50Us, p99Us };

@@ -1,13 +1,13 @@
 // Bench part "memory": a guest's try+release through each runtime versus the same LockService
 // called directly on the main thread (the difference is the runtime's cost), and one lock
 // call against the machine's floor for that runtime (a bare thread ping-pong for the worker,
-// a bare JSPI suspend+resume for inline).
+// a bare JSPI suspend+resume for inline), with a host function that returns at once beside it.
 import { LockService } from "../host/locking/service.js";
 import { SPINS_BEFORE_SLEEP } from "../host/runtime/channel.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { bridgeFloor } from "./floor.js";
 import { jspiFloor } from "./floor-jspi.js";
-import { fmt, guestLoop, INLINE, interleaved, NOT_MEASURED, ROUNDS, sequential, startBenchGuests, startInlineGuests, TTL_MS } from "./harness.js";
+import { BENCH_FUNCTIONS, capsLoop, fmt, guestLoop, INLINE, interleaved, NOT_MEASURED, ROUNDS, sequential, startBenchGuests, startInlineGuests, TTL_MS } from "./harness.js";
 import { table, type Round } from "./stats.js";
 
 const OPS = Number(process.env.BENCH_OPS ?? 20_000);
@@ -17,6 +17,8 @@ export async function memoryBench(): Promise<void> {
   const locks = new LockService(new MemoryBackend(), { node: "bench" });
   const [worker] = await startBenchGuests(locks, 1);
   const [inline] = await startInlineGuests(locks, 1);
+  const [workerCaps] = await startBenchGuests(locks, 1, "worker", BENCH_FUNCTIONS, "bench-caps");
+  const [inlineCaps] = await startInlineGuests(locks, 1, BENCH_FUNCTIONS, "bench-caps");
   const direct = async (): Promise<void> => {
     const lease = await locks.tryLock("k1", { ttlMs: TTL_MS, scope: { plugin: "direct" } });
     if (!lease) throw new Error("direct: not acquired");
@@ -28,13 +30,15 @@ export async function memoryBench(): Promise<void> {
     direct: () => sequential(OPS, direct),
     worker: () => guestLoop(worker!, OPS, 1),
     workerFence: () => guestLoop(worker!, OPS, 1, "fenceLoop"),
+    workerFn: () => capsLoop(workerCaps!, OPS),
     ...(inline && {
       jspiFloor: () => jspiFloor(OPS * 10),
       inline: () => guestLoop(inline, OPS, 1),
       inlineFence: () => guestLoop(inline, OPS, 1, "fenceLoop"),
+      ...(inlineCaps && { inlineFn: () => capsLoop(inlineCaps, OPS) }),
     }),
   });
-  await Promise.all([worker!.close(), inline?.close()]);
+  await Promise.all([worker!.close(), inline?.close(), workerCaps!.close(), inlineCaps?.close()]);
   await locks.close();
 
   const get = (name: string): Round => m[name] ?? NOT_MEASURED;
@@ -55,22 +59,26 @@ export async function memoryBench(): Promise<void> {
       ],
     ),
   );
-  console.log(`\nOne lock call (lock.fence: a handle lookup) against each runtime's floor on this machine (medians):\n`);
+  console.log(`\nOne lock call (lock.fence: a handle lookup), and one host function call that returns at once, against each runtime's floor on this machine (medians):\n`);
   console.log(
     table(
       ["round trip", "calls/s", "p50 µs", "p99 µs", "p50 ratio"],
       [
         row("floor: bare JSPI suspend+resume (mean), no lockhost code", get("jspiFloor"), get("jspiFloor")),
         row("guest lock.fence, inline runtime", get("inlineFence"), get("jspiFloor")),
+        row("guest host function (returns at once), inline runtime", get("inlineFn"), get("jspiFloor")),
         row("floor: bare SAB ping-pong between threads, no lockhost code", get("floor"), get("floor")),
         row(`floor: the same, spinning ${SPINS_BEFORE_SLEEP} checks before sleeping`, get("floorSpin"), get("floor")),
         row("guest lock.fence, worker runtime (spins as above)", get("workerFence"), get("floor")),
+        row("guest host function (returns at once), worker runtime (ratio: to its lock.fence)", get("workerFn"), get("workerFence")),
       ],
     ),
   );
   console.log(
     `\nper lock call, (guest pair - direct pair) / 2 at p50: inline ${fmt(perCall(get("inline")), 2)} µs${noJspi}, worker ${fmt(perCall(get("worker")), 2)} µs.` +
       `\ninline pair / direct pair at p50: ${ratio(get("inline"), d)}x (target ≤ 2x); inline per-call overhead target ≤ 1 µs.` +
+      `\nhost function, inline: p50 - JSPI floor = ${fmt(get("inlineFn").p50Us - get("jspiFloor").p50Us, 2)} µs${noJspi} (target ≤ 1 µs); ${ratio(get("inlineFn"), get("inlineFence"))}x the inline lock.fence.` +
+      `\nhost function, worker: p50 / worker lock.fence p50 = ${ratio(get("workerFn"), get("workerFence"))}x (target ≤ 1.1x).` +
       `\nA worker lock call costs ${ratio(get("workerFence"), get("floor"))}x a bare round trip between two threads: the thread wake-ups set that floor, not lockhost's code.`,
   );
 }

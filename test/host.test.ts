@@ -1,5 +1,9 @@
 // The Host: config in, guests and scheduler up, everything released on stop.
 import { createServer } from "node:net";
+import { createServer as createHttpServer, request as httpRequest } from "node:http";
+import type { AddressInfo } from "node:net";
+import { startLedgerService } from "../examples/ledger-service.js";
+import { until } from "./support/until.js";
 import { afterEach, describe, expect, it } from "vitest";
 import * as S from "../abi/status.js";
 import { resolveConfig, type ConfigInput } from "../host/config/load.js";
@@ -26,20 +30,52 @@ async function start(input: ConfigInput, backend = new MemoryBackend()): Promise
 const locker = { name: "locker", wasm: guestWasm("locker") };
 
 describe("Host", () => {
-  it("runs the example plugins, and the ledger guest rejects a stale fence", async () => {
-    const { host, log } = await start({
-      plugins: [
-        { name: "report", wasm: guestWasm("report", "example") },
-        { name: "ledger", wasm: guestWasm("ledger", "example"), globalKeys: ["ledger"] },
-      ],
+  it("runs the example plugins: the ledger guest's fenced write is accepted by a real ledger service, and a stale one refused", async () => {
+    const ledger = await startLedgerService();
+    // A write delayed in flight: the proxy holds the first request it gets until let go.
+    let letGo!: () => void;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    let stalled = 0;
+    const proxy = createHttpServer((req, res) => {
+      stalled++;
+      void held.then(() => {
+        const out = httpRequest(`${ledger.url}${req.url}`, { method: req.method, headers: req.headers }, (reply) => {
+          res.writeHead(reply.statusCode!, reply.headers);
+          reply.pipe(res);
+        });
+        req.pipe(out);
+      });
     });
-    await host.call("report", "run");
-    await host.call("ledger", "run");
-    const msgs = log.messages();
-    expect(msgs).toContain("guest: report: generated with fence 1 (total 500500)");
-    expect(msgs).toContain("guest: ledger: accepted write with fence 1, balance 100");
-    expect(msgs).toContain("guest: ledger: rejected stale fence 0 (last accepted 1)");
-    expect(host.locks.heldCount).toBe(0);
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      const backend = new MemoryBackend();
+      const http = { allowedHosts: ["127.0.0.1"], methods: ["POST"], allowPrivateRanges: ["127.0.0.0/8"] };
+      const ledgerPlugin = (url: string) => ({ name: "ledger", wasm: guestWasm("ledger", "example"), globalKeys: ["ledger"], config: { ledger_url: url }, http });
+      const a = await start({ host: { node: "node-a" }, plugins: [{ name: "report", wasm: guestWasm("report", "example") }, ledgerPlugin(proxyUrl)] }, backend);
+      const b = await start({ host: { node: "node-b" }, plugins: [ledgerPlugin(ledger.url)] }, backend);
+      await a.host.call("report", "run");
+      expect(a.log.messages()).toContain("guest: report: generated with fence 1 (total 500500)");
+
+      // node-a takes the lock (fence 1) and sends its write, which stalls on the way.
+      const slow = a.host.call("ledger", "run");
+      await until("node-a's write reaches the proxy", 5_000, () => stalled === 1);
+      // Its lease ends meanwhile (here: force-released), and node-b writes with fence 2.
+      expect(await b.host.locks.forceReleaseByName("global:ledger")).toBe(true);
+      await b.host.call("ledger", "run");
+      expect(b.log.messages().find((m) => m.startsWith("guest: ledger: write accepted with fence 2"))).toBeDefined();
+      // The stale write arrives last: the service refuses it, and the guest hears why.
+      letGo();
+      await slow;
+      expect(a.log.messages().find((m) => m.startsWith("guest: ledger: write refused, stale fence 1:"))).toContain('"error":"stale_fence"');
+      expect(ledger.balance()).toBe(100);
+      expect(ledger.entries().map((e) => e.fence)).toEqual([2n]);
+      expect(a.host.locks.heldCount + b.host.locks.heldCount).toBe(0);
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise((resolve) => proxy.close(resolve));
+      await ledger.close();
+    }
   });
 
   it("releases every lock on stop, kept ones included", async () => {

@@ -1,0 +1,421 @@
+// The lockhost CLI: `run` a host from a TOML config, inspect a running host or a lock, and
+// force-release locks.
+import { readFileSync } from "node:fs";
+import { access } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { pino } from "pino";
+import { BUILTIN_BACKENDS } from "../../plugins/backends/index.js";
+import { chosenBackend, createBackend } from "../backends/create.js";
+import { registerBackend } from "../backends/registry.js";
+import { loadConfig } from "../config/load.js";
+import { ADMIN_SCHEMA } from "../config/tables.js";
+import type { LockhostConfig } from "../config/types.js";
+import { LockhostError, toLockhostError } from "../../kit/errors.js";
+import { Host } from "../host.js";
+import { LockService } from "../locking/service.js";
+import { AdminClient, AdminUnreachable, adminUrl } from "./admin-client.js";
+import { formatLocks, formatSharedStatus, formatStats, formatStatus } from "./format.js";
+import type { SharedKind } from "../../kit/shared.js";
+import { check } from "./check.js";
+import { cliLogger, parseLogFormat, type LogFormat } from "./logger.js";
+import { logSummary } from "./summary.js";
+import { MAX_LIST_LIMIT } from "../locking/list.js";
+import type { ListOptions } from "../locking/service.js";
+
+// The composition root: the built-in backends register through the same door as a package's.
+for (const descriptor of BUILTIN_BACKENDS) registerBackend(descriptor);
+
+const HELP: Record<string, string> = {
+  main: `lockhost: a host for WebAssembly plugins that take distributed locks
+
+Usage: lockhost <command> [options]
+
+Commands:
+  run       run the plugins and schedules of a config file
+  check     check a config: its plugins, schedules and backend, without running anything
+  status    show a running host's lock counters, or who holds a lock
+  locks     list the locks held now: holder, fence, age, TTL left, waiters
+  release   force-release a lock (operator action)
+
+Run 'lockhost <command> --help' for a command's options; 'lockhost --version' prints the version.`,
+  run: `Usage: lockhost run --config FILE [--local-nodes N] [--log-format json|pretty]
+
+Loads every [[plugins]] entry, starts the [[scheduled]] jobs, prints a summary (backend, nodes,
+plugins with their runtime, schedules, admin URL) and logs to stdout: readable lines on a
+terminal, JSON lines (pino) when piped or with --log-format json.
+With an [admin] table in the config it also starts the admin listener (stats, Prometheus
+metrics, lock status, force-release) and logs its URL ("admin listener started").
+On SIGINT or SIGTERM it stops ticking, ends the waits guests are parked in (-CANCELLED), lets
+running calls finish for up to [host].shutdown_timeout_ms, releases every lock it holds and
+exits 0.
+
+Options:
+  -c, --config FILE     the TOML config (default: lockhost.toml)
+      --log-format F    json or pretty (default: pretty on a terminal, json otherwise)
+      --local-nodes N   development: run N hosts in this process, named <node>-1..<node>-N,
+                        sharing one memory backend, to watch one node win each tick
+                        (memory backend only; default 1; only <node>-1 starts the admin listener)
+  -h, --help            this help`,
+  status: `Usage: lockhost status [KEY] [--kind rw|semaphore] [--config FILE] [--admin URL] [--json]
+
+Without KEY: asks the running host's admin listener for its counters (locks held and kept
+alive, acquisitions, contention, renewals, lost leases, waits) and prints them. The listener
+is the config's [admin] listen address, or --admin URL. Exits 2 when none is configured or
+none answers.
+
+With KEY: shows the holder, fence, acquisition and expiry times of the lock KEY. KEY is the
+full lock name as the logs show it: "<plugin>:<key>" for a plugin's key, "global:<key>" for a
+global one, "lockhost:schedule:<id>" for a schedule's lock. Read from the redis or pg backend
+directly; through the admin listener with --admin, or when the backend is memory (whose locks
+live inside the 'lockhost run' process) and the config has an [admin] table.
+
+Options:
+  -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
+      --admin URL     the admin listener, e.g. http://127.0.0.1:9464 (default: [admin] listen)
+      --kind K        the read/write lock (rw) or semaphore of that name instead of its mutex:
+                      its holders (mode, fence, holder, times), permits and queued writers
+      --show-owner    print the lock's owner token (hidden by default: with it anyone can
+                      release or restore the lock); through --admin it also needs the token
+      --json          print JSON instead of a table
+  -h, --help          this help`,
+  check: `Usage: lockhost check [--config FILE]
+
+Does everything 'lockhost run' does before it runs anything, and stops there: validates the
+config; loads every plugin (compiles it, checks its ABI version, imports and memory, and
+instantiates it in the runtime its isolation resolves to on this Node), checks that every
+schedule's export exists and takes no arguments, and connects to the backend and asks it.
+Prints each check, then what would run. Takes no lock and fires no schedule.
+Exit codes: 0 all well, 1 a fault found (each is printed with its code), 2 a config error.
+
+Options:
+  -c, --config FILE   the TOML config (default: lockhost.toml)
+  -h, --help          this help`,
+  locks: `Usage: lockhost locks [--kind rw|semaphore] [--prefix P] [--plugin NAME] [--limit N] [--cursor C] [--config FILE] [--admin URL] [--json]
+
+Lists the locks held now, by any host sharing the backend: full name, holder (plugin @ node),
+fence, age, TTL left of TTL, and how many acquisitions of the asked host wait for it. Owner
+tokens are never listed. Read from the redis or pg backend directly (Redis: SCAN over the key
+prefix, on every master of a cluster; PostgreSQL: the holders table); through the admin
+listener with --admin, or when the backend is memory and the config has an [admin] table.
+One page at a time: when there are more, the last line is the command for the next page.
+
+Options:
+  -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
+      --admin URL     the admin listener, e.g. http://127.0.0.1:9464
+      --kind K        read/write locks (rw) or semaphores instead of mutexes: a row per holder
+                      (reader, writer or permit)
+      --prefix P      only names starting with P ("billing:", "global:jobs/", "lockhost:schedule:")
+      --plugin NAME   only locks taken by this plugin ("host" for host-side callers)
+      --limit N       locks per page, 1 to 1000 (default 100)
+      --cursor C      the page after the one that printed C
+      --json          print the page as JSON ({ locks, cursor })
+  -h, --help          this help`,
+  release: `Usage: lockhost release --force KEY [--kind rw|semaphore] [--config FILE] [--admin URL]
+
+Deletes the lock KEY whoever holds it; with --kind, every holder of that read/write lock or
+semaphore. Each holder is told at once (its lease is lost; a guest's lockhost_on_lost runs).
+Fence counters are kept, so the next holder still gets a higher fence.
+--force is required, to make the intent explicit.
+
+On redis and pg the lock is deleted in the backend directly. With --admin, or when the backend
+is memory and the config has an [admin] table, the running host does it through its admin
+listener, which needs the token: LOCKHOST_ADMIN_TOKEN, else [admin] token from the config.
+
+Options:
+  -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
+      --admin URL     the admin listener, e.g. http://127.0.0.1:9464
+  -f, --force         required
+      --kind K        rw or semaphore: that kind's lock of the name, not its mutex
+  -h, --help          this help`,
+};
+
+/** This package's version, from its package.json (two folders up in the build and in the source tree). */
+function packageVersion(): string {
+  const file = fileURLToPath(new URL(import.meta.url.includes("/dist/") ? "../../../package.json" : "../../package.json", import.meta.url));
+  return (JSON.parse(readFileSync(file, "utf8")) as { version: string }).version;
+}
+
+/** The default config file, read from the working directory. */
+const DEFAULT_CONFIG = "lockhost.toml";
+
+/** Exit codes: 0 ok, 1 a failure at run time, 2 bad usage or config, or no admin listener. */
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === "--version" || command === "-V" || command === "version") {
+    console.log(`lockhost ${packageVersion()}`);
+    return 0;
+  }
+  if (!command || command === "-h" || command === "--help" || command === "help") {
+    console.log(HELP.main);
+    return command ? 0 : 2;
+  }
+  if (!(command in HELP) || command === "main") {
+    console.error(`lockhost: unknown command "${command}"\n\n${HELP.main}`);
+    return 2;
+  }
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: rest,
+      allowPositionals: true,
+      options: {
+        config: { type: "string", short: "c" },
+        admin: { type: "string" },
+        help: { type: "boolean", short: "h" },
+        json: { type: "boolean" },
+        force: { type: "boolean", short: "f" },
+        "show-owner": { type: "boolean" },
+        "local-nodes": { type: "string", default: "1" },
+        "log-format": { type: "string" },
+        prefix: { type: "string" },
+        plugin: { type: "string" },
+        limit: { type: "string" },
+        cursor: { type: "string" },
+        kind: { type: "string" },
+      },
+    });
+  } catch (err) {
+    console.error(`lockhost ${command}: ${(err as Error).message}\n\n${HELP[command]}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    console.log(HELP[command]);
+    return 0;
+  }
+  if (command === "run") {
+    const config = await loadConfig(values.config ?? DEFAULT_CONFIG);
+    return run(config, parseLocalNodes(values["local-nodes"]!, config), parseLogFormat(values["log-format"]));
+  }
+
+  if (command === "check") {
+    if (positionals.length > 0) {
+      console.error(`lockhost check: takes no arguments besides its options\n\n${HELP.check}`);
+      return 2;
+    }
+    return check(await loadConfig(values.config ?? DEFAULT_CONFIG));
+  }
+  if (command === "locks") {
+    if (positionals.length > 0) {
+      console.error(`lockhost locks: takes no KEY (use --prefix)\n\n${HELP.locks}`);
+      return 2;
+    }
+    const options = listOptions(values);
+    return withLocks(values.config, values.admin, command, (locks) => listLocks(locks, options, values, values.json ?? false));
+  }
+
+  const key = positionals[0];
+  const keyOptional = command === "status";
+  if (positionals.length > 1 || (!keyOptional && !key)) {
+    console.error(`lockhost ${command}: expected ${keyOptional ? "at most" : "exactly"} one KEY\n\n${HELP[command]}`);
+    return 2;
+  }
+  if (command === "release" && !values.force) {
+    console.error(`lockhost release: refusing without --force (it deletes a lock someone may hold)\n\n${HELP.release}`);
+    return 2;
+  }
+  if (command === "status" && key === undefined) {
+    return orUnreachable(command, async () => showStats(await cliConfig(values.config, values.admin !== undefined), values.admin, values.json ?? false));
+  }
+  const kind = values.kind;
+  if (kind !== undefined && kind !== "rw" && kind !== "semaphore") {
+    console.error(`lockhost ${command}: --kind must be rw or semaphore, got ${JSON.stringify(kind)}\n\n${HELP[command]}`);
+    return 2;
+  }
+  if (kind !== undefined) return withLocks(values.config, values.admin, command, (locks) => inspectShared(locks, command, kind, key!, values.json ?? false));
+  return withLocks(values.config, values.admin, command, (locks) => inspect(locks, command, key!, values.json ?? false, values["show-owner"] ?? false));
+}
+
+/** Runs `action`; an admin listener that does not answer is exit code 2, said in one line. */
+async function orUnreachable(command: string, action: () => Promise<number>): Promise<number> {
+  try {
+    return await action();
+  } catch (err) {
+    if (!(err instanceof AdminUnreachable)) throw err;
+    console.error(`lockhost ${command}: ${err.message}`);
+    return 2;
+  }
+}
+
+/** The --prefix, --plugin, --limit and --cursor of `locks`, checked. */
+function listOptions(values: { kind?: string; prefix?: string; plugin?: string; limit?: string; cursor?: string }): ListOptions {
+  let limit: number | undefined;
+  if (values.limit !== undefined) {
+    limit = Number(values.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+      throw new LockhostError("INVALID_ARGUMENT", `--limit must be an integer from 1 to ${MAX_LIST_LIMIT}, got "${values.limit}"`);
+    }
+  }
+  if (values.kind !== undefined && values.kind !== "rw" && values.kind !== "semaphore") {
+    throw new LockhostError("INVALID_ARGUMENT", `--kind must be rw or semaphore, got "${values.kind}"`);
+  }
+  return {
+    ...(values.kind !== undefined && { kind: values.kind }),
+    ...(values.prefix !== undefined && { prefix: values.prefix }),
+    ...(values.plugin !== undefined && { plugin: values.plugin }),
+    ...(limit !== undefined && { limit }),
+    ...(values.cursor !== undefined && { cursor: values.cursor }),
+  };
+}
+
+async function listLocks(locks: LockReader, options: ListOptions, values: Record<string, unknown>, json: boolean): Promise<number> {
+  const page = await locks.list(options);
+  if (json) {
+    console.log(JSON.stringify(page));
+    return 0;
+  }
+  // The next page's command repeats this one's options, with the new cursor.
+  const again = ["config", "admin", "kind", "prefix", "plugin", "limit"]
+    .filter((name) => typeof values[name] === "string")
+    .map((name) => `--${name} ${shellQuote(values[name] as string)}`);
+  console.log(formatLocks(page, (cursor) => ["lockhost locks", ...again, `--cursor ${shellQuote(cursor)}`].join(" ")));
+  return 0;
+}
+
+/** `text` as one word for a POSIX shell. */
+function shellQuote(text: string): string {
+  return /^[A-Za-z0-9_./:=@%+-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`;
+}
+
+/**
+ * The config of status and release: --config, else lockhost.toml. With --admin it is only a
+ * source of the token, so a missing default file is no error then.
+ */
+async function cliConfig(file: string | undefined, hasAdminFlag: boolean): Promise<LockhostConfig | undefined> {
+  if (file !== undefined || !hasAdminFlag) return loadConfig(file ?? DEFAULT_CONFIG);
+  try {
+    await access(DEFAULT_CONFIG);
+  } catch {
+    return undefined;
+  }
+  return loadConfig(DEFAULT_CONFIG);
+}
+
+function adminClient(config: LockhostConfig | undefined, flag: string | undefined): AdminClient {
+  // The environment first: it lets an operator use a token without writing it in a file.
+  const token = process.env[ADMIN_SCHEMA.fields.token.env!] || config?.admin?.token;
+  return new AdminClient(adminUrl(flag, config?.admin, config?.source), token);
+}
+
+async function showStats(config: LockhostConfig | undefined, flag: string | undefined, json: boolean): Promise<number> {
+  const client = adminClient(config, flag);
+  const body = await client.stats();
+  console.log(json ? JSON.stringify(body) : formatStats(body, client.url));
+  return 0;
+}
+
+function parseLocalNodes(text: string, config: LockhostConfig): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1 || n > 16) {
+    throw new LockhostError("INVALID_ARGUMENT", `--local-nodes must be an integer from 1 to 16, got "${text}"`);
+  }
+  // Nodes in one process share one backend instance: only a backend that is not shared between
+  // processes (memory) needs that; a distributed one runs one process per node.
+  if (n > 1 && chosenBackend(config.locking).distributed) {
+    throw new LockhostError("INVALID_ARGUMENT", `--local-nodes is for the memory backend; with ${config.locking.backend}, start one process per node`);
+  }
+  return n;
+}
+
+async function run(config: LockhostConfig, localNodes: number, format: LogFormat | undefined): Promise<number> {
+  const hosts: Host[] = [];
+  const root = await cliLogger(config.host.logLevel, format, {});
+  if (localNodes === 1) {
+    hosts.push(await Host.start(config, { logger: root.child({ node: config.host.node }) }));
+  } else {
+    const log = root;
+    const backend = await createBackend(config.locking, log, config.source);
+    // One admin listener for the process (on the first node): more would fight over its port.
+    const { admin: _admin, ...withoutAdmin } = config;
+    for (let i = 1; i <= localNodes; i++) {
+      const node = `${config.host.node}-${i}`;
+      const nodeConfig: LockhostConfig = { ...(i === 1 ? config : withoutAdmin), host: { ...config.host, node } };
+      hosts.push(await Host.start(nodeConfig, { backend, logger: log.child({ node }) }));
+    }
+  }
+  for (const host of hosts) host.scheduler.start();
+  const log = hosts[0]!.log;
+  logSummary(root, config, hosts, (format ?? (process.stdout.isTTY ? "pretty" : "json")) === "pretty");
+  return new Promise<number>((resolve) => {
+    let signals = 0;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      if (++signals > 1) {
+        log.warn({ signal }, "second signal: exiting without waiting");
+        resolve(1);
+        return;
+      }
+      log.info({ signal }, "shutting down: no new ticks, waiting for running calls");
+      Promise.all(hosts.map((h) => h.stop())).then(
+        () => resolve(0),
+        (err: unknown) => {
+          log.error({ err: (err as Error).message }, "shutdown failed");
+          resolve(1);
+        },
+      );
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+  });
+}
+
+/** What status, release and locks read or do: the backend through a LockService, or a running host's admin listener. */
+type LockReader = Pick<AdminClient, "statusByName" | "forceReleaseByName" | "list" | "sharedStatusByName" | "forceReleaseSharedByName">;
+
+/**
+ * Runs `action` on the locks the config names: through the admin listener with --admin (or
+ * for the memory backend, whose locks only the running host has), else on the backend itself.
+ */
+function withLocks(file: string | undefined, flag: string | undefined, command: string, action: (locks: LockReader) => Promise<number>): Promise<number> {
+  return orUnreachable(command, async () => {
+    const config = await cliConfig(file, flag !== undefined);
+    return onLocks(config, command, flag, action);
+  });
+}
+
+async function onLocks(config: LockhostConfig | undefined, command: string, flag: string | undefined, action: (locks: LockReader) => Promise<number>): Promise<number> {
+  // Memory locks live only inside the 'lockhost run' process: its admin listener is the way in.
+  if (flag !== undefined || (config !== undefined && !chosenBackend(config.locking).distributed && config.admin)) return action(adminClient(config, flag));
+  // cliConfig returns a config whenever --admin is absent.
+  const cfg = config!;
+  if (!chosenBackend(cfg.locking).distributed) {
+    throw new LockhostError(
+      "CONFIG_INVALID",
+      `lockhost ${command} needs a shared backend: with [locking] backend = "${cfg.locking.backend}" the locks live inside the 'lockhost run' process and no other process can see them (use redis or pg, or add an [admin] table to the config so this command can ask the running host)`,
+    );
+  }
+  const log = pino({ level: "warn" }, pino.destination(2));
+  const locks = new LockService(await createBackend(cfg.locking, log, cfg.source), { node: cfg.host.node });
+  try {
+    return await action(locks);
+  } finally {
+    await locks.close();
+  }
+}
+
+/** `status KEY` or `release --force KEY`, through the backend or the admin listener alike. */
+async function inspect(locks: LockReader, command: string, key: string, json: boolean, showOwner: boolean): Promise<number> {
+  if (command === "status") {
+    const status = await locks.statusByName(key);
+    // An owner token lets anyone release or restore the lock: printed only when asked for.
+    const shown = status.held && !showOwner ? (({ owner: _owner, ...rest }) => rest)(status) : status;
+    console.log(json ? JSON.stringify(shown) : formatStatus(shown));
+    return 0;
+  }
+  const released = await locks.forceReleaseByName(key);
+  console.log(released ? `released ${key}` : `${key} was not held`);
+  return 0;
+}
+
+/** `status KEY --kind K` or `release --force KEY --kind K`. */
+async function inspectShared(locks: LockReader, command: string, kind: SharedKind, key: string, json: boolean): Promise<number> {
+  if (command === "status") {
+    const status = await locks.sharedStatusByName(kind, key);
+    console.log(json ? JSON.stringify(status ?? { name: key, kind, held: false }) : formatSharedStatus(kind, key, status));
+    return 0;
+  }
+  const holders = await locks.forceReleaseSharedByName(kind, key);
+  console.log(holders > 0 ? `released ${kind} ${key} (${holders} holder${holders === 1 ? "" : "s"})` : `${kind} ${key} was not held`);
+  return 0;
+}
+

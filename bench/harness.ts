@@ -109,6 +109,18 @@ export async function capsLoop(guest: GuestInstance, ops: number, url?: string):
   return { opsPerSec: (ops / totalMs) * 1000, p50Us, p99Us };
 }
 
+/**
+ * One round of a bench-caps guest's pairedLoop on "k<keyId>": a lock.fence and a bench.noop
+ * call in turn, `ops` times; the noop calls' round, and the fence calls' round.
+ */
+export async function capsPairedLoop(guest: GuestInstance, ops: number, keyId: number): Promise<{ fn: Round; fence: Round }> {
+  const totalMs = (await guest.call("pairedLoop", [ops, keyId])) as number;
+  const q = async (fn: string, perMille: number): Promise<number> => (await guest.call(fn, [perMille])) as number;
+  const fn: Round = { opsPerSec: (ops / totalMs) * 1000, p50Us: await q("pct", 500), p99Us: await q("pct", 990) };
+  const fence: Round = { opsPerSec: Number.NaN, p50Us: await q("fencePct", 500), p99Us: await q("fencePct", 990) };
+  return { fn, fence };
+}
+
 /** Several guests' loops at once (each its own key): total pairs/s, and the median guest's percentiles. */
 export async function guestsConcurrent(guests: readonly GuestInstance[], ops: number): Promise<Round> {
   const started = performance.now();

@@ -133,6 +133,8 @@ schedule = "  */15 * * * *  "
           memoryLimitMib: 64,
           callTimeoutMs: 1000,
           globalKeys: ["ledger", "shared-*"],
+          functions: [],
+          config: {},
         },
         {
           name: "cleanup_2",
@@ -142,6 +144,8 @@ schedule = "  */15 * * * *  "
           memoryLimitMib: 16,
           callTimeoutMs: 5000,
           globalKeys: [],
+          functions: [],
+          config: {},
         },
       ],
       scheduled: [
@@ -306,6 +310,16 @@ memory_limit_mib = "16MB"
     ["a boolean call_timeout_ms", `${PLUGIN}call_timeout_ms = true`, "call_timeout_ms must be an integer from 1 to 3600000, got true"],
     ["global_keys that are not an array", `${PLUGIN}global_keys = "ledger"`, `("report"): global_keys must be an array of strings, got "ledger"`],
     ["an empty global key", `${PLUGIN}global_keys = ["ledger", ""]`, `lockhost.toml: [[plugins]] #1 ("report"): global_keys[1] must be a non-empty string, got ""`],
+    ["a functions namespace that is an ABI module", `${PLUGIN}functions = ["http"]`, `lockhost.toml: [[plugins]] #1 ("report"): functions entry 1: "http" is an ABI module, not a namespace`],
+    ["a malformed functions namespace", `${PLUGIN}functions = ["Bill ing"]`, `("report"): functions entry 1: "Bill ing" is not a namespace`],
+    ["a log_level that is none", `${PLUGIN}log_level = "loud"`, `("report"): log_level must be one of`],
+    ["a config value that is not a string", `${PLUGIN}[plugins.config]\nretries = 3`, `lockhost.toml: [plugins.config] ("report"): retries must be a string, got a number (the value is not shown: it is a secret)`],
+    ["an http table without allowed_hosts", `${PLUGIN}[plugins.http]\nmethods = ["GET"]`, `lockhost.toml: [plugins.http] ("report"): allowed_hosts is required`],
+    ["a malformed allowed_hosts entry", `${PLUGIN}[plugins.http]\nallowed_hosts = ["api.example.com", "*"]`, `lockhost.toml: [plugins.http] ("report"): allowed_hosts entry "*" is not a valid host name`],
+    ["an allowed_hosts entry with a path", `${PLUGIN}[plugins.http]\nallowed_hosts = ["example.com/x"]`, `[plugins.http] ("report"): allowed_hosts entry "example.com/x" must be a host name only`],
+    ["a malformed allow_private_ranges entry", `${PLUGIN}[plugins.http]\nallowed_hosts = ["a.example"]\nallow_private_ranges = ["10.0.0.0/33"]`, `[plugins.http] ("report"): allow_private_ranges entry "10.0.0.0/33" is not a CIDR`],
+    ["an http header the host controls", `${PLUGIN}[plugins.http]\nallowed_hosts = ["a.example"]\n[plugins.http.headers]\nhost = "evil"`, `[plugins.http.headers] ("report"): host header "host" is set by the host, not by a plugin (the value is not shown: it may be a secret)`],
+    ["an unknown key in [plugins.http]", `${PLUGIN}[plugins.http]\nallowed_hosts = ["a.example"]\ntimeout = 3`, `unknown key "timeout" (did you mean "timeout_ms"?`],
     ["a global key that is not a string", `${PLUGIN}global_keys = [7]`, `("report"): global_keys[0] must be a non-empty string, got 7`],
     // [[scheduled]]
     ["scheduled that are not an array", `scheduled = 1`, "lockhost.toml: scheduled must be an array of tables ([[scheduled]]), got 1"],
@@ -777,7 +791,7 @@ describe("resolveConfig", () => {
         waiting: WAITING,
       },
       plugins: [
-        { name: "report", wasm: resolve(BASE, "r.wasm"), isolation: "worker", runtime: "worker", memoryLimitMib: 32, callTimeoutMs: 5000, globalKeys: ["g"] },
+        { name: "report", wasm: resolve(BASE, "r.wasm"), isolation: "worker", runtime: "worker", memoryLimitMib: 32, callTimeoutMs: 5000, globalKeys: ["g"], functions: [], config: {} },
       ],
       scheduled: [
         { id: "report.run", plugin: "report", export: "run", schedule: { kind: "interval", everyMs: 60000, text: "1m" }, hint: "require_global", ttlMs: 5000, keepalive: false },

@@ -19,6 +19,18 @@ interface Finding {
   readonly fault?: { readonly code: string; readonly message: string };
 }
 
+/**
+ * What each plugin is granted beyond locks: its config keys (never their values: some are
+ * secrets), where its HTTP requests may go, and its host function namespaces.
+ */
+export function grantLines(config: LockhostConfig): string[] {
+  return config.plugins.map((p) => {
+    const keys = Object.keys(p.config);
+    const http = p.http ? `http to ${p.http.allowedHosts.join(", ")} (${p.http.methods.join(", ")}${Object.keys(p.http.headers).length > 0 ? `; headers ${Object.keys(p.http.headers).join(", ")}` : ""})` : "no http";
+    return `plugin ${p.name} may: config ${keys.length > 0 ? keys.join(", ") : "none"}; ${http}; functions ${p.functions.length > 0 ? p.functions.join(", ") : "none"}`;
+  });
+}
+
 /** Runs the checks and prints the result; 0 when all is well, 1 when something is not. */
 export async function check(config: LockhostConfig): Promise<number> {
   const findings: Finding[] = [];
@@ -63,6 +75,7 @@ export async function check(config: LockhostConfig): Promise<number> {
     console.log("\nWould run:");
     const admin = config.admin && `http://${formatListen(config.admin.listen)}`;
     for (const line of summaryLines(config, [config.host.node], admin)) if (!line.includes("Ctrl-C")) console.log(`  ${line}`);
+    for (const line of grantLines(config)) console.log(`  ${line}`);
   }
   return faults.length === 0 ? 0 : 1;
 }

@@ -42,8 +42,14 @@ export class Table {
 
   /** The same table, labelled with its entry's name once that is known. */
   named(name: string | undefined): Table {
-    return name === undefined ? this : new Table(this.ctx, `${this.label} (${this.show(name)})`, this.header, this.raw);
+    if (name === undefined) return this;
+    const t = new Table(this.ctx, `${this.label} (${this.show(name)})`, this.header, this.raw);
+    t.entryName = name;
+    return t;
   }
+
+  /** The name of the entry this table belongs to, once named(). */
+  entryName: string | undefined;
 
   /** The keys the table was given a value for. */
   keys(): string[] {

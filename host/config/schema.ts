@@ -143,8 +143,8 @@ function pluginList(root: Table): PluginConfig[] {
     t.unique("name", name, seen);
     const wasm = resolve(t.ctx.baseDir, t.nonEmptyString("wasm") ?? t.fail("wasm", "is required"));
     const { config: _config, http: _http, ...fields } = readFields(t, PLUGIN_SCHEMA);
-    const http = httpGrant(t.table("http", "plugins.http"));
-    const config = stringTable(t.table("config", "plugins.config"));
+    const http = httpGrant(t.table("http", "plugins.http")?.named(name));
+    const config = stringTable(t.table("config", "plugins.config")?.named(name));
     return { ...fields, name, wasm, config, ...(http && { http }), runtime: guestRuntime(t, fields.isolation) };
   });
 }
@@ -153,7 +153,7 @@ function pluginList(root: Table): PluginConfig[] {
 function httpGrant(t: Table | undefined): HttpGrant | undefined {
   if (!t) return undefined;
   const { headers: _headers, ...rest } = readTable(t, HTTP_SCHEMA);
-  const headers = stringTable(t.table("headers", "plugins.http.headers"), headerProblem);
+  const headers = stringTable(t.table("headers", "plugins.http.headers")?.named(t.entryName), headerProblem);
   return { ...rest, headers };
 }
 

@@ -84,7 +84,7 @@ export const PLUGIN_SCHEMA = table<Omit<PluginConfig, "runtime" | "config" | "ht
       default: [],
       example: ["billing"],
       doc: "host function namespaces its guest may import (the embedder registers them: Host.start(config, { functions }))",
-      check: (list) => firstProblem(list, (ns) => (NAMESPACE_PATTERN.test(ns) ? (RESERVED_NAMESPACES.has(ns) ? `"${ns}" is an ABI module, not a namespace` : undefined) : `"${ns}" is not a namespace (${NAMESPACE_PATTERN})`)),
+      check: (list) => firstProblem(list, (ns, i) => (NAMESPACE_PATTERN.test(ns) ? (RESERVED_NAMESPACES.has(ns) ? `entry ${i + 1}: "${ns}" is an ABI module, not a namespace` : undefined) : `entry ${i + 1}: "${ns}" is not a namespace (${NAMESPACE_PATTERN})`)),
     }),
     logLevel: field.oneOf(LOG_LEVELS, { optional: true, defaultDoc: "[host] log_level", doc: "its guest's lines (trace, log.write) below this level are dropped in the guest's runtime" }),
     // Read by the reader: a table of strings, ${ENV} substituted, values never shown.
@@ -101,9 +101,9 @@ export const HTTP_SCHEMA = table<Omit<HttpGrant, "headers"> & { headers: unknown
     allowedHosts: field.stringList({
       example: ["api.example.com", "*.example.com"],
       doc: 'host names it may reach: exact, or "*.domain" for any subdomain; no other host is reached, redirects included',
-      check: (list) => (list.length === 0 ? "must name at least one host" : firstProblem(list, hostPatternProblem)),
+      check: (list) => (list.length === 0 ? "must name at least one host" : firstProblem(list, hostPatternProblem, "allowed_hosts")),
     }),
-    methods: field.stringList({ default: ["GET", "HEAD"], doc: "the methods it may use", check: (list) => firstProblem(list, methodProblem) }),
+    methods: field.stringList({ default: ["GET", "HEAD"], doc: "the methods it may use", check: (list) => firstProblem(list, methodProblem, "methods") }),
     timeoutMs: field.int({ default: 10_000, min: 1, max: 600_000, unit: "ms", doc: "a whole request, body included; also bounded by the call's time limit" }),
     maxRequestBytes: field.int({ default: 1 << 20, min: 0, max: MAX_INPUT_BYTES, unit: "bytes", doc: "the longest request body" }),
     maxResponseBytes: field.int({ default: 1 << 20, min: 0, max: 1 << 30, unit: "bytes", doc: "the longest response body: a longer one is cut off, TOO_LARGE" }),
@@ -111,7 +111,7 @@ export const HTTP_SCHEMA = table<Omit<HttpGrant, "headers"> & { headers: unknown
       default: [],
       example: ["127.0.0.0/8"],
       doc: "CIDR ranges it may reach although loopback, private or link-local (else refused, whatever the name resolves to)",
-      check: (list) => firstProblem(list, cidrProblem),
+      check: (list) => firstProblem(list, cidrProblem, "allow_private_ranges"),
     }),
     maxRedirects: field.int({ default: 5, min: 0, max: 20, doc: "redirects followed, each to an allowed host" }),
     // Read by the reader: a table of strings, ${ENV} substituted, values never shown.
@@ -119,11 +119,14 @@ export const HTTP_SCHEMA = table<Omit<HttpGrant, "headers"> & { headers: unknown
   },
 });
 
-/** The first problem of any entry of `list`, naming its index. */
-function firstProblem(list: readonly string[], problem: (entry: string) => string | undefined): string | undefined {
+/**
+ * The first problem of any entry of `list` (each problem names its entry), without the key's
+ * name in front when the problem starts with it: the reader names the key already.
+ */
+function firstProblem(list: readonly string[], problem: (entry: string, index: number) => string | undefined, key?: string): string | undefined {
   for (const [i, entry] of list.entries()) {
-    const p = problem(entry);
-    if (p !== undefined) return `entry ${i + 1}: ${p}`;
+    const p = problem(entry, i);
+    if (p !== undefined) return key !== undefined && p.startsWith(`${key} `) ? p.slice(key.length + 1) : p;
   }
   return undefined;
 }

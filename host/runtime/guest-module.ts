@@ -127,6 +127,12 @@ export async function loadGuestModule(plugin: string, path: string, memoryLimitB
 function functionImport(where: string, imp: WebAssembly.ModuleImportDescriptor, sig: FuncSignature | undefined, grants: ImportGrants): FunctionImport {
   const names = grants.functions.get(imp.module);
   const what = `${imp.kind} ${imp.module}.${imp.name}`;
+  if (!names && grants.granted.includes(imp.module)) {
+    throw new LockhostError(
+      "ABI_UNSUPPORTED",
+      `${where} imports ${what}: its [[plugins]] entry grants namespace "${imp.module}", but no host functions are registered under it (the embedder registers them: Host.start(config, { functions }); lockhost run has none)`,
+    );
+  }
   if (!names) {
     const granted = grants.granted.length > 0 ? `functions = [${grants.granted.map((g) => JSON.stringify(g)).join(", ")}]` : "no functions";
     throw new LockhostError(

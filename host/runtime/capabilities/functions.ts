@@ -53,12 +53,26 @@ const utf8 = new TextEncoder();
 
 /**
  * Runs one host function and turns what it returned or threw into the guest's reply: bytes, or
- * a LockhostError with the code the guest gets. Never throws anything else; never waits past
- * `ctx.signal`.
+ * a LockhostError with the code the guest gets (thrown, or the promise rejects with it). A
+ * function that answers at once is answered at once (no promise: the inline guest does not even
+ * suspend); one that returns a promise is never waited for past `ctx.signal`.
  */
-export async function runHostFunction(fn: HostFunction, input: Uint8Array, ctx: HostFunctionContext): Promise<Uint8Array> {
+export function runHostFunction(fn: HostFunction, input: Uint8Array, ctx: HostFunctionContext): Uint8Array | Promise<Uint8Array> {
   const { signal } = ctx;
   if (signal.aborted) throw cancelled(ctx, signal);
+  let result: HostFunctionResult | Promise<HostFunctionResult>;
+  try {
+    result = fn(input, ctx);
+  } catch (err) {
+    throw thrown(ctx, err);
+  }
+  if (!(result instanceof Promise)) return toBytes(ctx, result);
+  return settle(result, ctx);
+}
+
+/** Waits for an async function's answer, or for the signal, whichever comes first. */
+async function settle(pending: Promise<HostFunctionResult>, ctx: HostFunctionContext): Promise<Uint8Array> {
+  const { signal } = ctx;
   let stop: (() => void) | undefined;
   const aborted = new Promise<never>((_, reject) => {
     const onAbort = (): void => reject(cancelled(ctx, signal));
@@ -67,15 +81,13 @@ export async function runHostFunction(fn: HostFunction, input: Uint8Array, ctx: 
   });
   // A function that never settles must not keep the rejection above unhandled.
   aborted.catch(() => undefined);
-  let result: HostFunctionResult;
   try {
-    result = await Promise.race([Promise.resolve().then(() => fn(input, ctx)), aborted]);
+    return toBytes(ctx, await Promise.race([pending, aborted]));
   } catch (err) {
-    throw thrown(ctx, err);
+    throw err instanceof LockhostError && err.code === "CANCELLED" ? err : thrown(ctx, err);
   } finally {
     stop?.();
   }
-  return toBytes(ctx, result);
 }
 
 function toBytes(ctx: HostFunctionContext, result: HostFunctionResult): Uint8Array {

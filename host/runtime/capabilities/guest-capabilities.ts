@@ -7,7 +7,7 @@ import { FLAG_FENCE } from "../../../abi/status.js";
 import { LockhostError } from "../../../kit/errors.js";
 import type { AbiReply, GuestLocks } from "../guest-locks.js";
 import type { CallContext } from "../lock-ops.js";
-import { runHostFunction, type HostFunction } from "./functions.js";
+import { runHostFunction, type HeldLock, type HostFunction, type HostFunctionContext } from "./functions.js";
 import { encodeResponse, parseRequestHead } from "./http-envelope.js";
 import type { HttpClient, HttpGrant } from "./http/index.js";
 
@@ -68,19 +68,39 @@ export class GuestCapabilities {
     }
   }
 
-  /** A host function call: its reply, or -code. */
-  async call(index: number, input: Uint8Array, _ctx: CallContext): Promise<AbiReply> {
-    const { locks, plugin, node, functions } = this.#o;
+  /** A host function call: its reply, or -code; at once when the function answers at once. */
+  call(index: number, input: Uint8Array, _ctx: CallContext): AbiReply | Promise<AbiReply> {
+    const { locks, functions } = this.#o;
     const bound = functions[index];
-    if (!bound) return locks.failure(new Error(`host function #${index} of plugin ${plugin} does not exist`));
-    const name = `${bound.module}.${bound.name}`;
+    if (!bound) return locks.failure(new Error(`host function #${index} of plugin ${this.#o.plugin} does not exist`));
+    const ctx = this.#context(bound);
     try {
-      return bytesReply(await runHostFunction(bound.fn, input, { plugin, node, function: name, locks: locks.held(), signal: locks.signal }));
+      const out = runHostFunction(bound.fn, input, ctx);
+      return out instanceof Promise ? out.then(bytesReply, (err: unknown) => this.#failed(ctx, err)) : bytesReply(out);
     } catch (err) {
-      const e = err as LockhostError;
-      this.#o.log.warn({ function: name, code: e.code, err: e.message }, "a host function call failed");
-      return locks.failure(err);
+      return this.#failed(ctx, err);
     }
+  }
+
+  /** A function's context; the locks it names are read only if the function asks for them. */
+  #context(bound: BoundFunction): HostFunctionContext {
+    const { locks, plugin, node } = this.#o;
+    let held: readonly HeldLock[] | undefined;
+    return {
+      plugin,
+      node,
+      function: `${bound.module}.${bound.name}`,
+      get locks() {
+        return (held ??= locks.held());
+      },
+      signal: locks.signal,
+    };
+  }
+
+  #failed(ctx: HostFunctionContext, err: unknown): AbiReply {
+    const e = err as LockhostError;
+    this.#o.log.warn({ function: ctx.function, code: e.code, err: e.message }, "a host function call failed");
+    return this.#o.locks.failure(err);
   }
 
   /** Frees the HTTP client's connections. */

@@ -235,7 +235,7 @@ export function checkScheduledExports(config: LockhostConfig, guests: ReadonlyMa
 
 /** Starts the guest of one [[plugins]] entry in its runtime, on `locks`. */
 export async function startPluginGuest(plugin: PluginConfig, locks: LockService, log: Logger): Promise<GuestInstance> {
-  const module = await loadGuestModule(plugin.name, plugin.wasm, plugin.memoryLimitMib * 2 ** 20);
+  const module = await loadGuestModule(plugin.name, plugin.wasm, plugin.memoryLimitMib * 2 ** 20, { wasi: plugin.wasi });
   const guestLog = log.child({ plugin: plugin.name });
   const guestLocks = new GuestLocks(locks, { plugin: plugin.name, allowsGlobal: globalKeyMatcher(plugin.globalKeys) }, guestLog);
   return startGuestInstance({ runtime: plugin.runtime, module, locks: guestLocks, callTimeoutMs: plugin.callTimeoutMs, log: guestLog });

@@ -77,6 +77,7 @@ export const PLUGIN_SCHEMA = table<Omit<PluginConfig, "runtime">>({
     memoryLimitMib: field.int({ default: 16, min: 1, max: 4096, unit: "MiB", doc: "cap of the guest's memory" }),
     callTimeoutMs: field.int({ default: 5000, min: 1, max: 3_600_000, unit: "ms", doc: "a call running longer is stopped and the guest restarted; worker runtime only" }),
     globalKeys: field.stringList({ default: [], example: ["ledger", "jobs/*"], doc: "global keys it may use; * matches anything" }),
+    wasi: field.bool({ default: false, doc: "let the guest import WASI basics (stdout/stderr to the log, clocks, random; ENOSYS for the rest)" }),
   },
 });
 

@@ -85,6 +85,8 @@ export interface PluginConfig {
   readonly callTimeoutMs: number;
   /** Global keys the plugin may use; `*` matches any run of characters. */
   readonly globalKeys: readonly string[];
+  /** The guest may import WASI basics (stdout/stderr to the log, clocks, random); default false. */
+  readonly wasi: boolean;
 }
 
 /** When a schedule fires. */
@@ -147,6 +149,7 @@ export interface PluginInput {
   readonly memoryLimitMib?: number;
   readonly callTimeoutMs?: number;
   readonly globalKeys?: readonly string[];
+  readonly wasi?: boolean;
 }
 
 /** A `[[scheduled]]` entry built in code: the fields of ScheduledConfig, defaults optional. */

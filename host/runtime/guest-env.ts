@@ -85,24 +85,34 @@ export class GuestMemory {
   }
 }
 
+/** The log level of a guest's line: trace and stdout at info, stderr (WASI) at warn. */
+export type TraceLevel = "info" | "warn";
+
 /** A guest's trace lines within one call: at most MAX_TRACES_PER_CALL reach `emit`. */
 export class TraceBudget {
   #traces = 0;
   #dropped = 0;
-  constructor(readonly emit: (message: string) => void) {}
+  readonly #beforeFlush: (() => void)[] = [];
+  constructor(readonly emit: (message: string, level: TraceLevel) => void) {}
 
-  line(message: () => string): void {
+  line(message: () => string, level: TraceLevel = "info"): void {
     // A guest tracing in a loop must not flood the host's event loop and log.
     if (++this.#traces > MAX_TRACES_PER_CALL) {
       this.#dropped++;
       return;
     }
-    this.emit(message());
+    this.emit(message(), level);
+  }
+
+  /** Runs `fn` at each flush, before the budget is closed (WASI's unfinished output lines). */
+  onFlush(fn: () => void): void {
+    this.#beforeFlush.push(fn);
   }
 
   /** Ends a call's budget: says how many lines were dropped, then starts afresh. */
   flush(): void {
-    if (this.#dropped > 0) this.emit(`(${this.#dropped} more trace lines dropped: at most ${MAX_TRACES_PER_CALL} per call)`);
+    for (const fn of this.#beforeFlush) fn();
+    if (this.#dropped > 0) this.emit(`(${this.#dropped} more trace lines dropped: at most ${MAX_TRACES_PER_CALL} per call)`, "info");
     this.#traces = 0;
     this.#dropped = 0;
   }

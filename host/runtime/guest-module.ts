@@ -6,6 +6,7 @@ import { OPS, type OpSpec } from "../../abi/ops.js";
 import { ABI_VERSION } from "../../abi/status.js";
 import { LockhostError } from "../../kit/errors.js";
 import { readModuleFacts, type FuncSignature } from "./wasm-binary.js";
+import { WASI_KEY, WASI_MODULE } from "./wasi.js";
 
 /** WebAssembly pages are 64 KiB. */
 export const PAGE_BYTES = 65536;
@@ -34,8 +35,14 @@ export interface GuestModule {
   readonly memory: { readonly initial: number; readonly maximum: number };
 }
 
+/** What a plugin's config allows its module beyond the ABI. */
+export interface GuestModuleOptions {
+  /** The plugin may import WASI basics (host/runtime/wasi.ts). */
+  readonly wasi?: boolean;
+}
+
 /** Compiles and checks `path` for `plugin`, with a memory cap of `memoryLimitBytes`. */
-export async function loadGuestModule(plugin: string, path: string, memoryLimitBytes: number): Promise<GuestModule> {
+export async function loadGuestModule(plugin: string, path: string, memoryLimitBytes: number, options: GuestModuleOptions = {}): Promise<GuestModule> {
   const where = `plugin ${plugin} (${path})`;
   let bytes: Uint8Array;
   try {
@@ -75,6 +82,13 @@ export async function loadGuestModule(plugin: string, path: string, memoryLimitB
     );
   }
   for (const imp of WebAssembly.Module.imports(module)) {
+    if (imp.module === WASI_MODULE && imp.kind === "function") {
+      if (options.wasi) continue; // the stub answers what it does not provide with ENOSYS
+      throw new LockhostError(
+        "ABI_UNSUPPORTED",
+        `${where} imports ${imp.module}.${imp.name} (WASI), which lockhost provides only to a plugin that allows it: set ${WASI_KEY} = true in its [[plugins]] entry`,
+      );
+    }
     const ok = PROVIDED_IMPORTS[imp.module]?.has(imp.name) && (imp.kind === "memory") === (imp.name === "memory");
     if (!ok) {
       throw new LockhostError("ABI_UNSUPPORTED", `${where} imports ${imp.kind} ${imp.module}.${imp.name}, which lockhost does not provide`);

@@ -26,13 +26,15 @@ export interface TestGuestOptions {
   readonly callTimeoutMs?: number;
   readonly memoryLimitMib?: number;
   readonly kind?: "test" | "example";
+  /** The plugin may import WASI basics (`wasi = true`). */
+  readonly wasi?: boolean;
   /** The worker runtime unless said. */
   readonly runtime?: Runtime;
 }
 
 async function parts(wasm: string, locks: LockService, log: Logger, options: TestGuestOptions) {
   const plugin = options.plugin ?? "test";
-  const module = await loadGuestModule(plugin, guestWasm(wasm, options.kind), (options.memoryLimitMib ?? 4) * 2 ** 20);
+  const module = await loadGuestModule(plugin, guestWasm(wasm, options.kind), (options.memoryLimitMib ?? 4) * 2 ** 20, { wasi: options.wasi });
   const guestLog = log.child({ plugin });
   const guestLocks = new GuestLocks(locks, { plugin, allowsGlobal: globalKeyMatcher(options.globalKeys ?? []) }, guestLog);
   return { module, locks: guestLocks, log: guestLog, callTimeoutMs: options.callTimeoutMs ?? 5_000 };

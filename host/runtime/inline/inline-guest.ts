@@ -18,6 +18,7 @@ import { jspiAvailable, jspiRequirement } from "../jspi.js";
 import { lockImports, type OpImport, type ParamSink } from "../lock-imports.js";
 import { runOp, type CallContext } from "../lock-ops.js";
 import { freeStringArgs, readStringResult, writeStringArgs, type GuestArg } from "../guest-strings.js";
+import { initializeReactor, wasiImports, WASI_MODULE } from "../wasi.js";
 
 /** Options of an inline guest instance: the runtime-neutral ones (it has no time limit). */
 export type InlineGuestOptions = GuestShellOptions;
@@ -55,6 +56,8 @@ export class InlineGuest extends GuestShell {
   readonly #traces: TraceBudget;
   /** Built once: the functions read the current memory through #mem. */
   readonly #lock: ImportModule;
+  /** Empty unless the loader let the module import WASI (`wasi = true`). */
+  readonly #wasi: ImportModule;
   /** Undefined after an instantiation failed; the next call tries again. */
   #instance: Instance | undefined;
   /**
@@ -68,12 +71,13 @@ export class InlineGuest extends GuestShell {
 
   private constructor(opts: InlineGuestOptions) {
     super(opts);
-    this.#traces = new TraceBudget((message) => this.log.info(`guest: ${message}`));
+    this.#traces = new TraceBudget((message, level) => this.log[level](`guest: ${message}`));
     this.#lock = lockImports("inline", this.#mem, (op) => {
       // One per operation: calls into an instance are serialized, and runOp reads them at once.
       const args = new Args();
       return new jspi.Suspending((...params: number[]) => this.#call(op, args, params));
     });
+    this.#wasi = wasiImports(opts.module.module, this.#mem, this.#traces);
   }
 
   /**
@@ -102,7 +106,9 @@ export class InlineGuest extends GuestShell {
     this.#serving = false;
     this.#mem.reset(this.module.memory);
     try {
-      const { exports } = new WebAssembly.Instance(this.module.module, { lock: this.#lock, env: envImports(this.#mem, this.#traces) } as WebAssembly.Imports);
+      const imports = { lock: this.#lock, env: envImports(this.#mem, this.#traces), [WASI_MODULE]: this.#wasi };
+      const { exports } = new WebAssembly.Instance(this.module.module, imports as WebAssembly.Imports);
+      initializeReactor(exports);
       const version = (exports[VERSION_EXPORT] as () => unknown)();
       this.#instance = { exports, promising: new Map() };
       this.#serving = true;

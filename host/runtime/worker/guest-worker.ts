@@ -10,6 +10,7 @@ import { VERSION_EXPORT } from "../guest-module.js";
 import { lockImports, type OpImport, type ParamSink } from "../lock-imports.js";
 import type { FromWorker, ToWorker, WorkerInit } from "./messages.js";
 import { freeStringArgs, readStringResult, writeStringArgs } from "../guest-strings.js";
+import { initializeReactor, wasiImports, WASI_MODULE } from "../wasi.js";
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
@@ -18,8 +19,10 @@ const i32 = ch.i32;
 
 const post = (msg: FromWorker): void => port.postMessage(msg);
 const mem = new GuestMemory();
-const traces = new TraceBudget((message) => post({ type: "trace", message }));
+const traces = new TraceBudget((message, level) => post(level === "info" ? { type: "trace", message } : { type: "trace", message, level }));
 let exports: WebAssembly.Exports;
+/** Empty unless the loader let the module import WASI (`wasi = true`). */
+const wasi = wasiImports(init.module, mem, traces);
 
 /** False while the module instantiates: nothing serves the channel yet, so a lock call would block forever. */
 let serving = false;
@@ -109,7 +112,9 @@ function remoteImport(op: OpImport): (...params: number[]) => number | bigint {
 function instantiate(): unknown {
   serving = false;
   mem.reset(init.memory);
-  exports = new WebAssembly.Instance(init.module, { lock: lockImports("worker", mem, remoteImport), env: envImports(mem, traces) } as WebAssembly.Imports).exports;
+  const imports = { lock: lockImports("worker", mem, remoteImport), env: envImports(mem, traces), [WASI_MODULE]: wasi };
+  exports = new WebAssembly.Instance(init.module, imports as WebAssembly.Imports).exports;
+  initializeReactor(exports);
   const version = (exports[VERSION_EXPORT] as () => unknown)();
   serving = true;
   return version;

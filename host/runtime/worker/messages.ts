@@ -1,5 +1,5 @@
 // Messages between a WorkerGuest (main thread) and its guest worker.
-import type { AbortInfo } from "../guest-env.js";
+import type { AbortInfo, TraceLevel } from "../guest-env.js";
 import type { GuestValue } from "../guest-instance.js";
 import type { GuestArg } from "../guest-strings.js";
 
@@ -22,4 +22,4 @@ export type FromWorker =
   | { readonly type: "failed"; readonly message: string }
   | { readonly type: "return"; readonly id: number; readonly value: GuestValue | string; readonly problem?: { readonly code: "INVALID_MEMORY"; readonly message: string } }
   | { readonly type: "trap"; readonly id: number; readonly message: string; readonly abort?: AbortInfo; readonly memoryBytes: number }
-  | { readonly type: "trace"; readonly message: string };
+  | { readonly type: "trace"; readonly message: string; readonly level?: TraceLevel };

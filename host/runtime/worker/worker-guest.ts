@@ -182,7 +182,7 @@ export class WorkerGuest extends GuestShell {
         } else if (msg.type === "failed") {
           fail(new LockhostError("ABI_UNSUPPORTED", `plugin ${module.plugin} (${module.path}) failed to instantiate: ${msg.message}`));
         } else if (msg.type === "trace") {
-          this.log.info(`guest: ${msg.message}`);
+          this.log[msg.level ?? "info"](`guest: ${msg.message}`);
         }
       });
       worker.on("error", (err) => {
@@ -198,7 +198,7 @@ export class WorkerGuest extends GuestShell {
 
   async #onMessage(gen: Generation, msg: FromWorker): Promise<void> {
     if (msg.type === "trace") {
-      this.log.info(`guest: ${msg.message}`);
+      this.log[msg.level ?? "info"](`guest: ${msg.message}`);
       return;
     }
     if (msg.type === "failed") {

@@ -2,7 +2,8 @@
 // guest built against wasi-libc (C) or Rust's wasm32-wasi std to load and run. Its stdout and
 // stderr go to the plugin's log, line by line; it has clocks and random bytes; args and
 // environment are empty; proc_exit ends the call as a trap. Every other WASI function the
-// module imports answers ENOSYS and the call goes on: no file system, no sockets. Used by both
+// module imports answers ENOSYS and the call goes on: no file system (no preopened directory),
+// no sockets. Used by both
 // runtimes, inside the instance's own thread.
 import { randomFillSync } from "node:crypto";
 import type { GuestMemory, ImportModule, TraceBudget } from "./guest-env.js";
@@ -108,6 +109,9 @@ export function wasiImports(module: WebAssembly.Module, mem: GuestMemory, traces
     environ_sizes_get: (count: number, size: number): number => zeros(mem, count, size),
     args_get: (): number => SUCCESS,
     environ_get: (): number => SUCCESS,
+    // No preopened directories: wasi-libc's start-up walks fds from 3 until EBADF, and exits
+    // when it meets any other answer (ENOSYS included).
+    fd_prestat_get: (): number => EBADF,
   };
   const imports: ImportModule = {};
   for (const imp of WebAssembly.Module.imports(module)) {

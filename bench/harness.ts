@@ -57,9 +57,12 @@ export async function interleaved(measures: Record<string, () => Promise<Round>>
 /** Whether this Node can run the inline runtime (npm run bench runs on one that can). */
 export const INLINE = jspiAvailable();
 
-/** Bench guests (test/guests/bench.wasm) in `runtime`, each its own instance, over one LockService. */
-export async function startBenchGuests(locks: LockService, count: number, runtime: Runtime = "worker"): Promise<GuestInstance[]> {
-  const wasm = fileURLToPath(new URL("../../test/guests/build/bench.wasm", import.meta.url));
+/**
+ * Bench guests (test/guests/bench.wasm, or its twin in another language: rust-bench, c-bench)
+ * in `runtime`, each its own instance, over one LockService.
+ */
+export async function startBenchGuests(locks: LockService, count: number, runtime: Runtime = "worker", guest = "bench"): Promise<GuestInstance[]> {
+  const wasm = fileURLToPath(new URL(`../../test/guests/build/${guest}.wasm`, import.meta.url));
   const module = await loadGuestModule("bench", wasm, 64 * 2 ** 20);
   return Promise.all(
     Array.from({ length: count }, (_, i) =>

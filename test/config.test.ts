@@ -94,6 +94,7 @@ isolation = "auto"
 memory_limit_mib = 64
 call_timeout_ms = 1000
 global_keys = ["ledger", "shared-*"]
+wasi = true
 
 [[plugins]]
 name = "cleanup_2"
@@ -133,6 +134,7 @@ schedule = "  */15 * * * *  "
           memoryLimitMib: 64,
           callTimeoutMs: 1000,
           globalKeys: ["ledger", "shared-*"],
+          wasi: true,
         },
         {
           name: "cleanup_2",
@@ -142,6 +144,7 @@ schedule = "  */15 * * * *  "
           memoryLimitMib: 16,
           callTimeoutMs: 5000,
           globalKeys: [],
+          wasi: false,
         },
       ],
       scheduled: [
@@ -777,7 +780,7 @@ describe("resolveConfig", () => {
         waiting: WAITING,
       },
       plugins: [
-        { name: "report", wasm: resolve(BASE, "r.wasm"), isolation: "worker", runtime: "worker", memoryLimitMib: 32, callTimeoutMs: 5000, globalKeys: ["g"] },
+        { name: "report", wasm: resolve(BASE, "r.wasm"), isolation: "worker", runtime: "worker", memoryLimitMib: 32, callTimeoutMs: 5000, globalKeys: ["g"], wasi: false },
       ],
       scheduled: [
         { id: "report.run", plugin: "report", export: "run", schedule: { kind: "interval", everyMs: 60000, text: "1m" }, hint: "require_global", ttlMs: 5000, keepalive: false },

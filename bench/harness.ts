@@ -63,15 +63,15 @@ export const BENCH_FUNCTIONS: Partial<GuestGrantOptions> = { functions: ["bench"
 export const INLINE = jspiAvailable();
 
 /**
- * Bench guests (test/guests/build/<guest>.wasm: bench, or bench-caps) in `runtime`, each its
- * own instance, over one LockService.
+ * Bench guests (test/guests/build/<guest>.wasm: bench, bench-caps, or the bench guest's twin
+ * in another language: rust-bench, c-bench) in `runtime`, each its own instance, over one LockService.
  */
 export async function startBenchGuests(
   locks: LockService,
   count: number,
   runtime: Runtime = "worker",
   grants: Partial<GuestGrantOptions> = {},
-  guest: "bench" | "bench-caps" = "bench",
+  guest: string = "bench",
 ): Promise<GuestInstance[]> {
   const wasm = fileURLToPath(new URL(`../../test/guests/build/${guest}.wasm`, import.meta.url));
   return Promise.all(

@@ -11,6 +11,11 @@ import { BENCH_FUNCTIONS, capsLoop, capsPairedLoop, fmt, guestLoop, INLINE, inte
 import { median, medianRound, table, type Round } from "./stats.js";
 
 const OPS = Number(process.env.BENCH_OPS ?? 20_000);
+/** The bench guest's twins in other languages: [row name, built guest]. */
+const LANGUAGES = [
+  ["Rust", "rust-bench"],
+  ["C", "c-bench"],
+] as const;
 
 /** Runs the memory part and prints its tables. */
 export async function memoryBench(): Promise<void> {
@@ -19,6 +24,14 @@ export async function memoryBench(): Promise<void> {
   const [inline] = await startInlineGuests(locks, 1);
   const [workerCaps] = await startBenchGuests(locks, 1, "worker", BENCH_FUNCTIONS, "bench-caps");
   const [inlineCaps] = await startInlineGuests(locks, 1, BENCH_FUNCTIONS, "bench-caps");
+  // The same loop in the bench guest's Rust and C twins, each runtime: a guest's language
+  // should cost nothing per lock call (target: within 1.1x the AssemblyScript guest's row).
+  const twins = await Promise.all(
+    LANGUAGES.flatMap(([name, wasm]) => [
+      startBenchGuests(locks, 1, "worker", {}, wasm).then(([g]) => [`${name}-worker`, g!] as const),
+      ...(INLINE ? [startBenchGuests(locks, 1, "inline", {}, wasm).then(([g]) => [`${name}-inline`, g!] as const)] : []),
+    ]),
+  );
   const direct = async (): Promise<void> => {
     const lease = await locks.tryLock("k1", { ttlMs: TTL_MS, scope: { plugin: "direct" } });
     if (!lease) throw new Error("direct: not acquired");
@@ -46,8 +59,9 @@ export async function memoryBench(): Promise<void> {
       inlineFence: () => guestLoop(inline, OPS, 1, "fenceLoop"),
       ...(inlineCaps && { inlineFn: () => capsLoop(inlineCaps, OPS) }),
     }),
+    ...Object.fromEntries(twins.map(([name, g]) => [name, () => guestLoop(g, OPS, 1)])),
   });
-  await Promise.all([worker!.close(), inline?.close(), workerCaps!.close(), inlineCaps?.close()]);
+  await Promise.all([worker!.close(), inline?.close(), workerCaps!.close(), inlineCaps?.close(), ...twins.map(([, g]) => g.close())]);
   await locks.close();
 
   const get = (name: string): Round => m[name] ?? NOT_MEASURED;
@@ -69,6 +83,16 @@ export async function memoryBench(): Promise<void> {
         row("guest via inline runtime (JSPI)", get("inline"), d),
         row("guest via worker runtime", get("worker"), d),
       ],
+    ),
+  );
+  console.log(`\nThe same pairs from the bench guest in each language, against the AssemblyScript guest's row in its runtime (target ≤ 1.1x):\n`);
+  console.log(
+    table(
+      ["path", "pairs/s", "p50 µs", "p99 µs", "p50 ratio"],
+      (["inline", "worker"] as const).flatMap((runtime) => [
+        row(`AssemblyScript guest, ${runtime} runtime`, get(runtime), get(runtime)),
+        ...LANGUAGES.map(([name]) => row(`${name} guest, ${runtime} runtime`, get(`${name}-${runtime}`), get(runtime))),
+      ]),
     ),
   );
   console.log(`\nOne lock call (lock.fence: a handle lookup), and one host function call that returns at once, against each runtime's floor on this machine (medians):\n`);

@@ -2,6 +2,14 @@
 // Builds the WebAssembly guests:
 //   plugins/guests/*.ts            -> plugins/guests/build/<name>.wasm   (AssemblyScript)
 //   test/guests/*.ts, *.wat        -> test/guests/build/<name>.wasm      (AssemblyScript, WebAssembly text)
+//   <dir>/rust/<crate>/Cargo.toml  -> <dir>/build/rust-<crate>.wasm      (Rust, the `lockhost` crate)
+//   <dir>/c/<name>.c               -> <dir>/build/c-<name>.wasm          (C, abi/c/lockhost.h)
+//   <dir>/c/<name>.wasi.c          -> <dir>/build/c-<name>.wasm          (C against wasi-libc)
+//   for <dir> in plugins/guests, test/guests
+//
+// Rust and C use Debian's toolchains (scripts/native-guests.mjs says which and how); when one
+// is missing the build fails naming the packages, unless LOCKHOST_SKIP_NATIVE_GUESTS=1 (a
+// developer's choice; CI installs them: .ci/run).
 //
 // AssemblyScript goes through asc's programmatic API with the shared options of
 // asconfig.json (`--config asconfig.json --target release`, or LOCKHOST_ASC_TARGET=debug).
@@ -18,6 +26,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import { readFile as readFileAsync } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { buildNative, nativeJobs, nativeToolchainProblem } from "./native-guests.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const TARGET = process.env.LOCKHOST_ASC_TARGET || "release";
@@ -100,6 +109,7 @@ function runJob(job) {
   // Never leave a stale artifact behind a failed build.
   rmSync(job.out, { force: true });
   rmSync(`${job.out}.map`, { force: true });
+  if (job.kind === "rust" || job.kind === "c") return buildNative(job);
   return job.kind === "asc" ? buildAsc(job.src, job.out) : buildWat(job.src, job.out);
 }
 
@@ -120,6 +130,18 @@ function listJobs() {
   };
   add("plugins/guests", [".ts"]);
   add("test/guests", [".ts", ".wat"]);
+  const native = nativeJobs(ROOT, ["plugins/guests", "test/guests"]);
+  if (native.length > 0) {
+    const problem = nativeToolchainProblem(native);
+    if (problem && process.env.LOCKHOST_SKIP_NATIVE_GUESTS === "1") {
+      console.log(`build-guests: skipping ${native.length} Rust/C guest(s) (LOCKHOST_SKIP_NATIVE_GUESTS=1): ${problem}`);
+    } else if (problem) {
+      console.error(`build-guests: cannot build the Rust and C guests: ${problem}\n  (a developer may set LOCKHOST_SKIP_NATIVE_GUESTS=1 to skip them; CI installs the packages)`);
+      process.exit(1);
+    } else {
+      jobs.push(...native);
+    }
+  }
   return jobs;
 }
 

@@ -3,6 +3,7 @@
 //   README.md  config-reference  from the config declarations and every registered backend's
 //   README.md  abi-ops, abi-capability-ops  from abi/ops.ts, in brief
 //   abi/ABI.md abi-ops, abi-capability-ops  from abi/ops.ts
+//   abi/rust/src/sys.rs, abi/c/lockhost_abi.h  whole files, from abi/ops.ts and abi/status.ts
 // test/docs.test.ts fails when a block and its source disagree.
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -14,6 +15,7 @@ await dist("index.js"); // registers the built-in backends
 const { withBlock } = await dist("docs/blocks.js");
 const { configReference } = await dist("docs/config-reference.js");
 const { abiBriefTable, abiSpecTable } = await dist("docs/abi-ops.js");
+const { cAbi, rustSys } = await dist("docs/guest-sdks.js");
 
 const write = (file, blocks) => {
   const at = path.join(ROOT, file);
@@ -24,3 +26,9 @@ const write = (file, blocks) => {
 };
 write("README.md", [["config-reference", configReference()], ["abi-ops", abiBriefTable("lock")], ["abi-capability-ops", abiBriefTable("capabilities")]]);
 write("abi/ABI.md", [["abi-ops", abiSpecTable("lock")], ["abi-capability-ops", abiSpecTable("capabilities")]]);
+
+const status = readFileSync(path.join(ROOT, "abi/status.ts"), "utf8");
+for (const [file, content] of [["abi/rust/src/sys.rs", rustSys(status)], ["abi/c/lockhost_abi.h", cAbi(status)]]) {
+  writeFileSync(path.join(ROOT, file), content);
+  console.log(`${file}: written`);
+}

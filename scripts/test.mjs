@@ -11,6 +11,7 @@ import { jspiNode } from "./jspi-node.mjs";
 /** The suites that start guests, run against every runtime the Node has. */
 const GUEST_SUITES = [
   "test/guest-runtime.test.ts",
+  "test/guest-languages.test.ts",
   "test/guest-lifecycle.test.ts",
   "test/guest-inline.test.ts",
   "test/guest-kinds.test.ts",

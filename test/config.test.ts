@@ -94,6 +94,7 @@ isolation = "auto"
 memory_limit_mib = 64
 call_timeout_ms = 1000
 global_keys = ["ledger", "shared-*"]
+wasi = true
 
 [[plugins]]
 name = "cleanup_2"
@@ -135,6 +136,7 @@ schedule = "  */15 * * * *  "
           globalKeys: ["ledger", "shared-*"],
           functions: [],
           config: {},
+          wasi: true,
         },
         {
           name: "cleanup_2",
@@ -146,6 +148,7 @@ schedule = "  */15 * * * *  "
           globalKeys: [],
           functions: [],
           config: {},
+          wasi: false,
         },
       ],
       scheduled: [
@@ -791,7 +794,7 @@ describe("resolveConfig", () => {
         waiting: WAITING,
       },
       plugins: [
-        { name: "report", wasm: resolve(BASE, "r.wasm"), isolation: "worker", runtime: "worker", memoryLimitMib: 32, callTimeoutMs: 5000, globalKeys: ["g"], functions: [], config: {} },
+        { name: "report", wasm: resolve(BASE, "r.wasm"), isolation: "worker", runtime: "worker", memoryLimitMib: 32, callTimeoutMs: 5000, globalKeys: ["g"], functions: [], config: {}, wasi: false },
       ],
       scheduled: [
         { id: "report.run", plugin: "report", export: "run", schedule: { kind: "interval", everyMs: 60000, text: "1m" }, hint: "require_global", ttlMs: 5000, keepalive: false },

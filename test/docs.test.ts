@@ -9,6 +9,7 @@ import * as S from "../abi/status.js";
 import { abiBriefTable, abiSpecTable } from "../host/docs/abi-ops.js";
 import { withBlock } from "../host/docs/blocks.js";
 import { configReference } from "../host/docs/config-reference.js";
+import { cAbi, rustSys, statusConstants } from "../host/docs/guest-sdks.js";
 import { PROVIDED_IMPORTS } from "../host/runtime/guest-module.js";
 
 const root = join(import.meta.dirname, "..");
@@ -35,6 +36,31 @@ describe("generated doc blocks (npm run docs rewrites them)", () => {
     const readme = read("README.md");
     expect(readme).toBe(withBlock(readme, "abi-ops", abiBriefTable("lock")));
     expect(readme).toBe(withBlock(readme, "abi-capability-ops", abiBriefTable("capabilities")));
+  });
+});
+
+describe("the Rust and C SDKs' generated files (npm run docs rewrites them)", () => {
+  const status = read("abi/status.ts");
+
+  it("abi/rust/src/sys.rs and abi/c/lockhost_abi.h are what abi/ops.ts and abi/status.ts say", () => {
+    expect(read("abi/rust/src/sys.rs")).toBe(rustSys(status));
+    expect(read("abi/c/lockhost_abi.h")).toBe(cAbi(status));
+  });
+
+  it("carry every constant of abi/status.ts with its value, and an import per operation", () => {
+    const constants = statusConstants(status);
+    expect(constants.map((c) => c.name).sort()).toEqual(Object.keys(S).sort());
+    for (const c of constants) {
+      expect(c.value, c.name).toBe(S[c.name as keyof typeof S]);
+      expect(rustSys(status)).toContain(`pub const ${c.name}: i32 = ${c.value};`);
+      expect(cAbi(status)).toContain(`#define LOCKHOST_${c.name} ${c.value}`);
+    }
+    // The host function row is no import of its own: its module and name are the embedder's.
+    for (const op of ops.filter((o) => o.module !== FUNCTION_MODULE)) {
+      expect(rustSys(status)).toContain(`#[link(wasm_import_module = "${op.module}")]`);
+      expect(rustSys(status)).toContain(`#[link_name = "${op.name}"]`);
+      expect(cAbi(status)).toContain(`import_module("${op.module}"), import_name("${op.name}")`);
+    }
   });
 });
 

@@ -91,6 +91,7 @@ export const PLUGIN_SCHEMA = table<Omit<PluginConfig, "runtime" | "config" | "ht
     config: field.custom({ optional: true, toml: '{ ledger_url = "${LEDGER_URL}" }', doc: "[plugins.config]: strings its guest reads with config.get; values are never logged or shown by lockhost check" }),
     // Read by the reader with HTTP_SCHEMA.
     http: field.custom({ optional: true, toml: "{ allowed_hosts = [...] }", doc: "[plugins.http]: lets its guest make HTTP requests (below); absent: http.request is PERMISSION_DENIED" }),
+    wasi: field.bool({ default: false, doc: "let the guest import WASI basics (stdout/stderr to the log, clocks, random; ENOSYS for the rest)" }),
   },
 });
 

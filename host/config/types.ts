@@ -94,6 +94,8 @@ export interface PluginConfig {
   readonly config: Readonly<Record<string, string>>;
   /** `[plugins.http]`: absent, its guest may not make HTTP requests. */
   readonly http?: HttpGrant;
+  /** The guest may import WASI basics (stdout/stderr to the log, clocks, random); default false. */
+  readonly wasi: boolean;
 }
 
 /** When a schedule fires. */
@@ -161,6 +163,7 @@ export interface PluginInput {
   readonly config?: Readonly<Record<string, string>>;
   /** `headers` optional; the limits take their defaults. */
   readonly http?: Partial<HttpGrant> & { readonly allowedHosts: readonly string[] };
+  readonly wasi?: boolean;
 }
 
 /** A `[[scheduled]]` entry built in code: the fields of ScheduledConfig, defaults optional. */

@@ -94,6 +94,7 @@ export type LineSink = (level: number, message: string) => void;
 export class TraceBudget {
   #traces = 0;
   #dropped = 0;
+  readonly #beforeFlush: (() => void)[] = [];
   constructor(readonly emit: LineSink) {}
 
   line(message: () => string, level: number = LOG_INFO): void {
@@ -105,8 +106,14 @@ export class TraceBudget {
     this.emit(level, message());
   }
 
+  /** Runs `fn` at each flush, before the budget is closed (WASI's unfinished output lines). */
+  onFlush(fn: () => void): void {
+    this.#beforeFlush.push(fn);
+  }
+
   /** Ends a call's budget: says how many lines were dropped, then starts afresh. */
   flush(): void {
+    for (const fn of this.#beforeFlush) fn();
     if (this.#dropped > 0) this.emit(LOG_INFO, `(${this.#dropped} more trace lines dropped: at most ${MAX_TRACES_PER_CALL} per call)`);
     this.#traces = 0;
     this.#dropped = 0;

@@ -7,6 +7,7 @@ import { ABI_VERSION } from "../../abi/status.js";
 import { LockhostError } from "../../kit/errors.js";
 import { readModuleFacts, type FuncSignature } from "./wasm-binary.js";
 import type { FunctionImport } from "./host-imports.js";
+import { WASI_KEY, WASI_MODULE } from "./wasi.js";
 
 /** WebAssembly pages are 64 KiB. */
 export const PAGE_BYTES = 65536;
@@ -56,8 +57,14 @@ export interface GuestModule {
   readonly memory: { readonly initial: number; readonly maximum: number };
 }
 
+/** What a plugin's config allows its module beyond the ABI: host functions (ImportGrants) and WASI. */
+export interface GuestModuleOptions extends Partial<ImportGrants> {
+  /** The plugin may import WASI basics (host/runtime/wasi.ts). */
+  readonly wasi?: boolean;
+}
+
 /** Compiles and checks `path` for `plugin`, with a memory cap of `memoryLimitBytes`. */
-export async function loadGuestModule(plugin: string, path: string, memoryLimitBytes: number, grants: ImportGrants = NO_GRANTS): Promise<GuestModule> {
+export async function loadGuestModule(plugin: string, path: string, memoryLimitBytes: number, options: GuestModuleOptions = {}): Promise<GuestModule> {
   const where = `plugin ${plugin} (${path})`;
   let bytes: Uint8Array;
   try {
@@ -96,8 +103,16 @@ export async function loadGuestModule(plugin: string, path: string, memoryLimitB
       `${where} must import its memory as env.memory so the host can cap it (AssemblyScript: --importMemory) and must not define its own`,
     );
   }
+  const grants: ImportGrants = { functions: options.functions ?? NO_GRANTS.functions, granted: options.granted ?? NO_GRANTS.granted };
   const functions: FunctionImport[] = [];
   for (const imp of WebAssembly.Module.imports(module)) {
+    if (imp.module === WASI_MODULE && imp.kind === "function") {
+      if (options.wasi) continue; // the stub answers what it does not provide with ENOSYS
+      throw new LockhostError(
+        "ABI_UNSUPPORTED",
+        `${where} imports ${imp.module}.${imp.name} (WASI), which lockhost provides only to a plugin that allows it: set ${WASI_KEY} = true in its [[plugins]] entry`,
+      );
+    }
     const provided = PROVIDED_IMPORTS[imp.module];
     if (!provided) {
       functions.push(functionImport(where, imp, facts.imports.get(`${imp.module}.${imp.name}`), grants));

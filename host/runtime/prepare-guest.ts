@@ -32,6 +32,8 @@ export interface GuestGrantOptions {
   readonly config?: Readonly<Record<string, string>>;
   /** Its lines below this level are dropped (default: the logger's level). */
   readonly logLevel?: LogLevel;
+  /** The plugin may import WASI basics (host/runtime/wasi.ts); default false. */
+  readonly wasi?: boolean;
 }
 
 /** The module and services of one guest instance, checked against its grants. */
@@ -39,7 +41,7 @@ export async function prepareGuest(service: LockService, log: Logger, o: GuestGr
   const granted = o.functions ?? [];
   const registered = o.hostFunctions ?? {};
   const namespaces = new Map(granted.filter((ns) => Object.hasOwn(registered, ns)).map((ns) => [ns, new Set(Object.keys(registered[ns]!))] as const));
-  const module = await loadGuestModule(o.plugin, o.wasm, o.memoryLimitMib * 2 ** 20, { functions: namespaces, granted });
+  const module = await loadGuestModule(o.plugin, o.wasm, o.memoryLimitMib * 2 ** 20, { functions: namespaces, granted, wasi: o.wasi ?? false });
   const guestLog = log.child({ plugin: o.plugin }, o.logLevel ? { level: o.logLevel } : {});
   const locks = new GuestLocks(service, { plugin: o.plugin, allowsGlobal: globalKeyMatcher(o.globalKeys ?? []) }, guestLog);
   const caps = new GuestCapabilities({

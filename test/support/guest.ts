@@ -21,6 +21,8 @@ export const GUEST_RUNTIMES: readonly Runtime[] = jspiAvailable() ? ["worker", "
 export interface TestGuestOptions extends Partial<Omit<GuestGrantOptions, "wasm">> {
   readonly callTimeoutMs?: number;
   readonly kind?: "test" | "example";
+  /** The plugin may import WASI basics (`wasi = true`). */
+  readonly wasi?: boolean;
   /** The worker runtime unless said. */
   readonly runtime?: Runtime;
 }

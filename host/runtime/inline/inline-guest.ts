@@ -19,6 +19,7 @@ import { jspiAvailable, jspiRequirement } from "../jspi.js";
 import { functionIndex, hostImports, type OpImport, type ParamSink } from "../host-imports.js";
 import { runOp, type CallContext } from "../lock-ops.js";
 import { freeStringArgs, readStringResult, writeStringArgs, type GuestArg } from "../guest-strings.js";
+import { initializeReactor, wasiImports, WASI_MODULE } from "../wasi.js";
 
 /** Options of an inline guest instance: the runtime-neutral ones (it has no time limit). */
 export type InlineGuestOptions = GuestShellOptions;
@@ -56,6 +57,8 @@ export class InlineGuest extends GuestShell {
   readonly #traces: TraceBudget;
   /** Built once: the functions read the current memory through #mem. */
   readonly #imports: Record<string, ImportModule>;
+  /** Empty unless the loader let the module import WASI (`wasi = true`). */
+  readonly #wasi: ImportModule;
   /** Undefined after an instantiation failed; the next call tries again. */
   #instance: Instance | undefined;
   /**
@@ -77,6 +80,7 @@ export class InlineGuest extends GuestShell {
       const ctx: CallContext = op.index >= firstFunction ? { ...NO_LIMIT, fn: op.index - firstFunction } : NO_LIMIT;
       return new jspi.Suspending((...params: number[]) => this.#call(op, args, params, ctx));
     });
+    this.#wasi = wasiImports(opts.module.module, this.#mem, this.#traces);
   }
 
   /**
@@ -105,7 +109,9 @@ export class InlineGuest extends GuestShell {
     this.#serving = false;
     this.#mem.reset(this.module.memory);
     try {
-      const { exports } = new WebAssembly.Instance(this.module.module, { ...this.#imports, env: envImports(this.#mem, this.#traces) } as WebAssembly.Imports);
+      const imports = { ...this.#imports, env: envImports(this.#mem, this.#traces), [WASI_MODULE]: this.#wasi };
+      const { exports } = new WebAssembly.Instance(this.module.module, imports as WebAssembly.Imports);
+      initializeReactor(exports);
       const version = (exports[VERSION_EXPORT] as () => unknown)();
       this.#instance = { exports, promising: new Map() };
       this.#serving = true;

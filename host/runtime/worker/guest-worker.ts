@@ -11,6 +11,7 @@ import { VERSION_EXPORT } from "../guest-module.js";
 import { hostImports, type OpImport, type ParamSink } from "../host-imports.js";
 import type { FromWorker, ToWorker, WorkerInit } from "./messages.js";
 import { freeStringArgs, readStringResult, writeStringArgs } from "../guest-strings.js";
+import { initializeReactor, wasiImports, WASI_MODULE } from "../wasi.js";
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
@@ -21,6 +22,8 @@ const post = (msg: FromWorker): void => port.postMessage(msg);
 const mem = new GuestMemory();
 const traces = new TraceBudget((level, message) => post({ type: "trace", level, message }));
 let exports: WebAssembly.Exports;
+/** Empty unless the loader let the module import WASI (`wasi = true`). */
+const wasi = wasiImports(init.module, mem, traces);
 
 /** False while the module instantiates: nothing serves the channel yet, so a lock call would block forever. */
 let serving = false;
@@ -145,7 +148,9 @@ function instantiate(): unknown {
   serving = false;
   mem.reset(init.memory);
   const modules = hostImports("worker", mem, { grants: init.grants, lines: traces }, init.functions, remoteImport);
-  exports = new WebAssembly.Instance(init.module, { ...modules, env: envImports(mem, traces) } as WebAssembly.Imports).exports;
+  const imports = { ...modules, env: envImports(mem, traces), [WASI_MODULE]: wasi };
+  exports = new WebAssembly.Instance(init.module, imports as WebAssembly.Imports).exports;
+  initializeReactor(exports);
   const version = (exports[VERSION_EXPORT] as () => unknown)();
   serving = true;
   return version;

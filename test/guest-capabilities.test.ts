@@ -12,8 +12,9 @@ import { LockhostError } from "../kit/errors.js";
 import type { HostFunctionContext, HostFunctions } from "../host/runtime/capabilities/functions.js";
 import type { HttpGrant } from "../host/runtime/capabilities/http/index.js";
 import type { GuestInstance } from "../host/runtime/guest-instance.js";
-import { GUEST_RUNTIMES, startGuest, type TestGuestOptions } from "./support/guest.js";
+import { GUEST_RUNTIMES, startGuest, startWorkerGuest, type TestGuestOptions } from "./support/guest.js";
 import { guestFixture } from "./support/guest-fixture.js";
+import { until } from "./support/until.js";
 
 const fx = guestFixture();
 let runtime: Runtime;
@@ -61,9 +62,16 @@ const grant = (over: Partial<HttpGrant> = {}): HttpGrant => ({
 });
 
 const contexts: HostFunctionContext[] = [];
+/** The signals billing.wait was called with. */
+const signals: AbortSignal[] = [];
 const functions: HostFunctions = {
   billing: {
     echo: (input) => (input.byteLength > 0 && input[0] === 0x21 ? Promise.reject(new Error("no bangs")) : Promise.resolve(input)),
+    wait: (_input, ctx) =>
+      new Promise((_, reject) => {
+        signals.push(ctx.signal);
+        ctx.signal.addEventListener("abort", () => reject(new Error("stopped")));
+      }),
     charge: async (input, ctx) => {
       contexts.push(ctx);
       await new Promise((resolve) => setTimeout(resolve, 5));
@@ -95,6 +103,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
     runtime = r;
     seen.length = 0;
     contexts.length = 0;
+    signals.length = 0;
   });
 
   describe("host functions", () => {
@@ -130,6 +139,18 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       expect(await g.call("echo", ["ok", 64])).toBe(2);
     });
 
+    it("ends a function's wait at shutdown: its signal aborts and the guest gets CANCELLED", async () => {
+      const g = await guest();
+      const call = g.call("waitForHost");
+      // Awaited below; a failure while waiting for the function must not be left unhandled.
+      call.catch(() => undefined);
+      await until("billing.wait is called", 5_000, () => signals.length === 1);
+      g.cancelWaits("the host is shutting down");
+      expect(await call).toBe(-S.CANCELLED);
+      expect(signals[0]!.aborted).toBe(true);
+      expect(traces().at(-1)).toContain("wait ended: -13 host function billing.wait was not waited for: the wait was cancelled: the host is shutting down");
+    });
+
     it("refuses a pointer outside the guest's memory before the function runs", async () => {
       const g = await guest();
       expect(await g.call("echoBadPointer")).toBe(-S.INVALID_MEMORY);
@@ -143,7 +164,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       });
       await expect(guest({ hostFunctions: { billing: { echo: functions.billing!.echo! } } })).rejects.toMatchObject({
         code: "ABI_UNSUPPORTED",
-        message: expect.stringContaining('imports function billing.charge, which the embedder did not register (namespace "billing" has: echo)'),
+        message: expect.stringMatching(/imports function billing\.(wait|charge), which the embedder did not register \(namespace "billing" has: echo\)/),
       });
     });
   });
@@ -187,6 +208,14 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       expect(traces().at(-1)).toContain("max_response_bytes");
       expect(await g.call("get", [`${base}/slow`])).toBe(-S.TIMEOUT);
       expect(traces().at(-1)).toContain("timeout_ms");
+    });
+
+    it("carries bodies and responses larger than the worker's channel both ways", async () => {
+      const g = await guest({ http: grant({ maxResponseBytes: 1 << 20 }) });
+      expect(await g.call("post", [`${base}/entries`, "y".repeat(150_000), "", ""])).toBe(201);
+      expect(seen.at(-1)!.body).toHaveLength(150_000);
+      expect(await g.call("get", [`${base}/big`])).toBe(200);
+      expect(traces().at(-1)).toBe("status 200 application/octet-stream (200000 bytes)");
     });
 
     it("refuses a plugin without [plugins.http], and says so through capability()", async () => {
@@ -241,5 +270,18 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       expect(fx.log.lines.filter((l) => l.plugin === "quiet" && String(l.msg).startsWith("guest: ")).map((l) => l.msg)).toEqual(["guest: a warn line", "guest: an error line"]);
       expect(await g.call("logBadLevel")).toBe(-S.INVALID_ARGUMENT);
     });
+  });
+});
+
+describe("a host function in the worker runtime", () => {
+  it("that has not answered by the call's time limit ends the call as a spinning guest does, and hears of it", async () => {
+    signals.length = 0;
+    const g = fx.track(
+      await startWorkerGuest("caps", fx.locks, fx.log.logger, { plugin: "billing", functions: ["billing"], hostFunctions: functions, callTimeoutMs: 300 }),
+    );
+    await expect(g.call("waitForHost")).rejects.toMatchObject({ code: "GUEST_TIMEOUT" });
+    expect(signals[0]!.aborted).toBe(true);
+    // The guest was restarted and answers again.
+    expect(await g.call("hasCapability", ["billing"])).toBe(1);
   });
 });

@@ -78,6 +78,15 @@ describe("Host", () => {
     }
   });
 
+  it("refuses to start with a plugin granted a host function namespace the embedder did not register", async () => {
+    const log = captureLogger();
+    const config = resolveConfig({ source: "lockhost.toml", plugins: [{ ...locker, functions: ["billing"] }] });
+    await expect(Host.start(config, { logger: log.logger, backend: new MemoryBackend(), functions: { crm: {} } })).rejects.toMatchObject({
+      code: "CONFIG_INVALID",
+      message: 'lockhost.toml: [[plugins]] "locker": functions grants namespace "billing", which the embedder did not register (registered: crm)',
+    });
+  });
+
   it("releases every lock on stop, kept ones included", async () => {
     const { host, backend } = await start({ plugins: [locker] });
     expect(await host.call("locker", "hold", [1, 60_000, S.FLAG_KEEP])).toBeGreaterThan(0);

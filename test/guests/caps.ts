@@ -22,6 +22,9 @@ export { lockhost_abi_version, lockhost_alloc, lockhost_free } from "../../abi/a
 @external("billing", "echo")
 declare function billing_echo(inPtr: usize, inLen: i32, bufPtr: usize, bufCap: i32): i32;
 // @ts-ignore: decorator
+@external("billing", "wait")
+declare function billing_wait(inPtr: usize, inLen: i32, bufPtr: usize, bufCap: i32): i32;
+// @ts-ignore: decorator
 @external("billing", "charge")
 declare function billing_charge(inPtr: usize, inLen: i32, bufPtr: usize, bufCap: i32): i32;
 
@@ -162,5 +165,13 @@ export function fencedBadHandle(url: string): i32 {
   const buf = new ArrayBuffer(16);
   const n = http_request(changetype<usize>(h), h.byteLength, 0, 0, 12345, FLAG_FENCE, changetype<usize>(buf), 16);
   trace("request failed: " + lastError());
+  return n;
+}
+
+/** Calls billing.wait, which answers only when its signal aborts; traces and returns the code. */
+export function waitForHost(): i32 {
+  const buf = new ArrayBuffer(16);
+  const n = billing_wait(0, 0, changetype<usize>(buf), 16);
+  trace("wait ended: " + n.toString() + " " + lastError());
   return n;
 }

@@ -84,7 +84,8 @@ async function settle(pending: Promise<HostFunctionResult>, ctx: HostFunctionCon
   try {
     return toBytes(ctx, await Promise.race([pending, aborted]));
   } catch (err) {
-    throw err instanceof LockhostError && err.code === "CANCELLED" ? err : thrown(ctx, err);
+    // Once the guest stopped waiting, how the function ended (often: aborted by the signal) is not its answer.
+    throw signal.aborted ? cancelled(ctx, signal) : thrown(ctx, err);
   } finally {
     stop?.();
   }

@@ -124,7 +124,12 @@ function checkedArgs(op: OpSpec, number: (i: number) => number, bytes: (i: numbe
   for (const kind of op.args) {
     const form: ArgForm = ARG_FORMS[kind];
     if (form.form === "text") args[kind] = decodeUtf8(bytes(s++), kind, form.maxBytes, form.minBytes);
-    else if (form.form === "bytes") args[kind] = bytes(s++).slice();
+    else if (form.form === "bytes") {
+      const view = bytes(s++);
+      args[kind] = view.byteLength === 0 ? NO_BYTES : view.slice();
+    }
   }
   return args;
 }
+
+const NO_BYTES = new Uint8Array(0);

@@ -50,7 +50,7 @@ export async function prepareGuest(service: LockService, log: Logger, o: GuestGr
     locks,
     log: guestLog,
     ...(o.http && { http: { grant: o.http, client: createHttpClient(o.plugin, o.http) } }),
-    functions: module.functions.map((f) => ({ ...f, fn: registered[f.module]![f.name]! })),
+    functions: module.functions.map((f) => ({ ...f, fn: registered[f.module]![f.name]!, qualified: `${f.module}.${f.name}` })),
   });
   const grants = {
     capabilities: grantedCapabilities({ ...(o.http && { http: o.http }), functions: [...namespaces.keys()] }),

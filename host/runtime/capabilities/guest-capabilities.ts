@@ -20,6 +20,8 @@ export interface BoundFunction {
   readonly module: string;
   readonly name: string;
   readonly fn: HostFunction;
+  /** `module.name`, made once. */
+  readonly qualified: string;
 }
 
 /** What a guest's capabilities are made of. */
@@ -85,16 +87,7 @@ export class GuestCapabilities {
   /** A function's context; the locks it names are read only if the function asks for them. */
   #context(bound: BoundFunction): HostFunctionContext {
     const { locks, plugin, node } = this.#o;
-    let held: readonly HeldLock[] | undefined;
-    return {
-      plugin,
-      node,
-      function: `${bound.module}.${bound.name}`,
-      get locks() {
-        return (held ??= locks.held());
-      },
-      signal: locks.signal,
-    };
+    return new CallInfo(plugin, node, bound.qualified, locks);
   }
 
   #failed(ctx: HostFunctionContext, err: unknown): AbiReply {
@@ -121,3 +114,28 @@ export class GuestCapabilities {
 }
 
 const bytesReply = (bytes: Uint8Array): AbiReply => ({ result: bytes.byteLength, bytes });
+
+/**
+ * One host function call's context: a class rather than a literal with a getter, since it is
+ * made per call on the hot path, and the caller's locks are listed only when read.
+ */
+class CallInfo implements HostFunctionContext {
+  readonly function: string;
+  readonly #guestLocks: GuestLocks;
+  #held: readonly HeldLock[] | undefined;
+  constructor(
+    readonly plugin: string,
+    readonly node: string,
+    qualified: string,
+    guestLocks: GuestLocks,
+  ) {
+    this.function = qualified;
+    this.#guestLocks = guestLocks;
+  }
+  get locks(): readonly HeldLock[] {
+    return (this.#held ??= this.#guestLocks.held());
+  }
+  get signal(): AbortSignal {
+    return this.#guestLocks.signal;
+  }
+}

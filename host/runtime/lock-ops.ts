@@ -5,7 +5,8 @@
 // not compile.
 import { ARG_FORMS, OPS, type ArgForm, type ArgKind, type OpName, type OpSpec, type RemoteOpName } from "../../abi/ops.js";
 import { checkFlags, decodeUtf8 } from "./abi-args.js";
-import type { AbiReply, GuestLocks, WaitLimit } from "./guest-locks.js";
+import type { AbiReply, GuestLocks } from "./guest-locks.js";
+import type { CallContext } from "./call-context.js";
 import type { GuestCapabilities } from "./capabilities/guest-capabilities.js";
 import { READ, WRITE } from "../locking/kinds.js";
 
@@ -50,13 +51,7 @@ export type ArgsOf<N extends OpName> = {
   readonly [K in Row<N>["args"][number] as Fields[K]]: (typeof ARG_FORMS)[K]["form"] extends "text" ? string : (typeof ARG_FORMS)[K]["form"] extends "bytes" ? Uint8Array : number;
 };
 
-/** What an operation's implementation gets besides its arguments. */
-export interface CallContext {
-  /** How long a waiting acquisition may last within the running call's time limit (worker runtime). */
-  readonly waitLimit: () => WaitLimit | undefined;
-  /** For a host function call: which of the guest's function imports it is. */
-  readonly fn?: number;
-}
+export type { CallContext } from "./call-context.js";
 
 /** What a guest's remote operations are served by. */
 export interface GuestCalls {

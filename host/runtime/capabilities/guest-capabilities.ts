@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import { FLAG_FENCE } from "../../../abi/status.js";
 import { LockhostError } from "../../../kit/errors.js";
 import type { AbiReply, GuestLocks } from "../guest-locks.js";
-import type { CallContext } from "../lock-ops.js";
+import type { CallContext } from "../call-context.js";
 import { runHostFunction, type HeldLock, type HostFunction, type HostFunctionContext } from "./functions.js";
 import { encodeResponse, parseRequestHead } from "./http-envelope.js";
 import type { HttpClient, HttpGrant } from "./http/index.js";

@@ -32,6 +32,7 @@ export {
   type WithLockOptions,
 } from "./locking/service.js";
 export type { LockStats } from "./locking/stats.js";
+export { LockSet, MAX_SET_KEYS } from "./locking/lock-set.js";
 export { startAdminServer, type AdminServer, type AdminServerOptions, type AdminStatsBody } from "./admin/server.js";
 export { qualify, type Scope } from "./locking/scope.js";
 export { MAX_NAME_BYTES, MAX_OWNER_LENGTH, OWNER_PATTERN } from "./locking/validate.js";

@@ -24,6 +24,34 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
     runtime = r;
   });
 
+  describe("lock sets", () => {
+    it("takes keys all or nothing in the host's canonical order, releasing what it took when one is held", async () => {
+      const g = await guest();
+      const scope = { plugin: "@acme/cron" };
+      const held = (await fx.locks.tryLock("b", { ttlMs: 10_000, scope }))!;
+      expect(await g.call("takeSet", ["c", "b", "a", -1])).toBe(0);
+      expect(traces().at(-1)).toBe("set not taken: contended at b");
+      // a came first in canonical order, and was let go again.
+      expect(fx.locks.heldCount).toBe(1);
+      await fx.locks.release(held);
+      expect(await g.call("takeSet", ["c", "b", "a", -1])).toBe(3);
+      expect(traces().at(-1)).toMatch(/^set a=\d+ b=\d+ c=\d+$/);
+      // The host's order is the same: a host-side set and a guest's never wait on each other in a cycle.
+      const set = (await fx.locks.tryMany(["c", "a", "b"], { ttlMs: 10_000, scope }))!;
+      expect(set.names).toEqual(["@acme/cron:a", "@acme/cron:b", "@acme/cron:c"]);
+      await set.release();
+    });
+
+    it("waits for a held key within the set's wait, and says which key timed out", async () => {
+      const g = await guest();
+      const held = (await fx.locks.tryLock("q", { ttlMs: 10_000, scope: { plugin: "@acme/cron" } }))!;
+      expect(await g.call("takeSet", ["p", "q", "r", 100])).toBe(0);
+      expect(traces().at(-1)).toBe("set not taken: contended at q");
+      setTimeout(() => void fx.locks.release(held), 50);
+      expect(await g.call("takeSet", ["p", "q", "r", 2_000])).toBe(3);
+    });
+  });
+
   describe("strings into guest exports", () => {
     it("passes strings and numbers in order, any characters, and frees them after the call", async () => {
       const g = await guest();

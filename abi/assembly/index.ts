@@ -57,3 +57,6 @@ export { lockhost_alloc, lockhost_free } from "./args";
 
 // What a guest can do under its lock: grants, config, log levels, host function replies, HTTP.
 export { capability, configValue, log, reply, BytesResult, HttpResponse, httpRequest } from "./capabilities";
+
+// Several keys all or nothing, in the host's canonical order.
+export { LocksResult, tryLocks, acquireLocks, releaseLocks, canonicalOrder } from "./lock-set";

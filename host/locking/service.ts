@@ -3,6 +3,7 @@
 // Backends stay atomic steps; guests and embedders both come through here. This file is the
 // facade: each job lives in its own module (acquire, restore, release, renew, status, stats,
 // close), working on one ServiceCore per service.
+import { canonicalKeys, LockSet, remainingWait, takeAll } from "./lock-set.js";
 import type { KeepaliveSettings, WaitingSettings } from "./options.js";
 import { LockhostError } from "../../kit/errors.js";
 import type { LockBackend } from "../../kit/backend.js";
@@ -35,6 +36,7 @@ export type { ListOptions, LockListing, LockListPage } from "./list.js";
 export type { LockEvent, LockEventListener, LockEventType } from "./events.js";
 export type { SharedHolderStatus, SharedLockStatus } from "./shared-status.js";
 export type { LockKind, LockSpec } from "./kinds.js";
+export { LockSet, MAX_SET_KEYS } from "./lock-set.js";
 
 /** Options of a LockService. */
 export interface LockServiceOptions {
@@ -233,6 +235,35 @@ export class LockService {
   /** withLock holding a permit of the semaphore `key`. */
   withPermit<T>(key: string, fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T, options: WithLockOptions & PermitOptions): Promise<T> {
     return this.#with(key, fn, options, permitSpec(options));
+  }
+
+  /**
+   * Takes every key of `keys` (one kind: `spec`, the mutex by default; one scope) or none:
+   * in one canonical order (the full names' UTF-8 bytes), so callers naming the same keys in
+   * any order never deadlock, and releasing the keys taken so far when one is held. A LockSet
+   * (a lease and a fence per key, one signal, one `release()`) or null when a key is held.
+   * INVALID_ARGUMENT for an empty list, over MAX_SET_KEYS keys, a key named twice, or an
+   * `owner` (each lock gets its own); otherwise as tryLock.
+   */
+  async tryMany(keys: readonly string[], options: TryLockOptions, spec: LockSpec = MUTEX): Promise<LockSet | null> {
+    const ordered = canonicalKeys(keys, options);
+    return takeAll(ordered, { take: (key) => this.#try(key, options, spec), release: (lease) => this.release(lease) });
+  }
+
+  /**
+   * tryMany, waiting up to `options.waitMs` in all for the keys, one after the other in the
+   * canonical order; TIMEOUT (naming the key that stayed held) when they did not all come in
+   * time, with the keys taken so far released.
+   */
+  async acquireMany(keys: readonly string[], options: AcquireOptions, spec: LockSpec = MUTEX): Promise<LockSet> {
+    const ordered = canonicalKeys(keys, options);
+    const startedAt = performance.now();
+    const set = await takeAll(ordered, {
+      take: (key) => this.#acquire(key, remainingWait(options, startedAt), spec),
+      release: (lease) => this.release(lease),
+    });
+    // acquire never resolves to null: a key that stayed held rejected with TIMEOUT.
+    return set!;
   }
 
   /** The holders (owner tokens left out) and writer queue of a read/write lock or semaphore on `key` in `options.scope`; null when it has neither. */

@@ -11,6 +11,9 @@ import {
   parseKeyStatus,
   lastError,
   restore,
+  tryLocks,
+  acquireLocks,
+  releaseLocks,
 } from "../../abi/assembly/index";
 
 export { lockhost_abi_version, lockhost_alloc, lockhost_free } from "../../abi/assembly/index";
@@ -93,4 +96,23 @@ export function restoreAndRelease(key: string, owner: string): i32 {
 export function echo(a: string, n: i32, b: string): i32 {
   trace("echo [" + a + "] " + n.toString() + " [" + b + "]");
   return a.length + b.length;
+}
+
+/**
+ * Takes keys a, b, c all or nothing (waitMs < 0: try, else wait up to it); traces the keys in
+ * the order taken with their fences, or the key that could not be had. Returns how many it
+ * held (released before returning), 0 when contended, -code on error.
+ */
+export function takeSet(a: string, b: string, c: string, waitMs: i32): i32 {
+  const r = waitMs < 0 ? tryLocks([a, b, c], 10_000) : acquireLocks([a, b, c], 10_000, waitMs);
+  const locks = r.locks;
+  if (!locks) {
+    trace("set not taken: " + (r.contended ? "contended at " : "error at ") + r.failedKey + (r.error ? " " + r.error!.toString() : ""));
+    return r.error ? -r.error!.code : 0;
+  }
+  let line = "set";
+  for (let i = 0; i < locks.length; i++) line += " " + locks[i].key + "=" + locks[i].fence().toString();
+  trace(line);
+  releaseLocks(locks);
+  return locks.length;
 }

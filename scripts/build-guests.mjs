@@ -26,7 +26,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import { readFile as readFileAsync } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { buildNative, nativeJobs, nativeToolchainProblem } from "./native-guests.mjs";
+import { buildNative, installToolchains, nativeJobs, nativeToolchainProblem } from "./native-guests.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const TARGET = process.env.LOCKHOST_ASC_TARGET || "release";
@@ -132,11 +132,13 @@ function listJobs() {
   add("test/guests", [".ts", ".wat"]);
   const native = nativeJobs(ROOT, ["plugins/guests", "test/guests"]);
   if (native.length > 0) {
-    const problem = nativeToolchainProblem(native);
+    let problem = nativeToolchainProblem(native);
+    // A fresh machine of the project's kind (root, Debian) gets the packages, as .ci/run does.
+    if (problem && process.env.LOCKHOST_SKIP_NATIVE_GUESTS !== "1" && installToolchains()) problem = nativeToolchainProblem(native);
     if (problem && process.env.LOCKHOST_SKIP_NATIVE_GUESTS === "1") {
       console.log(`build-guests: skipping ${native.length} Rust/C guest(s) (LOCKHOST_SKIP_NATIVE_GUESTS=1): ${problem}`);
     } else if (problem) {
-      console.error(`build-guests: cannot build the Rust and C guests: ${problem}\n  (a developer may set LOCKHOST_SKIP_NATIVE_GUESTS=1 to skip them; CI installs the packages)`);
+      console.error(`build-guests: cannot build the Rust and C guests: ${problem}\n  (install those packages, or set LOCKHOST_SKIP_NATIVE_GUESTS=1 to skip these guests: the host and the AssemblyScript guests do not need them)`);
       process.exit(1);
     } else {
       jobs.push(...native);

@@ -80,6 +80,32 @@ export function nativeToolchainProblem(jobs) {
   return missing.length > 0 ? `missing ${missing.join("; ")}` : undefined;
 }
 
+/**
+ * Installs the Debian packages of the toolchains, where this process may (root, apt-get on
+ * PATH): what a fresh machine of the project's kind needs so `npm install` and `npm test` build
+ * every guest, as .ci/run does. Returns whether it ran; a failed install leaves the caller's
+ * check to say what is still missing.
+ */
+export function installToolchains() {
+  if (process.getuid?.() !== 0 || !runs("apt-get", ["--version"])) return false;
+  const packages = Object.values(NATIVE_PACKAGES).flat().filter((p) => !runs("dpkg", ["-s", p]));
+  if (packages.length === 0) return false;
+  console.log(`build-guests: installing ${packages.join(" ")} (Debian packages, for the Rust and C guests)`);
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  const install = () => execFileSync("apt-get", ["install", "-y", "--no-install-recommends", ...packages], { env, stdio: "ignore" });
+  try {
+    install();
+  } catch {
+    try {
+      execFileSync("apt-get", ["update"], { env, stdio: "ignore" });
+      install();
+    } catch {
+      // The caller's check names what is still missing.
+    }
+  }
+  return true;
+}
+
 /** Builds one Rust or C guest; returns { ok, out, bytes, ms, message } like the other builders. */
 export function buildNative(job) {
   const t0 = performance.now();

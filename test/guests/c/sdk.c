@@ -4,28 +4,13 @@
  * UTF-8, and the header's capability wrappers (config, log, a host function, capability).
  */
 #include "lockhost.h"
+#include "line.h" /* put, puts_, put_int into line */
 
 LOCKHOST_EXPORT_ABI_VERSION()
 LOCKHOST_STRING_ARGS_ARENA(4096)
 LOCKHOST_DECLARE_SCHEDULES("# the SDK guest's jobs\ntick 5s\nreport 0 3 * * *\n")
 LOCKHOST_HOST_FUNCTION(billing, echo);
 
-/* One log line being built. */
-static char line[1200];
-static size_t line_len;
-
-static void put(const char *s, size_t n) {
-  for (size_t i = 0; i < n && line_len < sizeof line - 1; i++) line[line_len++] = s[i];
-}
-static void puts_(const char *s) { put(s, lockhost__strlen(s)); }
-static void put_int(int64_t v) {
-  char digits[24];
-  int n = 0;
-  uint64_t u = v < 0 ? (uint64_t)(-v) : (uint64_t)v;
-  do digits[n++] = (char)('0' + u % 10); while ((u /= 10) != 0);
-  if (v < 0) put("-", 1);
-  while (n > 0) put(&digits[--n], 1);
-}
 /* Logs the line built so far at `level` and starts a new one. */
 static void emit(int32_t level) {
   line[line_len] = 0;

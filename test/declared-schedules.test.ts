@@ -109,7 +109,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime: Runtime) => {
   it("refuses, at start, a plugin that declares nothing or not the export named", async () => {
     await expect(start({ plugins: [{ name: "locker", wasm: guestWasm("locker"), isolation: runtime }], scheduled: [{ plugin: "locker" }] })).rejects.toMatchObject({
       code: "CONFIG_INVALID",
-      message: `lockhost.toml: [[scheduled]] "locker": plugin locker declares no schedules (it does not export lockhost_schedules(): string); spell export and schedule in the entry`,
+      message: `lockhost.toml: [[scheduled]] "locker": plugin locker declares no schedules (it does not export lockhost_schedules(): string or lockhost_schedules_utf8() -> i64); spell export and schedule in the entry`,
     });
     await expect(start({ plugins: [plugin], scheduled: [{ plugin: "@acme/cron", export: "other" }] })).rejects.toMatchObject({
       code: "CONFIG_INVALID",

@@ -6,7 +6,8 @@ import { beforeEach, describe, expect, it } from "vitest";
 import type { Runtime } from "../abi/ops.js";
 import * as S from "../abi/status.js";
 import type { GuestInstance } from "../host/runtime/guest-instance.js";
-import { MAX_STRING_ARG_UNITS } from "../host/runtime/guest-strings.js";
+import { allocatorProblem, MAX_STRING_ARG_UNITS } from "../host/runtime/guest-strings.js";
+import type { FuncSignature, ValType } from "../host/runtime/wasm-binary.js";
 import { GUEST_RUNTIMES, startGuest, type TestGuestOptions } from "./support/guest.js";
 import { guestFixture } from "./support/guest-fixture.js";
 
@@ -85,6 +86,37 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       // Nothing reached the guests: both still answer.
       expect(await locker.call("add", [1, 2])).toBe(3);
       expect(await g.call("echo", ["a", 1, "b"])).toBe(2);
+    });
+
+    it("gives a guest exporting lockhost_alloc_utf8 each string as UTF-8 (ptr, len), frees each, and fails the call like a trap when its allocator answers 0", async () => {
+      const g = await guest("utf8args");
+      expect(await g.call("take", ["é", 1])).toBe(0xc3 + 1); // UTF-8's first byte, not UTF-16's
+      expect(await g.call("take", ["", 5])).toBe(5); // (0, 0): nothing allocated, nothing freed
+      expect(await g.call("frees")).toBe(1);
+      await expect(g.call("take", [1, 2])).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("export take(i32, i32, i32) of plugin @acme/cron takes 3 argument(s), got 2") });
+      await expect(g.call("take", ["x".repeat(101), 1])).rejects.toMatchObject({ code: "GUEST_TRAP", message: expect.stringContaining("lockhost_alloc_utf8(101) returned 0, where a string of 101 bytes does not fit") });
+      expect(await g.call("take", ["a", 0])).toBe(0x61);
+    });
+
+    it("reads an i64 string result as UTF-8 len << 32 | ptr, refusing one outside memory (INVALID_MEMORY) while the guest runs on", async () => {
+      const g = await guest("utf8args");
+      await expect(g.callString("lockhost_schedules_utf8")).rejects.toMatchObject({
+        code: "INVALID_MEMORY",
+        message: expect.stringContaining("export lockhost_schedules_utf8 returned a string (ptr 65534, len 5) that lies outside guest memory (65536 bytes)"),
+      });
+      await expect(g.callString("frees")).rejects.toMatchObject({ code: "INVALID_MEMORY" });
+      expect(await g.call("take", ["b", 0])).toBe(0x62);
+    });
+  });
+
+  describe("the string form a guest's exports choose", () => {
+    const sig = (params: ValType[], results: ValType[] = []): FuncSignature => ({ params, results });
+    it("names what a UTF-8 guest lacks, with the signatures it has and how each SDK provides them", () => {
+      expect(allocatorProblem(new Map([["lockhost_alloc_utf8", sig(["i32"], ["i32"])], ["lockhost_free_utf8", sig(["i32"])]]))).toBe(
+        "a string argument needs the guest to export lockhost_alloc_utf8(i32) -> i32 and lockhost_free_utf8(i32, i32) (Rust: lockhost::export_string_args!(); C: LOCKHOST_STRING_ARGS_ARENA(bytes) or LOCKHOST_STRING_ARGS_MALLOC()); it exports lockhost_alloc_utf8(i32) -> i32 and lockhost_free_utf8(i32) -> nothing",
+      );
+      expect(allocatorProblem(new Map([["lockhost_alloc_utf8", sig(["i32"], ["i32"])], ["lockhost_free_utf8", sig(["i32", "i32"])]]))).toBeUndefined();
+      expect(allocatorProblem(new Map([["lockhost_alloc", sig(["i32"], ["i32"])], ["lockhost_free", sig(["i32"])]]))).toBeUndefined();
     });
   });
 

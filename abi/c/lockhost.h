@@ -112,6 +112,108 @@ static inline int32_t lockhost_last_error(char *buf, size_t cap) {
   return lockhost__cstr(lock_last_error((uint8_t *)buf, cap ? cap - 1 : 0), buf, cap);
 }
 
+/* ---- Strings across exports (abi/ABI.md "Strings into exports") ---- */
+
+/**
+ * Defines and exports lockhost_alloc_utf8 / lockhost_free_utf8 on a static arena of `bytes`
+ * bytes (freestanding: no malloc), so the host passes every string argument as UTF-8 (ptr, len):
+ * two parameters. The arena empties once every string of a call is freed; a call whose strings
+ * do not fit fails like a trap (so size it for the longest call).
+ *   LOCKHOST_STRING_ARGS_ARENA(4096)
+ *   LOCKHOST_EXPORT(greet) int32_t greet(const char *name, size_t name_len) {…}
+ */
+#define LOCKHOST_STRING_ARGS_ARENA(bytes)                                                        \
+  static uint8_t lockhost__arena[(bytes)];                                                       \
+  static size_t lockhost__arena_used, lockhost__arena_live;                                      \
+  LOCKHOST_EXPORT(lockhost_alloc_utf8) uint8_t *lockhost_alloc_utf8(size_t len) {                \
+    if (len > sizeof lockhost__arena - lockhost__arena_used) return 0;                           \
+    uint8_t *p = lockhost__arena + lockhost__arena_used;                                         \
+    lockhost__arena_used += len;                                                                 \
+    lockhost__arena_live++;                                                                      \
+    return p;                                                                                    \
+  }                                                                                              \
+  LOCKHOST_EXPORT(lockhost_free_utf8) void lockhost_free_utf8(uint8_t *ptr, size_t len) {        \
+    (void)ptr; (void)len;                                                                        \
+    if (lockhost__arena_live > 0 && --lockhost__arena_live == 0) lockhost__arena_used = 0;       \
+  }
+
+/**
+ * The same on malloc and free (C on wasi-libc: include <stdlib.h> first). A string argument is
+ * not NUL-terminated: use its length.
+ */
+#define LOCKHOST_STRING_ARGS_MALLOC()                                                            \
+  LOCKHOST_EXPORT(lockhost_alloc_utf8) void *lockhost_alloc_utf8(size_t len) { return malloc(len); } \
+  LOCKHOST_EXPORT(lockhost_free_utf8) void lockhost_free_utf8(void *ptr, size_t len) { (void)len; free(ptr); }
+
+/**
+ * Defines and exports lockhost_schedules_utf8(), declaring the plugin's schedules: one
+ * "<export> <interval or cron expression>" a line, for [[scheduled]] entries that name the
+ * plugin without a schedule. LOCKHOST_DECLARE_SCHEDULES("tick 5m\nreport 0 3 * * *")
+ */
+#define LOCKHOST_DECLARE_SCHEDULES(text)                                                         \
+  LOCKHOST_EXPORT(lockhost_schedules_utf8) int64_t lockhost_schedules_utf8(void) {               \
+    static const char lockhost__schedules[] = text;                                              \
+    return (int64_t)(sizeof lockhost__schedules - 1) << 32 | (int64_t)(uintptr_t)lockhost__schedules; \
+  }
+
+/* ---- Capabilities (abi/ABI.md "Capabilities"): granted per plugin by the operator ---- */
+
+/** 1 when the plugin may use capability `name` ("http", a host function namespace, "config", "log"), else 0. */
+static inline int32_t lockhost_has_capability(const char *name) {
+  return lockhost_capability(LOCKHOST__KEY(name));
+}
+/** The value of `key` of the plugin's [plugins.config], NUL-terminated in buf; its length, or -LOCKHOST_NOT_FOUND. */
+static inline int32_t lockhost_config(const char *key, char *buf, size_t cap) {
+  return lockhost__cstr(config_get(LOCKHOST__KEY(key), (uint8_t *)buf, cap ? cap - 1 : 0), buf, cap);
+}
+/** Logs NUL-terminated `msg` at `level` (LOCKHOST_LOG_DEBUG … LOCKHOST_LOG_ERROR); below the plugin's log_level it costs nothing. */
+static inline void lockhost_log(int32_t level, const char *msg) { log_write(level, LOCKHOST__KEY(msg)); }
+static inline void lockhost_log_debug(const char *msg) { lockhost_log(LOCKHOST_LOG_DEBUG, msg); }
+static inline void lockhost_log_info(const char *msg) { lockhost_log(LOCKHOST_LOG_INFO, msg); }
+static inline void lockhost_log_warn(const char *msg) { lockhost_log(LOCKHOST_LOG_WARN, msg); }
+static inline void lockhost_log_error(const char *msg) { lockhost_log(LOCKHOST_LOG_ERROR, msg); }
+
+/** For lockhost_http: no lock's fence is sent (handle 0 is the schedule's lock, so it cannot mean none). */
+#define LOCKHOST_NO_FENCE (-1)
+
+/**
+ * Sends an HTTP request: `head` is "METHOD URL" then one "Name: value" line per header. With a
+ * `fence_handle` (not LOCKHOST_NO_FENCE) the host adds that lock's name and fence headers. The
+ * response's length (status line, headers, body: lockhost_http_status), written into buf when it
+ * fits, else read it with lockhost_reply; or -code.
+ */
+static inline int32_t lockhost_http(const char *head, const uint8_t *body, size_t body_len, int32_t fence_handle, uint8_t *buf, size_t cap) {
+  int fenced = fence_handle != LOCKHOST_NO_FENCE;
+  return http_request(LOCKHOST__KEY(head), body, body_len, fenced ? fence_handle : 0, fenced ? LOCKHOST_FLAG_FENCE : 0, buf, cap);
+}
+/** The status code at the start of a response of `len` bytes, or -1. */
+static inline int32_t lockhost_http_status(const uint8_t *response, int32_t len) {
+  int32_t code = 0, i = 0;
+  for (; i < len && response[i] != '\n'; i++) {
+    if (response[i] < '0' || response[i] > '9') return -1;
+    code = code * 10 + (response[i] - '0');
+  }
+  return i > 0 && i < len ? code : -1;
+}
+/**
+ * What a reply-returning call (a host function, lockhost_http) answered (`n`), with its reply
+ * in buf whenever buf holds it (copied from the kept reply, so buf may be bigger than the
+ * call's): n, or the call's -code.
+ */
+static inline int32_t lockhost_reply(int32_t n, uint8_t *buf, size_t cap) {
+  if (n >= 0 && (size_t)n <= cap) lockhost_last_reply(buf, cap);
+  return n;
+}
+/**
+ * Declares the host function `ns.name` the embedder registers, as
+ * int32_t ns_name(const uint8_t *in, size_t in_len, uint8_t *buf, size_t cap): the reply's
+ * length (written into buf when it fits, else read it with lockhost_reply), or -code.
+ *   LOCKHOST_HOST_FUNCTION(billing, echo)
+ */
+#define LOCKHOST_HOST_FUNCTION(ns, name)                                                         \
+  __attribute__((import_module(#ns), import_name(#name)))                                        \
+  int32_t ns##_##name(const uint8_t *in_ptr, size_t in_len, uint8_t *buf_ptr, size_t buf_cap)
+
 static inline void lockhost__release_scoped(int32_t *handle) {
   if (*handle > 0) lock_release(*handle);
 }

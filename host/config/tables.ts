@@ -139,7 +139,7 @@ export const SCHEDULED_SCHEMA = table<ScheduledConfig>({
     // These four are read together by the reader: the id derives from plugin and export.
     id: field.custom({ defaultDoc: '"<plugin>.<export>"', toml: '"report.run"', doc: "the schedule's lock is keyed on it" }),
     plugin: field.custom({ toml: '"report"', doc: "a declared plugin" }),
-    export: field.custom({ toml: '"run"', doc: 'an export taking no arguments; "*" or left out: the schedules the plugin declares (lockhost_schedules)' }),
+    export: field.custom({ toml: '"run"', doc: 'an export taking no arguments; "*" or left out: the schedules the plugin declares (lockhost_schedules, or lockhost_schedules_utf8)' }),
     schedule: field.custom({ toml: '"5s"', doc: "an interval (500ms, 5s, 1m, 2h) or a cron expression (5 or 6 fields); left out: the plugin's declared one" }),
     hint: field.oneOf(HINTS, { default: "require_global", doc: HINTS.join(" | ") }),
     ttlMs: field.int({ default: 60_000, min: 1, max: MAX_TTL_MS, unit: "ms", doc: "TTL of the schedule's lock" }),

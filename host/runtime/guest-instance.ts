@@ -34,9 +34,10 @@ export interface GuestInstance {
   /** The parameter and result types of a callable export, or undefined. */
   exportSignature(name: string): FuncSignature | undefined;
   /**
-   * Calls an export with its arguments: numbers as the export's i32/f32/f64, and strings for
-   * i32 parameters, written into guest memory through the guest's `lockhost_alloc` export and
-   * passed as pointers (an AssemblyScript export declares them `string`). Calls are queued: one runs at a time. When the call
+   * Calls an export with its arguments: numbers as the export's i32/f32/f64, and strings written
+   * into guest memory through the guest's allocator export: as UTF-8 `(ptr, len)`, two i32
+   * parameters, to a guest exporting `lockhost_alloc_utf8` (Rust, C), else as an AssemblyScript
+   * string pointer, one i32, through `lockhost_alloc`. Calls are queued: one runs at a time. When the call
    * returns, its locks not taken with FLAG_KEEP are released; when it traps, times out or its
    * worker dies, the instance restarts and every lock it held is released. Rejects with
    * UNKNOWN_EXPORT, GUEST_TRAP, GUEST_TIMEOUT, GUEST_CRASHED or CLOSED. Lost-lock
@@ -44,10 +45,11 @@ export interface GuestInstance {
    */
   call(exportName: string, args?: readonly GuestArg[], options?: CallOptions): Promise<GuestValue>;
   /**
-   * Calls an export that returns a string (an AssemblyScript `string`: an i32 pointer), like
-   * call(), and decodes it from guest memory. Rejects as call() does, with INVALID_ARGUMENT for
-   * an export that does not return an i32, and INVALID_MEMORY when what it returned is not a
-   * string in its memory (or is over 64 Ki UTF-16 units); the guest keeps running then.
+   * Calls an export that returns a string, like call(), and decodes it from guest memory: an
+   * AssemblyScript `string` (an i32 pointer), or UTF-8 as an i64 `len << 32 | ptr`. Rejects as
+   * call() does, with INVALID_ARGUMENT for an export that returns neither, and INVALID_MEMORY
+   * when what it returned is not a string in its memory (or is over 64 Ki UTF-16 units or 64 KiB
+   * of UTF-8, or not UTF-8); the guest keeps running then.
    */
   callString(exportName: string, args?: readonly GuestArg[]): Promise<string>;
   /**

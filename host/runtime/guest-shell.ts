@@ -14,7 +14,8 @@ import type { GuestGrants } from "./local-imports.js";
 import type { GuestCalls } from "./lock-ops.js";
 import { PAGE_BYTES, VERSION_EXPORT, type GuestModule } from "./guest-module.js";
 import type { FuncSignature } from "./wasm-binary.js";
-import { allocatorProblem, MAX_STRING_ARG_UNITS, type GuestArg } from "./guest-strings.js";
+import { allocatorProblem, MAX_STRING_ARG_UNITS, stringFormOf, type GuestArg } from "./guest-strings.js";
+import { stringResultFormOf, type StringResultForm } from "./string-results.js";
 
 /** What every runtime's guest is started with. */
 export interface GuestShellOptions {
@@ -82,7 +83,7 @@ export abstract class GuestShell implements GuestInstance {
    * Runs one export on the live instance. A trap, time limit or crash rejects with its
    * LockhostError after the runtime has replaced the instance and freed its locks.
    */
-  protected abstract invoke(name: string, args: readonly GuestArg[], asString?: boolean): Promise<GuestValue | string>;
+  protected abstract invoke(name: string, args: readonly GuestArg[], stringResult?: StringResultForm): Promise<GuestValue | string>;
 
   abstract close(): Promise<void>;
 
@@ -116,16 +117,21 @@ export abstract class GuestShell implements GuestInstance {
 
   callString(exportName: string, args: readonly GuestArg[] = []): Promise<string> {
     if (this.closed) return Promise.reject(this.closedError());
+    let form: StringResultForm | undefined;
     try {
       this.#checkArgs(exportName, args);
       const sig = this.exportSignature(exportName)!;
-      if (sig.results.length !== 1 || sig.results[0] !== "i32") {
-        throw new LockhostError("INVALID_ARGUMENT", `export ${exportName} of plugin ${this.plugin} must return a string (an i32 pointer), but returns ${sig.results.join(", ") || "nothing"}`);
+      form = stringResultFormOf(sig.results);
+      if (!form) {
+        throw new LockhostError(
+          "INVALID_ARGUMENT",
+          `export ${exportName} of plugin ${this.plugin} must return a string (an i32 pointer to an AssemblyScript string, or an i64 len << 32 | ptr of UTF-8), but returns ${sig.results.join(", ") || "nothing"}`,
+        );
       }
     } catch (err) {
       return Promise.reject(err);
     }
-    const run = (): Promise<string> => this.#run(exportName, args, undefined, false, undefined, true) as Promise<string>;
+    const run = (): Promise<string> => this.#run(exportName, args, undefined, false, undefined, form) as Promise<string>;
     return this.#enqueue(() => (this.#lost.length > 0 ? this.#deliverLost().then(run) : run()));
   }
 
@@ -168,18 +174,22 @@ export abstract class GuestShell implements GuestInstance {
    * `forEpoch`, only if that guest instance still runs (else nothing: a notice about an
    * instance that ended never reaches the next one).
    */
-  async #run(name: string, args: readonly GuestArg[], scheduleLease: Lease | undefined, watchSchedule: boolean, forEpoch?: number, asString = false): Promise<GuestValue | string> {
+  async #run(name: string, args: readonly GuestArg[], scheduleLease: Lease | undefined, watchSchedule: boolean, forEpoch?: number, stringResult?: StringResultForm): Promise<GuestValue | string> {
     await this.live();
     if (forEpoch !== undefined && forEpoch !== this.locks.epoch) return undefined;
     const detach = scheduleLease && this.locks.attachSchedule(scheduleLease, watchSchedule);
     try {
-      return await this.invoke(name, args, asString);
+      return await this.invoke(name, args, stringResult);
     } finally {
       detach?.();
     }
   }
 
-  /** Refuses, before anything reaches the guest, a call its export's signature cannot take. */
+  /**
+   * Refuses, before anything reaches the guest, a call its export's signature cannot take. A
+   * string argument takes one i32 (an AssemblyScript guest: its pointer) or two (a UTF-8 guest:
+   * ptr, len), as the guest's string form says.
+   */
   #checkArgs(name: string, args: readonly GuestArg[]): void {
     const sig = this.exportSignature(name);
     if (!sig) {
@@ -187,25 +197,34 @@ export abstract class GuestShell implements GuestInstance {
       throw new LockhostError("UNKNOWN_EXPORT", `plugin ${this.plugin} has no export "${name}" (it exports: ${names || "nothing callable"})`);
     }
     const where = `export ${name}(${sig.params.join(", ")}) of plugin ${this.plugin}`;
-    if (args.length !== sig.params.length) {
-      throw new LockhostError("INVALID_ARGUMENT", `${where} takes ${sig.params.length} argument(s), got ${args.length}`);
+    const form = stringFormOf((n) => this.module.exports.has(n));
+    const strings = args.filter((a) => typeof a === "string").length;
+    const wanted = args.length + strings * (form.params - 1);
+    if (wanted !== sig.params.length) {
+      const each = strings > 0 && form.params === 2 ? ` (a string is 2 of them, ptr and len: this guest receives ${form.label})` : "";
+      throw new LockhostError(
+        "INVALID_ARGUMENT",
+        each ? `${where} takes ${sig.params.length} parameter(s), got ${args.length} argument(s) that make ${wanted}${each}` : `${where} takes ${sig.params.length} argument(s), got ${args.length}`,
+      );
     }
-    sig.params.forEach((type, i) => {
-      const a = args[i]!;
+    let p = 0;
+    args.forEach((a, i) => {
       if (typeof a === "string") {
-        this.#checkStringArg(where, type, i, a);
+        this.#checkStringArg(where, sig.params.slice(p, p + form.params), i, a, form.label);
+        p += form.params;
         return;
       }
+      const type = sig.params[p++]!;
       if (type === "i32" ? !Number.isInteger(a) || a < -0x80000000 || a > 0xffffffff : type === "f32" || type === "f64" ? typeof a !== "number" : true) {
         throw new LockhostError("INVALID_ARGUMENT", `${where}: argument ${i + 1} must be ${type === "i32" || type === "f32" || type === "f64" ? `an ${type}` : `one of i32, f32, f64 (the host cannot pass ${type})`}, got ${a}`);
       }
     });
   }
 
-  /** A string argument goes where the export takes an i32 (its pointer), to a guest with an allocator. */
-  #checkStringArg(where: string, type: string, i: number, a: string): void {
-    if (type !== "i32") {
-      throw new LockhostError("INVALID_ARGUMENT", `${where}: argument ${i + 1} is a string, which the guest receives as an i32 pointer, but the parameter is ${type}`);
+  /** A string argument goes where the export takes i32s (its pointer, or ptr and len), to a guest with an allocator. */
+  #checkStringArg(where: string, types: readonly string[], i: number, a: string, label: string): void {
+    if (types.some((t) => t !== "i32")) {
+      throw new LockhostError("INVALID_ARGUMENT", `${where}: argument ${i + 1} is a string, which the guest receives as ${label} (${types.length === 1 ? "an i32" : "two i32s"}), but the parameter${types.length === 1 ? " is" : "s are"} ${types.join(", ")}`);
     }
     if (a.length > MAX_STRING_ARG_UNITS) {
       throw new LockhostError("INVALID_ARGUMENT", `${where}: argument ${i + 1} is a string of ${a.length} UTF-16 units, over the limit of ${MAX_STRING_ARG_UNITS}`);

@@ -1,104 +1,160 @@
-// Strings handed to a guest export (`guest.call("run", ["text", 3])`): each is written into
-// guest memory as an AssemblyScript string, in an object the guest allocates and pins with its
-// `lockhost_alloc(byteLength) -> ptr` export, and its pointer is passed as the i32 argument;
-// after the call the guest's `lockhost_free(ptr)` unpins it. The guest's allocator rather than
-// a region of the host's: only the guest's collector knows what memory is free, and an object
-// it allocated is one its code can keep or drop like any other string. Used by both runtimes,
-// inside the instance's own thread (the worker's, or the host's for inline guests).
+// Strings handed to a guest export (`guest.call("run", ["text", 3])`). Two forms, one row each
+// in STRING_FORMS, picked by the allocator the guest exports:
+//   - UTF-8 (any language: Rust, C): `lockhost_alloc_utf8(byte_len) -> ptr` and
+//     `lockhost_free_utf8(ptr, byte_len)`; each string is UTF-8 bytes passed as TWO i32
+//     parameters, (ptr, len), so the guest needs no header to know its length;
+//   - AssemblyScript: `lockhost_alloc(byte_len) -> ptr` returns a pinned string object, the
+//     UTF-16 code units go there and the ONE i32 parameter is its pointer (AS's own layout);
+//     `lockhost_free(ptr)` unpins it.
+// The guest's allocator rather than a region of the host's: only the guest knows what memory is
+// free, and an object it allocated is one its code can keep or drop like any other. Used by
+// both runtimes, inside the instance's own thread (the worker's, or the host's for inline
+// guests).
+//
+// Not @assemblyscript/loader (0.28.20, measured): its __newString needs the guest built with
+// --exportRuntime (`__new`), its __getString reads only an *exported* memory (lockhost's guests
+// import theirs: it throws a TypeError), it wraps every export (the inline runtime needs the raw
+// ones for WebAssembly.promising), trusts the pointer's header without bounds checks, and reads
+// a 40-unit string in 1.95 µs where this code takes 0.35 µs (100k reads; 3.55 vs 0.99 µs at
+// 2,000 units).
 import type { FuncSignature } from "./wasm-binary.js";
 
-/** One argument of an export call: a number, or a string the guest receives as a pointer. */
+/** One argument of an export call: a number, or a string the guest receives as its string form says. */
 export type GuestArg = number | string;
 
-/** The export the host allocates a string argument with: `(byteLength: i32) -> i32`. */
-export const ALLOC_EXPORT = "lockhost_alloc";
-/** The export the host lets go of a string argument with after the call: `(ptr: i32) -> ()`. */
-export const FREE_EXPORT = "lockhost_free";
+/** How a guest receives string arguments. */
+export interface StringForm {
+  /** For messages: what the guest receives. */
+  readonly label: string;
+  /** The export the host allocates a string with: `(byte_len: i32) -> i32`. */
+  readonly alloc: string;
+  /** The export the host lets go of it with after the call, and that export's parameters. */
+  readonly free: string;
+  readonly freeParams: readonly ["i32"] | readonly ["i32", "i32"];
+  /** The wasm parameters one string argument takes. */
+  readonly params: 1 | 2;
+  /** How a guest in each SDK gets both exports. */
+  readonly sdk: string;
+  /** The string's bytes in this form. */
+  encode(s: string): Uint8Array;
+  /** Alignment the allocator's pointer must have. */
+  readonly align: 1 | 2;
+  /** Whether an empty string skips the allocator (passed as (0, 0)). */
+  readonly emptyWithoutAlloc: boolean;
+}
+
+/** Every string form, in the order the host looks for them (UTF-8 first: an explicit opt-in). */
+export const STRING_FORMS: readonly StringForm[] = [
+  {
+    label: "UTF-8 as (ptr, len)",
+    alloc: "lockhost_alloc_utf8",
+    free: "lockhost_free_utf8",
+    freeParams: ["i32", "i32"],
+    params: 2,
+    sdk: "Rust: lockhost::export_string_args!(); C: LOCKHOST_STRING_ARGS_ARENA(bytes) or LOCKHOST_STRING_ARGS_MALLOC()",
+    encode: (s) => Buffer.from(s, "utf8"),
+    align: 1,
+    emptyWithoutAlloc: true,
+  },
+  {
+    label: "an AssemblyScript string pointer",
+    alloc: "lockhost_alloc",
+    free: "lockhost_free",
+    freeParams: ["i32"],
+    params: 1,
+    sdk: `AssemblyScript: export { lockhost_alloc, lockhost_free } from "lockhost"`,
+    encode: (s) => {
+      const out = new Uint8Array(s.length * 2);
+      const view = new DataView(out.buffer);
+      for (let i = 0; i < s.length; i++) view.setUint16(i * 2, s.charCodeAt(i), true);
+      return out;
+    },
+    align: 2,
+    emptyWithoutAlloc: false,
+  },
+];
+
+/** The AssemblyScript form: what a guest exporting neither allocator is told to add. */
+const AS_FORM = STRING_FORMS[1]!;
+
 /** The longest string argument, in UTF-16 code units (what an AssemblyScript string holds): 1 Mi. */
 export const MAX_STRING_ARG_UNITS = 1 << 20;
+
+/** The string form of a guest that exports the names `has` says yes to (AssemblyScript's when it exports neither allocator). */
+export function stringFormOf(has: (exportName: string) => boolean): StringForm {
+  return STRING_FORMS.find((f) => has(f.alloc)) ?? AS_FORM;
+}
+
+const describeSig = (name: string, sig: FuncSignature): string => `${name}(${sig.params.join(", ")}) -> ${sig.results.join(", ") || "nothing"}`;
+const same = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((t, i) => t === b[i]);
 
 /**
  * Why string arguments cannot go to this guest (its allocator exports are missing or of the
  * wrong signature), or undefined when they can.
  */
 export function allocatorProblem(exports: ReadonlyMap<string, FuncSignature>): string | undefined {
-  const alloc = exports.get(ALLOC_EXPORT);
-  const free = exports.get(FREE_EXPORT);
-  const okAlloc = alloc && alloc.params.length === 1 && alloc.params[0] === "i32" && alloc.results.length === 1 && alloc.results[0] === "i32";
-  const okFree = free && free.params.length === 1 && free.params[0] === "i32" && free.results.length === 0;
+  const form = stringFormOf((n) => exports.has(n));
+  const alloc = exports.get(form.alloc);
+  const free = exports.get(form.free);
+  const okAlloc = alloc && same(alloc.params, ["i32"]) && same(alloc.results, ["i32"]);
+  const okFree = free && same(free.params, form.freeParams) && free.results.length === 0;
   if (okAlloc && okFree) return undefined;
-  return `a string argument needs the guest to export ${ALLOC_EXPORT}(i32) -> i32 and ${FREE_EXPORT}(i32) (AssemblyScript: export { lockhost_alloc, lockhost_free } from "lockhost")${
-    alloc || free ? `; it exports ${alloc ? `${ALLOC_EXPORT}(${alloc.params.join(", ")}) -> ${alloc.results.join(", ") || "nothing"}` : ""}${alloc && free ? " and " : ""}${free ? `${FREE_EXPORT}(${free.params.join(", ")}) -> ${free.results.join(", ") || "nothing"}` : ""}` : ""
-  }`;
+  const has = [alloc && describeSig(form.alloc, alloc), free && describeSig(form.free, free)].filter(Boolean);
+  return `a string argument needs the guest to export ${form.alloc}(i32) -> i32 and ${form.free}(${form.freeParams.join(", ")}) (${form.sdk})${has.length > 0 ? `; it exports ${has.join(" and ")}` : ""}`;
 }
 
+/** The string arguments of one call in guest memory: the wasm arguments, and how to let go of them. */
+export interface WrittenArgs {
+  readonly params: number[];
+  /** Calls the guest's free export for each string (after the call returned). */
+  release(): void;
+}
+
+const NOTHING_TO_RELEASE = (): void => undefined;
+
 /**
- * Writes the string arguments into the guest's memory; returns the wasm arguments and the
- * pointers to free after the call. Throws (as the call's trap) when the guest's allocator traps
- * or answers a pointer the string does not fit at; pointers allocated so far are freed first.
+ * Writes the string arguments into the guest's memory in its string form; returns the wasm
+ * arguments. Throws (as the call's trap) when the guest's allocator traps or answers a pointer
+ * the string does not fit at; strings allocated so far are freed first.
  */
-export function writeStringArgs(exports: WebAssembly.Exports, memory: WebAssembly.Memory, args: readonly GuestArg[]): { params: number[]; ptrs: number[] } {
-  const ptrs: number[] = [];
-  if (!args.some((a) => typeof a === "string")) return { params: args as number[], ptrs };
-  const alloc = exports[ALLOC_EXPORT] as (len: number) => number;
+export function writeStringArgs(exports: WebAssembly.Exports, memory: WebAssembly.Memory, args: readonly GuestArg[]): WrittenArgs {
+  if (!args.some((a) => typeof a === "string")) return { params: args as number[], release: NOTHING_TO_RELEASE };
+  const form = stringFormOf((n) => typeof exports[n] === "function");
+  const alloc = exports[form.alloc] as (len: number) => number;
+  const free = exports[form.free] as (...args: number[]) => void;
+  const frees: number[][] = [];
+  const release = (): void => {
+    for (const f of frees.splice(0)) free(...f);
+  };
   try {
-    const params = args.map((a) => {
-      if (typeof a !== "string") return a;
-      const bytes = a.length * 2;
-      const ptr = alloc(bytes) >>> 0;
-      if (ptr === 0 || ptr % 2 !== 0 || ptr + bytes > memory.buffer.byteLength) {
-        throw new Error(`${ALLOC_EXPORT}(${bytes}) returned ${ptr}, where a string of ${bytes} bytes does not fit in guest memory (${memory.buffer.byteLength} bytes)`);
+    const params: number[] = [];
+    for (const a of args) {
+      if (typeof a !== "string") {
+        params.push(a);
+        continue;
       }
-      ptrs.push(ptr);
+      const bytes = form.encode(a);
+      if (bytes.length === 0 && form.emptyWithoutAlloc) {
+        params.push(0, 0);
+        continue;
+      }
+      const ptr = alloc(bytes.length) >>> 0;
+      if (ptr === 0 || ptr % form.align !== 0 || ptr + bytes.length > memory.buffer.byteLength) {
+        throw new Error(`${form.alloc}(${bytes.length}) returned ${ptr}, where a string of ${bytes.length} bytes does not fit in guest memory (${memory.buffer.byteLength} bytes)`);
+      }
+      frees.push(form.params === 2 ? [ptr, bytes.length] : [ptr]);
       // Written after the allocation: it may have grown (and so detached) the memory's buffer.
-      const units = new Uint16Array(memory.buffer, ptr, a.length);
-      for (let i = 0; i < a.length; i++) units[i] = a.charCodeAt(i);
-      return ptr;
-    });
-    return { params, ptrs };
+      new Uint8Array(memory.buffer).set(bytes, ptr);
+      if (form.params === 2) params.push(ptr, bytes.length);
+      else params.push(ptr);
+    }
+    return { params, release };
   } catch (err) {
     try {
-      freeStringArgs(exports, ptrs);
+      release();
     } catch {
       // The call fails with the first error; the instance is replaced after it anyway.
     }
     throw err;
   }
-}
-
-/** Lets the guest drop the strings of a call that returned. */
-export function freeStringArgs(exports: WebAssembly.Exports, ptrs: readonly number[]): void {
-  if (ptrs.length === 0) return;
-  const free = exports[FREE_EXPORT] as (ptr: number) => void;
-  for (const ptr of ptrs) free(ptr);
-}
-
-/** The longest string an export may return to the host (lockhost_schedules), in UTF-16 units: 64 Ki. */
-export const MAX_STRING_RESULT_UNITS = 1 << 16;
-
-/**
- * What the string an export returned is wrong with (a plain Error: the worker thread loads no
- * more of the host than it needs; the runtime reports it as INVALID_MEMORY).
- */
-export class StringResultError extends Error {}
-
-/**
- * The AssemblyScript string at `ptr` (UTF-16, its byte length in the header word at ptr - 4),
- * as an export returned it; throws StringResultError when the pointer or length does not fit the
- * guest's memory or the string is over MAX_STRING_RESULT_UNITS. Never trusts the guest.
- */
-export function readStringResult(memory: WebAssembly.Memory, value: unknown, what: string): string {
-  const buf = memory.buffer;
-  const ptr = typeof value === "number" ? value >>> 0 : 0;
-  if (ptr < 4 || ptr > buf.byteLength || ptr % 2 !== 0) {
-    throw new StringResultError(`${what} returned ${String(value)}, which is not a string in guest memory (${buf.byteLength} bytes): it must return an AssemblyScript string`);
-  }
-  const bytes = new DataView(buf).getUint32(ptr - 4, true);
-  if (bytes % 2 !== 0 || ptr + bytes > buf.byteLength) {
-    throw new StringResultError(`${what} returned a string (ptr ${ptr}, ${bytes} bytes) that lies outside guest memory (${buf.byteLength} bytes)`);
-  }
-  if (bytes / 2 > MAX_STRING_RESULT_UNITS) {
-    throw new StringResultError(`${what} returned a string of ${bytes / 2} UTF-16 units, over the limit of ${MAX_STRING_RESULT_UNITS}`);
-  }
-  return Buffer.from(buf, ptr, bytes).toString("utf16le");
 }

@@ -1,5 +1,6 @@
-// Schedules a plugin declares itself. A guest exports `lockhost_schedules(): string`, one
-// schedule a line, `<export> <interval or cron expression>` (blank lines and '#' comments
+// Schedules a plugin declares itself. A guest exports `lockhost_schedules(): string` (an
+// AssemblyScript string) or `lockhost_schedules_utf8() -> i64` (UTF-8 `len << 32 | ptr`, what a
+// Rust or C guest returns; string-results.ts reads both), one schedule a line, `<export> <interval or cron expression>` (blank lines and '#' comments
 // ignored); a short [[scheduled]] entry (plugin, maybe export, no schedule) runs what it
 // declares. Read once per plugin when the host loads it, turned into ordinary schedules here,
 // so the scheduler only ever sees schedules with a clock.
@@ -14,8 +15,10 @@ import type { LockhostConfig, ScheduledConfig, ScheduleSpec } from "../config/ty
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { GuestInstance } from "../runtime/guest-instance.js";
 
-/** The export a guest declares its schedules with: `() -> string`. */
+/** The export a guest declares its schedules with: `() -> string` (AssemblyScript). */
 export const SCHEDULES_EXPORT = "lockhost_schedules";
+/** The same as UTF-8, `() -> i64` (`len << 32 | ptr`): a Rust or C guest's. Read first when a guest has both. */
+export const SCHEDULES_UTF8_EXPORT = "lockhost_schedules_utf8";
 /** The most schedules one plugin may declare. */
 export const MAX_DECLARED_SCHEDULES = 256;
 
@@ -30,9 +33,10 @@ export interface DeclaredSchedule {
 const EXPORT_NAME = /^[A-Za-z_$][A-Za-z0-9_$.]*$/;
 
 /**
- * Reads a declaration; throws CONFIG_INVALID naming `where` (the plugin) and the line at fault.
+ * Reads a declaration (`declaredBy`: the export it came from, for messages); throws
+ * CONFIG_INVALID naming `where` (the plugin) and the line at fault.
  */
-export function parseDeclaredSchedules(text: string, where: string): DeclaredSchedule[] {
+export function parseDeclaredSchedules(text: string, where: string, declaredBy: string = SCHEDULES_EXPORT): DeclaredSchedule[] {
   const out: DeclaredSchedule[] = [];
   const seen = new Map<string, number>();
   text.split(/\r?\n/).forEach((raw, i) => {
@@ -40,7 +44,7 @@ export function parseDeclaredSchedules(text: string, where: string): DeclaredSch
     const body = raw.trim();
     if (body === "" || body.startsWith("#")) return;
     const fail = (why: string): never => {
-      throw new LockhostError("CONFIG_INVALID", `${where}: ${SCHEDULES_EXPORT}() line ${line} ${why}, got ${JSON.stringify(body)}`);
+      throw new LockhostError("CONFIG_INVALID", `${where}: ${declaredBy}() line ${line} ${why}, got ${JSON.stringify(body)}`);
     };
     const space = body.search(/\s/);
     if (space < 0) fail(`must be "<export> <schedule>" (an interval such as 5m, or a cron expression)`);
@@ -93,17 +97,21 @@ export async function expandScheduled(config: LockhostConfig, guests: ReadonlyMa
     if (known) return known;
     const where = `${file}: [[scheduled]] "${entry.id}": plugin ${entry.plugin}`;
     const guest = guests.get(entry.plugin);
-    if (!guest?.hasExport(SCHEDULES_EXPORT)) {
-      throw new LockhostError("CONFIG_INVALID", `${where} declares no schedules (it does not export ${SCHEDULES_EXPORT}(): string); spell export and schedule in the entry`);
+    const exportName = [SCHEDULES_UTF8_EXPORT, SCHEDULES_EXPORT].find((n) => guest?.hasExport(n));
+    if (!guest || !exportName) {
+      throw new LockhostError(
+        "CONFIG_INVALID",
+        `${where} declares no schedules (it does not export ${SCHEDULES_EXPORT}(): string or ${SCHEDULES_UTF8_EXPORT}() -> i64); spell export and schedule in the entry`,
+      );
     }
     let text: string;
     try {
-      text = await guest.callString(SCHEDULES_EXPORT);
+      text = await guest.callString(exportName);
     } catch (err) {
       const e = toLockhostError(err);
-      throw new LockhostError("CONFIG_INVALID", `${where}: its ${SCHEDULES_EXPORT}() failed: ${e.code}: ${e.message}`, { cause: err });
+      throw new LockhostError("CONFIG_INVALID", `${where}: its ${exportName}() failed: ${e.code}: ${e.message}`, { cause: err });
     }
-    const declared = parseDeclaredSchedules(text, where);
+    const declared = parseDeclaredSchedules(text, where, exportName);
     declarations.set(entry.plugin, declared);
     return declared;
   };

@@ -25,9 +25,19 @@
 extern crate alloc;
 
 pub mod sys;
+mod caps;
+mod strings;
+
+pub use caps::{capability, config_get, http_request, http_status, last_reply, log, reply};
+#[cfg(feature = "alloc")]
+pub use caps::{config, reply_vec};
+pub use strings::{str_arg, utf8_result};
+#[cfg(feature = "alloc")]
+#[doc(hidden)]
+pub use strings::{alloc_utf8, free_utf8};
 
 pub use sys::{
-    ABI_VERSION, FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, FLAG_RW, FLAG_SEMAPHORE, MAX_KEY_BYTES, MAX_TTL_MS, MAX_WAIT_MS,
+    ABI_VERSION, FLAG_FENCE, FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, FLAG_RW, FLAG_SEMAPHORE, MAX_KEY_BYTES, MAX_TTL_MS, MAX_WAIT_MS,
 };
 
 /// A failed lock call: its status code (positive, as `abi/status.ts` numbers it).
@@ -258,7 +268,7 @@ pub fn schedule_lock_state() -> Result<State, Error> {
 
 /// Calls a string-returning import with a growing buffer until the string fits.
 #[cfg(feature = "alloc")]
-fn fetch(mut call: impl FnMut(*mut u8, usize) -> i32) -> Result<alloc::string::String, Error> {
+pub(crate) fn fetch(mut call: impl FnMut(*mut u8, usize) -> i32) -> Result<alloc::string::String, Error> {
     let mut buf = alloc::vec![0u8; 128];
     loop {
         let n = Error::check(call(buf.as_mut_ptr(), buf.len()))? as usize;

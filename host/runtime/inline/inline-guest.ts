@@ -18,7 +18,8 @@ import { GuestShell, type GuestShellOptions } from "../guest-shell.js";
 import { jspiAvailable, jspiRequirement } from "../jspi.js";
 import { functionIndex, hostImports, type OpImport, type ParamSink } from "../host-imports.js";
 import { runOp, type CallContext } from "../lock-ops.js";
-import { freeStringArgs, readStringResult, writeStringArgs, type GuestArg } from "../guest-strings.js";
+import { writeStringArgs, type GuestArg, type WrittenArgs } from "../guest-strings.js";
+import { readStringResult, type StringResultForm } from "../string-results.js";
 import { initializeReactor, wasiImports, WASI_MODULE } from "../wasi.js";
 
 /** Options of an inline guest instance: the runtime-neutral ones (it has no time limit). */
@@ -140,9 +141,9 @@ export class InlineGuest extends GuestShell {
     }
   }
 
-  protected invoke(name: string, args: readonly GuestArg[], asString = false): Promise<GuestValue | string> {
+  protected invoke(name: string, args: readonly GuestArg[], stringResult?: StringResultForm): Promise<GuestValue | string> {
     const instance = this.#instance!;
-    let strings: { params: number[]; ptrs: number[] };
+    let strings: WrittenArgs;
     try {
       // The allocator runs before the call, unsuspended: it never makes a lock call.
       strings = writeStringArgs(instance.exports, this.#mem.memory, args);
@@ -165,19 +166,19 @@ export class InlineGuest extends GuestShell {
           if (generation !== this.#generation) return; // closed meanwhile: already failed
           this.#running = undefined;
           try {
-            freeStringArgs(instance.exports, strings.ptrs);
+            strings.release();
           } catch (err) {
             reject(await this.#trap(name, err));
             return;
           }
           await this.locks.endCall();
-          if (!asString) {
+          if (!stringResult) {
             resolve(value);
             return;
           }
           // A result that is no string is the guest's mistake, not a trap: the instance runs on.
           try {
-            resolve(readStringResult(this.#mem.memory, value, `export ${name}`));
+            resolve(readStringResult(this.#mem.memory, value, `export ${name}`, stringResult));
           } catch (err) {
             reject(new LockhostError("INVALID_MEMORY", `plugin ${this.plugin}: ${(err as Error).message}`));
           }

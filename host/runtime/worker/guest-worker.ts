@@ -10,7 +10,8 @@ import { describeError, envImports, GuestAbort, GuestMemory, TraceBudget } from 
 import { VERSION_EXPORT } from "../guest-module.js";
 import { hostImports, type OpImport, type ParamSink } from "../host-imports.js";
 import type { FromWorker, ToWorker, WorkerInit } from "./messages.js";
-import { freeStringArgs, readStringResult, writeStringArgs } from "../guest-strings.js";
+import { writeStringArgs } from "../guest-strings.js";
+import { readStringResult } from "../string-results.js";
 import { initializeReactor, wasiImports, WASI_MODULE } from "../wasi.js";
 
 const init = workerData as WorkerInit;
@@ -170,17 +171,17 @@ try {
 port.on("message", (msg: ToWorker) => {
   try {
     const fn = exports[msg.name] as (...args: number[]) => number | bigint | undefined;
-    const { params, ptrs } = writeStringArgs(exports, mem.memory, msg.args);
-    const value = fn(...params);
-    freeStringArgs(exports, ptrs);
+    const strings = writeStringArgs(exports, mem.memory, msg.args);
+    const value = fn(...strings.params);
+    strings.release();
     traces.flush();
-    if (!msg.asString) {
+    if (!msg.stringResult) {
       post({ type: "return", id: msg.id, value });
       return;
     }
     // A result that is no string is the guest's mistake, not a trap: the instance runs on.
     try {
-      post({ type: "return", id: msg.id, value: readStringResult(mem.memory, value, `export ${msg.name}`) });
+      post({ type: "return", id: msg.id, value: readStringResult(mem.memory, value, `export ${msg.name}`, msg.stringResult) });
     } catch (err) {
       post({ type: "return", id: msg.id, value: undefined, problem: { code: "INVALID_MEMORY", message: err instanceof Error ? err.message : String(err) } });
     }

@@ -2,6 +2,7 @@
 import type { AbortInfo } from "../guest-env.js";
 import type { GuestValue } from "../guest-instance.js";
 import type { GuestArg } from "../guest-strings.js";
+import type { StringResultForm } from "../string-results.js";
 import type { MessagePort } from "node:worker_threads";
 import type { FunctionImport } from "../host-imports.js";
 import type { GuestGrants } from "../local-imports.js";
@@ -21,7 +22,7 @@ export interface WorkerInit {
 }
 
 /** Main thread to worker. */
-export type ToWorker = { readonly type: "call"; readonly id: number; readonly name: string; readonly args: readonly GuestArg[]; readonly asString?: boolean };
+export type ToWorker = { readonly type: "call"; readonly id: number; readonly name: string; readonly args: readonly GuestArg[]; readonly stringResult?: StringResultForm };
 
 
 /** Worker to main thread. */

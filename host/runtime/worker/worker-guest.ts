@@ -15,6 +15,7 @@ import type { AbiReply, WaitLimit } from "../guest-locks.js";
 import { checkAbiVersion } from "../guest-module.js";
 import type { FromWorker, ToWorker, WorkerInit } from "./messages.js";
 import type { GuestArg } from "../guest-strings.js";
+import type { StringResultForm } from "../string-results.js";
 
 /** Options of a worker-isolated guest instance. */
 export interface WorkerGuestOptions extends GuestShellOptions {
@@ -112,13 +113,13 @@ export class WorkerGuest extends GuestShell {
     await Promise.all([this.locks.reset("its plugin was closed"), this.calls.caps.close()]);
   }
 
-  protected invoke(name: string, args: readonly GuestArg[], asString = false): Promise<GuestValue | string> {
+  protected invoke(name: string, args: readonly GuestArg[], stringResult?: StringResultForm): Promise<GuestValue | string> {
     const gen = this.#gen;
     return new Promise<GuestValue | string>((resolve, reject) => {
       const id = ++this.#nextId;
       const timer = setTimeout(() => void this.#timedOut(gen), this.#callTimeoutMs);
       gen.pending = { id, name, startedAt: performance.now(), resolve, reject, timer };
-      gen.worker.postMessage({ type: "call", id, name, args, ...(asString && { asString }) } satisfies ToWorker);
+      gen.worker.postMessage({ type: "call", id, name, args, ...(stringResult && { stringResult }) } satisfies ToWorker);
     });
   }
 

@@ -4,6 +4,7 @@
  * logs go to stdout through WASI fd_write (the plugin's log), as "error <code>: <message>".
  */
 #include "lockhost.h"
+#include "line.h"
 
 LOCKHOST_EXPORT_ABI_VERSION()
 
@@ -14,22 +15,6 @@ struct iovec { const void *buf; size_t len; };
 __attribute__((import_module("wasi_snapshot_preview1"), import_name("fd_write")))
 int32_t fd_write(int32_t fd, const struct iovec *iovs, size_t n, size_t *written);
 
-/* One output line being built. */
-static char line[1200];
-static size_t line_len;
-
-static void put(const char *s, size_t n) {
-  for (size_t i = 0; i < n && line_len < sizeof line - 1; i++) line[line_len++] = s[i];
-}
-static void puts_(const char *s) { put(s, lockhost__strlen(s)); }
-static void put_int(int64_t v) {
-  char digits[24];
-  int n = 0;
-  uint64_t u = v < 0 ? (uint64_t)(-v) : (uint64_t)v;
-  do digits[n++] = (char)('0' + u % 10); while ((u /= 10) != 0);
-  if (v < 0) put("-", 1);
-  while (n > 0) put(&digits[--n], 1);
-}
 static void flush(void) {
   line[line_len++] = '\n';
   struct iovec iov = { line, line_len };

@@ -1,0 +1,125 @@
+/*
+ * The C twin of test/guests/rust/sdk (same exports, same log lines), freestanding: string
+ * arguments the host passes as UTF-8 (ptr, len) from a static arena, schedules declared as
+ * UTF-8, and the header's capability wrappers (config, log, a host function, capability).
+ */
+#include "lockhost.h"
+#include "line.h" /* put, puts_, put_int into line */
+
+LOCKHOST_EXPORT_ABI_VERSION()
+LOCKHOST_STRING_ARGS_ARENA(4096)
+LOCKHOST_DECLARE_SCHEDULES("# the SDK guest's jobs\ntick 5s\nreport 0 3 * * *\n")
+LOCKHOST_HOST_FUNCTION(billing, echo);
+
+/* Logs the line built so far at `level` and starts a new one. */
+static void emit(int32_t level) {
+  line[line_len] = 0;
+  lockhost_log(level, line);
+  line_len = 0;
+}
+/* "NAME (code)", as the Rust SDK's Error displays. */
+static void put_error(int32_t code) {
+  static const char *const names[] = {"OK", "CONTENDED", "TIMEOUT", "NOT_FOUND", "OWNERSHIP_MISMATCH", "ALREADY_RELEASED", "LOST", "INVALID_ARGUMENT",
+                                      "INVALID_HANDLE", "INVALID_MEMORY", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE", "INTERNAL", "CANCELLED",
+                                      "PERMITS_MISMATCH", "CALL_FAILED", "TOO_LARGE"};
+  puts_(code >= 0 && code < (int32_t)(sizeof names / sizeof names[0]) ? names[code] : "UNKNOWN");
+  puts_(" (");
+  put_int(code);
+  puts_(")");
+}
+
+/* Logs "hello <name> x<times>"; returns the name's length in bytes. */
+LOCKHOST_EXPORT(greet) int32_t greet(const char *name, size_t name_len, int32_t times) {
+  puts_("hello ");
+  put(name, name_len);
+  puts_(" x");
+  put_int(times);
+  emit(LOCKHOST_LOG_INFO);
+  return (int32_t)name_len;
+}
+
+/* Logs "<a>+<b>"; returns the sum of their lengths in bytes. */
+LOCKHOST_EXPORT(concat) int32_t concat(const char *a, size_t a_len, const char *b, size_t b_len) {
+  put(a, a_len);
+  puts_("+");
+  put(b, b_len);
+  emit(LOCKHOST_LOG_INFO);
+  return (int32_t)(a_len + b_len);
+}
+
+/* The declared jobs. */
+LOCKHOST_EXPORT(tick) int32_t tick(void) { return 1; }
+LOCKHOST_EXPORT(report) int32_t report(void) { return 2; }
+
+/*
+ * Calls billing.echo with msg through a 2-byte buffer, then reads the whole reply: logs
+ * "echo <reply> (<len>)" and returns its length, or logs "echo failed: <error>: <last_error>" and
+ * returns -code.
+ */
+LOCKHOST_EXPORT(echo) int32_t echo(const char *msg, size_t msg_len) {
+  static uint8_t whole[1024];
+  uint8_t small[2];
+  int32_t n = billing_echo((const uint8_t *)msg, msg_len, small, sizeof small);
+  if (n < 0) {
+    char why[512];
+    lockhost_last_error(why, sizeof why);
+    puts_("echo failed: ");
+    put_error(-n);
+    puts_(": ");
+    puts_(why);
+    emit(LOCKHOST_LOG_WARN);
+    return n;
+  }
+  int32_t len = lockhost_reply(n, whole, sizeof whole);
+  puts_("echo ");
+  put((const char *)whole, (size_t)len <= sizeof whole ? (size_t)len : 0);
+  puts_(" (");
+  put_int(len);
+  puts_(")");
+  emit(LOCKHOST_LOG_INFO);
+  return n;
+}
+
+/* Reads config key `key`: logs "config <key>=<value> (length ok: true)" or "config <key>: <error>"; returns the value's length or -code. */
+LOCKHOST_EXPORT(config) int32_t config(const char *key_ptr, size_t key_len) {
+  char key[256], value[512], tiny[4];
+  size_t k = key_len < sizeof key - 1 ? key_len : sizeof key - 1;
+  for (size_t i = 0; i < k; i++) key[i] = key_ptr[i];
+  key[k] = 0;
+  int32_t short_len = lockhost_config(key, tiny, sizeof tiny);
+  int32_t n = lockhost_config(key, value, sizeof value);
+  puts_("config ");
+  puts_(key);
+  if (n < 0) {
+    puts_(": ");
+    put_error(-n);
+  } else {
+    puts_("=");
+    puts_(value);
+    puts_(short_len == n ? " (length ok: true)" : " (length ok: false)");
+  }
+  emit(LOCKHOST_LOG_INFO);
+  return n;
+}
+
+/* Logs "capability <name>: <yes|no>"; returns 1 or 0. */
+LOCKHOST_EXPORT(capability) int32_t capability(const char *name_ptr, size_t name_len) {
+  char name[256];
+  size_t k = name_len < sizeof name - 1 ? name_len : sizeof name - 1;
+  for (size_t i = 0; i < k; i++) name[i] = name_ptr[i];
+  name[k] = 0;
+  int32_t yes = lockhost_has_capability(name);
+  puts_("capability ");
+  put(name_ptr, name_len);
+  puts_(yes == 1 ? ": yes" : ": no");
+  emit(LOCKHOST_LOG_INFO);
+  return yes;
+}
+
+/* One line at each level. */
+LOCKHOST_EXPORT(levels) void levels(void) {
+  lockhost_log_debug("level debug");
+  lockhost_log_info("level info");
+  lockhost_log_warn("level warn");
+  lockhost_log_error("level error");
+}

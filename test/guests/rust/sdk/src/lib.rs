@@ -1,0 +1,95 @@
+//! The Rust twin of test/guests/c/sdk.c (same exports, same log lines): string arguments the
+//! host passes as UTF-8 `(ptr, len)`, schedules declared as UTF-8, and the SDK's capability
+//! wrappers. std on wasm32-unknown-unknown: its allocator backs `export_string_args!`.
+use lockhost::{log, str_arg};
+
+lockhost::export_abi_version!();
+lockhost::export_string_args!();
+lockhost::declare_schedules!("# the SDK guest's jobs\ntick 5s\nreport 0 3 * * *\n");
+lockhost::host_function!(fn echo_fn = "billing"."echo");
+
+/// Logs "hello <name> x<times>"; returns the name's length in bytes.
+#[no_mangle]
+pub extern "C" fn greet(name_ptr: *const u8, name_len: usize, times: i32) -> i32 {
+    let name = unsafe { str_arg(name_ptr, name_len) };
+    log::info(&format!("hello {} x{}", name, times));
+    name.len() as i32
+}
+
+/// Logs "<a>+<b>"; returns the sum of their lengths in bytes.
+#[no_mangle]
+pub extern "C" fn concat(a_ptr: *const u8, a_len: usize, b_ptr: *const u8, b_len: usize) -> i32 {
+    let (a, b) = unsafe { (str_arg(a_ptr, a_len), str_arg(b_ptr, b_len)) };
+    log::info(&format!("{}+{}", a, b));
+    (a.len() + b.len()) as i32
+}
+
+/// The declared jobs.
+#[no_mangle]
+pub extern "C" fn tick() -> i32 {
+    1
+}
+#[no_mangle]
+pub extern "C" fn report() -> i32 {
+    2
+}
+
+/// Calls billing.echo with `msg` through a 2-byte buffer, then reads the whole reply: logs
+/// "echo <reply> (<len>)" and returns its length, or logs "echo failed: <code>: <last_error>"
+/// and returns -code.
+#[no_mangle]
+pub extern "C" fn echo(msg_ptr: *const u8, msg_len: usize) -> i32 {
+    let msg = unsafe { str_arg(msg_ptr, msg_len) };
+    let mut small = [0u8; 2];
+    match echo_fn(msg.as_bytes(), &mut small) {
+        Ok(n) => {
+            let mut whole = vec![0u8; n];
+            let len = lockhost::reply(n as i32, &mut whole).unwrap_or(0);
+            log::info(&format!("echo {} ({})", String::from_utf8_lossy(&whole[..len]), len));
+            n as i32
+        }
+        Err(e) => {
+            log::warn(&format!("echo failed: {}: {}", e, lockhost::last_error()));
+            -e.code()
+        }
+    }
+}
+
+/// Reads config key `key`: logs "config <key>=<value>" or "config <key>: <error>"; returns the
+/// value's length or -code.
+#[no_mangle]
+pub extern "C" fn config(key_ptr: *const u8, key_len: usize) -> i32 {
+    let key = unsafe { str_arg(key_ptr, key_len) };
+    let mut buf = [0u8; 4];
+    let short = lockhost::config_get(key, &mut buf);
+    match lockhost::config(key) {
+        Ok(v) => {
+            // The buffer convention: the length whatever the buffer, the bytes only when they fit.
+            let fits = matches!(short, Ok(n) if n == v.len());
+            log::info(&format!("config {}={} (length ok: {})", key, v, fits));
+            v.len() as i32
+        }
+        Err(e) => {
+            log::info(&format!("config {}: {}", key, e));
+            -e.code()
+        }
+    }
+}
+
+/// Logs "capability <name>: <yes|no>"; returns 1 or 0.
+#[no_mangle]
+pub extern "C" fn capability(name_ptr: *const u8, name_len: usize) -> i32 {
+    let name = unsafe { str_arg(name_ptr, name_len) };
+    let yes = lockhost::capability(name);
+    log::info(&format!("capability {}: {}", name, if yes { "yes" } else { "no" }));
+    yes as i32
+}
+
+/// One line at each level: "level debug", "level info", "level warn", "level error".
+#[no_mangle]
+pub extern "C" fn levels() {
+    log::debug("level debug");
+    log::info("level info");
+    log::warn("level warn");
+    log::error("level error");
+}

@@ -2,7 +2,6 @@
 // for operators and for `lockhost status` / `lockhost release --force --admin`. It listens on
 // loopback unless told otherwise, and force-release needs the bearer token from the config:
 // reading is harmless, deleting someone's lock is not.
-import type { SharedKind } from "../../kit/shared.js";
 import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -15,6 +14,7 @@ import { dashboardRoutes } from "./dashboard/routes.js";
 import { ActivityFeed } from "./feed.js";
 import { MAX_LIST_LIMIT } from "../locking/list.js";
 import { lockMetrics } from "./metrics.js";
+import { checkKind, SHARED_KINDS, type SharedKind } from "../../kit/kinds.js";
 
 /** What startAdminServer needs. */
 export interface AdminServerOptions {
@@ -139,10 +139,12 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     if (method === "GET" && dashboard(path, req, res)) return;
     // ?kind=rw or ?kind=semaphore: the read/write lock or semaphore of that name, not its mutex.
     const kindText = new URLSearchParams(target.slice(path.length + 1)).get("kind");
-    if (kindText !== null && kindText !== "rw" && kindText !== "semaphore") {
-      return send(res, 400, { code: "INVALID_ARGUMENT", message: `kind must be rw or semaphore, got ${JSON.stringify(kindText)}` });
+    let kind: SharedKind | undefined;
+    try {
+      kind = kindText === null ? undefined : checkKind(kindText, SHARED_KINDS);
+    } catch (err) {
+      return send(res, 400, { code: "INVALID_ARGUMENT", message: (err as Error).message });
     }
-    const kind = kindText ?? undefined;
     const force = /^\/locks\/([^/]+)\/force-release$/.exec(path);
     if (force) {
       if (!only(method, "POST", res)) return;

@@ -16,7 +16,7 @@ import { Host } from "../host.js";
 import { LockService } from "../locking/service.js";
 import { AdminClient, AdminUnreachable, adminUrl } from "./admin-client.js";
 import { formatLocks, formatSharedStatus, formatStats, formatStatus } from "./format.js";
-import type { SharedKind } from "../../kit/shared.js";
+import { checkKind, SHARED_KINDS, type SharedKind } from "../../kit/kinds.js";
 import { check } from "./check.js";
 import { cliLogger, parseLogFormat, type LogFormat } from "./logger.js";
 import { logSummary } from "./summary.js";
@@ -218,9 +218,11 @@ export async function main(argv: string[]): Promise<number> {
   if (command === "status" && key === undefined) {
     return orUnreachable(command, async () => showStats(await cliConfig(values.config, values.admin !== undefined), values.admin, values.json ?? false));
   }
-  const kind = values.kind;
-  if (kind !== undefined && kind !== "rw" && kind !== "semaphore") {
-    console.error(`lockhost ${command}: --kind must be rw or semaphore, got ${JSON.stringify(kind)}\n\n${HELP[command]}`);
+  let kind: SharedKind | undefined;
+  try {
+    kind = values.kind === undefined ? undefined : checkKind(values.kind, SHARED_KINDS, "--kind");
+  } catch (err) {
+    console.error(`lockhost ${command}: ${(err as Error).message}\n\n${HELP[command]}`);
     return 2;
   }
   if (kind !== undefined) return withLocks(values.config, values.admin, command, (locks) => inspectShared(locks, command, kind, key!, values.json ?? false));
@@ -247,11 +249,8 @@ function listOptions(values: { kind?: string; prefix?: string; plugin?: string; 
       throw new LockhostError("INVALID_ARGUMENT", `--limit must be an integer from 1 to ${MAX_LIST_LIMIT}, got "${values.limit}"`);
     }
   }
-  if (values.kind !== undefined && values.kind !== "rw" && values.kind !== "semaphore") {
-    throw new LockhostError("INVALID_ARGUMENT", `--kind must be rw or semaphore, got "${values.kind}"`);
-  }
   return {
-    ...(values.kind !== undefined && { kind: values.kind }),
+    ...(values.kind !== undefined && { kind: checkKind(values.kind, SHARED_KINDS, "--kind") }),
     ...(values.prefix !== undefined && { prefix: values.prefix }),
     ...(values.plugin !== undefined && { plugin: values.plugin }),
     ...(limit !== undefined && { limit }),

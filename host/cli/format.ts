@@ -2,7 +2,7 @@
 // itself). Kept apart from main.ts, which runs the CLI when imported.
 import type { AdminStatsBody } from "../admin/server.js";
 import type { LockListPage, LockStatus, SharedLockStatus } from "../locking/service.js";
-import type { SharedKind } from "../../kit/shared.js";
+import { kindRow, roleOf, type SharedKind } from "../../kit/kinds.js";
 import type { LockStats } from "../locking/stats.js";
 
 /** Human-readable status, one field a line; a status without its owner token says how to see it. */
@@ -23,11 +23,13 @@ export function formatStatus(s: LockStatus | Omit<Extract<LockStatus, { held: tr
 
 /** A read/write lock's or semaphore's status as `lockhost status --kind` prints it. */
 export function formatSharedStatus(kind: SharedKind, name: string, s: SharedLockStatus | null): string {
-  const what = kind === "rw" ? "read/write lock" : "semaphore";
-  if (s === null || s.holders.length === 0) return `${what} ${name}: not held${s && s.queued > 0 ? ` (${s.queued} writer(s) queued)` : ""}`;
-  const lines = [`${what} ${name}: held by ${s.holders.length}${kind === "semaphore" ? ` of ${s.limit} permits` : ""}${kind === "rw" ? `, ${s.queued} writer(s) queued` : ""}`];
+  const row = kindRow(kind);
+  const what = row.label;
+  const waiting = `${row.roles.exclusive ?? "waiter"}(s) queued`;
+  if (s === null || s.holders.length === 0) return `${what} ${name}: not held${s && s.queued > 0 ? ` (${s.queued} ${waiting})` : ""}`;
+  const lines = [`${what} ${name}: held by ${s.holders.length}${row.limit ? ` of ${s.limit} ${row.limit.field}` : ""}${row.queuesExclusive ? `, ${s.queued} ${waiting}` : ""}`];
   for (const h of s.holders) {
-    const mode = kind === "semaphore" ? "permit" : h.mode === "exclusive" ? "writer" : "reader";
+    const mode = roleOf(kind, h.mode);
     lines.push(`  ${mode.padEnd(6)} fence ${h.fence}  plugin ${h.plugin} on node ${h.node}  acquired ${new Date(h.acquiredAtMs).toISOString()}  ttl_remaining ${h.ttlRemainingMs} ms of ${h.ttlMs} ms`);
   }
   return lines.join("\n");
@@ -70,7 +72,7 @@ export function formatStats(body: AdminStatsBody, url: string): string {
 export function formatLocks(page: LockListPage, next: (cursor: string) => string): string {
   if (page.locks.length === 0 && page.cursor === undefined) return "no lock held";
   const rows = page.locks.map((l) => [
-    l.kind === undefined ? l.key : `${l.key} (${l.kind === "semaphore" ? "permit" : l.mode === "exclusive" ? "writer" : "reader"})`,
+    l.kind === undefined || l.mode === undefined ? l.key : `${l.key} (${roleOf(l.kind, l.mode)})`,
     `${l.holder.plugin} @ ${l.holder.node}`,
     String(l.fence),
     duration(l.ageMs),

@@ -4,7 +4,8 @@
 import type { LockRecord } from "../../kit/backend.js";
 import { LockhostError } from "../../kit/errors.js";
 import type { ServiceCore } from "./core.js";
-import type { SharedKind, SharedMode } from "../../kit/shared.js";
+import type { SharedMode } from "../../kit/shared.js";
+import { checkKind, SHARED_KINDS, type SharedKind } from "../../kit/kinds.js";
 import { waitKey } from "./kinds.js";
 
 /** A held lock as listings show it: its record without the owner token, and what this host knows. */
@@ -28,7 +29,7 @@ export interface ListOptions {
   readonly cursor?: string;
   /** Locks per page, 1 to MAX_LIST_LIMIT (default 100). */
   readonly limit?: number;
-  /** List read/write locks ("rw") or semaphores ("semaphore") instead of mutexes: a row per holder, a page of keys at a time. */
+  /** List read/write locks or semaphores instead of mutexes: a row per holder, a page of keys at a time. */
   readonly kind?: SharedKind;
 }
 
@@ -54,9 +55,7 @@ export async function list(core: ServiceCore, options: ListOptions = {}): Promis
     const value = options[name];
     if (value !== undefined && typeof value !== "string") throw new LockhostError("INVALID_ARGUMENT", `${name} must be a string, got ${typeof value}`);
   }
-  if (options.kind !== undefined && options.kind !== "rw" && options.kind !== "semaphore") {
-    throw new LockhostError("INVALID_ARGUMENT", `kind must be "rw" or "semaphore", got ${String(options.kind)}`);
-  }
+  if (options.kind !== undefined) checkKind(options.kind, SHARED_KINDS);
   const request = { limit, ...(options.prefix && { prefix: options.prefix }), ...(options.cursor !== undefined && { cursor: options.cursor }) };
   if (options.kind !== undefined) return listShared(core, options.kind, request, options.plugin);
   const page = await core.backendCall(() => core.backend.list(request));

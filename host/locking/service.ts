@@ -20,9 +20,9 @@ import { qualify } from "./scope.js";
 import { statsOf, type LockStats } from "./stats.js";
 import { forceRelease, nameOfKey, status, type LockRefOptions, type LockStatus } from "./status.js";
 import { list, type ListOptions, type LockListPage } from "./list.js";
-import { forceReleaseShared, sharedStatus, validateKind, type SharedLockStatus } from "./shared-status.js";
-import { kindName, MUTEX, READ, WRITE, type LockSpec } from "./kinds.js";
-import type { SharedKind } from "../../kit/shared.js";
+import { forceReleaseShared, sharedStatus, type SharedLockStatus } from "./shared-status.js";
+import { kindName, MUTEX, permitSpec, READ, WRITE, type LockSpec } from "./kinds.js";
+import { checkKind, SHARED_KINDS, type SharedKind } from "../../kit/kinds.js";
 import { LOCK_EVENT_TYPES, type LockEventListener, type LockEventType } from "./events.js";
 import { validateFlag, validateFunction, validateName, validateOptions, validateSignal, validateTtl, validateWaitMs } from "./validate.js";
 
@@ -65,8 +65,8 @@ export interface PermitOptions extends TryLockOptions {
 }
 
 /** The spec of a permit (its number checked with the rest of the request). */
-function permitSpec(options: { readonly permits?: unknown } | undefined): LockSpec {
-  return { kind: "semaphore", permits: (options as { permits?: number } | undefined)?.permits as number };
+function permitSpecOf(options: { readonly permits?: unknown } | undefined): LockSpec {
+  return permitSpec((options as { permits?: number } | undefined)?.permits as number);
 }
 
 /** Validated, scoped locking over one backend, shared by every guest of a host. */
@@ -222,37 +222,37 @@ export class LockService {
    * until the last of them lets go.
    */
   tryPermit(key: string, options: PermitOptions): Promise<Lease | null> {
-    return this.#try(key, options, permitSpec(options));
+    return this.#try(key, options, permitSpecOf(options));
   }
 
   /** tryPermit, waiting up to `options.waitMs` for a permit. */
   acquirePermit(key: string, options: AcquireOptions & PermitOptions): Promise<Lease> {
-    return this.#acquire(key, options, permitSpec(options));
+    return this.#acquire(key, options, permitSpecOf(options));
   }
 
   /** withLock holding a permit of the semaphore `key`. */
   withPermit<T>(key: string, fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T, options: WithLockOptions & PermitOptions): Promise<T> {
-    return this.#with(key, fn, options, permitSpec(options));
+    return this.#with(key, fn, options, permitSpecOf(options));
   }
 
   /** The holders (owner tokens left out) and writer queue of a read/write lock or semaphore on `key` in `options.scope`; null when it has neither. */
   sharedStatus(kind: SharedKind, key: string, options?: LockRefOptions): Promise<SharedLockStatus | null> {
-    return this.#defer(() => sharedStatus(this.#core, validateKind(kind), nameOfKey(key, options, "sharedStatus")));
+    return this.#defer(() => sharedStatus(this.#core, checkKind(kind, SHARED_KINDS), nameOfKey(key, options, "sharedStatus")));
   }
 
   /** sharedStatus for the fully qualified `name`. */
   sharedStatusByName(kind: SharedKind, name: string): Promise<SharedLockStatus | null> {
-    return this.#defer(() => sharedStatus(this.#core, validateKind(kind), validateName(name)));
+    return this.#defer(() => sharedStatus(this.#core, checkKind(kind, SHARED_KINDS), validateName(name)));
   }
 
   /** Removes every holder of a read/write lock or semaphore (an operator action); this service's leases on it are lost at once. Resolves to how many held it. */
   forceReleaseShared(kind: SharedKind, key: string, options?: LockRefOptions): Promise<number> {
-    return this.#defer(() => forceReleaseShared(this.#core, validateKind(kind), nameOfKey(key, options, "forceReleaseShared")));
+    return this.#defer(() => forceReleaseShared(this.#core, checkKind(kind, SHARED_KINDS), nameOfKey(key, options, "forceReleaseShared")));
   }
 
   /** forceReleaseShared for the fully qualified `name`. */
   forceReleaseSharedByName(kind: SharedKind, name: string): Promise<number> {
-    return this.#defer(() => forceReleaseShared(this.#core, validateKind(kind), validateName(name)));
+    return this.#defer(() => forceReleaseShared(this.#core, checkKind(kind, SHARED_KINDS), validateName(name)));
   }
 
   /** Every try of every kind. Not async: the lock path is measured in microseconds, and one more frame is one more microtask. */

@@ -4,6 +4,7 @@
 import { LockhostError } from "../../kit/errors.js";
 import type { LockRecord } from "../../kit/backend.js";
 import type { ServiceCore } from "./core.js";
+import { MUTEX } from "../../kit/kinds.js";
 import { scopeOf } from "./request.js";
 import { qualify, type Scope } from "./scope.js";
 import { validateKey, validateName, validateOptions } from "./validate.js";
@@ -58,7 +59,7 @@ export async function forceRelease(core: ServiceCore, name: string): Promise<boo
   }
   if (core.events.wants("force-released")) core.events.emit({ type: "force-released", name, found: released, atMs: Date.now() });
   for (const lease of core.held.values()) {
-    if (lease.kind === "mutex" && lease.name === name) {
+    if (lease.kind === MUTEX.kind && lease.name === name) {
       core.markLost(lease, new LockhostError("LOST", `lock ${name} (fence ${lease.fence}) was lost: it was force-released by an operator`));
     }
   }

@@ -14,7 +14,7 @@ import { dashboardRoutes } from "./dashboard/routes.js";
 import { ActivityFeed } from "./feed.js";
 import { MAX_LIST_LIMIT } from "../locking/list.js";
 import { lockMetrics } from "./metrics.js";
-import { checkKind, SHARED_KINDS, type SharedKind } from "../../kit/kinds.js";
+import { checkKind, isSharedKind, LOCK_KINDS, type LockKind } from "../../kit/kinds.js";
 
 /** What startAdminServer needs. */
 export interface AdminServerOptions {
@@ -132,19 +132,20 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       return answer(res, () =>
         service.list({
           ...(limit !== undefined && { limit }), ...(prefix && { prefix }), ...(plugin && { plugin }), ...(cursor && { cursor }),
-          ...(kind !== null && { kind: kind as SharedKind }),
+          ...(kind !== null && { kind: checkKind(kind, LOCK_KINDS) }),
         }),
       );
     }
     if (method === "GET" && dashboard(path, req, res)) return;
-    // ?kind=rw or ?kind=semaphore: the read/write lock or semaphore of that name, not its mutex.
+    // ?kind=<kind>: the lock of that kind of the name (default: its mutex), as each row of /locks names it.
     const kindText = new URLSearchParams(target.slice(path.length + 1)).get("kind");
-    let kind: SharedKind | undefined;
+    let asked: LockKind | undefined;
     try {
-      kind = kindText === null ? undefined : checkKind(kindText, SHARED_KINDS);
+      asked = kindText === null ? undefined : checkKind(kindText, LOCK_KINDS);
     } catch (err) {
       return send(res, 400, { code: "INVALID_ARGUMENT", message: (err as Error).message });
     }
+    const kind = asked !== undefined && isSharedKind(asked) ? asked : undefined;
     const force = /^\/locks\/([^/]+)\/force-release$/.exec(path);
     if (force) {
       if (!only(method, "POST", res)) return;

@@ -68,20 +68,21 @@ export function formatStats(body: AdminStatsBody, url: string): string {
   ].join("\n");
 }
 
-/** A page of held locks as a table, with the command that shows the next page. */
+/** A page of held locks as a table, a row per holder with its kind, and the command that shows the next page. */
 export function formatLocks(page: LockListPage, next: (cursor: string) => string): string {
   if (page.locks.length === 0 && page.cursor === undefined) return "no lock held";
   const rows = page.locks.map((l) => [
-    l.kind === undefined || l.mode === undefined ? l.key : `${l.key} (${roleOf(l.kind, l.mode)})`,
+    kindRow(l.kind).isDefault ? l.key : `${l.key} (${roleOf(l.kind, l.mode)})`,
+    l.kind,
     `${l.holder.plugin} @ ${l.holder.node}`,
     String(l.fence),
     duration(l.ageMs),
     `${duration(l.ttlRemainingMs)} of ${duration(l.ttlMs)}`,
     String(l.waiters),
   ]);
-  const header = ["LOCK", "HOLDER", "FENCE", "AGE", "TTL LEFT", "WAITERS"];
+  const header = ["LOCK", "KIND", "HOLDER", "FENCE", "AGE", "TTL LEFT", "WAITERS"];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === 2 || i === 5 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === 3 || i === 6 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ").trimEnd();
   const out = [line(header), ...rows.map(line)];
   if (page.cursor !== undefined) out.push("", `more: ${next(page.cursor)}`);
   return out.join("\n");

@@ -5,7 +5,7 @@
 import { LockhostError } from "../../kit/errors.js";
 import type { LockBackend, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../kit/backend.js";
 import type { SharedSteps } from "../../kit/shared.js";
-import { KINDS, type LockKind, type SharedKind } from "../../kit/kinds.js";
+import { isSharedKind, KINDS, LOCK_KINDS, type LockKind, type SharedKind } from "../../kit/kinds.js";
 
 export { LOCK_KINDS, MUTEX, READ, WRITE, limitOf, modeOf, permitSpec, type LockKind, type LockSpec } from "../../kit/kinds.js";
 
@@ -47,6 +47,11 @@ export function sharedStepsOf(backend: LockBackend, kind: SharedKind): SharedSte
     throw new LockhostError("INVALID_ARGUMENT", `backend ${backend.kind} has no ${KINDS[kind].plural} (it does not implement LockBackend.shared)`);
   }
   return backend.shared(kind);
+}
+
+/** The kinds `backend` serves, in table order: a backend without LockBackend.shared serves only the others. */
+export function servedKinds(backend: LockBackend): readonly LockKind[] {
+  return typeof backend.shared === "function" ? LOCK_KINDS : LOCK_KINDS.filter((kind) => !isSharedKind(kind));
 }
 
 /** The key of a lock's local wait queue: the name, apart per kind (a mutex "a" and a read/write lock "a" are two locks). */

@@ -154,7 +154,8 @@ describe("admin listener", () => {
     expect(rw).toMatchObject({ name: "global:doc", kind: "rw", limit: 0, queued: 0, holders: [{ mode: "shared", fence: reader.fence, node: "node-admin" }] });
     expect(JSON.stringify(rw)).not.toContain(reader.owner);
     expect(await (await get(`${path}?kind=semaphore`)).json()).toMatchObject({ kind: "semaphore", limit: 2, holders: [{ fence: permit.fence }] });
-    expect(await (await get(path)).json()).toEqual({ key: "global:doc", held: false });
+    // Its mutex is free: the status says which locks of the name are held.
+    expect(await (await get(path)).json()).toEqual({ key: "global:doc", held: false, heldElsewhere: [{ name: "global:doc", kind: "rw" }, { name: "global:doc", kind: "semaphore" }] });
     const listed = (await (await get(`/locks?kind=rw&prefix=${encodeURIComponent("global:doc")}`)).json()) as LockListPage;
     expect(listed.locks.map((l) => [l.key, l.kind, l.mode, l.fence])).toEqual([["global:doc", "rw", "shared", reader.fence]]);
     expect(JSON.stringify(listed)).not.toContain(reader.owner);
@@ -187,7 +188,7 @@ describe("admin listener", () => {
     const ok = await fetch(`${server.url}${path}/force-release?kind=rw`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } });
     expect(await ok.json()).toEqual({ key: "global:doc", kind: "rw", released: true, holders: 1 });
     expect(reader.state).toBe("lost");
-    expect(await (await get(`${path}?kind=rw`)).json()).toEqual({ name: "global:doc", kind: "rw", held: false });
+    expect(await (await get(`${path}?kind=rw`)).json()).toEqual({ name: "global:doc", kind: "rw", held: false, heldElsewhere: [{ name: "global:doc", kind: "semaphore" }] });
     await locks.release(permit);
   });
 

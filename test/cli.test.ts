@@ -272,6 +272,15 @@ describe.each([
       expect(human.stdout).toContain("semaphore global:cli-doc: held by 1 of 3 permits");
       expect(human.stdout).toContain(`permit fence ${permit.fence}  plugin host on node cli-kinds`);
       expect(lockhost("status", "global:cli-doc", "--config", file, "--json").stdout).toContain('"held":false');
+      // The mutex of the name is free: status says which locks of it are held, here and from the plugin-scope name.
+      const free = JSON.parse(lockhost("status", "global:cli-doc", "--config", file, "--json").stdout) as unknown;
+      expect(free).toEqual({ key: "global:cli-doc", held: false, heldElsewhere: [{ name: "global:cli-doc", kind: "rw" }, { name: "global:cli-doc", kind: "semaphore" }] });
+      const hint = lockhost("status", "cli-doc", "--config", file).stdout.trim().split("\n");
+      expect(hint).toEqual([
+        "cli-doc: not held",
+        "  but held: read/write lock global:cli-doc  (lockhost status global:cli-doc --kind rw)",
+        "  but held: semaphore global:cli-doc  (lockhost status global:cli-doc --kind semaphore)",
+      ]);
       const listed = lockhost("locks", "--kind", "rw", "--prefix", "global:cli-doc", "--config", file, "--json");
       expect(listed.status, listed.stderr).toBe(0);
       const page = JSON.parse(listed.stdout) as { locks: { key: string; kind: string; mode: string }[] };
@@ -289,7 +298,13 @@ describe.each([
       const released = lockhost("release", "--force", "global:cli-doc", "--kind", "rw", "--config", file);
       expect(released.stdout.trim()).toBe("released rw global:cli-doc (2 holders)");
       await expect(locks.renew(r1)).rejects.toMatchObject({ code: "LOST" });
-      expect(lockhost("status", "global:cli-doc", "--kind", "rw", "--config", file).stdout.trim()).toBe("read/write lock global:cli-doc: not held");
+      expect(lockhost("status", "global:cli-doc", "--kind", "rw", "--config", file).stdout.trim().split("\n")).toEqual([
+        "read/write lock global:cli-doc: not held",
+        "  but held: semaphore global:cli-doc  (lockhost status global:cli-doc --kind semaphore)",
+      ]);
+      expect(JSON.parse(lockhost("status", "global:cli-doc", "--kind", "rw", "--config", file, "--json").stdout)).toEqual({
+        name: "global:cli-doc", kind: "rw", held: false, heldElsewhere: [{ name: "global:cli-doc", kind: "semaphore" }],
+      });
       const bad = lockhost("status", "global:cli-doc", "--kind", "mutexes", "--config", file);
       expect(bad.status).toBe(2);
       expect(bad.stderr).toContain('--kind must be mutex, rw or semaphore, got "mutexes"');
@@ -419,6 +434,11 @@ describe("lockhost status and release --force through a running host's admin lis
     expect(JSON.parse(r.stdout)).toMatchObject({ locks: [{ key: "global:cli-mem-list", holder: { node: "cli-admin-node" }, fence: 1 }] });
     const table = await lockhostAsync(["locks", "--admin", h.admin!.url], { cwd: tmpdir() });
     expect(table.stdout).toMatch(/^global:cli-mem-list +mutex +host @ cli-admin-node +1 /m);
+    // A free name's status points at the locks of its key held elsewhere, through the listener too.
+    const plugin = await lockhostAsync(["status", "cli-mem-list", "--admin", h.admin!.url], { cwd: tmpdir() });
+    expect(plugin.stdout).toContain("cli-mem-list: not held\n  but held: mutex global:cli-mem-list  (lockhost status global:cli-mem-list)");
+    const rw = await lockhostAsync(["status", "global:cli-mem-list", "--kind", "rw", "--admin", h.admin!.url, "--json"], { cwd: tmpdir() });
+    expect(JSON.parse(rw.stdout)).toEqual({ name: "global:cli-mem-list", kind: "rw", held: false, heldElsewhere: [{ name: "global:cli-mem-list", kind: "mutex" }] });
   });
 
   it("force-releases only with the right token: none, wrong, then from the environment", async () => {

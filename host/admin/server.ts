@@ -171,7 +171,12 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       const showOwner = presentsToken(req);
       return answer(res, async () => {
         // Owner tokens of read/write locks and semaphores are never shown here.
-        if (kind !== undefined) return (await service.sharedStatusByName(kind, name)) ?? { name, kind, held: false };
+        if (kind !== undefined) {
+          const shared = await service.sharedStatusByName(kind, name);
+          if (shared) return shared;
+          const elsewhere = await service.heldElsewhere(name, kind);
+          return { name, kind, held: false, ...(elsewhere.length > 0 && { heldElsewhere: elsewhere }) };
+        }
         const status = await service.statusByName(name);
         if (!status.held || showOwner) return status;
         const { owner: _owner, ...rest } = status;

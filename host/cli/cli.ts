@@ -365,7 +365,7 @@ async function run(config: LockhostConfig, localNodes: number, format: LogFormat
 }
 
 /** What status, release and locks read or do: the backend through a LockService, or a running host's admin listener. */
-type LockReader = Pick<AdminClient, "statusByName" | "forceReleaseByName" | "list" | "sharedStatusByName" | "forceReleaseSharedByName">;
+type LockReader = Pick<AdminClient, "statusByName" | "forceReleaseByName" | "list" | "sharedStatusByName" | "forceReleaseSharedByName" | "heldElsewhere">;
 
 /**
  * Runs `action` on the locks the config names: through the admin listener with --admin (or
@@ -416,7 +416,9 @@ async function inspect(locks: LockReader, command: string, key: string, json: bo
 async function inspectShared(locks: LockReader, command: string, kind: SharedKind, key: string, json: boolean): Promise<number> {
   if (command === "status") {
     const status = await locks.sharedStatusByName(kind, key);
-    console.log(json ? JSON.stringify(status ?? { name: key, kind, held: false }) : formatSharedStatus(kind, key, status));
+    const elsewhere = status === null ? await locks.heldElsewhere(key, kind) : [];
+    const free = { name: key, kind, held: false, ...(elsewhere.length > 0 && { heldElsewhere: elsewhere }) };
+    console.log(json ? JSON.stringify(status ?? free) : formatSharedStatus(kind, key, status, elsewhere));
     return 0;
   }
   const holders = await locks.forceReleaseSharedByName(kind, key);

@@ -1,13 +1,13 @@
 // How the CLI shows a lock's status and a host's counters to a person (--json shows the data
 // itself). Kept apart from main.ts, which runs the CLI when imported.
 import type { AdminStatsBody } from "../admin/server.js";
-import type { LockListPage, LockStatus, SharedLockStatus } from "../locking/service.js";
+import type { LockListPage, LockRef, LockStatus, SharedLockStatus } from "../locking/service.js";
 import { kindRow, roleOf, type SharedKind } from "../../kit/kinds.js";
 import type { LockStats } from "../locking/stats.js";
 
 /** Human-readable status, one field a line; a status without its owner token says how to see it. */
 export function formatStatus(s: LockStatus | Omit<Extract<LockStatus, { held: true }>, "owner">): string {
-  if (!s.held) return `${s.key}: not held`;
+  if (!s.held) return [`${s.key}: not held`, ...elsewhereLines(s.heldElsewhere ?? [])].join("\n");
   const iso = (ms: number): string => new Date(ms).toISOString();
   return [
     `${s.key}: held`,
@@ -22,17 +22,27 @@ export function formatStatus(s: LockStatus | Omit<Extract<LockStatus, { held: tr
 }
 
 /** A read/write lock's or semaphore's status as `lockhost status --kind` prints it. */
-export function formatSharedStatus(kind: SharedKind, name: string, s: SharedLockStatus | null): string {
+export function formatSharedStatus(kind: SharedKind, name: string, s: SharedLockStatus | null, elsewhere: readonly LockRef[] = []): string {
   const row = kindRow(kind);
   const what = row.label;
   const waiting = `${row.roles.exclusive ?? "waiter"}(s) queued`;
-  if (s === null || s.holders.length === 0) return `${what} ${name}: not held${s && s.queued > 0 ? ` (${s.queued} ${waiting})` : ""}`;
+  if (s === null || s.holders.length === 0) {
+    return [`${what} ${name}: not held${s && s.queued > 0 ? ` (${s.queued} ${waiting})` : ""}`, ...elsewhereLines(elsewhere)].join("\n");
+  }
   const lines = [`${what} ${name}: held by ${s.holders.length}${row.limit ? ` of ${s.limit} ${row.limit.field}` : ""}${row.queuesExclusive ? `, ${s.queued} ${waiting}` : ""}`];
   for (const h of s.holders) {
     const mode = roleOf(kind, h.mode);
     lines.push(`  ${mode.padEnd(6)} fence ${h.fence}  plugin ${h.plugin} on node ${h.node}  acquired ${new Date(h.acquiredAtMs).toISOString()}  ttl_remaining ${h.ttlRemainingMs} ms of ${h.ttlMs} ms`);
   }
   return lines.join("\n");
+}
+
+/** A line per lock of the key held elsewhere, with the command that shows it. */
+function elsewhereLines(refs: readonly LockRef[]): string[] {
+  return refs.map((ref) => {
+    const row = kindRow(ref.kind);
+    return `  but held: ${row.label} ${ref.name}  (lockhost status ${ref.name}${row.isDefault ? "" : ` --kind ${ref.kind}`})`;
+  });
 }
 
 // Keyed by LockStats, so a counter added there fails to compile here until it has a label.

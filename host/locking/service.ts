@@ -18,18 +18,20 @@ import { checkRequest, type CheckedRequest, type TryLockOptions } from "./reques
 import { restore, type RestoreOptions } from "./restore.js";
 import { qualify } from "./scope.js";
 import { statsOf, type LockStats } from "./stats.js";
-import { forceRelease, nameOfKey, status, type LockRefOptions, type LockStatus } from "./status.js";
+import { forceRelease, nameOfKey, status, type LockRefOptions, type LockStatus, type StatusOptions } from "./status.js";
+import { heldElsewhere, type LockRef } from "./elsewhere.js";
 import { list, type ListOptions, type LockListPage } from "./list.js";
 import { forceReleaseShared, sharedStatus, type SharedLockStatus } from "./shared-status.js";
 import { kindName, MUTEX, permitSpec, READ, WRITE, type LockSpec } from "./kinds.js";
-import { checkKind, SHARED_KINDS, type SharedKind } from "../../kit/kinds.js";
+import { checkKind, LOCK_KINDS, SHARED_KINDS, type LockKind, type SharedKind } from "../../kit/kinds.js";
 import { LOCK_EVENT_TYPES, type LockEventListener, type LockEventType } from "./events.js";
 import { validateFlag, validateFunction, validateName, validateOptions, validateSignal, validateTtl, validateWaitMs } from "./validate.js";
 
 export type { AcquireOptions } from "./acquire.js";
 export type { CheckedRequest, TryLockOptions } from "./request.js";
 export type { RestoreOptions } from "./restore.js";
-export type { LockRefOptions, LockStatus } from "./status.js";
+export type { LockRefOptions, LockStatus, StatusOptions } from "./status.js";
+export type { LockRef } from "./elsewhere.js";
 export type { ReleaseOptions, ReleaseOutcome } from "./release-result.js";
 export type { ListOptions, LockListing, LockListPage } from "./list.js";
 export type { LockEvent, LockEventListener, LockEventType } from "./events.js";
@@ -397,15 +399,29 @@ export class LockService {
   /**
    * Who holds `key` in `options.scope` (default "global"): the same key and scope tryLock
    * takes. A key starting with "global:" with no scope given is refused (INVALID_ARGUMENT): it
-   * is a full name, for statusByName (or give `scope: "global"` for such a key).
+   * is a full name, for statusByName (or give `scope: "global"` for such a key). When nobody
+   * holds it, `heldElsewhere` lists the locks of that key held in the other scope or of
+   * another kind, if any (unless `options.elsewhere` is false).
    */
-  async status(key: string, options?: LockRefOptions): Promise<LockStatus> {
-    return status(this.#core, nameOfKey(key, options, "status"));
+  async status(key: string, options?: LockRefOptions & StatusOptions): Promise<LockStatus> {
+    return status(this.#core, nameOfKey(key, options, "status"), checkStatusOptions(options));
   }
 
-  /** Who holds the lock with the fully qualified `name` (as logs and `lockhost status` show it, e.g. "global:a"). */
-  async statusByName(name: string): Promise<LockStatus> {
-    return status(this.#core, validateName(name));
+  /** Who holds the lock with the fully qualified `name` (as logs and `lockhost status` show it, e.g. "global:a"), as status. */
+  async statusByName(name: string, options?: StatusOptions): Promise<LockStatus> {
+    return status(this.#core, validateName(name), checkStatusOptions(validateOptions(options, "options")));
+  }
+
+  /**
+   * The locks held now that share the fully qualified `name`'s key but not its scope or `kind`
+   * (default: the mutex): the same key in the other scope ("global:k" for "p:k", and back), and
+   * the other kinds of both names. What status adds as `heldElsewhere` for a free lock.
+   */
+  heldElsewhere(name: string, kind: LockKind = MUTEX.kind): Promise<readonly LockRef[]> {
+    return this.#defer(() => {
+      this.#core.checkOpen();
+      return heldElsewhere(this.#core, validateName(name), checkKind(kind, LOCK_KINDS));
+    });
   }
 
   /**
@@ -463,6 +479,12 @@ export class LockService {
     }
     return close(this.#core, options.closeBackend ?? true);
   }
+}
+
+/** The status options, checked (INVALID_ARGUMENT naming a bad `elsewhere`). */
+function checkStatusOptions(options: StatusOptions | undefined): StatusOptions | undefined {
+  validateFlag(options?.elsewhere, "elsewhere");
+  return options;
 }
 
 /** Throws INVALID_ARGUMENT unless `lease` is a Lease (the calls that take one). */

@@ -61,8 +61,9 @@ const MAX_URL_LENGTH = 4_096;
 /**
  * Starts the admin listener. Endpoints: `GET /healthz` and `GET /readyz` (200 while the
  * backend answers, 503 with its error when it does not), `GET /stats` (JSON, AdminStatsBody),
- * `GET /metrics` (Prometheus text), `GET /locks?prefix=&plugin=&limit=&cursor=` (one page of
- * held locks, LockListPage), `GET /locks/<name>` (the lock's status, name URL-encoded; its owner token only with the bearer token), the
+ * `GET /metrics` (Prometheus text), `GET /locks?prefix=&plugin=&limit=&cursor=&kind=` (one page of
+ * held locks of every kind or of `kind`, LockListPage), `GET /locks/<name>?kind=` (the lock's status, name URL-encoded; its owner
+ * token only with the bearer token; `heldElsewhere` when free), the
  * dashboard (`GET /` or `/dashboard`, and `GET /events`: its live feed as server-sent events)
  * and `POST /locks/<name>/force-release` (needs `Authorization: Bearer <token>`: 401 without
  * it, 403 with a wrong one or when the config sets no token). Rejects with CONFIG_INVALID

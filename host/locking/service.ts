@@ -366,8 +366,10 @@ export class LockService {
   }
 
   /**
-   * One page of the locks held now on the backend, by any host: fully qualified names, holder,
-   * fence, age, remaining lease, and this host's waiters; owner tokens are not listed.
+   * One page of the locks held now on the backend, by any host, of every kind the backend serves
+   * (or of `options.kind`): fully qualified names, kind and mode (a row per holder of a
+   * read/write lock or semaphore), holder, fence, age, remaining lease, and this host's waiters;
+   * owner tokens are not listed.
    * @throws LockhostError INVALID_ARGUMENT (a bad limit or cursor), BACKEND_UNAVAILABLE, CLOSED.
    */
   list(options?: ListOptions): Promise<LockListPage> {

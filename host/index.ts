@@ -17,6 +17,7 @@ export { Lease, type LeaseState } from "./locking/lease.js";
 export {
   LockService,
   type AcquireOptions,
+  type LockRef,
   type LockRefOptions,
   type LockServiceOptions,
   type LockStatus,
@@ -25,6 +26,7 @@ export {
   type PermitOptions,
   type SharedHolderStatus,
   type SharedLockStatus,
+  type StatusOptions,
   type ReleaseOptions,
   type ReleaseOutcome,
   type RestoreOptions,

@@ -20,12 +20,24 @@ export {
   type SharedAcquireRequest,
   type SharedAcquireResult,
   type SharedHolderRecord,
-  type SharedKind,
   type SharedMode,
+  type SharedKind,
   type SharedPage,
   type SharedRecord,
   type SharedSteps,
 } from "./shared.js";
+export {
+  checkKind,
+  isSharedKind,
+  KINDS,
+  kindChoices,
+  kindRow,
+  LOCK_KINDS,
+  SHARED_KINDS,
+  type KindRow,
+  type LimitRule,
+  type LockKind,
+} from "./kinds.js";
 export { defineBackend, type BackendConfigMap, type BackendContext, type BackendDescriptor } from "./descriptor.js";
 export { completeDefaultsOf, defaultsOf, field, table, tomlKey, type FieldKind, type FieldSpec, type Fields, type TableProblem, type TableSchema } from "./schema.js";
 export { LockhostError, isCode, isPermanent, isRetryable, markPermanent, toLockhostError, type AbiErrorCode, type ErrorCode } from "./errors.js";

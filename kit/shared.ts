@@ -5,12 +5,14 @@
 // As with LockBackend, the lifecycle (waiting, renewal, loss, auto-release) lives above in the
 // host; a backend only makes each step atomic on its server's clock.
 import type { Acquired, Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./common.js";
+import type { SharedKind } from "./kinds.js";
 
 /**
- * A lock kind beside the mutex. Each kind has its own namespace of names in the store: a
- * read/write lock "a", a semaphore "a" and a mutex "a" are three independent locks.
+ * A lock kind beside the mutex (the rows of kit/kinds.ts with `shared`). Each kind has its own
+ * namespace of names in the store: a read/write lock "a", a semaphore "a" and a mutex "a" are
+ * three independent locks.
  */
-export type SharedKind = "rw" | "semaphore";
+export type { SharedKind } from "./kinds.js";
 
 /** "shared": a reader or a semaphore permit; "exclusive": a writer (read/write locks only). */
 export type SharedMode = "shared" | "exclusive";

@@ -98,7 +98,7 @@ describe("admin listener", () => {
     expect(all.locks.map((l) => l.key)).toEqual(["billing:list/b", "global:list/a", "global:list/c"]);
     expect(JSON.stringify(all)).not.toContain(a.owner);
     const first = (await (await get("/locks?prefix=global:&limit=1")).json()) as LockListPage;
-    expect(first.locks).toMatchObject([{ key: "global:list/a", fence: a.fence, holder: { plugin: "host", node: "node-admin" }, waiters: 0 }]);
+    expect(first.locks).toMatchObject([{ key: "global:list/a", kind: "mutex", mode: "exclusive", fence: a.fence, holder: { plugin: "host", node: "node-admin" }, waiters: 0 }]);
     const second = await (await get(`/locks?prefix=global:&limit=1&cursor=${encodeURIComponent(first.cursor!)}`)).json();
     expect(second).toEqual({ locks: [expect.objectContaining({ key: "global:list/c" })] });
     expect(((await (await get("/locks?plugin=billing")).json()) as LockListPage).locks).toMatchObject([{ key: "billing:list/b", holder: { plugin: "billing" } }]);
@@ -154,19 +154,41 @@ describe("admin listener", () => {
     expect(rw).toMatchObject({ name: "global:doc", kind: "rw", limit: 0, queued: 0, holders: [{ mode: "shared", fence: reader.fence, node: "node-admin" }] });
     expect(JSON.stringify(rw)).not.toContain(reader.owner);
     expect(await (await get(`${path}?kind=semaphore`)).json()).toMatchObject({ kind: "semaphore", limit: 2, holders: [{ fence: permit.fence }] });
-    expect(await (await get(path)).json()).toEqual({ key: "global:doc", held: false });
+    // Its mutex is free: the status says which locks of the name are held.
+    expect(await (await get(path)).json()).toEqual({ key: "global:doc", held: false, heldElsewhere: [{ name: "global:doc", kind: "rw" }, { name: "global:doc", kind: "semaphore" }] });
     const listed = (await (await get(`/locks?kind=rw&prefix=${encodeURIComponent("global:doc")}`)).json()) as LockListPage;
     expect(listed.locks.map((l) => [l.key, l.kind, l.mode, l.fence])).toEqual([["global:doc", "rw", "shared", reader.fence]]);
     expect(JSON.stringify(listed)).not.toContain(reader.owner);
     expect((await get("/locks?kind=queue")).status).toBe(400);
     const bad = await get(`${path}?kind=lock`);
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toMatchObject({ code: "INVALID_ARGUMENT", message: 'kind must be rw or semaphore, got "lock"' });
+    expect(await bad.json()).toMatchObject({ code: "INVALID_ARGUMENT", message: 'kind must be mutex, rw or semaphore, got "lock"' });
+    // Every kind by default, in the kind table's order, a page at a time across the kinds.
+    const mutex = (await locks.tryLock("doc", { ttlMs: 30_000 }))!;
+    const every = (await (await get(`/locks?prefix=${encodeURIComponent("global:doc")}`)).json()) as LockListPage;
+    const rows = [["global:doc", "mutex", "exclusive", mutex.fence], ["global:doc", "rw", "shared", reader.fence], ["global:doc", "semaphore", "shared", permit.fence]];
+    expect(every.locks.map((l) => [l.key, l.kind, l.mode, l.fence])).toEqual(rows);
+    expect(every.cursor).toBeUndefined();
+    const paged: (string | number)[][] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 5; page++) {
+      const q = `/locks?limit=1&prefix=${encodeURIComponent("global:doc")}${cursor === undefined ? "" : `&cursor=${encodeURIComponent(cursor)}`}`;
+      const body = (await (await get(q)).json()) as LockListPage;
+      paged.push(...body.locks.map((l) => [l.key, l.kind, l.mode, l.fence]));
+      cursor = body.cursor;
+      if (cursor === undefined) break;
+    }
+    expect(paged).toEqual(rows);
+    expect(cursor).toBeUndefined();
+    expect(((await (await get(`/locks?kind=mutex&prefix=${encodeURIComponent("global:doc")}`)).json()) as LockListPage).locks.map((l) => l.kind)).toEqual(["mutex"]);
+    expect(await (await get(`${path}?kind=mutex`)).json()).toMatchObject({ key: "global:doc", held: true, fence: mutex.fence });
+    expect((await get(`/locks?cursor=${encodeURIComponent("queue:x")}`)).status).toBe(400);
+    await locks.release(mutex);
     expect((await fetch(`${server.url}${path}/force-release?kind=rw`, { method: "POST" })).status).toBe(401);
     const ok = await fetch(`${server.url}${path}/force-release?kind=rw`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } });
     expect(await ok.json()).toEqual({ key: "global:doc", kind: "rw", released: true, holders: 1 });
     expect(reader.state).toBe("lost");
-    expect(await (await get(`${path}?kind=rw`)).json()).toEqual({ name: "global:doc", kind: "rw", held: false });
+    expect(await (await get(`${path}?kind=rw`)).json()).toEqual({ name: "global:doc", kind: "rw", held: false, heldElsewhere: [{ name: "global:doc", kind: "semaphore" }] });
     await locks.release(permit);
   });
 

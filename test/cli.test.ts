@@ -275,19 +275,42 @@ describe.each([
       expect(human.stdout).toContain("semaphore global:cli-doc: held by 1 of 3 permits");
       expect(human.stdout).toContain(`permit fence ${permit.fence}  plugin host on node cli-kinds`);
       expect(lockhost("status", "global:cli-doc", "--config", file, "--json").stdout).toContain('"held":false');
+      // The mutex of the name is free: status says which locks of it are held, here and from the plugin-scope name.
+      const free = JSON.parse(lockhost("status", "global:cli-doc", "--config", file, "--json").stdout) as unknown;
+      expect(free).toEqual({ key: "global:cli-doc", held: false, heldElsewhere: [{ name: "global:cli-doc", kind: "rw" }, { name: "global:cli-doc", kind: "semaphore" }] });
+      const hint = lockhost("status", "cli-doc", "--config", file).stdout.trim().split("\n");
+      expect(hint).toEqual([
+        "cli-doc: not held",
+        "  but held: read/write lock global:cli-doc  (lockhost status global:cli-doc --kind rw)",
+        "  but held: semaphore global:cli-doc  (lockhost status global:cli-doc --kind semaphore)",
+      ]);
       const listed = lockhost("locks", "--kind", "rw", "--prefix", "global:cli-doc", "--config", file, "--json");
       expect(listed.status, listed.stderr).toBe(0);
       const page = JSON.parse(listed.stdout) as { locks: { key: string; kind: string; mode: string }[] };
       expect(page.locks.map((l) => [l.key, l.kind, l.mode])).toEqual([["global:cli-doc", "rw", "shared"], ["global:cli-doc", "rw", "shared"]]);
       expect(listed.stdout).not.toContain(r1.owner);
       expect(lockhost("locks", "--kind", "semaphore", "--prefix", "global:cli-doc", "--config", file).stdout).toContain("global:cli-doc (permit)");
+      // Without --kind: every kind, with a kind column.
+      const every = lockhost("locks", "--prefix", "global:cli-doc", "--config", file, "--json");
+      expect(every.status, every.stderr).toBe(0);
+      const all = JSON.parse(every.stdout) as { locks: { key: string; kind: string; mode: string }[]; cursor?: string };
+      expect(all.locks.map((l) => [l.key, l.kind, l.mode])).toEqual([["global:cli-doc", "rw", "shared"], ["global:cli-doc", "rw", "shared"], ["global:cli-doc", "semaphore", "shared"]]);
+      expect(all.cursor).toBeUndefined();
+      const table = lockhost("locks", "--prefix", "global:cli-doc", "--config", file).stdout.trim().split("\n");
+      expect(table.map((line) => line.split(/ {2,}/).slice(0, 2))).toEqual([["LOCK", "KIND"], ["global:cli-doc (reader)", "rw"], ["global:cli-doc (reader)", "rw"], ["global:cli-doc (permit)", "semaphore"]]);
       const released = lockhost("release", "--force", "global:cli-doc", "--kind", "rw", "--config", file);
       expect(released.stdout.trim()).toBe("released rw global:cli-doc (2 holders)");
       await expect(locks.renew(r1)).rejects.toMatchObject({ code: "LOST" });
-      expect(lockhost("status", "global:cli-doc", "--kind", "rw", "--config", file).stdout.trim()).toBe("read/write lock global:cli-doc: not held");
+      expect(lockhost("status", "global:cli-doc", "--kind", "rw", "--config", file).stdout.trim().split("\n")).toEqual([
+        "read/write lock global:cli-doc: not held",
+        "  but held: semaphore global:cli-doc  (lockhost status global:cli-doc --kind semaphore)",
+      ]);
+      expect(JSON.parse(lockhost("status", "global:cli-doc", "--kind", "rw", "--config", file, "--json").stdout)).toEqual({
+        name: "global:cli-doc", kind: "rw", held: false, heldElsewhere: [{ name: "global:cli-doc", kind: "semaphore" }],
+      });
       const bad = lockhost("status", "global:cli-doc", "--kind", "mutexes", "--config", file);
       expect(bad.status).toBe(2);
-      expect(bad.stderr).toContain('--kind must be rw or semaphore, got "mutexes"');
+      expect(bad.stderr).toContain('--kind must be mutex, rw or semaphore, got "mutexes"');
     } finally {
       await locks.close();
     }
@@ -305,7 +328,8 @@ describe.each([
         const r = lockhost(...args);
         expect(r.status, r.stderr).toBe(0);
         const lines = r.stdout.trim().split("\n");
-        expect(lines[0]).toMatch(/^LOCK +HOLDER +FENCE +AGE +TTL LEFT +WAITERS$/);
+        expect(lines[0]).toMatch(/^LOCK +KIND +HOLDER +FENCE +AGE +TTL LEFT +WAITERS$/);
+        for (const line of lines.slice(1)) if (line.startsWith("global:")) expect(line.split(/ +/)[1]).toBe("mutex");
         for (const line of lines.slice(1)) if (line.startsWith("global:")) seen.push(line.split(/ +/)[0]!);
         expect(r.stdout).not.toContain(leases[0]!.owner);
         const more = lines.find((l) => l.startsWith("more: "));
@@ -412,7 +436,12 @@ describe("lockhost status and release --force through a running host's admin lis
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ locks: [{ key: "global:cli-mem-list", holder: { node: "cli-admin-node" }, fence: 1 }] });
     const table = await lockhostAsync(["locks", "--admin", h.admin!.url], { cwd: tmpdir() });
-    expect(table.stdout).toMatch(/^global:cli-mem-list +host @ cli-admin-node +1 /m);
+    expect(table.stdout).toMatch(/^global:cli-mem-list +mutex +host @ cli-admin-node +1 /m);
+    // A free name's status points at the locks of its key held elsewhere, through the listener too.
+    const plugin = await lockhostAsync(["status", "cli-mem-list", "--admin", h.admin!.url], { cwd: tmpdir() });
+    expect(plugin.stdout).toContain("cli-mem-list: not held\n  but held: mutex global:cli-mem-list  (lockhost status global:cli-mem-list)");
+    const rw = await lockhostAsync(["status", "global:cli-mem-list", "--kind", "rw", "--admin", h.admin!.url, "--json"], { cwd: tmpdir() });
+    expect(JSON.parse(rw.stdout)).toEqual({ name: "global:cli-mem-list", kind: "rw", held: false, heldElsewhere: [{ name: "global:cli-mem-list", kind: "mutex" }] });
   });
 
   it("force-releases only with the right token: none, wrong, then from the environment", async () => {

@@ -62,7 +62,8 @@ describe("the admin dashboard, in Chromium", () => {
     const h = (await host.call("billing", "hold", [7, 60_000, S.FLAG_KEEP])) as number;
     expect(h).toBeGreaterThan(0);
     await expect.poll(() => row("billing:k7").count(), { timeout: 10_000 }).toBe(1);
-    expect(await row("billing:k7").locator("td").nth(1).textContent()).toBe("billing @ node-a");
+    expect(await row("billing:k7").locator("td").nth(1).textContent()).toBe("mutex");
+    expect(await row("billing:k7").locator("td").nth(2).textContent()).toBe("billing @ node-a");
     await expect.poll(() => page.locator("#feed tbody tr", { hasText: "billing:k7" }).count(), { timeout: 10_000 }).toBeGreaterThan(0);
 
     // Without the token the listener refuses, and the lock stays.

@@ -2,7 +2,6 @@
 // for operators and for `lockhost status` / `lockhost release --force --admin`. It listens on
 // loopback unless told otherwise, and force-release needs the bearer token from the config:
 // reading is harmless, deleting someone's lock is not.
-import type { SharedKind } from "../../kit/shared.js";
 import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -15,6 +14,7 @@ import { dashboardRoutes } from "./dashboard/routes.js";
 import { ActivityFeed } from "./feed.js";
 import { MAX_LIST_LIMIT } from "../locking/list.js";
 import { lockMetrics } from "./metrics.js";
+import { checkKind, isSharedKind, LOCK_KINDS, type LockKind } from "../../kit/kinds.js";
 
 /** What startAdminServer needs. */
 export interface AdminServerOptions {
@@ -61,8 +61,9 @@ const MAX_URL_LENGTH = 4_096;
 /**
  * Starts the admin listener. Endpoints: `GET /healthz` and `GET /readyz` (200 while the
  * backend answers, 503 with its error when it does not), `GET /stats` (JSON, AdminStatsBody),
- * `GET /metrics` (Prometheus text), `GET /locks?prefix=&plugin=&limit=&cursor=` (one page of
- * held locks, LockListPage), `GET /locks/<name>` (the lock's status, name URL-encoded; its owner token only with the bearer token), the
+ * `GET /metrics` (Prometheus text), `GET /locks?prefix=&plugin=&limit=&cursor=&kind=` (one page of
+ * held locks of every kind or of `kind`, LockListPage), `GET /locks/<name>?kind=` (the lock's status, name URL-encoded; its owner
+ * token only with the bearer token; `heldElsewhere` when free), the
  * dashboard (`GET /` or `/dashboard`, and `GET /events`: its live feed as server-sent events)
  * and `POST /locks/<name>/force-release` (needs `Authorization: Bearer <token>`: 401 without
  * it, 403 with a wrong one or when the config sets no token). Rejects with CONFIG_INVALID
@@ -132,17 +133,20 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       return answer(res, () =>
         service.list({
           ...(limit !== undefined && { limit }), ...(prefix && { prefix }), ...(plugin && { plugin }), ...(cursor && { cursor }),
-          ...(kind !== null && { kind: kind as SharedKind }),
+          ...(kind !== null && { kind: checkKind(kind, LOCK_KINDS) }),
         }),
       );
     }
     if (method === "GET" && dashboard(path, req, res)) return;
-    // ?kind=rw or ?kind=semaphore: the read/write lock or semaphore of that name, not its mutex.
+    // ?kind=<kind>: the lock of that kind of the name (default: its mutex), as each row of /locks names it.
     const kindText = new URLSearchParams(target.slice(path.length + 1)).get("kind");
-    if (kindText !== null && kindText !== "rw" && kindText !== "semaphore") {
-      return send(res, 400, { code: "INVALID_ARGUMENT", message: `kind must be rw or semaphore, got ${JSON.stringify(kindText)}` });
+    let asked: LockKind | undefined;
+    try {
+      asked = kindText === null ? undefined : checkKind(kindText, LOCK_KINDS);
+    } catch (err) {
+      return send(res, 400, { code: "INVALID_ARGUMENT", message: (err as Error).message });
     }
-    const kind = kindText ?? undefined;
+    const kind = asked !== undefined && isSharedKind(asked) ? asked : undefined;
     const force = /^\/locks\/([^/]+)\/force-release$/.exec(path);
     if (force) {
       if (!only(method, "POST", res)) return;
@@ -168,7 +172,12 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       const showOwner = presentsToken(req);
       return answer(res, async () => {
         // Owner tokens of read/write locks and semaphores are never shown here.
-        if (kind !== undefined) return (await service.sharedStatusByName(kind, name)) ?? { name, kind, held: false };
+        if (kind !== undefined) {
+          const shared = await service.sharedStatusByName(kind, name);
+          if (shared) return shared;
+          const elsewhere = await service.heldElsewhere(name, kind);
+          return { name, kind, held: false, ...(elsewhere.length > 0 && { heldElsewhere: elsewhere }) };
+        }
         const status = await service.statusByName(name);
         if (!status.held || showOwner) return status;
         const { owner: _owner, ...rest } = status;

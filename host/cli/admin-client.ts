@@ -9,8 +9,8 @@ import type { AdminStatsBody } from "../admin/server.js";
 import { formatListen } from "../config/listen.js";
 import type { AdminSettings } from "../config/types.js";
 import { LockhostError, type ErrorCode } from "../../kit/errors.js";
-import type { ListOptions, LockListPage, LockStatus, SharedLockStatus } from "../locking/service.js";
-import type { SharedKind } from "../../kit/shared.js";
+import type { ListOptions, LockListPage, LockRef, LockStatus, SharedLockStatus } from "../locking/service.js";
+import type { LockKind, SharedKind } from "../../kit/kinds.js";
 
 /** How long the CLI waits for the admin listener before saying it does not answer. */
 const REQUEST_TIMEOUT_MS = 5_000;
@@ -93,6 +93,12 @@ export class AdminClient {
   async sharedStatusByName(kind: SharedKind, name: string): Promise<SharedLockStatus | null> {
     const body = (await this.#request("GET", `/locks/${encodeURIComponent(name)}?kind=${kind}`)) as SharedLockStatus | { held: false };
     return "holders" in body ? body : null;
+  }
+
+  /** GET /locks/<name>?kind=…: when the lock is free, the locks of its key held in the other scope or of another kind. */
+  async heldElsewhere(name: string, kind: LockKind): Promise<readonly LockRef[]> {
+    const body = (await this.#request("GET", `/locks/${encodeURIComponent(name)}?kind=${kind}`)) as { held?: unknown; heldElsewhere?: readonly LockRef[] };
+    return body.held === false && Array.isArray(body.heldElsewhere) ? body.heldElsewhere : [];
   }
 
   /** POST /locks/<name>/force-release?kind=…: how many held it. */

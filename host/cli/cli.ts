@@ -16,7 +16,7 @@ import { Host } from "../host.js";
 import { LockService } from "../locking/service.js";
 import { AdminClient, AdminUnreachable, adminUrl } from "./admin-client.js";
 import { formatLocks, formatSharedStatus, formatStats, formatStatus } from "./format.js";
-import type { SharedKind } from "../../kit/shared.js";
+import { checkKind, isSharedKind, LOCK_KINDS, type LockKind, type SharedKind } from "../../kit/kinds.js";
 import { check } from "./check.js";
 import { cliLogger, parseLogFormat, type LogFormat } from "./logger.js";
 import { logSummary } from "./summary.js";
@@ -25,6 +25,9 @@ import type { ListOptions } from "../locking/service.js";
 
 // The composition root: the built-in backends register through the same door as a package's.
 for (const descriptor of BUILTIN_BACKENDS) registerBackend(descriptor);
+
+/** The --kind values, as usage lines show them. */
+const KIND_USAGE = LOCK_KINDS.join("|");
 
 const HELP: Record<string, string> = {
   main: `lockhost: a host for WebAssembly plugins that take distributed locks
@@ -57,7 +60,7 @@ Options:
                         sharing one memory backend, to watch one node win each tick
                         (memory backend only; default 1; only <node>-1 starts the admin listener)
   -h, --help            this help`,
-  status: `Usage: lockhost status [KEY] [--kind rw|semaphore] [--config FILE] [--admin URL] [--json]
+  status: `Usage: lockhost status [KEY] [--kind ${KIND_USAGE}] [--config FILE] [--admin URL] [--json]
 
 Without KEY: asks the running host's admin listener for its counters (locks held and kept
 alive, acquisitions, contention, renewals, lost leases, waits) and prints them. The listener
@@ -68,13 +71,16 @@ With KEY: shows the holder, fence, acquisition and expiry times of the lock KEY.
 full lock name as the logs show it: "<plugin>:<key>" for a plugin's key, "global:<key>" for a
 global one, "lockhost:schedule:<id>" for a schedule's lock. Read from the redis or pg backend
 directly; through the admin listener with --admin, or when the backend is memory (whose locks
-live inside the 'lockhost run' process) and the config has an [admin] table.
+live inside the 'lockhost run' process) and the config has an [admin] table. When nobody holds
+it, says where a lock of the same key is held if one is: in the other scope ("global:KEY" for
+"KEY", and back) or of another kind (a read/write lock or semaphore of the name).
 
 Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
       --admin URL     the admin listener, e.g. http://127.0.0.1:9464 (default: [admin] listen)
-      --kind K        the read/write lock (rw) or semaphore of that name instead of its mutex:
-                      its holders (mode, fence, holder, times), permits and queued writers
+      --kind K        the lock of that kind of the name (default: mutex); rw or semaphore: the
+                      read/write lock or semaphore, its holders (mode, fence, holder, times),
+                      permits and queued writers
       --show-owner    print the lock's owner token (hidden by default: with it anyone can
                       release or restore the lock); through --admin it also needs the token
       --json          print JSON instead of a table
@@ -91,10 +97,11 @@ Exit codes: 0 all well, 1 a fault found (each is printed with its code), 2 a con
 Options:
   -c, --config FILE   the TOML config (default: lockhost.toml)
   -h, --help          this help`,
-  locks: `Usage: lockhost locks [--kind rw|semaphore] [--prefix P] [--plugin NAME] [--limit N] [--cursor C] [--config FILE] [--admin URL] [--json]
+  locks: `Usage: lockhost locks [--kind ${KIND_USAGE}] [--prefix P] [--plugin NAME] [--limit N] [--cursor C] [--config FILE] [--admin URL] [--json]
 
-Lists the locks held now, by any host sharing the backend: full name, holder (plugin @ node),
-fence, age, TTL left of TTL, and how many acquisitions of the asked host wait for it. Owner
+Lists the locks held now, of every kind, by any host sharing the backend: full name, kind,
+holder (plugin @ node), fence, age, TTL left of TTL, and how many acquisitions of the asked host
+wait for it. A read/write lock or a semaphore has a row per holder (reader, writer or permit). Owner
 tokens are never listed. Read from the redis or pg backend directly (Redis: SCAN over the key
 prefix, on every master of a cluster; PostgreSQL: the holders table); through the admin
 listener with --admin, or when the backend is memory and the config has an [admin] table.
@@ -103,15 +110,14 @@ One page at a time: when there are more, the last line is the command for the ne
 Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
       --admin URL     the admin listener, e.g. http://127.0.0.1:9464
-      --kind K        read/write locks (rw) or semaphores instead of mutexes: a row per holder
-                      (reader, writer or permit)
+      --kind K        only locks of that kind: ${LOCK_KINDS.join(", ")}
       --prefix P      only names starting with P ("billing:", "global:jobs/", "lockhost:schedule:")
       --plugin NAME   only locks taken by this plugin ("host" for host-side callers)
       --limit N       locks per page, 1 to 1000 (default 100)
       --cursor C      the page after the one that printed C
       --json          print the page as JSON ({ locks, cursor })
   -h, --help          this help`,
-  release: `Usage: lockhost release --force KEY [--kind rw|semaphore] [--config FILE] [--admin URL]
+  release: `Usage: lockhost release --force KEY [--kind ${KIND_USAGE}] [--config FILE] [--admin URL]
 
 Deletes the lock KEY whoever holds it; with --kind, every holder of that read/write lock or
 semaphore. Each holder is told at once (its lease is lost; a guest's lockhost_on_lost runs).
@@ -126,7 +132,7 @@ Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
       --admin URL     the admin listener, e.g. http://127.0.0.1:9464
   -f, --force         required
-      --kind K        rw or semaphore: that kind's lock of the name, not its mutex
+      --kind K        that kind's lock of the name (default: mutex)
   -h, --help          this help`,
 };
 
@@ -218,12 +224,14 @@ export async function main(argv: string[]): Promise<number> {
   if (command === "status" && key === undefined) {
     return orUnreachable(command, async () => showStats(await cliConfig(values.config, values.admin !== undefined), values.admin, values.json ?? false));
   }
-  const kind = values.kind;
-  if (kind !== undefined && kind !== "rw" && kind !== "semaphore") {
-    console.error(`lockhost ${command}: --kind must be rw or semaphore, got ${JSON.stringify(kind)}\n\n${HELP[command]}`);
+  let kind: LockKind | undefined;
+  try {
+    kind = values.kind === undefined ? undefined : checkKind(values.kind, LOCK_KINDS, "--kind");
+  } catch (err) {
+    console.error(`lockhost ${command}: ${(err as Error).message}\n\n${HELP[command]}`);
     return 2;
   }
-  if (kind !== undefined) return withLocks(values.config, values.admin, command, (locks) => inspectShared(locks, command, kind, key!, values.json ?? false));
+  if (kind !== undefined && isSharedKind(kind)) return withLocks(values.config, values.admin, command, (locks) => inspectShared(locks, command, kind, key!, values.json ?? false));
   return withLocks(values.config, values.admin, command, (locks) => inspect(locks, command, key!, values.json ?? false, values["show-owner"] ?? false));
 }
 
@@ -247,11 +255,8 @@ function listOptions(values: { kind?: string; prefix?: string; plugin?: string; 
       throw new LockhostError("INVALID_ARGUMENT", `--limit must be an integer from 1 to ${MAX_LIST_LIMIT}, got "${values.limit}"`);
     }
   }
-  if (values.kind !== undefined && values.kind !== "rw" && values.kind !== "semaphore") {
-    throw new LockhostError("INVALID_ARGUMENT", `--kind must be rw or semaphore, got "${values.kind}"`);
-  }
   return {
-    ...(values.kind !== undefined && { kind: values.kind }),
+    ...(values.kind !== undefined && { kind: checkKind(values.kind, LOCK_KINDS, "--kind") }),
     ...(values.prefix !== undefined && { prefix: values.prefix }),
     ...(values.plugin !== undefined && { plugin: values.plugin }),
     ...(limit !== undefined && { limit }),
@@ -360,7 +365,7 @@ async function run(config: LockhostConfig, localNodes: number, format: LogFormat
 }
 
 /** What status, release and locks read or do: the backend through a LockService, or a running host's admin listener. */
-type LockReader = Pick<AdminClient, "statusByName" | "forceReleaseByName" | "list" | "sharedStatusByName" | "forceReleaseSharedByName">;
+type LockReader = Pick<AdminClient, "statusByName" | "forceReleaseByName" | "list" | "sharedStatusByName" | "forceReleaseSharedByName" | "heldElsewhere">;
 
 /**
  * Runs `action` on the locks the config names: through the admin listener with --admin (or
@@ -411,7 +416,9 @@ async function inspect(locks: LockReader, command: string, key: string, json: bo
 async function inspectShared(locks: LockReader, command: string, kind: SharedKind, key: string, json: boolean): Promise<number> {
   if (command === "status") {
     const status = await locks.sharedStatusByName(kind, key);
-    console.log(json ? JSON.stringify(status ?? { name: key, kind, held: false }) : formatSharedStatus(kind, key, status));
+    const elsewhere = status === null ? await locks.heldElsewhere(key, kind) : [];
+    const free = { name: key, kind, held: false, ...(elsewhere.length > 0 && { heldElsewhere: elsewhere }) };
+    console.log(json ? JSON.stringify(status ?? free) : formatSharedStatus(kind, key, status, elsewhere));
     return 0;
   }
   const holders = await locks.forceReleaseSharedByName(kind, key);

@@ -1,13 +1,13 @@
 // How the CLI shows a lock's status and a host's counters to a person (--json shows the data
 // itself). Kept apart from main.ts, which runs the CLI when imported.
 import type { AdminStatsBody } from "../admin/server.js";
-import type { LockListPage, LockStatus, SharedLockStatus } from "../locking/service.js";
-import type { SharedKind } from "../../kit/shared.js";
+import type { LockListPage, LockRef, LockStatus, SharedLockStatus } from "../locking/service.js";
+import { kindRow, roleOf, type SharedKind } from "../../kit/kinds.js";
 import type { LockStats } from "../locking/stats.js";
 
 /** Human-readable status, one field a line; a status without its owner token says how to see it. */
 export function formatStatus(s: LockStatus | Omit<Extract<LockStatus, { held: true }>, "owner">): string {
-  if (!s.held) return `${s.key}: not held`;
+  if (!s.held) return [`${s.key}: not held`, ...elsewhereLines(s.heldElsewhere ?? [])].join("\n");
   const iso = (ms: number): string => new Date(ms).toISOString();
   return [
     `${s.key}: held`,
@@ -22,15 +22,27 @@ export function formatStatus(s: LockStatus | Omit<Extract<LockStatus, { held: tr
 }
 
 /** A read/write lock's or semaphore's status as `lockhost status --kind` prints it. */
-export function formatSharedStatus(kind: SharedKind, name: string, s: SharedLockStatus | null): string {
-  const what = kind === "rw" ? "read/write lock" : "semaphore";
-  if (s === null || s.holders.length === 0) return `${what} ${name}: not held${s && s.queued > 0 ? ` (${s.queued} writer(s) queued)` : ""}`;
-  const lines = [`${what} ${name}: held by ${s.holders.length}${kind === "semaphore" ? ` of ${s.limit} permits` : ""}${kind === "rw" ? `, ${s.queued} writer(s) queued` : ""}`];
+export function formatSharedStatus(kind: SharedKind, name: string, s: SharedLockStatus | null, elsewhere: readonly LockRef[] = []): string {
+  const row = kindRow(kind);
+  const what = row.label;
+  const waiting = `${row.roles.exclusive ?? "waiter"}(s) queued`;
+  if (s === null || s.holders.length === 0) {
+    return [`${what} ${name}: not held${s && s.queued > 0 ? ` (${s.queued} ${waiting})` : ""}`, ...elsewhereLines(elsewhere)].join("\n");
+  }
+  const lines = [`${what} ${name}: held by ${s.holders.length}${row.limit ? ` of ${s.limit} ${row.limit.field}` : ""}${row.queuesExclusive ? `, ${s.queued} ${waiting}` : ""}`];
   for (const h of s.holders) {
-    const mode = kind === "semaphore" ? "permit" : h.mode === "exclusive" ? "writer" : "reader";
+    const mode = roleOf(kind, h.mode);
     lines.push(`  ${mode.padEnd(6)} fence ${h.fence}  plugin ${h.plugin} on node ${h.node}  acquired ${new Date(h.acquiredAtMs).toISOString()}  ttl_remaining ${h.ttlRemainingMs} ms of ${h.ttlMs} ms`);
   }
   return lines.join("\n");
+}
+
+/** A line per lock of the key held elsewhere, with the command that shows it. */
+function elsewhereLines(refs: readonly LockRef[]): string[] {
+  return refs.map((ref) => {
+    const row = kindRow(ref.kind);
+    return `  but held: ${row.label} ${ref.name}  (lockhost status ${ref.name}${row.isDefault ? "" : ` --kind ${ref.kind}`})`;
+  });
 }
 
 // Keyed by LockStats, so a counter added there fails to compile here until it has a label.
@@ -66,20 +78,21 @@ export function formatStats(body: AdminStatsBody, url: string): string {
   ].join("\n");
 }
 
-/** A page of held locks as a table, with the command that shows the next page. */
+/** A page of held locks as a table, a row per holder with its kind, and the command that shows the next page. */
 export function formatLocks(page: LockListPage, next: (cursor: string) => string): string {
   if (page.locks.length === 0 && page.cursor === undefined) return "no lock held";
   const rows = page.locks.map((l) => [
-    l.kind === undefined ? l.key : `${l.key} (${l.kind === "semaphore" ? "permit" : l.mode === "exclusive" ? "writer" : "reader"})`,
+    kindRow(l.kind).isDefault ? l.key : `${l.key} (${roleOf(l.kind, l.mode)})`,
+    l.kind,
     `${l.holder.plugin} @ ${l.holder.node}`,
     String(l.fence),
     duration(l.ageMs),
     `${duration(l.ttlRemainingMs)} of ${duration(l.ttlMs)}`,
     String(l.waiters),
   ]);
-  const header = ["LOCK", "HOLDER", "FENCE", "AGE", "TTL LEFT", "WAITERS"];
+  const header = ["LOCK", "KIND", "HOLDER", "FENCE", "AGE", "TTL LEFT", "WAITERS"];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === 2 || i === 5 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === 3 || i === 6 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ").trimEnd();
   const out = [line(header), ...rows.map(line)];
   if (page.cursor !== undefined) out.push("", `more: ${next(page.cursor)}`);
   return out.join("\n");

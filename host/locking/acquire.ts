@@ -6,7 +6,8 @@ import { v4 as uuidv4 } from "uuid";
 import { LockhostError } from "../../kit/errors.js";
 import type { AcquireResult } from "../../kit/backend.js";
 import type { SharedAcquireResult } from "../../kit/shared.js";
-import { kindName, modeOf, waitKey } from "./kinds.js";
+import { kindName, limitOf, modeOf, waitKey } from "./kinds.js";
+import { isSharedKind, KINDS } from "../../kit/kinds.js";
 import { closedError, type ServiceCore } from "./core.js";
 import { Lease } from "./lease.js";
 import type { CheckedRequest, TryLockOptions } from "./request.js";
@@ -59,7 +60,7 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
   const started = performance.now();
   // A waiting writer queues from its first attempt, so readers arriving after it stand behind it,
   // and keeps one owner for all its attempts: its place in the queue is that owner's.
-  const writer = waitMs > 0 && request.spec.kind === "rw" && request.spec.mode === "exclusive";
+  const writer = waitMs > 0 && KINDS[request.spec.kind].queuesExclusive && modeOf(request.spec) === "exclusive";
   const queue: Queueing | undefined = writer ? { queueMs: queueMsOf(core), owner: request.owner ?? uuidv4() } : undefined;
   const first = await core.track(attempt(core, request, asIs, queue?.queueMs, queue?.owner));
   if (first instanceof Lease) return first;
@@ -81,15 +82,15 @@ async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended:
   let result: AcquireResult | SharedAcquireResult;
   try {
     result = await core.backendCall(() =>
-      spec.kind === "mutex"
-        ? core.backend.acquire({ key: name, owner, ttlMs, holder })
-        : core.shared(spec.kind).acquire({
+      isSharedKind(spec.kind)
+        ? core.shared(spec.kind).acquire({
             key: name, owner, ttlMs, holder,
             mode: modeOf(spec),
-            limit: spec.kind === "semaphore" ? spec.permits : 0,
+            limit: limitOf(spec),
             // Only a waiting writer passes one (acquireChecked).
             queueMs,
-          }),
+          })
+        : core.backend.acquire({ key: name, owner, ttlMs, holder }),
     );
   } catch (err) {
     // A timed-out or cut-off acquire may still have been applied on the server. A minted owner
@@ -104,7 +105,7 @@ async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended:
     throw closedError();
   }
   if (!result.acquired) {
-    if ("limit" in result && result.limit !== undefined && spec.kind === "semaphore") throw permitsMismatch(request, spec.permits, result.limit);
+    if ("limit" in result && result.limit !== undefined && KINDS[spec.kind].limit !== null) throw permitsMismatch(request, limitOf(spec), result.limit);
     core.contended++;
     return contended(result);
   }
@@ -181,13 +182,13 @@ async function wait(
     signal?.removeEventListener("abort", onAbort);
     core.waits.leave(queueKey, waiter, acquired);
     // A writer that gives up leaves the backend's queue now, so readers need not wait for its place to lapse.
-    if (!acquired && queue) void core.shared("rw").leaveQueue(name, queue.owner).catch(() => undefined);
+    if (!acquired && queue && isSharedKind(spec.kind)) void core.shared(spec.kind).leaveQueue(name, queue.owner).catch(() => undefined);
     core.waitsDone++;
     const waitedMs = performance.now() - started;
     core.waitTimeMs += waitedMs;
     if (core.events.wants("waited")) {
       const outcome = acquired ? "acquired" : performance.now() >= deadline ? "timeout" : "failed";
-      core.events.emit({ type: "waited", ...(spec.kind !== "mutex" && { kind: spec.kind }), name, waitedMs: Math.round(waitedMs), outcome, atMs: Date.now() });
+      core.events.emit({ type: "waited", ...(isSharedKind(spec.kind) && { kind: spec.kind }), name, waitedMs: Math.round(waitedMs), outcome, atMs: Date.now() });
     }
   }
 }

@@ -11,8 +11,9 @@ import { ReleasedOwners } from "./released-owners.js";
 import { RenewalManager, type RenewalHost } from "./renewal.js";
 import { verifyHeld } from "./verify.js";
 import { WaitQueues } from "./waiting.js";
-import { mutexSteps, sharedKindSteps, sharedStepsOf, waitKey, type KindSteps, type LockKind } from "./kinds.js";
-import type { SharedKind, SharedSteps } from "../../kit/shared.js";
+import { MUTEX, mutexSteps, sharedKindSteps, sharedStepsOf, waitKey, type KindSteps, type LockKind } from "./kinds.js";
+import type { SharedSteps } from "../../kit/shared.js";
+import { isSharedKind, type SharedKind } from "../../kit/kinds.js";
 
 /** What a ServiceCore is made of (the LockService's options, resolved). */
 export interface ServiceParts {
@@ -89,7 +90,7 @@ export class ServiceCore {
 
   /** The steps of `kind` the lifecycle uses (renew, release, watch, holds). */
   steps(kind: LockKind): KindSteps {
-    return kind === "mutex" ? this.#mutexSteps : this.#sharedKind(kind).lifecycle;
+    return isSharedKind(kind) ? this.#sharedKind(kind).lifecycle : this.#mutexSteps;
   }
 
   /** The backend's steps of a shared kind, asked for once; INVALID_ARGUMENT when the backend has none. */
@@ -138,7 +139,7 @@ export class ServiceCore {
    * this can delete only that orphan, never another holder's lock; if it fails, the lock ends
    * at its TTL.
    */
-  giveBack(name: string, owner: string, kind: LockKind = "mutex"): Promise<void> {
+  giveBack(name: string, owner: string, kind: LockKind = MUTEX.kind): Promise<void> {
     return this.steps(kind).release(name, owner).then(ignore, ignore);
   }
 
@@ -174,7 +175,7 @@ const ignore = (): void => undefined;
 
 /** An event's kind field: absent for a mutex, so mutex events look as they always did. */
 export function kindOf(lease: { readonly kind: LockKind }): { kind?: SharedKind } {
-  return lease.kind === "mutex" ? {} : { kind: lease.kind };
+  return isSharedKind(lease.kind) ? { kind: lease.kind } : {};
 }
 
 function backendFailure(err: unknown): never {

@@ -2,6 +2,8 @@
 // admin dashboard's live feed. Emitting costs nothing while nobody listens (a size check), so
 // the lock path pays only when an operator asked to see.
 
+import type { SharedKind } from "../../kit/kinds.js";
+
 /** A lock event. Times are this host's clock (Date.now()); names are fully qualified. */
 export type LockEvent = (
   | { readonly type: "acquired"; readonly name: string; readonly fence: number; readonly plugin: string; readonly ttlMs: number; readonly atMs: number }
@@ -10,8 +12,8 @@ export type LockEvent = (
   | { readonly type: "force-released"; readonly name: string; readonly found: boolean; readonly atMs: number }
   | { readonly type: "waited"; readonly name: string; readonly waitedMs: number; readonly outcome: "acquired" | "timeout" | "failed"; readonly atMs: number }
 ) & {
-  /** The kind of lock, for a read/write lock ("rw") or a semaphore; absent for a mutex. */
-  readonly kind?: "rw" | "semaphore";
+  /** The kind of lock, for a read/write lock or a semaphore; absent for a mutex (the default kind). */
+  readonly kind?: SharedKind;
 };
 
 /** Told of each lock event; must not throw (a listener that does is dropped from that event only). */

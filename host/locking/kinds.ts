@@ -4,27 +4,10 @@
 // so the lifecycle is written once for every kind; a mutex's steps are the backend's own.
 import { LockhostError } from "../../kit/errors.js";
 import type { LockBackend, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../kit/backend.js";
-import type { SharedKind, SharedMode, SharedSteps } from "../../kit/shared.js";
+import type { SharedSteps } from "../../kit/shared.js";
+import { isSharedKind, KINDS, LOCK_KINDS, type LockKind, type SharedKind } from "../../kit/kinds.js";
 
-/** What a lease holds: a mutex, a read/write lock or a semaphore permit. */
-export type LockKind = "mutex" | SharedKind;
-
-/** How an acquisition takes its key. */
-export type LockSpec =
-  | { readonly kind: "mutex" }
-  | { readonly kind: "rw"; readonly mode: SharedMode }
-  | { readonly kind: "semaphore"; readonly permits: number };
-
-/** A mutex: the default of every acquisition. */
-export const MUTEX: LockSpec = Object.freeze({ kind: "mutex" });
-/** A read lock and a write lock. */
-export const READ: LockSpec = Object.freeze({ kind: "rw", mode: "shared" });
-export const WRITE: LockSpec = Object.freeze({ kind: "rw", mode: "exclusive" });
-
-/** The mode a spec takes its key in: a writer or a mutex exclusive, a reader or a permit shared. */
-export function modeOf(spec: LockSpec): SharedMode {
-  return spec.kind === "rw" ? spec.mode : spec.kind === "semaphore" ? "shared" : "exclusive";
-}
+export { LOCK_KINDS, MUTEX, READ, WRITE, limitOf, modeOf, permitSpec, type LockKind, type LockSpec } from "../../kit/kinds.js";
 
 /** The steps of one kind's store that the lifecycle uses. */
 export interface KindSteps {
@@ -61,17 +44,24 @@ export function sharedKindSteps(steps: SharedSteps): KindSteps {
 /** The backend's steps of a shared kind; INVALID_ARGUMENT naming the backend when it has none. */
 export function sharedStepsOf(backend: LockBackend, kind: SharedKind): SharedSteps {
   if (typeof backend.shared !== "function") {
-    throw new LockhostError("INVALID_ARGUMENT", `backend ${backend.kind} has no ${kind === "rw" ? "read/write locks" : "semaphores"} (it does not implement LockBackend.shared)`);
+    throw new LockhostError("INVALID_ARGUMENT", `backend ${backend.kind} has no ${KINDS[kind].plural} (it does not implement LockBackend.shared)`);
   }
   return backend.shared(kind);
 }
 
-/** The key of a lock's local wait queue: the name, apart per kind (a mutex "a" and a read/write lock "a" are two locks). */
-export function waitKey(kind: LockKind, name: string): string {
-  return kind === "mutex" ? name : `${kind}\u0000${name}`;
+/** The kinds `backend` serves, in table order: a backend without LockBackend.shared serves only the others. */
+export function servedKinds(backend: LockBackend): readonly LockKind[] {
+  return typeof backend.shared === "function" ? LOCK_KINDS : LOCK_KINDS.filter((kind) => !isSharedKind(kind));
 }
 
-/** A lock's name with its kind, for messages: "rw billing:a", or just the name of a mutex. */
+/** The key of a lock's local wait queue: the name, apart per kind (a mutex "a" and a read/write lock "a" are two locks). */
+export function waitKey(kind: LockKind, name: string): string {
+  // The default kind keeps the bare name, so a mutex's waiters are found without building a string.
+  return KINDS[kind].isDefault ? name : `${kind}\u0000${name}`;
+}
+
+/** A lock's name with its kind, for messages: "read/write lock billing:a", or just the name of a mutex. */
 export function kindName(kind: LockKind, name: string): string {
-  return kind === "mutex" ? name : `${kind === "rw" ? "read/write lock" : "semaphore"} ${name}`;
+  const row = KINDS[kind];
+  return row.isDefault ? name : `${row.label} ${name}`;
 }

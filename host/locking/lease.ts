@@ -5,7 +5,7 @@
 import { LockhostError } from "../../kit/errors.js";
 import type { Holder } from "../../kit/backend.js";
 import type { SharedMode } from "../../kit/shared.js";
-import type { LockKind } from "./kinds.js";
+import { MUTEX, type LockKind } from "../../kit/kinds.js";
 
 /** Where a lease stands, as the host last saw it. */
 export type LeaseState = "held" | "released" | "lost";
@@ -119,7 +119,7 @@ export class Lease {
   /** Internal: leases are made by the LockService (tryLock, acquire, restore), not by its users. */
   constructor(init: LeaseInit) {
     this.name = init.name;
-    this.kind = init.kind ?? "mutex";
+    this.kind = init.kind ?? MUTEX.kind;
     this.mode = init.mode ?? "exclusive";
     this.owner = init.owner;
     this.fence = init.fence;

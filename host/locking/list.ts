@@ -4,8 +4,9 @@
 import type { LockRecord } from "../../kit/backend.js";
 import { LockhostError } from "../../kit/errors.js";
 import type { ServiceCore } from "./core.js";
-import type { SharedKind, SharedMode } from "../../kit/shared.js";
-import { waitKey } from "./kinds.js";
+import type { SharedMode } from "../../kit/shared.js";
+import { checkKind, isSharedKind, KINDS, LOCK_KINDS, type LockKind, type SharedKind } from "../../kit/kinds.js";
+import { servedKinds, waitKey } from "./kinds.js";
 
 /** A held lock as listings show it: its record without the owner token, and what this host knows. */
 export type LockListing = Omit<LockRecord, "owner"> & {
@@ -13,9 +14,9 @@ export type LockListing = Omit<LockRecord, "owner"> & {
   readonly ageMs: number;
   /** Acquisitions of this host waiting for it now (waiters on other hosts are not known here). */
   readonly waiters: number;
-  /** Set when listing read/write locks or semaphores (one row per holder): the kind and the holder's mode. */
-  readonly kind?: SharedKind;
-  readonly mode?: SharedMode;
+  /** Its kind, and the holder's mode: a read/write lock or a semaphore has a row per holder. */
+  readonly kind: LockKind;
+  readonly mode: SharedMode;
 };
 
 /** What to list (see LockService.list). */
@@ -24,12 +25,12 @@ export interface ListOptions {
   readonly prefix?: string;
   /** Only locks taken by this plugin ("host" for host-side callers); applied to each page. */
   readonly plugin?: string;
-  /** The `cursor` of the previous page. */
+  /** The `cursor` of the previous page (of a listing with the same `kind`). */
   readonly cursor?: string;
-  /** Locks per page, 1 to MAX_LIST_LIMIT (default 100). */
+  /** Locks per page, 1 to MAX_LIST_LIMIT (default 100); a read/write lock or semaphore counts once however many hold it. */
   readonly limit?: number;
-  /** List read/write locks ("rw") or semaphores ("semaphore") instead of mutexes: a row per holder, a page of keys at a time. */
-  readonly kind?: SharedKind;
+  /** Only locks of this kind. Default: every kind the backend serves, one after the other in the order of the kind table. */
+  readonly kind?: LockKind;
 }
 
 /** One page of a listing. */
@@ -43,6 +44,13 @@ export interface LockListPage {
 export const MAX_LIST_LIMIT = 1_000;
 const DEFAULT_LIST_LIMIT = 100;
 
+/** One backend page request. */
+interface PageRequest {
+  readonly limit: number;
+  readonly prefix?: string;
+  readonly cursor?: string;
+}
+
 /** One page of the locks held now (see LockService.list). */
 export async function list(core: ServiceCore, options: ListOptions = {}): Promise<LockListPage> {
   core.checkOpen();
@@ -54,23 +62,68 @@ export async function list(core: ServiceCore, options: ListOptions = {}): Promis
     const value = options[name];
     if (value !== undefined && typeof value !== "string") throw new LockhostError("INVALID_ARGUMENT", `${name} must be a string, got ${typeof value}`);
   }
-  if (options.kind !== undefined && options.kind !== "rw" && options.kind !== "semaphore") {
-    throw new LockhostError("INVALID_ARGUMENT", `kind must be "rw" or "semaphore", got ${String(options.kind)}`);
+  const prefix = options.prefix ? { prefix: options.prefix } : {};
+  if (options.kind !== undefined) {
+    // One kind: its backend's own cursor, as before there was a listing of every kind.
+    const kind = checkKind(options.kind, LOCK_KINDS);
+    return listKind(core, kind, { limit, ...prefix, ...(options.cursor !== undefined && { cursor: options.cursor }) }, options.plugin);
   }
-  const request = { limit, ...(options.prefix && { prefix: options.prefix }), ...(options.cursor !== undefined && { cursor: options.cursor }) };
-  if (options.kind !== undefined) return listShared(core, options.kind, request, options.plugin);
+  // Every kind, one after the other: the cursor says which kind the next page starts in ("rw:<its cursor>").
+  const kinds = servedKinds(core.backend);
+  let { index, cursor } = options.cursor === undefined ? { index: 0, cursor: undefined } : parseCursor(options.cursor, kinds);
+  const locks: LockListing[] = [];
+  for (; index < kinds.length; index++, cursor = undefined) {
+    const kind = kinds[index]!;
+    if (locks.length >= limit) {
+      // Full at a kind's start: a cursor only when a later kind holds something, so the last page says it is the last.
+      if (await holdsAny(core, kind, prefix, options.plugin)) return { locks, cursor: `${kind}${CURSOR_SEPARATOR}` };
+      continue;
+    }
+    const page = await listKind(core, kind, { limit: limit - locks.length, ...prefix, ...(cursor !== undefined && { cursor }) }, options.plugin);
+    locks.push(...page.locks);
+    if (page.cursor !== undefined) return { locks, cursor: `${kind}${CURSOR_SEPARATOR}${page.cursor}` };
+  }
+  return { locks };
+}
+
+/** Whether a lock of `kind` may be held under the prefix (one row, or a page that was cut short). */
+async function holdsAny(core: ServiceCore, kind: LockKind, prefix: { readonly prefix?: string }, plugin: string | undefined): Promise<boolean> {
+  const probe = await listKind(core, kind, { limit: 1, ...prefix }, plugin);
+  return probe.locks.length > 0 || probe.cursor !== undefined;
+}
+
+/** Between a kind and its backend cursor in a listing of every kind (kinds never contain it). */
+const CURSOR_SEPARATOR = ":";
+
+/** A cursor of a listing of every kind: the index of its kind among `kinds`, and that kind's backend cursor. */
+function parseCursor(text: string, kinds: readonly LockKind[]): { index: number; cursor: string | undefined } {
+  const at = text.indexOf(CURSOR_SEPARATOR);
+  const index = at < 0 ? -1 : kinds.indexOf(text.slice(0, at) as LockKind);
+  if (index < 0) throw new LockhostError("INVALID_ARGUMENT", `cursor ${JSON.stringify(text)} is not one a listing of every kind gave (pass the cursor of the previous page, with the same kind option)`);
+  const rest = text.slice(at + CURSOR_SEPARATOR.length);
+  return { index, cursor: rest === "" ? undefined : rest };
+}
+
+/** One page of the locks of one kind. */
+function listKind(core: ServiceCore, kind: LockKind, request: PageRequest, plugin: string | undefined): Promise<LockListPage> {
+  return isSharedKind(kind) ? listShared(core, kind, request, plugin) : listMutexes(core, kind, request, plugin);
+}
+
+/** A page of locks with one holder each. */
+async function listMutexes(core: ServiceCore, kind: LockKind, request: PageRequest, plugin: string | undefined): Promise<LockListPage> {
   const page = await core.backendCall(() => core.backend.list(request));
+  const mode = KINDS[kind].modes[0];
   const locks: LockListing[] = [];
   for (const { owner: _owner, ...record } of page.locks) {
-    if (options.plugin !== undefined && record.holder.plugin !== options.plugin) continue;
+    if (plugin !== undefined && record.holder.plugin !== plugin) continue;
     const nowMs = record.expiresAtMs - record.ttlRemainingMs;
-    locks.push({ ...record, ageMs: Math.max(0, nowMs - record.acquiredAtMs), waiters: core.waits.waitingOn(record.key) });
+    locks.push({ ...record, ageMs: Math.max(0, nowMs - record.acquiredAtMs), waiters: core.waits.waitingOn(waitKey(kind, record.key)), kind, mode });
   }
   return page.cursor === undefined ? { locks } : { locks, cursor: page.cursor };
 }
 
 /** A page of read/write locks or semaphores: one row per live holder of each key listed. */
-async function listShared(core: ServiceCore, kind: SharedKind, request: { readonly limit: number; readonly prefix?: string; readonly cursor?: string }, plugin: string | undefined): Promise<LockListPage> {
+async function listShared(core: ServiceCore, kind: SharedKind, request: PageRequest, plugin: string | undefined): Promise<LockListPage> {
   const page = await core.backendCall(() => core.shared(kind).list(request));
   const locks: LockListing[] = [];
   for (const record of page.records) {

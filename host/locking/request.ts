@@ -4,10 +4,10 @@
 import { LockhostError } from "../../kit/errors.js";
 import { DEFAULT_KEEPALIVE } from "./options.js";
 import { PLUGIN_NAME_PATTERN, qualify, type Scope } from "./scope.js";
-import { validateFlag, validateKey, validateOptions, validateOwner, validatePermits, validateTtl } from "./validate.js";
-import { MUTEX, type LockSpec } from "./kinds.js";
+import { validateFlag, validateKey, validateLimit, validateOptions, validateOwner, validateTtl } from "./validate.js";
+import { KINDS, limitOf, MUTEX, type LockSpec } from "../../kit/kinds.js";
 
-export type { LockSpec } from "./kinds.js";
+export type { LockSpec } from "../../kit/kinds.js";
 
 /** Options of one acquisition. */
 export interface TryLockOptions {
@@ -82,7 +82,8 @@ export function checkRequest(key: string, options: TryLockOptions, spec: LockSpe
   if (plugin !== "host" && (scope === "global" || plugin !== scope.plugin)) checkPlugin(plugin);
   const keepalive = validateFlag(options.keepalive, "keepalive") ?? DEFAULT_KEEPALIVE;
   const owner = options.owner === undefined ? undefined : validateOwner(options.owner);
-  if (spec.kind === "semaphore") validatePermits(spec.permits);
+  const rule = KINDS[spec.kind].limit;
+  if (rule !== null) validateLimit(limitOf(spec), rule);
   return { name: qualify(key, scope), key, scope, ttlMs, plugin, keepalive, owner, spec } as CheckedRequest;
 }
 

@@ -33,6 +33,18 @@ export function qualify(key: string, scope: Scope): string {
 }
 
 /**
+ * The full name of the same key in the other scope: "global:k" for a plugin's "p:k", and "p:k"
+ * for "global:p:k" (a global key that reads as a plugin's name). Undefined when there is none:
+ * a global key without ':' is no plugin's.
+ */
+export function otherScopeName(name: string): string | undefined {
+  const global = qualify("", "global");
+  if (!name.startsWith(global)) return `${global}${name}`;
+  const rest = name.slice(global.length);
+  return rest.includes(":") ? rest : undefined;
+}
+
+/**
  * A matcher for the global keys a plugin may use. Patterns are literal except `*`, which
  * matches any run of characters (including none and including ':' and '/').
  */

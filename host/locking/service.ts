@@ -19,18 +19,20 @@ import { checkRequest, type CheckedRequest, type TryLockOptions } from "./reques
 import { restore, type RestoreOptions } from "./restore.js";
 import { qualify } from "./scope.js";
 import { statsOf, type LockStats } from "./stats.js";
-import { forceRelease, nameOfKey, status, type LockRefOptions, type LockStatus } from "./status.js";
+import { forceRelease, nameOfKey, status, type LockRefOptions, type LockStatus, type StatusOptions } from "./status.js";
+import { heldElsewhere, type LockRef } from "./elsewhere.js";
 import { list, type ListOptions, type LockListPage } from "./list.js";
-import { forceReleaseShared, sharedStatus, validateKind, type SharedLockStatus } from "./shared-status.js";
-import { kindName, MUTEX, READ, WRITE, type LockSpec } from "./kinds.js";
-import type { SharedKind } from "../../kit/shared.js";
+import { forceReleaseShared, sharedStatus, type SharedLockStatus } from "./shared-status.js";
+import { kindName, MUTEX, permitSpec, READ, WRITE, type LockSpec } from "./kinds.js";
+import { checkKind, LOCK_KINDS, SHARED_KINDS, type LockKind, type SharedKind } from "../../kit/kinds.js";
 import { LOCK_EVENT_TYPES, type LockEventListener, type LockEventType } from "./events.js";
 import { validateFlag, validateFunction, validateName, validateOptions, validateSignal, validateTtl, validateWaitMs } from "./validate.js";
 
 export type { AcquireOptions } from "./acquire.js";
 export type { CheckedRequest, TryLockOptions } from "./request.js";
 export type { RestoreOptions } from "./restore.js";
-export type { LockRefOptions, LockStatus } from "./status.js";
+export type { LockRefOptions, LockStatus, StatusOptions } from "./status.js";
+export type { LockRef } from "./elsewhere.js";
 export type { ReleaseOptions, ReleaseOutcome } from "./release-result.js";
 export type { ListOptions, LockListing, LockListPage } from "./list.js";
 export type { LockEvent, LockEventListener, LockEventType } from "./events.js";
@@ -67,8 +69,8 @@ export interface PermitOptions extends TryLockOptions {
 }
 
 /** The spec of a permit (its number checked with the rest of the request). */
-function permitSpec(options: { readonly permits?: unknown } | undefined): LockSpec {
-  return { kind: "semaphore", permits: (options as { permits?: number } | undefined)?.permits as number };
+function permitSpecOf(options: { readonly permits?: unknown } | undefined): LockSpec {
+  return permitSpec((options as { permits?: number } | undefined)?.permits as number);
 }
 
 /** Validated, scoped locking over one backend, shared by every guest of a host. */
@@ -224,17 +226,17 @@ export class LockService {
    * until the last of them lets go.
    */
   tryPermit(key: string, options: PermitOptions): Promise<Lease | null> {
-    return this.#try(key, options, permitSpec(options));
+    return this.#try(key, options, permitSpecOf(options));
   }
 
   /** tryPermit, waiting up to `options.waitMs` for a permit. */
   acquirePermit(key: string, options: AcquireOptions & PermitOptions): Promise<Lease> {
-    return this.#acquire(key, options, permitSpec(options));
+    return this.#acquire(key, options, permitSpecOf(options));
   }
 
   /** withLock holding a permit of the semaphore `key`. */
   withPermit<T>(key: string, fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T, options: WithLockOptions & PermitOptions): Promise<T> {
-    return this.#with(key, fn, options, permitSpec(options));
+    return this.#with(key, fn, options, permitSpecOf(options));
   }
 
   /**
@@ -268,22 +270,22 @@ export class LockService {
 
   /** The holders (owner tokens left out) and writer queue of a read/write lock or semaphore on `key` in `options.scope`; null when it has neither. */
   sharedStatus(kind: SharedKind, key: string, options?: LockRefOptions): Promise<SharedLockStatus | null> {
-    return this.#defer(() => sharedStatus(this.#core, validateKind(kind), nameOfKey(key, options, "sharedStatus")));
+    return this.#defer(() => sharedStatus(this.#core, checkKind(kind, SHARED_KINDS), nameOfKey(key, options, "sharedStatus")));
   }
 
   /** sharedStatus for the fully qualified `name`. */
   sharedStatusByName(kind: SharedKind, name: string): Promise<SharedLockStatus | null> {
-    return this.#defer(() => sharedStatus(this.#core, validateKind(kind), validateName(name)));
+    return this.#defer(() => sharedStatus(this.#core, checkKind(kind, SHARED_KINDS), validateName(name)));
   }
 
   /** Removes every holder of a read/write lock or semaphore (an operator action); this service's leases on it are lost at once. Resolves to how many held it. */
   forceReleaseShared(kind: SharedKind, key: string, options?: LockRefOptions): Promise<number> {
-    return this.#defer(() => forceReleaseShared(this.#core, validateKind(kind), nameOfKey(key, options, "forceReleaseShared")));
+    return this.#defer(() => forceReleaseShared(this.#core, checkKind(kind, SHARED_KINDS), nameOfKey(key, options, "forceReleaseShared")));
   }
 
   /** forceReleaseShared for the fully qualified `name`. */
   forceReleaseSharedByName(kind: SharedKind, name: string): Promise<number> {
-    return this.#defer(() => forceReleaseShared(this.#core, validateKind(kind), validateName(name)));
+    return this.#defer(() => forceReleaseShared(this.#core, checkKind(kind, SHARED_KINDS), validateName(name)));
   }
 
   /** Every try of every kind. Not async: the lock path is measured in microseconds, and one more frame is one more microtask. */
@@ -395,8 +397,10 @@ export class LockService {
   }
 
   /**
-   * One page of the locks held now on the backend, by any host: fully qualified names, holder,
-   * fence, age, remaining lease, and this host's waiters; owner tokens are not listed.
+   * One page of the locks held now on the backend, by any host, of every kind the backend serves
+   * (or of `options.kind`): fully qualified names, kind and mode (a row per holder of a
+   * read/write lock or semaphore), holder, fence, age, remaining lease, and this host's waiters;
+   * owner tokens are not listed.
    * @throws LockhostError INVALID_ARGUMENT (a bad limit or cursor), BACKEND_UNAVAILABLE, CLOSED.
    */
   list(options?: ListOptions): Promise<LockListPage> {
@@ -428,15 +432,29 @@ export class LockService {
   /**
    * Who holds `key` in `options.scope` (default "global"): the same key and scope tryLock
    * takes. A key starting with "global:" with no scope given is refused (INVALID_ARGUMENT): it
-   * is a full name, for statusByName (or give `scope: "global"` for such a key).
+   * is a full name, for statusByName (or give `scope: "global"` for such a key). When nobody
+   * holds it, `heldElsewhere` lists the locks of that key held in the other scope or of
+   * another kind, if any (unless `options.elsewhere` is false).
    */
-  async status(key: string, options?: LockRefOptions): Promise<LockStatus> {
-    return status(this.#core, nameOfKey(key, options, "status"));
+  async status(key: string, options?: LockRefOptions & StatusOptions): Promise<LockStatus> {
+    return status(this.#core, nameOfKey(key, options, "status"), checkStatusOptions(options));
   }
 
-  /** Who holds the lock with the fully qualified `name` (as logs and `lockhost status` show it, e.g. "global:a"). */
-  async statusByName(name: string): Promise<LockStatus> {
-    return status(this.#core, validateName(name));
+  /** Who holds the lock with the fully qualified `name` (as logs and `lockhost status` show it, e.g. "global:a"), as status. */
+  async statusByName(name: string, options?: StatusOptions): Promise<LockStatus> {
+    return status(this.#core, validateName(name), checkStatusOptions(validateOptions(options, "options")));
+  }
+
+  /**
+   * The locks held now that share the fully qualified `name`'s key but not its scope or `kind`
+   * (default: the mutex): the same key in the other scope ("global:k" for "p:k", and back), and
+   * the other kinds of both names. What status adds as `heldElsewhere` for a free lock.
+   */
+  heldElsewhere(name: string, kind: LockKind = MUTEX.kind): Promise<readonly LockRef[]> {
+    return this.#defer(() => {
+      this.#core.checkOpen();
+      return heldElsewhere(this.#core, validateName(name), checkKind(kind, LOCK_KINDS));
+    });
   }
 
   /**
@@ -494,6 +512,12 @@ export class LockService {
     }
     return close(this.#core, options.closeBackend ?? true);
   }
+}
+
+/** The status options, checked (INVALID_ARGUMENT naming a bad `elsewhere`). */
+function checkStatusOptions(options: StatusOptions | undefined): StatusOptions | undefined {
+  validateFlag(options?.elsewhere, "elsewhere");
+  return options;
 }
 
 /** Throws INVALID_ARGUMENT unless `lease` is a Lease (the calls that take one). */

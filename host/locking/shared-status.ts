@@ -2,7 +2,8 @@
 // force-release. The mutex's is status.ts; these take the kind beside the name.
 import { LockhostError } from "../../kit/errors.js";
 import type { Holder } from "../../kit/backend.js";
-import type { SharedKind, SharedMode } from "../../kit/shared.js";
+import type { SharedMode } from "../../kit/shared.js";
+import type { SharedKind } from "../../kit/kinds.js";
 import type { ServiceCore } from "./core.js";
 import { kindName, waitKey } from "./kinds.js";
 import { validateName } from "./validate.js";
@@ -30,12 +31,6 @@ export interface SharedLockStatus {
   readonly holders: readonly SharedHolderStatus[];
   /** Writers waiting in the queue (read/write locks). */
   readonly queued: number;
-}
-
-/** Checks a kind argument: INVALID_ARGUMENT naming it unless "rw" or "semaphore". */
-export function validateKind(kind: unknown, argName = "kind"): SharedKind {
-  if (kind !== "rw" && kind !== "semaphore") throw new LockhostError("INVALID_ARGUMENT", `${argName} must be "rw" or "semaphore", got ${String(kind)}`);
-  return kind;
 }
 
 /** The holders and queue of the `kind` lock `name`, or null when it has neither (see LockService.sharedStatusByName). */

@@ -4,6 +4,8 @@
 import { LockhostError } from "../../kit/errors.js";
 import type { LockRecord } from "../../kit/backend.js";
 import type { ServiceCore } from "./core.js";
+import { MUTEX } from "../../kit/kinds.js";
+import { heldElsewhere, type LockRef } from "./elsewhere.js";
 import { scopeOf } from "./request.js";
 import { qualify, type Scope } from "./scope.js";
 import { validateKey, validateName, validateOptions } from "./validate.js";
@@ -12,6 +14,16 @@ import { validateKey, validateName, validateOptions } from "./validate.js";
 export interface LockRefOptions {
   /** Where the key lives (default "global"), as in tryLock. */
   readonly scope?: Scope;
+}
+
+/** Options of status. */
+export interface StatusOptions {
+  /**
+   * When the lock is free, look for locks of its key held in the other scope or of another kind
+   * (`heldElsewhere`; default true). Up to five more backend reads: callers that only want
+   * `held` turn it off.
+   */
+  readonly elsewhere?: boolean;
 }
 
 /**
@@ -34,15 +46,22 @@ export function nameOfKey(key: unknown, options: LockRefOptions | undefined, met
 
 /** The status of a lock name, as the CLI and the host API show it. */
 export type LockStatus =
-  | { readonly key: string; readonly held: false }
+  | {
+      readonly key: string;
+      readonly held: false;
+      /** Present when locks of the same key are held in the other scope or of another kind (see heldElsewhere). */
+      readonly heldElsewhere?: readonly LockRef[];
+    }
   | ({ readonly held: true } & LockRecord);
 
 /** Who holds the lock `name` (see LockService.statusByName). */
-export async function status(core: ServiceCore, name: string): Promise<LockStatus> {
+export async function status(core: ServiceCore, name: string, options?: StatusOptions): Promise<LockStatus> {
   core.checkOpen();
   validateName(name);
   const record = await core.backendCall(() => core.backend.status(name));
-  return record ? { held: true, ...record } : { key: name, held: false };
+  if (record) return { held: true, ...record };
+  const elsewhere = options?.elsewhere === false ? [] : await heldElsewhere(core, name, MUTEX.kind);
+  return elsewhere.length > 0 ? { key: name, held: false, heldElsewhere: elsewhere } : { key: name, held: false };
 }
 
 /** Deletes the lock `name` whoever holds it; a lease of this service on it is lost at once (see LockService.forceReleaseByName). */
@@ -58,7 +77,7 @@ export async function forceRelease(core: ServiceCore, name: string): Promise<boo
   }
   if (core.events.wants("force-released")) core.events.emit({ type: "force-released", name, found: released, atMs: Date.now() });
   for (const lease of core.held.values()) {
-    if (lease.kind === "mutex" && lease.name === name) {
+    if (lease.kind === MUTEX.kind && lease.name === name) {
       core.markLost(lease, new LockhostError("LOST", `lock ${name} (fence ${lease.fence}) was lost: it was force-released by an operator`));
     }
   }

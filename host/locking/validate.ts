@@ -1,6 +1,6 @@
 // Input checks shared by the host API and the guest ABI, so both reject the same inputs with
 // the same codes and messages.
-import { MAX_PERMITS } from "../../kit/shared.js";
+import type { LimitRule } from "../../kit/kinds.js";
 import { MAX_KEY_BYTES, MAX_TTL_MS, MAX_WAIT_MS } from "../../abi/status.js";
 import { LockhostError } from "../../kit/errors.js";
 import { MAX_SCOPE_PREFIX_BYTES } from "./scope.js";
@@ -132,10 +132,13 @@ export function validateFunction(fn: unknown, argName: string): void {
   if (typeof fn !== "function") throw new LockhostError("INVALID_ARGUMENT", `${argName} must be a function, got ${typeof fn}`);
 }
 
-/** A semaphore's permits: an integer from 1 to MAX_PERMITS, else INVALID_ARGUMENT naming `argName`. */
-export function validatePermits(permits: unknown, argName = "permits"): number {
-  if (typeof permits !== "number" || !Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS) {
-    throw new LockhostError("INVALID_ARGUMENT", `${argName} must be an integer from 1 to ${MAX_PERMITS}, got ${String(permits)}`);
+/**
+ * A limit under its kind's rule (a semaphore's permits: an integer from 1 to MAX_PERMITS), else
+ * INVALID_ARGUMENT naming the rule's field.
+ */
+export function validateLimit(limit: unknown, rule: LimitRule): number {
+  if (typeof limit !== "number" || !Number.isInteger(limit) || limit < rule.min || limit > rule.max) {
+    throw new LockhostError("INVALID_ARGUMENT", `${rule.field} must be an integer from ${rule.min} to ${rule.max}, got ${String(limit)}`);
   }
-  return permits;
+  return limit;
 }

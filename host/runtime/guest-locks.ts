@@ -4,14 +4,14 @@
 // permissions, turns every failure into (-code, message), does auto-release, and tells the
 // runtime when a lock the guest holds is lost (so it can call the guest's lockhost_on_lost).
 import type { Logger } from "pino";
-import { FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, FLAG_RW, FLAG_SEMAPHORE, STATE_HELD, STATE_LOST, STATE_RELEASED, TRY_CONTENDED } from "../../abi/status.js";
+import { FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, STATE_HELD, STATE_LOST, STATE_RELEASED, TRY_CONTENDED } from "../../abi/status.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { Lease } from "../locking/lease.js";
 import { qualify, type Scope } from "../locking/scope.js";
 import { checkRequest, type CheckedRequest } from "../locking/request.js";
 import type { LockService, SharedLockStatus } from "../locking/service.js";
 import { kindName, MUTEX, type LockSpec } from "../locking/kinds.js";
-import type { SharedKind } from "../../kit/shared.js";
+import { KINDS, SHARED_KINDS, type SharedKind } from "../../kit/kinds.js";
 import { validateTtl, validateWaitMs } from "../locking/validate.js";
 import { stateOf } from "./abi-args.js";
 import { HandleTable } from "./handle-table.js";
@@ -322,7 +322,8 @@ export class GuestLocks {
       const scope = this.#scopeOf(key, flags);
       const kind = sharedKindOfFlags(flags);
       if (kind !== undefined) return textReply(sharedStatusJson(key, kind, await this.#service.sharedStatusByName(kind, qualify(key, scope))));
-      const s = await this.#service.statusByName(qualify(key, scope));
+      // A guest reads `held`; the operator's hint of locks held elsewhere would cost it five more reads.
+      const s = await this.#service.statusByName(qualify(key, scope), { elsewhere: false });
       const json = JSON.stringify(
         s.held
           ? {
@@ -492,12 +493,11 @@ const noop = (): void => undefined;
 
 const heldLock = (handle: number, lease: Lease): HeldLock => ({ handle, name: lease.name, kind: lease.kind, fence: lease.fence });
 
-/** The kind a status call's flags ask for: undefined for the mutex; both flags at once is INVALID_ARGUMENT. */
+/** The kind a status call's flags ask for (each kind's status flag): undefined for the mutex; two at once is INVALID_ARGUMENT. */
 function sharedKindOfFlags(flags: number): SharedKind | undefined {
-  const rw = (flags & FLAG_RW) !== 0;
-  const semaphore = (flags & FLAG_SEMAPHORE) !== 0;
-  if (rw && semaphore) throw new LockhostError("INVALID_ARGUMENT", "flags may hold FLAG_RW or FLAG_SEMAPHORE, not both");
-  return rw ? "rw" : semaphore ? "semaphore" : undefined;
+  const asked = SHARED_KINDS.filter((kind) => (flags & KINDS[kind].statusFlag) !== 0);
+  if (asked.length > 1) throw new LockhostError("INVALID_ARGUMENT", `flags may hold ${SHARED_KINDS.map((kind) => KINDS[kind].statusFlagName).join(" or ")}, not ${asked.length === 2 ? "both" : "several"}`);
+  return asked[0];
 }
 
 /** The status JSON of a read/write lock or semaphore, in the ABI's snake_case. */
@@ -520,5 +520,5 @@ const textReply = (json: string): AbiReply => ({ result: Buffer.byteLength(json)
 /** What last_error says after a contended lock.try: the full lock name the guest could not take. */
 function contendedNote(key: string, flags: number, plugin: string, spec: LockSpec): string {
   const name = qualify(key, (flags & FLAG_GLOBAL) !== 0 ? "global" : { plugin });
-  return `CONTENDED: ${spec.kind === "mutex" ? `lock ${name}` : kindName(spec.kind, name)} is held by another owner`;
+  return `CONTENDED: ${KINDS[spec.kind].isDefault ? `lock ${name}` : kindName(spec.kind, name)} is held by another owner`;
 }

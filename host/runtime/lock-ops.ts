@@ -8,7 +8,7 @@ import { checkFlags, decodeUtf8 } from "./abi-args.js";
 import type { AbiReply, GuestLocks } from "./guest-locks.js";
 import type { CallContext } from "./call-context.js";
 import type { GuestCapabilities } from "./capabilities/guest-capabilities.js";
-import { READ, WRITE } from "../locking/kinds.js";
+import { permitSpec, READ, WRITE } from "../locking/kinds.js";
 
 /** The field an argument kind is decoded into. */
 interface Fields {
@@ -76,8 +76,8 @@ const IMPLEMENTATIONS: {
   try_write: ({ locks }, a) => locks.try(a.key, a.ttlMs, a.flags, WRITE),
   acquire_read: ({ locks }, a, ctx) => locks.acquire(a.key, a.ttlMs, a.waitMs, a.flags, ctx.waitLimit(), READ),
   acquire_write: ({ locks }, a, ctx) => locks.acquire(a.key, a.ttlMs, a.waitMs, a.flags, ctx.waitLimit(), WRITE),
-  try_permit: ({ locks }, a) => locks.try(a.key, a.ttlMs, a.flags, { kind: "semaphore", permits: a.permits }),
-  acquire_permit: ({ locks }, a, ctx) => locks.acquire(a.key, a.ttlMs, a.waitMs, a.flags, ctx.waitLimit(), { kind: "semaphore", permits: a.permits }),
+  try_permit: ({ locks }, a) => locks.try(a.key, a.ttlMs, a.flags, permitSpec(a.permits)),
+  acquire_permit: ({ locks }, a, ctx) => locks.acquire(a.key, a.ttlMs, a.waitMs, a.flags, ctx.waitLimit(), permitSpec(a.permits)),
   request: ({ caps }, a, ctx) => caps.http(a.request, a.body, a.handle, a.flags, ctx),
   "<function>": ({ caps }, a, ctx) => caps.call(ctx.fn ?? -1, a.input, ctx),
 };

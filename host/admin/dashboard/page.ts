@@ -32,7 +32,7 @@ export const PAGE_HTML = `<!doctype html>
   <section class="panel wide">
     <h2>Held locks <span class="muted" id="locks-note"></span></h2>
     <div class="filters"><input id="filter" placeholder="name prefix, e.g. billing:" autocomplete="off"></div>
-    <table id="locks"><thead><tr><th>lock</th><th>holder</th><th>fence</th><th>age</th><th>TTL left</th><th>waiters</th><th></th></tr></thead><tbody></tbody></table>
+    <table id="locks"><thead><tr><th>lock</th><th>kind</th><th>holder</th><th>fence</th><th>age</th><th>TTL left</th><th>waiters</th><th></th></tr></thead><tbody></tbody></table>
     <div id="message" class="message" role="status"></div>
   </section>
   <section class="panel"><h2>Acquisitions per second <span class="muted">last 5 min</span></h2><canvas id="plot-acq" height="140"></canvas></section>
@@ -119,11 +119,14 @@ async function refreshLocks() {
   tbody.replaceChildren();
   const now = new Set();
   for (const l of page.locks) {
-    now.add(l.key + "#" + l.fence);
+    const id = l.kind + "#" + l.key + "#" + l.fence;
+    now.add(id);
     const r = tbody.insertRow();
-    if (!known.has(l.key + "#" + l.fence)) r.className = "fresh";
+    if (!known.has(id)) r.className = "fresh";
     r.dataset.lock = l.key;
+    r.dataset.kind = l.kind;
     cell(r, l.key, "name");
+    cell(r, l.kind, "kind");
     cell(r, l.holder.plugin + " @ " + l.holder.node);
     cell(r, String(l.fence));
     cell(r, fmtMs(l.ageMs));
@@ -132,18 +135,19 @@ async function refreshLocks() {
     fill.style.width = pct + "%"; if (pct < 25) fill.style.background = "var(--warn)"; bar.appendChild(fill);
     bar.title = fmtMs(l.ttlRemainingMs) + " of " + fmtMs(l.ttlMs); ttl.appendChild(bar);
     cell(r, String(l.waiters));
-    const b = document.createElement("button"); b.textContent = "force-release"; b.onclick = () => forceRelease(l.key);
+    const b = document.createElement("button"); b.textContent = "force-release"; b.onclick = () => forceRelease(l.key, l.kind);
     r.insertCell().appendChild(b);
   }
   known = now;
-  if (page.locks.length === 0) empty(tbody, 7, prefix ? "no lock held under this prefix" : "no lock held");
+  if (page.locks.length === 0) empty(tbody, 8, prefix ? "no lock held under this prefix" : "no lock held");
   $("locks-note").textContent = page.cursor ? "(first 200 shown)" : "";
 }
 
-async function forceRelease(name) {
+// The kind goes along: each kind has its own names, so the row's lock is released and no other.
+async function forceRelease(name, kind) {
   const headers = {};
   if (tokenInput.value) headers.authorization = "Bearer " + tokenInput.value;
-  const res = await fetch("/locks/" + encodeURIComponent(name) + "/force-release", { method: "POST", headers });
+  const res = await fetch("/locks/" + encodeURIComponent(name) + "/force-release?kind=" + encodeURIComponent(kind), { method: "POST", headers });
   const body = await res.json().catch(() => ({}));
   $("message").textContent = res.ok
     ? (body.released ? "force-released " + name : name + " was not held")

@@ -1,0 +1,169 @@
+// The lock kinds, one row each: everything the layers above need to know about a kind lives in
+// its row (how messages name it, its modes, its limit rule, its ABI status flag and operations),
+// so no other file names a kind. Tables keyed by LockKind elsewhere fail to compile until a new
+// row has their entry; code that branches on a kind asks the row instead of comparing names.
+import type { OpName } from "../abi/ops.js";
+import { FLAG_RW, FLAG_SEMAPHORE } from "../abi/status.js";
+import { LockhostError } from "./errors.js";
+import { MAX_PERMITS, type SharedMode } from "./shared.js";
+
+/** A kind's limit rule: the request field that carries it and the range a caller may name. */
+export interface LimitRule {
+  /** The request field: a semaphore's `permits`. */
+  readonly field: "permits";
+  readonly min: number;
+  readonly max: number;
+}
+
+/** One kind's row. */
+export interface KindRow {
+  /** How messages name the kind: "read/write lock global:a is held". */
+  readonly label: string;
+  /** The label's plural: "backend acme has no read/write locks". */
+  readonly plural: string;
+  /**
+   * Whether it is the kind of an acquisition that names none (the mutex). Its lock names stand
+   * alone, in messages and wait queues, as they did before there were other kinds; the others'
+   * carry their kind.
+   */
+  readonly isDefault: boolean;
+  /** The modes a holder takes it in; the first is the mode of a spec that names none. */
+  readonly modes: readonly [SharedMode, ...SharedMode[]];
+  /** What a holder in each mode is called (lists and status: "writer", "permit"). */
+  readonly roles: Partial<Record<SharedMode, string>>;
+  /** The limit a request names (a semaphore's permits), or null when the kind takes none. */
+  readonly limit: LimitRule | null;
+  /**
+   * Whether the backend serves it through LockBackend.shared(kind) (several holders, a queue of
+   * exclusive waiters), rather than through LockBackend's own steps.
+   */
+  readonly shared: boolean;
+  /** Whether a waiting exclusive acquirer keeps a place in the key's queue (writer preference). */
+  readonly queuesExclusive: boolean;
+  /** The `lock.status` flag that asks for this kind (abi/status.ts); 0 for the default, the mutex. */
+  readonly statusFlag: number;
+  /** The flag's name in abi/status.ts, for messages. */
+  readonly statusFlagName: string;
+  /** The ABI operations that take it, per mode (abi/ops.ts). */
+  readonly ops: Partial<Record<SharedMode, { readonly try: OpName; readonly acquire: OpName }>>;
+}
+
+/** Every lock kind. The order is the order listings go through them. */
+export const KINDS = Object.freeze({
+  mutex: {
+    label: "mutex",
+    plural: "mutexes",
+    isDefault: true,
+    modes: ["exclusive"],
+    roles: { exclusive: "holder" },
+    limit: null,
+    shared: false,
+    queuesExclusive: false,
+    statusFlag: 0,
+    statusFlagName: "",
+    ops: { exclusive: { try: "try", acquire: "acquire" } },
+  },
+  rw: {
+    label: "read/write lock",
+    plural: "read/write locks",
+    isDefault: false,
+    modes: ["shared", "exclusive"],
+    roles: { shared: "reader", exclusive: "writer" },
+    limit: null,
+    shared: true,
+    queuesExclusive: true,
+    statusFlag: FLAG_RW,
+    statusFlagName: "FLAG_RW",
+    ops: { shared: { try: "try_read", acquire: "acquire_read" }, exclusive: { try: "try_write", acquire: "acquire_write" } },
+  },
+  semaphore: {
+    label: "semaphore",
+    plural: "semaphores",
+    isDefault: false,
+    modes: ["shared"],
+    roles: { shared: "permit" },
+    limit: { field: "permits", min: 1, max: MAX_PERMITS },
+    shared: true,
+    queuesExclusive: false,
+    statusFlag: FLAG_SEMAPHORE,
+    statusFlagName: "FLAG_SEMAPHORE",
+    ops: { shared: { try: "try_permit", acquire: "acquire_permit" } },
+  },
+} as const satisfies Record<string, KindRow>);
+
+/** What a lease holds: a mutex, a read/write lock or a semaphore permit. */
+export type LockKind = keyof typeof KINDS;
+
+/** The kinds a backend serves through LockBackend.shared: several holders of one key. */
+export type SharedKind = { [K in LockKind]: (typeof KINDS)[K]["shared"] extends true ? K : never }[LockKind];
+
+/** Every kind, in table order. */
+export const LOCK_KINDS: readonly LockKind[] = Object.freeze(Object.keys(KINDS) as LockKind[]);
+
+/** The kinds served through LockBackend.shared, in table order. */
+export const SHARED_KINDS: readonly SharedKind[] = Object.freeze(LOCK_KINDS.filter(isSharedKind));
+
+/** The row of `kind`. */
+export function kindRow(kind: LockKind): KindRow {
+  return KINDS[kind];
+}
+
+/** Whether `kind` is served through LockBackend.shared. */
+export function isSharedKind(kind: LockKind): kind is SharedKind {
+  return KINDS[kind].shared;
+}
+
+/** Whether `value` names a kind of `among` (a string that is a row's key, not an inherited property). */
+export function isKindOf<K extends LockKind>(value: unknown, among: readonly K[]): value is K {
+  return typeof value === "string" && (among as readonly string[]).includes(value);
+}
+
+/**
+ * `value` as one of the kinds `among`, else INVALID_ARGUMENT naming `argName` and the kinds it
+ * may be: the one validity check of a kind argument (API options, CLI flags, admin queries).
+ */
+export function checkKind<K extends LockKind>(value: unknown, among: readonly K[], argName = "kind"): K {
+  if (isKindOf(value, among)) return value;
+  const shown = typeof value === "string" ? JSON.stringify(value) : String(value);
+  throw new LockhostError("INVALID_ARGUMENT", `${argName} must be ${kindChoices(among)}, got ${shown}`);
+}
+
+/** The kinds `among` as prose: "rw or semaphore", "mutex, rw or semaphore". */
+export function kindChoices(among: readonly LockKind[]): string {
+  return among.length < 2 ? among.join("") : `${among.slice(0, -1).join(", ")} or ${among.at(-1)!}`;
+}
+
+type Row<K extends LockKind> = (typeof KINDS)[K];
+/** A kind with one mode takes it implicitly; one with several names it. */
+type ModeField<K extends LockKind> = Row<K>["modes"]["length"] extends 1 ? unknown : { readonly mode: Row<K>["modes"][number] };
+/** A kind with a limit rule carries its limit in the rule's field. */
+type LimitField<K extends LockKind> = Row<K>["limit"] extends { readonly field: infer F extends string } ? { readonly [P in F]: number } : unknown;
+
+/** How an acquisition takes its key: the kind, and the mode and limit its row asks for. */
+export type LockSpec = { [K in LockKind]: { readonly kind: K } & ModeField<K> & LimitField<K> }[LockKind];
+
+/** A mutex: the default of every acquisition. */
+export const MUTEX: LockSpec = Object.freeze({ kind: "mutex" });
+/** A read lock and a write lock. */
+export const READ: LockSpec = Object.freeze({ kind: "rw", mode: "shared" });
+export const WRITE: LockSpec = Object.freeze({ kind: "rw", mode: "exclusive" });
+
+/** A permit of a semaphore with `permits` permits (checked with the rest of the request). */
+export function permitSpec(permits: number): LockSpec {
+  return { kind: "semaphore", permits };
+}
+
+/** The mode a spec takes its key in: the one it names, else its kind's only mode. */
+export function modeOf(spec: LockSpec): SharedMode {
+  return "mode" in spec ? spec.mode : KINDS[spec.kind].modes[0];
+}
+
+/** The limit a spec names under its kind's limit rule; 0 for a kind without one. */
+export function limitOf(spec: LockSpec): number {
+  return "permits" in spec ? spec.permits : 0;
+}
+
+/** What a holder of `kind` in `mode` is called: "writer", "permit" (the mode itself if the row names none). */
+export function roleOf(kind: LockKind, mode: SharedMode): string {
+  return kindRow(kind).roles[mode] ?? mode;
+}

@@ -1,0 +1,61 @@
+// The kind table (kit/kinds.ts) against the tables it names: every ABI operation that takes a
+// lock belongs to exactly one kind and mode, every status flag is the lock.status operation's,
+// and the one validity check of a kind argument says what it may be.
+import { describe, expect, it } from "vitest";
+import { OPS } from "../abi/ops.js";
+import * as S from "../abi/status.js";
+import { checkKind, KINDS, LOCK_KINDS, limitOf, modeOf, MUTEX, permitSpec, READ, roleOf, SHARED_KINDS, WRITE } from "../kit/kinds.js";
+import { MAX_PERMITS } from "../kit/shared.js";
+import { isCode } from "../kit/errors.js";
+
+describe("the kind table", () => {
+  it("names each lock-taking ABI operation under exactly one kind and mode", () => {
+    const named = LOCK_KINDS.flatMap((kind) => Object.values(KINDS[kind].ops).flatMap((o) => [o.try, o.acquire]));
+    expect(new Set(named).size).toBe(named.length);
+    const taking = OPS.filter((op) => op.module === "lock" && /^(try|acquire)(_|$)/.test(op.name)).map((op) => op.name);
+    expect([...named].sort()).toEqual([...taking].sort());
+  });
+
+  it("offers every mode it lists, and has an ABI operation pair for each", () => {
+    for (const kind of LOCK_KINDS) {
+      const row = KINDS[kind];
+      expect(Object.keys(row.ops).sort()).toEqual([...row.modes].sort());
+      for (const mode of row.modes) expect(roleOf(kind, mode)).not.toBe(mode);
+    }
+  });
+
+  it("gives each kind but the default a distinct lock.status flag, named as abi/status.ts names it", () => {
+    const status = OPS.find((op) => op.name === "status")!;
+    expect(LOCK_KINDS.filter((kind) => KINDS[kind].isDefault)).toEqual([MUTEX.kind]);
+    const flags = SHARED_KINDS.map((kind) => KINDS[kind].statusFlag);
+    expect(new Set(flags).size).toBe(flags.length);
+    for (const kind of SHARED_KINDS) {
+      const row = KINDS[kind];
+      expect(row.statusFlag & status.flags).toBe(row.statusFlag);
+      expect((S as Record<string, unknown>)[row.statusFlagName]).toBe(row.statusFlag);
+    }
+    expect(KINDS[MUTEX.kind].statusFlag).toBe(0);
+  });
+
+  it("derives each spec's mode and limit from its row", () => {
+    expect([modeOf(MUTEX), modeOf(READ), modeOf(WRITE), modeOf(permitSpec(3))]).toEqual(["exclusive", "shared", "exclusive", "shared"]);
+    expect([limitOf(MUTEX), limitOf(READ), limitOf(permitSpec(3))]).toEqual([0, 0, 3]);
+    expect(KINDS[permitSpec(1).kind].limit).toEqual({ field: "permits", min: 1, max: MAX_PERMITS });
+  });
+
+  it("checks a kind argument in one place, naming the kinds it may be", () => {
+    expect(checkKind("rw", SHARED_KINDS)).toBe("rw");
+    expect(checkKind("mutex", LOCK_KINDS)).toBe("mutex");
+    for (const bad of ["mutex", "toString", "", 3, undefined]) {
+      let err: unknown;
+      try {
+        checkKind(bad, SHARED_KINDS, "--kind");
+      } catch (e) {
+        err = e;
+      }
+      expect(isCode(err, "INVALID_ARGUMENT")).toBe(true);
+      expect((err as Error).message).toMatch(/^--kind must be rw or semaphore, got /);
+    }
+    expect(() => checkKind("lock", LOCK_KINDS)).toThrow('kind must be mutex, rw or semaphore, got "lock"');
+  });
+});

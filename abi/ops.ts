@@ -351,10 +351,10 @@ export const OPS = [
     args: ["input", "out"],
     result: "i32",
     flags: 0,
-    codes: ["CALL_FAILED", "TIMEOUT", "TOO_LARGE", "CANCELLED", "INVALID_ARGUMENT", "PERMISSION_DENIED"],
+    codes: ["CALL_FAILED", "TOO_LARGE", "CANCELLED", "INVALID_ARGUMENT", "PERMISSION_DENIED"],
     runtimes: RUNTIMES,
     keepsReply: true,
-    doc: "a function the embedder registered under a namespace the plugin's `functions` grants: bytes in, bytes out. Length of its reply, written into the buffer when it fits (else read it with `lockhost.last_reply`), or `-code`: what the function threw (a LockhostError's own code, else `CALL_FAILED`), `TIMEOUT` past the call's time limit, `CANCELLED` at shutdown, `TOO_LARGE` for a reply over `MAX_REPLY_BYTES`.",
+    doc: "a function the embedder registered under a namespace the plugin's `functions` grants: bytes in, bytes out. Length of its reply, written into the buffer when it fits (else read it with `lockhost.last_reply`), or `-code`: what the function threw (a LockhostError's own code, else `CALL_FAILED`), `CANCELLED` at shutdown, `TOO_LARGE` for a reply over `MAX_REPLY_BYTES`. A function still running at the call's time limit (worker runtime) ends the call as a spinning guest does (the host restarts the guest).",
     brief: "length of the function's reply, or `-code`",
   },
 ] as const satisfies readonly OpSpec[];

@@ -21,7 +21,7 @@ export async function httpBench(): Promise<void> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   const grant = {
-    allowedHosts: ["127.0.0.1"],
+    allowedHosts: ["127.0.0.1:*"],
     methods: ["GET"],
     timeoutMs: 10_000,
     maxRequestBytes: 1024,

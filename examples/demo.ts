@@ -1,13 +1,14 @@
 // `npm start`: the example ledger service (a resource that refuses stale fences, through
 // lockhost/fence) and, in the same process, `lockhost run --config lockhost.toml --local-nodes 2`
 // whose ledger plugin writes to it with its lock's fence. LEDGER_URL tells the plugin's
-// [plugins.config] where the service listens. Extra arguments go to `lockhost run`.
+// [plugins.config] where the service listens, LEDGER_HOST its [plugins.http] allow-list. Extra arguments go to `lockhost run`.
 import { main } from "../host/cli/cli.js";
 import { startLedgerService } from "./ledger-service.js";
 
 const ledger = await startLedgerService({ log: (line) => console.log(`ledger service: ${line}`) });
 console.log(`ledger service: listening on ${ledger.url}`);
 process.env.LEDGER_URL = ledger.url;
+process.env.LEDGER_HOST = new URL(ledger.url).host;
 const code = await main(["run", "--config", "lockhost.toml", "--local-nodes", "2", ...process.argv.slice(2)]);
 await ledger.close();
 process.exit(code);

@@ -23,6 +23,8 @@ export interface LedgerServiceOptions {
   readonly port?: number;
   /** Receives one line per accepted or refused write. */
   readonly log?: (line: string) => void;
+  /** The lock names whose fences open the ledger; default `["global:ledger"]`. */
+  readonly locks?: readonly string[];
 }
 
 /** A running ledger service. */
@@ -44,8 +46,10 @@ export async function startLedgerService(options: LedgerServiceOptions = {}): Pr
   const log = options.log ?? ((): void => undefined);
   const entries: LedgerEntry[] = [];
   let balance = 0;
+  // Only the ledger's own lock opens it: a plugin holding some other lock of its own cannot write.
   const guard = fenceGuard({
     store: memoryFenceStore(),
+    locks: options.locks ?? ["global:ledger"],
     onRefused: (refusal) => {
       if (refusal.error === "stale_fence") {
         log(`refused stale fence ${refusal.fence} for ${refusal.lock} (last accepted ${refusal.last ?? "unknown"})`);

@@ -17,6 +17,7 @@ export type FenceRefusal =
   | { readonly error: "stale_fence"; readonly status: 409; readonly lock: string; readonly fence: bigint; readonly last: bigint | undefined }
   | { readonly error: "bad_fence"; readonly status: 400; readonly reason: string }
   | { readonly error: "fence_required"; readonly status: 428; readonly reason: string }
+  | { readonly error: "lock_not_accepted"; readonly status: 403; readonly lock: string }
   | { readonly error: "fence_unavailable"; readonly status: 503; readonly lock: string; readonly fence: bigint; readonly cause: unknown };
 
 /** Options of {@link fenceGuard}. */
@@ -25,6 +26,12 @@ export interface FenceGuardOptions {
   readonly store?: FenceStore;
   /** Whether a request without fence headers is refused (428); default true. When false it passes, with no fence. */
   readonly required?: boolean;
+  /**
+   * The lock names whose fences this resource accepts (e.g. `["global:ledger"]`); a request
+   * fenced by any other lock is refused (403), so holding some lock of one's own does not open
+   * the resource. Default: any lock.
+   */
+  readonly locks?: readonly string[];
   /** Told of every refusal after the answer is sent (to log it); what it throws is ignored. */
   onRefused?(refusal: FenceRefusal, req: IncomingMessage): void;
 }
@@ -64,6 +71,7 @@ export function fenceOf(req: IncomingMessage): Fence | undefined {
 export function fenceGuard(options: FenceGuardOptions = {}): FenceMiddleware {
   const store = options.store ?? memoryFenceStore();
   const required = options.required ?? true;
+  const locks = options.locks && new Set(options.locks);
   const refuse = (req: IncomingMessage, res: ServerResponse, refusal: FenceRefusal): void => {
     sendJson(res, refusal.status, bodyOf(refusal));
     try {
@@ -81,11 +89,12 @@ export function fenceGuard(options: FenceGuardOptions = {}): FenceMiddleware {
     }
     if (parsed.kind === "malformed") return refuse(req, res, { error: "bad_fence", status: 400, reason: parsed.reason });
 
-    const { lock, fence } = parsed;
-    checkFence(store, lock, fence).then(
+    const { lock, lockKind, fence } = parsed;
+    if (locks && !locks.has(lock)) return refuse(req, res, { error: "lock_not_accepted", status: 403, lock });
+    checkFence(store, storeKey(lock, lockKind), fence).then(
       (verdict) => {
         if (verdict.status === "accepted") {
-          accepted.set(req, { lock, fence });
+          accepted.set(req, { lock, lockKind, fence });
           callOutside(next);
         } else if (verdict.status === "stale") {
           refuse(req, res, { error: "stale_fence", status: 409, lock, fence, last: verdict.last });
@@ -96,6 +105,14 @@ export function fenceGuard(options: FenceGuardOptions = {}): FenceMiddleware {
       (cause: unknown) => refuse(req, res, { error: "fence_unavailable", status: 503, lock, fence, cause }),
     );
   };
+}
+
+/**
+ * Where a lock's fences are kept: a mutex's under its name (as before kinds were sent), any
+ * other kind's apart from it, since each kind counts its fences on its own.
+ */
+function storeKey(lock: string, lockKind: string): string {
+  return lockKind === "mutex" ? lock : `${lockKind}|${lock}`;
 }
 
 /**
@@ -118,6 +135,8 @@ function bodyOf(refusal: FenceRefusal): Record<string, string | null> {
       return { error: refusal.error, lock: refusal.lock, fence: String(refusal.fence), last_accepted: refusal.last === undefined ? null : String(refusal.last) };
     case "fence_unavailable":
       return { error: refusal.error, reason: "the fence store did not answer; try again" };
+    case "lock_not_accepted":
+      return { error: refusal.error, lock: refusal.lock, reason: "this resource accepts fences of other locks" };
     default:
       return { error: refusal.error, reason: refusal.reason };
   }

@@ -9,13 +9,24 @@ export const LOCK_HEADER = "lockhost-lock";
 /** Header carrying the holder's fence: decimal digits, a positive integer that may exceed 2^53. */
 export const FENCE_HEADER = "lockhost-fence";
 
-/** A lock name and fence read from a request, both checked. */
+/**
+ * Header carrying the lock's kind (`mutex`, `rw`, `semaphore`...): each kind of one name
+ * counts its fences on its own, so fences are compared only within a kind. Optional: `mutex`
+ * when absent.
+ */
+export const KIND_HEADER = "lockhost-kind";
+
+/** A lock name, kind and fence read from a request, all checked. */
 export interface Fence {
   /** The full lock name the fence was issued for. */
   readonly lock: string;
+  /** The lock's kind ({@link KIND_HEADER}), "mutex" when not sent. */
+  readonly lockKind: string;
   /** The fencing token, exact at any size (never a float). */
   readonly fence: bigint;
 }
+
+const KIND = /^[a-z][a-z0-9_-]{0,31}$/;
 
 /**
  * What a request's fence headers say: a fence, none at all (`missing`: whether that is fine is
@@ -48,7 +59,11 @@ export function parseFenceHeaders(req: Pick<IncomingMessage, "headersDistinct">)
   if (lock.kind === "malformed") return lock;
   const fence = parseFence(fences[0] ?? "");
   if (fence.kind === "malformed") return fence;
-  return { kind: "fenced", lock: lock.value, fence: fence.value };
+  const kinds = req.headersDistinct[KIND_HEADER];
+  if (kinds !== undefined && kinds.length > 1) return malformed(`${KIND_HEADER} was sent ${kinds.length} times`);
+  const lockKind = kinds?.[0] ?? "mutex";
+  if (!KIND.test(lockKind)) return malformed(`${KIND_HEADER} must be a kind name such as mutex or rw, got ${JSON.stringify(lockKind.slice(0, 40))}`);
+  return { kind: "fenced", lock: lock.value, lockKind, fence: fence.value };
 }
 
 type Part<T> = { readonly kind: "ok"; readonly value: T } | { readonly kind: "malformed"; readonly reason: string };

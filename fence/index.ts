@@ -24,7 +24,7 @@
  */
 export { checkFence, type FenceVerdict } from "./check.js";
 export { fenceGuard, fenceOf, type FenceGuardOptions, type FenceMiddleware, type FenceRefusal } from "./guard.js";
-export { FENCE_HEADER, LOCK_HEADER, parseFenceHeaders, type Fence, type ParsedFence } from "./headers.js";
+export { FENCE_HEADER, KIND_HEADER, LOCK_HEADER, parseFenceHeaders, type Fence, type ParsedFence } from "./headers.js";
 export { memoryFenceStore } from "./memory-store.js";
 export { fenceTableDdl, pgFenceStore, type PgFenceStore, type PgFenceStoreOptions, type PgQueryable } from "./pg-store.js";
 export { MAX_FENCE, MAX_FENCE_DIGITS, MAX_LOCK_BYTES } from "./rules.js";

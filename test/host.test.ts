@@ -50,8 +50,11 @@ describe("Host", () => {
     const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
     try {
       const backend = new MemoryBackend();
-      const http = { allowedHosts: ["127.0.0.1"], methods: ["POST"], allowPrivateRanges: ["127.0.0.0/8"] };
-      const ledgerPlugin = (url: string) => ({ name: "ledger", wasm: guestWasm("ledger", "example"), globalKeys: ["ledger"], config: { ledger_url: url }, http });
+      // Each plugin may reach its ledger URL's host and port, and nothing else on this machine.
+      const ledgerPlugin = (url: string) => ({
+        name: "ledger", wasm: guestWasm("ledger", "example"), globalKeys: ["ledger"], config: { ledger_url: url },
+        http: { allowedHosts: [new URL(url).host], methods: ["POST"], allowPrivateRanges: ["127.0.0.0/8"] },
+      });
       const a = await start({ host: { node: "node-a" }, plugins: [{ name: "report", wasm: guestWasm("report", "example") }, ledgerPlugin(proxyUrl)] }, backend);
       const b = await start({ host: { node: "node-b" }, plugins: [ledgerPlugin(ledger.url)] }, backend);
       await a.host.call("report", "run");

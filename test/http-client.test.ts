@@ -58,7 +58,7 @@ async function serve(handler: (req: IncomingMessage, res: ServerResponse, body: 
 
 function grant(over: Partial<HttpGrant> = {}): HttpGrant {
   return {
-    allowedHosts: ["127.0.0.1"],
+    allowedHosts: ["127.0.0.1:*"],
     methods: ["GET", "POST"],
     timeoutMs: 5_000,
     maxRequestBytes: 1024,
@@ -127,8 +127,29 @@ describe("http client: allow-list and addresses", () => {
     const s = await serve((_req, res) => res.end("no"));
     const err = await failure(client({ allowedHosts: ["api.example.com", "*.example.com"] }).request(get(`${s.origin}/`), {}));
     expect(err.code).toBe("PERMISSION_DENIED");
-    expect(err.message).toBe('plugin billing may not reach "127.0.0.1": allowed_hosts = ["api.example.com", "*.example.com"]');
+    expect(err.message).toBe(`plugin billing may not reach "${new URL(s.origin).host}": allowed_hosts = ["api.example.com", "*.example.com"]`);
     expect(s.seen.connections).toBe(0);
+  });
+
+  it("admits only the ports an entry names: the scheme's default without one, any with :*", async () => {
+    const s = await serve((_req, res) => res.end("yes"));
+    const port = new URL(s.origin).port;
+    for (const entries of [["127.0.0.1"], ["127.0.0.1:1"], ["localhost:*"]]) {
+      const err = await failure(client({ allowedHosts: entries }).request(get(`${s.origin}/`), {}));
+      expect(err.code, entries.join()).toBe("PERMISSION_DENIED");
+      expect(err.message).toContain(`may not reach "127.0.0.1:${port}"`);
+    }
+    expect(s.seen.connections).toBe(0);
+    for (const entries of [[`127.0.0.1:${port}`], ["127.0.0.1:*"]]) {
+      const res = await client({ allowedHosts: entries }).request(get(`${s.origin}/`), {});
+      expect(res.status).toBe(200);
+    }
+    const list = new HostAllowList(["api.example.com", "*.example.org:8443", "[::1]:*"]);
+    expect(list.allows("api.example.com", "")).toBe(true);
+    expect(list.allows("api.example.com", "8080")).toBe(false);
+    expect(list.allows("a.example.org", "8443")).toBe(true);
+    expect(list.allows("a.example.org", "")).toBe(false);
+    expect(list.allows("[::1]", "9464")).toBe(true);
   });
 
   it("matches exact names case-insensitively and wildcards at any depth, never the apex or a look-alike", () => {
@@ -148,7 +169,7 @@ describe("http client: allow-list and addresses", () => {
 
   it("refuses loopback reached through an allowed name or literal unless allow_private_ranges grants it", async () => {
     const s = await serve((_req, res) => res.end("ok"));
-    const closed = client({ allowedHosts: ["localhost", "127.0.0.1"], allowPrivateRanges: [] });
+    const closed = client({ allowedHosts: ["localhost:*", "127.0.0.1:*"], allowPrivateRanges: [] });
     const byName = await failure(closed.request(get(`http://localhost:${s.port}/`), {}));
     expect(byName.code).toBe("PERMISSION_DENIED");
     expect(byName.message).toContain('may not reach "localhost" at');
@@ -160,7 +181,7 @@ describe("http client: allow-list and addresses", () => {
     expect(s.seen.connections).toBe(0);
 
     // localhost may also resolve to ::1, which 127.0.0.0/8 does not grant: that address is dropped.
-    const open = client({ allowedHosts: ["localhost"], allowPrivateRanges: ["127.0.0.0/8"] });
+    const open = client({ allowedHosts: ["localhost:*"], allowPrivateRanges: ["127.0.0.0/8"] });
     expect(text((await open.request(get(`http://localhost:${s.port}/`), {})).body)).toBe("ok");
   });
 
@@ -188,7 +209,7 @@ describe("http client: redirects", () => {
       res.writeHead(302, { location: req.url === "/away" ? "http://evil.example/steal" : `http://localhost:${target.port}/t` });
       res.end();
     });
-    const c = client({ allowedHosts: ["127.0.0.1", "localhost"] });
+    const c = client({ allowedHosts: ["127.0.0.1:*", "localhost:*"] });
     // The grant's headers go to every allowed hop; the guest's credentials do not leave the origin (as in fetch).
     const got = await c.request(get(`${s.origin}/`, [["authorization", "Bearer guest"], ["x-trace", "t"]]), {});
     expect(got.status).toBe(200);
@@ -201,7 +222,7 @@ describe("http client: redirects", () => {
   it("refuses a redirect to an address outside allow_private_ranges", async () => {
     const other = await serve((_req, res) => res.end("x"), "127.0.0.2");
     const s = await serve((_req, res) => res.writeHead(307, { location: `${other.origin}/` }).end());
-    const err = await failure(client({ allowedHosts: ["127.0.0.1", "127.0.0.2"], allowPrivateRanges: ["127.0.0.1/32"] }).request(get(s.origin), {}));
+    const err = await failure(client({ allowedHosts: ["127.0.0.1:*", "127.0.0.2:*"], allowPrivateRanges: ["127.0.0.1/32"] }).request(get(s.origin), {}));
     expect(err.code).toBe("PERMISSION_DENIED");
     expect(err.message).toContain("127.0.0.2");
     expect(other.seen.connections).toBe(0);
@@ -410,7 +431,7 @@ describe("http client: loading", () => {
       import { createRequire } from "node:module";
       const loaded = () => Object.keys(createRequire(import.meta.url).cache).some((p) => p.includes("/node_modules/undici/"));
       const { createHttpClient } = await import(${JSON.stringify(index)});
-      const c = createHttpClient("p", { allowedHosts: ["127.0.0.1"], methods: ["GET"], timeoutMs: 2000, maxRequestBytes: 1,
+      const c = createHttpClient("p", { allowedHosts: ["127.0.0.1:*"], methods: ["GET"], timeoutMs: 2000, maxRequestBytes: 1,
         maxResponseBytes: 1, headers: {}, allowPrivateRanges: ["127.0.0.0/8"], maxRedirects: 0 });
       const before = loaded();
       await c.request({ method: "GET", url: "http://127.0.0.1:1/", headers: [] }, {}).catch(() => undefined);
@@ -423,10 +444,10 @@ describe("http client: loading", () => {
 
 describe("http grant validation helpers", () => {
   it("hostPatternProblem", () => {
-    for (const ok of ["api.example.com", "API.Example.COM", "*.example.com", "localhost", "127.0.0.1", "::1", "[::1]", "xn--bcher-kva.example"]) {
+    for (const ok of ["api.example.com", "API.Example.COM", "*.example.com", "localhost", "127.0.0.1", "::1", "[::1]", "xn--bcher-kva.example", "api.example.com:8443", "127.0.0.1:*", "[::1]:8080", "*.example.com:443"]) {
       expect(hostPatternProblem(ok), ok).toBeUndefined();
     }
-    for (const bad of ["", "*", "*.com", "https://api.example.com", "api.example.com:443", "api.example.com/x", "a..b", "-a.com", "a*.example.com",
+    for (const bad of ["", "*", "*.com", "https://api.example.com", "api.example.com:0", "api.example.com:99999", "api.example.com:x", "[::1]:x", "api.example.com/x", "a..b", "-a.com", "a*.example.com",
       "ex ample.com", "bücher.example", "[127.0.0.1]", "[nope]", "999.1.1.1", "*.127.0.0.1"]) {
       expect(hostPatternProblem(bad), bad).toMatch(/^allowed_hosts entry/);
     }

@@ -31,8 +31,8 @@ describe("the ledger service", () => {
     expect(await send("GET", `${service.url}/balance`)).toEqual({ status: 200, body: { balance: 15, entries: 2 } });
     expect(service.balance()).toBe(15);
     expect(service.entries()).toEqual([
-      { amount: 10, lock: "global:ledger", fence: 1n },
-      { amount: 5, lock: "global:ledger", fence: 2n },
+      { amount: 10, lock: "global:ledger", lockKind: "mutex", fence: 1n },
+      { amount: 5, lock: "global:ledger", lockKind: "mutex", fence: 2n },
     ]);
     expect(lines).toEqual([
       "accepted 10 under global:ledger with fence 1; balance 10",
@@ -44,9 +44,17 @@ describe("the ledger service", () => {
   it("refuses an unfenced write (428) and a bad entry (400) without spending the fence", async () => {
     const { service } = await ledger();
     expect((await send("POST", `${service.url}/entries`, {}, { amount: 1 })).status).toBe(428);
-    expect((await send("POST", `${service.url}/entries`, fenced("l", 3), { amount: "lots" })).status).toBe(400);
-    expect((await send("POST", `${service.url}/entries`, fenced("l", 3), { amount: 7 })).status).toBe(200);
+    expect((await send("POST", `${service.url}/entries`, fenced("global:ledger", 3), { amount: "lots" })).status).toBe(400);
+    expect((await send("POST", `${service.url}/entries`, fenced("global:ledger", 3), { amount: 7 })).status).toBe(200);
     expect(service.balance()).toBe(7);
+  });
+
+  it("opens only to its own lock: a fence of any other lock is refused 403", async () => {
+    const { service } = await ledger();
+    expect(await send("POST", `${service.url}/entries`, fenced("billing:mine", 99), { amount: 1 })).toEqual({
+      status: 403, body: { error: "lock_not_accepted", lock: "billing:mine", reason: "this resource accepts fences of other locks" },
+    });
+    expect(service.balance()).toBe(0);
   });
 
   it("runs alone and prints its URL", async () => {
@@ -64,7 +72,7 @@ describe("the ledger service", () => {
         child.once("exit", (code) => reject(new Error(`the service exited (${code}) before printing its URL: ${out}`)));
       });
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-      expect((await send("POST", `${url}/entries`, fenced("g", 1), { amount: 3 })).status).toBe(200);
+      expect((await send("POST", `${url}/entries`, fenced("global:ledger", 1), { amount: 3 })).status).toBe(200);
       expect(await send("GET", `${url}/balance`)).toEqual({ status: 200, body: { balance: 3, entries: 1 } });
     } finally {
       child.kill("SIGTERM");

@@ -2,7 +2,7 @@
 // The reader (schema.ts), CONFIG_DEFAULTS and the README's config reference come from these;
 // backends declare their [locking.<name>] tables the same way, in their own folders.
 import { hostname } from "node:os";
-import { MAX_INPUT_BYTES, MAX_TTL_MS } from "../../abi/status.js";
+import { MAX_INPUT_BYTES, MAX_REPLY_BYTES, MAX_TTL_MS } from "../../abi/status.js";
 import { field, table } from "../../kit/schema.js";
 import { LISTEN_FORM } from "./listen.js";
 import type { HostSettings, Isolation, LockingHint, LogLevel, PluginConfig, ScheduledConfig } from "./types.js";
@@ -101,13 +101,15 @@ export const HTTP_SCHEMA = table<Omit<HttpGrant, "headers"> & { headers: unknown
   fields: {
     allowedHosts: field.stringList({
       example: ["api.example.com", "*.example.com"],
-      doc: 'host names it may reach: exact, or "*.domain" for any subdomain; no other host is reached, redirects included',
+      doc: 'host[:port] it may reach: exact names or IPs, or "*.domain" for any subdomain; without a port only 80/443, ":*" any port; no other host or port is reached, redirects included',
       check: (list) => (list.length === 0 ? "must name at least one host" : firstProblem(list, hostPatternProblem, "allowed_hosts")),
     }),
     methods: field.stringList({ default: ["GET", "HEAD"], doc: "the methods it may use", check: (list) => firstProblem(list, methodProblem, "methods") }),
     timeoutMs: field.int({ default: 10_000, min: 1, max: 600_000, unit: "ms", doc: "a whole request, body included; also bounded by the call's time limit" }),
     maxRequestBytes: field.int({ default: 1 << 20, min: 0, max: MAX_INPUT_BYTES, unit: "bytes", doc: "the longest request body" }),
-    maxResponseBytes: field.int({ default: 1 << 20, min: 0, max: 1 << 30, unit: "bytes", doc: "the longest response body: a longer one is cut off, TOO_LARGE" }),
+    // Capped like a host function's reply: a response is held whole in memory (and, in the worker
+    // runtime, copied to the guest's thread), so an operator cannot grant a gigabyte per call.
+    maxResponseBytes: field.int({ default: 1 << 20, min: 0, max: MAX_REPLY_BYTES, unit: "bytes", doc: "the longest response body: a longer one is cut off, TOO_LARGE" }),
     allowPrivateRanges: field.stringList({
       default: [],
       example: ["127.0.0.0/8"],

@@ -110,6 +110,11 @@ export class GuestLocks {
     return this.#resetController.signal;
   }
 
+  /** Throws CANCELLED once the host is shutting down (cancelWaits): a new request or host function call is not started then. */
+  checkNotCancelled(): void {
+    if (this.#cancelled) throw this.#cancelled;
+  }
+
   /** The locks the guest holds now and still has by the host's own deadline, with their fences; the schedule's lock as handle 0. */
   held(): HeldLock[] {
     const out: HeldLock[] = [];

@@ -113,7 +113,8 @@ export async function loadGuestModule(plugin: string, path: string, memoryLimitB
         `${where} imports ${imp.module}.${imp.name} (WASI), which lockhost provides only to a plugin that allows it: set ${WASI_KEY} = true in its [[plugins]] entry`,
       );
     }
-    const provided = PROVIDED_IMPORTS[imp.module];
+    // Own keys only: a module named "constructor" or "__proto__" is no ABI module.
+    const provided = Object.hasOwn(PROVIDED_IMPORTS, imp.module) ? PROVIDED_IMPORTS[imp.module] : undefined;
     if (!provided) {
       functions.push(functionImport(where, imp, facts.imports.get(`${imp.module}.${imp.name}`), grants));
       continue;

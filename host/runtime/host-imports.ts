@@ -118,15 +118,16 @@ export function hostImports(
   remote: (op: OpImport) => ImportFn | object,
 ): Record<string, ImportModule> {
   const local = localImports(mem, services);
-  const modules: Record<string, Record<string, unknown>> = {};
+  // No prototype: a module or import name can never reach Object.prototype's members.
+  const modules: Record<string, Record<string, unknown>> = Object.create(null) as Record<string, Record<string, unknown>>;
   (OPS as readonly OpSpec[]).forEach((op, i) => {
     if (!op.runtimes.includes(runtime) || op === FUNCTION_OP) return;
     const served = local[`${op.module}.${op.name}`];
     if (op.local && !served) throw new Error(`abi/ops.ts: ${op.module}.${op.name} is local, but no runtime serves it`);
-    (modules[op.module] ??= {})[op.name] = served ?? remote(new OpImport(op, i));
+    (modules[op.module] ??= Object.create(null) as Record<string, unknown>)[op.name] = served ?? remote(new OpImport(op, i));
   });
   functions.forEach((f, i) => {
-    (modules[f.module] ??= {})[f.name] = remote(new OpImport(FUNCTION_OP, functionIndex(i)));
+    (modules[f.module] ??= Object.create(null) as Record<string, unknown>)[f.name] = remote(new OpImport(FUNCTION_OP, functionIndex(i)));
   });
   return modules;
 }

@@ -47,7 +47,11 @@ export type HostFunctions = Readonly<Record<string, Readonly<Record<string, Host
 export const NAMESPACE_PATTERN = /^[a-z][a-z0-9_-]{0,63}$/;
 
 /** Import modules a namespace may not take: the ABI's own, and the WebAssembly system interface's. */
-export const RESERVED_NAMESPACES: ReadonlySet<string> = new Set(["lock", "lockhost", "http", "config", "log", "env", "wasi_snapshot_preview1", "wasi_unstable", "wasi"]);
+export const RESERVED_NAMESPACES: ReadonlySet<string> = new Set([
+  "lock", "lockhost", "http", "config", "log", "env", "wasi_snapshot_preview1", "wasi_unstable", "wasi",
+  // Names every JavaScript object has: an import object keyed by them would reach Object.prototype.
+  "constructor", "prototype", "__proto__", "hasownproperty", "tostring", "valueof",
+]);
 
 const utf8 = new TextEncoder();
 
@@ -66,8 +70,13 @@ export function runHostFunction(fn: HostFunction, input: Uint8Array, ctx: HostFu
   } catch (err) {
     throw thrown(ctx, err);
   }
-  if (!(result instanceof Promise)) return toBytes(ctx, result);
-  return settle(result, ctx);
+  // Any thenable is awaited: a promise from another realm (a vm context) is no `Promise` here.
+  if (!isThenable(result)) return toBytes(ctx, result);
+  return settle(Promise.resolve(result), ctx);
+}
+
+function isThenable(value: unknown): value is PromiseLike<HostFunctionResult> {
+  return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
 }
 
 /** Waits for an async function's answer, or for the signal, whichever comes first. */

@@ -11,9 +11,13 @@ import { runHostFunction, type HeldLock, type HostFunction, type HostFunctionCon
 import { encodeResponse, parseRequestHead } from "./http-envelope.js";
 import type { HttpClient, HttpGrant } from "./http/index.js";
 
-/** The headers a fenced request carries: the lock's full name, and its fence. */
+/**
+ * The headers a fenced request carries: the lock's full name, its fence, and its kind (each
+ * kind of a name counts its fences on its own, so the resource keeps them apart).
+ */
 export const LOCK_HEADER = "lockhost-lock";
 export const FENCE_HEADER = "lockhost-fence";
+export const KIND_HEADER = "lockhost-kind";
 
 /** A host function a guest imports, bound to the embedder's implementation. */
 export interface BoundFunction {
@@ -48,6 +52,7 @@ export class GuestCapabilities {
   async http(head: string, body: Uint8Array, handle: number, flags: number, ctx: CallContext): Promise<AbiReply> {
     const { locks, plugin, http } = this.#o;
     try {
+      locks.checkNotCancelled();
       if (!http) {
         throw new LockhostError("PERMISSION_DENIED", `plugin ${plugin} may not make HTTP requests: its [[plugins]] entry has no [plugins.http] table (allowed_hosts, methods, ...)`);
       }
@@ -55,7 +60,9 @@ export class GuestCapabilities {
       let hostHeaders: [string, string][] | undefined;
       if ((flags & FLAG_FENCE) !== 0) {
         const held = locks.fenceOf(handle);
-        hostHeaders = [[LOCK_HEADER, held.name], [FENCE_HEADER, String(held.fence)]];
+        // Header values travel as bytes: a lock name is sent as its UTF-8 bytes (which the
+        // resource's lockhost/fence decodes as UTF-8), whatever characters its key has.
+        hostHeaders = [[LOCK_HEADER, Buffer.from(held.name, "utf8").toString("latin1")], [FENCE_HEADER, String(held.fence)], [KIND_HEADER, held.kind]];
       } else if (handle !== 0) {
         throw new LockhostError("INVALID_ARGUMENT", `handle ${handle} is given without FLAG_FENCE; pass 0, or FLAG_FENCE to send that lock's fence`);
       }
@@ -77,6 +84,7 @@ export class GuestCapabilities {
     if (!bound) return locks.failure(new Error(`host function #${index} of plugin ${this.#o.plugin} does not exist`));
     const ctx = this.#context(bound);
     try {
+      locks.checkNotCancelled();
       const out = runHostFunction(bound.fn, input, ctx);
       return out instanceof Promise ? out.then(bytesReply, (err: unknown) => this.#failed(ctx, err)) : bytesReply(out);
     } catch (err) {
@@ -121,6 +129,11 @@ const bytesReply = (bytes: Uint8Array): AbiReply => ({ result: bytes.byteLength,
  */
 class CallInfo implements HostFunctionContext {
   readonly function: string;
+  /**
+   * The guest's signal when the call began: read once, since a restart replaces the guest's
+   * controller, and a function reading it later must still see this call's end.
+   */
+  readonly signal: AbortSignal;
   readonly #guestLocks: GuestLocks;
   #held: readonly HeldLock[] | undefined;
   constructor(
@@ -131,11 +144,9 @@ class CallInfo implements HostFunctionContext {
   ) {
     this.function = qualified;
     this.#guestLocks = guestLocks;
+    this.signal = guestLocks.signal;
   }
   get locks(): readonly HeldLock[] {
     return (this.#held ??= this.#guestLocks.held());
-  }
-  get signal(): AbortSignal {
-    return this.#guestLocks.signal;
   }
 }

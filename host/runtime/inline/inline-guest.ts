@@ -221,6 +221,8 @@ export class InlineGuest extends GuestShell {
 
   /** One lock call: arguments read off guest memory, the lock code called, the reply written back. */
   #call(op: OpImport, args: Args, params: number[], ctx: CallContext): number | bigint | Promise<number | bigint> {
+    // ABI: a failed call leaves no reply to read back.
+    if (op.op.keepsReply) this.#mem.lastReply = NO_TEXT;
     if (!this.#serving) {
       return op.wasmResult(this.#mem.fail(INVALID_ARGUMENT, "lock calls are not available while the module instantiates (top-level code or start function); call them from an export"));
     }

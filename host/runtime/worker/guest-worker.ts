@@ -56,6 +56,7 @@ function spinFor(seq: number): boolean {
 function request(op: OpImport, sink: ChannelSink): number {
   const opIndex = op.index;
   if (!serving) {
+    if (op.op.keepsReply) mem.lastReply = NO_TEXT;
     return mem.fail(INVALID_ARGUMENT, "lock calls are not available while the module instantiates (top-level code or start function); call them from an export");
   }
   i32[OP] = opIndex;
@@ -136,7 +137,11 @@ function remoteImport(op: OpImport): (...params: number[]) => number | bigint {
   return (...params: number[]) => {
     mine.reset();
     const bad = op.read(mem, params, mine);
-    if (bad < 0) return op.wasmResult(bad);
+    if (bad < 0) {
+      // ABI: a failed call leaves no reply to read back.
+      if (keeps) mem.lastReply = NO_TEXT;
+      return op.wasmResult(bad);
+    }
     const result = request(op, mine);
     if (keeps) mem.lastReply = result >= 0 ? replyText() : NO_TEXT;
     op.deliver(mem, params, result, replyView);

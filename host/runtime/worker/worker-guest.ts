@@ -308,7 +308,8 @@ export class WorkerGuest extends GuestShell {
         data.set(bytes);
         return bytes.byteLength;
       }
-      gen.bulk.postMessage(bytes);
+      // A view of a larger buffer would be cloned whole: send just its bytes.
+      gen.bulk.postMessage(bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice());
       return BULK_TEXT;
     }
     if (!text) return 0;

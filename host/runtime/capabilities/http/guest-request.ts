@@ -55,7 +55,7 @@ export function parseUrl(rules: GrantRules, text: string, base?: URL): URL {
  */
 export function checkDestination(rules: GrantRules, url: URL, redirectedFrom?: string): void {
   const host = url.hostname;
-  if (!rules.hosts.allows(host)) throw hostDenied(rules, host, redirectedFrom);
+  if (!rules.hosts.allows(host, url.port)) throw hostDenied(rules, url.host, redirectedFrom);
   const ip = host.startsWith("[") ? host.slice(1, -1) : isIPv4(host) ? host : undefined;
   if (ip !== undefined && !rules.addresses.allows(ip)) throw addressDenied(rules, host, [ip]);
 }

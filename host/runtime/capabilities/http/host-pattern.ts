@@ -8,18 +8,39 @@ const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 const MAX_NAME = 253;
 
 /**
+ * An entry split into its host and its port: "api.example.com:8443" → 8443, "127.0.0.1:*" →
+ * any, no port → the scheme's default (80, 443). A bare IPv6 literal ("::1") has no port; with
+ * one it is written in brackets ("[::1]:8080").
+ */
+function splitPort(pattern: string): { host: string; port: number | "*" | "default" } | string {
+  const colon = pattern.lastIndexOf(":");
+  // A URL or a path is no host: the host checks say so in their own words.
+  if (/[/@?#\s]/.test(pattern)) return { host: pattern, port: "default" };
+  if (colon < 0 || (!pattern.startsWith("[") && pattern.indexOf(":") !== colon) || (pattern.startsWith("[") && pattern.endsWith("]"))) return { host: pattern, port: "default" };
+  const host = pattern.slice(0, colon);
+  const port = pattern.slice(colon + 1);
+  if (port === "*") return { host, port };
+  if (!/^\d{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) return `allowed_hosts entry ${JSON.stringify(pattern)} has port ${JSON.stringify(port)}: write 1 to 65535, or * for any port`;
+  return { host, port: Number(port) };
+}
+
+/**
  * Why `pattern` is not a valid `allowed_hosts` entry, or undefined when it is: a DNS name
  * ("api.example.com"), a wildcard for its subdomains ("*.example.com", at least two labels
- * after the star) or an IP literal ("127.0.0.1", "::1", "[::1]").
+ * after the star) or an IP literal ("127.0.0.1", "::1", "[::1]"), each optionally with a port
+ * (":8443") or ":*" for any; without one only the scheme's default port (80, 443) is admitted.
  */
-export function hostPatternProblem(pattern: string): string | undefined {
+export function hostPatternProblem(entry: string): string | undefined {
+  const split = splitPort(entry);
+  if (typeof split === "string") return split;
+  const pattern = split.host;
   if (ipLiteral(pattern) !== undefined) return undefined;
   if (pattern.startsWith("[")) return `allowed_hosts entry ${JSON.stringify(pattern)} is not an IPv6 address`;
   const wildcard = pattern.startsWith("*.");
   const name = (wildcard ? pattern.slice(2) : pattern).toLowerCase();
   if (name.length === 0) return `allowed_hosts entry ${JSON.stringify(pattern)} names no host`;
   if (/[/:@?#\s]/.test(name)) {
-    return `allowed_hosts entry ${JSON.stringify(pattern)} must be a host name only, without scheme, port or path`;
+    return `allowed_hosts entry ${JSON.stringify(entry)} must be a host name and an optional port only, without scheme or path`;
   }
   if (/[^\x00-\x7f]/.test(name)) {
     return `allowed_hosts entry ${JSON.stringify(pattern)} must be ASCII: write an international name in punycode (xn--...)`;
@@ -47,27 +68,46 @@ function ipLiteral(pattern: string): string | undefined {
   return new URL(`http://${isIPv6(bare) ? `[${bare}]` : bare}/`).hostname;
 }
 
+/** The ports an entry admits: one, any, or the scheme's default. */
+type PortRule = number | "*" | "default";
+
 /** The compiled `allowed_hosts` of one grant. */
 export class HostAllowList {
-  readonly #exact = new Set<string>();
+  /** Exact hosts, each with the ports its entries admit. */
+  readonly #exact = new Map<string, PortRule[]>();
   /** ".example.com" for "*.example.com": a host must end with it and be longer. */
-  readonly #suffixes: string[] = [];
+  readonly #suffixes: { suffix: string; port: PortRule }[] = [];
 
   constructor(readonly patterns: readonly string[]) {
-    for (const pattern of patterns) {
+    for (const entry of patterns) {
+      const split = splitPort(entry);
+      // The config reader refused malformed entries; one reaching here admits nothing.
+      if (typeof split === "string") continue;
+      const { host: pattern, port } = split;
       const literal = ipLiteral(pattern);
-      if (literal !== undefined) this.#exact.add(literal);
-      else if (pattern.startsWith("*.")) this.#suffixes.push(pattern.slice(1).toLowerCase());
-      else this.#exact.add(pattern.toLowerCase());
+      if (literal !== undefined) this.#add(literal, port);
+      else if (pattern.startsWith("*.")) this.#suffixes.push({ suffix: pattern.slice(1).toLowerCase(), port });
+      else this.#add(pattern.toLowerCase(), port);
     }
   }
 
-  /** Whether a WHATWG URL `hostname` (already lowercase) is admitted. */
-  allows(hostname: string): boolean {
+  #add(host: string, port: PortRule): void {
+    const ports = this.#exact.get(host);
+    if (ports) ports.push(port);
+    else this.#exact.set(host, [port]);
+  }
+
+  /**
+   * Whether a WHATWG URL `hostname` (already lowercase) at `port` (the URL's `port`: "" for the
+   * scheme's default) is admitted. Without a port an entry admits the default port only, so an
+   * allowed name does not open every service of its machine.
+   */
+  allows(hostname: string, port = ""): boolean {
     // "api.example.com." is the same host written fully qualified.
     const host = hostname.endsWith(".") ? hostname.slice(0, -1) : hostname;
-    if (this.#exact.has(host)) return true;
-    for (const suffix of this.#suffixes) if (host.endsWith(suffix) && host.length > suffix.length) return true;
+    const fits = (rule: PortRule): boolean => rule === "*" || (rule === "default" ? port === "" : String(rule) === port);
+    if (this.#exact.get(host)?.some(fits)) return true;
+    for (const { suffix, port: rule } of this.#suffixes) if (host.endsWith(suffix) && host.length > suffix.length && fits(rule)) return true;
     return false;
   }
 

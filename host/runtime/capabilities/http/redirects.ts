@@ -2,6 +2,7 @@
 // checks as the first request: allow-list, address (at connect) and method.
 import { checkDestination, checkMethod, parseUrl, type Hop } from "./guest-request.js";
 import type { GrantRules } from "./grant-rules.js";
+import { LockhostError } from "../../../../kit/errors.js";
 
 /** Headers that describe a body: dropped with it when a redirect turns the request into a GET. */
 const BODY_HEADERS = new Set(["content-type", "content-encoding", "content-language", "content-location"]);
@@ -21,6 +22,10 @@ export function redirectLocation(status: number, location: string | string[] | u
 export function nextHop(rules: GrantRules, from: Hop, status: number, location: string): Hop {
   const url = parseUrl(rules, location, from.url);
   checkDestination(rules, url, from.url.origin);
+  // The grant's headers (tokens, often) would go in the clear: an https request stays https.
+  if (from.url.protocol === "https:" && url.protocol === "http:") {
+    throw new LockhostError("PERMISSION_DENIED", `plugin ${rules.plugin}: a redirect from ${from.url.origin} to ${url.origin} leaves https for http, which lockhost does not follow (the grant's headers would travel in the clear)`);
+  }
   const toGet = (status === 303 && from.method !== "HEAD") || ((status === 301 || status === 302) && from.method === "POST");
   const method = toGet ? checkMethod(rules, "GET") : checkMethod(rules, from.method);
   const crossOrigin = url.origin !== from.url.origin;

@@ -34,6 +34,8 @@ export class RequestDeadline extends EventEmitter {
     if (outer !== undefined) {
       this.#onOuterAbort = () => this.#abort(cancelled(rules, this.origin, outer.reason));
       outer.addEventListener("abort", this.#onOuterAbort, { once: true });
+      // Aborted while undici was still loading: no event will come for it.
+      if (outer.aborted) this.#onOuterAbort();
     }
   }
 

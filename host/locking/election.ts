@@ -3,6 +3,7 @@
 // fence, so terms strictly increase per name on every backend without a counter of their own.
 // Campaigning is a waiting acquisition with keepalive (woken by the release channel), so the
 // lifecycle (renewal, loss told at once, auto-release, close) is the mutex's, written once.
+import { MAX_LEADER_VALUE_BYTES } from "../../abi/status.js";
 import { LockhostError } from "../../kit/errors.js";
 import type { LockBackend } from "../../kit/backend.js";
 import { acquireChecked } from "./acquire.js";
@@ -17,7 +18,7 @@ import { validateKey, validateOptions, validateSignal, validateWaitMs } from "./
 export const ELECTION_PREFIX = "election:";
 
 /** The longest value a leader may proclaim, in UTF-8 bytes (it travels in every status read). */
-export const MAX_LEADER_VALUE_BYTES = 4_096;
+export { MAX_LEADER_VALUE_BYTES };
 
 /** Options of campaign. */
 export interface CampaignOptions {

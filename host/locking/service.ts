@@ -535,6 +535,16 @@ export class LockService {
     return campaign(this.#core, election, request, value, waitMs, signal);
   }
 
+  /**
+   * campaign for a request already checked by electionRequest, with `value` and `waitMs`
+   * validated: no input is checked again.
+   * @internal For the guest runtime, which checks its inputs at its own boundary.
+   */
+  campaignChecked(election: string, request: CheckedRequest, value: string, waitMs: number, signal?: AbortSignal): Promise<Leadership> {
+    if (this.#core.closing) return Promise.reject(closedError());
+    return campaign(this.#core, election, request, value, waitMs, signal);
+  }
+
   /** Who leads `election` (in `options.scope`, default "global") now: node, value, term, since. */
   leader(election: string, options?: LockRefOptions): Promise<LeaderInfo> {
     return this.#defer(() => readLeader(this.#core, election, nameOfKey(electionKey(election), options, "leader")));

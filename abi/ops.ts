@@ -5,7 +5,7 @@
 // the README all derive from this table (test/docs.test.ts holds the docs and the
 // AssemblyScript bindings to it). Adding an operation touches this table, its implementation
 // in host/runtime/lock-ops.ts (or the runtime's local imports), and its tests.
-import { FLAG_FENCE, FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, FLAG_RW, FLAG_SEMAPHORE, MAX_INPUT_BYTES, MAX_KEY_BYTES, MAX_LOG_BYTES, MAX_REQUEST_HEAD_BYTES } from "./status.js";
+import { FLAG_FENCE, FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, FLAG_RW, FLAG_SEMAPHORE, MAX_INPUT_BYTES, MAX_LEADER_VALUE_BYTES, MAX_KEY_BYTES, MAX_LOG_BYTES, MAX_REQUEST_HEAD_BYTES } from "./status.js";
 
 /** How one kind of argument crosses the boundary. */
 export interface ArgForm {
@@ -43,6 +43,8 @@ export const ARG_FORMS = {
   flags: num("flags"),
   level: num("level"),
   out: { params: ["buf_ptr", "buf_cap"], form: "out" },
+  /** What a leader proclaims: may be empty. */
+  value: text(["value_ptr", "value_len"], MAX_LEADER_VALUE_BYTES, 0),
 } as const satisfies Record<string, ArgForm>;
 
 /** The kinds of argument an operation can take. */
@@ -356,6 +358,64 @@ export const OPS = [
     keepsReply: true,
     doc: "a function the embedder registered under a namespace the plugin's `functions` grants: bytes in, bytes out. Length of its reply, written into the buffer when it fits (else read it with `lockhost.last_reply`), or `-code`: what the function threw (a LockhostError's own code, else `CALL_FAILED`), `CANCELLED` at shutdown, `TOO_LARGE` for a reply over `MAX_REPLY_BYTES`. A function still running at the call's time limit (worker runtime) ends the call as a spinning guest does (the host restarts the guest).",
     brief: "length of the function's reply, or `-code`",
+  },
+  // Leader election (appended in v1: a guest importing them needs a host that has them). The
+  // leader holds the lock `election:<key>` with keepalive; its handle works with every handle
+  // operation (fence is the term), and its loss calls lockhost_on_lost like any lock's.
+  {
+    module: "lock",
+    name: "try_campaign",
+    args: ["key", "value", "ttl", "flags"],
+    result: "i32",
+    flags: FLAG_GLOBAL | FLAG_KEEP,
+    codes: TRY_CODES,
+    runtimes: RUNTIMES,
+    doc: "a leadership handle `> 0` when this guest now leads the election named by the key, proclaiming `value` (0 to `MAX_LEADER_VALUE_BYTES` bytes); `TRY_CONTENDED` (0) while another leads; `-code` on error. The lease is kept alive until `resign`, `release` or auto-release; `fence` of the handle is the term (strictly increasing per election).",
+    brief: "leadership handle `> 0`, `0` another leads, `-code`",
+  },
+  {
+    module: "lock",
+    name: "campaign",
+    args: ["key", "value", "ttl", "wait", "flags"],
+    result: "i32",
+    flags: FLAG_GLOBAL | FLAG_KEEP,
+    codes: WAIT_CODES,
+    runtimes: RUNTIMES,
+    doc: "as `try_campaign`, waiting up to `wait_ms` for the leader to resign or lose its lease (woken by the release, not polling); `-TIMEOUT` when another led all along.",
+    brief: "leadership handle once this guest leads, `-TIMEOUT`, `-code`",
+  },
+  {
+    module: "lock",
+    name: "proclaim",
+    args: ["handle", "value"],
+    result: "i32",
+    flags: 0,
+    codes: ["LOST", "ALREADY_RELEASED", "INVALID_HANDLE", "INVALID_ARGUMENT", "BACKEND_UNAVAILABLE"],
+    runtimes: RUNTIMES,
+    doc: "`OK`: the leader's value is now `value` (what `leader` and observers read); `-LOST` when this guest no longer leads; `-INVALID_HANDLE` for a handle that is not a leadership.",
+    brief: "`0` or `-code`",
+  },
+  {
+    module: "lock",
+    name: "resign",
+    args: ["handle"],
+    result: "i32",
+    flags: 0,
+    codes: ["LOST", "ALREADY_RELEASED", "INVALID_HANDLE", "BACKEND_UNAVAILABLE"],
+    runtimes: RUNTIMES,
+    doc: "`OK`: the leadership is released, so a waiting campaigner takes over at once; `-code` as `release` (`-INVALID_HANDLE` for a handle that is not a leadership).",
+    brief: "`0` or `-code`",
+  },
+  {
+    module: "lock",
+    name: "leader",
+    args: ["key", "flags", "out"],
+    result: "i32",
+    flags: FLAG_GLOBAL,
+    codes: ["INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE"],
+    runtimes: RUNTIMES,
+    doc: "length of the JSON of who leads the election now: `{\"key\", \"held\": false}`, or with `held` true the leader's `node`, `plugin`, `value`, `term` and `since_ms`.",
+    brief: "length of the leader JSON",
   },
 ] as const satisfies readonly OpSpec[];
 

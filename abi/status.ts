@@ -87,3 +87,5 @@ export const MAX_REPLY_BYTES = 16777216;
 export const MAX_REQUEST_HEAD_BYTES = 16384;
 /** Longest `log.write` message, in bytes: a longer one is cut there. */
 export const MAX_LOG_BYTES = 8192;
+/** Longest value a leader proclaims (`lock.campaign`, `lock.proclaim`), in UTF-8 bytes. */
+export const MAX_LEADER_VALUE_BYTES = 4096;

@@ -42,6 +42,11 @@ export interface LockRecord {
   readonly ttlMs: number;
   /** Remaining lease on the server's clock. */
   readonly ttlRemainingMs: number;
+  /**
+   * What the holder proclaimed (LockBackend.proclaim: a leader's value); absent until it does,
+   * and cleared by every acquisition, so a new holder never shows its predecessor's.
+   */
+  readonly value?: string;
 }
 
 /** One page of held locks. */
@@ -106,6 +111,14 @@ export interface LockBackend {
    * error that names the backend.
    */
   shared?(kind: SharedKind): SharedSteps;
+  /**
+   * Optional (leader election): stores `value` in the record of `key` (LockRecord.value) only if
+   * `owner` still holds it, and then wakes the key's watchers as a release does (the same
+   * channel), so observers of an election hear of a new leader and of a changed value, not only
+   * of a release. Resolves to false when `owner` does not hold `key`; nothing is changed then.
+   * A backend without it serves no elections (the host refuses them with a coded error).
+   */
+  proclaim?(key: string, owner: string, value: string): Promise<boolean>;
   /**
    * Resolves once the store answers a trivial request (health checks, the host's start). Rejects
    * with BACKEND_UNAVAILABLE; with `details.permanent` = 1 when retrying cannot help (a wrong

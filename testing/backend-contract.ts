@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AcquireRequest, LockBackend } from "../kit/backend.js";
 import { lifecycleContract } from "./lifecycle-contract.js";
 import { sharedContract } from "./shared-contract.js";
+import { electionContract } from "./election-contract.js";
 import type { ContractTarget } from "./target.js";
 
 export type { ContractTarget };
@@ -22,6 +23,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 export function backendContract(name: string, target: ContractTarget): void {
   lifecycleContract(name, target);
   if (target.sharedKinds !== false) sharedContract(name, target);
+  if (target.election !== false) electionContract(name, target);
   describe(`LockBackend contract: ${name}`, () => {
     let backend: LockBackend;
     const run = randomUUID().slice(0, 8);

@@ -18,4 +18,9 @@ export interface ContractTarget {
    * contract then runs too. Default true; a backend that serves mutexes only says false.
    */
   readonly sharedKinds?: boolean;
+  /**
+   * Whether the backend implements LockBackend.proclaim (leader election), whose contract then
+   * runs too. Default true; a backend without elections says false.
+   */
+  readonly election?: boolean;
 }

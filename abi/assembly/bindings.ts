@@ -191,3 +191,39 @@ export declare function log_write(level: i32, msgPtr: usize, msgLen: i32): i32;
 // @ts-ignore: decorator
 @external("http", "request")
 export declare function http_request(reqPtr: usize, reqLen: i32, bodyPtr: usize, bodyLen: i32, handle: i32, flags: i32, bufPtr: usize, bufCap: i32): i32;
+
+// --- Leader election: the leader holds the lock `election:<key>`, kept alive;
+// its handle works with every handle binding (`lock_fence` is the term).
+
+/**
+ * `lock.try_campaign(key_ptr, key_len, value_ptr, value_len, ttl_ms, flags) -> i32`:
+ * a leadership handle `> 0` when this guest now leads the election `key`,
+ * proclaiming `value`; `TRY_CONTENDED` (0) while another leads; or `-code`.
+ */
+// @ts-ignore: decorator
+@external("lock", "try_campaign")
+export declare function lock_try_campaign(keyPtr: usize, keyLen: i32, valuePtr: usize, valueLen: i32, ttlMs: i32, flags: i32): i32;
+
+/** `lock.campaign(key_ptr, key_len, value_ptr, value_len, ttl_ms, wait_ms, flags) -> i32`: `try_campaign`, waiting up to `waitMs` to lead; `-TIMEOUT` when another led all along. */
+// @ts-ignore: decorator
+@external("lock", "campaign")
+export declare function lock_campaign(keyPtr: usize, keyLen: i32, valuePtr: usize, valueLen: i32, ttlMs: i32, waitMs: i32, flags: i32): i32;
+
+/** `lock.proclaim(handle, value_ptr, value_len) -> i32`: `OK` once the leader's value is `value`; `-LOST` when this guest no longer leads. */
+// @ts-ignore: decorator
+@external("lock", "proclaim")
+export declare function lock_proclaim(handle: i32, valuePtr: usize, valueLen: i32): i32;
+
+/** `lock.resign(handle) -> i32`: `OK` once the leadership is released; `-code` as `lock_release`. */
+// @ts-ignore: decorator
+@external("lock", "resign")
+export declare function lock_resign(handle: i32): i32;
+
+/**
+ * `lock.leader(key_ptr, key_len, flags, buf_ptr, buf_cap) -> i32`: writes the JSON
+ * of who leads the election `key` (`held`, `node`, `plugin`, `value`, `term`,
+ * `since_ms`) into the buffer if it fits; its length, or `-code`.
+ */
+// @ts-ignore: decorator
+@external("lock", "leader")
+export declare function lock_leader(keyPtr: usize, keyLen: i32, flags: i32, bufPtr: usize, bufCap: i32): i32;

@@ -60,3 +60,6 @@ export { capability, configValue, log, reply, BytesResult, HttpResponse, httpReq
 
 // Several keys all or nothing, in the host's canonical order.
 export { LocksResult, tryLocks, acquireLocks, releaseLocks, canonicalOrder } from "./lock-set";
+
+// Leader election: campaign, proclaim, resign, who leads (leader.ts).
+export { tryCampaign, campaign, proclaim, resign, leaderOf } from "./leader";

@@ -89,6 +89,8 @@
 #define LOCKHOST_MAX_REQUEST_HEAD_BYTES 16384
 /** Longest `log.write` message, in bytes: a longer one is cut there. */
 #define LOCKHOST_MAX_LOG_BYTES 8192
+/** Longest value a leader proclaims (`lock.campaign`, `lock.proclaim`), in UTF-8 bytes. */
+#define LOCKHOST_MAX_LEADER_VALUE_BYTES 4096
 
 /** The name of a status code (7 is "INVALID_ARGUMENT"), or "UNKNOWN". */
 static inline const char *lockhost_status_name(int32_t code) {
@@ -163,6 +165,21 @@ int32_t lock_try_permit(const uint8_t *key_ptr, size_t key_len, int32_t permits,
 /** `lock.acquire_permit`: permit handle once one is free, -TIMEOUT, -code. */
 __attribute__((import_module("lock"), import_name("acquire_permit")))
 int32_t lock_acquire_permit(const uint8_t *key_ptr, size_t key_len, int32_t permits, int32_t ttl_ms, int32_t wait_ms, int32_t flags);
+/** `lock.try_campaign`: leadership handle > 0, 0 another leads, -code. */
+__attribute__((import_module("lock"), import_name("try_campaign")))
+int32_t lock_try_campaign(const uint8_t *key_ptr, size_t key_len, const uint8_t *value_ptr, size_t value_len, int32_t ttl_ms, int32_t flags);
+/** `lock.campaign`: leadership handle once this guest leads, -TIMEOUT, -code. */
+__attribute__((import_module("lock"), import_name("campaign")))
+int32_t lock_campaign(const uint8_t *key_ptr, size_t key_len, const uint8_t *value_ptr, size_t value_len, int32_t ttl_ms, int32_t wait_ms, int32_t flags);
+/** `lock.proclaim`: 0 or -code. */
+__attribute__((import_module("lock"), import_name("proclaim")))
+int32_t lock_proclaim(int32_t handle, const uint8_t *value_ptr, size_t value_len);
+/** `lock.resign`: 0 or -code. */
+__attribute__((import_module("lock"), import_name("resign")))
+int32_t lock_resign(int32_t handle);
+/** `lock.leader`: length of the leader JSON. */
+__attribute__((import_module("lock"), import_name("leader")))
+int32_t lock_leader(const uint8_t *key_ptr, size_t key_len, int32_t flags, uint8_t *buf_ptr, size_t buf_cap);
 
 /* Imports of module "lockhost". */
 /** `lockhost.capability`: 1 granted, 0 not. */

@@ -13,7 +13,7 @@ import { NAMESPACE_PATTERN, RESERVED_NAMESPACES } from "../runtime/capabilities/
 // Records keyed by the union types, so adding a member to a union in types.ts fails to compile
 // here until the loader accepts it.
 const ISOLATIONS = keysOf<Isolation>({ worker: 1, inline: 1, auto: 1 });
-const HINTS = keysOf<LockingHint>({ node_local: 1, require_global: 1, prefer_global: 1 });
+const HINTS = keysOf<LockingHint>({ node_local: 1, require_global: 1, prefer_global: 1, leader_only: 1 });
 const LOG_LEVELS = keysOf<LogLevel>({ trace: 1, debug: 1, info: 1, warn: 1, error: 1, fatal: 1, silent: 1 });
 
 /** `[host]` */
@@ -146,6 +146,13 @@ export const SCHEDULED_SCHEMA = table<ScheduledConfig>({
     hint: field.oneOf(HINTS, { default: "require_global", doc: HINTS.join(" | ") }),
     ttlMs: field.int({ default: 60_000, min: 1, max: MAX_TTL_MS, unit: "ms", doc: "TTL of the schedule's lock" }),
     keepalive: field.bool({ default: false, doc: "renew the schedule's lock while the job runs (jobs longer than ttl_ms)" }),
+    election: field.string({
+      optional: true,
+      defaultDoc: "the schedule's id",
+      example: "reports",
+      doc: 'hint = "leader_only": the election whose leader runs every tick, with no lock per tick (ttl_ms is the leadership\'s lease)',
+      check: (v) => (v.length === 0 || v.length > 256 || /\p{Cc}/u.test(v) ? "must be 1 to 256 characters without control characters" : undefined),
+    }),
   },
 });
 

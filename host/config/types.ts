@@ -24,7 +24,7 @@ export type Isolation = "worker" | "inline" | "auto";
 export type GuestRuntime = Runtime;
 
 /** How a schedule coordinates across the nodes of a cluster. */
-export type LockingHint = "node_local" | "require_global" | "prefer_global";
+export type LockingHint = "node_local" | "require_global" | "prefer_global" | "leader_only";
 
 /** The levels of the host's logger, least to most severe; "silent" logs nothing. */
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
@@ -121,6 +121,11 @@ export interface ScheduledConfig {
   readonly ttlMs: number;
   /** Renew the schedule's lock while the job runs (so a job may outlast the TTL). Default false. */
   readonly keepalive: boolean;
+  /**
+   * With hint "leader_only": the election whose leader runs every tick (schedules naming the same
+   * one run on the same node). Default: the schedule's id.
+   */
+  readonly election?: string;
 }
 
 /** `[host]` */

@@ -27,6 +27,8 @@ import { kindName, MUTEX, permitSpec, READ, WRITE, type LockSpec } from "./kinds
 import { checkKind, LOCK_KINDS, SHARED_KINDS, type LockKind, type SharedKind } from "../../kit/kinds.js";
 import { LOCK_EVENT_TYPES, type LockEventListener, type LockEventType } from "./events.js";
 import { validateFlag, validateFunction, validateName, validateOptions, validateSignal, validateTtl, validateWaitMs } from "./validate.js";
+import { campaign, campaignWait, electionKey, electionRequest, type CampaignOptions, type Leadership } from "./election.js";
+import { observeLeader, readLeader, type LeaderInfo } from "./leader-watch.js";
 
 export type { AcquireOptions } from "./acquire.js";
 export type { CheckedRequest, TryLockOptions } from "./request.js";
@@ -39,6 +41,8 @@ export type { LockEvent, LockEventListener, LockEventType } from "./events.js";
 export type { SharedHolderStatus, SharedLockStatus } from "./shared-status.js";
 export type { LockKind, LockSpec } from "./kinds.js";
 export { LockSet, MAX_SET_KEYS } from "./lock-set.js";
+export { Leadership, ELECTION_PREFIX, MAX_LEADER_VALUE_BYTES, type CampaignOptions } from "./election.js";
+export type { LeaderInfo } from "./leader-watch.js";
 
 /** Options of a LockService. */
 export interface LockServiceOptions {
@@ -511,6 +515,49 @@ export class LockService {
       return Promise.reject(err);
     }
     return close(this.#core, options.closeBackend ?? true);
+  }
+
+  // Leader election (issue 24): a leader holds the mutex `election:<name>` (in `options.scope`,
+  // default "global") with keepalive, its record carries the leader's value, and its term is the
+  // lease's fence. Needs a backend with LockBackend.proclaim (memory, redis, pg).
+
+  /**
+   * Campaigns for leadership of `election`, waiting (woken by releases, not polling) until this
+   * caller leads, `options.waitMs` runs out (TIMEOUT) or `options.signal` aborts (its reason).
+   * Resolves to the Leadership: its `term` (a fence, strictly increasing per election), `value`,
+   * `signal` (aborted at once when the leadership is lost or resigned), `proclaim(value)` and
+   * `resign()`. INVALID_ARGUMENT for bad input or a backend without elections.
+   */
+  async campaign(election: string, options: CampaignOptions): Promise<Leadership> {
+    if (this.#core.closing) throw closedError();
+    const request = electionRequest(election, options);
+    const { waitMs, signal, value } = campaignWait(options);
+    return campaign(this.#core, election, request, value, waitMs, signal);
+  }
+
+  /**
+   * campaign for a request already checked by electionRequest, with `value` and `waitMs`
+   * validated: no input is checked again.
+   * @internal For the guest runtime, which checks its inputs at its own boundary.
+   */
+  campaignChecked(election: string, request: CheckedRequest, value: string, waitMs: number, signal?: AbortSignal): Promise<Leadership> {
+    if (this.#core.closing) return Promise.reject(closedError());
+    return campaign(this.#core, election, request, value, waitMs, signal);
+  }
+
+  /** Who leads `election` (in `options.scope`, default "global") now: node, value, term, since. */
+  leader(election: string, options?: LockRefOptions): Promise<LeaderInfo> {
+    return this.#defer(() => readLeader(this.#core, election, nameOfKey(electionKey(election), options, "leader")));
+  }
+
+  /**
+   * Yields who leads `election` now, then each change (a new leader or term, a new value, nobody
+   * leading), woken by the backend's release channel, until `options.signal` aborts, the loop
+   * breaks or the service closes. Also re-reads when the leader's lease is due to end.
+   */
+  observe(election: string, options?: LockRefOptions & { readonly signal?: AbortSignal }): AsyncGenerator<LeaderInfo, void, undefined> {
+    const name = nameOfKey(electionKey(election), options, "observe");
+    return observeLeader(this.#core, election, name, validateSignal(options?.signal, "signal"));
   }
 }
 

@@ -13,6 +13,7 @@ import type { LockService, SharedLockStatus } from "../locking/service.js";
 import { kindName, MUTEX, type LockSpec } from "../locking/kinds.js";
 import { KINDS, SHARED_KINDS, type SharedKind } from "../../kit/kinds.js";
 import { validateTtl, validateWaitMs } from "../locking/validate.js";
+import { electionKey, validateLeaderValue, type Leadership } from "../locking/election.js";
 import { stateOf } from "./abi-args.js";
 import { HandleTable } from "./handle-table.js";
 
@@ -88,6 +89,8 @@ export class GuestLocks {
   #cancelled: LockhostError | undefined;
   /** The schedule's lock while a scheduled call (or its lockhost_on_lost(0)) runs: handle 0. */
   #schedule: Lease | undefined;
+  /** The leaderships among the guest's leases (lock.campaign), for proclaim and resign. */
+  readonly #leaderships = new WeakMap<Lease, Leadership>();
 
   constructor(service: LockService, policy: GuestPolicy, log: Logger) {
     this.#service = service;
@@ -484,6 +487,84 @@ export class GuestLocks {
       );
     }
     return "global";
+  }
+
+  /**
+   * `lock.campaign` (`waitMs` > 0) and `lock.try_campaign` (0: TRY_CONTENDED while another
+   * leads): a handle for the leadership of election `key` (the lock `election:<key>`, kept
+   * alive), proclaiming `value`. The wait is cut to the call's time limit as acquire's is.
+   */
+  async campaign(key: string, value: string, ttlMs: number, waitMs: number, flags: number, limit?: WaitLimit): Promise<AbiReply> {
+    const epoch = this.#epoch;
+    try {
+      this.#checkRoom();
+      const lockKey = electionKey(key);
+      const scope = this.#scopeOf(lockKey, flags);
+      const request = checkRequest(lockKey, { ttlMs, scope, plugin: this.#policy.plugin, keepalive: true });
+      validateLeaderValue(value);
+      validateWaitMs(waitMs);
+      if (this.#cancelled && waitMs > 0) throw this.#cancelled;
+      const budget = limit ? Math.max(0, Math.floor(limit.budgetMs)) : waitMs;
+      let leadership: Leadership;
+      try {
+        leadership = await this.#service.campaignChecked(key, request, value, Math.min(waitMs, budget), this.#resetController.signal);
+      } catch (err) {
+        const e = toLockhostError(err);
+        if (waitMs === 0 && e.code === "TIMEOUT") return { result: TRY_CONTENDED, text: `CONTENDED: election ${request.name} has another leader` };
+        throw e;
+      }
+      const { lease } = leadership;
+      if (epoch !== this.#epoch) await this.#abandon(lease, true);
+      this.#leaderships.set(lease, leadership);
+      return { result: await this.#adopt(lease, flags, epoch, true) };
+    } catch (err) {
+      return this.failure(err);
+    }
+  }
+
+  /** `lock.proclaim`: OK, or -LOST when the guest no longer leads (the handle is then lost). */
+  async proclaim(handle: number, value: string): Promise<AbiReply> {
+    try {
+      const held = this.#handles.get(handle);
+      const leadership = this.#leadershipOf(handle, held.lease);
+      // A loss this call finds is told by its -LOST, not again by callback.
+      held.quiet = true;
+      try {
+        await leadership.proclaim(value);
+      } finally {
+        held.quiet = false;
+      }
+      return { result: 0 };
+    } catch (err) {
+      return this.failure(err);
+    }
+  }
+
+  /** `lock.resign`: `lock.release` of a leadership handle. */
+  async resign(handle: number): Promise<AbiReply> {
+    try {
+      this.#leadershipOf(handle, this.#handles.get(handle).lease);
+    } catch (err) {
+      return this.failure(err);
+    }
+    return this.release(handle);
+  }
+
+  /** `lock.leader`: who leads election `key` now, as JSON in the ABI's snake_case. */
+  async leader(key: string, flags: number): Promise<AbiReply> {
+    try {
+      const scope = this.#scopeOf(electionKey(key), flags);
+      const l = await this.#service.leader(key, { scope });
+      return textReply(JSON.stringify(l.held ? { key, held: true, node: l.node, plugin: l.plugin, value: l.value, term: l.term, since_ms: l.sinceMs } : { key, held: false }));
+    } catch (err) {
+      return this.failure(err);
+    }
+  }
+
+  #leadershipOf(handle: number, lease: Lease): Leadership {
+    const leadership = this.#leaderships.get(lease);
+    if (!leadership) throw new LockhostError("INVALID_HANDLE", `handle ${handle} is lock ${lease.name}, not a leadership (lock.campaign)`);
+    return leadership;
   }
 
   /** The reply for a failed call: -code and its message (a host bug is logged too). */

@@ -26,6 +26,7 @@ interface Fields {
   input: "input";
   level: "level";
   out: never;
+  value: "value";
 }
 const FIELD: { readonly [K in ArgKind]: Fields[K] | undefined } = {
   key: "key",
@@ -42,6 +43,7 @@ const FIELD: { readonly [K in ArgKind]: Fields[K] | undefined } = {
   input: "input",
   level: "level",
   out: undefined,
+  value: "value",
 };
 
 type Row<N extends OpName> = Extract<(typeof OPS)[number], { name: N }>;
@@ -80,6 +82,11 @@ const IMPLEMENTATIONS: {
   acquire_permit: ({ locks }, a, ctx) => locks.acquire(a.key, a.ttlMs, a.waitMs, a.flags, ctx.waitLimit(), permitSpec(a.permits)),
   request: ({ caps }, a, ctx) => caps.http(a.request, a.body, a.handle, a.flags, ctx),
   "<function>": ({ caps }, a, ctx) => caps.call(ctx.fn ?? -1, a.input, ctx),
+  try_campaign: ({ locks }, a) => locks.campaign(a.key, a.value, a.ttlMs, 0, a.flags),
+  campaign: ({ locks }, a, ctx) => locks.campaign(a.key, a.value, a.ttlMs, a.waitMs, a.flags, ctx.waitLimit()),
+  proclaim: ({ locks }, a) => locks.proclaim(a.handle, a.value),
+  resign: ({ locks }, a) => locks.resign(a.handle),
+  leader: ({ locks }, a) => locks.leader(a.key, a.flags),
 };
 
 /**

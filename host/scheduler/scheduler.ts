@@ -9,6 +9,7 @@ import type { Lease } from "../locking/lease.js";
 import type { LockService } from "../locking/service.js";
 import type { GuestInstance } from "../runtime/guest-instance.js";
 import { tickClock, type TickClock } from "./next-tick.js";
+import { Leaders } from "./leaders.js";
 
 /** What happened to one tick on this node. */
 export type TickOutcome =
@@ -16,7 +17,7 @@ export type TickOutcome =
   | "ran"
   /** The export ran and failed (trap, time limit, crash). */
   | "failed"
-  /** Another node holds the schedule's lock. */
+  /** Another node holds the schedule's lock (leader_only: another node leads). */
   | "skipped_contended"
   /** The previous tick of this schedule is still running here. */
   | "skipped_overlap"
@@ -64,6 +65,9 @@ interface State {
 /** The longest delay setTimeout honours. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** The election a leader_only schedule runs under: its `election`, else its id. */
+export const electionOf = (config: ScheduledConfig): string => config.election ?? config.id;
+
 /** The lock name a schedule's ticks are coordinated on. */
 export const scheduleLockKey = (id: string): string => `schedule:${id}`;
 
@@ -75,24 +79,38 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   readonly #parked = new Map<Lease, NodeJS.Timeout>();
   #started = false;
   #warnedLocal = false;
+  /** The campaigns of leader_only schedules. */
+  readonly #leaders: Leaders;
 
   constructor(schedules: readonly ScheduledConfig[], deps: SchedulerDeps) {
     super();
     this.#deps = deps;
     this.#states = schedules.map((config) => ({ config, clock: tickClock(config.schedule) }));
+    this.#leaders = new Leaders(deps.locks, deps.log);
   }
 
-  /** Arms every schedule. */
+  /** Arms every schedule, and campaigns for the elections of leader_only ones. */
   start(): void {
     if (this.#started) return;
     this.#started = true;
+    this.#leaders.start(this.#states.filter((s) => s.config.hint === "leader_only").map(({ config }) => ({ name: electionOf(config), ttlMs: config.ttlMs, plugin: config.plugin })));
     for (const state of this.#states) this.#arm(state, Date.now());
   }
 
-  /** Stops firing new ticks; running ticks go on (see idle()). */
+  /** Stops firing new ticks; running ticks go on (see idle()). Leaderships are kept until releaseParked(). */
   stop(): void {
     this.#started = false;
     for (const state of this.#states) clearTimeout(state.timer);
+  }
+
+  /** Stops campaigning and resigns this node's leaderships, so another node's leader_only ticks start at once. */
+  resignLeaders(): Promise<void> {
+    return this.#leaders.stop();
+  }
+
+  /** The term this node leads `election` with, or undefined when it does not lead it. */
+  leaderTerm(election: string): number | undefined {
+    return this.#leaders.leadership(election)?.term;
   }
 
   /** Resolves when no tick is running; never rejects. */
@@ -100,10 +118,10 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     await Promise.all(this.#states.map((s) => s.running));
   }
 
-  /** Releases the schedule locks still held after their ticks. */
+  /** Releases the schedule locks still held after their ticks, and resigns this node's leaderships. */
   async releaseParked(): Promise<void> {
     const leases = [...this.#parked.keys()];
-    await Promise.all(leases.map((lease) => this.#unpark(lease)));
+    await Promise.all([...leases.map((lease) => this.#unpark(lease)), this.resignLeaders()]);
   }
 
   /** Runs one tick of schedule `id` now, as if it fired at `tickAtMs` (for tests and `lockhost` tooling). */
@@ -157,6 +175,12 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   async #tick(state: State, tickAtMs: number): Promise<TickOutcome> {
     const { config } = state;
     const { locks, log } = this.#deps;
+    if (config.hint === "leader_only") {
+      // No lock per tick: the leadership, held in the background, is the schedule's lock (handle 0).
+      const leadership = this.#leaders.leadership(electionOf(config));
+      if (!leadership) return this.#emit(config.id, tickAtMs, "skipped_contended");
+      return this.#emit(config.id, tickAtMs, await this.#invoke(config, leadership.lease), leadership.term);
+    }
     if (!this.#coordinated(config)) return this.#emit(config.id, tickAtMs, await this.#invoke(config));
 
     let lease: Lease | null;

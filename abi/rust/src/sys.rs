@@ -85,6 +85,8 @@ pub const MAX_REPLY_BYTES: i32 = 16777216;
 pub const MAX_REQUEST_HEAD_BYTES: i32 = 16384;
 /// Longest `log.write` message, in bytes: a longer one is cut there.
 pub const MAX_LOG_BYTES: i32 = 8192;
+/// Longest value a leader proclaims (`lock.campaign`, `lock.proclaim`), in UTF-8 bytes.
+pub const MAX_LEADER_VALUE_BYTES: i32 = 4096;
 
 /// The name of a status code (`7` is `"INVALID_ARGUMENT"`), or `"UNKNOWN"`.
 pub const fn status_name(code: i32) -> &'static str {
@@ -160,6 +162,21 @@ extern "C" {
     /// `lock.acquire_permit`: permit handle once one is free, -TIMEOUT, -code.
     #[link_name = "acquire_permit"]
     pub fn lock_acquire_permit(key_ptr: *const u8, key_len: usize, permits: i32, ttl_ms: i32, wait_ms: i32, flags: i32) -> i32;
+    /// `lock.try_campaign`: leadership handle > 0, 0 another leads, -code.
+    #[link_name = "try_campaign"]
+    pub fn lock_try_campaign(key_ptr: *const u8, key_len: usize, value_ptr: *const u8, value_len: usize, ttl_ms: i32, flags: i32) -> i32;
+    /// `lock.campaign`: leadership handle once this guest leads, -TIMEOUT, -code.
+    #[link_name = "campaign"]
+    pub fn lock_campaign(key_ptr: *const u8, key_len: usize, value_ptr: *const u8, value_len: usize, ttl_ms: i32, wait_ms: i32, flags: i32) -> i32;
+    /// `lock.proclaim`: 0 or -code.
+    #[link_name = "proclaim"]
+    pub fn lock_proclaim(handle: i32, value_ptr: *const u8, value_len: usize) -> i32;
+    /// `lock.resign`: 0 or -code.
+    #[link_name = "resign"]
+    pub fn lock_resign(handle: i32) -> i32;
+    /// `lock.leader`: length of the leader JSON.
+    #[link_name = "leader"]
+    pub fn lock_leader(key_ptr: *const u8, key_len: usize, flags: i32, buf_ptr: *mut u8, buf_cap: usize) -> i32;
 }
 
 #[link(wasm_import_module = "lockhost")]

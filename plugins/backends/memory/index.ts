@@ -13,6 +13,8 @@ interface Entry {
   expiresAtMs: number;
   /** The TTL of the current lease (acquire or the latest renew), reported by status. */
   ttlMs: number;
+  /** What the holder proclaimed (LockBackend.proclaim), if it did. */
+  value?: string;
 }
 
 /** Options of the memory backend. */
@@ -113,7 +115,16 @@ export class MemoryBackend implements LockBackend {
     return "released";
   }
 
-  /** Calls `listener` after every release or force-release of `key` in this instance (LockBackend.watch). */
+  /** Stores `value` in the record if `owner` still holds `key`, then wakes its watchers (LockBackend.proclaim). */
+  async proclaim(key: string, owner: string, value: string): Promise<boolean> {
+    const entry = this.#live(key, this.#now());
+    if (!entry || entry.owner !== owner) return false;
+    entry.value = value;
+    this.#released(key);
+    return true;
+  }
+
+  /** Calls `listener` after every release, force-release or proclamation of `key` in this instance (LockBackend.watch). */
   watch(key: string, listener: () => void): ReleaseWatch {
     return { ready: Promise.resolve(), close: this.#watchers.add(key, listener) };
   }

@@ -297,6 +297,18 @@ export class PgBackend implements LockBackend {
     return row === undefined ? null : toRecord(key, row);
   }
 
+  /**
+   * Stores a leader's `value` in the holders row if `owner` holds `key` on a live session, and
+   * notifies the key's watchers in the same statement (LockBackend.proclaim).
+   */
+  async proclaim(key: string, owner: string, value: string): Promise<boolean> {
+    const book = this.#book;
+    if (book.closed) throw closedError();
+    const advisory = book.keyOf(key);
+    const rows = await book.run("proclaim", advisory, book.sql.proclaim, [advisory.id, key, value, owner, advisory.classid, advisory.objid, book.channels.released]);
+    return rows.length > 0;
+  }
+
   /** SELECT 1 on a session (LockBackend.ping); refused credentials, a missing database or an unknown host are permanent. */
   async ping(): Promise<void> {
     const book = this.#book;

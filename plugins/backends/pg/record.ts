@@ -2,9 +2,9 @@
 import type { LockRecord } from "../../../kit/index.js";
 import type { Rows } from "./session.js";
 
-/** The record of `key` from the status statement's row (owner, fence, ..., remaining ms, ttl ms). */
+/** The record of `key` from the status statement's row (owner, fence, ..., remaining ms, ttl ms, value). */
 export function toRecord(key: string, row: Rows[number]): LockRecord {
-  const [owner, fence, plugin, node, host, acquiredAt, expiresAt, remaining, ttl] = row;
+  const [owner, fence, plugin, node, host, acquiredAt, expiresAt, remaining, ttl, value] = row;
   const acquiredAtMs = Number(acquiredAt);
   const expiresAtMs = Number(expiresAt);
   const ttlRemainingMs = Number(remaining);
@@ -17,6 +17,7 @@ export function toRecord(key: string, row: Rows[number]): LockRecord {
     expiresAtMs,
     ttlMs: leaseTtl(ttl === null || ttl === undefined ? undefined : Number(ttl), ttlRemainingMs, expiresAtMs - acquiredAtMs),
     ttlRemainingMs,
+    ...(typeof value === "string" && { value }),
   };
 }
 

@@ -97,7 +97,7 @@ export interface Statements {
   readonly unlock: Statement;
   /**
    * $1 advisory id, $2 key, $3 classid, $4 objid -> [owner, fence, plugin, node, hostname,
-   * acquired ms, expires ms, remaining ms, ttl ms or null] or no row.
+   * acquired ms, expires ms, remaining ms, ttl ms or null, value or null] or no row.
    */
   readonly status: Statement;
   /**
@@ -112,6 +112,11 @@ export interface Statements {
    * [key, then the status columns], live holdings only, in name order.
    */
   readonly list: Statement;
+  /**
+   * $1 advisory id, $2 key, $3 value, $4 owner, $5 classid, $6 objid, $7 released channel -> a
+   * row when the live holding is `owner`'s: its value is set and the key's watchers notified.
+   */
+  readonly proclaim: Statement;
   /** $1 classid, $2 objid, $3 pid -> [whether that pid still holds the lock]. */
   readonly heldBy: Statement;
 }
@@ -193,7 +198,7 @@ export function statementsFor(table: string): Statements {
   return {
     tablesExist: {
       text: `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL,
-          EXISTS (SELECT FROM pg_attribute WHERE attrelid = to_regclass($2) AND attname = 'ttl_ms' AND NOT attisdropped)`,
+          (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($2) AND attname IN ('ttl_ms', 'value') AND NOT attisdropped) = 2`,
       values: [t, h],
     },
     createTables: [
@@ -210,11 +215,13 @@ export function statementsFor(table: string): Statements {
         pid integer NOT NULL,
         acquired_at timestamptz NOT NULL,
         expires_at timestamptz NOT NULL,
-        ttl_ms bigint
+        ttl_ms bigint,
+        value text
       )`,
     ],
     // Nullable, as in CREATE: rows of an earlier version (still running elsewhere) have none.
-    addColumns: [`ALTER TABLE ${h} ADD COLUMN IF NOT EXISTS ttl_ms bigint`],
+    // `value`: a leader's proclamation (proclaim), NULL until it makes one.
+    addColumns: [`ALTER TABLE ${h} ADD COLUMN IF NOT EXISTS ttl_ms bigint`, `ALTER TABLE ${h} ADD COLUMN IF NOT EXISTS value text`],
     // The advisory lock, the next fence and the holder in one statement. `l` is volatile, so
     // it runs exactly once, and nothing is written unless it got the lock. When it did not,
     // the holder row (maybe an older version: see below) tells how long its lease has left,
@@ -238,7 +245,7 @@ export function statementsFor(table: string): Statements {
           FROM l, r WHERE l.got
           ON CONFLICT (id) DO UPDATE SET fence = h.fence + 1, key = EXCLUDED.key, owner = EXCLUDED.owner,
             plugin = EXCLUDED.plugin, node = EXCLUDED.node, hostname = EXCLUDED.hostname, pid = EXCLUDED.pid,
-            acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at, ttl_ms = EXCLUDED.ttl_ms
+            acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at, ttl_ms = EXCLUDED.ttl_ms, value = NULL
           RETURNING fence, reserved, ${ms("acquired_at")} AS acquired, ${ms("expires_at")} AS expires
         )
         SELECT fence, reserved, acquired, expires, NULL::int8 FROM i
@@ -357,7 +364,7 @@ export function statementsFor(table: string): Statements {
     status: {
       name: "lockhost_status",
       text: `SELECT owner, fence, plugin, node, hostname, ${ms("acquired_at")}, ${ms("expires_at")},
-          greatest(0, ${ms("expires_at")} - ${ms(serverNow)}), ttl_ms
+          greatest(0, ${ms("expires_at")} - ${ms(serverNow)}), ttl_ms, value
         FROM ${h} h
         WHERE id = $1::int8 AND key = $2 AND owner IS NOT NULL
           AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = h.pid AND ${advisoryLock("$3", "$4")})`,
@@ -365,7 +372,7 @@ export function statementsFor(table: string): Statements {
     list: {
       name: "lockhost_list",
       text: `SELECT h.key, owner, fence, plugin, node, hostname, ${ms("acquired_at")}, ${ms("expires_at")},
-          greatest(0, ${ms("expires_at")} - ${ms(serverNow)}), ttl_ms
+          greatest(0, ${ms("expires_at")} - ${ms(serverNow)}), ttl_ms, value
         FROM ${h} h
         WHERE h.owner IS NOT NULL AND h.key LIKE $1 ESCAPE '\\' AND ($2::text IS NULL OR h.key > $2::text)
           AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = h.pid AND ${advisoryLockOfId("h.id")})
@@ -385,6 +392,19 @@ export function statementsFor(table: string): Statements {
     terminate: {
       name: "lockhost_terminate",
       text: "SELECT CASE WHEN $1::int4 = pg_backend_pid() THEN false ELSE pg_terminate_backend($1::int4) END",
+    },
+    // Leader election: the value goes into the live holding's row only while `owner` holds it,
+    // and the key's waiters and observers hear of it on the released channel (payload: the id,
+    // as a release sends), so they re-read the row: a new leader or a new value.
+    proclaim: {
+      name: "lockhost_proclaim",
+      text: `WITH u AS (
+          UPDATE ${h} h SET value = $3::text
+          WHERE h.id = $1::int8 AND h.key = $2 AND h.owner = $4
+            AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = h.pid AND ${advisoryLock("$5", "$6")})
+          RETURNING h.id
+        )
+        SELECT pg_notify($7, $1::int8::text) FROM u`,
     },
     heldBy: {
       name: "lockhost_held_by",

@@ -259,6 +259,16 @@ export class RedisBackend implements LockBackend {
     });
   }
 
+  /**
+   * Stores a leader's `value` in the lock's hash if `owner` still holds `key`, and publishes on
+   * the key's release channel in the same script, so watchers re-read it (LockBackend.proclaim).
+   */
+  proclaim(key: string, owner: string, value: string): Promise<boolean> {
+    return this.#conn.whenReady(() =>
+      this.#redis.lockhostProclaim(this.#keys.lock(key), owner, value, this.#keys.released(key)).then((reply) => reply === 1, this.#fail),
+    );
+  }
+
   /** Deletes the lock whoever holds it; the fence counter stays (LockBackend.forceRelease). */
   forceRelease(key: string): Promise<boolean> {
     return this.#conn.whenReady(() =>
@@ -382,7 +392,7 @@ export class RedisBackend implements LockBackend {
 
 function toRecord(key: string, reply: StatusReply): LockRecord | null {
   if (reply === NOT_FOUND) return null;
-  const [owner, fence, plugin, node, host, acquiredAt, expiresAt, ttl, pttl] = reply;
+  const [owner, fence, plugin, node, host, acquiredAt, expiresAt, ttl, pttl, proclaimed] = reply;
   const holder: Holder = { plugin, node, hostname: host };
   const acquiredAtMs = Number(acquiredAt);
   const expiresAtMs = Number(expiresAt);
@@ -397,6 +407,7 @@ function toRecord(key: string, reply: StatusReply): LockRecord | null {
     expiresAtMs,
     ttlMs: leaseTtl(ttl === "" ? undefined : Number(ttl), ttlRemainingMs, expiresAtMs - acquiredAtMs),
     ttlRemainingMs,
+    ...(proclaimed?.[0] !== undefined && { value: proclaimed[0] }),
   };
 }
 

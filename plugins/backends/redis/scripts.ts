@@ -61,6 +61,8 @@ export type StatusReply =
   | readonly [
       owner: string, fence: string, plugin: string, node: string, hostname: string,
       acquiredAt: string, expiresAt: string, ttlMs: string, pttl: number,
+      /** [value] when the holder proclaimed one, else []; absent from an earlier version's script. */
+      value?: readonly string[],
     ];
 
 /** Shared by renew and renewMany: the server's clock in whole ms. */
@@ -103,6 +105,8 @@ local function acquire(lockKey, fenceKey, owner, ttlText, plugin, node, hostname
     local held = redis.call('HMGET', lockKey, 'node', 'instance', 'fence')
     if held[1] ~= node or held[2] == instance then return pttl end
     reclaimed = held
+    -- The earlier process's proclamation is not the new holder's (leader election).
+    redis.call('HDEL', lockKey, 'value')
   end
   local micros = clock()
   local now = math.floor(micros / 1000)
@@ -218,9 +222,23 @@ return out`;
 
 /** KEYS: lock. PTTL in the same script, so the record and its remaining lease agree. */
 const STATUS = `
-local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'plugin', 'node', 'hostname', 'acquired_at', 'expires_at', 'ttl_ms')
+local v = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'plugin', 'node', 'hostname', 'acquired_at', 'expires_at', 'ttl_ms', 'value')
 if not v[1] then return ${NOT_FOUND} end
-return {v[1], v[2], v[3] or '', v[4] or '', v[5] or '', v[6] or '0', v[7] or '0', v[8] or '', redis.call('PTTL', KEYS[1])}`;
+return {v[1], v[2], v[3] or '', v[4] or '', v[5] or '', v[6] or '0', v[7] or '0', v[8] or '', redis.call('PTTL', KEYS[1]), v[9] and {v[9]} or {}}`;
+
+/**
+ * KEYS: lock. ARGV: owner, value, release channel. Leader election's proclamation: the value
+ * goes into the record only while `owner` holds it, and the key's release channel hears of it
+ * (an empty message, as a release sends), so observers re-read the record: a new leader or a
+ * new value. 1, or NOT_FOUND / MISMATCH.
+ */
+const PROCLAIM = `
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if not owner then return ${NOT_FOUND} end
+if owner ~= ARGV[1] then return ${MISMATCH} end
+redis.call('HSET', KEYS[1], 'value', ARGV[2])
+redis.call('PUBLISH', ARGV[3], '')
+return 1`;
 
 /** KEYS: lock. ARGV: release channel. Deletes whoever holds it; the fence counter stays. */
 const FORCE_RELEASE = `
@@ -248,6 +266,7 @@ export interface LockCommands {
   lockhostReleaseMany(args: readonly (string | number)[]): Promise<readonly (ReleaseReply | string)[]>;
   lockhostStatus(lockKey: string): Promise<StatusReply>;
   lockhostForceRelease(lockKey: string, channel: string, holderHead: string): Promise<number>;
+  lockhostProclaim(lockKey: string, owner: string, value: string, channel: string): Promise<number>;
 }
 
 /** numberOfKeys absent: the caller passes the count first (renewMany's varies per call). */
@@ -260,6 +279,7 @@ const DEFINITIONS: Record<keyof LockCommands, ScriptDefinition> = {
   lockhostReleaseMany: { lua: RELEASE_MANY },
   lockhostStatus: { lua: STATUS, numberOfKeys: 1 },
   lockhostForceRelease: { lua: FORCE_RELEASE, numberOfKeys: 1 },
+  lockhostProclaim: { lua: PROCLAIM, numberOfKeys: 1 },
 };
 
 /**

@@ -1,0 +1,162 @@
+// Leader election over the mutex: the leader holds an exclusive lease on `election:<name>` whose
+// record also carries what it proclaimed (LockBackend.proclaim), and its term is that lease's
+// fence, so terms strictly increase per name on every backend without a counter of their own.
+// Campaigning is a waiting acquisition with keepalive (woken by the release channel), so the
+// lifecycle (renewal, loss told at once, auto-release, close) is the mutex's, written once.
+import { MAX_LEADER_VALUE_BYTES } from "../../abi/status.js";
+import { LockhostError } from "../../kit/errors.js";
+import type { LockBackend } from "../../kit/backend.js";
+import { acquireChecked } from "./acquire.js";
+import { closedError, type ServiceCore } from "./core.js";
+import type { Lease } from "./lease.js";
+import { releaseIfHeld } from "./release.js";
+import { checkRequest, type CheckedRequest } from "./request.js";
+import type { Scope } from "./scope.js";
+import { validateKey, validateOptions, validateSignal, validateWaitMs } from "./validate.js";
+
+/** The prefix of an election's lock key: election "jobs" is the mutex "election:jobs". */
+export const ELECTION_PREFIX = "election:";
+
+/** The longest value a leader may proclaim, in UTF-8 bytes (it travels in every status read). */
+export { MAX_LEADER_VALUE_BYTES };
+
+/** Options of campaign. */
+export interface CampaignOptions {
+  /** The leadership's lease, in ms (1 to MAX_TTL_MS); kept alive while this caller leads. */
+  readonly ttlMs: number;
+  /** What the leader proclaims at once (default ""): observers and leader() read it. */
+  readonly value?: string;
+  /** Gives up the campaign: the call rejects with the signal's reason. Does not end a leadership already won. */
+  readonly signal?: AbortSignal;
+  /** The longest campaign, in ms (default Infinity): TIMEOUT when another leads all along. */
+  readonly waitMs?: number;
+  /** Where the election lives (default "global", as every host-side lock). */
+  readonly scope?: Scope;
+  /** Recorded as the leader's plugin; defaults to the scope's plugin, or "host". */
+  readonly plugin?: string;
+}
+
+/** The lock key of `election` (checked: INVALID_ARGUMENT naming `election`). */
+export function electionKey(election: unknown): string {
+  return ELECTION_PREFIX + validateKey(election, "election");
+}
+
+/** The election's lock request: the mutex `election:<name>` with keepalive on. */
+export function electionRequest(name: string, options: CampaignOptions): CheckedRequest {
+  validateOptions(options, "options", true);
+  return checkRequest(electionKey(name), { ttlMs: options.ttlMs, scope: options.scope, plugin: options.plugin, keepalive: true } as const);
+}
+
+/** `value` checked: a string of at most MAX_LEADER_VALUE_BYTES bytes (INVALID_ARGUMENT otherwise). */
+export function validateLeaderValue(value: unknown, argName = "value"): string {
+  if (typeof value !== "string") throw new LockhostError("INVALID_ARGUMENT", `${argName} must be a string, got ${typeof value}`);
+  const bytes = Buffer.byteLength(value, "utf8");
+  if (bytes > MAX_LEADER_VALUE_BYTES) throw new LockhostError("INVALID_ARGUMENT", `${argName} is ${bytes} bytes; at most ${MAX_LEADER_VALUE_BYTES}`);
+  return value;
+}
+
+/** The backend's proclaim step; INVALID_ARGUMENT naming the backend when it has none. */
+export function proclaimStep(backend: LockBackend): NonNullable<LockBackend["proclaim"]> {
+  const step = backend.proclaim;
+  if (typeof step !== "function") throw new LockhostError("INVALID_ARGUMENT", `backend ${backend.kind} has no leader election (it does not implement LockBackend.proclaim)`);
+  return step.bind(backend);
+}
+
+/** Campaigns for the checked election `request` (see LockService.campaign). */
+export async function campaign(core: ServiceCore, election: string, request: CheckedRequest, value: string, waitMs: number, signal: AbortSignal | undefined): Promise<Leadership> {
+  const proclaim = proclaimStep(core.backend);
+  const started = performance.now();
+  for (;;) {
+    const left = waitMs === Infinity ? Infinity : Math.max(0, waitMs - (performance.now() - started));
+    const lease = await acquireChecked(core, request, left, signal);
+    let held: boolean;
+    try {
+      // The proclamation also wakes the key's observers: they learn of the new leader, not only of the old one's end.
+      held = await core.backendCall(() => proclaim(lease.name, lease.owner, value));
+    } catch (err) {
+      await releaseIfHeld(core, lease);
+      throw err;
+    }
+    if (held) return new Leadership(core, election, lease, value);
+    // Lost between winning and proclaiming (force-released, expired): not a leader; campaign on.
+    if (lease.state === "held") core.markLost(lease, new LockhostError("LOST", `leadership of ${election} (term ${lease.fence}) ended before it was proclaimed`));
+  }
+}
+
+/** Checked options of a campaign: the wait and the signal. */
+export function campaignWait(options: CampaignOptions): { readonly waitMs: number; readonly signal: AbortSignal | undefined; readonly value: string } {
+  return {
+    waitMs: options.waitMs === undefined ? Infinity : validateWaitMs(options.waitMs),
+    signal: validateSignal(options.signal, "signal"),
+    value: options.value === undefined ? "" : validateLeaderValue(options.value),
+  };
+}
+
+/**
+ * This caller's leadership of one election, from campaign until resign or loss. Its term is
+ * the fence of its lease: strictly above every earlier term of the election, so a resource
+ * can refuse a deposed leader by it.
+ */
+export class Leadership {
+  /** The election's name, as campaign was given it. */
+  readonly election: string;
+  /** The lease behind it (the mutex `election:<name>`, with keepalive). */
+  readonly lease: Lease;
+  readonly #core: ServiceCore;
+  #value: string;
+
+  constructor(core: ServiceCore, election: string, lease: Lease, value: string) {
+    this.#core = core;
+    this.election = election;
+    this.lease = lease;
+    this.#value = value;
+  }
+
+  /** The term: the lease's fence, strictly increasing per election. */
+  get term(): number {
+    return this.lease.fence;
+  }
+
+  /** What this leader proclaimed last. */
+  get value(): string {
+    return this.#value;
+  }
+
+  /** Aborts when the leadership ends (resigned, or lost: the reason says which), at once. */
+  get signal(): AbortSignal {
+    return this.lease.signal;
+  }
+
+  /** Whether this caller still leads (its lease is held). */
+  get leading(): boolean {
+    return this.lease.state === "held";
+  }
+
+  /**
+   * Proclaims a new value: leader() and observers see it. Rejects with LOST (and the
+   * leadership ends) when this caller no longer leads, ALREADY_RELEASED after resign.
+   */
+  async proclaim(value: string): Promise<void> {
+    validateLeaderValue(value);
+    const core = this.#core;
+    core.checkUsable(this.lease);
+    const held = await core.backendCall(() => proclaimStep(core.backend)(this.lease.name, this.lease.owner, value));
+    if (!held) {
+      const reason = new LockhostError("LOST", `leadership of ${this.election} (term ${this.term}) was lost: another process released or took it`);
+      if (this.lease.state === "held") core.markLost(this.lease, reason);
+      throw reason;
+    }
+    this.#value = value;
+  }
+
+  /**
+   * Steps down: the lease is released, so a waiting campaigner takes over at once and
+   * observers hear of it. Resolves also when the leadership had already ended; rejects only
+   * when the backend failed (the lease then ends at its TTL).
+   */
+  async resign(): Promise<void> {
+    if (this.#core.closed) throw closedError();
+    const failed = await releaseIfHeld(this.#core, this.lease);
+    if (failed) throw failed;
+  }
+}

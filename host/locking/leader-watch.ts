@@ -1,0 +1,107 @@
+// Who leads an election, read from its lock's record, and observing it change. Observers wake on
+// the lock's release channel, which carries releases and force-releases and, through
+// LockBackend.proclaim, each new leader's proclamation; one status read per wake tells what
+// changed. A lease that merely ends is not signalled by every backend, so an observer also
+// re-reads when the leader's lease is due to end, and at the service's poll interval.
+import type { LockRecord } from "../../kit/backend.js";
+import type { ServiceCore } from "./core.js";
+import { timerMs } from "./waiting.js";
+
+/** Who leads an election now (LockService.leader), as observers see it change. */
+export interface LeaderInfo {
+  /** The election's name, as given. */
+  readonly election: string;
+  /** The fully qualified name of its lock: "global:election:<name>". */
+  readonly name: string;
+  /** Whether someone leads. The fields below are set only then. */
+  readonly held: boolean;
+  /** The leader's node name. */
+  readonly node?: string;
+  /** The leader's plugin ("host" for host-side callers). */
+  readonly plugin?: string;
+  /** What the leader proclaimed ("" until its proclamation lands). */
+  readonly value?: string;
+  /** The leader's term: its lease's fence. */
+  readonly term?: number;
+  /** When it took the lead, ms since the epoch on the backend's clock. */
+  readonly sinceMs?: number;
+  /** When its lease ends unless renewed, ms since the epoch on the backend's clock. */
+  readonly expiresAtMs?: number;
+}
+
+/** The leader of `election` from its lock's record. */
+export function leaderInfo(election: string, name: string, record: LockRecord | null): LeaderInfo {
+  if (record === null) return { election, name, held: false };
+  return {
+    election, name, held: true,
+    node: record.holder.node,
+    plugin: record.holder.plugin,
+    value: record.value ?? "",
+    term: record.fence,
+    sinceMs: record.acquiredAtMs,
+    expiresAtMs: record.expiresAtMs,
+  };
+}
+
+/** Reads who leads `election` (lock `name`) now. */
+export async function readLeader(core: ServiceCore, election: string, name: string): Promise<LeaderInfo> {
+  core.checkOpen();
+  const record = await core.backendCall(() => core.backend.status(name));
+  return leaderInfo(election, name, record);
+}
+
+/** What an observer compares to tell a change: leader, term and value. */
+function identity(info: LeaderInfo): string {
+  return info.held ? `${info.term}\u0000${info.node ?? ""}\u0000${info.value ?? ""}` : "";
+}
+
+/**
+ * Yields who leads `election` now, then each change (another leader, a new term, a new value,
+ * nobody), until `signal` aborts or the service closes (LockService.observe). A change within
+ * one wake-up that is undone by the next read is not seen; the latest state always is.
+ */
+export async function* observeLeader(core: ServiceCore, election: string, name: string, signal: AbortSignal | undefined): AsyncGenerator<LeaderInfo, void, undefined> {
+  core.checkOpen();
+  let pending = true;
+  let wake: (() => void) | undefined;
+  const poke = (): void => {
+    pending = true;
+    wake?.();
+  };
+  const watch = core.backend.watch(name, poke);
+  signal?.addEventListener("abort", poke);
+  try {
+    await watch.ready;
+    let last: string | undefined;
+    let nextReadMs = 0;
+    for (;;) {
+      if (signal?.aborted || core.closing) return;
+      if (!pending) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(poke, timerMs(nextReadMs));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
+        if (signal?.aborted || core.closing) return;
+      }
+      pending = false;
+      core.checkOpen();
+      const record = await core.backendCall(() => core.backend.status(name));
+      const info = leaderInfo(election, name, record);
+      // Next read without a wake: when the lease is due to end (expiry is not signalled by
+      // every backend), else the poll interval (a pg session that died is not either).
+      nextReadMs = Math.min(record === null ? Infinity : record.ttlRemainingMs + 1, core.pollIntervalMs);
+      const id = identity(info);
+      if (id !== last) {
+        last = id;
+        yield info;
+      }
+    }
+  } finally {
+    signal?.removeEventListener("abort", poke);
+    watch.close();
+  }
+}

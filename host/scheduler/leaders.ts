@@ -1,0 +1,86 @@
+// The leaderships behind "leader_only" schedules: the host campaigns once per election in the
+// background and keeps campaigning after each loss, so a tick only asks whether this node leads
+// now (no lock traffic per tick); ticks move to another node when this one resigns or is lost.
+import type { Logger } from "pino";
+import { toLockhostError } from "../../kit/errors.js";
+import type { Leadership, LockService } from "../locking/service.js";
+
+/** What one election's campaign is given. */
+export interface ElectionSpec {
+  readonly name: string;
+  /** The leadership's lease (kept alive while leading). */
+  readonly ttlMs: number;
+  /** Recorded as the leader's plugin. */
+  readonly plugin: string;
+}
+
+/** Pause after a failed campaign (backend down) before the next one. */
+const RETRY_AFTER_MS = 1_000;
+
+/** This host's campaigns, one per election, in the scheduler's plugin scope "lockhost". */
+export class Leaders {
+  readonly #locks: LockService;
+  readonly #log: Logger;
+  readonly #leading = new Map<string, Leadership>();
+  #stop = new AbortController();
+  readonly #campaigns = new Set<Promise<void>>();
+
+  constructor(locks: LockService, log: Logger) {
+    this.#locks = locks;
+    this.#log = log;
+  }
+
+  /** Starts a campaign for each election (once per name). */
+  start(elections: readonly ElectionSpec[]): void {
+    if (this.#stop.signal.aborted) this.#stop = new AbortController();
+    const seen = new Set<string>();
+    for (const e of elections) {
+      if (seen.has(e.name)) continue;
+      seen.add(e.name);
+      const run = this.#campaign(e, this.#stop.signal);
+      this.#campaigns.add(run);
+      void run.finally(() => this.#campaigns.delete(run));
+    }
+  }
+
+  /** The leadership of `election` while this node holds it. */
+  leadership(election: string): Leadership | undefined {
+    const l = this.#leading.get(election);
+    return l?.leading ? l : undefined;
+  }
+
+  /** Stops campaigning and resigns every leadership (another node takes over at once). */
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    const held = [...this.#leading.values()];
+    this.#leading.clear();
+    await Promise.all(held.map((l) => l.resign().catch(() => undefined)));
+    await Promise.all([...this.#campaigns]);
+  }
+
+  async #campaign(e: ElectionSpec, signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      try {
+        const l = await this.#locks.campaign(e.name, { ttlMs: e.ttlMs, value: this.#locks.node, scope: { plugin: "lockhost" }, plugin: e.plugin, signal });
+        if (signal.aborted) {
+          await l.resign().catch(() => undefined);
+          return;
+        }
+        this.#leading.set(e.name, l);
+        this.#log.info({ election: e.name, term: l.term }, "this node leads the election: its leader_only schedules run here");
+        await new Promise<void>((resolve) => {
+          if (l.signal.aborted) return resolve();
+          l.signal.addEventListener("abort", () => resolve(), { once: true });
+        });
+        if (this.#leading.get(e.name) === l) this.#leading.delete(e.name);
+        if (!signal.aborted) this.#log.warn({ election: e.name, term: l.term, err: String((l.signal.reason as Error | undefined)?.message) }, "leadership lost: campaigning again");
+      } catch (err) {
+        if (signal.aborted) return;
+        const x = toLockhostError(err);
+        if (x.code === "CLOSED") return;
+        this.#log.error({ election: e.name, code: x.code, err: x.message }, "campaign failed; trying again");
+        await new Promise((r) => setTimeout(r, RETRY_AFTER_MS));
+      }
+    }
+  }
+}

@@ -90,6 +90,8 @@ export interface OpSpec {
    * the call's buffer without making the call again (the call has effects).
    */
   readonly keepsReply?: boolean;
+  /** It takes a lock (a new lease and handle): named by a row of the kind table (kit/kinds.ts) or by leader election's operations. */
+  readonly takesLock?: boolean;
   /** The result, as ABI.md's operation table says it. */
   readonly doc: string;
   /** The result in a few words, for the README's table. */
@@ -110,6 +112,7 @@ export const OPS = [
   {
     module: "lock",
     name: "try",
+    takesLock: true,
     args: ["key", "ttl", "flags"],
     result: "i32",
     flags: TAKE_FLAGS,
@@ -121,6 +124,7 @@ export const OPS = [
   {
     module: "lock",
     name: "acquire",
+    takesLock: true,
     args: ["key", "ttl", "wait", "flags"],
     result: "i32",
     flags: TAKE_FLAGS,
@@ -222,6 +226,7 @@ export const OPS = [
   {
     module: "lock",
     name: "try_read",
+    takesLock: true,
     args: ["key", "ttl", "flags"],
     result: "i32",
     flags: TAKE_FLAGS,
@@ -233,6 +238,7 @@ export const OPS = [
   {
     module: "lock",
     name: "try_write",
+    takesLock: true,
     args: ["key", "ttl", "flags"],
     result: "i32",
     flags: TAKE_FLAGS,
@@ -244,6 +250,7 @@ export const OPS = [
   {
     module: "lock",
     name: "acquire_read",
+    takesLock: true,
     args: ["key", "ttl", "wait", "flags"],
     result: "i32",
     flags: TAKE_FLAGS,
@@ -255,6 +262,7 @@ export const OPS = [
   {
     module: "lock",
     name: "acquire_write",
+    takesLock: true,
     args: ["key", "ttl", "wait", "flags"],
     result: "i32",
     flags: TAKE_FLAGS,
@@ -266,6 +274,7 @@ export const OPS = [
   {
     module: "lock",
     name: "try_permit",
+    takesLock: true,
     args: ["key", "permits", "ttl", "flags"],
     result: "i32",
     flags: TAKE_FLAGS,
@@ -277,6 +286,7 @@ export const OPS = [
   {
     module: "lock",
     name: "acquire_permit",
+    takesLock: true,
     args: ["key", "permits", "ttl", "wait", "flags"],
     result: "i32",
     flags: TAKE_FLAGS,
@@ -365,6 +375,7 @@ export const OPS = [
   {
     module: "lock",
     name: "try_campaign",
+    takesLock: true,
     args: ["key", "value", "ttl", "flags"],
     result: "i32",
     flags: FLAG_GLOBAL | FLAG_KEEP,
@@ -376,6 +387,7 @@ export const OPS = [
   {
     module: "lock",
     name: "campaign",
+    takesLock: true,
     args: ["key", "value", "ttl", "wait", "flags"],
     result: "i32",
     flags: FLAG_GLOBAL | FLAG_KEEP,

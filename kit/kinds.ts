@@ -98,6 +98,14 @@ export type LockKind = keyof typeof KINDS;
 export type SharedKind = { [K in LockKind]: (typeof KINDS)[K]["shared"] extends true ? K : never }[LockKind];
 
 /** Every kind, in table order. */
+/**
+ * Leader election's lock-taking operations. A leadership is a mutex lease on
+ * `election:<name>` whose record carries the leader's value, so it has no row of its own yet:
+ * these name its operations beside the rows, so that every lock-taking operation of the ABI is
+ * named once, by a row or here.
+ */
+export const ELECTION_OPS = Object.freeze({ try: "try_campaign", acquire: "campaign" } as const satisfies { readonly try: OpName; readonly acquire: OpName });
+
 export const LOCK_KINDS: readonly LockKind[] = Object.freeze(Object.keys(KINDS) as LockKind[]);
 
 /** The kinds served through LockBackend.shared, in table order. */

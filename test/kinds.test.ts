@@ -2,17 +2,20 @@
 // lock belongs to exactly one kind and mode, every status flag is the lock.status operation's,
 // and the one validity check of a kind argument says what it may be.
 import { describe, expect, it } from "vitest";
-import { OPS } from "../abi/ops.js";
+import { OPS, type OpSpec } from "../abi/ops.js";
 import * as S from "../abi/status.js";
-import { checkKind, KINDS, LOCK_KINDS, limitOf, modeOf, MUTEX, permitSpec, READ, roleOf, SHARED_KINDS, WRITE } from "../kit/kinds.js";
+import { checkKind, ELECTION_OPS, KINDS, LOCK_KINDS, limitOf, modeOf, MUTEX, permitSpec, READ, roleOf, SHARED_KINDS, WRITE } from "../kit/kinds.js";
 import { MAX_PERMITS } from "../kit/shared.js";
 import { isCode } from "../kit/errors.js";
 
 describe("the kind table", () => {
-  it("names each lock-taking ABI operation under exactly one kind and mode", () => {
-    const named = LOCK_KINDS.flatMap((kind) => Object.values(KINDS[kind].ops).flatMap((o) => [o.try, o.acquire]));
+  it("names each lock-taking ABI operation under exactly one kind and mode (or leader election's)", () => {
+    const named = [...LOCK_KINDS.flatMap((kind) => Object.values(KINDS[kind].ops).flatMap((o) => [o.try, o.acquire])), ELECTION_OPS.try, ELECTION_OPS.acquire];
     expect(new Set(named).size).toBe(named.length);
-    const taking = OPS.filter((op) => op.module === "lock" && /^(try|acquire)(_|$)/.test(op.name)).map((op) => op.name);
+    const taking = (OPS as readonly OpSpec[]).filter((op) => op.takesLock === true).map((op) => op.name);
+    // Every operation that hands out a new lease says so (restore adopts one, it takes none).
+    const handing = (OPS as readonly OpSpec[]).filter((op) => op.module === "lock" && op.args.includes("ttl") && op.name !== "restore" && op.name !== "renew" && op.name !== "proclaim").map((op) => op.name);
+    expect([...handing].sort()).toEqual([...taking].sort());
     expect([...named].sort()).toEqual([...taking].sort());
   });
 

@@ -4,16 +4,22 @@
 import { describe, expect, it } from "vitest";
 import { OPS } from "../abi/ops.js";
 import * as S from "../abi/status.js";
-import { checkKind, KINDS, LOCK_KINDS, limitOf, modeOf, MUTEX, permitSpec, READ, roleOf, SHARED_KINDS, WRITE } from "../kit/kinds.js";
+import { checkKind, FAIR, flaggedSpec, KINDS, LOCK_KINDS, limitOf, modeOf, MUTEX, permitSpec, READ, roleOf, SHARED_KINDS, WRITE } from "../kit/kinds.js";
 import { MAX_PERMITS } from "../kit/shared.js";
 import { isCode } from "../kit/errors.js";
 
 describe("the kind table", () => {
-  it("names each lock-taking ABI operation under exactly one kind and mode", () => {
-    const named = LOCK_KINDS.flatMap((kind) => Object.values(KINDS[kind].ops).flatMap((o) => [o.try, o.acquire]));
+  it("names each lock-taking ABI operation, with the flag that picks a kind on it, under exactly one kind and mode", () => {
+    const entries = LOCK_KINDS.flatMap((kind) => Object.values(KINDS[kind].ops).flatMap((o) => [o.try, o.acquire].map((op) => ({ op, flag: o.flag ?? 0 }))));
+    const named = entries.map((e) => `${e.op}/${e.flag}`);
     expect(new Set(named).size).toBe(named.length);
     const taking = OPS.filter((op) => op.module === "lock" && /^(try|acquire)(_|$)/.test(op.name)).map((op) => op.name);
-    expect([...named].sort()).toEqual([...taking].sort());
+    expect([...new Set(entries.map((e) => e.op))].sort()).toEqual([...taking].sort());
+    // A flag that picks a kind is one its operation accepts, and picks it there (flaggedSpec).
+    for (const e of entries.filter((x) => x.flag !== 0)) expect(OPS.find((op) => op.name === e.op)!.flags & e.flag).toBe(e.flag);
+    expect(flaggedSpec(MUTEX, S.FLAG_FAIR | S.FLAG_KEEP)).toEqual(FAIR);
+    expect(flaggedSpec(MUTEX, S.FLAG_KEEP)).toBe(MUTEX);
+    expect(flaggedSpec(WRITE, S.FLAG_FAIR)).toBe(WRITE);
   });
 
   it("offers every mode it lists, and has an ABI operation pair for each", () => {
@@ -54,8 +60,8 @@ describe("the kind table", () => {
         err = e;
       }
       expect(isCode(err, "INVALID_ARGUMENT")).toBe(true);
-      expect((err as Error).message).toMatch(/^--kind must be rw or semaphore, got /);
+      expect((err as Error).message).toMatch(/^--kind must be rw, semaphore or fair, got /);
     }
-    expect(() => checkKind("lock", LOCK_KINDS)).toThrow('kind must be mutex, rw or semaphore, got "lock"');
+    expect(() => checkKind("lock", LOCK_KINDS)).toThrow('kind must be mutex, rw, semaphore or fair, got "lock"');
   });
 });

@@ -144,6 +144,10 @@ export const SCHEDULED_SCHEMA = table<ScheduledConfig>({
     hint: field.oneOf(HINTS, { default: "require_global", doc: HINTS.join(" | ") }),
     ttlMs: field.int({ default: 60_000, min: 1, max: MAX_TTL_MS, unit: "ms", doc: "TTL of the schedule's lock" }),
     keepalive: field.bool({ default: false, doc: "renew the schedule's lock while the job runs (jobs longer than ttl_ms)" }),
+    fair: field.bool({
+      default: false,
+      doc: "take the schedule's lock as a fair mutex: a tick still only tries it (a tick never waits, or a node would run it twice), and is skipped while anyone waits for the key (acquire with fair), so ticks cannot starve a waiter",
+    }),
   },
 });
 

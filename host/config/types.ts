@@ -121,6 +121,13 @@ export interface ScheduledConfig {
   readonly ttlMs: number;
   /** Renew the schedule's lock while the job runs (so a job may outlast the TTL). Default false. */
   readonly keepalive: boolean;
+  /**
+   * Take the schedule's lock as a fair mutex (kit/kinds.ts). A tick only tries it, as ever (a
+   * waiting tick would run after the tick's holder let go: twice); fair means a tick is skipped
+   * while anyone waits for the key, so a caller that waits for it fairly is never starved by
+   * ticks. Default false.
+   */
+  readonly fair: boolean;
 }
 
 /** `[host]` */

@@ -33,7 +33,7 @@ export interface HeldLock {
   readonly handle: number;
   /** Its full name (`<plugin>:<key>`, `global:<key>`). */
   readonly name: string;
-  /** mutex, rw or semaphore. */
+  /** mutex, rw, semaphore or fair. */
   readonly kind: string;
   /** Its fencing token: send it with a write so the resource can refuse a stale holder. */
   readonly fence: number;

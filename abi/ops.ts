@@ -5,7 +5,7 @@
 // the README all derive from this table (test/docs.test.ts holds the docs and the
 // AssemblyScript bindings to it). Adding an operation touches this table, its implementation
 // in host/runtime/lock-ops.ts (or the runtime's local imports), and its tests.
-import { FLAG_FENCE, FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, FLAG_RW, FLAG_SEMAPHORE, MAX_INPUT_BYTES, MAX_LEADER_VALUE_BYTES, MAX_KEY_BYTES, MAX_LOG_BYTES, MAX_REQUEST_HEAD_BYTES } from "./status.js";
+import { FLAG_FAIR, FLAG_FENCE, FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, FLAG_RW, FLAG_SEMAPHORE, MAX_INPUT_BYTES, MAX_LEADER_VALUE_BYTES, MAX_KEY_BYTES, MAX_LOG_BYTES, MAX_REQUEST_HEAD_BYTES } from "./status.js";
 
 /** How one kind of argument crosses the boundary. */
 export interface ArgForm {
@@ -99,6 +99,8 @@ export interface OpSpec {
 }
 
 const TAKE_FLAGS = FLAG_GLOBAL | FLAG_KEEP | FLAG_KEEPALIVE;
+/** A mutex's try and acquire also take FLAG_FAIR: the fair mutex (kit/kinds.ts) rides them. */
+const MUTEX_FLAGS = TAKE_FLAGS | FLAG_FAIR;
 /** Every operation runs in both runtimes (one guest suite holds them to the same behaviour). */
 const RUNTIMES: readonly Runtime[] = ["worker", "inline"];
 
@@ -115,7 +117,7 @@ export const OPS = [
     takesLock: true,
     args: ["key", "ttl", "flags"],
     result: "i32",
-    flags: TAKE_FLAGS,
+    flags: MUTEX_FLAGS,
     codes: TRY_CODES,
     runtimes: RUNTIMES,
     doc: "handle `> 0` when acquired; `TRY_CONTENDED` (0) when someone else holds the key; `-code` on error",
@@ -127,7 +129,7 @@ export const OPS = [
     takesLock: true,
     args: ["key", "ttl", "wait", "flags"],
     result: "i32",
-    flags: TAKE_FLAGS,
+    flags: MUTEX_FLAGS,
     codes: WAIT_CODES,
     runtimes: RUNTIMES,
     doc: 'handle `> 0` when acquired, waiting up to `wait_ms` for the key (it returns as soon as the holder lets go, see "Waiting"); `-TIMEOUT` when the key stayed held (`last_error` says how long this guest waited); `-code` on error. Never returns 0: with `wait_ms = 0` a held key is `-TIMEOUT` at once.',
@@ -182,10 +184,10 @@ export const OPS = [
     name: "status",
     args: ["key", "flags", "out"],
     result: "i32",
-    flags: FLAG_GLOBAL | FLAG_RW | FLAG_SEMAPHORE,
+    flags: FLAG_GLOBAL | FLAG_RW | FLAG_SEMAPHORE | FLAG_FAIR,
     codes: ["INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE"],
     runtimes: RUNTIMES,
-    doc: "length of the status JSON of the key, or `-code`: a mutex's (`held`, `holder`, `fence`, times), or with `FLAG_RW` / `FLAG_SEMAPHORE` a read/write lock's or semaphore's (`kind`, `limit`, `holders` each with `mode`, `fence`, holder and times, `queued`).",
+    doc: "length of the status JSON of the key, or `-code`: a mutex's (`held`, `holder`, `fence`, times), or with `FLAG_RW` / `FLAG_SEMAPHORE` / `FLAG_FAIR` a read/write lock's, semaphore's or fair mutex's (`kind`, `limit`, `holders` each with `mode`, `fence`, holder and times, `queued`).",
     brief: "length of the status JSON",
   },
   {

@@ -57,6 +57,11 @@ export const FLAG_RW = 8;
 export const FLAG_SEMAPHORE = 16;
 /** `http.request` only: send the fence of the lock `handle` names, so the resource can refuse a stale holder. */
 export const FLAG_FENCE = 32;
+/**
+ * `try` / `acquire`: a fair mutex, whose waiters are served first come, first served across
+ * hosts (a try is refused while anyone waits); `status`: the key's fair mutex.
+ */
+export const FLAG_FAIR = 64;
 
 // Levels of `log.write`, least to most severe.
 export const LOG_DEBUG = 0;

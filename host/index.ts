@@ -17,6 +17,7 @@ export { Lease, type LeaseState } from "./locking/lease.js";
 export {
   LockService,
   type AcquireOptions,
+  type FairOption,
   type LockRef,
   type LockRefOptions,
   type LockServiceOptions,
@@ -35,6 +36,8 @@ export {
 } from "./locking/service.js";
 export type { LockStats } from "./locking/stats.js";
 export { LockSet, MAX_SET_KEYS } from "./locking/lock-set.js";
+/** The fair mutex's spec, for the verbs that take one (tryMany, acquireMany); the short forms take `fair: true`. */
+export { FAIR } from "../kit/kinds.js";
 export { startAdminServer, type AdminServer, type AdminServerOptions, type AdminStatsBody } from "./admin/server.js";
 export { qualify, type Scope } from "./locking/scope.js";
 export { MAX_NAME_BYTES, MAX_OWNER_LENGTH, OWNER_PATTERN } from "./locking/validate.js";

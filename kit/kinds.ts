@@ -3,7 +3,7 @@
 // so no other file names a kind. Tables keyed by LockKind elsewhere fail to compile until a new
 // row has their entry; code that branches on a kind asks the row instead of comparing names.
 import type { OpName } from "../abi/ops.js";
-import { FLAG_RW, FLAG_SEMAPHORE } from "../abi/status.js";
+import { FLAG_FAIR, FLAG_RW, FLAG_SEMAPHORE } from "../abi/status.js";
 import { LockhostError } from "./errors.js";
 import { MAX_PERMITS, type SharedMode } from "./shared.js";
 
@@ -44,8 +44,11 @@ export interface KindRow {
   readonly statusFlag: number;
   /** The flag's name in abi/status.ts, for messages. */
   readonly statusFlagName: string;
-  /** The ABI operations that take it, per mode (abi/ops.ts). */
-  readonly ops: Partial<Record<SharedMode, { readonly try: OpName; readonly acquire: OpName }>>;
+  /**
+   * The ABI operations that take it, per mode (abi/ops.ts), and the flag bit that picks this
+   * kind when it shares its operations with another (the fair mutex: `try` with FLAG_FAIR).
+   */
+  readonly ops: Partial<Record<SharedMode, { readonly try: OpName; readonly acquire: OpName; readonly flag?: number }>>;
 }
 
 /** Every lock kind. The order is the order listings go through them. */
@@ -89,9 +92,25 @@ export const KINDS = Object.freeze({
     statusFlagName: "FLAG_SEMAPHORE",
     ops: { shared: { try: "try_permit", acquire: "acquire_permit" } },
   },
+  // A mutex whose waiters queue first come, first served across hosts: the read/write lock's
+  // writer queue with writers only, so it is served through the shared steps (each backend
+  // keys their storage by the kind, apart from the rw lock of the same name).
+  fair: {
+    label: "fair mutex",
+    plural: "fair mutexes",
+    isDefault: false,
+    modes: ["exclusive"],
+    roles: { exclusive: "holder" },
+    limit: null,
+    shared: true,
+    queuesExclusive: true,
+    statusFlag: FLAG_FAIR,
+    statusFlagName: "FLAG_FAIR",
+    ops: { exclusive: { try: "try", acquire: "acquire", flag: FLAG_FAIR } },
+  },
 } as const satisfies Record<string, KindRow>);
 
-/** What a lease holds: a mutex, a read/write lock or a semaphore permit. */
+/** What a lease holds: a mutex, a read/write lock, a semaphore permit or a fair mutex. */
 export type LockKind = keyof typeof KINDS;
 
 /** The kinds a backend serves through LockBackend.shared: several holders of one key. */
@@ -156,9 +175,27 @@ export const MUTEX: LockSpec = Object.freeze({ kind: "mutex" });
 export const READ: LockSpec = Object.freeze({ kind: "rw", mode: "shared" });
 export const WRITE: LockSpec = Object.freeze({ kind: "rw", mode: "exclusive" });
 
+/** A fair mutex: waiters across hosts take the key in arrival order; a try is refused while one waits. */
+export const FAIR: LockSpec = Object.freeze({ kind: "fair" });
+
 /** A permit of a semaphore with `permits` permits (checked with the rest of the request). */
 export function permitSpec(permits: number): LockSpec {
   return { kind: "semaphore", permits };
+}
+
+/**
+ * The spec an ABI operation's `flags` ask for: the kind whose row rides the same operation
+ * under a flag bit that is set (`try` with FLAG_FAIR: the fair mutex), else `spec`. Such a row
+ * has one mode and no limit, so its kind alone is its spec.
+ */
+export function flaggedSpec(spec: LockSpec, flags: number): LockSpec {
+  if (flags === 0) return spec;
+  const op = kindRow(spec.kind).ops[modeOf(spec)];
+  for (const kind of LOCK_KINDS) {
+    const other = kindRow(kind).ops[modeOf(spec)];
+    if (other?.flag !== undefined && (flags & other.flag) !== 0 && other.try === op?.try) return { kind } as LockSpec;
+  }
+  return spec;
 }
 
 /** The mode a spec takes its key in: the one it names, else its kind's only mode. */

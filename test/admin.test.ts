@@ -162,7 +162,7 @@ describe("admin listener", () => {
     expect((await get("/locks?kind=queue")).status).toBe(400);
     const bad = await get(`${path}?kind=lock`);
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toMatchObject({ code: "INVALID_ARGUMENT", message: 'kind must be mutex, rw or semaphore, got "lock"' });
+    expect(await bad.json()).toMatchObject({ code: "INVALID_ARGUMENT", message: 'kind must be mutex, rw, semaphore or fair, got "lock"' });
     // Every kind by default, in the kind table's order, a page at a time across the kinds.
     const mutex = (await locks.tryLock("doc", { ttlMs: 30_000 }))!;
     const every = (await (await get(`/locks?prefix=${encodeURIComponent("global:doc")}`)).json()) as LockListPage;

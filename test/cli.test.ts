@@ -310,7 +310,7 @@ describe.each([
       });
       const bad = lockhost("status", "global:cli-doc", "--kind", "mutexes", "--config", file);
       expect(bad.status).toBe(2);
-      expect(bad.stderr).toContain('--kind must be mutex, rw or semaphore, got "mutexes"');
+      expect(bad.stderr).toContain('--kind must be mutex, rw, semaphore or fair, got "mutexes"');
     } finally {
       await locks.close();
     }

@@ -108,6 +108,7 @@ schedule = "5s"
 hint = "prefer_global"
 ttl_ms = 30000
 keepalive = true
+fair = true
 
 [[scheduled]]
 plugin = "cleanup_2"
@@ -160,6 +161,7 @@ schedule = "  */15 * * * *  "
           hint: "prefer_global",
           ttlMs: 30000,
           keepalive: true,
+          fair: true,
         },
         {
           id: "cleanup_2.sweep",
@@ -169,6 +171,7 @@ schedule = "  */15 * * * *  "
           hint: "require_global",
           ttlMs: 60000,
           keepalive: false,
+          fair: false,
         },
       ],
       admin: { listen: { host: "::1", port: 9999 }, token: "admin-token-0123456789" },
@@ -798,9 +801,9 @@ describe("resolveConfig", () => {
         { name: "report", wasm: resolve(BASE, "r.wasm"), isolation: "worker", runtime: "worker", memoryLimitMib: 32, callTimeoutMs: 5000, globalKeys: ["g"], functions: [], config: {}, wasi: false },
       ],
       scheduled: [
-        { id: "report.run", plugin: "report", export: "run", schedule: { kind: "interval", everyMs: 60000, text: "1m" }, hint: "require_global", ttlMs: 5000, keepalive: false },
-        { id: "nightly", plugin: "report", export: "run", schedule: { kind: "cron", expression: "0 2 * * *" }, hint: "node_local", ttlMs: 60000, keepalive: false },
-        { id: "fast", plugin: "report", export: "run", schedule: { kind: "interval", everyMs: 750, text: "750ms" }, hint: "require_global", ttlMs: 60000, keepalive: false },
+        { id: "report.run", plugin: "report", export: "run", schedule: { kind: "interval", everyMs: 60000, text: "1m" }, hint: "require_global", ttlMs: 5000, keepalive: false, fair: false },
+        { id: "nightly", plugin: "report", export: "run", schedule: { kind: "cron", expression: "0 2 * * *" }, hint: "node_local", ttlMs: 60000, keepalive: false, fair: false },
+        { id: "fast", plugin: "report", export: "run", schedule: { kind: "interval", everyMs: 750, text: "750ms" }, hint: "require_global", ttlMs: 60000, keepalive: false, fair: false },
       ],
     });
     expectDeepFrozen(config);

@@ -45,7 +45,7 @@ describe("a short [[scheduled]] entry in the config", () => {
 
   it("takes a plugin and a hint alone: every schedule the plugin declares, id the plugin's name", () => {
     const config = parse(`${PLUGIN}[[scheduled]]\nplugin = "@acme/cron"\nhint = "require_global"`);
-    expect(config.scheduled).toEqual([{ id: "@acme/cron", plugin: "@acme/cron", export: "*", schedule: { kind: "declared" }, hint: "require_global", ttlMs: 60_000, keepalive: false }]);
+    expect(config.scheduled).toEqual([{ id: "@acme/cron", plugin: "@acme/cron", export: "*", schedule: { kind: "declared" }, hint: "require_global", ttlMs: 60_000, keepalive: false, fair: false }]);
     // Round-trips through resolveConfig, as every loaded config does.
     expect(resolveConfig(config).scheduled).toEqual(config.scheduled);
   });

@@ -37,10 +37,12 @@ for (const target of sharedBackends()) {
       const mutex = (await s.tryLock(k, { ttlMs: 10_000 }))!;
       const writer = (await s.tryWrite(k, { ttlMs: 10_000 }))!;
       const permit = (await s.tryPermit(k, { ttlMs: 10_000, permits: 2 }))!;
+      const fair = (await s.tryLock(k, { ttlMs: 10_000, fair: true }))!;
       const expected = [
         [`global:${k}`, "mutex", "exclusive", mutex.fence],
         [`global:${k}`, "rw", "exclusive", writer.fence],
         [`global:${k}`, "semaphore", "shared", permit.fence],
+        [`global:${k}`, "fair", "exclusive", fair.fence],
       ];
       const all = await s.list({ prefix: `global:${k}` });
       expect(all.locks.map(row)).toEqual(expected);
@@ -57,7 +59,7 @@ for (const target of sharedBackends()) {
       expect((await s.list({ prefix: `global:${k}`, kind: "mutex" })).locks.map(row)).toEqual([expected[0]]);
       expect((await s.list({ prefix: `global:${k}`, plugin: "nobody" })).locks).toEqual([]);
       await expect(s.list({ cursor: "queue:1" })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
-      await expect(s.list({ kind: "queue" as never })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: 'kind must be mutex, rw or semaphore, got "queue"' });
+      await expect(s.list({ kind: "queue" as never })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: 'kind must be mutex, rw, semaphore or fair, got "queue"' });
     });
 
     it("says where a lock of a free name's key is held: the other scope, another kind", async () => {

@@ -58,6 +58,32 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime) => {
     expect(await waiting).toBeGreaterThan(0);
   });
 
+  it("queues FLAG_FAIR waiters in arrival order, refuses a fair try while one waits, and keeps the mutex apart", async () => {
+    const [a, b, c] = [await guest(), await guest(), await guest()];
+    expect(await call(a, "fairLock", [0, 30_000])).toBeGreaterThan(0);
+    const firstFence = await call(a, "fence", [0]);
+    const second = call(b, "fairWait", [0, 10_000, 20_000]);
+    await sleep(100);
+    const third = call(c, "fairWait", [0, 10_000, 20_000]);
+    await sleep(100);
+    expect(await call(a, "fairStatusTrace")).toBeGreaterThan(0);
+    const status = JSON.parse(traces().find((t) => t.startsWith("fair "))!.slice(5));
+    expect(status).toMatchObject({ key: "test:doc", kind: "fair", held: true, queued: 2 });
+    // The plain mutex of the key is another lock.
+    expect(await call(a, "mutexLock", [1, 10_000])).toBeGreaterThan(0);
+    expect(await call(a, "release", [0])).toBe(0);
+    expect(await second).toBeGreaterThan(0);
+    const secondFence = await call(b, "fence", [0]);
+    expect(secondFence).toBeGreaterThan(firstFence);
+    // c still waits: a try is refused (held, and someone queues).
+    expect(await call(a, "fairLock", [2, 10_000])).toBe(S.TRY_CONTENDED);
+    expect(await call(b, "release", [0])).toBe(0);
+    expect(await third).toBeGreaterThan(0);
+    expect(await call(c, "fence", [0])).toBeGreaterThan(secondFence);
+    expect(await call(c, "release", [0])).toBe(0);
+    expect(await call(a, "release", [1])).toBe(0);
+  });
+
   it("refuses bad permits with INVALID_ARGUMENT naming them", async () => {
     const g = await guest();
     for (const permits of [0, -3, 2_000_000]) expect(await call(g, "permit", [0, permits, 1_000])).toBe(-S.INVALID_ARGUMENT);

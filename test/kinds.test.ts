@@ -4,19 +4,25 @@
 import { describe, expect, it } from "vitest";
 import { OPS, type OpSpec } from "../abi/ops.js";
 import * as S from "../abi/status.js";
-import { checkKind, ELECTION_OPS, KINDS, LOCK_KINDS, limitOf, modeOf, MUTEX, permitSpec, READ, roleOf, SHARED_KINDS, WRITE } from "../kit/kinds.js";
+import { checkKind, ELECTION_OPS, FAIR, flaggedSpec, KINDS, LOCK_KINDS, limitOf, modeOf, MUTEX, permitSpec, READ, roleOf, SHARED_KINDS, WRITE } from "../kit/kinds.js";
 import { MAX_PERMITS } from "../kit/shared.js";
 import { isCode } from "../kit/errors.js";
 
 describe("the kind table", () => {
-  it("names each lock-taking ABI operation under exactly one kind and mode (or leader election's)", () => {
-    const named = [...LOCK_KINDS.flatMap((kind) => Object.values(KINDS[kind].ops).flatMap((o) => [o.try, o.acquire])), ELECTION_OPS.try, ELECTION_OPS.acquire];
+  it("names each lock-taking ABI operation, with the flag that picks a kind on it, under exactly one kind and mode (or leader election's)", () => {
+    const entries = LOCK_KINDS.flatMap((kind) => Object.values(KINDS[kind].ops).flatMap((o) => [o.try, o.acquire].map((op) => ({ op, flag: o.flag ?? 0 }))));
+    const named = entries.map((e) => `${e.op}/${e.flag}`);
     expect(new Set(named).size).toBe(named.length);
     const taking = (OPS as readonly OpSpec[]).filter((op) => op.takesLock === true).map((op) => op.name);
     // Every operation that hands out a new lease says so (restore adopts one, it takes none).
     const handing = (OPS as readonly OpSpec[]).filter((op) => op.module === "lock" && op.args.includes("ttl") && op.name !== "restore" && op.name !== "renew" && op.name !== "proclaim").map((op) => op.name);
     expect([...handing].sort()).toEqual([...taking].sort());
-    expect([...named].sort()).toEqual([...taking].sort());
+    expect([...new Set([...entries.map((e) => e.op), ELECTION_OPS.try, ELECTION_OPS.acquire])].sort()).toEqual([...taking].sort());
+    // A flag that picks a kind is one its operation accepts, and picks it there (flaggedSpec).
+    for (const e of entries.filter((x) => x.flag !== 0)) expect(OPS.find((op) => op.name === e.op)!.flags & e.flag).toBe(e.flag);
+    expect(flaggedSpec(MUTEX, S.FLAG_FAIR | S.FLAG_KEEP)).toEqual(FAIR);
+    expect(flaggedSpec(MUTEX, S.FLAG_KEEP)).toBe(MUTEX);
+    expect(flaggedSpec(WRITE, S.FLAG_FAIR)).toBe(WRITE);
   });
 
   it("offers every mode it lists, and has an ABI operation pair for each", () => {
@@ -57,8 +63,8 @@ describe("the kind table", () => {
         err = e;
       }
       expect(isCode(err, "INVALID_ARGUMENT")).toBe(true);
-      expect((err as Error).message).toMatch(/^--kind must be rw or semaphore, got /);
+      expect((err as Error).message).toMatch(/^--kind must be rw, semaphore or fair, got /);
     }
-    expect(() => checkKind("lock", LOCK_KINDS)).toThrow('kind must be mutex, rw or semaphore, got "lock"');
+    expect(() => checkKind("lock", LOCK_KINDS)).toThrow('kind must be mutex, rw, semaphore or fair, got "lock"');
   });
 });

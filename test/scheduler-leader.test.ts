@@ -23,7 +23,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 const config: ScheduledConfig = {
   id: "job", plugin: "test", export: "noop", schedule: { kind: "interval", everyMs: 50, text: "50ms" },
-  hint: "leader_only", election: "jobs", ttlMs: 5_000, keepalive: false,
+  hint: "leader_only", election: "jobs", ttlMs: 5_000, keepalive: false, fair: false,
 };
 
 async function node(name: string, backend: MemoryBackend): Promise<Node> {

@@ -5,7 +5,8 @@ import * as S from "../abi/status.js";
 import type { LockingHint, ScheduledConfig } from "../host/config/types.js";
 import type { LockBackend } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
-import { Scheduler, type TickEvent } from "../host/scheduler/scheduler.js";
+import { qualify } from "../host/locking/scope.js";
+import { scheduleLockKey, Scheduler, type TickEvent } from "../host/scheduler/scheduler.js";
 import type { GuestInstance } from "../host/runtime/guest-instance.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { unreachableBackend } from "./support/failing-backend.js";
@@ -24,7 +25,7 @@ interface Node {
 const nodes: Node[] = [];
 
 function schedule(hint: LockingHint, over: Partial<ScheduledConfig> = {}): ScheduledConfig {
-  return { id: "job", plugin: "test", export: "noop", schedule: { kind: "interval", everyMs: 200, text: "200ms" }, hint, ttlMs: 5_000, keepalive: false, ...over };
+  return { id: "job", plugin: "test", export: "noop", schedule: { kind: "interval", everyMs: 200, text: "200ms" }, hint, ttlMs: 5_000, keepalive: false, fair: false, ...over };
 }
 
 async function node(name: string, backend: LockBackend, config: ScheduledConfig, callTimeoutMs = 5_000, wasm = "locker"): Promise<Node> {
@@ -91,6 +92,28 @@ describe("scheduler hints across two nodes", () => {
     expect(await a.scheduler.runTick("job", tick)).toBe("ran");
     await sleep(100); // b's timer is 100 ms late; a's job is long done
     expect(await b.scheduler.runTick("job", tick)).toBe("skipped_contended");
+  });
+
+  it("fair = true: a tick takes the schedule's fair mutex, and is skipped while anyone waits for it", async () => {
+    const backend = new MemoryBackend();
+    const config = schedule("require_global", { fair: true, schedule: { kind: "interval", everyMs: 1_000, text: "1s" } });
+    const a = await node("a", backend, config);
+    const tick = Math.ceil(Date.now() / 1_000) * 1_000;
+    expect(await a.scheduler.runTick("job", tick)).toBe("ran");
+    const lock = { scope: { plugin: "lockhost" } as const };
+    expect(await a.locks.sharedStatus("fair", scheduleLockKey("job"), lock)).toMatchObject({ kind: "fair" });
+    // The key's plain mutex is free, and its status says where the key is held.
+    expect(await a.locks.status(scheduleLockKey("job"), lock)).toMatchObject({ held: false, heldElsewhere: [{ kind: "fair" }] });
+    // A waiter of another host queues while the tick's lock is parked (its place, straight on the backend).
+    const fair = backend.shared("fair");
+    const name = qualify(scheduleLockKey("job"), lock.scope);
+    const place = { key: name, owner: "waiter-1", ttlMs: 5_000, holder: { plugin: "other", node: "b" }, mode: "exclusive", limit: 0, queueMs: 10_000 } as const;
+    expect((await fair.acquire(place)).acquired).toBe(false);
+    await a.scheduler.releaseParked();
+    // The key is free, but a tick's try yields to the waiter (a plain mutex would run it).
+    expect(await a.scheduler.runTick("job", tick + 1_000)).toBe("skipped_contended");
+    await fair.leaveQueue(name, place.owner);
+    expect(await a.scheduler.runTick("job", tick + 2_000)).toBe("ran");
   });
 
   it("node_local: every node runs every tick, without a lock", async () => {

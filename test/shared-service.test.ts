@@ -131,6 +131,61 @@ for (const target of sharedBackends()) {
       expect(await a!.tryRead(k, { ttlMs: 10_000 })).not.toBeNull();
     });
 
+    it("serves a fair mutex's waiters of two hosts in arrival order, with a fence above the last", async () => {
+      const [a, b] = await hosts();
+      const k = key();
+      const first = (await a!.tryLock(k, { ttlMs: 30_000, fair: true }))!;
+      expect(first).toMatchObject({ kind: "fair", mode: "exclusive" });
+      const order: string[] = [];
+      // Arrival order a, b, a: the second of host a must not pass host b's waiter.
+      const waiting = (s: LockService, who: string): Promise<Lease> =>
+        s.acquire(k, { ttlMs: 10_000, waitMs: 20_000, fair: true }).then((l) => (order.push(who), l));
+      const w1 = waiting(a!, "a1");
+      await sleep(100);
+      const w2 = waiting(b!, "b");
+      await sleep(100);
+      const w3 = waiting(a!, "a2");
+      await sleep(100);
+      expect((await b!.sharedStatus("fair", k))?.queued).toBe(3);
+      let last = first;
+      await a!.release(first);
+      for (const [expected, w, s] of [["a1", w1, a], ["b", w2, b], ["a2", w3, a]] as const) {
+        const lease = await w;
+        await sleep(100);
+        expect(order.at(-1)).toBe(expected);
+        expect(lease.fence).toBeGreaterThan(last.fence);
+        last = lease;
+        await s!.release(lease);
+      }
+      expect(order).toEqual(["a1", "b", "a2"]);
+      // A fair mutex "k" and a mutex "k" are two locks.
+      expect(await b!.tryLock(k, { ttlMs: 1_000 })).not.toBeNull();
+    });
+
+    it("refuses a fair mutex's try while someone queues, and a waiter that times out leaves the queue at once", async () => {
+      const [a, b] = await hosts();
+      const k = key();
+      const held = (await a!.tryLock(k, { ttlMs: 30_000, fair: true }))!;
+      const gaveUp = b!.acquire(k, { ttlMs: 10_000, waitMs: 400, fair: true });
+      await sleep(100);
+      await a!.release(held);
+      // b's waiter is ahead of a try: queued on a free key (the contract checks that case alone) or holding it.
+      expect(await a!.tryLock(k, { ttlMs: 10_000, fair: true })).toBeNull();
+      const got = await gaveUp;
+      await b!.release(got);
+      // Now a waiter that times out: the holder keeps the key past its wait.
+      const holder = (await a!.tryLock(k, { ttlMs: 30_000, fair: true }))!;
+      const t0 = performance.now();
+      await expect(b!.acquire(k, { ttlMs: 10_000, waitMs: 300, fair: true })).rejects.toMatchObject({ code: "TIMEOUT", message: expect.stringContaining("fair mutex") });
+      await sleep(50);
+      expect((await a!.sharedStatus("fair", k))?.queued).toBe(0);
+      await a!.release(holder);
+      // Nobody queues: a try gets in at once, not after the place would have lapsed.
+      expect(await b!.tryLock(k, { ttlMs: 10_000, fair: true })).not.toBeNull();
+      expect(performance.now() - t0).toBeLessThan(2_000);
+      await expect(a!.tryLock(k, { ttlMs: 1_000, fair: "yes" } as never)).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("fair") });
+    });
+
     it("never holds a semaphore above its permits across two hosts, and refuses another N", async () => {
       const [a, b] = await hosts();
       const k = key();

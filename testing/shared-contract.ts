@@ -241,6 +241,29 @@ export function sharedContract(name: string, target: ContractTarget): void {
       expect((await sem.status(k))?.holders).toHaveLength(1);
     });
 
+    it("serves a fair mutex from its own namespace: waiters first come, first served, a try refused while one queues", async () => {
+      const fair = backend.shared!("fair");
+      const k = key();
+      // A read/write lock's writer of the same name is another lock.
+      expect((await rw.acquire(write(k))).acquired).toBe(true);
+      const first = write(k);
+      const f1 = fenceOf(await fair.acquire(first));
+      const w1 = write(k, { queueMs: 10_000 });
+      const w2 = write(k, { queueMs: 10_000 });
+      expect((await fair.acquire(w1)).acquired).toBe(false);
+      expect((await fair.acquire(w2)).acquired).toBe(false);
+      expect(await fair.status(k)).toMatchObject({ kind: "fair", queued: 2 });
+      expect(await fair.release(k, first.owner)).toBe("released");
+      // Free, but two wait: a try (no place) and the second in line are refused.
+      expect((await fair.acquire(write(k))).acquired).toBe(false);
+      expect((await fair.acquire(w2)).acquired).toBe(false);
+      const f2 = fenceOf(await fair.acquire(w1));
+      expect(f2).toBeGreaterThan(f1);
+      expect(await fair.release(k, w1.owner)).toBe("released");
+      expect(fenceOf(await fair.acquire(w2))).toBeGreaterThan(f2);
+      expect((await rw.status(k))?.holders).toHaveLength(1);
+    });
+
     it("lists the keys with live holders by prefix, a page at a time", async () => {
       const prefix = `${key()}/`;
       for (let i = 0; i < 5; i++) await rw.acquire(read(`${prefix}${i}`));

@@ -27,6 +27,7 @@ import {
   FLAG_KEEPALIVE,
   FLAG_RW,
   FLAG_SEMAPHORE,
+  FLAG_FAIR,
   STATE_HELD,
 } from "../status";
 import {
@@ -59,6 +60,12 @@ export const KEEP: i32 = FLAG_KEEP;
  * time, the lock is lost (`Lock.state()`, `lockhost_on_lost`).
  */
 export const KEEPALIVE: i32 = FLAG_KEEPALIVE;
+/**
+ * Short alias of `FLAG_FAIR`, for `tryLock` and `acquire`: the key's fair mutex, whose
+ * waiters on every host take it first come, first served (a try is refused while one
+ * waits). A fair mutex and a plain mutex of one key are two locks: agree on one.
+ */
+export const FAIR: i32 = FLAG_FAIR;
 
 /**
  * The ABI version this guest was built against. Every guest must re-export it
@@ -269,8 +276,8 @@ export class TextResult {
 
 /**
  * Tries once to take the lock on `key` (1 to `MAX_KEY_BYTES` UTF-8 bytes) for
- * `ttlMs` milliseconds (1 to `MAX_TTL_MS`). `flags`: `0`, `GLOBAL`, `KEEP` or
- * `GLOBAL | KEEP`. Never waits and never aborts: see `TryResult`.
+ * `ttlMs` milliseconds (1 to `MAX_TTL_MS`). `flags`: `0` or an OR of `GLOBAL`,
+ * `KEEP`, `KEEPALIVE` and `FAIR` (the key's fair mutex). Never waits and never aborts: see `TryResult`.
  * Without `KEEP` the host releases the lock when the current export returns.
  */
 export function tryLock(key: string, ttlMs: i32, flags: i32 = 0): TryResult {
@@ -285,7 +292,7 @@ export function tryLock(key: string, ttlMs: i32, flags: i32 = 0): TryResult {
  * Takes the lock on `key` for `ttlMs`, waiting up to `waitMs` milliseconds (0 to
  * `MAX_WAIT_MS`) for its holder to let go: it returns as soon as the key is
  * released, not at the end of the wait. `flags` as for `tryLock` (`GLOBAL`,
- * `KEEP`, `KEEPALIVE`). When the key stays held, the result is contended with
+ * `KEEP`, `KEEPALIVE`, `FAIR`: wait in the fair mutex's queue, in arrival order across hosts). When the key stays held, the result is contended with
  * `timedOut` set. While it waits only this guest is blocked. A wait longer than
  * what is left of the call's time limit is cut short, so the guest still gets
  * its timeout (`lastError()` says so) before the host stops the call.
@@ -428,6 +435,11 @@ export function rwStatus(key: string, flags: i32 = 0): TextResult {
 /** The status JSON of the semaphore `key` (`kind`, `held`, `limit`, `holders`). `flags`: `0` or `GLOBAL`. */
 export function semaphoreStatus(key: string, flags: i32 = 0): TextResult {
   return readText(OP_STATUS, 512, 0, String.UTF8.encode(key), flags | FLAG_SEMAPHORE);
+}
+
+/** The status JSON of the fair mutex `key` (`kind` "fair", `held`, `holders`, `queued`). `flags`: `0` or `GLOBAL`. */
+export function fairStatus(key: string, flags: i32 = 0): TextResult {
+  return readText(OP_STATUS, 512, 0, String.UTF8.encode(key), flags | FLAG_FAIR);
 }
 
 /** A TryResult from a take's raw result (a handle, TRY_CONTENDED, -TIMEOUT from a wait, or -code). */

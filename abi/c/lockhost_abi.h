@@ -59,6 +59,7 @@
 #define LOCKHOST_FLAG_SEMAPHORE 16
 /** `http.request` only: send the fence of the lock `handle` names, so the resource can refuse a stale holder. */
 #define LOCKHOST_FLAG_FENCE 32
+#define LOCKHOST_FLAG_FAIR 64
 
 /* Levels of `log.write`, least to most severe. */
 #define LOCKHOST_LOG_DEBUG 0

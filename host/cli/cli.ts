@@ -78,8 +78,8 @@ it, says where a lock of the same key is held if one is: in the other scope ("gl
 Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
       --admin URL     the admin listener, e.g. http://127.0.0.1:9464 (default: [admin] listen)
-      --kind K        the lock of that kind of the name (default: mutex); rw or semaphore: the
-                      read/write lock or semaphore, its holders (mode, fence, holder, times),
+      --kind K        the lock of that kind of the name (default: mutex); rw, semaphore or fair: the
+                      read/write lock, semaphore or fair mutex, its holders (mode, fence, holder, times),
                       permits and queued writers
       --show-owner    print the lock's owner token (hidden by default: with it anyone can
                       release or restore the lock); through --admin it also needs the token

@@ -19,7 +19,7 @@ import type {
 export interface ConfigDefaults {
   readonly backend: BackendKind;
   readonly plugin: Pick<PluginConfig, "isolation" | "memoryLimitMib" | "callTimeoutMs" | "globalKeys">;
-  readonly scheduled: Pick<ScheduledConfig, "hint" | "ttlMs" | "keepalive">;
+  readonly scheduled: Pick<ScheduledConfig, "hint" | "ttlMs" | "keepalive" | "fair">;
   readonly host: HostSettings;
   /** `[locking.keepalive]`: the very object a LockService defaults to (KEEPALIVE_DEFAULTS). */
   readonly keepalive: KeepaliveSettings;

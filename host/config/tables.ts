@@ -153,6 +153,10 @@ export const SCHEDULED_SCHEMA = table<ScheduledConfig>({
       doc: 'hint = "leader_only": the election whose leader runs every tick, with no lock per tick (ttl_ms is the leadership\'s lease)',
       check: (v) => (v.length === 0 || v.length > 256 || /\p{Cc}/u.test(v) ? "must be 1 to 256 characters without control characters" : undefined),
     }),
+    fair: field.bool({
+      default: false,
+      doc: "take the schedule's lock as a fair mutex: a tick still only tries it (a tick never waits, or a node would run it twice), and is skipped while anyone waits for the key (acquire with fair), so ticks cannot starve a waiter",
+    }),
   },
 });
 

@@ -126,6 +126,13 @@ export interface ScheduledConfig {
    * one run on the same node). Default: the schedule's id.
    */
   readonly election?: string;
+  /**
+   * Take the schedule's lock as a fair mutex (kit/kinds.ts). A tick only tries it, as ever (a
+   * waiting tick would run after the tick's holder let go: twice); fair means a tick is skipped
+   * while anyone waits for the key, so a caller that waits for it fairly is never starved by
+   * ticks. Default false.
+   */
+  readonly fair: boolean;
 }
 
 /** `[host]` */

@@ -143,7 +143,8 @@ async function wait(
   const queueKey = waitKey(spec.kind, name);
   const steps = core.steps(spec.kind);
   const deadline = started + waitMs;
-  const waiter = new Waiter();
+  // A queuing waiter asks the backend on its own: its place there, not this host's line, orders it.
+  const waiter = new Waiter(queue !== undefined);
   const onAbort = (): void => waiter.wake("release");
   signal?.addEventListener("abort", onAbort, { once: true });
   let acquired = false;

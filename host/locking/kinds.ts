@@ -7,7 +7,7 @@ import type { LockBackend, ReleaseResult, ReleaseWatch, RenewRequest, RenewResul
 import type { SharedSteps } from "../../kit/shared.js";
 import { isSharedKind, KINDS, LOCK_KINDS, type LockKind, type SharedKind } from "../../kit/kinds.js";
 
-export { LOCK_KINDS, MUTEX, READ, WRITE, limitOf, modeOf, permitSpec, type LockKind, type LockSpec } from "../../kit/kinds.js";
+export { FAIR, LOCK_KINDS, MUTEX, READ, WRITE, limitOf, modeOf, permitSpec, type LockKind, type LockSpec } from "../../kit/kinds.js";
 
 /** The steps of one kind's store that the lifecycle uses. */
 export interface KindSteps {

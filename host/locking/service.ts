@@ -24,6 +24,7 @@ import { heldElsewhere, type LockRef } from "./elsewhere.js";
 import { list, type ListOptions, type LockListPage } from "./list.js";
 import { forceReleaseShared, sharedStatus, type SharedLockStatus } from "./shared-status.js";
 import { kindName, MUTEX, permitSpec, READ, WRITE, type LockSpec } from "./kinds.js";
+import { mutexSpecOf, type FairOption } from "./fair.js";
 import { checkKind, LOCK_KINDS, SHARED_KINDS, type LockKind, type SharedKind } from "../../kit/kinds.js";
 import { LOCK_EVENT_TYPES, type LockEventListener, type LockEventType } from "./events.js";
 import { validateFlag, validateFunction, validateName, validateOptions, validateSignal, validateTtl, validateWaitMs } from "./validate.js";
@@ -40,6 +41,7 @@ export type { ListOptions, LockListing, LockListPage } from "./list.js";
 export type { LockEvent, LockEventListener, LockEventType } from "./events.js";
 export type { SharedHolderStatus, SharedLockStatus } from "./shared-status.js";
 export type { LockKind, LockSpec } from "./kinds.js";
+export type { FairOption } from "./fair.js";
 export { LockSet, MAX_SET_KEYS } from "./lock-set.js";
 export { Leadership, ELECTION_PREFIX, MAX_LEADER_VALUE_BYTES, type CampaignOptions } from "./election.js";
 export type { LeaderInfo } from "./leader-watch.js";
@@ -132,8 +134,8 @@ export class LockService {
    * close() has started, also when the backend answers after that: a lock acquired then is
    * released on the backend at once, so close() never leaves a lease nobody can release.
    */
-  tryLock(key: string, options: TryLockOptions): Promise<Lease | null> {
-    return this.#try(key, options, MUTEX);
+  tryLock(key: string, options: TryLockOptions & FairOption): Promise<Lease | null> {
+    return this.#defer(() => this.#try(key, options, mutexSpecOf(options)));
   }
 
   /**
@@ -152,8 +154,8 @@ export class LockService {
    * `key`, `scope` — "global" or the plugin — and the full `name`), with the signal's reason
    * when `options.signal` aborts, and like tryLock on bad input or a backend failure.
    */
-  acquire(key: string, options: AcquireOptions): Promise<Lease> {
-    return this.#acquire(key, options, MUTEX);
+  async acquire(key: string, options: AcquireOptions & FairOption): Promise<Lease> {
+    return this.#acquire(key, options, mutexSpecOf(options));
   }
 
   /**
@@ -175,9 +177,9 @@ export class LockService {
   async withLock<T>(
     key: string,
     fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T,
-    options: WithLockOptions,
+    options: WithLockOptions & FairOption,
   ): Promise<T> {
-    return this.#with(key, fn, options, MUTEX);
+    return this.#with(key, fn, options, mutexSpecOf(options));
   }
 
   // Read/write locks and semaphores (issue 14). The same lifecycle as a mutex (keepalive on by

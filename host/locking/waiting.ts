@@ -13,10 +13,21 @@ type Wake = "timer" | "release" | "promoted";
 
 /** One acquire call waiting in a key's queue. */
 export class Waiter {
+  /**
+   * Whether it keeps its own place in the backend's queue of exclusive waiters (a waiting writer,
+   * a fair mutex's waiter): then the backend orders the waiters of every host, and this one asks
+   * it on every wake-up, as a head does, so its place stays fresh and it is served in turn even
+   * when a waiter of another host stands between it and this host's head.
+   */
+  readonly placed: boolean;
   #wake: ((why: Wake) => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
   /** Set when a wake came while the waiter was not sleeping (between two attempts). */
   #pending: Wake | undefined;
+
+  constructor(placed = false) {
+    this.placed = placed;
+  }
 
   /** Sleeps up to `ms`, or until woken. */
   sleep(ms: number): Promise<Wake> {
@@ -90,9 +101,9 @@ export class WaitQueues {
     return queue.watch!.ready;
   }
 
-  /** Whether `waiter` is first in line for `name`. */
+  /** Whether `waiter` asks the backend: it is first in line for `name`, or keeps its own place there. */
   isHead(name: string, waiter: Waiter): boolean {
-    return this.#queues.get(name)?.waiters[0] === waiter;
+    return waiter.placed || this.#queues.get(name)?.waiters[0] === waiter;
   }
 
   /**
@@ -115,9 +126,12 @@ export class WaitQueues {
     if (i === 0) queue.waiters[0]!.wake(acquired ? "promoted" : "release");
   }
 
-  /** The key may be free (a release here or anywhere): the head tries again. */
+  /** The key may be free (a release here or anywhere): the head, and every waiter with a place of its own, tries again. */
   notify(name: string): void {
-    this.#queues.get(name)?.waiters[0]?.wake("release");
+    const waiters = this.#queues.get(name)?.waiters;
+    if (!waiters) return;
+    waiters[0]?.wake("release");
+    for (let i = 1; i < waiters.length; i++) if (waiters[i]!.placed) waiters[i]!.wake("release");
   }
 
   /** Wakes every head (e.g. on close, so their calls can end). */

@@ -11,7 +11,7 @@ import { qualify, type Scope } from "../locking/scope.js";
 import { checkRequest, type CheckedRequest } from "../locking/request.js";
 import type { LockService, SharedLockStatus } from "../locking/service.js";
 import { kindName, MUTEX, type LockSpec } from "../locking/kinds.js";
-import { KINDS, SHARED_KINDS, type SharedKind } from "../../kit/kinds.js";
+import { flaggedSpec, KINDS, SHARED_KINDS, type SharedKind } from "../../kit/kinds.js";
 import { validateTtl, validateWaitMs } from "../locking/validate.js";
 import { electionKey, validateLeaderValue, type Leadership } from "../locking/election.js";
 import { stateOf } from "./abi-args.js";
@@ -34,7 +34,7 @@ export interface HeldLock {
   readonly handle: number;
   /** Its full name (`<plugin>:<key>`, `global:<key>`). */
   readonly name: string;
-  /** mutex, rw or semaphore. */
+  /** mutex, rw, semaphore or fair. */
   readonly kind: string;
   /** Its fencing token: send it with a write so the resource can refuse a stale holder. */
   readonly fence: number;
@@ -143,6 +143,8 @@ export class GuestLocks {
   /** `lock.try` (key and flags checked by the boundary, lock-ops.ts): a handle, TRY_CONTENDED, or -code. */
   async try(key: string, ttlMs: number, flags: number, spec: LockSpec = MUTEX): Promise<AbiReply> {
     const epoch = this.#epoch;
+    // FLAG_FAIR on a mutex's try: the fair mutex (the kind table says which flag picks which kind).
+    spec = flaggedSpec(spec, flags);
     try {
       this.#checkRoom();
       const lease = await this.#service.tryChecked(this.#request(key, ttlMs, flags, spec));
@@ -163,6 +165,7 @@ export class GuestLocks {
    */
   async acquire(key: string, ttlMs: number, waitMs: number, flags: number, limit?: WaitLimit, spec: LockSpec = MUTEX): Promise<AbiReply> {
     const epoch = this.#epoch;
+    spec = flaggedSpec(spec, flags);
     const signal = this.#resetController.signal;
     try {
       this.#checkRoom();

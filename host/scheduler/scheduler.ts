@@ -190,6 +190,8 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
         scope: { plugin: "lockhost" },
         plugin: config.plugin,
         keepalive: config.keepalive,
+        // Still a try: fair only makes the tick yield to whoever waits for the key.
+        fair: config.fair,
       });
     } catch (err) {
       const e = toLockhostError(err);

@@ -1,12 +1,13 @@
 // Test guest for read/write locks and semaphores through the ABI. Every export takes i32
 // arguments and returns a number. Locks are kept in slots 0..7 (taken with KEEP unless the
-// export says otherwise), all on this plugin's key "doc" (its read/write lock or its semaphore).
+// export says otherwise), all on this plugin's key "doc" (its read/write lock, its semaphore,
+// its fair mutex or its mutex).
 // Results: a handle > 0 when taken, 0 when contended (or a wait timed out: -2, TIMEOUT), -code
 // on error (and the error is traced as "error <code>: <message>").
 
 import {
   tryRead, tryWrite, read, write, trySemaphore, semaphore, withRead, withWrite, withPermit,
-  rwStatus, semaphoreStatus, Lock, TryResult, KEEP, TIMEOUT,
+  rwStatus, semaphoreStatus, fairStatus, tryLock, acquire, Lock, TryResult, KEEP, FAIR, TIMEOUT,
 } from "../../abi/assembly/index";
 
 export { lockhost_abi_version } from "../../abi/assembly/index";
@@ -50,6 +51,26 @@ export function permit(slot: i32, permits: i32, ttlMs: i32): i32 {
 
 export function permitWait(slot: i32, permits: i32, ttlMs: i32, waitMs: i32): i32 {
   return kept(slot, semaphore(KEY, permits, ttlMs, waitMs, KEEP));
+}
+
+export function fairLock(slot: i32, ttlMs: i32): i32 {
+  return kept(slot, tryLock(KEY, ttlMs, KEEP | FAIR));
+}
+
+export function fairWait(slot: i32, ttlMs: i32, waitMs: i32): i32 {
+  return kept(slot, acquire(KEY, ttlMs, waitMs, KEEP | FAIR));
+}
+
+/** The plain mutex of the same key (another lock than its fair mutex). */
+export function mutexLock(slot: i32, ttlMs: i32): i32 {
+  return kept(slot, tryLock(KEY, ttlMs, KEEP));
+}
+
+/** Traces the fair mutex's status JSON; returns its length. */
+export function fairStatusTrace(): i32 {
+  const s = fairStatus(KEY);
+  trace("fair " + s.value);
+  return s.value.length;
 }
 
 /** A read lock without KEEP: the host releases it when this call returns. Its handle. */

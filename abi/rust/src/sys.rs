@@ -55,6 +55,7 @@ pub const FLAG_RW: i32 = 8;
 pub const FLAG_SEMAPHORE: i32 = 16;
 /// `http.request` only: send the fence of the lock `handle` names, so the resource can refuse a stale holder.
 pub const FLAG_FENCE: i32 = 32;
+pub const FLAG_FAIR: i32 = 64;
 
 // Levels of `log.write`, least to most severe.
 pub const LOG_DEBUG: i32 = 0;

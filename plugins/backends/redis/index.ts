@@ -115,6 +115,8 @@ export class RedisBackend implements LockBackend {
   #closed = false;
   #renewCalls = 0;
   readonly #shared = new Map<SharedKind, RedisSharedSteps>();
+  /** Settles once this instance's own channel is subscribed: the sign of life its queue places rely on (shared-scripts.ts). */
+  #present: Promise<void> | undefined;
   /**
    * Acquires and releases of one tick, sent together (tick-batch.ts); undefined on a cluster,
    * where one script may only touch keys of one slot.
@@ -230,6 +232,8 @@ export class RedisBackend implements LockBackend {
         hostname: this.#hostname,
         instanceId: this.instanceId,
         countRenewCalls: (calls) => void (this.#renewCalls += calls),
+        // Held for the instance's life (onLost subscribes the same channel; a second listener is free).
+        present: () => (this.#present ??= this.#watcher.watch(this.#keys.holderHead + this.instanceId, () => undefined).ready),
       });
       this.#shared.set(kind, steps);
     }

@@ -89,6 +89,7 @@ export class SharedKeyLayout {
   readonly #placesHead: string;
   readonly #fenceHead: string;
   readonly #releasedHead: string;
+  readonly #waitersHead: string;
 
   /** @param prefix a prefix KeyLayout accepted (no braces). */
   constructor(prefix: string, kind: SharedKind) {
@@ -99,6 +100,7 @@ export class SharedKeyLayout {
     this.#placesHead = `${head}places:{`;
     this.#fenceHead = `${head}fence:{`;
     this.#releasedHead = `${head}released:{`;
+    this.#waitersHead = `${head}waiters:{`;
   }
 
   /** ZSET: each live holder's owner token, scored by when its lease ends (server ms). */
@@ -119,6 +121,11 @@ export class SharedKeyLayout {
   /** ZSET: the same waiters, scored by when each one's place lapses (server ms). */
   places(name: string): string {
     return this.#placesHead + hashTag(name) + "}";
+  }
+
+  /** HASH: each queued waiter's backend instance, whose subscription says whether its host lives (shared-scripts.ts). */
+  waiters(name: string): string {
+    return this.#waitersHead + hashTag(name) + "}";
   }
 
   /** The fence counter of `name` in this kind: never expires and is never deleted. */

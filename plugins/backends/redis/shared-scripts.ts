@@ -11,6 +11,14 @@
 //   queue    ZSET  owner -> arrival number: the exclusive waiters, first come first served.
 //   places   ZSET  owner -> when that waiter's place lapses (server ms).
 //   fence    the counter every acquisition of either mode advances; no TTL, never deleted.
+//   waiters  HASH  owner -> the backend instance of a queued waiter. Every live instance keeps
+//                  a subscription to its own channel (holder head + instance: loss notices),
+//                  which the server drops when the host dies and its socket closes. So a place
+//                  at the queue's head whose instance has no subscriber (PUBSUB NUMSUB 0) is a
+//                  dead host's, and acquire drops it at once rather than when it lapses (measured
+//                  before: 3.0-3.8 s of a free key nobody could take, at the default 1 s poll).
+//                  Not on a cluster (NUMSUB counts one node's subscribers; a host's subscriber
+//                  may be on another): there a dead waiter's place goes when it lapses.
 // holders and info carry the same TTL, at least until the last lease ends, queue and places
 // one until the last place lapses: a key whose holders all crashed, or whose waiters all gave
 // up silently, is gone by itself. An ended lease or a lapsed place that is still stored counts
@@ -68,8 +76,9 @@ local function extend(a, b, ms)
 end`;
 
 /**
- * KEYS: holders, info, queue, places, fence. ARGV: owner, ttlMs, mode ("shared"/"exclusive"),
- * limit, queueMs, plugin, node, hostname, instance. The order of checks is kit/shared.ts's:
+ * KEYS: holders, info, queue, places, fence, waiters. ARGV: owner, ttlMs, mode
+ * ("shared"/"exclusive"), limit, queueMs, plugin, node, hostname, instance, holder channel head
+ * ('' on a cluster: no liveness check). Dead hosts' places at the queue's head go first. The order of checks is kit/shared.ts's:
  * an owner that holds the key is refused; an exclusive request needs no live holder and no
  * queue before its own place (and otherwise takes or refreshes a place when queueMs > 0); a
  * shared one needs the holders' limit, no exclusive holder, room under the limit and an empty
@@ -77,6 +86,17 @@ end`;
  */
 const ACQUIRE = `${PRUNE}${EXTEND}
 local owner = ARGV[1]
+if ARGV[10] ~= '' then
+  for _ = 1, 16 do
+    local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+    if not first or first == owner then break end
+    local inst = redis.call('HGET', KEYS[6], first)
+    if not inst or redis.call('PUBSUB', 'NUMSUB', ARGV[10] .. inst)[2] > 0 then break end
+    redis.call('ZREM', KEYS[3], first)
+    redis.call('ZREM', KEYS[4], first)
+    redis.call('HDEL', KEYS[6], first)
+  end
+end
 local function refused()
   local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   if not first[2] then first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES') end
@@ -97,13 +117,16 @@ if mode == 'exclusive' then
         redis.call('ZADD', KEYS[3], (tonumber(tail) or 0) + 1, owner)
       end
       redis.call('ZADD', KEYS[4], now + queueMs, owner)
+      redis.call('HSET', KEYS[6], owner, ARGV[9])
       extend(KEYS[3], KEYS[4], queueMs)
+      redis.call('PEXPIRE', KEYS[6], redis.call('PTTL', KEYS[3]))
     end
     return refused()
   end
   if head then
     redis.call('ZREM', KEYS[3], owner)
     redis.call('ZREM', KEYS[4], owner)
+    redis.call('HDEL', KEYS[6], owner)
   end
   limit = 0
 else
@@ -178,10 +201,11 @@ if record then
 end
 return ${DELETED}`;
 
-/** KEYS: queue, places. ARGV: owner, release channel. Wakes the watchers when a place was dropped. */
+/** KEYS: queue, places, waiters. ARGV: owner, release channel. Wakes the watchers when a place was dropped. */
 const LEAVE_QUEUE = `
 local removed = redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
 if removed == 1 then redis.call('PUBLISH', ARGV[2], '') end
 return removed`;
 
@@ -224,14 +248,14 @@ return #owners`;
 /** The shared scripts as ioredis commands; see the Lua above for arguments and replies. */
 export interface SharedCommands {
   lockhostSharedAcquire(
-    holders: string, info: string, queue: string, places: string, fence: string,
+    holders: string, info: string, queue: string, places: string, fence: string, waiters: string,
     owner: string, ttlMs: number, mode: string, limit: number, queueMs: number,
-    plugin: string, node: string, hostname: string, instance: string,
+    plugin: string, node: string, hostname: string, instance: string, holderHead: string,
   ): Promise<SharedAcquireReply>;
   /** `args`: 2n, then holders and info of each request, then owner and ttlMs of each. */
   lockhostSharedRenewMany(args: readonly (string | number)[]): Promise<readonly number[]>;
   lockhostSharedRelease(holders: string, info: string, owner: string, channel: string, instance: string, holderHead: string): Promise<number>;
-  lockhostSharedLeaveQueue(queue: string, places: string, owner: string, channel: string): Promise<number>;
+  lockhostSharedLeaveQueue(queue: string, places: string, waiters: string, owner: string, channel: string): Promise<number>;
   lockhostSharedStatus(holders: string, info: string, queue: string, places: string): Promise<SharedStatusReply>;
   lockhostSharedForceRelease(
     holders: string, info: string, queue: string, places: string, channel: string, holderHead: string,
@@ -239,10 +263,10 @@ export interface SharedCommands {
 }
 
 const DEFINITIONS: Record<keyof SharedCommands, ScriptDefinition> = {
-  lockhostSharedAcquire: { lua: ACQUIRE, numberOfKeys: 5 },
+  lockhostSharedAcquire: { lua: ACQUIRE, numberOfKeys: 6 },
   lockhostSharedRenewMany: { lua: RENEW_MANY },
   lockhostSharedRelease: { lua: RELEASE, numberOfKeys: 2 },
-  lockhostSharedLeaveQueue: { lua: LEAVE_QUEUE, numberOfKeys: 2 },
+  lockhostSharedLeaveQueue: { lua: LEAVE_QUEUE, numberOfKeys: 3 },
   lockhostSharedStatus: { lua: STATUS, numberOfKeys: 4 },
   lockhostSharedForceRelease: { lua: FORCE_RELEASE, numberOfKeys: 4 },
 };

@@ -28,6 +28,11 @@ export interface RedisSharedParts {
   readonly instanceId: string;
   /** Counts script calls of renewMany (RedisBackend.renewRoundTrips). */
   readonly countRenewCalls: (calls: number) => void;
+  /**
+   * Subscribes this instance's own channel (once) and settles when it is: other hosts judge a
+   * queued waiter alive by that subscription, so it must exist before a place is taken.
+   */
+  readonly present: () => Promise<void>;
 }
 
 const NOT_ACQUIRED: SharedAcquireResult = Object.freeze({ acquired: false });
@@ -57,15 +62,18 @@ export class RedisSharedSteps implements SharedSteps {
     if (invalid) return Promise.reject(invalid);
     const k = this.#keys;
     const { key, holder } = req;
-    return this.#parts.conn.whenReady(() =>
+    // A cluster's subscribers are counted per node: no liveness check there (shared-scripts.ts).
+    const liveness = this.#redis.isCluster ? "" : this.#parts.keys.holderHead;
+    const send = (): Promise<SharedAcquireResult> => this.#parts.conn.whenReady(() =>
       this.#redis
         .lockhostSharedAcquire(
-          k.holders(key), k.info(key), k.queue(key), k.places(key), k.fence(key),
+          k.holders(key), k.info(key), k.queue(key), k.places(key), k.fence(key), k.waiters(key),
           req.owner, req.ttlMs, req.mode, req.limit, req.queueMs,
-          holder.plugin, holder.node, this.#parts.hostname, this.#parts.instanceId,
+          holder.plugin, holder.node, this.#parts.hostname, this.#parts.instanceId, liveness,
         )
         .then(toAcquireResult, this.#fail),
     );
+    return req.queueMs > 0 && liveness !== "" ? this.#parts.present().then(send) : send();
   }
 
   /**
@@ -106,7 +114,7 @@ export class RedisSharedSteps implements SharedSteps {
   leaveQueue(key: string, owner: string): Promise<void> {
     const k = this.#keys;
     return this.#parts.conn.whenReady(() =>
-      this.#redis.lockhostSharedLeaveQueue(k.queue(key), k.places(key), owner, k.released(key)).then(() => undefined, this.#fail),
+      this.#redis.lockhostSharedLeaveQueue(k.queue(key), k.places(key), k.waiters(key), owner, k.released(key)).then(() => undefined, this.#fail),
     );
   }
 

@@ -54,6 +54,8 @@ export const RESERVED_NAMESPACES: ReadonlySet<string> = new Set([
 ]);
 
 const utf8 = new TextEncoder();
+/** The reply of a function that returned nothing: shared, as nothing reads or writes into it. */
+const NO_REPLY = new Uint8Array(0);
 
 /**
  * Runs one host function and turns what it returned or threw into the guest's reply: bytes, or
@@ -102,7 +104,7 @@ async function settle(pending: Promise<HostFunctionResult>, ctx: HostFunctionCon
 
 function toBytes(ctx: HostFunctionContext, result: HostFunctionResult): Uint8Array {
   const bytes =
-    result === undefined ? new Uint8Array(0)
+    result === undefined ? NO_REPLY
     : typeof result === "string" ? utf8.encode(result)
     : result instanceof Uint8Array ? result
     : result instanceof ArrayBuffer ? new Uint8Array(result)

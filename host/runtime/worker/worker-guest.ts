@@ -44,6 +44,8 @@ interface Generation {
 }
 
 const encoder = new TextEncoder();
+/** An empty argument (a host function called with no input): no copy to make. */
+const NO_BYTES = new Uint8Array(0);
 
 /** What a waiting lock.acquire leaves of the call's time limit for the guest to return: 10%, 20 ms to 1 s. */
 function returnMarginMs(callTimeoutMs: number): number {
@@ -338,7 +340,8 @@ export class WorkerGuest extends GuestShell {
         // Strings lie one after the other, in argument order: each starts where the last ended.
         let from = 0;
         for (let k = 0; k < i; k++) from += i32[STR_LEN + k]!;
-        return data.slice(from, from + i32[STR_LEN + i]!);
+        const len = i32[STR_LEN + i]!;
+        return len === 0 ? NO_BYTES : data.slice(from, from + len);
       },
       { waitLimit: () => this.#waitLimit(gen), ...(fn !== undefined && { fn }) },
     );

@@ -3,10 +3,9 @@
 // a rollback of the keys taken when one is held, a fence per key, one signal and one release.
 import { randomUUID } from "node:crypto";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import type { LockBackend } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { READ, WRITE } from "../host/locking/kinds.js";
-import { PG_TABLE, REDIS_PREFIX, sharedBackends } from "./support/shared-backends.js";
+import { hostsOn, PG_TABLE, REDIS_PREFIX, sharedBackends } from "./support/shared-backends.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { databaseUrl, redisUrl } from "./support/servers.js";
 
@@ -17,26 +16,11 @@ afterAll(async () => {
 
 for (const target of sharedBackends()) {
   describe(`lock sets: ${target.name}`, () => {
-    const services: LockService[] = [];
-    const backends: LockBackend[] = [];
+    const fleet = hostsOn(target);
+    const hosts = (): Promise<LockService[]> => fleet.hosts();
     const run = randomUUID().slice(0, 8);
     const k = (name: string): string => `set-${run}-${name}`;
-    const hosts = async (): Promise<LockService[]> => {
-      const shared = target.distributed ? undefined : await target.create();
-      return Promise.all(
-        [0, 1].map(async (i) => {
-          const backend = shared ?? (await target.create());
-          if (!backends.includes(backend)) backends.push(backend);
-          const s = new LockService(backend, { node: `node-${i}`, waiting: { pollIntervalMs: 60_000 } });
-          services.push(s);
-          return s;
-        }),
-      );
-    };
-    afterEach(async () => {
-      await Promise.all(services.splice(0).map((s) => s.close({ closeBackend: false })));
-      await Promise.all(backends.splice(0).map((b) => b.close()));
-    });
+    afterEach(() => fleet.close());
 
     it("takes every key in canonical order with a fence each, and releases them all at once", async () => {
       const [a, b] = await hosts();

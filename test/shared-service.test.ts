@@ -9,7 +9,7 @@ import { LockhostError } from "../kit/errors.js";
 import { LockService } from "../host/locking/service.js";
 import type { Lease } from "../host/locking/lease.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
-import { PG_TABLE, REDIS_PREFIX, sharedBackends } from "./support/shared-backends.js";
+import { hostsOn, PG_TABLE, REDIS_PREFIX, sharedBackends } from "./support/shared-backends.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { databaseUrl, redisUrl } from "./support/servers.js";
 
@@ -22,28 +22,13 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 for (const target of sharedBackends()) {
   describe(`read/write locks and semaphores through the lock service: ${target.name}`, () => {
-    const services: LockService[] = [];
-    const backends: LockBackend[] = [];
     const run = randomUUID().slice(0, 8);
     let n = 0;
     const key = (): string => `svc-${run}-${++n}`;
     /** Two services (two hosts) on one backend, or on two backends of one server. */
-    const hosts = async (count = 2, pollIntervalMs = 60_000): Promise<LockService[]> => {
-      const shared = target.distributed ? undefined : await target.create();
-      return Promise.all(
-        Array.from({ length: count }, async (_, i) => {
-          const backend = shared ?? (await target.create());
-          if (!backends.includes(backend)) backends.push(backend);
-          const s = new LockService(backend, { node: `node-${i}`, waiting: { pollIntervalMs } });
-          services.push(s);
-          return s;
-        }),
-      );
-    };
-    afterEach(async () => {
-      await Promise.all(services.splice(0).map((s) => s.close({ closeBackend: false })));
-      await Promise.all(backends.splice(0).map((b) => b.close()));
-    });
+    const fleet = hostsOn(target);
+    const hosts = (count = 2, pollIntervalMs = 60_000): Promise<LockService[]> => fleet.hosts(count, pollIntervalMs);
+    afterEach(() => fleet.close());
 
     it("shares a key among readers and keeps a writer out until the last one leaves", async () => {
       const [a, b] = await hosts();

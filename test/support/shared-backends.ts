@@ -1,5 +1,6 @@
 // The backends with read/write locks and semaphores, for the suites that run on each of them.
 import type { LockBackend } from "../../kit/backend.js";
+import { LockService } from "../../host/locking/service.js";
 import { MemoryBackend } from "../../plugins/backends/memory/index.js";
 import { PgBackend } from "../../plugins/backends/pg/index.js";
 import { pgDefaults } from "../../plugins/backends/pg/config.js";
@@ -34,3 +35,30 @@ export const PG_TABLE = "lockhost_test_shared_svc";
 
 /** The redis backend's key prefix for these suites, one per run (the suites drop it in afterAll). */
 export const REDIS_PREFIX = `lockhost-test-shared-svc:${Math.random().toString(36).slice(2, 10)}:`;
+
+/**
+ * Services standing for hosts on `target`: each on a backend of its own where the backend is
+ * distributed (as in production), else all on one. close() closes every service and backend made.
+ */
+export function hostsOn(target: SharedBackendTarget): { hosts(count?: number, pollIntervalMs?: number): Promise<LockService[]>; close(): Promise<void> } {
+  const services: LockService[] = [];
+  const backends: LockBackend[] = [];
+  return {
+    async hosts(count = 2, pollIntervalMs = 60_000) {
+      const shared = target.distributed ? undefined : await target.create();
+      return Promise.all(
+        Array.from({ length: count }, async (_, i) => {
+          const backend = shared ?? (await target.create());
+          if (!backends.includes(backend)) backends.push(backend);
+          const s = new LockService(backend, { node: `node-${i}`, waiting: { pollIntervalMs } });
+          services.push(s);
+          return s;
+        }),
+      );
+    },
+    async close() {
+      await Promise.all(services.splice(0).map((s) => s.close({ closeBackend: false })));
+      await Promise.all(backends.splice(0).map((b) => b.close()));
+    },
+  };
+}

@@ -67,3 +67,8 @@ export interface ReleaseWatch {
   /** Stops delivering to this listener; the last watcher of a key unsubscribes. Idempotent. */
   close(): void;
 }
+
+/** The most permits a semaphore can have (here, beside the other shapes both kinds of steps share: the kind table and the shared steps both read it). */
+export const MAX_PERMITS = 1_000_000;
+
+export type SharedMode = "shared" | "exclusive";

@@ -5,7 +5,7 @@
 import type { OpName } from "../abi/ops.js";
 import { FLAG_FAIR, FLAG_RW, FLAG_SEMAPHORE } from "../abi/status.js";
 import { LockhostError } from "./errors.js";
-import { MAX_PERMITS, type SharedMode } from "./shared.js";
+import { MAX_PERMITS, type SharedMode } from "./common.js";
 
 /** A kind's limit rule: the request field that carries it and the range a caller may name. */
 export interface LimitRule {

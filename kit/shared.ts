@@ -15,7 +15,8 @@ import type { SharedKind } from "./kinds.js";
 export type { SharedKind } from "./kinds.js";
 
 /** "shared": a reader or a semaphore permit; "exclusive": a writer (read/write locks only). */
-export type SharedMode = "shared" | "exclusive";
+export type { SharedMode } from "./common.js";
+import type { SharedMode } from "./common.js";
 
 /** One atomic acquisition attempt on a read/write lock or a semaphore. */
 export interface SharedAcquireRequest {
@@ -124,5 +125,4 @@ export interface SharedSteps {
   watch(key: string, listener: () => void): ReleaseWatch;
 }
 
-/** The most permits a semaphore can have. */
-export const MAX_PERMITS = 1_000_000;
+export { MAX_PERMITS } from "./common.js";

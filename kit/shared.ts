@@ -4,7 +4,7 @@
 // acquirers that shared acquisitions stand behind (writer preference, FIFO among writers).
 // As with LockBackend, the lifecycle (waiting, renewal, loss, auto-release) lives above in the
 // host; a backend only makes each step atomic on its server's clock.
-import type { Acquired, Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./common.js";
+import type { Acquired, Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult, SharedMode } from "./common.js";
 import type { SharedKind } from "./kinds.js";
 
 /**
@@ -16,7 +16,6 @@ export type { SharedKind } from "./kinds.js";
 
 /** "shared": a reader or a semaphore permit; "exclusive": a writer (read/write locks only). */
 export type { SharedMode } from "./common.js";
-import type { SharedMode } from "./common.js";
 
 /** One atomic acquisition attempt on a read/write lock or a semaphore. */
 export interface SharedAcquireRequest {

@@ -135,6 +135,27 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime) => {
         [ERROR, "guest: level error"],
       ]);
     });
+
+    it("campaigns, proclaims, reads the leader's JSON, resigns, and takes a fair mutex through the SDK's wrappers", async () => {
+      const g = await sdkGuest();
+      const term = (await g.call("elect", ["main"])) as number;
+      expect(term).toBeGreaterThan(0);
+      const lines = guestLines();
+      expect(lines.map((l) => (l.startsWith("leader ") ? "leader" : l))).toEqual([
+        "campaign again: timed out",
+        "proclaim: ok",
+        "leader",
+        "resign: ok",
+        "leader",
+        "fair: held",
+      ]);
+      const leaders = lines.filter((l) => l.startsWith("leader ")).map((l) => JSON.parse(l.slice(7)));
+      expect(leaders[0]).toMatchObject({ key: "main", held: true, plugin: "billing", value: "v2", term });
+      expect(leaders[1]).toEqual({ key: "main", held: false });
+      // A new leadership's term is higher; every lock was resigned or released.
+      expect(await g.call("elect", ["main"])).toBeGreaterThan(term);
+      expect(f.locks.heldCount).toBe(0);
+    });
   });
 
   describe("WASI basics (wasi = true)", () => {

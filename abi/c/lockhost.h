@@ -82,6 +82,36 @@ static inline int32_t lockhost_acquire_permit(const char *key, int32_t permits, 
 static inline int32_t lockhost_restore(const char *key, const char *owner, int32_t ttl_ms, int32_t flags) {
   return lock_restore(LOCKHOST__KEY(key), LOCKHOST__KEY(owner), ttl_ms, flags);
 }
+/** Tries the fair mutex on `key` (LOCKHOST_FLAG_FAIR: waiters queue first come, first served; contended while anyone waits). */
+static inline int32_t lockhost_try_fair(const char *key, int32_t ttl_ms, int32_t flags) {
+  return lock_try(LOCKHOST__KEY(key), ttl_ms, flags | LOCKHOST_FLAG_FAIR);
+}
+/** Takes the fair mutex on `key`, waiting up to wait_ms in its queue: handle > 0, -LOCKHOST_TIMEOUT, or -code. */
+static inline int32_t lockhost_acquire_fair(const char *key, int32_t ttl_ms, int32_t wait_ms, int32_t flags) {
+  return lock_acquire(LOCKHOST__KEY(key), ttl_ms, wait_ms, flags | LOCKHOST_FLAG_FAIR);
+}
+
+/* ---- Leader election (abi/ABI.md "Leader election"): a leadership is a handle on election:<key> ---- */
+
+/**
+ * Leads the election `key` if nobody does, proclaiming NUL-terminated `value`: a leadership
+ * handle > 0 (lockhost_fence is the term; kept alive by the host), LOCKHOST_TRY_CONTENDED (0)
+ * while another leads, or -code. flags: 0, LOCKHOST_FLAG_GLOBAL, LOCKHOST_FLAG_KEEP.
+ */
+static inline int32_t lockhost_try_campaign(const char *key, const char *value, int32_t ttl_ms, int32_t flags) {
+  return lock_try_campaign(LOCKHOST__KEY(key), LOCKHOST__KEY(value), ttl_ms, flags);
+}
+/** Leads the election `key`, waiting up to wait_ms (woken when the leader resigns or is lost): handle > 0, -LOCKHOST_TIMEOUT, or -code. */
+static inline int32_t lockhost_campaign(const char *key, const char *value, int32_t ttl_ms, int32_t wait_ms, int32_t flags) {
+  return lock_campaign(LOCKHOST__KEY(key), LOCKHOST__KEY(value), ttl_ms, wait_ms, flags);
+}
+/** Proclaims a new NUL-terminated `value` as the leader `handle`: LOCKHOST_OK, -LOCKHOST_LOST, or -code. */
+static inline int32_t lockhost_proclaim(int32_t handle, const char *value) {
+  return lock_proclaim(handle, LOCKHOST__KEY(value));
+}
+/** Steps down (a waiting campaigner takes over at once): LOCKHOST_OK or -code (-LOCKHOST_INVALID_HANDLE for a non-leadership). */
+static inline int32_t lockhost_resign(int32_t handle) { return lock_resign(handle); }
+
 /** Releases a handle: LOCKHOST_OK or -code. */
 static inline int32_t lockhost_release(int32_t handle) { return lock_release(handle); }
 /** Renews a handle's lease to ttl_ms from now (0: the TTL it was taken with). */
@@ -106,6 +136,14 @@ static inline int32_t lockhost_owner(int32_t handle, char *buf, size_t cap) {
 /** The status JSON of `key`, NUL-terminated in buf; its length, or -code. */
 static inline int32_t lockhost_status(const char *key, int32_t flags, char *buf, size_t cap) {
   return lockhost__cstr(lock_status(LOCKHOST__KEY(key), flags, (uint8_t *)buf, cap ? cap - 1 : 0), buf, cap);
+}
+/**
+ * The JSON of who leads the election `key` now, NUL-terminated in buf; its length, or -code.
+ * {"key":…,"held":true,"node":…,"plugin":…,"value":…,"term":…,"since_ms":…} or {"key":…,"held":false}.
+ * flags: 0 or LOCKHOST_FLAG_GLOBAL.
+ */
+static inline int32_t lockhost_leader(const char *key, int32_t flags, char *buf, size_t cap) {
+  return lockhost__cstr(lock_leader(LOCKHOST__KEY(key), flags, (uint8_t *)buf, cap ? cap - 1 : 0), buf, cap);
 }
 /** The message of the last lock call (why it failed), NUL-terminated in buf; its length. */
 static inline int32_t lockhost_last_error(char *buf, size_t cap) {

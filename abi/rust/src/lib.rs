@@ -37,7 +37,7 @@ pub use strings::{str_arg, utf8_result};
 pub use strings::{alloc_utf8, free_utf8};
 
 pub use sys::{
-    ABI_VERSION, FLAG_FENCE, FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, FLAG_RW, FLAG_SEMAPHORE, MAX_KEY_BYTES, MAX_TTL_MS, MAX_WAIT_MS,
+    ABI_VERSION, FLAG_FAIR, FLAG_FENCE, FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, FLAG_RW, FLAG_SEMAPHORE, MAX_KEY_BYTES, MAX_LEADER_VALUE_BYTES, MAX_TTL_MS, MAX_WAIT_MS,
 };
 
 /// A failed lock call: its status code (positive, as `abi/status.ts` numbers it).
@@ -135,6 +135,17 @@ impl Lock {
         core::mem::forget(self);
         handle
     }
+    /// Proclaims a new `value` as the leader this leadership makes the guest (`LOST` when it no
+    /// longer leads, `INVALID_HANDLE` when the lock is not a leadership).
+    pub fn proclaim(&self, value: &str) -> Result<(), Error> {
+        Error::check(unsafe { sys::lock_proclaim(self.handle, value.as_ptr(), value.len()) }).map(drop)
+    }
+    /// Steps down from this leadership: a waiting campaigner takes over at once (dropping it
+    /// resigns too, silently; `INVALID_HANDLE` when the lock is not a leadership).
+    pub fn resign(self) -> Result<(), Error> {
+        let handle = self.keep();
+        Error::check(unsafe { sys::lock_resign(handle) }).map(drop)
+    }
     /// Writes the owner token into `buf` when it fits; returns its length either way.
     pub fn owner_into(&self, buf: &mut [u8]) -> Result<usize, Error> {
         Error::check(unsafe { sys::lock_owner(self.handle, buf.as_mut_ptr(), buf.len()) }).map(|n| n as usize)
@@ -189,6 +200,18 @@ pub fn acquire_with(k: &str, ttl_ms: i32, wait_ms: i32, flags: i32) -> Result<Lo
     waited(unsafe { sys::lock_acquire(p, n, ttl_ms, wait_ms, flags) })
 }
 
+/// Tries to take the fair mutex on `key` ([`FLAG_FAIR`]: waiters queue first come, first served):
+/// `Ok(None)` while someone holds it or anyone waits for it. The mutex `k` and the fair mutex `k`
+/// are two locks: every party of a key must use the same one.
+pub fn try_lock_fair(k: &str, ttl_ms: i32, flags: i32) -> Result<Option<Lock>, Error> {
+    try_lock_with(k, ttl_ms, flags | FLAG_FAIR)
+}
+
+/// Takes the fair mutex on `key`, waiting up to `wait_ms` in its queue (`TIMEOUT` when it stayed held).
+pub fn acquire_fair(k: &str, ttl_ms: i32, wait_ms: i32, flags: i32) -> Result<Lock, Error> {
+    acquire_with(k, ttl_ms, wait_ms, flags | FLAG_FAIR)
+}
+
 /// Tries to take a read lock on `key` (readers share it): `Ok(None)` while a writer holds or awaits it.
 pub fn try_read(k: &str, ttl_ms: i32, flags: i32) -> Result<Option<Lock>, Error> {
     let (p, n) = key(k);
@@ -231,8 +254,56 @@ pub fn restore(k: &str, owner: &str, ttl_ms: i32, flags: i32) -> Result<Lock, Er
     waited(unsafe { sys::lock_restore(p, n, owner.as_ptr(), owner.len(), ttl_ms, flags) })
 }
 
+/// Leads the election `key` if nobody does, proclaiming `value` (0 to [`MAX_LEADER_VALUE_BYTES`]
+/// bytes): `Ok(None)` while another leads. The leadership is a [`Lock`] on `election:<key>` kept
+/// alive by the host: its `fence()` is the term; dropping it resigns.
+pub fn try_campaign(k: &str, value: &str, ttl_ms: i32) -> Result<Option<Lock>, Error> {
+    try_campaign_with(k, value, ttl_ms, 0)
+}
+
+/// [`try_campaign`] with flags ([`FLAG_GLOBAL`], [`FLAG_KEEP`] to lead past this export call).
+pub fn try_campaign_with(k: &str, value: &str, ttl_ms: i32, flags: i32) -> Result<Option<Lock>, Error> {
+    let (p, n) = key(k);
+    tried(unsafe { sys::lock_try_campaign(p, n, value.as_ptr(), value.len(), ttl_ms, flags) })
+}
+
+/// Leads the election `key`, waiting up to `wait_ms` (woken when the leader resigns or is lost):
+/// `Ok(None)` when another led all along (`TIMEOUT`).
+pub fn campaign(k: &str, value: &str, ttl_ms: i32, wait_ms: i32) -> Result<Option<Lock>, Error> {
+    campaign_with(k, value, ttl_ms, wait_ms, 0)
+}
+
+/// [`campaign`] with flags ([`FLAG_GLOBAL`], [`FLAG_KEEP`]).
+pub fn campaign_with(k: &str, value: &str, ttl_ms: i32, wait_ms: i32, flags: i32) -> Result<Option<Lock>, Error> {
+    let (p, n) = key(k);
+    match waited(unsafe { sys::lock_campaign(p, n, value.as_ptr(), value.len(), ttl_ms, wait_ms, flags) }) {
+        Err(e) if e.code() == sys::TIMEOUT => Ok(None),
+        r => r.map(Some),
+    }
+}
+
+/// Writes the JSON of who leads the election `key` now into `buf` when it fits; returns its
+/// length either way: `{"key":…,"held":true,"node":…,"plugin":…,"value":…,"term":…,"since_ms":…}`
+/// or `{"key":…,"held":false}`.
+pub fn leader_into(k: &str, buf: &mut [u8]) -> Result<usize, Error> {
+    leader_into_with(k, 0, buf)
+}
+
+/// [`leader_into`] with flags ([`FLAG_GLOBAL`] for a global election).
+pub fn leader_into_with(k: &str, flags: i32, buf: &mut [u8]) -> Result<usize, Error> {
+    let (p, n) = key(k);
+    Error::check(unsafe { sys::lock_leader(p, n, flags, buf.as_mut_ptr(), buf.len()) }).map(|n| n as usize)
+}
+
+/// The JSON of who leads the election `key` now (`flags`: 0 or [`FLAG_GLOBAL`]).
+#[cfg(feature = "alloc")]
+pub fn leader(k: &str, flags: i32) -> Result<alloc::string::String, Error> {
+    let (p, n) = key(k);
+    fetch(|b, cap| unsafe { sys::lock_leader(p, n, flags, b, cap) })
+}
+
 /// Writes the status JSON of `key` into `buf` when it fits; returns its length either way.
-/// `flags`: [`FLAG_GLOBAL`], and [`FLAG_RW`] or [`FLAG_SEMAPHORE`] for those kinds' status.
+/// `flags`: [`FLAG_GLOBAL`], and [`FLAG_RW`], [`FLAG_SEMAPHORE`] or [`FLAG_FAIR`] for those kinds' status.
 pub fn status_into(k: &str, flags: i32, buf: &mut [u8]) -> Result<usize, Error> {
     let (p, n) = key(k);
     Error::check(unsafe { sys::lock_status(p, n, flags, buf.as_mut_ptr(), buf.len()) }).map(|n| n as usize)

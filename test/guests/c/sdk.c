@@ -123,3 +123,64 @@ LOCKHOST_EXPORT(levels) void levels(void) {
   lockhost_log_warn("level warn");
   lockhost_log_error("level error");
 }
+
+/*
+ * Leads the election `name` with "v1", campaigns again (timing out while it leads itself),
+ * proclaims "v2", reads the leader's JSON, resigns, reads it again, then tries the fair mutex
+ * `name`: logs "campaign again: timed out", "proclaim: ok", "leader <json>", "resign: ok",
+ * "leader <json>", "fair: held"; returns the term, or -code.
+ */
+static int32_t elect_failed(int32_t r) {
+  puts_("elect failed: ");
+  put_error(-r);
+  emit(LOCKHOST_LOG_WARN);
+  return r;
+}
+LOCKHOST_EXPORT(elect) int32_t elect(const char *name_ptr, size_t name_len) {
+  static char json[512];
+  char name[256];
+  size_t k = name_len < sizeof name - 1 ? name_len : sizeof name - 1;
+  for (size_t i = 0; i < k; i++) name[i] = name_ptr[i];
+  name[k] = 0;
+  int32_t lead = lockhost_try_campaign(name, "v1", 10000, 0);
+  if (lead == LOCKHOST_TRY_CONTENDED) {
+    lockhost_log_info("try_campaign: another leads");
+    return 0;
+  }
+  if (lead < 0) return elect_failed(lead);
+  int32_t term = (int32_t)lockhost_fence(lead);
+  int32_t again = lockhost_campaign(name, "v3", 10000, 20, 0);
+  if (again > 0) {
+    lockhost_log_info("campaign again: led");
+  } else if (again == -LOCKHOST_TIMEOUT) {
+    lockhost_log_info("campaign again: timed out");
+  } else {
+    return elect_failed(again);
+  }
+  int32_t r = lockhost_proclaim(lead, "v2");
+  if (r < 0) return elect_failed(r);
+  lockhost_log_info("proclaim: ok");
+  int32_t n = lockhost_leader(name, 0, json, sizeof json);
+  if (n < 0) return elect_failed(n);
+  puts_("leader ");
+  puts_(json);
+  emit(LOCKHOST_LOG_INFO);
+  r = lockhost_resign(lead);
+  if (r < 0) return elect_failed(r);
+  lockhost_log_info("resign: ok");
+  n = lockhost_leader(name, 0, json, sizeof json);
+  if (n < 0) return elect_failed(n);
+  puts_("leader ");
+  puts_(json);
+  emit(LOCKHOST_LOG_INFO);
+  int32_t fair = lockhost_try_fair(name, 1000, 0);
+  if (fair < 0) return elect_failed(fair);
+  if (fair > 0) {
+    lockhost_log_info("fair: held");
+    r = lockhost_release(fair);
+    if (r < 0) return elect_failed(r);
+  } else {
+    lockhost_log_info("fair: contended");
+  }
+  return term;
+}

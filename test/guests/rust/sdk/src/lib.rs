@@ -93,3 +93,46 @@ pub extern "C" fn levels() {
     log::warn("level warn");
     log::error("level error");
 }
+
+/// Leads the election `name` with "v1", campaigns again (timing out while it leads itself),
+/// proclaims "v2", reads the leader's JSON, resigns, reads it again, then tries the fair mutex
+/// `name`: logs "campaign again: timed out", "proclaim: ok", "leader <json>", "resign: ok",
+/// "leader <json>", "fair: held"; returns the term, or -code.
+#[no_mangle]
+pub extern "C" fn elect(name_ptr: *const u8, name_len: usize) -> i32 {
+    let name = unsafe { str_arg(name_ptr, name_len) };
+    let run = || -> Result<i32, lockhost::Error> {
+        let lead = match lockhost::try_campaign(name, "v1", 10_000)? {
+            Some(lead) => lead,
+            None => {
+                log::info("try_campaign: another leads");
+                return Ok(0);
+            }
+        };
+        let term = lead.fence()? as i32;
+        match lockhost::campaign(name, "v3", 10_000, 20)? {
+            Some(_) => log::info("campaign again: led"),
+            None => log::info("campaign again: timed out"),
+        }
+        lead.proclaim("v2")?;
+        log::info("proclaim: ok");
+        let mut buf = [0u8; 512];
+        let n = lockhost::leader_into(name, &mut buf)?;
+        log::info(&format!("leader {}", String::from_utf8_lossy(&buf[..n.min(buf.len())])));
+        lead.resign()?;
+        log::info("resign: ok");
+        log::info(&format!("leader {}", lockhost::leader(name, 0)?));
+        match lockhost::try_lock_fair(name, 1_000, 0)? {
+            Some(lock) => {
+                log::info("fair: held");
+                lock.release()?;
+            }
+            None => log::info("fair: contended"),
+        }
+        Ok(term)
+    };
+    run().unwrap_or_else(|e| {
+        log::warn(&format!("elect failed: {}", e));
+        -e.code()
+    })
+}

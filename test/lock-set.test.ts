@@ -75,6 +75,20 @@ for (const target of sharedBackends()) {
       await b!.release(held);
     });
 
+    it("keeps none when a key taken early lapsed while a later one was waited for", async () => {
+      const [a, b] = await hosts();
+      const held = (await b!.tryLock(k("w2"), { ttlMs: 10_000 }))!;
+      setTimeout(() => void b!.release(held), 400);
+      await expect(a!.acquireMany([k("w1"), k("w2")], { ttlMs: 150, keepalive: false, waitMs: 5_000 })).rejects.toMatchObject({ code: "LOST" });
+      expect(a!.heldCount).toBe(0);
+      // With keepalive (the default) the early key lives through the wait.
+      const held2 = (await b!.tryLock(k("w2"), { ttlMs: 10_000 }))!;
+      setTimeout(() => void b!.release(held2), 400);
+      const set = await a!.acquireMany([k("w1"), k("w2")], { ttlMs: 150, waitMs: 5_000 });
+      expect(set.leases.every((l) => l.state === "held")).toBe(true);
+      await set.release();
+    });
+
     it("aborts the set's signal when one of its locks is lost", async () => {
       const [a, b] = await hosts();
       const set = (await a!.tryMany([k("l1"), k("l2")], { ttlMs: 10_000 }))!;

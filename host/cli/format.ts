@@ -80,7 +80,8 @@ export function formatStats(body: AdminStatsBody, url: string): string {
 
 /** A page of held locks as a table, a row per holder with its kind, and the command that shows the next page. */
 export function formatLocks(page: LockListPage, next: (cursor: string) => string): string {
-  if (page.locks.length === 0 && page.cursor === undefined) return "no lock held";
+  const notes = (page.skipped ?? []).map((s) => `(${kindRow(s.kind).plural} not listed: ${s.reason})`);
+  if (page.locks.length === 0 && page.cursor === undefined) return ["no lock held", ...notes].join("\n");
   const rows = page.locks.map((l) => [
     kindRow(l.kind).isDefault ? l.key : `${l.key} (${roleOf(l.kind, l.mode)})`,
     l.kind,
@@ -95,6 +96,7 @@ export function formatLocks(page: LockListPage, next: (cursor: string) => string
   const line = (cells: readonly string[]): string => cells.map((c, i) => (i === 3 || i === 6 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ").trimEnd();
   const out = [line(header), ...rows.map(line)];
   if (page.cursor !== undefined) out.push("", `more: ${next(page.cursor)}`);
+  out.push(...notes);
   return out.join("\n");
 }
 

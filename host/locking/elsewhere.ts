@@ -15,14 +15,16 @@ export interface LockRef {
 
 /**
  * The locks held now that share `name`'s key but not its scope or kind (`kind`), in kind-table
- * order, each asked of the backend once; those of kinds the backend does not serve are skipped.
+ * order, each asked of the backend once; those of kinds the backend does not serve are skipped,
+ * and so is one whose look fails: this is a hint beside an answer, and must not fail it (a pg
+ * install that never made the read/write tables, a third-party backend without a kind).
  */
 export async function heldElsewhere(core: ServiceCore, name: string, kind: LockKind): Promise<LockRef[]> {
   const other = otherScopeName(name);
   const names = other !== undefined && fits(other) ? [name, other] : [name];
   const refs = servedKinds(core.backend).flatMap((k) => names.filter((n) => k !== kind || n !== name).map((n) => ({ name: n, kind: k })));
-  const held = await Promise.all(refs.map((ref) => core.backendCall(() => isHeld(core, ref))));
-  return refs.filter((_, i) => held[i]);
+  const held = await Promise.allSettled(refs.map((ref) => core.backendCall(() => isHeld(core, ref))));
+  return refs.filter((_, i) => held[i]!.status === "fulfilled" && (held[i] as PromiseFulfilledResult<boolean>).value);
 }
 
 async function isHeld(core: ServiceCore, { name, kind }: LockRef): Promise<boolean> {

@@ -38,6 +38,11 @@ export interface LockListPage {
   readonly locks: readonly LockListing[];
   /** Pass it as `cursor` for the next page; absent on the last one. */
   readonly cursor?: string;
+  /**
+   * Kinds a listing of every kind could not read (e.g. a PostgreSQL role that may not create
+   * the read/write tables), with why: the page holds the other kinds' locks. Absent when none.
+   */
+  readonly skipped?: readonly { readonly kind: LockKind; readonly reason: string }[];
 }
 
 /** The largest page a listing returns. */
@@ -72,18 +77,26 @@ export async function list(core: ServiceCore, options: ListOptions = {}): Promis
   const kinds = servedKinds(core.backend);
   let { index, cursor } = options.cursor === undefined ? { index: 0, cursor: undefined } : parseCursor(options.cursor, kinds);
   const locks: LockListing[] = [];
+  const skipped: { kind: LockKind; reason: string }[] = [];
+  const done = (more?: string): LockListPage => ({ locks, ...(more !== undefined && { cursor: more }), ...(skipped.length > 0 && { skipped }) });
   for (; index < kinds.length; index++, cursor = undefined) {
     const kind = kinds[index]!;
-    if (locks.length >= limit) {
-      // Full at a kind's start: a cursor only when a later kind holds something, so the last page says it is the last.
-      if (await holdsAny(core, kind, prefix, options.plugin)) return { locks, cursor: `${kind}${CURSOR_SEPARATOR}` };
-      continue;
+    try {
+      if (locks.length >= limit) {
+        // Full at a kind's start: a cursor only when a later kind holds something, so the last page says it is the last.
+        if (await holdsAny(core, kind, prefix, options.plugin)) return done(`${kind}${CURSOR_SEPARATOR}`);
+        continue;
+      }
+      const page = await listKind(core, kind, { limit: limit - locks.length, ...prefix, ...(cursor !== undefined && { cursor }) }, options.plugin);
+      locks.push(...page.locks);
+      if (page.cursor !== undefined) return done(`${kind}${CURSOR_SEPARATOR}${page.cursor}`);
+    } catch (err) {
+      // The default kind's failure is the listing's; another kind's is said beside the rest.
+      if (KINDS[kind].isDefault) throw err;
+      skipped.push({ kind, reason: err instanceof Error ? err.message : String(err) });
     }
-    const page = await listKind(core, kind, { limit: limit - locks.length, ...prefix, ...(cursor !== undefined && { cursor }) }, options.plugin);
-    locks.push(...page.locks);
-    if (page.cursor !== undefined) return { locks, cursor: `${kind}${CURSOR_SEPARATOR}${page.cursor}` };
   }
-  return { locks };
+  return done();
 }
 
 /** Whether a lock of `kind` may be held under the prefix (one row, or a page that was cut short). */

@@ -99,6 +99,13 @@ export async function takeAll(keys: readonly string[], steps: SetSteps): Promise
     await rollback(taken, steps);
     throw err;
   }
+  // A key taken early may have lapsed while a later one was waited for (keepalive off): a set
+  // with a lost lock is not "all", so none is kept.
+  const lost = taken.find((lease) => lease.state !== "held" || performance.now() >= lease.deadline);
+  if (lost) {
+    await rollback(taken, steps);
+    throw new LockhostError("LOST", `lock ${lost.name} of the set ended while the set's later keys were being taken (its TTL of ${lost.ttlMs} ms ran out: take the set with keepalive, or a longer TTL); none is held`);
+  }
   return new LockSet(taken, steps.release);
 }
 

@@ -41,7 +41,8 @@ export interface SharedObjects {
 }
 
 /** Version tag of the DDL, kept as the function's comment: a host that finds another one re-creates the function. */
-export const SHARED_DDL_VERSION = "lockhost shared v5";
+export const SHARED_DDL_NUMBER = 5;
+export const SHARED_DDL_VERSION = `lockhost shared v${SHARED_DDL_NUMBER}`;
 
 /**
  * `<name>_shared_keys`, ... in the configured table's schema; a name too long for a suffix is
@@ -145,7 +146,9 @@ export function sharedStatementsFor(table: string): SharedStatements {
     INTO n_shared, n_excl, mine, earliest, n_expired FROM ${h} WHERE kind = p_kind AND name = p_name`;
   return {
     ready: {
-      text: `SELECT coalesce(obj_description(to_regprocedure($1), 'pg_proc') = '${SHARED_DDL_VERSION}', false)
+      // At this version or a newer one: a host never puts back an older function over a newer
+      // host's (in a rolling upgrade the newer one's objects stay).
+      text: `SELECT coalesce(substring(obj_description(to_regprocedure($1), 'pg_proc') from '^lockhost shared v([0-9]+)$')::int >= ${SHARED_DDL_NUMBER}, false)
           AND to_regclass($2) IS NOT NULL AND to_regclass($3) IS NOT NULL AND to_regclass($4) IS NOT NULL AND to_regclass($5) IS NOT NULL`,
       values: [`${fn}(${ACQUIRE_ARGS})`, k, f, h, q],
     },

@@ -116,7 +116,8 @@ export class RedisBackend implements LockBackend {
   #renewCalls = 0;
   readonly #shared = new Map<SharedKind, RedisSharedSteps>();
   /** Settles once this instance's own channel is subscribed: the sign of life its queue places rely on (shared-scripts.ts). */
-  #present: Promise<void> | undefined;
+  /** Whether this instance's liveness channel is confirmed subscribed (cached once it is). */
+  #present: Promise<boolean> | undefined;
   /**
    * Acquires and releases of one tick, sent together (tick-batch.ts); undefined on a cluster,
    * where one script may only touch keys of one slot.
@@ -232,8 +233,7 @@ export class RedisBackend implements LockBackend {
         hostname: this.#hostname,
         instanceId: this.instanceId,
         countRenewCalls: (calls) => void (this.#renewCalls += calls),
-        // Held for the instance's life (onLost subscribes the same channel; a second listener is free).
-        present: () => (this.#present ??= this.#watcher.watch(this.#keys.holderHead + this.instanceId, () => undefined).ready),
+        present: () => (this.#present ??= this.#confirmPresence()),
       });
       this.#shared.set(kind, steps);
     }
@@ -284,6 +284,27 @@ export class RedisBackend implements LockBackend {
    * Quits the connection (bounded by commandTimeoutMs even when Redis is down) and drops the
    * subscriber. Locks stay until their TTL.
    */
+  /**
+   * Subscribes this instance's liveness channel (held for the instance's life: onLost subscribes
+   * the same one) and confirms with the server that it is subscribed. Only a confirmed channel
+   * may be recorded beside a queue place: other hosts drop a place whose channel has no
+   * subscriber, so a subscription that failed (an ACL, a slow server) would cost a live waiter
+   * its place at every attempt. Unconfirmed, the place is written without it (kept until it
+   * lapses, as before), and the next queued attempt asks again.
+   */
+  async #confirmPresence(): Promise<boolean> {
+    const channel = this.#keys.holderHead + this.instanceId;
+    await this.#watcher.watch(channel, () => undefined).ready;
+    try {
+      const reply = (await this.#redis.call("PUBSUB", "NUMSUB", channel)) as [string, number | string];
+      if (Number(reply[1]) > 0) return true;
+    } catch {
+      // Refused (an ACL without PUBSUB) or down: unconfirmed.
+    }
+    this.#present = undefined;
+    return false;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     // Calls made before close() and still waiting for their tick's batch go ahead of QUIT.

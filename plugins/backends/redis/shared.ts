@@ -32,7 +32,8 @@ export interface RedisSharedParts {
    * Subscribes this instance's own channel (once) and settles when it is: other hosts judge a
    * queued waiter alive by that subscription, so it must exist before a place is taken.
    */
-  readonly present: () => Promise<void>;
+  /** Whether this instance's liveness channel is confirmed subscribed (then a queue place may name it). */
+  readonly present: () => Promise<boolean>;
 }
 
 const NOT_ACQUIRED: SharedAcquireResult = Object.freeze({ acquired: false });
@@ -64,16 +65,16 @@ export class RedisSharedSteps implements SharedSteps {
     const { key, holder } = req;
     // A cluster's subscribers are counted per node: no liveness check there (shared-scripts.ts).
     const liveness = this.#redis.isCluster ? "" : this.#parts.keys.holderHead;
-    const send = (): Promise<SharedAcquireResult> => this.#parts.conn.whenReady(() =>
+    const send = (check: string): Promise<SharedAcquireResult> => this.#parts.conn.whenReady(() =>
       this.#redis
         .lockhostSharedAcquire(
           k.holders(key), k.info(key), k.queue(key), k.places(key), k.fence(key), k.waiters(key),
           req.owner, req.ttlMs, req.mode, req.limit, req.queueMs,
-          holder.plugin, holder.node, this.#parts.hostname, this.#parts.instanceId, liveness,
+          holder.plugin, holder.node, this.#parts.hostname, this.#parts.instanceId, check,
         )
         .then(toAcquireResult, this.#fail),
     );
-    return req.queueMs > 0 && liveness !== "" ? this.#parts.present().then(send) : send();
+    return req.queueMs > 0 && liveness !== "" ? this.#parts.present().then((ok) => send(ok ? liveness : "")) : send(liveness);
   }
 
   /**

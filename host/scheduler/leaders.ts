@@ -24,6 +24,8 @@ export class Leaders {
   readonly #leading = new Map<string, Leadership>();
   #stop = new AbortController();
   readonly #campaigns = new Set<Promise<void>>();
+  /** The elections campaigned for now: a second start() adds none twice. */
+  readonly #running = new Set<string>();
 
   constructor(locks: LockService, log: Logger) {
     this.#locks = locks;
@@ -33,13 +35,15 @@ export class Leaders {
   /** Starts a campaign for each election (once per name). */
   start(elections: readonly ElectionSpec[]): void {
     if (this.#stop.signal.aborted) this.#stop = new AbortController();
-    const seen = new Set<string>();
     for (const e of elections) {
-      if (seen.has(e.name)) continue;
-      seen.add(e.name);
+      if (this.#running.has(e.name)) continue;
+      this.#running.add(e.name);
       const run = this.#campaign(e, this.#stop.signal);
       this.#campaigns.add(run);
-      void run.finally(() => this.#campaigns.delete(run));
+      void run.finally(() => {
+        this.#campaigns.delete(run);
+        this.#running.delete(e.name);
+      });
     }
   }
 
@@ -78,9 +82,28 @@ export class Leaders {
         if (signal.aborted) return;
         const x = toLockhostError(err);
         if (x.code === "CLOSED") return;
+        // Bad input (an election name too long once prefixed, a backend without elections) is
+        // the same on every try: say it once, loudly, rather than every second.
+        if (!x.retryable && x.code !== "LOST") {
+          this.#log.error({ election: e.name, code: x.code, err: x.message }, "campaign refused; its leader_only schedules will not run on this node");
+          return;
+        }
         this.#log.error({ election: e.name, code: x.code, err: x.message }, "campaign failed; trying again");
-        await new Promise((r) => setTimeout(r, RETRY_AFTER_MS));
+        await sleep(RETRY_AFTER_MS, signal);
       }
     }
   }
+}
+
+/** Waits `ms`, or less when `signal` aborts first (stop() must not sit out a retry pause). */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+  });
 }

@@ -3,23 +3,10 @@
 // prefix> <election> <ttl ms>. Built code (dist/), as a real host runs. It prints one JSON line
 // per event on stdout: {"leading":term} once it leads, {"lost":term,"reason":code} when its
 // leadership's signal aborts, so a test can tell what it believed and when.
-import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { childBackend, LockService } from "./child-backend.mjs";
 
 const [kind, url, where, election, ttl] = process.argv.slice(2);
-const dist = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../dist");
-const { LockService } = await import(path.join(dist, "host/locking/service.js"));
-const { pino } = await import("pino");
-const log = pino({ level: "silent" });
-let backend;
-if (kind === "pg") {
-  const { PgBackend } = await import(path.join(dist, "plugins/backends/pg/index.js"));
-  const { pgDefaults } = await import(path.join(dist, "plugins/backends/pg/config.js"));
-  backend = new PgBackend({ ...pgDefaults, url, table: where }, log);
-} else {
-  const { RedisBackend } = await import(path.join(dist, "plugins/backends/redis/index.js"));
-  backend = new RedisBackend({ url, keyPrefix: where, commandTimeoutMs: 2_000, reclaimOwnLocks: false }, log);
-}
+const backend = await childBackend(kind, url, where);
 const locks = new LockService(backend, { node: "doomed" });
 const say = (event) => process.stdout.write(JSON.stringify(event) + "\n");
 const leadership = await locks.campaign(election, { ttlMs: Number(ttl), value: "doomed" });

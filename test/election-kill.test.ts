@@ -15,6 +15,7 @@ import { PgBackend } from "../plugins/backends/pg/index.js";
 import { pgDefaults } from "../plugins/backends/pg/config.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import type { LockBackend } from "../kit/backend.js";
+import { percentile } from "../testing/election-contract.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { databaseUrl, redisUrl } from "./support/servers.js";
 
@@ -68,12 +69,6 @@ function startLeader(target: (typeof targets)[number], election: string): Child 
       return seen ? Promise.resolve(seen) : new Promise((resolve) => waiting.push({ field, resolve }));
     },
   };
-}
-
-/** p-th percentile of `xs` (nearest rank). */
-function percentile(xs: number[], p: number): number {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
 describe.each(targets)("a killed leader: $name", (target) => {

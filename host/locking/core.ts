@@ -80,8 +80,10 @@ export class ServiceCore {
     this.node = parts.node;
     this.pollIntervalMs = parts.pollIntervalMs;
     this.waits = new WaitQueues();
-    // An in-process backend hears of every end itself: only a distributed one needs the sentinel.
-    this.sentinel = new ElectionSentinel((name) => this.backend.status(name), parts.backend.distributed ? parts.electionPollMs : 0);
+    // Only a backend whose locks may end silently before their lease does needs the sentinel: an
+    // in-process one hears of every end, and one whose leases run to their end is re-read then.
+    const silentEnds = parts.backend.distributed && parts.backend.endsOnlyAtExpiry !== true;
+    this.sentinel = new ElectionSentinel((name) => this.backend.status(name), silentEnds ? parts.electionPollMs : 0);
     this.renewals = new RenewalManager(parts.renewalHost(this), parts.keepalive);
     this.hooks = { observe: (lease) => this.renewals.watch(lease) };
     // Told by the backend that a lock was taken from under us: the lease is lost now, not at its next renewal.

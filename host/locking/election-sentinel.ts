@@ -1,7 +1,8 @@
 // Noticing a leader that ended without a word. A leader process that dies sends no release: on
 // PostgreSQL its session ends and frees the advisory lock with no NOTIFY, and a backend's notice
 // can be lost. So while someone on this host observes or campaigns for an election of a
-// distributed backend, one sentinel per service reads each such election's leader every
+// distributed backend whose locks may end before their lease does (not LockBackend
+// endsOnlyAtExpiry: there the lease's end is read anyway), one sentinel per service reads each such election's leader every
 // `electionPollMs` and, when the leader ended or changed, wakes that election's observers and
 // campaigners (which then read or try themselves). One status read per watched election per
 // interval for the whole host, however many observers and campaigners it has: the cost of a

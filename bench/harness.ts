@@ -10,6 +10,9 @@ import { jspiAvailable } from "../host/runtime/jspi.js";
 import { startGuestInstance } from "../host/runtime/start-guest.js";
 import { medianRound, quantile, type Round } from "./stats.js";
 
+/** The servers every part measures on (REDIS_URL / DATABASE_URL; loopback defaults). */
+export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+export const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 export const TTL_MS = 10_000;
 export const benchLog: Logger = pino({ level: "warn" });

@@ -18,14 +18,12 @@ import { holdersTableOf } from "../plugins/backends/pg/sql.js";
 import { dropSharedSql } from "../plugins/backends/pg/shared-sql.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
-import { benchLog, concurrent, fmt, interleaved, ROUNDS, sequential, TTL_MS } from "./harness.js";
+import { REDIS_URL, DATABASE_URL, benchLog, concurrent, fmt, interleaved, ROUNDS, sequential, TTL_MS } from "./harness.js";
 import { table, type Round } from "./stats.js";
 
 const OPS = Number(process.env.BENCH_KINDS_OPS ?? 1_000);
 const CONCURRENCY = 16;
 const PERMITS = 4;
-const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
-const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 
 /** The lockhost pairs measured on each backend. */
 function lockhostPairs(locks: LockService): Record<"read" | "write" | "permit" | "mutex", (key: string) => Promise<void>> {

@@ -19,13 +19,11 @@ import { LockService } from "../host/locking/service.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
-import { benchLog, fmt } from "./harness.js";
+import { REDIS_URL, DATABASE_URL, benchLog, fmt } from "./harness.js";
 import { median, quantile, table } from "./stats.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
 import { pgDefaults } from "../plugins/backends/pg/config.js";
 
-const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
-const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const HANDOFFS = Number(process.env.BENCH_HANDOFFS ?? 200);
 const POLLED_HANDOFFS = Number(process.env.BENCH_POLLED_HANDOFFS ?? 30);
 const POLL_MS = 200;

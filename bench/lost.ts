@@ -14,11 +14,9 @@ import { PgBackend } from "../plugins/backends/pg/index.js";
 import { pgDefaults } from "../plugins/backends/pg/config.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
-import { benchLog, fmt } from "./harness.js";
+import { REDIS_URL, DATABASE_URL, benchLog, fmt } from "./harness.js";
 import { median, quantile, table } from "./stats.js";
 
-const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
-const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const LOSSES = Number(process.env.BENCH_LOSSES ?? 200);
 const PEER_LOSSES = Number(process.env.BENCH_PEER_LOSSES ?? 30);
 const PEER_REFRESH_MS = 200;

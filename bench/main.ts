@@ -3,13 +3,15 @@
 // pg (vs raw advisory locks, and holding 1,000 locks vs a connection per lock), handoff
 // (release -> waiter, per backend, vs polling at redlock's 200 ms), keepalive (10,000
 // keepalive locks on Redis: timers, round trips per tick, CPU, vs a timer per lock), lost
-// (a force-released holder told, vs redis-semaphore's onLockLost), kinds (read/write locks and
+// (a force-released holder told, vs redis-semaphore's onLockLost), election (a leader ended
+// without a notice, seen by another host's observer and campaigner), kinds (read/write locks and
 // semaphores on Redis and PostgreSQL, vs redis-semaphore's Semaphore and raw shared advisory locks),
 // http (a plugin's http client vs Node's global fetch and a bare undici Agent, on a local server).
 //   npm run bench                 every part
 //   npm run bench -- redis pg     only those parts
 //   npm run bench -- --json       one JSON object per table row (part, path, p50Us, p99Us, opsPerSec, …)
 // REDIS_URL / DATABASE_URL choose the servers (loopback defaults); BENCH_ROUNDS the rounds.
+import { electionBench } from "./election.js";
 import { handoffBench, keepaliveBench } from "./lifecycle.js";
 import { httpBench } from "./http.js";
 import { lostBench } from "./lost.js";
@@ -26,6 +28,7 @@ const PARTS: Record<string, () => Promise<void>> = {
   handoff: handoffBench,
   keepalive: keepaliveBench,
   lost: lostBench,
+  election: electionBench,
   kinds: kindsBench,
   http: httpBench,
 };

@@ -63,6 +63,15 @@ export interface LockBackend {
   readonly kind: string;
   /** Whether several host processes share this backend's locks. */
   readonly distributed: boolean;
+  /**
+   * Optional: true when a lock whose holder dies without a word (its process killed) still lasts
+   * until its lease's end (Redis: the key's TTL). Observers and campaigners then need to look
+   * again only at that end, and the host reads no election's leader on a timer. Left out (false),
+   * a lock may end at any moment with no notice (PostgreSQL: a dead session frees its advisory
+   * locks at once), so while an election is observed or contested the host reads its leader
+   * every `[locking.waiting] election_poll_ms`.
+   */
+  readonly endsOnlyAtExpiry?: boolean;
   /** Takes `key` if it is free (or its lease ended), bumping its fence counter. */
   acquire(req: AcquireRequest): Promise<AcquireResult>;
   /** Sets the lease to `ttlMs` from now, only if `owner` still holds `key`. */

@@ -47,7 +47,7 @@ function expectDeepFrozen(value: unknown, path = "config"): void {
 
 /** The documented defaults of [locking.keepalive] and [locking.waiting], written out. */
 const KEEPALIVE = { renewAtRatio: 0.5, maxRetries: 3, safetyMarginRatio: 0.1, batchWindowMs: 20 };
-const WAITING = { pollIntervalMs: 1000 };
+const WAITING = { pollIntervalMs: 1000, electionPollMs: 20 };
 
 const PLUGIN = `
 [[plugins]]
@@ -123,7 +123,7 @@ schedule = "  */15 * * * *  "
         redis: { url: "rediss://cache.internal:6380/2", keyPrefix: "app:", commandTimeoutMs: 500, reclaimOwnLocks: true, cluster: false },
         pg: { url: "postgresql://app@db.internal:5432/locks", sessions: 8, table: "locks.lockhost", commandTimeoutMs: 750 },
         keepalive: { renewAtRatio: 0.6, maxRetries: 5, safetyMarginRatio: 0.2, batchWindowMs: 50 },
-        waiting: { pollIntervalMs: 250 },
+        waiting: { pollIntervalMs: 250, electionPollMs: 20 },
       },
       plugins: [
         {
@@ -378,6 +378,7 @@ memory_limit_mib = "16MB"
     ["a poll_interval_ms under 10", `[locking.waiting]\npoll_interval_ms = 9`, "lockhost.toml: [locking.waiting]: poll_interval_ms must be an integer from 10 to 3600000, got 9"],
     ["a poll_interval_ms over an hour", `[locking.waiting]\npoll_interval_ms = 3_600_001`, "lockhost.toml: [locking.waiting]: poll_interval_ms must be an integer from 10 to 3600000, got 3600001"],
     ["a fractional poll_interval_ms", `[locking.waiting]\npoll_interval_ms = 100.5`, "[locking.waiting]: poll_interval_ms must be an integer from 10 to 3600000, got 100.5"],
+    ["a negative election_poll_ms", `[locking.waiting]\nelection_poll_ms = -1`, "lockhost.toml: [locking.waiting]: election_poll_ms must be an integer from 0 to 3600000, got -1"],
     // [admin]
     ["[admin] that is not a table", `admin = "127.0.0.1:9464"`, `lockhost.toml: admin must be a table, got "127.0.0.1:9464"`],
     ["an unknown key in [admin]", `[admin]\nlistn = "127.0.0.1:1"`, `lockhost.toml: [admin]: unknown key "listn"`, `did you mean "listen"?`, "known: listen, token"],
@@ -450,7 +451,11 @@ describe("[locking.keepalive], [locking.waiting] and [[scheduled]] keepalive", (
   });
 
   it.each([10, 3_600_000])("takes poll_interval_ms = %d", (ms) => {
-    expect(parse(`[locking.waiting]\npoll_interval_ms = ${ms}`).locking.waiting).toEqual({ pollIntervalMs: ms });
+    expect(parse(`[locking.waiting]\npoll_interval_ms = ${ms}`).locking.waiting).toEqual({ pollIntervalMs: ms, electionPollMs: 20 });
+  });
+
+  it.each([0, 5, 3_600_000])("takes election_poll_ms = %d (0: no election sentinel)", (ms) => {
+    expect(parse(`[locking.waiting]\nelection_poll_ms = ${ms}`).locking.waiting).toEqual({ pollIntervalMs: 1000, electionPollMs: ms });
   });
 
   it("takes a renew_at_ratio near 1 when the safety margin leaves room", () => {
@@ -538,7 +543,7 @@ describe("[admin]", () => {
       admin: { listen: "[::1]:0", token: TOKEN },
     });
     expect(config.locking.keepalive).toEqual({ renewAtRatio: 0.6, maxRetries: 1, safetyMarginRatio: 0, batchWindowMs: 5 });
-    expect(config.locking.waiting).toEqual({ pollIntervalMs: 50 });
+    expect(config.locking.waiting).toEqual({ pollIntervalMs: 50, electionPollMs: 20 });
     expect(config.scheduled[0]?.keepalive).toBe(true);
     expect(config.admin).toEqual({ listen: { host: "::1", port: 0 }, token: TOKEN });
     expect(resolveConfig({ admin: { listen: { port: 0 } } }).admin).toEqual({ listen: { host: "127.0.0.1", port: 0 } });

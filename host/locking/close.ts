@@ -15,6 +15,7 @@ async function closeOnce(core: ServiceCore, closeBackend: boolean): Promise<Lock
   core.closing = true;
   // Waiting acquisitions end with CLOSED (they are counted in `acquiring` while they try).
   core.waits.wakeAll();
+  core.sentinel.stop();
   // An acquisition that completes now gives its lock back itself (see attempt in acquire.ts).
   await Promise.allSettled([...core.acquiring]);
   const failed = await releaseAll(core);

@@ -1,6 +1,7 @@
 // The state one LockService shares between its job modules (acquire, restore, release, renew,
 // status, stats, close), and the few steps they all take. One object per service, passed to
 // each job: no globals, and the facade (service.ts) stays a list of entry points.
+import { ElectionSentinel } from "./election-sentinel.js";
 import type { KeepaliveSettings } from "./options.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { LockBackend } from "../../kit/backend.js";
@@ -23,6 +24,8 @@ export interface ServiceParts {
   readonly keepalive: KeepaliveSettings;
   /** Validated (resolveWaiting). */
   readonly pollIntervalMs: number;
+  /** Validated (resolveWaiting): the election sentinel's interval, 0 for none. */
+  readonly electionPollMs: number;
   /** The renewal manager's events, applied to the core being made (renew.ts). */
   readonly renewalHost: (core: ServiceCore) => RenewalHost;
 }
@@ -38,6 +41,8 @@ export class ServiceCore {
   readonly waits: WaitQueues;
   /** The longest pause between two tries of a waiting acquisition (jittered). */
   readonly pollIntervalMs: number;
+  /** Reads the watched elections' leaders to notice one that ended without a notice (election-sentinel.ts). */
+  readonly sentinel: ElectionSentinel;
   /** Installed in every lease this service makes: an observed lease's end gets watched. */
   readonly hooks: LeaseHooks;
   /** Locks this service is force-releasing now (wait keys: name, with its kind unless a mutex): forceRelease marks their leases lost itself. */
@@ -75,6 +80,10 @@ export class ServiceCore {
     this.node = parts.node;
     this.pollIntervalMs = parts.pollIntervalMs;
     this.waits = new WaitQueues();
+    // Only a backend whose locks may end silently before their lease does needs the sentinel: an
+    // in-process one hears of every end, and one whose leases run to their end is re-read then.
+    const silentEnds = parts.backend.distributed && parts.backend.endsOnlyAtExpiry !== true;
+    this.sentinel = new ElectionSentinel((name) => this.backend.status(name), silentEnds ? parts.electionPollMs : 0);
     this.renewals = new RenewalManager(parts.renewalHost(this), parts.keepalive);
     this.hooks = { observe: (lease) => this.renewals.watch(lease) };
     // Told by the backend that a lock was taken from under us: the lease is lost now, not at its next renewal.

@@ -7,6 +7,7 @@ import { MAX_LEADER_VALUE_BYTES } from "../../abi/status.js";
 import { LockhostError } from "../../kit/errors.js";
 import type { LockBackend } from "../../kit/backend.js";
 import { acquireChecked } from "./acquire.js";
+import { waitKey } from "./kinds.js";
 import { closedError, type ServiceCore } from "./core.js";
 import type { Lease } from "./lease.js";
 import { releaseIfHeld } from "./release.js";
@@ -68,7 +69,14 @@ export async function campaign(core: ServiceCore, election: string, request: Che
   const started = performance.now();
   for (;;) {
     const left = waitMs === Infinity ? Infinity : Math.max(0, waitMs - (performance.now() - started));
-    const lease = await acquireChecked(core, request, left, signal);
+    // A leader that ends without a notice (a killed process) wakes the campaign through the host's sentinel.
+    const unwatch = core.sentinel.watch(request.name, () => core.waits.notify(waitKey(request.spec.kind, request.name)));
+    let lease: Lease;
+    try {
+      lease = await acquireChecked(core, request, left, signal);
+    } finally {
+      unwatch();
+    }
     let held: boolean;
     try {
       // The proclamation also wakes the key's observers: they learn of the new leader, not only of the old one's end.

@@ -2,7 +2,9 @@
 // the lock's release channel, which carries releases and force-releases and, through
 // LockBackend.proclaim, each new leader's proclamation; one status read per wake tells what
 // changed. A lease that merely ends is not signalled by every backend, so an observer also
-// re-reads when the leader's lease is due to end, and at the service's poll interval.
+// re-reads when the leader's lease is due to end, and at the service's poll interval; and a
+// leader that ends without a notice at all (a killed process) is noticed by the host's
+// sentinel (election-sentinel.ts), which pokes observers when it sees the leader change.
 import type { LockRecord } from "../../kit/backend.js";
 import type { ServiceCore } from "./core.js";
 import { timerMs } from "./waiting.js";
@@ -69,6 +71,8 @@ export async function* observeLeader(core: ServiceCore, election: string, name: 
     wake?.();
   };
   const watch = core.backend.watch(name, poke);
+  // A leader that ends without a notice (a killed process) is noticed by the host's sentinel.
+  const unwatch = core.sentinel.watch(name, poke);
   signal?.addEventListener("abort", poke);
   try {
     await watch.ready;
@@ -102,6 +106,7 @@ export async function* observeLeader(core: ServiceCore, election: string, name: 
     }
   } finally {
     signal?.removeEventListener("abort", poke);
+    unwatch();
     watch.close();
   }
 }

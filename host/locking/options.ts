@@ -23,6 +23,11 @@ export interface KeepaliveSettings {
 export interface WaitingSettings {
   /** Longest time between two tries of a waiter that heard no release (jittered ±20%; default 1000). */
   readonly pollIntervalMs: number;
+  /**
+   * How often, while someone on this host observes or campaigns for an election, its leader is
+   * read to notice one that ended without a notice (a killed process), in ms; 0: never (default 20).
+   */
+  readonly electionPollMs: number;
 }
 
 
@@ -55,6 +60,13 @@ export const WAITING_SCHEMA = table<WaitingSettings>({
       max: 3_600_000,
       unit: "ms",
       doc: "fallback poll of a waiting acquire (jittered); a release wakes it sooner",
+    }),
+    electionPollMs: field.int({
+      default: 20,
+      min: 0,
+      max: 3_600_000,
+      unit: "ms",
+      doc: "while an election is observed or campaigned for here, its leader is read this often to notice one that died without a notice (0: off)",
     }),
   },
 });
@@ -104,6 +116,7 @@ export function resolveKeepalive(given: Partial<KeepaliveSettings> | undefined, 
 export function resolveWaiting(given: Partial<WaitingSettings> | undefined, where = "waiting"): WaitingSettings {
   const s = { ...WAITING_DEFAULTS, ...definedOnly(given) };
   integerIn(s.pollIntervalMs, rangeOf(WAITING_SCHEMA.fields.pollIntervalMs), `${where}.pollIntervalMs`);
+  integerIn(s.electionPollMs, rangeOf(WAITING_SCHEMA.fields.electionPollMs), `${where}.electionPollMs`);
   return Object.freeze(s);
 }
 

@@ -91,11 +91,13 @@ export class LockService {
     if (typeof options.node !== "string" || options.node.length === 0) {
       throw new LockhostError("INVALID_ARGUMENT", `node must be a non-empty string, got ${typeof options.node === "string" ? '""' : typeof options.node}`);
     }
+    const waiting = resolveWaiting(options.waiting);
     this.#core = new ServiceCore({
       backend,
       node: options.node,
       keepalive: resolveKeepalive(options.keepalive),
-      pollIntervalMs: resolveWaiting(options.waiting).pollIntervalMs,
+      pollIntervalMs: waiting.pollIntervalMs,
+      electionPollMs: waiting.electionPollMs,
       renewalHost,
     });
   }

@@ -99,6 +99,8 @@ export class RedisBackend implements LockBackend {
   readonly kind = "redis";
   /** Always true: every host on the same server (or cluster) and key prefix shares these locks. */
   readonly distributed = true;
+  /** Always true: a lock lasts until its key's TTL, whatever becomes of its holder. */
+  readonly endsOnlyAtExpiry = true;
   /**
    * Random per backend instance, stored with each lock it takes: a lock of this node with
    * another instance id was taken by an earlier process, which reclaimOwnLocks may take over.

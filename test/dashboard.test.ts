@@ -1,8 +1,12 @@
 // The admin dashboard in a real browser: Chromium from the system's packages (no browser
 // download), driven by playwright-core. A guest takes a lock and the page shows it live; a
 // force-release without the admin token is refused; with it the lock goes; the guest's own
-// release shows up in the activity feed. The test leaves docs/dashboard.png, which the README shows.
-import { existsSync } from "node:fs";
+// release shows up in the activity feed. The test leaves its screenshot outside the tracked tree
+// (a test writes nothing there); `npm run screenshot` refreshes docs/dashboard.png, which the
+// README shows, on purpose.
+import { existsSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,7 +17,7 @@ import { guestWasm } from "./support/guests.js";
 import { captureLogger } from "./support/log.js";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const SCREENSHOT = fileURLToPath(new URL("../docs/dashboard.png", import.meta.url));
+const SCREENSHOT = process.env.LOCKHOST_SCREENSHOT === "docs" ? fileURLToPath(new URL("../docs/dashboard.png", import.meta.url)) : join(tmpdir(), `lockhost-dashboard-${process.pid}.png`);
 const TOKEN = "dashboard-test-token-0123";
 
 let host: Host;
@@ -46,6 +50,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  if (process.env.LOCKHOST_SCREENSHOT !== "docs") rmSync(SCREENSHOT, { force: true });
   await browser?.close();
   await host?.stop(2_000);
 });

@@ -73,7 +73,19 @@ export async function* observeLeader(core: ServiceCore, election: string, name: 
   const watch = core.backend.watch(name, poke);
   // A leader that ends without a notice (a killed process) is noticed by the host's sentinel.
   const unwatch = core.sentinel.watch(name, poke);
-  signal?.addEventListener("abort", poke);
+  let stopped = false;
+  /** Lets go of the watches: at the end, and as soon as the signal aborts, even while the consumer holds the iterator without pulling it. */
+  const stop = (): void => {
+    if (stopped) return;
+    stopped = true;
+    watch.close();
+    unwatch();
+  };
+  const onAbort = (): void => {
+    stop();
+    poke();
+  };
+  signal?.addEventListener("abort", onAbort, { once: true });
   try {
     await watch.ready;
     let last: string | undefined;
@@ -105,8 +117,7 @@ export async function* observeLeader(core: ServiceCore, election: string, name: 
       }
     }
   } finally {
-    signal?.removeEventListener("abort", poke);
-    unwatch();
-    watch.close();
+    signal?.removeEventListener("abort", onAbort);
+    stop();
   }
 }

@@ -1,6 +1,7 @@
 // One acquisition's inputs, checked once. The public tryLock/acquire check what they are given
 // and then hand a CheckedRequest to a path that trusts it; the guest runtime, which checks at
 // its own boundary, can build one and skip the service's checks on every later attempt.
+import { mutexSpecOf, type FairOption } from "./fair.js";
 import { LockhostError } from "../../kit/errors.js";
 import { DEFAULT_KEEPALIVE } from "./options.js";
 import { PLUGIN_NAME_PATTERN, qualify, type Scope } from "./scope.js";
@@ -82,6 +83,8 @@ export function checkRequest(key: string, options: TryLockOptions, spec: LockSpe
   if (plugin !== "host" && (scope === "global" || plugin !== scope.plugin)) checkPlugin(plugin);
   const keepalive = validateFlag(options.keepalive, "keepalive") ?? DEFAULT_KEEPALIVE;
   const owner = options.owner === undefined ? undefined : validateOwner(options.owner);
+  // The mutex's short forms take `fair: true` for the fair mutex; checked here, with the rest.
+  if (spec === MUTEX && (options as FairOption).fair !== undefined) spec = mutexSpecOf(options as FairOption);
   const rule = KINDS[spec.kind].limit;
   if (rule !== null) validateLimit(limitOf(spec), rule);
   return { name: qualify(key, scope), key, scope, ttlMs, plugin, keepalive, owner, spec } as CheckedRequest;

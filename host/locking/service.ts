@@ -137,7 +137,7 @@ export class LockService {
    * released on the backend at once, so close() never leaves a lease nobody can release.
    */
   tryLock(key: string, options: TryLockOptions & FairOption): Promise<Lease | null> {
-    return this.#defer(() => this.#try(key, options, mutexSpecOf(options)));
+    return this.#try(key, options, MUTEX);
   }
 
   /**
@@ -157,7 +157,7 @@ export class LockService {
    * when `options.signal` aborts, and like tryLock on bad input or a backend failure.
    */
   async acquire(key: string, options: AcquireOptions & FairOption): Promise<Lease> {
-    return this.#acquire(key, options, mutexSpecOf(options));
+    return this.#acquire(key, options, MUTEX);
   }
 
   /**
@@ -181,7 +181,7 @@ export class LockService {
     fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T,
     options: WithLockOptions & FairOption,
   ): Promise<T> {
-    return this.#with(key, fn, options, mutexSpecOf(options));
+    return this.#with(key, fn, options, MUTEX);
   }
 
   // Read/write locks and semaphores (issue 14). The same lifecycle as a mutex (keepalive on by
@@ -315,8 +315,10 @@ export class LockService {
     return acquireChecked(this.#core, request, waitMs, validateSignal(options.signal, "signal"));
   }
 
-  async #with<T>(key: string, fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T, options: WithLockOptions, spec: LockSpec): Promise<T> {
+  async #with<T>(key: string, fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T, options: WithLockOptions, given: LockSpec): Promise<T> {
     validateFunction(fn, "fn");
+    // Resolved here too, as the CONTENDED message names the kind.
+    const spec = given === MUTEX ? mutexSpecOf(options as FairOption) : given;
     validateOptions(options, "options", true);
     validateSignal(options.signal, "signal");
     const taking = { ...options, keepalive: validateFlag(options.keepalive, "keepalive") ?? DEFAULT_KEEPALIVE };

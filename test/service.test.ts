@@ -40,6 +40,14 @@ describe("LockService", () => {
     await expect(locks.tryLock("k", { ttlMs: 0 })).rejects.toThrow("ttlMs must be > 0, got 0");
     await expect(locks.tryLock("k", { ttlMs: 1.5 })).rejects.toThrow(/ttlMs must be an integer/);
     await expect(locks.tryLock("k", { ttlMs: S.MAX_TTL_MS + 1 })).rejects.toThrow(/at most/);
+    // A bad fair is refused like any other option: a rejection from every short form, never a throw.
+    for (const call of [
+      () => locks.tryLock("k", { ttlMs: 1_000, fair: "yes" as never }),
+      () => locks.acquire("k", { ttlMs: 1_000, waitMs: 0, fair: 1 as never }),
+      () => locks.withLock("k", () => undefined, { ttlMs: 1_000, fair: "no" as never }),
+    ]) {
+      await expect(call()).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("fair") });
+    }
   });
 
   it("reports LOST when the lease ended, and never deletes the new holder's lock", async () => {

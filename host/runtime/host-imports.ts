@@ -6,6 +6,7 @@
 // other rows' checked arguments reach the host is the runtime's part: the worker copies them
 // into its channel, the inline runtime hands them to the host's code directly.
 import { ARG_FORMS, FUNCTION_OP, isString, OPS, PARAMS_OF, type ArgForm, type OpSpec, type Runtime } from "../../abi/ops.js";
+import { INVALID_ARGUMENT } from "../../abi/status.js";
 import type { GuestMemory, ImportModule } from "./guest-env.js";
 import { localImports, type LocalServices } from "./local-imports.js";
 
@@ -35,9 +36,19 @@ export class OpImport {
   /**
    * Checks the call's pointers and hands its arguments to `sink`. Returns 0, or -code when a
    * pointer is bad (the output buffer is checked first: a call that could not deliver its
-   * answer does nothing).
+   * answer does nothing), or when `serving` is false (the module is instantiating).
    */
-  read(mem: GuestMemory, params: readonly number[], sink: ParamSink): number {
+  read(mem: GuestMemory, params: readonly number[], sink: ParamSink, serving = true): number {
+    const bad = this.#read(mem, params, sink, serving);
+    // ABI: a call that failed leaves no reply to read back, also one that never reached the host.
+    if (bad < 0 && this.op.keepsReply) mem.lastReply = NO_TEXT;
+    return bad;
+  }
+
+  #read(mem: GuestMemory, params: readonly number[], sink: ParamSink, serving: boolean): number {
+    if (!serving) {
+      return mem.fail(INVALID_ARGUMENT, "lock calls are not available while the module instantiates (top-level code or start function); call them from an export");
+    }
     const at = this.#bufAt;
     if (at >= 0 && !mem.inBounds(params[at]!, params[at + 1]!)) return mem.outOfBounds("buffer", params[at]!, params[at + 1]!);
     let p = 0;

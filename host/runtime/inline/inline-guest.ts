@@ -7,7 +7,6 @@
 // What it cannot do, by construction: stop a guest that never returns. A call has no time
 // limit (config load refuses call_timeout_ms with inline), and a guest that spins holds the
 // host's thread, and with it every renewal. Use the worker runtime for guests you do not trust.
-import { INVALID_ARGUMENT } from "../../../abi/status.js";
 import { LockhostError } from "../../../kit/errors.js";
 import { describeError, envImports, GuestAbort, GuestMemory, TraceBudget, type ImportModule } from "../guest-env.js";
 import { logLine } from "../guest-log.js";
@@ -221,12 +220,7 @@ export class InlineGuest extends GuestShell {
 
   /** One lock call: arguments read off guest memory, the lock code called, the reply written back. */
   #call(op: OpImport, args: Args, params: number[], ctx: CallContext): number | bigint | Promise<number | bigint> {
-    // ABI: a failed call leaves no reply to read back.
-    if (op.op.keepsReply) this.#mem.lastReply = NO_TEXT;
-    if (!this.#serving) {
-      return op.wasmResult(this.#mem.fail(INVALID_ARGUMENT, "lock calls are not available while the module instantiates (top-level code or start function); call them from an export"));
-    }
-    const bad = op.read(this.#mem, params, args);
+    const bad = op.read(this.#mem, params, args, this.#serving);
     if (bad < 0) return op.wasmResult(bad);
     const generation = this.#generation;
     // Strings are decoded before runOp returns: the views into guest memory are read at once.

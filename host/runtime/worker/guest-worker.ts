@@ -4,7 +4,6 @@
 // serves itself. Pointer checks happen here (host-imports.ts), so a bad pointer costs no round
 // trip and can never reach the host's memory.
 import { parentPort, workerData } from "node:worker_threads";
-import { INVALID_ARGUMENT } from "../../../abi/status.js";
 import { ARG, BULK, BULK_TEXT, Channel, DATA_BYTES, OP, receiveBulk, REQ_SEQ, RESP_SEQ, SPINS_BEFORE_SLEEP, STR_LEN, TEXT_LEN } from "../channel.js";
 import { describeError, envImports, GuestAbort, GuestMemory, TraceBudget } from "../guest-env.js";
 import { VERSION_EXPORT } from "../guest-module.js";
@@ -55,10 +54,6 @@ function spinFor(seq: number): boolean {
  */
 function request(op: OpImport, sink: ChannelSink): number {
   const opIndex = op.index;
-  if (!serving) {
-    if (op.op.keepsReply) mem.lastReply = NO_TEXT;
-    return mem.fail(INVALID_ARGUMENT, "lock calls are not available while the module instantiates (top-level code or start function); call them from an export");
-  }
   i32[OP] = opIndex;
   i32[BULK] = sink.sendBulk() ? 1 : 0;
   const seq = (Atomics.load(i32, REQ_SEQ) + 1) | 0;
@@ -136,12 +131,8 @@ function remoteImport(op: OpImport): (...params: number[]) => number | bigint {
   const keeps = op.op.keepsReply === true;
   return (...params: number[]) => {
     mine.reset();
-    const bad = op.read(mem, params, mine);
-    if (bad < 0) {
-      // ABI: a failed call leaves no reply to read back.
-      if (keeps) mem.lastReply = NO_TEXT;
-      return op.wasmResult(bad);
-    }
+    const bad = op.read(mem, params, mine, serving);
+    if (bad < 0) return op.wasmResult(bad);
     const result = request(op, mine);
     if (keeps) mem.lastReply = result >= 0 ? replyText() : NO_TEXT;
     op.deliver(mem, params, result, replyView);

@@ -270,14 +270,20 @@ export class GuestLocks {
   }
 
   /** `lock.renew`: OK or -code; ttlMs 0 reuses the acquisition TTL. */
-  async renew(handle: number, ttlMs: number): Promise<AbiReply> {
+  renew(handle: number, ttlMs: number): Promise<AbiReply> {
+    return this.#quietly(handle, ({ lease }) => this.#service.renew(lease, ttlMs === 0 ? lease.ttlMs : ttlMs));
+  }
+
+  /**
+   * Runs `step` on a handle's lock and answers OK or -code. A loss the step finds is told to the
+   * guest by its -LOST, not again by callback (renew, proclaim).
+   */
+  async #quietly(handle: number, step: (held: Held) => Promise<unknown>): Promise<AbiReply> {
     try {
       const held = this.#handles.get(handle);
-      const { lease } = held;
-      // A loss this renewal finds is told to the guest by its -LOST, not again by callback.
       held.quiet = true;
       try {
-        await this.#service.renew(lease, ttlMs === 0 ? lease.ttlMs : ttlMs);
+        await step(held);
       } finally {
         held.quiet = false;
       }
@@ -526,21 +532,8 @@ export class GuestLocks {
   }
 
   /** `lock.proclaim`: OK, or -LOST when the guest no longer leads (the handle is then lost). */
-  async proclaim(handle: number, value: string): Promise<AbiReply> {
-    try {
-      const held = this.#handles.get(handle);
-      const leadership = this.#leadershipOf(handle, held.lease);
-      // A loss this call finds is told by its -LOST, not again by callback.
-      held.quiet = true;
-      try {
-        await leadership.proclaim(value);
-      } finally {
-        held.quiet = false;
-      }
-      return { result: 0 };
-    } catch (err) {
-      return this.failure(err);
-    }
+  proclaim(handle: number, value: string): Promise<AbiReply> {
+    return this.#quietly(handle, (held) => this.#leadershipOf(handle, held.lease).proclaim(value));
   }
 
   /** `lock.resign`: `lock.release` of a leadership handle. */

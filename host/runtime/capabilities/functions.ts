@@ -1,6 +1,7 @@
 // Host functions: what an embedder gives guests of its own, under a namespace a plugin's config
 // grants (`functions = ["billing"]`), imported by the guest as module `billing`. Bytes in, bytes
 // out; a function may be async, and the guest waits for it as it waits for a lock call.
+import { FUNCTION_MODULE, OPS, type OpSpec } from "../../../abi/ops.js";
 import { INTERNAL, MAX_REPLY_BYTES } from "../../../abi/status.js";
 import { abiStatusOf, LockhostError } from "../../../kit/errors.js";
 import type { HeldLock } from "../guest-locks.js";
@@ -46,10 +47,14 @@ export type HostFunctions = Readonly<Record<string, Readonly<Record<string, Host
 /** A namespace: what a guest names as its import module; never one of the ABI's own modules. */
 export const NAMESPACE_PATTERN = /^[a-z][a-z0-9_-]{0,63}$/;
 
-/** Import modules a namespace may not take: the ABI's own, and the WebAssembly system interface's. */
+/**
+ * Import modules a namespace may not take: the ABI's own (every module of the operation table),
+ * AssemblyScript's `env`, the WebAssembly system interface's, and names every JavaScript object
+ * has (an import object keyed by them would reach Object.prototype).
+ */
 export const RESERVED_NAMESPACES: ReadonlySet<string> = new Set([
-  "lock", "lockhost", "http", "config", "log", "env", "wasi_snapshot_preview1", "wasi_unstable", "wasi",
-  // Names every JavaScript object has: an import object keyed by them would reach Object.prototype.
+  ...(OPS as readonly OpSpec[]).map((op) => op.module).filter((m) => m !== FUNCTION_MODULE),
+  "env", "wasi_snapshot_preview1", "wasi_unstable", "wasi",
   "constructor", "prototype", "__proto__", "hasownproperty", "tostring", "valueof",
 ]);
 

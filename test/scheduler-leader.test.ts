@@ -1,6 +1,7 @@
 // hint = "leader_only": three nodes (three LockServices sharing one memory backend, as hosts share
 // Redis or PostgreSQL) campaign once in the background; every tick runs on the leader only, with
 // no lock taken per tick, and moves to another node when the leader resigns.
+import { closeNodes } from "./support/scheduler-nodes.js";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ScheduledConfig } from "../host/config/types.js";
 import { LockService } from "../host/locking/service.js";
@@ -38,15 +39,7 @@ async function node(name: string, backend: MemoryBackend): Promise<Node> {
   return n;
 }
 
-afterEach(async () => {
-  for (const n of nodes) n.scheduler.stop();
-  for (const n of nodes.splice(0)) {
-    await n.scheduler.idle();
-    await n.scheduler.releaseParked();
-    await n.guest.close();
-    await n.locks.close({ closeBackend: false });
-  }
-});
+afterEach(() => closeNodes(nodes));
 
 describe('scheduler hint "leader_only"', () => {
   it("runs every tick on the leader only, without a lock per tick, and moves when it resigns", async () => {

@@ -1,5 +1,6 @@
 // The scheduler on two nodes (two LockServices, each with its own guest) that share one
 // memory backend, as two hosts of a cluster share Redis or PostgreSQL.
+import { closeNodes } from "./support/scheduler-nodes.js";
 import { afterEach, describe, expect, it } from "vitest";
 import * as S from "../abi/status.js";
 import type { LockingHint, ScheduledConfig } from "../host/config/types.js";
@@ -42,15 +43,7 @@ async function node(name: string, backend: LockBackend, config: ScheduledConfig,
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-afterEach(async () => {
-  for (const n of nodes) n.scheduler.stop();
-  for (const n of nodes.splice(0)) {
-    await n.scheduler.idle();
-    await n.scheduler.releaseParked();
-    await n.guest.close();
-    await n.locks.close({ closeBackend: false });
-  }
-});
+afterEach(() => closeNodes(nodes));
 
 /** Ticks of both nodes by fire time, only for ticks both nodes saw. */
 function byTick(a: Node, b: Node): Map<number, TickEvent[]> {

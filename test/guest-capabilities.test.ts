@@ -251,6 +251,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
     it("gives each bad request its code: a forged fence header, a bad head, invalid UTF-8, a handle not given", async () => {
       const g = await guest();
       expect(await g.call("rawRequest", [`GET ${base}/x\nlockhost-fence: 99`, 0, 0])).toBe(-S.INVALID_ARGUMENT);
+      expect(await g.call("rawRequest", [`GET ${base}/x\nLockhost-Kind: rw`, 0, 0])).toBe(-S.INVALID_ARGUMENT);
       expect(await g.call("rawRequest", ["GET", 0, 0])).toBe(-S.INVALID_ARGUMENT);
       expect(traces().at(-1)).toContain('request line 1 must be "METHOD URL"');
       expect(await g.call("rawRequest", [`GET ${base}/x`, 3, 0])).toBe(-S.INVALID_ARGUMENT);

@@ -3,6 +3,7 @@
 // imports. Both turn every outcome into the ABI's reply (bytes, or -code and a message) and end
 // when the guest stops waiting (GuestLocks.signal: shutdown, time limit, restart).
 import type { Logger } from "pino";
+import { FENCE_HEADER, KIND_HEADER, LOCK_HEADER } from "../../../fence/headers.js";
 import { FLAG_FENCE } from "../../../abi/status.js";
 import { LockhostError } from "../../../kit/errors.js";
 import type { AbiReply, GuestLocks } from "../guest-locks.js";
@@ -11,13 +12,9 @@ import { runHostFunction, type HeldLock, type HostFunction, type HostFunctionCon
 import { encodeResponse, parseRequestHead } from "./http-envelope.js";
 import type { HttpClient, HttpGrant } from "./http/index.js";
 
-/**
- * The headers a fenced request carries: the lock's full name, its fence, and its kind (each
- * kind of a name counts its fences on its own, so the resource keeps them apart).
- */
-export const LOCK_HEADER = "lockhost-lock";
-export const FENCE_HEADER = "lockhost-fence";
-export const KIND_HEADER = "lockhost-kind";
+// The headers a fenced request carries (the lock's full name, its fence, its kind) are the ones
+// lockhost/fence reads: one definition for the sender and the resource.
+export { FENCE_HEADER, KIND_HEADER, LOCK_HEADER } from "../../../fence/headers.js";
 
 /** A host function a guest imports, bound to the embedder's implementation. */
 export interface BoundFunction {

@@ -7,6 +7,7 @@ import { LockhostError } from "../../../kit/errors.js";
 import { FUNCTION_OP, OPS, type OpSpec } from "../../../abi/ops.js";
 import { ARG, BULK, BULK_TEXT, Channel, DATA_BYTES, OP, receiveBulk, REQ_SEQ, RESP_SEQ, STR_LEN, TEXT_LEN } from "../channel.js";
 import { runOp } from "../lock-ops.js";
+import type { CallContext } from "../call-context.js";
 import { functionIndex } from "../host-imports.js";
 import { logLine } from "../guest-log.js";
 import type { GuestValue } from "../guest-instance.js";
@@ -39,6 +40,8 @@ interface Generation {
   readonly channel: Channel;
   /** The main thread's end of the port for what does not fit the channel. */
   readonly bulk: MessagePort;
+  /** Each call's context, made once per generation: the lock operations' at 0, host function i's at i + 1. */
+  readonly contexts: CallContext[];
   alive: boolean;
   pending?: PendingCall;
 }
@@ -153,7 +156,7 @@ export class WorkerGuest extends GuestShell {
       bulk: ports.port2, grants: this.grants, functions: module.functions,
     };
     const worker = new Worker(WORKER.entry, { eval: WORKER.eval, workerData: init, transferList: [ports.port2] });
-    const gen: Generation = { worker, channel, bulk: ports.port1, alive: true };
+    const gen: Generation = { worker, channel, bulk: ports.port1, alive: true, contexts: [] };
     this.#gen = gen;
     return new Promise<void>((resolve, reject) => {
       let started = false;
@@ -343,7 +346,7 @@ export class WorkerGuest extends GuestShell {
         const len = i32[STR_LEN + i]!;
         return len === 0 ? NO_BYTES : data.slice(from, from + len);
       },
-      { waitLimit: () => this.#waitLimit(gen), ...(fn !== undefined && { fn }) },
+      (gen.contexts[fn === undefined ? 0 : fn + 1] ??= { waitLimit: () => this.#waitLimit(gen), ...(fn !== undefined && { fn }) }),
     );
   }
 

@@ -372,7 +372,7 @@ export const OPS = [
     brief: "length of the function's reply, or `-code`",
   },
   // Leader election (appended in v1: a guest importing them needs a host that has them). The
-  // leader holds the lock `election:<key>` with keepalive; its handle works with every handle
+  // leader holds the key in the lock kind `leader` with keepalive; its handle works with every handle
   // operation (fence is the term), and its loss calls lockhost_on_lost like any lock's.
   {
     module: "lock",

@@ -11,8 +11,8 @@ export { Host, type HostOptions } from "./host.js";
 export { loadConfig, parseConfig, resolveConfig } from "./config/load.js";
 export type * from "./config/types.js";
 export { LockhostError, type ErrorCode, type AbiErrorCode, isCode, isRetryable } from "../kit/errors.js";
-export type { AcquireRequest, AcquireResult, Holder, LockBackend, LockRecord, ReleaseResult, RenewResult } from "../kit/backend.js";
-export { MAX_PERMITS, type SharedKind, type SharedMode } from "../kit/shared.js";
+export type { AcquireRequest, AcquireResult, Holder, HolderRecord, KeyRecord, KindSteps, LockBackend, ReleaseResult, RenewResult } from "../kit/backend.js";
+export { MAX_PERMITS, type LockMode } from "../kit/common.js";
 export { Lease, type LeaseState } from "./locking/lease.js";
 export {
   LockService,
@@ -24,9 +24,13 @@ export {
   type LockStatus,
   type LockKind,
   type LockSpec,
-  type PermitOptions,
-  type SharedHolderStatus,
-  type SharedLockStatus,
+  type LockRefInput,
+  type LockedFn,
+  type HolderStatus,
+  type SpecOptions,
+  type TryOptions,
+  type WaitOptions,
+  type WithOptions,
   type StatusOptions,
   type ReleaseOptions,
   type ReleaseOutcome,
@@ -36,8 +40,8 @@ export {
 } from "./locking/service.js";
 export type { LockStats } from "./locking/stats.js";
 export { LockSet, MAX_SET_KEYS } from "./locking/lock-set.js";
-/** The fair mutex's spec, for the verbs that take one (tryMany, acquireMany); the short forms take `fair: true`. */
-export { FAIR } from "../kit/kinds.js";
+/** The kind table, and the shared specs of the common kinds (spread them into an acquisition's options). */
+export { FAIR, KINDS, LOCK_KINDS, MUTEX, READ, WRITE } from "../kit/kinds.js";
 export { startAdminServer, type AdminServer, type AdminServerOptions, type AdminStatsBody } from "./admin/server.js";
 export { qualify, type Scope } from "./locking/scope.js";
 export { MAX_NAME_BYTES, MAX_OWNER_LENGTH, OWNER_PATTERN } from "./locking/validate.js";

@@ -1,7 +1,6 @@
-// The shapes every kind of lock's steps share (the mutex's LockBackend, the shared kinds'
-// SharedSteps): a successful acquisition, who holds a lock, a renewal and its outcome, a release's outcome, a listing
-// request, and a release subscription. Kept apart so both interfaces import them and neither
-// the other.
+// The shapes every kind of lock's steps share (kit/steps.ts, and the mutex's single-record
+// steps, kit/mutex.ts): a successful acquisition, who holds a lock, a renewal and its outcome, a
+// release's outcome, a listing request, and a release subscription.
 
 /** An acquisition that succeeded (of a mutex or of a shared kind). */
 export interface Acquired {
@@ -68,7 +67,8 @@ export interface ReleaseWatch {
   close(): void;
 }
 
-/** The most permits a semaphore can have (here, beside the other shapes both kinds of steps share: the kind table and the shared steps both read it). */
+/** The most permits a semaphore can have. */
 export const MAX_PERMITS = 1_000_000;
 
-export type SharedMode = "shared" | "exclusive";
+/** How a holder takes a key: "shared" (a reader, a semaphore permit) or "exclusive" (a mutex holder, a writer). */
+export type LockMode = "shared" | "exclusive";

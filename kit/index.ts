@@ -6,37 +6,35 @@ export type {
   AcquireRequest,
   AcquireResult,
   Holder,
+  HolderRecord,
+  KeyPage,
+  KeyRecord,
+  KindSteps,
   ListRequest,
   LockBackend,
-  LockPage,
-  LockRecord,
+  LockMode,
   ReleaseResult,
   ReleaseWatch,
   RenewRequest,
   RenewResult,
 } from "./backend.js";
-export {
-  MAX_PERMITS,
-  type SharedAcquireRequest,
-  type SharedAcquireResult,
-  type SharedHolderRecord,
-  type SharedMode,
-  type SharedKind,
-  type SharedPage,
-  type SharedRecord,
-  type SharedSteps,
-} from "./shared.js";
+export { MAX_PERMITS } from "./common.js";
+export { MutexSteps, StepsByKind, type LockPage, type LockRecord, type MutexAcquireRequest, type MutexAcquireResult, type MutexStore } from "./mutex.js";
 export {
   checkKind,
-  isSharedKind,
+  isQueueKind,
+  QUEUE_KINDS,
+  SPEC_KINDS,
+  ELECTION,
   KINDS,
   kindChoices,
   kindRow,
   LOCK_KINDS,
-  SHARED_KINDS,
   type KindRow,
   type LimitRule,
   type LockKind,
+  type QueueKind,
+  type SpecKind,
 } from "./kinds.js";
 export { defineBackend, type BackendConfigMap, type BackendContext, type BackendDescriptor } from "./descriptor.js";
 export { completeDefaultsOf, defaultsOf, field, table, tomlKey, type FieldKind, type FieldSpec, type Fields, type TableProblem, type TableSchema } from "./schema.js";

@@ -5,7 +5,7 @@
 import type { OpName } from "../abi/ops.js";
 import { FLAG_FAIR, FLAG_RW, FLAG_SEMAPHORE } from "../abi/status.js";
 import { LockhostError } from "./errors.js";
-import { MAX_PERMITS, type SharedMode } from "./common.js";
+import { MAX_PERMITS, type LockMode } from "./common.js";
 
 /** A kind's limit rule: the request field that carries it and the range a caller may name. */
 export interface LimitRule {
@@ -28,16 +28,27 @@ export interface KindRow {
    */
   readonly isDefault: boolean;
   /** The modes a holder takes it in; the first is the mode of a spec that names none. */
-  readonly modes: readonly [SharedMode, ...SharedMode[]];
+  readonly modes: readonly [LockMode, ...LockMode[]];
   /** What a holder in each mode is called (lists and status: "writer", "permit"). */
-  readonly roles: Partial<Record<SharedMode, string>>;
+  readonly roles: Partial<Record<LockMode, string>>;
   /** The limit a request names (a semaphore's permits), or null when the kind takes none. */
   readonly limit: LimitRule | null;
   /**
-   * Whether the backend serves it through LockBackend.shared(kind) (several holders, a queue of
-   * exclusive waiters), rather than through LockBackend's own steps.
+   * How a backend may store it: "single", one exclusive holder per key and no queue, so a
+   * backend may keep it in a one-record MutexStore (kit/mutex.ts) behind its steps; "queue",
+   * holders and a queue of exclusive waiters (kit/steps.ts's rules in full).
    */
-  readonly shared: boolean;
+  readonly store: "single" | "queue";
+  /**
+   * Whether it is leader election's kind: taken by campaign (not by try/acquire with a spec),
+   * its holder's record carries a proclaimed value (KindSteps.proclaim).
+   */
+  readonly elects: boolean;
+  /**
+   * Prepended to its names in a single-record store that also keeps mutexes (MutexSteps), so
+   * the two namespaces never meet: "" for the mutex. Starts with a character no lock name can.
+   */
+  readonly namespace: string;
   /** Whether a waiting exclusive acquirer keeps a place in the key's queue (writer preference). */
   readonly queuesExclusive: boolean;
   /** The `lock.status` flag that asks for this kind (abi/status.ts); 0 for the default, the mutex. */
@@ -48,7 +59,7 @@ export interface KindRow {
    * The ABI operations that take it, per mode (abi/ops.ts), and the flag bit that picks this
    * kind when it shares its operations with another (the fair mutex: `try` with FLAG_FAIR).
    */
-  readonly ops: Partial<Record<SharedMode, { readonly try: OpName; readonly acquire: OpName; readonly flag?: number }>>;
+  readonly ops: Partial<Record<LockMode, { readonly try: OpName; readonly acquire: OpName; readonly flag?: number }>>;
 }
 
 /** Every lock kind. The order is the order listings go through them. */
@@ -60,7 +71,9 @@ export const KINDS = Object.freeze({
     modes: ["exclusive"],
     roles: { exclusive: "holder" },
     limit: null,
-    shared: false,
+    store: "single",
+    elects: false,
+    namespace: "",
     queuesExclusive: false,
     statusFlag: 0,
     statusFlagName: "",
@@ -73,7 +86,9 @@ export const KINDS = Object.freeze({
     modes: ["shared", "exclusive"],
     roles: { shared: "reader", exclusive: "writer" },
     limit: null,
-    shared: true,
+    store: "queue",
+    elects: false,
+    namespace: "",
     queuesExclusive: true,
     statusFlag: FLAG_RW,
     statusFlagName: "FLAG_RW",
@@ -86,7 +101,9 @@ export const KINDS = Object.freeze({
     modes: ["shared"],
     roles: { shared: "permit" },
     limit: { field: "permits", min: 1, max: MAX_PERMITS },
-    shared: true,
+    store: "queue",
+    elects: false,
+    namespace: "",
     queuesExclusive: false,
     statusFlag: FLAG_SEMAPHORE,
     statusFlagName: "FLAG_SEMAPHORE",
@@ -102,42 +119,64 @@ export const KINDS = Object.freeze({
     modes: ["exclusive"],
     roles: { exclusive: "holder" },
     limit: null,
-    shared: true,
+    store: "queue",
+    elects: false,
+    namespace: "",
     queuesExclusive: true,
     statusFlag: FLAG_FAIR,
     statusFlagName: "FLAG_FAIR",
     ops: { exclusive: { try: "try", acquire: "acquire", flag: FLAG_FAIR } },
+  },
+  // Leader election: the leader holds its election's key, whose record carries the value it
+  // proclaims, and its term is the fence. Stored as a mutex is, in a namespace of its own, so
+  // campaigns never meet a mutex of the same name; taken only through campaign.
+  leader: {
+    label: "leader election",
+    plural: "leader elections",
+    isDefault: false,
+    modes: ["exclusive"],
+    roles: { exclusive: "leader" },
+    limit: null,
+    store: "single",
+    elects: true,
+    namespace: "\u0001leader:",
+    queuesExclusive: false,
+    statusFlag: 0,
+    statusFlagName: "",
+    ops: { exclusive: { try: "try_campaign", acquire: "campaign" } },
   },
 } as const satisfies Record<string, KindRow>);
 
 /** What a lease holds: a mutex, a read/write lock, a semaphore permit or a fair mutex. */
 export type LockKind = keyof typeof KINDS;
 
-/** The kinds a backend serves through LockBackend.shared: several holders of one key. */
-export type SharedKind = { [K in LockKind]: (typeof KINDS)[K]["shared"] extends true ? K : never }[LockKind];
+/** The kinds stored with holders and a queue (rows with store "queue"). */
+export type QueueKind = { [K in LockKind]: (typeof KINDS)[K]["store"] extends "queue" ? K : never }[LockKind];
+
+/** The kinds a lock spec can take (every row but leader election's, which campaign takes). */
+export type SpecKind = { [K in LockKind]: (typeof KINDS)[K]["elects"] extends true ? never : K }[LockKind];
+
+/** Leader election's kind (the row with `elects`). */
+export type ElectionKind = Exclude<LockKind, SpecKind>;
+export const ELECTION: ElectionKind = "leader";
 
 /** Every kind, in table order. */
-/**
- * Leader election's lock-taking operations. A leadership is a mutex lease on
- * `election:<name>` whose record carries the leader's value, so it has no row of its own yet:
- * these name its operations beside the rows, so that every lock-taking operation of the ABI is
- * named once, by a row or here.
- */
-export const ELECTION_OPS = Object.freeze({ try: "try_campaign", acquire: "campaign" } as const satisfies { readonly try: OpName; readonly acquire: OpName });
-
 export const LOCK_KINDS: readonly LockKind[] = Object.freeze(Object.keys(KINDS) as LockKind[]);
 
-/** The kinds served through LockBackend.shared, in table order. */
-export const SHARED_KINDS: readonly SharedKind[] = Object.freeze(LOCK_KINDS.filter(isSharedKind));
+/** The kinds stored with a queue, in table order. */
+export const QUEUE_KINDS: readonly QueueKind[] = Object.freeze(LOCK_KINDS.filter(isQueueKind));
+
+/** The kinds a spec can name, in table order. */
+export const SPEC_KINDS: readonly SpecKind[] = Object.freeze(LOCK_KINDS.filter((kind): kind is SpecKind => !KINDS[kind].elects));
 
 /** The row of `kind`. */
 export function kindRow(kind: LockKind): KindRow {
   return KINDS[kind];
 }
 
-/** Whether `kind` is served through LockBackend.shared. */
-export function isSharedKind(kind: LockKind): kind is SharedKind {
-  return KINDS[kind].shared;
+/** Whether `kind` is stored with holders and a queue (else one record per key). */
+export function isQueueKind(kind: LockKind): kind is QueueKind {
+  return KINDS[kind].store === "queue";
 }
 
 /** Whether `value` names a kind of `among` (a string that is a row's key, not an inherited property). */
@@ -167,7 +206,13 @@ type ModeField<K extends LockKind> = Row<K>["modes"]["length"] extends 1 ? unkno
 type LimitField<K extends LockKind> = Row<K>["limit"] extends { readonly field: infer F extends string } ? { readonly [P in F]: number } : unknown;
 
 /** How an acquisition takes its key: the kind, and the mode and limit its row asks for. */
-export type LockSpec = { [K in LockKind]: { readonly kind: K } & ModeField<K> & LimitField<K> }[LockKind];
+export type LockSpec = { [K in SpecKind]: { readonly kind: K } & ModeField<K> & LimitField<K> }[SpecKind];
+
+/** What an acquisition takes: a lock spec, or leader election's kind (which campaign takes). */
+export type TakeSpec = LockSpec | { readonly kind: ElectionKind };
+
+/** A leadership: what a campaign takes. */
+export const LEADER: TakeSpec = Object.freeze({ kind: ELECTION });
 
 /** A mutex: the default of every acquisition. */
 export const MUTEX: LockSpec = Object.freeze({ kind: "mutex" });
@@ -199,16 +244,16 @@ export function flaggedSpec(spec: LockSpec, flags: number): LockSpec {
 }
 
 /** The mode a spec takes its key in: the one it names, else its kind's only mode. */
-export function modeOf(spec: LockSpec): SharedMode {
+export function modeOf(spec: TakeSpec): LockMode {
   return "mode" in spec ? spec.mode : KINDS[spec.kind].modes[0];
 }
 
 /** The limit a spec names under its kind's limit rule; 0 for a kind without one. */
-export function limitOf(spec: LockSpec): number {
+export function limitOf(spec: TakeSpec): number {
   return "permits" in spec ? spec.permits : 0;
 }
 
 /** What a holder of `kind` in `mode` is called: "writer", "permit" (the mode itself if the row names none). */
-export function roleOf(kind: LockKind, mode: SharedMode): string {
+export function roleOf(kind: LockKind, mode: LockMode): string {
   return kindRow(kind).roles[mode] ?? mode;
 }

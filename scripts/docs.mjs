@@ -2,6 +2,7 @@
 // Writes the generated blocks of the docs from their sources (run after a build):
 //   README.md  config-reference  from the config declarations and every registered backend's
 //   README.md  abi-ops, abi-capability-ops  from abi/ops.ts, in brief
+//   README.md, abi/ABI.md  lock-kinds  from the kind table, kit/kinds.ts
 //   abi/ABI.md abi-ops, abi-capability-ops  from abi/ops.ts
 //   abi/rust/src/sys.rs, abi/c/lockhost_abi.h  whole files, from abi/ops.ts and abi/status.ts
 // test/docs.test.ts fails when a block and its source disagree.
@@ -16,6 +17,7 @@ const { withBlock } = await dist("docs/blocks.js");
 const { configReference } = await dist("docs/config-reference.js");
 const { abiBriefTable, abiSpecTable } = await dist("docs/abi-ops.js");
 const { cAbi, rustSys } = await dist("docs/guest-sdks.js");
+const { kindsTable } = await dist("docs/kinds-table.js");
 
 const write = (file, blocks) => {
   const at = path.join(ROOT, file);
@@ -24,8 +26,8 @@ const write = (file, blocks) => {
   writeFileSync(at, text);
   console.log(`${file}: ${blocks.map(([name]) => name).join(", ")} written`);
 };
-write("README.md", [["config-reference", configReference()], ["abi-ops", abiBriefTable("lock")], ["abi-capability-ops", abiBriefTable("capabilities")]]);
-write("abi/ABI.md", [["abi-ops", abiSpecTable("lock")], ["abi-capability-ops", abiSpecTable("capabilities")]]);
+write("README.md", [["config-reference", configReference()], ["abi-ops", abiBriefTable("lock")], ["abi-capability-ops", abiBriefTable("capabilities")], ["lock-kinds", kindsTable()]]);
+write("abi/ABI.md", [["abi-ops", abiSpecTable("lock")], ["abi-capability-ops", abiSpecTable("capabilities")], ["lock-kinds", kindsTable()]]);
 
 const status = readFileSync(path.join(ROOT, "abi/status.ts"), "utf8");
 for (const [file, content] of [["abi/rust/src/sys.rs", rustSys(status)], ["abi/c/lockhost_abi.h", cAbi(status)]]) {

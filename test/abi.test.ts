@@ -30,7 +30,7 @@ describe.each(GUEST_RUNTIMES)("a guest in WebAssembly text (%s runtime)", (runti
     guest = await startGuest("raw", locks, captureLogger().logger, { plugin: "wat", runtime });
     const h = (await guest.call("takeKept", [10_000])) as number;
     expect(h).toBeGreaterThan(0);
-    expect((await locks.statusByName("wat:raw")).held).toBe(true);
+    expect((await locks.status({ name: "wat:raw" })).held).toBe(true);
     expect(await guest.call("take", [10_000])).toBe(S.TRY_CONTENDED);
     expect(await guest.call("fence", [h])).toBe(1n);
     expect(await guest.call("renew", [h, 20_000])).toBe(S.OK);

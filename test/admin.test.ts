@@ -3,6 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startAdminServer, type AdminServer } from "../host/admin/server.js";
 import { LockService, type LockListPage } from "../host/locking/service.js";
+import { permitSpec, READ } from "../kit/kinds.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { unreachableBackend } from "./support/failing-backend.js";
 import { captureLogger } from "./support/log.js";
@@ -80,13 +81,14 @@ describe("admin listener", () => {
     const lease = (await locks.tryLock("orders/42 ü", { ttlMs: 5_000 }))!;
     const path = `/locks/${encodeURIComponent(lease.name)}`;
     const held = await (await fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } })).json();
-    expect(held).toMatchObject({ held: true, key: "global:orders/42 ü", owner: lease.owner, fence: lease.fence });
+    expect(held).toMatchObject({ held: true, name: "global:orders/42 ü", kind: "mutex", holders: [{ owner: lease.owner, fence: lease.fence }] });
     for (const headers of [{}, { authorization: "Bearer wrong-token-0123456789" }] as Record<string, string>[]) {
-      const shown = await (await fetch(`${server.url}${path}`, { headers })).json();
-      expect(shown).toMatchObject({ held: true, key: "global:orders/42 ü", fence: lease.fence });
-      expect(shown).not.toHaveProperty("owner");
+      const shown = (await (await fetch(`${server.url}${path}`, { headers })).json()) as { holders: object[] };
+      expect(shown).toMatchObject({ held: true, name: "global:orders/42 ü", kind: "mutex", holders: [{ fence: lease.fence }] });
+      expect(shown.holders[0]).not.toHaveProperty("owner");
+      expect(JSON.stringify(shown)).not.toContain(lease.owner);
     }
-    expect(await (await get(`/locks/${encodeURIComponent("global:free")}`)).json()).toEqual({ key: "global:free", held: false });
+    expect(await (await get(`/locks/${encodeURIComponent("global:free")}`)).json()).toEqual({ name: "global:free", kind: "mutex", held: false, holders: [], limit: 0, queued: 0 });
     await locks.release(lease);
   });
 
@@ -95,13 +97,13 @@ describe("admin listener", () => {
     const b = (await locks.tryLock("list/b", { ttlMs: 5_000, scope: { plugin: "billing" } }))!;
     const c = (await locks.tryLock("list/c", { ttlMs: 5_000 }))!;
     const all = (await (await get("/locks")).json()) as LockListPage;
-    expect(all.locks.map((l) => l.key)).toEqual(["billing:list/b", "global:list/a", "global:list/c"]);
+    expect(all.locks.map((l) => l.name)).toEqual(["billing:list/b", "global:list/a", "global:list/c"]);
     expect(JSON.stringify(all)).not.toContain(a.owner);
     const first = (await (await get("/locks?prefix=global:&limit=1")).json()) as LockListPage;
-    expect(first.locks).toMatchObject([{ key: "global:list/a", kind: "mutex", mode: "exclusive", fence: a.fence, holder: { plugin: "host", node: "node-admin" }, waiters: 0 }]);
+    expect(first.locks).toMatchObject([{ name: "global:list/a", kind: "mutex", mode: "exclusive", fence: a.fence, holder: { plugin: "host", node: "node-admin" }, waiters: 0 }]);
     const second = await (await get(`/locks?prefix=global:&limit=1&cursor=${encodeURIComponent(first.cursor!)}`)).json();
-    expect(second).toEqual({ locks: [expect.objectContaining({ key: "global:list/c" })] });
-    expect(((await (await get("/locks?plugin=billing")).json()) as LockListPage).locks).toMatchObject([{ key: "billing:list/b", holder: { plugin: "billing" } }]);
+    expect(second).toEqual({ locks: [expect.objectContaining({ name: "global:list/c" })] });
+    expect(((await (await get("/locks?plugin=billing")).json()) as LockListPage).locks).toMatchObject([{ name: "billing:list/b", holder: { plugin: "billing" } }]);
     const bad = await get("/locks?limit=5000");
     expect(bad.status).toBe(400);
     expect(await bad.json()).toEqual({ code: "INVALID_ARGUMENT", message: 'limit must be an integer from 1 to 1000, got "5000"' });
@@ -136,59 +138,61 @@ describe("admin listener", () => {
     expect(await none.json()).toMatchObject({ code: "PERMISSION_DENIED" });
     expect((await forceRelease(lease.name, { authorization: "Bearer not-the-token-at-all" })).status).toBe(403);
     expect((await forceRelease(lease.name, { authorization: `Basic ${TOKEN}` })).status).toBe(401);
-    expect((await locks.statusByName(lease.name)).held).toBe(true);
+    expect((await locks.status({ name: lease.name })).held).toBe(true);
     const ok = await forceRelease(lease.name, { authorization: `Bearer ${TOKEN}` });
     expect(ok.status).toBe(200);
-    expect(await ok.json()).toEqual({ key: lease.name, released: true });
-    expect((await locks.statusByName(lease.name)).held).toBe(false);
-    expect(await (await forceRelease(lease.name, { authorization: `Bearer ${TOKEN}` })).json()).toEqual({ key: lease.name, released: false });
+    expect(await ok.json()).toEqual({ name: lease.name, kind: "mutex", released: true, holders: 1 });
+    expect((await locks.status({ name: lease.name })).held).toBe(false);
+    expect(await (await forceRelease(lease.name, { authorization: `Bearer ${TOKEN}` })).json()).toEqual({ name: lease.name, kind: "mutex", released: false, holders: 0 });
     // The token never reaches the log.
     expect(JSON.stringify(capture.lines)).not.toContain(TOKEN);
   });
 
-  it("serves and force-releases read/write locks and semaphores with ?kind=, never their owner tokens", async () => {
-    const reader = (await locks.tryRead("doc", { ttlMs: 30_000 }))!;
-    const permit = (await locks.tryPermit("doc", { ttlMs: 30_000, permits: 2 }))!;
+  it("serves and force-releases read/write locks and semaphores with ?kind=, their owner tokens only to the admin token's holder", async () => {
+    const reader = (await locks.try("doc", { ttlMs: 30_000, ...READ }))!;
+    const permit = (await locks.try("doc", { ttlMs: 30_000, ...permitSpec(2) }))!;
     const path = `/locks/${encodeURIComponent("global:doc")}`;
     const rw = await (await fetch(`${server.url}${path}?kind=rw`, { headers: { authorization: `Bearer ${TOKEN}` } })).json();
-    expect(rw).toMatchObject({ name: "global:doc", kind: "rw", limit: 0, queued: 0, holders: [{ mode: "shared", fence: reader.fence, node: "node-admin" }] });
-    expect(JSON.stringify(rw)).not.toContain(reader.owner);
+    expect(rw).toMatchObject({ name: "global:doc", kind: "rw", held: true, limit: 0, queued: 0, holders: [{ mode: "shared", fence: reader.fence, node: "node-admin", owner: reader.owner }] });
+    const rwShown = await (await get(`${path}?kind=rw`)).json();
+    expect(rwShown).toMatchObject({ name: "global:doc", kind: "rw", held: true, holders: [{ mode: "shared", fence: reader.fence }] });
+    expect(JSON.stringify(rwShown)).not.toContain(reader.owner);
     expect(await (await get(`${path}?kind=semaphore`)).json()).toMatchObject({ kind: "semaphore", limit: 2, holders: [{ fence: permit.fence }] });
     // Its mutex is free: the status says which locks of the name are held.
-    expect(await (await get(path)).json()).toEqual({ key: "global:doc", held: false, heldElsewhere: [{ name: "global:doc", kind: "rw" }, { name: "global:doc", kind: "semaphore" }] });
+    expect(await (await get(path)).json()).toEqual({ name: "global:doc", kind: "mutex", held: false, holders: [], limit: 0, queued: 0, heldElsewhere: [{ name: "global:doc", kind: "rw" }, { name: "global:doc", kind: "semaphore" }] });
     const listed = (await (await get(`/locks?kind=rw&prefix=${encodeURIComponent("global:doc")}`)).json()) as LockListPage;
-    expect(listed.locks.map((l) => [l.key, l.kind, l.mode, l.fence])).toEqual([["global:doc", "rw", "shared", reader.fence]]);
+    expect(listed.locks.map((l) => [l.name, l.kind, l.mode, l.fence])).toEqual([["global:doc", "rw", "shared", reader.fence]]);
     expect(JSON.stringify(listed)).not.toContain(reader.owner);
     expect((await get("/locks?kind=queue")).status).toBe(400);
     const bad = await get(`${path}?kind=lock`);
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toMatchObject({ code: "INVALID_ARGUMENT", message: 'kind must be mutex, rw, semaphore or fair, got "lock"' });
+    expect(await bad.json()).toMatchObject({ code: "INVALID_ARGUMENT", message: 'kind must be mutex, rw, semaphore, fair or leader, got "lock"' });
     // Every kind by default, in the kind table's order, a page at a time across the kinds.
     const mutex = (await locks.tryLock("doc", { ttlMs: 30_000 }))!;
     const every = (await (await get(`/locks?prefix=${encodeURIComponent("global:doc")}`)).json()) as LockListPage;
     const rows = [["global:doc", "mutex", "exclusive", mutex.fence], ["global:doc", "rw", "shared", reader.fence], ["global:doc", "semaphore", "shared", permit.fence]];
-    expect(every.locks.map((l) => [l.key, l.kind, l.mode, l.fence])).toEqual(rows);
+    expect(every.locks.map((l) => [l.name, l.kind, l.mode, l.fence])).toEqual(rows);
     expect(every.cursor).toBeUndefined();
     const paged: (string | number)[][] = [];
     let cursor: string | undefined;
     for (let page = 0; page < 5; page++) {
       const q = `/locks?limit=1&prefix=${encodeURIComponent("global:doc")}${cursor === undefined ? "" : `&cursor=${encodeURIComponent(cursor)}`}`;
       const body = (await (await get(q)).json()) as LockListPage;
-      paged.push(...body.locks.map((l) => [l.key, l.kind, l.mode, l.fence]));
+      paged.push(...body.locks.map((l) => [l.name, l.kind, l.mode, l.fence]));
       cursor = body.cursor;
       if (cursor === undefined) break;
     }
     expect(paged).toEqual(rows);
     expect(cursor).toBeUndefined();
     expect(((await (await get(`/locks?kind=mutex&prefix=${encodeURIComponent("global:doc")}`)).json()) as LockListPage).locks.map((l) => l.kind)).toEqual(["mutex"]);
-    expect(await (await get(`${path}?kind=mutex`)).json()).toMatchObject({ key: "global:doc", held: true, fence: mutex.fence });
+    expect(await (await get(`${path}?kind=mutex`)).json()).toMatchObject({ name: "global:doc", kind: "mutex", held: true, holders: [{ fence: mutex.fence }] });
     expect((await get(`/locks?cursor=${encodeURIComponent("queue:x")}`)).status).toBe(400);
     await locks.release(mutex);
     expect((await fetch(`${server.url}${path}/force-release?kind=rw`, { method: "POST" })).status).toBe(401);
     const ok = await fetch(`${server.url}${path}/force-release?kind=rw`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } });
-    expect(await ok.json()).toEqual({ key: "global:doc", kind: "rw", released: true, holders: 1 });
+    expect(await ok.json()).toEqual({ name: "global:doc", kind: "rw", released: true, holders: 1 });
     expect(reader.state).toBe("lost");
-    expect(await (await get(`${path}?kind=rw`)).json()).toEqual({ name: "global:doc", kind: "rw", held: false, heldElsewhere: [{ name: "global:doc", kind: "semaphore" }] });
+    expect(await (await get(`${path}?kind=rw`)).json()).toEqual({ name: "global:doc", kind: "rw", held: false, holders: [], limit: 0, queued: 0, heldElsewhere: [{ name: "global:doc", kind: "semaphore" }] });
     await locks.release(permit);
   });
 
@@ -199,7 +203,7 @@ describe("admin listener", () => {
       const res = await fetch(`${open.url}/locks/${encodeURIComponent(lease.name)}/force-release`, { method: "POST", headers: { authorization: "Bearer anything-at-all-here" } });
       expect(res.status).toBe(403);
       expect(((await res.json()) as { message: string }).message).toMatch(/set \[admin\] token/);
-      expect((await locks.statusByName(lease.name)).held).toBe(true);
+      expect((await locks.status({ name: lease.name })).held).toBe(true);
     } finally {
       await open.close();
     }

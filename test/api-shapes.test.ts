@@ -36,7 +36,7 @@ describe("a caller's owner", () => {
   it("holds the lock under that owner, which restore and release by key accept", async () => {
     const lease = (await locks.tryLock("a", { ttlMs: 5_000, owner: "worker-7" }))!;
     expect(lease.owner).toBe("worker-7");
-    expect(await locks.status("a")).toMatchObject({ held: true, owner: "worker-7" });
+    expect(await locks.status("a", { owners: true })).toMatchObject({ held: true, holders: [{ owner: "worker-7" }] });
     const other = new LockService(backend, { node: "node-b" });
     try {
       const restored = await other.restore("a", "worker-7");
@@ -230,16 +230,16 @@ describe("errors", () => {
 });
 
 describe("one key convention", () => {
-  it("status and forceRelease take a key and scope like tryLock; full names go to the *ByName variants", async () => {
+  it("status and forceRelease take a key and scope like tryLock; full names go in { name }", async () => {
     const lease = (await locks.tryLock("a", { ttlMs: 5_000 }))!;
-    expect(await locks.status("a")).toMatchObject({ held: true, fence: lease.fence });
-    expect(await locks.statusByName("global:a")).toMatchObject({ held: true, fence: lease.fence });
+    expect(await locks.status("a")).toMatchObject({ held: true, name: "global:a", holders: [{ fence: lease.fence }] });
+    expect(await locks.status({ name: "global:a" })).toMatchObject({ held: true, name: "global:a", holders: [{ fence: lease.fence }] });
     await locks.tryLock("a", { ttlMs: 5_000, scope: { plugin: "billing" } });
-    expect(await locks.status("a", { scope: { plugin: "billing" } })).toMatchObject({ held: true, key: "billing:a" });
-    expect(await locks.forceRelease("a")).toBe(true);
+    expect(await locks.status("a", { scope: { plugin: "billing" } })).toMatchObject({ held: true, name: "billing:a" });
+    expect(await locks.forceRelease("a")).toBe(1);
     expect(lease.state).toBe("lost");
-    expect(await locks.forceRelease("a")).toBe(false);
-    expect(await locks.forceReleaseByName("billing:a")).toBe(true);
+    expect(await locks.forceRelease("a")).toBe(0);
+    expect(await locks.forceRelease({ name: "billing:a" })).toBe(1);
     expect((await locks.status("a", { scope: { plugin: "billing" } })).held).toBe(false);
   });
 
@@ -248,13 +248,13 @@ describe("one key convention", () => {
     for (const call of [() => locks.status("global:a"), () => locks.forceRelease("global:a")]) {
       const e = await failure(call);
       expect(e.code).toBe("INVALID_ARGUMENT");
-      expect(e.message).toMatch(/looks like a full lock name.*ByName/);
+      expect(e.message).toMatch(/looks like a full lock name: pass \{ name: "global:a" \} for a full name/);
     }
     expect((await locks.status("a")).held).toBe(true);
     // A key that really starts with "global:" is reached by naming its scope.
     await locks.tryLock("global:x", { ttlMs: 5_000 });
     expect((await locks.status("global:x", { scope: "global" })).held).toBe(true);
-    expect((await locks.statusByName("global:global:x")).held).toBe(true);
+    expect((await locks.status({ name: "global:global:x" })).held).toBe(true);
   });
 });
 
@@ -281,9 +281,12 @@ describe("coded errors for bad arguments", () => {
     ["restore with keepalive 1", () => locks.restore("a", "o", { keepalive: 1 as never }), /^keepalive must be true or false/],
     ["status without a key", () => locks.status(undefined as never), /^key must be a string/],
     ["status with options that are not an object", () => locks.status("a", "global" as never), /^options must be an object when given/],
-    ["statusByName without a name", () => locks.statusByName("" as never), /^name must not be empty/],
+    ["status with an empty name", () => locks.status({ name: "" }), /^name must not be empty/],
+    ["status with a name and a scope", () => locks.status({ name: "global:a" }, { scope: "global" }), /^scope must not be given with \{ name \}/],
+    ["status with a name starting with a control character", () => locks.status({ name: "\u0001leader:global:a" }), /^name must start with its scope/],
+    ["status with an unknown kind", () => locks.status("a", { kind: "lock" as never }), /^kind must be mutex, rw, semaphore, fair or leader, got "lock"/],
     ["forceRelease with a bad scope", () => locks.forceRelease("a", { scope: { plugin: "" } }), /^scope must be/],
-    ["forceReleaseByName with a number", () => locks.forceReleaseByName(1 as never), /^name must be a string/],
+    ["forceRelease with a name that is a number", () => locks.forceRelease({ name: 1 as never }), /^name must be a string/],
     ["leaseOf with a number", () => locks.leaseOf(1 as never), /^owner must be a string/],
     ["onEvent without a listener", () => locks.onEvent(undefined as never), /^listener must be a function/],
     ["onEvent with an unknown type", () => locks.onEvent(() => undefined, ["nope" as never]), /^types must be an array of/],

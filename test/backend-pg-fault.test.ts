@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
 import { LockhostError } from "../kit/errors.js";
-import type { AcquireRequest } from "../kit/backend.js";
+import type { MutexAcquireRequest } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
 import { FENCE_BLOCK } from "../plugins/backends/pg/sql.js";
@@ -35,7 +35,7 @@ const config = (over: Partial<PgConfig> = {}): PgConfig => ({
   ...over,
 });
 let n = 0;
-const req = (over: Partial<AcquireRequest> = {}): AcquireRequest => ({
+const req = (over: Partial<MutexAcquireRequest> = {}): MutexAcquireRequest => ({
   key: `fault-${++n}`, owner: randomUUID(), ttlMs: 10_000, holder: { plugin: "fault", node: "node-f" }, ...over,
 });
 
@@ -127,7 +127,7 @@ describe("pg backend: server killed, frozen and restarted", () => {
 
   it("read/write locks and semaphores: fail fast while PostgreSQL is down, then go on with fences that never repeat", async () => {
     const backend = new PgBackend(config(), captureLogger().logger);
-    const sem = backend.shared("semaphore");
+    const sem = backend.steps("semaphore");
     const permit = { key: `fault-sem-${++n}`, owner: randomUUID(), ttlMs: 60_000, holder: { plugin: "fault", node: "node-f" }, mode: "shared" as const, limit: 1, queueMs: 0 };
     try {
       const before = await sem.acquire(permit);
@@ -196,7 +196,7 @@ describe("pg backend: server killed, frozen and restarted", () => {
 
   it("names max_locks_per_transaction when the server's lock table is full, and keeps working", async () => {
     const backend = new PgBackend(config({ commandTimeoutMs: 5_000 }), captureLogger().logger);
-    const held: AcquireRequest[] = [];
+    const held: MutexAcquireRequest[] = [];
     try {
       let failure: unknown;
       // The lock table holds max_locks_per_transaction × (max_connections + ...) entries: some

@@ -1,14 +1,15 @@
-// Read/write locks and semaphores on the PostgreSQL backend (LockBackend.shared, kit/shared.ts)
-// against a real server: the rules of SharedSteps, leases on the server's clock, fences, wake-ups
+// Read/write locks and semaphores on the PostgreSQL backend (LockBackend.steps, kit/steps.ts)
+// against a real server: the rules of KindSteps, leases on the server's clock, fences, wake-ups
 // and loss notices across hosts, and the objects' creation. Every table is made up for this run
 // and dropped at the end.
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { SharedAcquireRequest, SharedKind, SharedSteps } from "../kit/shared.js";
+import type { AcquireRequest, KindSteps } from "../kit/steps.js";
+import type { QueueKind } from "../kit/kinds.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
 import { pgDefaults, type PgConfig } from "../plugins/backends/pg/config.js";
-import { sharedObjectsOf } from "../plugins/backends/pg/shared-sql.js";
+import { sharedObjectsOf } from "../plugins/backends/pg/queue-sql.js";
 import { dropPgTable } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";
 import { databaseUrl } from "./support/servers.js";
@@ -31,11 +32,11 @@ function host(over: Partial<PgConfig> = {}): PgBackend {
 let n = 0;
 const key = (label = "k"): string => `pgsh-${run}-${label}-${++n}`;
 const holder = { plugin: "pgtest", node: "node-a" };
-const reader = (k: string, over: Partial<SharedAcquireRequest> = {}): SharedAcquireRequest => ({
+const reader = (k: string, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
   key: k, owner: randomUUID(), ttlMs: 10_000, holder, mode: "shared", limit: 0, queueMs: 0, ...over,
 });
-const writer = (k: string, over: Partial<SharedAcquireRequest> = {}): SharedAcquireRequest => reader(k, { mode: "exclusive", ...over });
-const permit = (k: string, limit: number, over: Partial<SharedAcquireRequest> = {}): SharedAcquireRequest => reader(k, { limit, ...over });
+const writer = (k: string, over: Partial<AcquireRequest> = {}): AcquireRequest => reader(k, { mode: "exclusive", ...over });
+const permit = (k: string, limit: number, over: Partial<AcquireRequest> = {}): AcquireRequest => reader(k, { limit, ...over });
 
 let admin: pg.Client;
 beforeAll(async () => {
@@ -55,9 +56,9 @@ afterAll(async () => {
 });
 
 describe("pg read/write locks", () => {
-  let rw: SharedSteps;
+  let rw: KindSteps;
   beforeEach(() => {
-    rw = host().shared("rw");
+    rw = host().steps("rw");
   });
 
   it("lets readers share a key and keeps a writer apart from readers and from another writer", async () => {
@@ -246,7 +247,7 @@ describe("pg read/write locks", () => {
   it("advances one fence counter per key across both modes, also after releases and expiry", async () => {
     const k = key();
     const fences: number[] = [];
-    const take = async (req: SharedAcquireRequest): Promise<void> => {
+    const take = async (req: AcquireRequest): Promise<void> => {
       const r = await rw.acquire(req);
       expect(r.acquired).toBe(true);
       if (r.acquired) fences.push(r.fence);
@@ -270,27 +271,27 @@ describe("pg read/write locks", () => {
     const lostA: string[] = [];
     a.onLost((owner) => lostA.push(owner));
     const [r1, r2] = [reader(k), reader(k)];
-    expect((await a.shared("rw").acquire(r1)).acquired).toBe(true);
-    expect((await b.shared("rw").acquire(r2)).acquired).toBe(true);
+    expect((await a.steps("rw").acquire(r1)).acquired).toBe(true);
+    expect((await b.steps("rw").acquire(r2)).acquired).toBe(true);
     const w = writer(k, { queueMs: 10_000 });
-    expect((await b.shared("rw").acquire(w)).acquired).toBe(false);
+    expect((await b.steps("rw").acquire(w)).acquired).toBe(false);
     let woken = 0;
-    const watch = b.shared("rw").watch(k, () => woken++);
+    const watch = b.steps("rw").watch(k, () => woken++);
     await watch.ready;
     const lostB: string[] = [];
     b.onLost((owner) => lostB.push(owner));
-    expect(await b.shared("rw").forceRelease(k)).toBe(2);
+    expect(await b.steps("rw").forceRelease(k)).toBe(2);
     await until("host a told of its loss", 5_000, () => lostA.includes(r1.owner));
     await until("host b told of its loss", 5_000, () => lostB.includes(r2.owner));
     // Each host hears only of its own holders.
     expect(lostA).not.toContain(r2.owner);
     expect(lostB).not.toContain(r1.owner);
     await until("a wake-up", 5_000, () => woken > 0);
-    expect((await a.shared("rw").status(k))?.queued).toBe(1);
-    expect(await a.shared("rw").release(k, r1.owner)).toBe("not_found");
-    expect(await a.shared("rw").renewMany([{ key: k, owner: r1.owner, ttlMs: 1_000 }])).toEqual([{ ok: false, reason: "not_found" }]);
-    expect(await b.shared("rw").forceRelease(k)).toBe(0);
-    expect((await b.shared("rw").acquire(w)).acquired).toBe(true);
+    expect((await a.steps("rw").status(k))?.queued).toBe(1);
+    expect(await a.steps("rw").release(k, r1.owner)).toBe("not_found");
+    expect(await a.steps("rw").renewMany([{ key: k, owner: r1.owner, ttlMs: 1_000 }])).toEqual([{ ok: false, reason: "not_found" }]);
+    expect(await b.steps("rw").forceRelease(k)).toBe(0);
+    expect((await b.steps("rw").acquire(w)).acquired).toBe(true);
     watch.close();
   });
 
@@ -299,14 +300,14 @@ describe("pg read/write locks", () => {
     const b = host();
     const k = key();
     const w = writer(k);
-    expect((await a.shared("rw").acquire(w)).acquired).toBe(true);
+    expect((await a.steps("rw").acquire(w)).acquired).toBe(true);
     let woken = 0;
-    const watch = b.shared("rw").watch(k, () => woken++);
+    const watch = b.steps("rw").watch(k, () => woken++);
     await watch.ready;
-    expect((await b.shared("rw").acquire(reader(k))).acquired).toBe(false);
-    expect(await a.shared("rw").release(k, w.owner)).toBe("released");
+    expect((await b.steps("rw").acquire(reader(k))).acquired).toBe(false);
+    expect(await a.steps("rw").release(k, w.owner)).toBe("released");
     await until("b woken", 5_000, () => woken > 0);
-    expect((await b.shared("rw").acquire(reader(k))).acquired).toBe(true);
+    expect((await b.steps("rw").acquire(reader(k))).acquired).toBe(true);
     watch.close();
   });
 
@@ -327,7 +328,7 @@ describe("pg read/write locks", () => {
     await rw.release(left, gone.owner);
     // Another prefix, and the same name in the semaphore namespace, are not listed either.
     await rw.acquire(reader(`pgsh-${run}-other-${n}`));
-    await host().shared("semaphore").acquire(permit(`${prefix}sem`, 2));
+    await host().steps("semaphore").acquire(permit(`${prefix}sem`, 2));
     const seen: string[] = [];
     let cursor: string | undefined;
     let pages = 0;
@@ -362,7 +363,7 @@ describe("pg read/write locks under contention", () => {
     let writesGranted = 0;
     const fences: number[] = [];
     const worker = async (i: number): Promise<void> => {
-      const steps = hosts[i % hosts.length]!.shared("rw");
+      const steps = hosts[i % hosts.length]!.steps("rw");
       for (let round = 0; round < 12; round++) {
         const exclusive = (i + round) % 4 === 0;
         const req = exclusive ? writer(k, { queueMs: 5_000 }) : reader(k);
@@ -396,13 +397,13 @@ describe("pg read/write locks under contention", () => {
     expect(granted).toBeGreaterThan(0);
     expect(writesGranted).toBeGreaterThan(0);
     expect(new Set(fences).size).toBe(fences.length);
-    expect(await hosts[0]!.shared("rw").status(k)).toBeNull();
+    expect(await hosts[0]!.steps("rw").status(k)).toBeNull();
   });
 });
 
 describe("pg semaphores", () => {
   it("grants at most N permits, and refuses another N while permits are held (with theirs)", async () => {
-    const sem = host().shared("semaphore");
+    const sem = host().steps("semaphore");
     const k = key();
     const permits = [permit(k, 2), permit(k, 2), permit(k, 2)];
     expect((await sem.acquire(permits[0]!)).acquired).toBe(true);
@@ -425,22 +426,22 @@ describe("pg semaphores", () => {
   it("grants exactly N of many concurrent requests from several hosts", async () => {
     const hosts = [host(), host(), host()];
     const k = key();
-    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => hosts[i % 3]!.shared("semaphore").acquire(permit(k, 4))));
+    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => hosts[i % 3]!.steps("semaphore").acquire(permit(k, 4))));
     expect(results.filter((r) => r.acquired)).toHaveLength(4);
     const fences = results.flatMap((r) => (r.acquired ? [r.fence] : []));
     expect(new Set(fences).size).toBe(4);
-    expect((await hosts[0]!.shared("semaphore").status(k))?.holders).toHaveLength(4);
+    expect((await hosts[0]!.steps("semaphore").status(k))?.holders).toHaveLength(4);
   });
 
   it("keeps each kind's names apart, and apart from mutexes", async () => {
     const backend = host();
     const k = key();
-    const kinds: SharedKind[] = ["rw", "semaphore"];
-    expect((await backend.shared("rw").acquire(writer(k))).acquired).toBe(true);
-    expect((await backend.shared("semaphore").acquire(permit(k, 1))).acquired).toBe(true);
+    const kinds: QueueKind[] = ["rw", "semaphore"];
+    expect((await backend.steps("rw").acquire(writer(k))).acquired).toBe(true);
+    expect((await backend.steps("semaphore").acquire(permit(k, 1))).acquired).toBe(true);
     expect((await backend.acquire({ key: k, owner: randomUUID(), ttlMs: 10_000, holder })).acquired).toBe(true);
-    for (const kind of kinds) expect((await backend.shared(kind).status(k))?.holders).toHaveLength(1);
-    expect(backend.shared("rw")).toBe(backend.shared("rw"));
+    for (const kind of kinds) expect((await backend.steps(kind).status(k))?.holders).toHaveLength(1);
+    expect(backend.steps("rw")).toBe(backend.steps("rw"));
   });
 });
 
@@ -455,7 +456,7 @@ describe("pg shared objects", () => {
     const exists = async (): Promise<boolean> => (await admin.query("select to_regclass($1) is not null as e", [objects.holders])).rows[0].e;
     expect(await exists()).toBe(false);
     const k = key();
-    const results = await Promise.all(hosts.map((h) => h.shared("semaphore").acquire(permit(k, 6))));
+    const results = await Promise.all(hosts.map((h) => h.steps("semaphore").acquire(permit(k, 6))));
     expect(results.every((r) => r.acquired)).toBe(true);
     expect(await exists()).toBe(true);
   });
@@ -467,8 +468,8 @@ describe("pg shared objects", () => {
       const backend = host({ table: `${schema}.locks` });
       const k = key();
       const a = writer(k);
-      expect((await backend.shared("rw").acquire(a)).acquired).toBe(true);
-      expect((await backend.shared("rw").status(k))?.holders[0]?.owner).toBe(a.owner);
+      expect((await backend.steps("rw").acquire(a)).acquired).toBe(true);
+      expect((await backend.steps("rw").status(k))?.holders[0]?.owner).toBe(a.owner);
       const found = await admin.query("select to_regclass($1) is not null as e", [sharedObjectsOf(`${schema}.locks`).holders]);
       expect(found.rows[0].e).toBe(true);
       await backend.close();
@@ -480,7 +481,7 @@ describe("pg shared objects", () => {
   it("never repeats a fence when the unlogged tables are emptied (as a server crash does)", async () => {
     const own = `lockhost_test_${run}_shcrash`;
     tables.push(own);
-    const sem = host({ table: own }).shared("semaphore");
+    const sem = host({ table: own }).steps("semaphore");
     const k = key();
     const first = await sem.acquire(permit(k, 5));
     expect(first.acquired).toBe(true);
@@ -498,7 +499,7 @@ describe("pg shared objects", () => {
     const mutexKey = key();
     const m = { key: mutexKey, owner: randomUUID(), ttlMs: 30_000, holder };
     expect((await backend.acquire(m)).acquired).toBe(true);
-    const rw = backend.shared("rw");
+    const rw = backend.steps("rw");
     expect((await rw.acquire(reader(key()))).acquired).toBe(true);
     const objects = sharedObjectsOf(own);
     await admin.query(`drop table ${objects.holders}`);

@@ -7,7 +7,7 @@ import pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
 import { LockhostError } from "../kit/errors.js";
-import type { AcquireRequest, AcquireResult } from "../kit/backend.js";
+import type { MutexAcquireRequest, MutexAcquireResult } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { PgBackend, type PgBackendOptions } from "../plugins/backends/pg/index.js";
 import { DeadlineQueue, type Timed } from "../kit/deadline-queue.js";
@@ -41,12 +41,12 @@ function host(over: Partial<PgConfig> = {}, options: PgBackendOptions = {}): PgB
 
 let n = 0;
 const key = (label = "k"): string => `pg-${run}-${label}-${++n}`;
-const req = (k: string, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
+const req = (k: string, over: Partial<MutexAcquireRequest> = {}): MutexAcquireRequest => ({
   key: k, owner: randomUUID(), ttlMs: 10_000, holder: { plugin: "pgtest", node: "node-a" }, ...over,
 });
 
 /** Checks a contended result: not acquired, and a retry hint, when given, within the holder's `ttlMs`. */
-function expectContended(result: AcquireResult, ttlMs = 10_000): void {
+function expectContended(result: MutexAcquireResult, ttlMs = 10_000): void {
   expect(result.acquired).toBe(false);
   if (!result.acquired && result.retryAfterMs !== undefined) {
     expect(result.retryAfterMs).toBeGreaterThan(0);
@@ -556,7 +556,7 @@ describe("pg backend", () => {
     const k = key();
     const lease = await a.tryLock(k, { ttlMs: 10_000 });
     expect(lease).not.toBeNull();
-    expect(await b.forceReleaseByName(lease!.name)).toBe(true);
+    expect(await b.forceRelease({ name: lease!.name })).toBe(1);
     await expect(a.renew(lease!)).rejects.toMatchObject({ code: "LOST" });
     expect(await b.tryLock(k, { ttlMs: 10_000 })).not.toBeNull();
     await a.close({ closeBackend: false });
@@ -880,7 +880,7 @@ describe("pg backend: batched renewals, release notifications, owner tokens from
     const restored = await b.restore(k, lease.owner, { keepalive: true, ttlMs: 300 });
     await sleep(1_000);
     expect(restored.state).toBe("held");
-    expect((await b.statusByName(lease.name)).held).toBe(true);
+    expect((await b.status({ name: lease.name })).held).toBe(true);
     expectContended(await c.acquire(req(lease.name)), 300);
     await b.release(restored);
     await until("the holder unlocks", 5_000, async () => (await holders(lease.name)).length === 0);

@@ -8,12 +8,12 @@ import { Cluster, type Redis } from "ioredis";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LockhostError } from "../kit/errors.js";
-import type { AcquireRequest } from "../kit/backend.js";
+import type { MutexAcquireRequest } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { KeyLayout, RedisBackend } from "../plugins/backends/redis/index.js";
 import { clusterSeed } from "../plugins/backends/redis/seed.js";
-import { SharedKeyLayout, slotOf } from "../plugins/backends/redis/keys.js";
-import type { SharedAcquireRequest, SharedMode } from "../kit/shared.js";
+import { QueueKeyLayout, slotOf } from "../plugins/backends/redis/keys.js";
+import type { AcquireRequest, LockMode } from "../kit/backend.js";
 import { backendContract } from "../testing/index.js";
 import { captureLogger } from "./support/log.js";
 import { freePort, startRedisCluster, type RedisClusterServer } from "./support/servers.js";
@@ -53,7 +53,7 @@ function open(over: Partial<RedisConfig> = {}, log = silent): RedisBackend {
 }
 let n = 0;
 const name = (): string => `cluster-${++n}`;
-const req = (key: string, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
+const req = (key: string, over: Partial<MutexAcquireRequest> = {}): MutexAcquireRequest => ({
   key, owner: randomUUID(), ttlMs: 30_000, holder: { plugin: "p", node: "node-a" }, ...over,
 });
 
@@ -143,9 +143,9 @@ describe("redis cluster backend: keys across nodes", () => {
       }
       for (const lease of leases) {
         await service.renew(lease);
-        expect(await service.statusByName(lease.name)).toMatchObject({ held: true, owner: lease.owner, fence: lease.fence });
+        expect(await service.status({ name: lease.name }, { owners: true })).toMatchObject({ held: true, holders: [{ owner: lease.owner, fence: lease.fence }] });
         await service.release(lease);
-        expect(await service.statusByName(lease.name)).toMatchObject({ held: false });
+        expect(await service.status({ name: lease.name })).toMatchObject({ held: false, holders: [] });
       }
     } finally {
       await service.close({ closeBackend: false });
@@ -202,13 +202,13 @@ describe("redis cluster backend: batched renewals and release notifications", ()
 });
 
 describe("redis cluster backend: read/write locks and semaphores", () => {
-  const rwLayout = new SharedKeyLayout(prefix, "rw");
-  const shared = (key: string, mode: SharedMode, over: Partial<SharedAcquireRequest> = {}): SharedAcquireRequest => ({
+  const rwLayout = new QueueKeyLayout(prefix, "rw");
+  const shared = (key: string, mode: LockMode, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
     key, owner: randomUUID(), ttlMs: 5_000, holder: { plugin: "p", node: "node-a" }, mode, limit: 0, queueMs: 0, ...over,
   });
 
   it("keeps every key of a name on one node, whatever braces it has, spread over the nodes by name", async () => {
-    const rw = open().shared("rw");
+    const rw = open().steps("rw");
     const names = [...Array.from({ length: 30 }, name), "}", "}x{", "{a}", "%7D"];
     for (const k of names) {
       // A script whose keys were in two slots would fail with CROSSSLOT: queue a writer too, so all five keys exist.
@@ -227,7 +227,7 @@ describe("redis cluster backend: read/write locks and semaphores", () => {
 
   it("renews shared holds spread over slots with one call per slot, and lists them from every master", async () => {
     const backend = open();
-    const sem = backend.shared("semaphore");
+    const sem = backend.steps("semaphore");
     const base = `${name()}/`;
     const reqs = Array.from({ length: 30 }, (_, i) => shared(`${base}${i}`, "shared", { limit: 2 }));
     for (const r of reqs) expect((await sem.acquire(r)).acquired, r.key).toBe(true);

@@ -7,7 +7,7 @@ import { createServer, type AddressInfo, type Socket } from "node:net";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LockhostError } from "../kit/errors.js";
-import type { SharedAcquireRequest, SharedMode } from "../kit/shared.js";
+import type { AcquireRequest, LockMode } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { watchStalls } from "../plugins/backends/redis/stall-watch.js";
@@ -129,7 +129,7 @@ describe("redis backend: server killed and restarted", () => {
         await failsPromptly(() => service.tryLock(`down-${i}`, { ttlMs: 1_000 }));
         expect(performance.now() - started).toBeLessThan(COMMAND_TIMEOUT_MS);
       }
-      await failsPromptly(() => service.statusByName("global:job"));
+      await failsPromptly(() => service.status({ name: "global:job" }));
       // A renewal failure is an outage, not a lost lock: the lease is still held.
       expect(lease!.state).toBe("held");
 
@@ -222,14 +222,14 @@ describe("redis backend: script cache", () => {
 });
 
 describe("redis backend: read/write locks and semaphores when the server fails", () => {
-  const shared = (key: string, mode: SharedMode, owner: string, over: Partial<SharedAcquireRequest> = {}): SharedAcquireRequest => ({
+  const shared = (key: string, mode: LockMode, owner: string, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
     key, owner, ttlMs: 10_000, holder: { plugin: "p", node: "n" }, mode, limit: 0, queueMs: 0, ...over,
   });
 
   it("sends EVALSHA on their path too, and keeps working after SCRIPT FLUSH", async () => {
     const admin = new Redis(server.url);
     const backend = new RedisBackend(config(), captureLogger().logger);
-    const rw = backend.shared("rw");
+    const rw = backend.steps("rw");
     try {
       const k = "shared-flushed";
       expect((await rw.acquire(shared(k, "shared", "warm"))).acquired).toBe(true);
@@ -272,7 +272,7 @@ describe("redis backend: read/write locks and semaphores when the server fails",
 
   it("fails fast while Redis is down, then serves again once it is back", async () => {
     const backend = new RedisBackend(config(), captureLogger().logger);
-    const sem = backend.shared("semaphore");
+    const sem = backend.steps("semaphore");
     try {
       expect((await sem.acquire(shared("down", "shared", "a", { limit: 2 }))).acquired).toBe(true);
       await server.kill();
@@ -646,7 +646,7 @@ describe("redis backend: release notifications across a restart", () => {
       // The subscriber is cut off, and the force-release's notice goes out before it can reconnect
       // (its first attempt waits at least 25 ms): nobody hears it.
       await admin.call("CLIENT", "KILL", "TYPE", "pubsub");
-      expect(await operator.forceReleaseByName(lease.name)).toBe(true);
+      expect(await operator.forceRelease({ name: lease.name })).toBe(1);
       expect(lease.state).toBe("held");
       // Back and subscribed, the host asks about the locks it holds and finds this one gone.
       await eventually(async () => (lease.state === "lost" ? true : null), 5_000);

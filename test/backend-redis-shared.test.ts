@@ -10,9 +10,9 @@ import { hostname } from "node:os";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SharedAcquireRequest, SharedAcquireResult, SharedMode } from "../kit/shared.js";
+import type { AcquireRequest, AcquireResult, LockMode } from "../kit/backend.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
-import { SharedKeyLayout, KeyLayout, slotOf } from "../plugins/backends/redis/keys.js";
+import { QueueKeyLayout, KeyLayout, slotOf } from "../plugins/backends/redis/keys.js";
 import { type RedisConfig } from "../plugins/backends/redis/config.js";
 import { redisUrl, startRedisServer, type RedisServer } from "./support/servers.js";
 
@@ -28,10 +28,10 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 let n = 0;
 const name = (): string => `shared-${++n}`;
 const holder = { plugin: "p", node: "node-a" };
-const req = (key: string, mode: SharedMode, over: Partial<SharedAcquireRequest> = {}): SharedAcquireRequest => ({
+const req = (key: string, mode: LockMode, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
   key, owner: randomUUID(), ttlMs: 10_000, holder, mode, limit: 0, queueMs: 0, ...over,
 });
-const fenceOf = (r: SharedAcquireResult): number => {
+const fenceOf = (r: AcquireResult): number => {
   if (!r.acquired) throw new Error("expected the acquisition to succeed");
   return r.fence;
 };
@@ -52,8 +52,8 @@ function open(over: Partial<RedisConfig> = {}): RedisBackend {
 }
 
 let admin: Redis;
-const rwKeys = new SharedKeyLayout(prefix, "rw");
-const semKeys = new SharedKeyLayout(prefix, "semaphore");
+const rwKeys = new QueueKeyLayout(prefix, "rw");
+const semKeys = new QueueKeyLayout(prefix, "semaphore");
 const mutexKeys = new KeyLayout(prefix);
 beforeAll(() => {
   admin = new Redis(url, { maxRetriesPerRequest: 1 });
@@ -86,7 +86,7 @@ describe("redis shared kinds: key layout", () => {
 
   it("writes the holder's record (mode, fence, plugin, node, hostname, instance, time) and lease TTL, and the limit", async () => {
     const backend = open();
-    const sem = backend.shared("semaphore");
+    const sem = backend.steps("semaphore");
     const k = name();
     const a = req(k, "shared", { limit: 4, ttlMs: 30_000, holder: { plugin: "billing", node: "node-7" } });
     const r = await sem.acquire(a);
@@ -107,7 +107,7 @@ describe("redis shared kinds: key layout", () => {
   });
 
   it("quotes names with braces and glob characters correctly in status and list", async () => {
-    const rw = open().shared("rw");
+    const rw = open().steps("rw");
     const base = `${name()}*?[`;
     for (const k of [`${base}}x{`, `${base}%7D`]) {
       expect((await rw.acquire(req(k, "shared"))).acquired).toBe(true);
@@ -120,7 +120,7 @@ describe("redis shared kinds: key layout", () => {
 
 describe("redis shared kinds: expiry of keys", () => {
   it("sets the holders' keys to expire with the longest lease, and the queue's with the last place", async () => {
-    const rw = open().shared("rw");
+    const rw = open().steps("rw");
     const k = name();
     await rw.acquire(req(k, "shared", { ttlMs: 5_000 }));
     await rw.acquire(req(k, "shared", { ttlMs: 20_000 }));
@@ -139,7 +139,7 @@ describe("redis shared kinds: expiry of keys", () => {
   });
 
   it("leaves only the fence counter once every holder crashed and every waiter went away", async () => {
-    const rw = open().shared("rw");
+    const rw = open().steps("rw");
     const k = name();
     await rw.acquire(req(k, "shared", { ttlMs: 200 }));
     await rw.acquire(req(k, "exclusive", { queueMs: 250 }));
@@ -150,7 +150,7 @@ describe("redis shared kinds: expiry of keys", () => {
   });
 
   it("renewing raises the keys' TTL with the lease, never lowering it for the others", async () => {
-    const rw = open().shared("rw");
+    const rw = open().steps("rw");
     const k = name();
     const a = req(k, "shared", { ttlMs: 5_000 });
     const b = req(k, "shared", { ttlMs: 5_000 });
@@ -166,7 +166,7 @@ describe("redis shared kinds: expiry of keys", () => {
   });
 
   it("tells a refused request when the earliest lease ends, or with no holder when the earliest queue place lapses", async () => {
-    const rw = open().shared("rw");
+    const rw = open().steps("rw");
     const k = name();
     const a = req(k, "shared", { ttlMs: 3_000 });
     await rw.acquire(a);
@@ -186,7 +186,7 @@ describe("redis shared kinds: expiry of keys", () => {
   });
 
   it("refuses to release or renew a lease that ended while its record is still stored (a longer one keeps the keys)", async () => {
-    const rw = open().shared("rw");
+    const rw = open().steps("rw");
     const k = name();
     const a = req(k, "shared", { ttlMs: 150 });
     const b = req(k, "shared", { ttlMs: 10_000 });
@@ -204,7 +204,7 @@ describe("redis shared kinds: expiry of keys", () => {
   });
 
   it("drops the info hash with the last holder's release, keeping the queue", async () => {
-    const rw = open().shared("rw");
+    const rw = open().steps("rw");
     const k = name();
     const a = req(k, "shared");
     await rw.acquire(a);
@@ -219,8 +219,8 @@ describe("redis shared kinds: expiry of keys", () => {
 describe("redis shared kinds: channels and notices", () => {
   it("wakes only the watchers of the same kind and name: not the mutex's, not the other kind's", async () => {
     const backend = open();
-    const rw = backend.shared("rw");
-    const sem = backend.shared("semaphore");
+    const rw = backend.steps("rw");
+    const sem = backend.steps("semaphore");
     const k = name();
     const woken = { rw: 0, sem: 0, mutex: 0 };
     const watches = [
@@ -251,14 +251,14 @@ describe("redis shared kinds: channels and notices", () => {
     const other = open();
     const lost: string[] = [];
     mine.onLost((owner) => void lost.push(owner));
-    const rw = mine.shared("rw");
+    const rw = mine.steps("rw");
     const k = name();
     const a = req(k, "shared");
     const b = req(k, "shared");
     await rw.acquire(a);
     await rw.acquire(b);
     expect(await rw.release(k, a.owner)).toBe("released");
-    expect(await other.shared("rw").release(k, b.owner)).toBe("released");
+    expect(await other.steps("rw").release(k, b.owner)).toBe("released");
     await waitFor(() => lost.includes(b.owner));
     expect(lost).toEqual([b.owner]);
   });
@@ -273,9 +273,9 @@ describe("redis shared kinds: channels and notices", () => {
     const k = name();
     const a = req(k, "shared", { limit: 3 });
     const b = req(k, "shared", { limit: 3 });
-    await first.shared("semaphore").acquire(a);
-    await second.shared("semaphore").acquire(b);
-    expect(await open().shared("semaphore").forceRelease(k)).toBe(2);
+    await first.steps("semaphore").acquire(a);
+    await second.steps("semaphore").acquire(b);
+    expect(await open().steps("semaphore").forceRelease(k)).toBe(2);
     await waitFor(() => lostFirst.length > 0 && lostSecond.length > 0);
     expect([lostFirst, lostSecond]).toEqual([[a.owner], [b.owner]]);
   });
@@ -284,7 +284,7 @@ describe("redis shared kinds: channels and notices", () => {
 describe("redis shared kinds: batches, listing, arguments", () => {
   it("renews holds of many names and both modes in one script call", async () => {
     const backend = open();
-    const rw = backend.shared("rw");
+    const rw = backend.steps("rw");
     const reqs = [];
     for (let i = 0; i < 50; i++) {
       const a = req(name(), i % 2 === 0 ? "shared" : "exclusive");
@@ -299,7 +299,7 @@ describe("redis shared kinds: batches, listing, arguments", () => {
   });
 
   it("lists each record with its limit, holders in fence order, and queue", async () => {
-    const sem = open().shared("semaphore");
+    const sem = open().steps("semaphore");
     const base = `${name()}/`;
     const a = req(`${base}a`, "shared", { limit: 3 });
     const b = req(`${base}a`, "shared", { limit: 3 });
@@ -312,9 +312,9 @@ describe("redis shared kinds: batches, listing, arguments", () => {
   });
 
   it("refuses arguments Redis cannot take before sending anything", async () => {
-    const rw = open().shared("rw");
+    const rw = open().steps("rw");
     const k = name();
-    for (const over of [{ ttlMs: 0 }, { ttlMs: 1.5 }, { queueMs: -1 }, { limit: -1 }, { limit: 1_000_001 }, { mode: "both" as SharedMode }]) {
+    for (const over of [{ ttlMs: 0 }, { ttlMs: 1.5 }, { queueMs: -1 }, { limit: -1 }, { limit: 1_000_001 }, { mode: "both" as LockMode }]) {
       await expect(rw.acquire(req(k, "exclusive", over))).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
     }
     await expect(rw.renewMany([{ key: k, owner: "x", ttlMs: 0 }])).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("ttlMs") });
@@ -335,7 +335,7 @@ describe("redis shared kinds: fences on a private server", () => {
   });
 
   it("hands fences above every earlier one of the key after a FLUSHALL, in either mode", async () => {
-    const rw = open({ url: server.url }).shared("rw");
+    const rw = open({ url: server.url }).steps("rw");
     const k = name();
     const before = [fenceOf(await rw.acquire(req(k, "shared"))), fenceOf(await rw.acquire(req(k, "shared")))];
     await direct.flushall();
@@ -347,12 +347,12 @@ describe("redis shared kinds: fences on a private server", () => {
 
   it("hands fences above the last one after a restart without persistence, and runs its scripts again (NOSCRIPT)", async () => {
     const backend = open({ url: server.url });
-    const sem = backend.shared("semaphore");
+    const sem = backend.steps("semaphore");
     const k = name();
     const last = fenceOf(await sem.acquire(req(k, "shared", { limit: 2 })));
     await server.kill();
     await server.start();
-    let next: SharedAcquireResult | undefined;
+    let next: AcquireResult | undefined;
     // The backend reconnects by itself; until then calls fail fast.
     for (let i = 0; i < 200 && next === undefined; i++) {
       next = await sem.acquire(req(k, "shared", { limit: 2 })).catch(() => undefined);

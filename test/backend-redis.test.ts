@@ -9,7 +9,7 @@ import { Redis } from "ioredis";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LockhostError } from "../kit/errors.js";
-import type { AcquireRequest } from "../kit/backend.js";
+import type { MutexAcquireRequest } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { KeyLayout, RedisBackend, hashTag } from "../plugins/backends/redis/index.js";
 import { slotOf } from "../plugins/backends/redis/keys.js";
@@ -31,7 +31,7 @@ const config = (over: Partial<RedisConfig> = {}): RedisConfig => ({
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 let n = 0;
 const name = (): string => `redis-${++n}`;
-const req = (key: string, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
+const req = (key: string, over: Partial<MutexAcquireRequest> = {}): MutexAcquireRequest => ({
   key, owner: randomUUID(), ttlMs: 10_000, holder: { plugin: "p", node: "node-a" }, ...over,
 });
 
@@ -341,7 +341,7 @@ describe("redis backend: failures", () => {
     expect(lease).not.toBeNull();
     expect(await service.tryLock(k, { ttlMs: 5_000 })).toBeNull();
     await service.renew(lease!);
-    expect(await service.statusByName(lease!.name)).toMatchObject({ held: true, owner: lease!.owner, fence: lease!.fence });
+    expect(await service.status({ name: lease!.name }, { owners: true })).toMatchObject({ held: true, holders: [{ owner: lease!.owner, fence: lease!.fence }] });
     await service.release(lease!);
     await service.close({ closeBackend: false });
 
@@ -350,7 +350,7 @@ describe("redis backend: failures", () => {
     const err = await down.tryLock("x", { ttlMs: 1_000 }).then(() => undefined, (e: unknown) => e);
     expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
     expect((err as Error).message).not.toContain("s3cret");
-    await expect(down.statusByName("global:x")).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+    await expect(down.status({ name: "global:x" })).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
     await down.close();
   });
 });

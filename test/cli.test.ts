@@ -13,6 +13,7 @@ import { resolveConfig } from "../host/config/load.js";
 import { Host } from "../host/host.js";
 import { LockService } from "../host/locking/service.js";
 import { createBackend } from "../host/backends/create.js";
+import { permitSpec, READ } from "../kit/kinds.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";
 import { databaseUrl, freePort, redisUrl } from "./support/servers.js";
@@ -237,11 +238,13 @@ describe.each([
       const shown = lockhost("status", "global:cli-x", "--config", file, "--json", "--show-owner");
       expect(shown.status, shown.stderr).toBe(0);
       expect(JSON.parse(shown.stdout)).toMatchObject({
-        key: "global:cli-x", held: true, owner: lease!.owner, fence: lease!.fence, holder: { plugin: "host", node: "cli-holder", hostname: hostname() },
+        name: "global:cli-x", kind: "mutex", held: true, holders: [{ owner: lease!.owner, fence: lease!.fence, plugin: "host", node: "cli-holder", hostname: hostname() }],
       });
       // Without --show-owner the owner token, which lets anyone release or restore the lock, is not printed.
       const hidden = lockhost("status", "global:cli-x", "--config", file, "--json");
-      expect(JSON.parse(hidden.stdout)).not.toHaveProperty("owner");
+      expect(JSON.parse(hidden.stdout)).toMatchObject({ name: "global:cli-x", held: true, holders: [{ fence: lease!.fence }] });
+      expect((JSON.parse(hidden.stdout) as { holders: object[] }).holders[0]).not.toHaveProperty("owner");
+      expect(hidden.stdout).not.toContain(lease!.owner);
       const human = lockhost("status", "global:cli-x", "--config", file);
       expect(human.stdout).toContain(`holder:        plugin host on node cli-holder (host ${hostname()})`);
       expect(human.stdout).not.toContain(lease!.owner);
@@ -250,7 +253,7 @@ describe.each([
       const released = lockhost("release", "--force", "global:cli-x", "--config", file);
       expect(released.status, released.stderr).toBe(0);
       expect(released.stdout.trim()).toBe("released global:cli-x");
-      expect(JSON.parse(lockhost("status", "global:cli-x", "--config", file, "--json").stdout)).toEqual({ key: "global:cli-x", held: false });
+      expect(JSON.parse(lockhost("status", "global:cli-x", "--config", file, "--json").stdout)).toEqual({ name: "global:cli-x", kind: "mutex", held: false, holders: [], limit: 0, queued: 0 });
       await expect(locks.renew(lease!)).rejects.toMatchObject({ code: "LOST" });
       expect(lockhost("release", "--force", "global:cli-x", "--config", file).stdout.trim()).toBe("global:cli-x was not held");
     } finally {
@@ -262,13 +265,13 @@ describe.each([
     const file = await configFile(toml());
     const locks = new LockService(await createBackend(locking(), captureLogger().logger), { node: "cli-kinds" });
     try {
-      const r1 = (await locks.tryRead("cli-doc", { ttlMs: 30_000 }))!;
-      await locks.tryRead("cli-doc", { ttlMs: 30_000 });
-      const permit = (await locks.tryPermit("cli-doc", { ttlMs: 30_000, permits: 3 }))!;
+      const r1 = (await locks.try("cli-doc", { ttlMs: 30_000, ...READ }))!;
+      await locks.try("cli-doc", { ttlMs: 30_000, ...READ });
+      const permit = (await locks.try("cli-doc", { ttlMs: 30_000, ...permitSpec(3) }))!;
       const rw = lockhost("status", "global:cli-doc", "--kind", "rw", "--config", file, "--json");
       expect(rw.status, rw.stderr).toBe(0);
       const body = JSON.parse(rw.stdout) as { holders: { mode: string; fence: number; node: string }[] };
-      expect(body).toMatchObject({ name: "global:cli-doc", kind: "rw", limit: 0, queued: 0 });
+      expect(body).toMatchObject({ name: "global:cli-doc", kind: "rw", held: true, limit: 0, queued: 0 });
       expect(body.holders.map((h) => [h.mode, h.node])).toEqual([["shared", "cli-kinds"], ["shared", "cli-kinds"]]);
       expect(rw.stdout).not.toContain(r1.owner);
       const human = lockhost("status", "global:cli-doc", "--kind", "semaphore", "--config", file);
@@ -277,7 +280,7 @@ describe.each([
       expect(lockhost("status", "global:cli-doc", "--config", file, "--json").stdout).toContain('"held":false');
       // The mutex of the name is free: status says which locks of it are held, here and from the plugin-scope name.
       const free = JSON.parse(lockhost("status", "global:cli-doc", "--config", file, "--json").stdout) as unknown;
-      expect(free).toEqual({ key: "global:cli-doc", held: false, heldElsewhere: [{ name: "global:cli-doc", kind: "rw" }, { name: "global:cli-doc", kind: "semaphore" }] });
+      expect(free).toEqual({ name: "global:cli-doc", kind: "mutex", held: false, holders: [], limit: 0, queued: 0, heldElsewhere: [{ name: "global:cli-doc", kind: "rw" }, { name: "global:cli-doc", kind: "semaphore" }] });
       const hint = lockhost("status", "cli-doc", "--config", file).stdout.trim().split("\n");
       expect(hint).toEqual([
         "cli-doc: not held",
@@ -286,15 +289,15 @@ describe.each([
       ]);
       const listed = lockhost("locks", "--kind", "rw", "--prefix", "global:cli-doc", "--config", file, "--json");
       expect(listed.status, listed.stderr).toBe(0);
-      const page = JSON.parse(listed.stdout) as { locks: { key: string; kind: string; mode: string }[] };
-      expect(page.locks.map((l) => [l.key, l.kind, l.mode])).toEqual([["global:cli-doc", "rw", "shared"], ["global:cli-doc", "rw", "shared"]]);
+      const page = JSON.parse(listed.stdout) as { locks: { name: string; kind: string; mode: string }[] };
+      expect(page.locks.map((l) => [l.name, l.kind, l.mode])).toEqual([["global:cli-doc", "rw", "shared"], ["global:cli-doc", "rw", "shared"]]);
       expect(listed.stdout).not.toContain(r1.owner);
       expect(lockhost("locks", "--kind", "semaphore", "--prefix", "global:cli-doc", "--config", file).stdout).toContain("global:cli-doc (permit)");
       // Without --kind: every kind, with a kind column.
       const every = lockhost("locks", "--prefix", "global:cli-doc", "--config", file, "--json");
       expect(every.status, every.stderr).toBe(0);
-      const all = JSON.parse(every.stdout) as { locks: { key: string; kind: string; mode: string }[]; cursor?: string };
-      expect(all.locks.map((l) => [l.key, l.kind, l.mode])).toEqual([["global:cli-doc", "rw", "shared"], ["global:cli-doc", "rw", "shared"], ["global:cli-doc", "semaphore", "shared"]]);
+      const all = JSON.parse(every.stdout) as { locks: { name: string; kind: string; mode: string }[]; cursor?: string };
+      expect(all.locks.map((l) => [l.name, l.kind, l.mode])).toEqual([["global:cli-doc", "rw", "shared"], ["global:cli-doc", "rw", "shared"], ["global:cli-doc", "semaphore", "shared"]]);
       expect(all.cursor).toBeUndefined();
       const table = lockhost("locks", "--prefix", "global:cli-doc", "--config", file).stdout.trim().split("\n");
       expect(table.map((line) => line.split(/ {2,}/).slice(0, 2))).toEqual([["LOCK", "KIND"], ["global:cli-doc (reader)", "rw"], ["global:cli-doc (reader)", "rw"], ["global:cli-doc (permit)", "semaphore"]]);
@@ -306,11 +309,39 @@ describe.each([
         "  but held: semaphore global:cli-doc  (lockhost status global:cli-doc --kind semaphore)",
       ]);
       expect(JSON.parse(lockhost("status", "global:cli-doc", "--kind", "rw", "--config", file, "--json").stdout)).toEqual({
-        name: "global:cli-doc", kind: "rw", held: false, heldElsewhere: [{ name: "global:cli-doc", kind: "semaphore" }],
+        name: "global:cli-doc", kind: "rw", held: false, holders: [], limit: 0, queued: 0, heldElsewhere: [{ name: "global:cli-doc", kind: "semaphore" }],
       });
       const bad = lockhost("status", "global:cli-doc", "--kind", "mutexes", "--config", file);
       expect(bad.status).toBe(2);
-      expect(bad.stderr).toContain('--kind must be mutex, rw, semaphore or fair, got "mutexes"');
+      expect(bad.stderr).toContain('--kind must be mutex, rw, semaphore, fair or leader, got "mutexes"');
+    } finally {
+      await locks.close();
+    }
+  });
+
+  it("shows a leader (--kind leader) with its value, and force-releases it", async () => {
+    const file = await configFile(toml());
+    const locks = new LockService(await createBackend(locking(), captureLogger().logger), { node: "cli-leader" });
+    try {
+      const leadership = await locks.campaign("cli-election", { ttlMs: 30_000, value: "primary", waitMs: 5_000 });
+      const human = lockhost("status", "global:cli-election", "--kind", "leader", "--config", file);
+      expect(human.status, human.stderr).toBe(0);
+      const lines = human.stdout.trim().split("\n");
+      expect(lines[0]).toBe("leader election global:cli-election: held");
+      expect(lines).toContain(`  fence:         ${leadership.term}`);
+      expect(lines).toContain('  value:         "primary"');
+      expect(lines).toContain("  holder:        plugin host on node cli-leader" + ` (host ${hostname()})`);
+      const json = lockhost("status", "global:cli-election", "--kind", "leader", "--config", file, "--json");
+      expect(JSON.parse(json.stdout)).toMatchObject({ name: "global:cli-election", kind: "leader", held: true, holders: [{ fence: leadership.term, value: "primary" }] });
+      expect(json.stdout).not.toContain(leadership.lease.owner);
+      // The mutex of the election's name is another lock.
+      expect(JSON.parse(lockhost("status", "global:cli-election", "--config", file, "--json").stdout)).toMatchObject({ held: false, heldElsewhere: [{ name: "global:cli-election", kind: "leader" }] });
+      const released = lockhost("release", "--force", "global:cli-election", "--kind", "leader", "--config", file);
+      expect(released.status, released.stderr).toBe(0);
+      expect(released.stdout.trim()).toBe("released leader global:cli-election");
+      await expect(locks.renew(leadership.lease)).rejects.toMatchObject({ code: "LOST" });
+      expect(leadership.signal.aborted).toBe(true);
+      expect(lockhost("release", "--force", "global:cli-election", "--kind", "leader", "--config", file).stdout.trim()).toBe("leader global:cli-election was not held");
     } finally {
       await locks.close();
     }
@@ -419,10 +450,10 @@ describe("lockhost status and release --force through a running host's admin lis
 
     const status = await lockhostAsync(["status", "global:cli-mem-k", "--config", file, "--json", "--show-owner"], { env: { LOCKHOST_ADMIN_TOKEN: TOKEN } });
     expect(status.status, status.stderr).toBe(0);
-    expect(JSON.parse(status.stdout)).toMatchObject({ key: "global:cli-mem-k", held: true, owner: lease!.owner, fence: lease!.fence });
+    expect(JSON.parse(status.stdout)).toMatchObject({ name: "global:cli-mem-k", kind: "mutex", held: true, holders: [{ owner: lease!.owner, fence: lease!.fence }] });
     // The listener shows an owner token only to a caller with the admin token.
     const noToken = await lockhostAsync(["status", "global:cli-mem-k", "--config", file, "--json", "--show-owner"]);
-    expect(JSON.parse(noToken.stdout)).toMatchObject({ key: "global:cli-mem-k", held: true, fence: lease!.fence });
+    expect(JSON.parse(noToken.stdout)).toMatchObject({ name: "global:cli-mem-k", kind: "mutex", held: true, holders: [{ fence: lease!.fence }] });
     expect(noToken.stdout).not.toContain(lease!.owner);
     const human = await lockhostAsync(["status", "global:cli-mem-k", "--admin", h.admin!.url], { cwd: tmpdir() });
     expect(human.stdout).toContain("global:cli-mem-k: held");
@@ -434,14 +465,14 @@ describe("lockhost status and release --force through a running host's admin lis
     await h.locks.tryLock("cli-mem-list", { ttlMs: 60_000 });
     const r = await lockhostAsync(["locks", "--admin", h.admin!.url, "--json"], { cwd: tmpdir() });
     expect(r.status, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ locks: [{ key: "global:cli-mem-list", holder: { node: "cli-admin-node" }, fence: 1 }] });
+    expect(JSON.parse(r.stdout)).toMatchObject({ locks: [{ name: "global:cli-mem-list", kind: "mutex", holder: { node: "cli-admin-node" }, fence: 1 }] });
     const table = await lockhostAsync(["locks", "--admin", h.admin!.url], { cwd: tmpdir() });
     expect(table.stdout).toMatch(/^global:cli-mem-list +mutex +host @ cli-admin-node +1 /m);
     // A free name's status points at the locks of its key held elsewhere, through the listener too.
     const plugin = await lockhostAsync(["status", "cli-mem-list", "--admin", h.admin!.url], { cwd: tmpdir() });
     expect(plugin.stdout).toContain("cli-mem-list: not held\n  but held: mutex global:cli-mem-list  (lockhost status global:cli-mem-list)");
     const rw = await lockhostAsync(["status", "global:cli-mem-list", "--kind", "rw", "--admin", h.admin!.url, "--json"], { cwd: tmpdir() });
-    expect(JSON.parse(rw.stdout)).toEqual({ name: "global:cli-mem-list", kind: "rw", held: false, heldElsewhere: [{ name: "global:cli-mem-list", kind: "mutex" }] });
+    expect(JSON.parse(rw.stdout)).toEqual({ name: "global:cli-mem-list", kind: "rw", held: false, holders: [], limit: 0, queued: 0, heldElsewhere: [{ name: "global:cli-mem-list", kind: "mutex" }] });
   });
 
   it("force-releases only with the right token: none, wrong, then from the environment", async () => {
@@ -459,13 +490,13 @@ describe("lockhost status and release --force through a running host's admin lis
     expect(wrong.status).toBe(1);
     expect(wrong.stderr).toContain("PERMISSION_DENIED: the admin listener refused: wrong admin token");
     expect(wrong.stderr).not.toContain("wrong-token-0123456789");
-    expect((await h.locks.statusByName(lease.name)).held).toBe(true);
+    expect((await h.locks.status({ name: lease.name })).held).toBe(true);
 
     const ok = await lockhostAsync(args, { cwd: tmpdir(), env: { LOCKHOST_ADMIN_TOKEN: TOKEN } });
     expect(ok.status, ok.stderr).toBe(0);
     expect(ok.stdout.trim()).toBe("released global:cli-force-k");
     expect(ok.stdout + ok.stderr).not.toContain(TOKEN);
-    expect((await h.locks.statusByName(lease.name)).held).toBe(false);
+    expect((await h.locks.status({ name: lease.name })).held).toBe(false);
     await expect(h.locks.renew(lease)).rejects.toMatchObject({ code: "LOST" });
 
     const again = await lockhostAsync(args, { cwd: tmpdir(), env: { LOCKHOST_ADMIN_TOKEN: TOKEN } });
@@ -498,7 +529,7 @@ describe("lockhost status and release --force through a running host's admin lis
     const r = await lockhostAsync(["release", "--force", "global:cli-force-cfg", "--config", file], { env: { CLI_TEST_TOKEN: TOKEN } });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout.trim()).toBe("released global:cli-force-cfg");
-    expect((await h.locks.statusByName(lease.name)).held).toBe(false);
+    expect((await h.locks.status({ name: lease.name })).held).toBe(false);
   });
 });
 

@@ -74,7 +74,7 @@ describe("the admin dashboard, in Chromium", () => {
     // Without the token the listener refuses, and the lock stays.
     await row("billing:k7").locator("button").click();
     await expect.poll(() => page.locator("#message").textContent(), { timeout: 10_000 }).toContain("force-release refused (401)");
-    expect((await host.locks.statusByName("billing:k7")).held).toBe(true);
+    expect((await host.locks.status({ name: "billing:k7" })).held).toBe(true);
 
     // A schedule has run by now, and the plots have data.
     await expect.poll(() => page.locator("#ticks tbody tr", { hasText: "report.run" }).count(), { timeout: 10_000 }).toBeGreaterThan(0);
@@ -96,7 +96,7 @@ describe("the admin dashboard, in Chromium", () => {
     await expect.poll(() => page.locator("#message").textContent(), { timeout: 10_000 }).toBe("force-released billing:k8");
     await expect.poll(() => row("billing:k8").count(), { timeout: 10_000 }).toBe(0);
     await expect.poll(() => page.locator("#feed tbody tr", { hasText: "force-released" }).count(), { timeout: 10_000 }).toBeGreaterThan(0);
-    expect((await host.locks.statusByName("billing:k8")).held).toBe(false);
+    expect((await host.locks.status({ name: "billing:k8" })).held).toBe(false);
     expect(await host.call("billing", "release", [h])).toBe(-S.LOST);
   });
 });

@@ -9,6 +9,8 @@ import * as S from "../abi/status.js";
 import { abiBriefTable, abiSpecTable } from "../host/docs/abi-ops.js";
 import { withBlock } from "../host/docs/blocks.js";
 import { configReference } from "../host/docs/config-reference.js";
+import { kindsTable } from "../host/docs/kinds-table.js";
+import { LOCK_KINDS } from "../kit/kinds.js";
 import { cAbi, rustSys, statusConstants } from "../host/docs/guest-sdks.js";
 import { PROVIDED_IMPORTS } from "../host/runtime/guest-module.js";
 
@@ -36,6 +38,16 @@ describe("generated doc blocks (npm run docs rewrites them)", () => {
     const readme = read("README.md");
     expect(readme).toBe(withBlock(readme, "abi-ops", abiBriefTable("lock")));
     expect(readme).toBe(withBlock(readme, "abi-capability-ops", abiBriefTable("capabilities")));
+  });
+});
+
+describe("the kind table in the docs (npm run docs rewrites it)", () => {
+  it("ABI.md's and the README's tables of lock kinds are the kind table, a row per kind", () => {
+    for (const file of ["abi/ABI.md", "README.md"]) {
+      const text = read(file);
+      expect(text, file).toBe(withBlock(text, "lock-kinds", kindsTable()));
+    }
+    for (const kind of LOCK_KINDS) expect(kindsTable()).toContain(`| \`${kind}\` |`);
   });
 });
 

@@ -45,7 +45,7 @@ describe.each(targets)("a dead host's queued waiter: $name", (target) => {
       const child = spawn(process.execPath, [CHILD, target.name, target.url, target.where, key], { stdio: "ignore" });
       const exited = new Promise((r) => child.once("exit", r));
       const until = performance.now() + 10_000;
-      while ((await a.sharedStatus("fair", key))?.queued !== 1) {
+      while ((await a.status(key, { kind: "fair" })).queued !== 1) {
         if (performance.now() > until) throw new Error("the child host never queued");
         await sleep(20);
       }
@@ -57,7 +57,7 @@ describe.each(targets)("a dead host's queued waiter: $name", (target) => {
       const t0 = performance.now();
       const lease = await c.acquire(key, { ttlMs: 10_000, waitMs: 20_000, fair: true });
       expect(performance.now() - t0).toBeLessThan(pollIntervalMs);
-      expect(await c.sharedStatus("fair", key)).toMatchObject({ queued: 0 });
+      expect(await c.status(key, { kind: "fair" })).toMatchObject({ queued: 0 });
       await c.release(lease);
     } finally {
       await a.close();

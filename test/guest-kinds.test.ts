@@ -122,7 +122,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime) => {
   it("loses a guest's read lock that an operator force-releases (state LOST, release -LOST)", async () => {
     const g = await guest();
     expect(await call(g, "readLock", [0, 10_000])).toBeGreaterThan(0);
-    expect(await fx.locks.forceReleaseSharedByName("rw", "test:doc")).toBe(1);
+    expect(await fx.locks.forceRelease({ name: "test:doc" }, { kind: "rw" })).toBe(1);
     expect(await call(g, "state", [0])).toBe(S.STATE_LOST);
     expect(await call(g, "release", [0])).toBe(-S.LOST);
   });

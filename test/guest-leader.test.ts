@@ -42,7 +42,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime) => {
   it("tells a leader its leadership was lost (on_lost, state, proclaim -LOST) when it is force-released", async () => {
     const a = await guest();
     expect(await call(a, "lead", [0, 1, 10_000])).toBeGreaterThan(0);
-    expect(await fx.locks.forceReleaseByName("test:election:main")).toBe(true);
+    expect(await fx.locks.forceRelease({ name: "test:main" }, { kind: "leader" })).toBe(1);
     const until = performance.now() + 2_000;
     while (!traces().some((t) => t.startsWith("lost ")) && performance.now() < until) {
       await call(a, "state", [0]);

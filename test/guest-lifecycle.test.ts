@@ -27,7 +27,7 @@ async function guest(options: TestGuestOptions = {}): Promise<GuestInstance> {
   return g;
 }
 
-const held = async (name: string): Promise<boolean> => (await locks.statusByName(name)).held;
+const held = async (name: string): Promise<boolean> => (await locks.status({ name })).held;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `check` until it holds (generous: the machine is shared). */
@@ -165,7 +165,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       const a = await guest();
       const h = (await a.call("hold", [20, 300, S.FLAG_KEEP | S.FLAG_KEEPALIVE])) as number;
       expect(await a.call("state", [h])).toBe(S.STATE_HELD);
-      expect(await locks.forceReleaseByName("test:k20")).toBe(true);
+      expect(await locks.forceRelease({ name: "test:k20" })).toBe(1);
       // Someone else takes the key at once; the guest's next renewal finds it changed hands.
       const other = (await locks.tryLock("k20", { ttlMs: 60_000, scope: { plugin: "other-host" } }))!;
       const theirs = (await locks.tryLock("k20", { ttlMs: 60_000, scope: { plugin: "test" } }))!;
@@ -179,7 +179,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       expect(await a.call("release", [h])).toBe(-S.LOST);
       expect(await a.call("state", [h])).toBe(S.STATE_LOST); // still answers after the failed release
       expect(await held("test:k20")).toBe(true); // the new holder's lock was not touched
-      expect((await locks.statusByName("test:k20")) as { owner?: string }).toMatchObject({ owner: theirs.owner });
+      expect(await locks.status({ name: "test:k20" }, { owners: true })).toMatchObject({ holders: [{ owner: theirs.owner }] });
       await locks.release(theirs);
       await locks.release(other);
       expect(await a.call("lostCount")).toBe(1); // its own release did not count as news
@@ -191,7 +191,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       const busy = a.call("busy", [h, 1_500]);
       const next = a.call("mark", [1]);
       await sleep(100);
-      await locks.forceReleaseByName("test:k21");
+      await locks.forceRelease({ name: "test:k21" });
       expect(await busy).toBe(S.STATE_LOST); // the guest could see it by polling
       await next;
       const order = traces().filter((m) => m.startsWith("lost ") || m.startsWith("mark "));
@@ -206,7 +206,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       expect(await a.call("lostCount")).toBe(0); // a normal auto-release is not a loss
       const running = a.call("holdBusy", [22, 300, S.FLAG_KEEPALIVE, 1_500]);
       await until(() => held("test:k22"), "the lock");
-      await locks.forceReleaseByName("test:k22");
+      await locks.forceRelease({ name: "test:k22" });
       const h = (await running) as number;
       expect(h).toBeGreaterThan(0);
       await until(async () => (await a.call("lostCount")) === 1, "lockhost_on_lost");
@@ -233,7 +233,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       const h = (await a.call("hold", [25, 300, S.FLAG_KEEP | S.FLAG_KEEPALIVE])) as number;
       expect(kept).toBeGreaterThan(0);
       await a.call("trapNextLost");
-      await locks.forceReleaseByName("test:k25");
+      await locks.forceRelease({ name: "test:k25" });
       await until(() => log.messages().some((m) => m.startsWith("guest trapped:")), "the callback's trap");
       await until(async () => !(await held("test:k24")), "the restart to release every lock");
       expect(await a.call("add", [2, 3])).toBe(5); // a fresh instance
@@ -262,8 +262,8 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       expect(h).toBeGreaterThan(0);
       expect(await a.call("state", [h])).toBe(S.STATE_HELD);
       expect(await a.call("renew", [h, 0])).toBe(S.OK); // ttl 0: the lock's own lease length
-      const status = await locks.statusByName("test:k30");
-      expect(status.held && status.ttlRemainingMs).toBeGreaterThan(50_000);
+      const status = await locks.status({ name: "test:k30" });
+      expect(status.held && status.holders[0]!.ttlRemainingMs).toBeGreaterThan(50_000);
       expect(await a.call("release", [h])).toBe(S.OK);
       expect(await held("test:k30")).toBe(false);
       // This host released that owner's lock: restoring it again says so.
@@ -278,7 +278,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       expect(await a.call("restoreKey", [31, 0, 0])).toBe(-S.OWNERSHIP_MISMATCH);
       expect(await a.call("restoreKey", [32, 0, 0])).toBe(-S.NOT_FOUND);
       expect(traces().some((m) => m.startsWith(`error ${S.NOT_FOUND}: no lock is held under test:k32`))).toBe(true);
-      expect((await locks.statusByName("test:k31")) as { owner?: string }).toMatchObject({ owner: theirs.owner });
+      expect(await locks.status({ name: "test:k31" }, { owners: true })).toMatchObject({ holders: [{ owner: theirs.owner }] });
       await b.release(theirs);
     });
 
@@ -299,9 +299,9 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
     it("gives the same handle back for a lock the guest already holds", async () => {
       const a = await guest();
       const h = (await a.call("hold", [34, 60_000, S.FLAG_KEEP])) as number;
-      const status = await locks.statusByName("test:k34");
+      const status = await locks.status({ name: "test:k34" }, { owners: true });
       expect(status.held).toBe(true);
-      await feedOwner(a, status.held ? status.owner : "");
+      await feedOwner(a, status.holders[0]?.owner ?? "");
       expect(await a.call("restoreKey", [34, 0, 0])).toBe(h);
       expect(await held("test:k34")).toBe(true); // the restore without KEEP did not make it auto-release
       expect(await a.call("release", [h])).toBe(S.OK);
@@ -350,7 +350,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       const lease = await scheduleLease(300);
       const ran = a.call("job", [1_200], { scheduleLease: lease });
       await until(() => traces().includes(`job start state ${S.STATE_HELD}`), "the job to start");
-      await locks.forceReleaseByName("lockhost:sched");
+      await locks.forceRelease({ name: "lockhost:sched" });
       expect(await ran).toBe(S.STATE_LOST);
       await until(async () => (await a.call("lostCount")) === 1, "lockhost_on_lost(0)");
       expect(await a.call("lostAt", [0])).toBe(0);
@@ -379,9 +379,9 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       const h = (await g.call("hold", [1, 200, S.FLAG_KEEPALIVE])) as number;
       expect(h).toBeGreaterThan(0);
       expect(log.messages()).toContain("auto-release failed; the lock will expire at its TTL");
-      await until(async () => !(await service.statusByName("test:k1")).held, "the lock to end at its TTL", 3_000);
+      await until(async () => !(await service.status({ name: "test:k1" })).held, "the lock to end at its TTL", 3_000);
       await sleep(300);
-      expect((await service.statusByName("test:k1")).held).toBe(false);
+      expect((await service.status({ name: "test:k1" })).held).toBe(false);
       expect(service.stats().keepalive).toBe(0);
       expect(g.heldLocks).toBe(0);
     });

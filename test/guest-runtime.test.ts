@@ -28,7 +28,7 @@ async function guest(options: TestGuestOptions = {}): Promise<GuestInstance> {
   return g;
 }
 
-const held = async (name: string): Promise<boolean> => (await locks.statusByName(name)).held;
+const held = async (name: string): Promise<boolean> => (await locks.status({ name })).held;
 
 beforeEach(() => {
   log = captureLogger();

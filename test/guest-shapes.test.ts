@@ -67,7 +67,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       const lease = (await fx.locks.tryLock("job", { ttlMs: 10_000, scope: { plugin: "@acme/cron" } }))!;
       const g = await guest();
       expect(await g.call("restoreAndRelease", ["job", lease.owner])).toBe(1);
-      expect((await fx.locks.statusByName("@acme/cron:job")).held).toBe(false);
+      expect((await fx.locks.status({ name: "@acme/cron:job" })).held).toBe(false);
       expect(await g.call("restoreAndRelease", ["job", "nobody"])).toBe(0);
       expect(traces().at(-1)).toContain("restore failed: NOT_FOUND");
     });
@@ -125,7 +125,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       const g = await guest();
       expect(await g.call("ctxRun", ["ctx-a", 3])).toBe(3);
       expect(traces().filter((t) => t === "ctx ctx-a in ctx-a")).toHaveLength(3);
-      expect((await fx.locks.statusByName("@acme/cron:ctx-a")).held).toBe(false);
+      expect((await fx.locks.status({ name: "@acme/cron:ctx-a" })).held).toBe(false);
     });
 
     it("does not call it when the key is held elsewhere, and lastError names the lock", async () => {

@@ -30,11 +30,11 @@ describe("scoped plugin names", () => {
     expect(lease.name).toBe("@acme/cron:nightly");
     expect(await locks.tryLock("nightly", { ttlMs: 5_000, scope: { plugin: "cron" } })).toBeDefined();
     expect(await locks.tryLock("nightly", { ttlMs: 5_000, scope: "global" })).toBeDefined();
-    expect(await locks.statusByName("@acme/cron:nightly")).toMatchObject({ held: true, key: "@acme/cron:nightly", holder: { plugin: "@acme/cron" } });
+    expect(await locks.status({ name: "@acme/cron:nightly" })).toMatchObject({ held: true, name: "@acme/cron:nightly", holders: [{ plugin: "@acme/cron" }] });
     const page = await locks.list({ plugin: "@acme/cron" });
-    expect(page.locks.map((l) => l.key)).toEqual(["@acme/cron:nightly"]);
-    await locks.forceReleaseByName("@acme/cron:nightly");
-    expect(await locks.statusByName("@acme/cron:nightly")).toMatchObject({ held: false });
+    expect(page.locks.map((l) => l.name)).toEqual(["@acme/cron:nightly"]);
+    await locks.forceRelease({ name: "@acme/cron:nightly" });
+    expect(await locks.status({ name: "@acme/cron:nightly" })).toMatchObject({ held: false });
   });
 
   it("are refused as a scope when malformed, naming the argument", async () => {
@@ -48,12 +48,12 @@ describe("scoped plugin names", () => {
     const server = await startAdminServer({ service: locks, settings: { listen: { host: "127.0.0.1", port: 0 }, token: "t0k3n-scoped" }, log: captureLogger().logger, node: "node-a" });
     try {
       await locks.tryLock("nightly", { ttlMs: 10_000, scope: { plugin: "@acme/cron" } });
-      const list = (await (await fetch(`${server.url}/locks?plugin=${encodeURIComponent("@acme/cron")}`)).json()) as { locks: { key: string }[] };
-      expect(list.locks.map((l) => l.key)).toEqual(["@acme/cron:nightly"]);
+      const list = (await (await fetch(`${server.url}/locks?plugin=${encodeURIComponent("@acme/cron")}`)).json()) as { locks: { name: string }[] };
+      expect(list.locks.map((l) => l.name)).toEqual(["@acme/cron:nightly"]);
       const client = new AdminClient(server.url, "t0k3n-scoped");
-      expect(await client.statusByName("@acme/cron:nightly")).toMatchObject({ held: true, holder: { plugin: "@acme/cron" } });
-      expect(await client.forceReleaseByName("@acme/cron:nightly")).toBe(true);
-      expect((await locks.statusByName("@acme/cron:nightly")).held).toBe(false);
+      expect(await client.status({ name: "@acme/cron:nightly" })).toMatchObject({ held: true, holders: [{ plugin: "@acme/cron" }] });
+      expect(await client.forceRelease({ name: "@acme/cron:nightly" })).toBe(1);
+      expect((await locks.status({ name: "@acme/cron:nightly" })).held).toBe(false);
     } finally {
       await server.close();
     }

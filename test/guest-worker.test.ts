@@ -11,7 +11,7 @@ import { guestFixture } from "./support/guest-fixture.js";
 
 const fx = guestFixture();
 
-const held = async (name: string): Promise<boolean> => (await fx.locks.statusByName(name)).held;
+const held = async (name: string): Promise<boolean> => (await fx.locks.status({ name })).held;
 /** The guest's traced lines, without the "guest: " prefix. */
 const traces = (): string[] => fx.log.messages().filter((m) => m.startsWith("guest: ")).map((m) => m.slice(7));
 

@@ -64,7 +64,7 @@ describe("Host", () => {
       const slow = a.host.call("ledger", "run");
       await until("node-a's write reaches the proxy", 5_000, () => stalled === 1);
       // Its lease ends meanwhile (here: force-released), and node-b writes with fence 2.
-      expect(await b.host.locks.forceReleaseByName("global:ledger")).toBe(true);
+      expect(await b.host.locks.forceRelease({ name: "global:ledger" })).toBe(1);
       await b.host.call("ledger", "run");
       expect(b.log.messages().find((m) => m.startsWith("guest: ledger: write accepted with fence 2"))).toBeDefined();
       // The stale write arrives last: the service refuses it, and the guest hears why.
@@ -110,7 +110,7 @@ describe("Host", () => {
   it("logs a lost lock and a force-release at info, acquisitions and releases at debug", async () => {
     const { host, log } = await start({ plugins: [locker] });
     const lease = (await host.locks.tryLock("logged", { ttlMs: 60_000 }))!;
-    await host.locks.forceReleaseByName("global:logged");
+    await host.locks.forceRelease({ name: "global:logged" });
     const kept = (await host.locks.tryLock("logged-2", { ttlMs: 60_000 }))!;
     await host.locks.release(kept);
     const line = (msg: string) => log.lines.find((l) => l.msg.startsWith(msg));
@@ -250,7 +250,7 @@ describe("Host", () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { node: string; backend: string; stats: { held: number; acquisitions: number } };
     expect(body).toMatchObject({ node: "admin-node", backend: "memory", stats: { held: 1, acquisitions: 1 } });
-    expect(await (await fetch(`${url}/locks/${encodeURIComponent(lease!.name)}`)).json()).toMatchObject({ held: true, fence: lease!.fence });
+    expect(await (await fetch(`${url}/locks/${encodeURIComponent(lease!.name)}`)).json()).toMatchObject({ name: lease!.name, held: true, holders: [{ fence: lease!.fence }] });
     expect(await (await fetch(`${url}/metrics`)).text()).toContain("lockhost_locks_held");
 
     await host.stop();

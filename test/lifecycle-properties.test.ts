@@ -2,7 +2,7 @@
 // cases): the one-timer deadline queue, and the renewal manager that relies on it.
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { LockBackend, RenewRequest, RenewResult } from "../kit/backend.js";
+import type { KindSteps, LockBackend, RenewRequest, RenewResult } from "../kit/backend.js";
 import { DeadlineQueue, type Timed } from "../kit/deadline-queue.js";
 import { LockService } from "../host/locking/service.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
@@ -92,21 +92,28 @@ describe("properties (fake timers)", () => {
           // The backend's clock is the faked one too, so server and host agree on time.
           const inner = new MemoryBackend({ now: () => performance.now() });
           let batches = 0;
+          // The memory backend's mutexes, with their renewal batches counted.
+          const mutex = inner.steps("mutex");
+          const steps: KindSteps = {
+            kind: mutex.kind,
+            acquire: (req) => mutex.acquire(req),
+            renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
+              batches++;
+              return mutex.renewMany(reqs);
+            },
+            release: (key, owner) => mutex.release(key, owner),
+            leaveQueue: (key, owner) => mutex.leaveQueue(key, owner),
+            status: (key) => mutex.status(key),
+            forceRelease: (key) => mutex.forceRelease(key),
+            list: (req) => mutex.list(req),
+            watch: (key, listener) => mutex.watch(key, listener),
+          };
           const backend: LockBackend = {
             kind: inner.kind,
             distributed: inner.distributed,
-            acquire: (req) => inner.acquire(req),
-            renew: (key, owner, ttlMs) => inner.renew(key, owner, ttlMs),
-            renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
-              batches++;
-              return inner.renewMany(reqs);
-            },
-            release: (key, owner) => inner.release(key, owner),
-            status: (key) => inner.status(key),
-            forceRelease: (key) => inner.forceRelease(key),
-            list: (req) => inner.list(req),
+            kinds: ["mutex"],
+            steps: () => steps,
             ping: () => inner.ping(),
-            watch: (key, listener) => inner.watch(key, listener),
             close: () => inner.close(),
           };
           const service = new LockService(backend, { node: "prop", keepalive: { batchWindowMs } });

@@ -93,7 +93,7 @@ for (const target of sharedBackends()) {
       const [a, b] = await hosts();
       const set = (await a!.tryMany([k("l1"), k("l2")], { ttlMs: 10_000 }))!;
       expect(set.signal.aborted).toBe(false);
-      expect(await b!.forceReleaseByName(`global:${k("l2")}`)).toBe(true);
+      expect(await b!.forceRelease({ name: `global:${k("l2")}` })).toBe(1);
       await expect.poll(() => set.signal.aborted, { timeout: 2_000 }).toBe(true);
       expect((set.signal.reason as { code: string }).code).toBe("LOST");
       await set.release().catch(() => undefined);
@@ -101,11 +101,11 @@ for (const target of sharedBackends()) {
 
     it("takes sets of read/write locks: two reader sets share, a writer set waits", async () => {
       const [a, b] = await hosts();
-      const r1 = (await a!.tryMany([k("m"), k("n")], { ttlMs: 10_000 }, READ))!;
-      const r2 = (await b!.tryMany([k("n"), k("m")], { ttlMs: 10_000 }, READ))!;
-      expect(await b!.tryMany([k("m")], { ttlMs: 10_000 }, WRITE)).toBeNull();
+      const r1 = (await a!.tryMany([k("m"), k("n")], { ttlMs: 10_000, ...READ }))!;
+      const r2 = (await b!.tryMany([k("n"), k("m")], { ttlMs: 10_000, ...READ }))!;
+      expect(await b!.tryMany([k("m")], { ttlMs: 10_000, ...WRITE })).toBeNull();
       await Promise.all([r1.release(), r2.release()]);
-      const w = (await b!.tryMany([k("m"), k("n")], { ttlMs: 10_000 }, WRITE))!;
+      const w = (await b!.tryMany([k("m"), k("n")], { ttlMs: 10_000, ...WRITE }))!;
       expect(w.leases.map((l) => l.mode)).toEqual(["exclusive", "exclusive"]);
       await w.release();
     });

@@ -52,14 +52,14 @@ describe.each(Object.keys(stores))("%s: the holder hears of a loss at once", (st
       const other = (await holder.tryLock(`${key}-other`, { ttlMs: 30_000, keepalive }))!;
       let reason: unknown;
       lease.signal.addEventListener("abort", () => (reason = lease.signal.reason));
-      expect(await operator.forceReleaseByName(lease.name)).toBe(true);
+      expect(await operator.forceRelease({ name: lease.name })).toBe(1);
       await toldWithin(lease, TOLD_WITHIN_MS);
       expect(reason).toMatchObject({ code: "LOST" });
       // The key is free for the next holder, with a higher fence; the holder's other lock is untouched.
       const next = (await operator.tryLock(key, { ttlMs: 30_000 }))!;
       expect(next.fence).toBeGreaterThan(lease.fence);
       expect(other.state).toBe("held");
-      expect((await holder.statusByName(other.name)).held).toBe(true);
+      expect((await holder.status({ name: other.name })).held).toBe(true);
       await holder.renew(other, 30_000);
       await operator.release(next);
       await holder.release(other);

@@ -94,11 +94,11 @@ describe("scheduler hints across two nodes", () => {
     const tick = Math.ceil(Date.now() / 1_000) * 1_000;
     expect(await a.scheduler.runTick("job", tick)).toBe("ran");
     const lock = { scope: { plugin: "lockhost" } as const };
-    expect(await a.locks.sharedStatus("fair", scheduleLockKey("job"), lock)).toMatchObject({ kind: "fair" });
+    expect(await a.locks.status(scheduleLockKey("job"), { ...lock, kind: "fair" })).toMatchObject({ kind: "fair", held: true });
     // The key's plain mutex is free, and its status says where the key is held.
     expect(await a.locks.status(scheduleLockKey("job"), lock)).toMatchObject({ held: false, heldElsewhere: [{ kind: "fair" }] });
     // A waiter of another host queues while the tick's lock is parked (its place, straight on the backend).
-    const fair = backend.shared("fair");
+    const fair = backend.steps("fair");
     const name = qualify(scheduleLockKey("job"), lock.scope);
     const place = { key: name, owner: "waiter-1", ttlMs: 5_000, holder: { plugin: "other", node: "b" }, mode: "exclusive", limit: 0, queueMs: 10_000 } as const;
     expect((await fair.acquire(place)).acquired).toBe(false);
@@ -158,7 +158,7 @@ describe("scheduler ticks on one node", () => {
     const backend = new MemoryBackend();
     const a = await node("a", backend, schedule("require_global", { export: "holdTrap", schedule: { kind: "interval", everyMs: 50, text: "50ms" } }));
     expect(await a.scheduler.runTick("job", Date.now() - 1_000)).toBe("failed");
-    expect((await a.locks.statusByName("lockhost:schedule:job")).held).toBe(false);
+    expect((await a.locks.status({ name: "lockhost:schedule:job" })).held).toBe(false);
   });
 
   it("fires on a cron schedule", async () => {
@@ -189,7 +189,7 @@ describe("scheduler robustness", () => {
     await expect(a.scheduler.idle()).resolves.toBeUndefined();
     expect(a.ticks.filter((t) => t.outcome === "ran").length).toBeGreaterThanOrEqual(3);
     await sleep(100); // the last tick's lock is parked for half a period (50 ms)
-    expect((await a.locks.statusByName("lockhost:schedule:job")).held).toBe(false);
+    expect((await a.locks.status({ name: "lockhost:schedule:job" })).held).toBe(false);
     expect(a.locks.heldCount).toBe(0);
     const logged = a.log.lines.filter((l) => l.msg === "a tick listener threw; the tick itself is done");
     expect(logged.length).toBeGreaterThanOrEqual(4);
@@ -208,7 +208,7 @@ describe("scheduler and the lease lifecycle", () => {
     const tick = Date.now() - 1_000;
     const ran = a.scheduler.runTick("job", tick);
     await sleep(500); // twice the TTL into the 700 ms job
-    expect((await b.locks.statusByName("lockhost:schedule:job")).held).toBe(true);
+    expect((await b.locks.status({ name: "lockhost:schedule:job" })).held).toBe(true);
     expect(await b.scheduler.runTick("job", tick)).toBe("skipped_contended");
     expect(await ran).toBe("ran");
     expect(a.ticks[0]).toMatchObject({ outcome: "ran", fence: 1 });

@@ -57,23 +57,26 @@ describe("LockService", () => {
     await expect(locks.renew(a)).rejects.toMatchObject({ code: "LOST" });
     expect(a.state).toBe("lost");
     await expect(locks.release(a)).rejects.toMatchObject({ code: "LOST" });
-    expect((await locks.statusByName("global:k")).held).toBe(true);
+    expect((await locks.status({ name: "global:k" })).held).toBe(true);
     await locks.release(b);
     await expect(locks.release(b)).rejects.toMatchObject({ code: "ALREADY_RELEASED" });
   });
 
   it("reports LOST on release after a force-release", async () => {
     const a = (await locks.tryLock("k", { ttlMs: 5_000 }))!;
-    expect(await locks.forceReleaseByName("global:k")).toBe(true);
+    expect(await locks.forceRelease({ name: "global:k" })).toBe(1);
     await expect(locks.release(a)).rejects.toMatchObject({ code: "LOST" });
     expect(locks.heldCount).toBe(0);
   });
 
   it("shows status with holder, owner, fence and times", async () => {
     const a = (await locks.tryLock("k", { ttlMs: 5_000, scope: { plugin: "billing" } }))!;
-    const s = await locks.statusByName("billing:k");
-    expect(s).toMatchObject({ held: true, key: "billing:k", owner: a.owner, fence: 1, holder: { plugin: "billing", node: "node-a" } });
-    expect(await locks.statusByName("billing:other")).toEqual({ key: "billing:other", held: false });
+    const s = await locks.status({ name: "billing:k" }, { owners: true });
+    expect(s).toMatchObject({ held: true, name: "billing:k", kind: "mutex", holders: [{ owner: a.owner, fence: 1, plugin: "billing", node: "node-a" }] });
+    expect(s.holders).toHaveLength(1);
+    // Owner tokens only when asked for.
+    expect((await locks.status({ name: "billing:k" })).holders[0]).not.toHaveProperty("owner");
+    expect(await locks.status({ name: "billing:other" })).toEqual({ name: "billing:other", kind: "mutex", held: false, holders: [], limit: 0, queued: 0 });
   });
 
   it("releases everything it holds on close, then refuses with CLOSED", async () => {
@@ -135,17 +138,17 @@ describe("full lock names", () => {
     const key = "k".repeat(S.MAX_KEY_BYTES);
     const lease = (await locks.tryLock(key, { ttlMs: 60_000, scope: { plugin } }))!;
     expect(lease.name).toBe(`${plugin}:${key}`);
-    expect(await locks.statusByName(lease.name)).toMatchObject({ held: true, key: lease.name, owner: lease.owner });
-    expect(await locks.forceReleaseByName(lease.name)).toBe(true);
-    expect(await locks.statusByName(lease.name)).toEqual({ key: lease.name, held: false });
+    expect(await locks.status({ name: lease.name }, { owners: true })).toMatchObject({ held: true, name: lease.name, holders: [{ owner: lease.owner }] });
+    expect(await locks.forceRelease({ name: lease.name })).toBe(1);
+    expect(await locks.status({ name: lease.name })).toEqual({ name: lease.name, kind: "mutex", held: false, holders: [], limit: 0, queued: 0 });
     await expect(locks.release(lease)).rejects.toMatchObject({ code: "LOST" });
   });
 
   it("still rejects a name longer than any scope prefix plus MAX_KEY_BYTES", async () => {
     const name = "n".repeat(MAX_NAME_BYTES + 1);
-    await expect(locks.statusByName(name)).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringMatching(/^name is \d+ bytes of UTF-8; the maximum is \d+$/) });
-    await expect(locks.forceReleaseByName(name)).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
-    await expect(locks.statusByName("")).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: "name must not be empty" });
+    await expect(locks.status({ name })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringMatching(/^name is \d+ bytes of UTF-8; the maximum is \d+$/) });
+    await expect(locks.forceRelease({ name })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(locks.status({ name: "" })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: "name must not be empty" });
     expect(MAX_NAME_BYTES).toBe(S.MAX_KEY_BYTES + 65);
   });
 });
@@ -326,7 +329,7 @@ describe("LockService lifecycle options", () => {
 describe("LockService.forceRelease of its own lease", () => {
   it("marks the lease lost at once, so its holder hears of it before any renewal", async () => {
     const lease = (await locks.tryLock("k", { ttlMs: 30_000 }))!;
-    expect(await locks.forceReleaseByName("global:k")).toBe(true);
+    expect(await locks.forceRelease({ name: "global:k" })).toBe(1);
     expect(lease.state).toBe("lost");
     expect(lease.signal.aborted).toBe(true);
     expect(lease.lostReason?.message).toMatch(/force-released by an operator/);
@@ -338,18 +341,24 @@ describe("LockService.forceRelease of its own lease", () => {
 describe("LockService races and failures (review findings)", () => {
   const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-  /** The shared memory backend behind a wrapper whose status() and watch().ready are slow. */
+  /** The shared memory backend behind a wrapper whose steps' status() and watch().ready are slow. */
   function slowBackend(over: { statusDelayMs?: number; readyDelayMs?: number }): LockBackend {
     const { backend: base } = faultyBackend(backend);
     return {
       ...base,
-      status: async (k) => {
-        await sleep(over.statusDelayMs ?? 0);
-        return backend.status(k);
-      },
-      watch: (k, l) => {
-        const w = backend.watch(k, l);
-        return { ready: sleep(over.readyDelayMs ?? 0), close: w.close };
+      steps: (kind) => {
+        const steps = base.steps(kind);
+        return {
+          ...steps,
+          status: async (k) => {
+            await sleep(over.statusDelayMs ?? 0);
+            return steps.status(k);
+          },
+          watch: (k, l) => {
+            const w = steps.watch(k, l);
+            return { ready: sleep(over.readyDelayMs ?? 0), close: w.close };
+          },
+        };
       },
       close: async () => undefined,
     };
@@ -398,7 +407,7 @@ describe("LockService races and failures (review findings)", () => {
       await closed;
       expect(other.heldCount).toBe(0);
       // Nothing was taken over: the original holder still has its lock.
-      expect((await locks.statusByName("global:k")).held).toBe(true);
+      expect((await locks.status({ name: "global:k" })).held).toBe(true);
     });
   }
 

@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { LockBackend } from "../kit/backend.js";
 import { LockhostError } from "../kit/errors.js";
+import { permitSpec, READ, WRITE } from "../kit/kinds.js";
 import { LockService } from "../host/locking/service.js";
 import type { Lease } from "../host/locking/lease.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
@@ -33,21 +34,21 @@ for (const target of sharedBackends()) {
     it("shares a key among readers and keeps a writer out until the last one leaves", async () => {
       const [a, b] = await hosts();
       const k = key();
-      const r1 = await a!.tryRead(k, { ttlMs: 10_000 });
-      const r2 = await b!.tryRead(k, { ttlMs: 10_000 });
+      const r1 = await a!.try(k, { ttlMs: 10_000, ...READ });
+      const r2 = await b!.try(k, { ttlMs: 10_000, ...READ });
       expect(r1).toMatchObject({ kind: "rw", mode: "shared", state: "held" });
       expect(r2).not.toBeNull();
-      expect(await a!.tryWrite(k, { ttlMs: 10_000 })).toBeNull();
-      const status = await a!.sharedStatus("rw", k);
-      expect(status).toMatchObject({ name: `global:${k}`, kind: "rw", limit: 0, queued: 0 });
-      expect(status!.holders.map((h) => [h.mode, h.node])).toEqual([["shared", "node-0"], ["shared", "node-1"]]);
+      expect(await a!.try(k, { ttlMs: 10_000, ...WRITE })).toBeNull();
+      const status = await a!.status(k, { kind: "rw" });
+      expect(status).toMatchObject({ name: `global:${k}`, kind: "rw", held: true, limit: 0, queued: 0 });
+      expect(status.holders.map((h) => [h.mode, h.node])).toEqual([["shared", "node-0"], ["shared", "node-1"]]);
       expect(JSON.stringify(status)).not.toContain(r1!.owner);
       await a!.release(r1!);
       await b!.release(r2!);
-      const w = await a!.tryWrite(k, { ttlMs: 10_000 });
+      const w = await a!.try(k, { ttlMs: 10_000, ...WRITE });
       expect(w).toMatchObject({ kind: "rw", mode: "exclusive" });
       expect(w!.fence).toBeGreaterThan(r2!.fence);
-      expect(await b!.tryRead(k, { ttlMs: 10_000 })).toBeNull();
+      expect(await b!.try(k, { ttlMs: 10_000, ...READ })).toBeNull();
       // A mutex of the same name is another lock.
       expect(await b!.tryLock(k, { ttlMs: 10_000 })).not.toBeNull();
     });
@@ -55,9 +56,9 @@ for (const target of sharedBackends()) {
     it("wakes a waiting writer on the last reader's release, not at a poll", async () => {
       const [a, b] = await hosts();
       const k = key();
-      const r = (await a!.tryRead(k, { ttlMs: 30_000 }))!;
+      const r = (await a!.try(k, { ttlMs: 30_000, ...READ }))!;
       const t0 = performance.now();
-      const writing = b!.acquireWrite(k, { ttlMs: 10_000, waitMs: 20_000 });
+      const writing = b!.acquire(k, { ttlMs: 10_000, waitMs: 20_000, ...WRITE });
       await sleep(150);
       await a!.release(r);
       const w = await writing;
@@ -69,13 +70,13 @@ for (const target of sharedBackends()) {
     it("prefers a waiting writer: readers arriving after it wait, then get the key after it", async () => {
       const [a, b] = await hosts();
       const k = key();
-      const r = (await a!.tryRead(k, { ttlMs: 30_000 }))!;
+      const r = (await a!.try(k, { ttlMs: 30_000, ...READ }))!;
       const order: string[] = [];
-      const writing = b!.acquireWrite(k, { ttlMs: 10_000, waitMs: 20_000 }).then((l) => (order.push("writer"), l));
+      const writing = b!.acquire(k, { ttlMs: 10_000, waitMs: 20_000, ...WRITE }).then((l) => (order.push("writer"), l));
       await sleep(150);
-      expect((await a!.sharedStatus("rw", k))?.queued).toBe(1);
-      expect(await a!.tryRead(k, { ttlMs: 10_000 })).toBeNull();
-      const reading = a!.acquireRead(k, { ttlMs: 10_000, waitMs: 20_000 }).then((l) => (order.push("reader"), l));
+      expect((await a!.status(k, { kind: "rw" })).queued).toBe(1);
+      expect(await a!.try(k, { ttlMs: 10_000, ...READ })).toBeNull();
+      const reading = a!.acquire(k, { ttlMs: 10_000, waitMs: 20_000, ...READ }).then((l) => (order.push("reader"), l));
       await sleep(100);
       await a!.release(r);
       const w = await writing;
@@ -89,11 +90,11 @@ for (const target of sharedBackends()) {
     it("serves waiting writers of two hosts in arrival order", async () => {
       const [a, b, c] = await hosts(3);
       const k = key();
-      const r = (await a!.tryRead(k, { ttlMs: 30_000 }))!;
+      const r = (await a!.try(k, { ttlMs: 30_000, ...READ }))!;
       const order: string[] = [];
-      const first = b!.acquireWrite(k, { ttlMs: 10_000, waitMs: 20_000 }).then((l) => (order.push("b"), l));
+      const first = b!.acquire(k, { ttlMs: 10_000, waitMs: 20_000, ...WRITE }).then((l) => (order.push("b"), l));
       await sleep(150);
-      const second = c!.acquireWrite(k, { ttlMs: 10_000, waitMs: 20_000 }).then((l) => (order.push("c"), l));
+      const second = c!.acquire(k, { ttlMs: 10_000, waitMs: 20_000, ...WRITE }).then((l) => (order.push("c"), l));
       await sleep(150);
       await a!.release(r);
       const wb = await first;
@@ -107,13 +108,13 @@ for (const target of sharedBackends()) {
     it("leaves the writer queue when a wait times out, so readers get in at once", async () => {
       const [a, b] = await hosts();
       const k = key();
-      await a!.tryRead(k, { ttlMs: 30_000 });
-      const err = await b!.acquireWrite(k, { ttlMs: 10_000, waitMs: 200 }).catch((e: unknown) => e);
+      await a!.try(k, { ttlMs: 30_000, ...READ });
+      const err = await b!.acquire(k, { ttlMs: 10_000, waitMs: 200, ...WRITE }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(LockhostError);
       expect(err).toMatchObject({ code: "TIMEOUT", details: { key: k, scope: "global", name: `global:${k}` } });
       expect((err as Error).message).toContain(`read/write lock global:${k}`);
       await sleep(100);
-      expect(await a!.tryRead(k, { ttlMs: 10_000 })).not.toBeNull();
+      expect(await a!.try(k, { ttlMs: 10_000, ...READ })).not.toBeNull();
     });
 
     it("serves a fair mutex's waiters of two hosts in arrival order, with a fence above the last", async () => {
@@ -131,7 +132,7 @@ for (const target of sharedBackends()) {
       await sleep(100);
       const w3 = waiting(a!, "a2");
       await sleep(100);
-      expect((await b!.sharedStatus("fair", k))?.queued).toBe(3);
+      expect((await b!.status(k, { kind: "fair" })).queued).toBe(3);
       let last = first;
       await a!.release(first);
       for (const [expected, w, s] of [["a1", w1, a], ["b", w2, b], ["a2", w3, a]] as const) {
@@ -163,7 +164,7 @@ for (const target of sharedBackends()) {
       const t0 = performance.now();
       await expect(b!.acquire(k, { ttlMs: 10_000, waitMs: 300, fair: true })).rejects.toMatchObject({ code: "TIMEOUT", message: expect.stringContaining("fair mutex") });
       await sleep(50);
-      expect((await a!.sharedStatus("fair", k))?.queued).toBe(0);
+      expect((await a!.status(k, { kind: "fair" })).queued).toBe(0);
       await a!.release(holder);
       // Nobody queues: a try gets in at once, not after the place would have lapsed.
       expect(await b!.tryLock(k, { ttlMs: 10_000, fair: true })).not.toBeNull();
@@ -178,7 +179,7 @@ for (const target of sharedBackends()) {
       let most = 0;
       const worker = async (s: LockService): Promise<void> => {
         for (let i = 0; i < 6; i++) {
-          const lease = await s.acquirePermit(k, { ttlMs: 10_000, permits: 2, waitMs: 20_000 });
+          const lease = await s.acquire(k, { ttlMs: 10_000, ...permitSpec(2), waitMs: 20_000 });
           inside++;
           most = Math.max(most, inside);
           await sleep(5);
@@ -188,33 +189,34 @@ for (const target of sharedBackends()) {
       };
       await Promise.all([worker(a!), worker(a!), worker(b!), worker(b!), worker(b!)]);
       expect(most).toBe(2);
-      const held = (await a!.tryPermit(k, { ttlMs: 10_000, permits: 2 }))!;
+      const held = (await a!.try(k, { ttlMs: 10_000, ...permitSpec(2) }))!;
       expect(held).toMatchObject({ kind: "semaphore", mode: "shared" });
-      const mismatch = await b!.tryPermit(k, { ttlMs: 10_000, permits: 3 }).catch((e: unknown) => e);
+      const mismatch = await b!.try(k, { ttlMs: 10_000, ...permitSpec(3) }).catch((e: unknown) => e);
       expect(mismatch).toMatchObject({ code: "PERMITS_MISMATCH", retryable: false, details: { permits: 3, heldWith: 2 } });
-      await expect(b!.acquirePermit(k, { ttlMs: 10_000, permits: 3, waitMs: 5_000 })).rejects.toMatchObject({ code: "PERMITS_MISMATCH" });
-      expect((await a!.sharedStatus("semaphore", k))?.limit).toBe(2);
+      await expect(b!.acquire(k, { ttlMs: 10_000, ...permitSpec(3), waitMs: 5_000 })).rejects.toMatchObject({ code: "PERMITS_MISMATCH" });
+      expect((await a!.status(k, { kind: "semaphore" })).limit).toBe(2);
     });
 
     it("refuses bad permits and kinds with INVALID_ARGUMENT naming them", async () => {
       const [a] = await hosts(1);
       for (const permits of [0, -1, 1.5, Number.NaN, 2_000_000, "2"]) {
-        await expect(a!.tryPermit("p", { ttlMs: 1_000, permits } as never)).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("permits must be") });
+        await expect(a!.try("p", { ttlMs: 1_000, kind: "semaphore", permits } as never)).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("permits must be") });
       }
-      await expect(a!.sharedStatus("mutex" as never, "p")).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("kind must be") });
+      await expect(a!.status("p", { kind: "bogus" as never })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("kind must be") });
+      await expect(a!.try("p", { ttlMs: 1_000, kind: "bogus" } as never)).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("kind must be") });
     });
 
     it("keeps shared leases alive, and tells a holder of a force-release at once", async () => {
       const [a, b] = await hosts();
       const k = key();
-      const r = (await a!.tryRead(k, { ttlMs: 600 }))!;
-      const p = (await a!.tryPermit(k, { ttlMs: 600, permits: 1 }))!;
+      const r = (await a!.try(k, { ttlMs: 600, ...READ }))!;
+      const p = (await a!.try(k, { ttlMs: 600, ...permitSpec(1) }))!;
       await sleep(1_300);
       expect(r.state).toBe("held");
       expect(p.state).toBe("held");
-      expect(await b!.tryWrite(k, { ttlMs: 1_000 })).toBeNull();
+      expect(await b!.try(k, { ttlMs: 1_000, ...WRITE })).toBeNull();
       const lost = new Promise<LockhostError>((resolve) => r.onLost(resolve));
-      expect(await b!.forceReleaseShared("rw", k)).toBe(1);
+      expect(await b!.forceRelease(k, { kind: "rw" })).toBe(1);
       const reason = await lost;
       expect(reason.code).toBe("LOST");
       expect(r.state).toBe("lost");
@@ -225,29 +227,29 @@ for (const target of sharedBackends()) {
     it("releases every kind at releaseAll and close, and a writer waiting at close leaves", async () => {
       const [a, b] = await hosts();
       const k = key();
-      await a!.tryRead(k, { ttlMs: 30_000 });
-      await a!.tryPermit(k, { ttlMs: 30_000, permits: 1 });
-      const waiting = b!.acquireWrite(k, { ttlMs: 1_000, waitMs: 20_000 }).catch((e: unknown) => e);
+      await a!.try(k, { ttlMs: 30_000, ...READ });
+      await a!.try(k, { ttlMs: 30_000, ...permitSpec(1) });
+      const waiting = b!.acquire(k, { ttlMs: 1_000, waitMs: 20_000, ...WRITE }).catch((e: unknown) => e);
       await sleep(100);
       expect(await a!.releaseAll()).toEqual([]);
-      expect(await a!.sharedStatus("semaphore", k)).toBeNull();
+      expect(await a!.status(k, { kind: "semaphore", elsewhere: false })).toMatchObject({ held: false, holders: [], queued: 0 });
       const w = (await waiting) as Lease;
       expect(w.kind).toBe("rw");
-      const blocked = a!.acquireRead(k, { ttlMs: 1_000, waitMs: 20_000 }).catch((e: unknown) => e);
+      const blocked = a!.acquire(k, { ttlMs: 1_000, waitMs: 20_000, ...READ }).catch((e: unknown) => e);
       await sleep(50);
       await a!.close({ closeBackend: false });
       expect(await blocked).toMatchObject({ code: "CLOSED" });
     });
 
-    it("withRead and withWrite release after fn; withPermit rejects CONTENDED when full", async () => {
+    it("with releases a read or write lock after fn, and rejects CONTENDED for a full semaphore", async () => {
       const [a] = await hosts(1);
       const k = key();
-      const fence = await a!.withRead(k, (_signal, lease) => lease.fence, { ttlMs: 1_000 });
+      const fence = await a!.with(k, (_signal, lease) => lease.fence, { ttlMs: 1_000, ...READ });
       expect(fence).toBeGreaterThan(0);
-      await a!.withWrite(k, async (signal) => expect(signal.aborted).toBe(false), { ttlMs: 1_000 });
-      expect(await a!.sharedStatus("rw", k)).toBeNull();
-      const held = (await a!.tryPermit(k, { ttlMs: 10_000, permits: 1 }))!;
-      await expect(a!.withPermit(k, () => 1, { ttlMs: 1_000, permits: 1 })).rejects.toMatchObject({ code: "CONTENDED", message: expect.stringContaining("semaphore") });
+      await a!.with(k, async (signal) => expect(signal.aborted).toBe(false), { ttlMs: 1_000, ...WRITE });
+      expect(await a!.status(k, { kind: "rw", elsewhere: false })).toMatchObject({ held: false, holders: [], queued: 0 });
+      const held = (await a!.try(k, { ttlMs: 10_000, ...permitSpec(1) }))!;
+      await expect(a!.with(k, () => 1, { ttlMs: 1_000, ...permitSpec(1) })).rejects.toMatchObject({ code: "CONTENDED", message: expect.stringContaining("semaphore") });
       await a!.release(held);
     });
   });
@@ -256,18 +258,18 @@ for (const target of sharedBackends()) {
 describe("a backend without read/write locks or semaphores", () => {
   it("refuses them with INVALID_ARGUMENT naming the backend, and still serves mutexes", async () => {
     const inner = new MemoryBackend();
-    // The memory backend without its shared(kind), named "acme".
+    // The memory backend serving only its mutexes, named "acme".
     const bound = new Proxy(inner, {
       get: (t, p) => {
-        if (p === "shared") return undefined;
+        if (p === "kinds") return ["mutex"];
         if (p === "kind") return "acme";
         const v: unknown = Reflect.get(t, p, t);
         return typeof v === "function" ? v.bind(t) : v;
       },
     }) as LockBackend;
     const s = new LockService(bound, { node: "n" });
-    await expect(s.tryRead("a", { ttlMs: 1_000 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: "backend acme has no read/write locks (it does not implement LockBackend.shared)" });
-    await expect(s.tryPermit("a", { ttlMs: 1_000, permits: 2 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("has no semaphores") });
+    await expect(s.try("a", { ttlMs: 1_000, ...READ })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: "backend acme has no read/write locks (its kinds are mutex)" });
+    await expect(s.try("a", { ttlMs: 1_000, ...permitSpec(2) })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("has no semaphores") });
     expect(await s.tryLock("a", { ttlMs: 1_000 })).not.toBeNull();
     await s.close();
   });

@@ -1,4 +1,4 @@
-// Leader election, checked on every backend that has LockBackend.proclaim: the step itself
+// Leader election (the kind-table row "leader"), checked on every backend that serves it: the step itself
 // (value in the record, only for the holder, cleared by the next acquisition, watchers woken),
 // then campaigns of three services: one leader at a time, terms strictly increasing across
 // resignations and losses, proclaimed values seen by leader(), observers told of each change
@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LockBackend } from "../kit/backend.js";
 import { LockService, type LeaderInfo } from "../host/locking/service.js";
 import type { ContractTarget } from "./target.js";
+import { ELECTION } from "../kit/kinds.js";
+import { singleView } from "./mutex-view.js";
 
 const holder = { plugin: "contract", node: "node-a" };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -43,18 +45,18 @@ export function electionContract(name: string, target: ContractTarget): void {
     });
 
     it("proclaim stores the value in the holder's record only, and the next acquisition starts without it", async () => {
-      const backend = backends[0]!;
+      const backend = singleView(backends[0]!.steps(ELECTION));
       const k = key();
       const owner = randomUUID();
-      expect(await backend.proclaim!(k, owner, "nobody holds it")).toBe(false);
+      expect(await backend.proclaim(k, owner, "nobody holds it")).toBe(false);
       const taken = await backend.acquire({ key: k, owner, ttlMs: 10_000, holder });
       expect(taken.acquired).toBe(true);
       expect((await backend.status(k))?.value).toBeUndefined();
-      expect(await backend.proclaim!(k, owner, "http://a:8080")).toBe(true);
+      expect(await backend.proclaim(k, owner, "http://a:8080")).toBe(true);
       expect((await backend.status(k))?.value).toBe("http://a:8080");
-      expect(await backend.proclaim!(k, randomUUID(), "impostor")).toBe(false);
+      expect(await backend.proclaim(k, randomUUID(), "impostor")).toBe(false);
       expect((await backend.status(k))?.value).toBe("http://a:8080");
-      expect(await backend.proclaim!(k, owner, "")).toBe(true);
+      expect(await backend.proclaim(k, owner, "")).toBe(true);
       expect((await backend.status(k))?.value).toBe("");
       expect(await backend.release(k, owner)).toBe("released");
       const next = randomUUID();
@@ -66,16 +68,17 @@ export function electionContract(name: string, target: ContractTarget): void {
     it("proclaim wakes the key's watchers on every host", async () => {
       const k = key();
       const owner = randomUUID();
-      await backends[0]!.acquire({ key: k, owner, ttlMs: 10_000, holder });
+      const [a, b] = [singleView(backends[0]!.steps(ELECTION)), singleView(backends[1]!.steps(ELECTION))];
+      await a.acquire({ key: k, owner, ttlMs: 10_000, holder });
       let woken = 0;
-      const watch = backends[1]!.watch(k, () => void woken++);
+      const watch = b.watch(k, () => void woken++);
       await watch.ready;
-      expect(await backends[0]!.proclaim!(k, owner, "v")).toBe(true);
+      expect(await a.proclaim(k, owner, "v")).toBe(true);
       const until = performance.now() + 2_000;
       while (woken === 0 && performance.now() < until) await sleep(2);
       watch.close();
       expect(woken).toBeGreaterThan(0);
-      await backends[0]!.release(k, owner);
+      await a.release(k, owner);
     });
 
     it("elects one leader at a time among three campaigners, with terms strictly increasing across resignations", async () => {
@@ -176,7 +179,7 @@ export function electionContract(name: string, target: ContractTarget): void {
       const bWins = services[1]!.campaign(election, { ttlMs: 5_000, value: "b" });
       await sleep(30);
       const from = performance.now();
-      expect(await services[2]!.forceRelease(`election:${election}`)).toBe(true);
+      expect(await services[2]!.forceRelease(election, { kind: ELECTION })).toBe(1);
       expect((await lostAt) - from).toBeLessThan(2_000);
       expect(a.leading).toBe(false);
       expect((a.signal.reason as { code?: string }).code).toBe("LOST");

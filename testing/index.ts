@@ -1,8 +1,11 @@
 // lockhost/testing: the contract suite a backend runs against itself, with vitest. It checks
-// the atomic steps of LockBackend (fences, compare-and-set renew and release, status, watch,
-// force-release) and the lease lifecycle LockService builds on them (keepalive, lost locks,
-// waiting woken by release, restore), and, unless its target says sharedKinds: false, the steps
-// of read/write locks and semaphores (LockBackend.shared). Every built-in backend runs exactly this suite.
+// the kinds the backend declares (LockBackend.kinds) and each kind's atomic steps
+// (LockBackend.steps: fences, compare-and-set renew and release, status, watch, force-release,
+// listing), the lease lifecycle LockService builds on them (keepalive, lost locks, waiting woken
+// by release, restore), lock sets (tryMany / acquireMany: all or nothing, no deadlock, rollback,
+// loss), and, unless its target says sharedKinds: false, the kinds with a queue (read/write
+// locks, semaphores, fair mutexes, and lock sets of them), and unless it says election: false,
+// leader election. Every built-in backend runs exactly this suite.
 //
 //   import { backendContract } from "lockhost/testing";
 //   backendContract("acme", { create: () => new AcmeBackend(...) });

@@ -12,6 +12,7 @@ import type { LockBackend } from "../kit/backend.js";
 import type { Lease } from "../host/locking/lease.js";
 import { LockService, type LockServiceOptions } from "../host/locking/service.js";
 import type { ContractTarget } from "./target.js";
+import { rejection } from "./rejection.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const silent = pino({ level: "silent" });
@@ -25,16 +26,6 @@ const OPTIONS: Omit<LockServiceOptions, "node"> = {
 /** Resolves with the time (ms since `since`) at which `lease` was reported lost. */
 function lostAt(lease: Lease, since: number): Promise<number> {
   return new Promise((resolve) => lease.onLost(() => resolve(performance.now() - since)));
-}
-
-async function rejection(p: Promise<unknown>): Promise<LockhostError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof LockhostError) return err;
-    throw err;
-  }
-  throw new Error("expected a rejection");
 }
 
 /** Registers the lifecycle cases for one backend. */
@@ -68,8 +59,8 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       await sleep(1_200);
       expect(lease.state).toBe("held");
       expect(await b.tryLock(k, { ttlMs: 300 })).toBeNull();
-      const s = await b.statusByName(`global:${k}`);
-      expect(s.held && s.fence).toBe(lease.fence);
+      const s = await b.status({ name: `global:${k}` });
+      expect(s.held && s.holders[0]!.fence).toBe(lease.fence);
       const after = a.stats();
       expect(after.renewalsOk - before.renewalsOk).toBeGreaterThanOrEqual(3);
       expect(after.renewalTimers).toBe(1);
@@ -85,7 +76,7 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       // Two live holders never share an owner: the same owner is contended like anyone else.
       expect(await b.tryLock(k, { ttlMs: 10_000, owner })).toBeNull();
       expect(await a.tryLock(k, { ttlMs: 10_000, owner })).toBeNull();
-      expect((await b.status(k)).held && (await b.status(k) as { owner: string }).owner).toBe(owner);
+      expect((await b.status(k, { owners: true })).holders[0]?.owner).toBe(owner);
       expect(await b.tryRelease(k, owner)).toBe("released");
       expect(await b.tryRelease(k, owner)).toBe("already_released");
       // Told at once (LockBackend.onLost) or found at this release: either way nothing is deleted.
@@ -123,7 +114,7 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       await sleep(50);
       const t0 = performance.now();
       const lost = lostAt(lease, t0);
-      expect(await b.forceReleaseByName(`global:${k}`)).toBe(true);
+      expect(await b.forceRelease({ name: `global:${k}` })).toBe(1);
       const after = await lost;
       // One renewal interval (renewAtRatio x TTL) plus a round trip's slack.
       expect(after).toBeLessThan(ttlMs * 0.5 + 250);
@@ -138,13 +129,13 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       const lease = (await a.tryLock(k, { ttlMs: 600, keepalive: true }))!;
       const t0 = performance.now();
       const lost = lostAt(lease, t0);
-      await b.forceReleaseByName(`global:${k}`);
+      await b.forceRelease({ name: `global:${k}` });
       const thief = (await b.tryLock(k, { ttlMs: 10_000 }))!;
       expect(thief).not.toBeNull();
       expect(await lost).toBeLessThan(600 * 0.5 + 250);
       expect((await rejection(a.release(lease))).code).toBe("LOST");
-      const s = await a.statusByName(`global:${k}`);
-      expect(s.held && s.owner).toBe(thief.owner);
+      const s = await a.status({ name: `global:${k}` }, { owners: true });
+      expect(s.held && s.holders[0]!.owner).toBe(thief.owner);
       await b.release(thief);
     });
 
@@ -236,7 +227,7 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       expect(restored.name).toBe(lease.name);
       await b.renew(restored, 10_000);
       await b.release(restored);
-      expect((await b.statusByName(`global:${k}`)).held).toBe(false);
+      expect((await b.status({ name: `global:${k}` })).held).toBe(false);
       // The original handle now finds its lock gone: LOST, nothing deleted.
       expect((await rejection(a.release(lease))).code).toBe("LOST");
       expect((await rejection(b.release(restored))).code).toBe("ALREADY_RELEASED");
@@ -253,8 +244,8 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       expect((await rejection(b.restore(k, randomUUID()))).code).toBe("OWNERSHIP_MISMATCH");
       expect((await rejection(b.restore(key(), lease.owner))).code).toBe("NOT_FOUND");
       expect((await rejection(b.restore("", lease.owner))).code).toBe("INVALID_ARGUMENT");
-      const s = await a.statusByName(`global:${k}`);
-      expect(s.held && s.owner).toBe(lease.owner);
+      const s = await a.status({ name: `global:${k}` }, { owners: true });
+      expect(s.held && s.holders[0]!.owner).toBe(lease.owner);
       await a.release(lease);
     });
 
@@ -269,9 +260,9 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
         return 42;
       }, { ttlMs: 250 });
       expect(value).toBe(42);
-      expect((await a.statusByName(`global:${k}`)).held).toBe(false);
+      expect((await a.status({ name: `global:${k}` })).held).toBe(false);
       await expect(a.withLock(k, () => { throw new Error("boom"); }, { ttlMs: 1_000 })).rejects.toThrow("boom");
-      expect((await a.statusByName(`global:${k}`)).held).toBe(false);
+      expect((await a.status({ name: `global:${k}` })).held).toBe(false);
     });
 
     it("withLock rejects with CONTENDED without waitMs, waits with it, and aborts fn's signal on loss", async () => {
@@ -280,7 +271,7 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       expect((await rejection(a.withLock(k, () => 1, { ttlMs: 1_000 }))).code).toBe("CONTENDED");
       setTimeout(() => void b.release(held), 100);
       const reason = await a.withLock(k, async (signal) => {
-        await b.forceReleaseByName(`global:${k}`);
+        await b.forceRelease({ name: `global:${k}` });
         // A backend that tells holders at once (LockBackend.onLost) may have aborted it already.
         if (signal.aborted) return signal.reason;
         return new Promise<unknown>((resolve) => signal.addEventListener("abort", () => resolve(signal.reason)));
@@ -301,11 +292,11 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
         expect(none.status).toBe(401);
         const wrong = await fetch(url, { method: "POST", headers: { authorization: "Bearer wrong-token-0123456789" } });
         expect(wrong.status).toBe(403);
-        expect((await a.statusByName(lease.name)).held).toBe(true);
+        expect((await a.status({ name: lease.name })).held).toBe(true);
         const ok = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${token}` } });
         expect(ok.status).toBe(200);
         expect(await ok.json()).toMatchObject({ released: true });
-        expect((await a.statusByName(lease.name)).held).toBe(false);
+        expect((await a.status({ name: lease.name })).held).toBe(false);
       } finally {
         await server.close();
       }

@@ -1,10 +1,13 @@
-// The contract of LockBackend.shared (kit/shared.ts): read/write locks and semaphores. Every
+// The contract of the kinds stored with holders and a queue (kit/steps.ts): read/write locks,
+// semaphores and the fair mutex, and that every kind keeps its own names. Every
 // backend that runs backendContract() runs these cases against its real server unless its
 // target says it has no shared kinds (ContractTarget.sharedKinds = false).
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LockBackend } from "../kit/backend.js";
-import type { SharedAcquireRequest, SharedMode, SharedSteps } from "../kit/shared.js";
+import type { AcquireRequest, KindSteps } from "../kit/steps.js";
+import type { LockMode } from "../kit/common.js";
+import { ELECTION } from "../kit/kinds.js";
 import type { ContractTarget } from "./target.js";
 
 const holder = { plugin: "contract", node: "node-a" };
@@ -12,29 +15,31 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 /** Registers the shared-kinds cases for one backend. */
 export function sharedContract(name: string, target: ContractTarget): void {
-  describe(`LockBackend.shared contract: ${name}`, () => {
+  describe(`queue kinds contract: ${name}`, () => {
     let backend: LockBackend;
-    let rw: SharedSteps;
-    let sem: SharedSteps;
+    let rw: KindSteps;
+    let sem: KindSteps;
     const run = randomUUID().slice(0, 8);
     let n = 0;
     const key = (): string => `shared-${run}-${++n}`;
-    const req = (k: string, mode: SharedMode, over: Partial<SharedAcquireRequest> = {}): SharedAcquireRequest => ({
+    const req = (k: string, mode: LockMode, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
       key: k, owner: randomUUID(), ttlMs: 10_000, holder, mode, limit: 0, queueMs: 0, ...over,
     });
-    const read = (k: string, over: Partial<SharedAcquireRequest> = {}): SharedAcquireRequest => req(k, "shared", over);
-    const write = (k: string, over: Partial<SharedAcquireRequest> = {}): SharedAcquireRequest => req(k, "exclusive", over);
-    const permit = (k: string, limit: number, over: Partial<SharedAcquireRequest> = {}): SharedAcquireRequest => req(k, "shared", { limit, ...over });
-    const fenceOf = (r: Awaited<ReturnType<SharedSteps["acquire"]>>): number => {
+    const read = (k: string, over: Partial<AcquireRequest> = {}): AcquireRequest => req(k, "shared", over);
+    const write = (k: string, over: Partial<AcquireRequest> = {}): AcquireRequest => req(k, "exclusive", over);
+    const permit = (k: string, limit: number, over: Partial<AcquireRequest> = {}): AcquireRequest => req(k, "shared", { limit, ...over });
+    const fenceOf = (r: Awaited<ReturnType<KindSteps["acquire"]>>): number => {
       if (!r.acquired) throw new Error("expected the acquisition to succeed");
       return r.fence;
     };
 
     beforeAll(async () => {
       backend = await target.create();
-      if (!backend.shared) throw new Error(`backend ${name} has no shared(kind): set sharedKinds: false in its contract target`);
-      rw = backend.shared("rw");
-      sem = backend.shared("semaphore");
+      for (const kind of ["rw", "semaphore", "fair"] as const) {
+        if (!backend.kinds.includes(kind)) throw new Error(`backend ${name} does not serve ${kind}: set sharedKinds: false in its contract target`);
+      }
+      rw = backend.steps("rw");
+      sem = backend.steps("semaphore");
     });
     afterAll(async () => {
       await backend?.close();
@@ -232,17 +237,24 @@ export function sharedContract(name: string, target: ContractTarget): void {
       expect(fences.every((f) => Number.isSafeInteger(f) && f > 0)).toBe(true);
     });
 
-    it("keeps a read/write lock, a semaphore and a mutex of the same name apart", async () => {
+    it("keeps a read/write lock, a semaphore, a fair mutex, a mutex and a leader of the same name apart", async () => {
       const k = key();
+      const others = [backend.steps("fair"), backend.steps("mutex"), ...(backend.kinds.includes(ELECTION) ? [backend.steps(ELECTION)] : [])];
       expect((await rw.acquire(write(k))).acquired).toBe(true);
       expect((await sem.acquire(permit(k, 1))).acquired).toBe(true);
-      expect((await backend.acquire({ key: k, owner: randomUUID(), ttlMs: 10_000, holder })).acquired).toBe(true);
-      expect((await rw.status(k))?.holders).toHaveLength(1);
-      expect((await sem.status(k))?.holders).toHaveLength(1);
+      for (const steps of others) expect((await steps.acquire(write(k))).acquired, steps.kind).toBe(true);
+      for (const steps of [rw, sem, ...others]) {
+        const record = await steps.status(k);
+        expect(record?.holders, steps.kind).toHaveLength(1);
+        expect(record?.kind, steps.kind).toBe(steps.kind);
+        // Each kind lists its own name once, under its own name.
+        const listed = (await steps.list({ prefix: k, limit: 10 })).records;
+        expect(listed.map((r) => [r.key, r.kind]), steps.kind).toEqual([[k, steps.kind]]);
+      }
     });
 
     it("serves a fair mutex from its own namespace: waiters first come, first served, a try refused while one queues", async () => {
-      const fair = backend.shared!("fair");
+      const fair = backend.steps("fair");
       const k = key();
       // A read/write lock's writer of the same name is another lock.
       expect((await rw.acquire(write(k))).acquired).toBe(true);
@@ -300,7 +312,7 @@ export function sharedContract(name: string, target: ContractTarget): void {
           async (steps) => {
             const k = key();
             const owners = [0, 1, 2, 3].map(() => randomUUID());
-            const held = new Map<number, SharedMode>();
+            const held = new Map<number, LockMode>();
             const queue: number[] = [];
             for (const { op, who } of steps) {
               const owner = owners[who]!;
@@ -314,10 +326,10 @@ export function sharedContract(name: string, target: ContractTarget): void {
                 if (at >= 0) queue.splice(at, 1);
                 continue;
               }
-              const mode: SharedMode = op === "read" ? "shared" : "exclusive";
+              const mode: LockMode = op === "read" ? "shared" : "exclusive";
               const queueMs = op === "queue" ? 60_000 : 0;
               const r = await rw.acquire({ key: k, owner, ttlMs: 60_000, holder, mode, limit: 0, queueMs });
-              // The model: what the rules of kit/shared.ts allow.
+              // The model: what the rules of kit/steps.ts allow.
               const anyExclusive = [...held.values()].includes("exclusive");
               const allowed = held.has(who)
                 ? false

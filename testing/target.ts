@@ -14,13 +14,15 @@ export interface ContractTarget {
    */
   readonly fences?: "counter" | "clock";
   /**
-   * Whether the backend implements LockBackend.shared (read/write locks and semaphores), whose
-   * contract then runs too. Default true; a backend that serves mutexes only says false.
+   * Whether the backend serves the kinds stored with a queue (read/write locks, semaphores, the
+   * fair mutex: LockBackend.kinds), whose contract then runs too. Default true; a backend that
+   * serves none of them says false. The contract checks this agrees with the backend's `kinds`.
    */
   readonly sharedKinds?: boolean;
   /**
-   * Whether the backend implements LockBackend.proclaim (leader election), whose contract then
-   * runs too. Default true; a backend without elections says false.
+   * Whether the backend serves leader election (the kind "leader", with a proclaim step), whose
+   * contract then runs too. Default true; a backend without elections says false. Checked
+   * against the backend's `kinds` as sharedKinds is.
    */
   readonly election?: boolean;
 }

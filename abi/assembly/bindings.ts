@@ -192,7 +192,7 @@ export declare function log_write(level: i32, msgPtr: usize, msgLen: i32): i32;
 @external("http", "request")
 export declare function http_request(reqPtr: usize, reqLen: i32, bodyPtr: usize, bodyLen: i32, handle: i32, flags: i32, bufPtr: usize, bufCap: i32): i32;
 
-// --- Leader election: the leader holds the lock `election:<key>`, kept alive;
+// --- Leader election: the leader holds the key in the lock kind `leader`, kept alive;
 // its handle works with every handle binding (`lock_fence` is the term).
 
 /**

@@ -1,5 +1,5 @@
 // The SDK's leader election: campaign (try and wait forms), proclaim, resign
-// and who leads. A leadership is a `Lock` on `election:<key>` that the host keeps
+// and who leads. A leadership is a `Lock` on the key in the kind `leader` that the host keeps
 // alive: `fence()` is the term, `state()` and `lockhost_on_lost(handle)` tell
 // when the leadership is lost, and auto-release (unless `KEEP`) resigns it when
 // the export returns.

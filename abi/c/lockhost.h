@@ -91,7 +91,7 @@ static inline int32_t lockhost_acquire_fair(const char *key, int32_t ttl_ms, int
   return lock_acquire(LOCKHOST__KEY(key), ttl_ms, wait_ms, flags | LOCKHOST_FLAG_FAIR);
 }
 
-/* ---- Leader election (abi/ABI.md "Leader election"): a leadership is a handle on election:<key> ---- */
+/* ---- Leader election (abi/ABI.md "Leader election"): a leadership is a handle on the key in the kind leader ---- */
 
 /**
  * Leads the election `key` if nobody does, proclaiming NUL-terminated `value`: a leadership

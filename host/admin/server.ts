@@ -14,7 +14,7 @@ import { dashboardRoutes } from "./dashboard/routes.js";
 import { ActivityFeed } from "./feed.js";
 import { MAX_LIST_LIMIT } from "../locking/list.js";
 import { lockMetrics } from "./metrics.js";
-import { checkKind, isSharedKind, LOCK_KINDS, type LockKind } from "../../kit/kinds.js";
+import { checkKind, LOCK_KINDS, MUTEX, type LockKind } from "../../kit/kinds.js";
 
 /** What startAdminServer needs. */
 export interface AdminServerOptions {
@@ -146,21 +146,16 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     } catch (err) {
       return send(res, 400, { code: "INVALID_ARGUMENT", message: (err as Error).message });
     }
-    const kind = asked !== undefined && isSharedKind(asked) ? asked : undefined;
+    const kind = asked ?? MUTEX.kind;
     const force = /^\/locks\/([^/]+)\/force-release$/.exec(path);
     if (force) {
       if (!only(method, "POST", res)) return;
       const name = decode(force[1]!, res);
       if (name === undefined || !authorized(req, res)) return;
       return answer(res, async () => {
-        if (kind !== undefined) {
-          const holders = await service.forceReleaseSharedByName(kind, name);
-          log.warn({ lock: name, kind, holders, from: req.socket.remoteAddress }, "lock force-released through the admin listener");
-          return { key: name, kind, released: holders > 0, holders };
-        }
-        const released = await service.forceReleaseByName(name);
-        log.warn({ lock: name, released, from: req.socket.remoteAddress }, "lock force-released through the admin listener");
-        return { key: name, released };
+        const holders = await service.forceRelease({ name }, { kind });
+        log.warn({ lock: name, kind, holders, from: req.socket.remoteAddress }, "lock force-released through the admin listener");
+        return { name, kind, released: holders > 0, holders };
       });
     }
     const lock = /^\/locks\/([^/]+)$/.exec(path);
@@ -170,19 +165,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       if (name === undefined) return;
       // An owner token lets whoever has it release or restore the lock: shown only to the token's holder.
       const showOwner = presentsToken(req);
-      return answer(res, async () => {
-        // Owner tokens of read/write locks and semaphores are never shown here.
-        if (kind !== undefined) {
-          const shared = await service.sharedStatusByName(kind, name);
-          if (shared) return shared;
-          const elsewhere = await service.heldElsewhere(name, kind);
-          return { name, kind, held: false, ...(elsewhere.length > 0 && { heldElsewhere: elsewhere }) };
-        }
-        const status = await service.statusByName(name);
-        if (!status.held || showOwner) return status;
-        const { owner: _owner, ...rest } = status;
-        return rest;
-      });
+      return answer(res, () => service.status({ name }, { kind, owners: showOwner }));
     }
     send(res, 404, { code: "NOT_FOUND", message: `no such endpoint: ${path}` });
   }

@@ -9,8 +9,13 @@ import type { AdminStatsBody } from "../admin/server.js";
 import { formatListen } from "../config/listen.js";
 import type { AdminSettings } from "../config/types.js";
 import { LockhostError, type ErrorCode } from "../../kit/errors.js";
-import type { ListOptions, LockListPage, LockRef, LockStatus, SharedLockStatus } from "../locking/service.js";
-import type { LockKind, SharedKind } from "../../kit/kinds.js";
+import type { ListOptions, LockListPage, LockRef, LockStatus } from "../locking/service.js";
+import type { LockKind } from "../../kit/kinds.js";
+
+/** The admin listener's path of a lock (and of an action on it). */
+function lockPath(name: string, kind: LockKind | undefined, action = ""): string {
+  return `/locks/${encodeURIComponent(name)}${action}${kind === undefined ? "" : `?kind=${kind}`}`;
+}
 
 /** How long the CLI waits for the admin listener before saying it does not answer. */
 const REQUEST_TIMEOUT_MS = 5_000;
@@ -76,34 +81,26 @@ export class AdminClient {
     return this.#request("GET", `/locks?${query}`) as Promise<LockListPage>;
   }
 
-  /** GET /locks/<name>: with the token, the owner token too. */
-  statusByName(name: string): Promise<LockStatus> {
-    return this.#request("GET", `/locks/${encodeURIComponent(name)}`, this.token) as Promise<LockStatus>;
-  }
-
-  /** POST /locks/<name>/force-release: whether the lock was held. */
-  async forceReleaseByName(name: string): Promise<boolean> {
-    // Sent even without a token: the listener's 401 is the answer, and an unreachable
-    // listener is reported as such rather than as a missing token.
-    const body = (await this.#request("POST", `/locks/${encodeURIComponent(name)}/force-release`, this.token)) as { released?: unknown };
-    return body.released === true;
-  }
-
-  /** GET /locks/<name>?kind=…: the holders and queue of a read/write lock or semaphore, null when free. */
-  async sharedStatusByName(kind: SharedKind, name: string): Promise<SharedLockStatus | null> {
-    const body = (await this.#request("GET", `/locks/${encodeURIComponent(name)}?kind=${kind}`)) as SharedLockStatus | { held: false };
-    return "holders" in body ? body : null;
+  /**
+   * GET /locks/<name>?kind=…: the lock's status (with the token, its owner tokens too: the
+   * listener decides by the token, so `owners` asks nothing more). Full names only: the
+   * listener's locks are named as it lists them.
+   */
+  status(ref: { readonly name: string }, options: { readonly kind?: LockKind; readonly owners?: boolean } = {}): Promise<LockStatus> {
+    return this.#request("GET", lockPath(ref.name, options.kind), this.token) as Promise<LockStatus>;
   }
 
   /** GET /locks/<name>?kind=…: when the lock is free, the locks of its key held in the other scope or of another kind. */
   async heldElsewhere(name: string, kind: LockKind): Promise<readonly LockRef[]> {
-    const body = (await this.#request("GET", `/locks/${encodeURIComponent(name)}?kind=${kind}`)) as { held?: unknown; heldElsewhere?: readonly LockRef[] };
+    const body = (await this.#request("GET", lockPath(name, kind))) as { held?: unknown; heldElsewhere?: readonly LockRef[] };
     return body.held === false && Array.isArray(body.heldElsewhere) ? body.heldElsewhere : [];
   }
 
   /** POST /locks/<name>/force-release?kind=…: how many held it. */
-  async forceReleaseSharedByName(kind: SharedKind, name: string): Promise<number> {
-    const body = (await this.#request("POST", `/locks/${encodeURIComponent(name)}/force-release?kind=${kind}`, this.token)) as { holders?: unknown };
+  async forceRelease(ref: { readonly name: string }, options: { readonly kind?: LockKind } = {}): Promise<number> {
+    // Sent even without a token: the listener's 401 is the answer, and an unreachable
+    // listener is reported as such rather than as a missing token.
+    const body = (await this.#request("POST", lockPath(ref.name, options.kind, "/force-release"), this.token)) as { holders?: unknown };
     return typeof body.holders === "number" ? body.holders : 0;
   }
 

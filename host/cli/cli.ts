@@ -15,8 +15,8 @@ import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import { Host } from "../host.js";
 import { LockService } from "../locking/service.js";
 import { AdminClient, AdminUnreachable, adminUrl } from "./admin-client.js";
-import { formatLocks, formatSharedStatus, formatStats, formatStatus } from "./format.js";
-import { checkKind, isSharedKind, LOCK_KINDS, type LockKind, type SharedKind } from "../../kit/kinds.js";
+import { formatLocks, formatStats, formatStatus } from "./format.js";
+import { checkKind, kindRow, LOCK_KINDS, type LockKind } from "../../kit/kinds.js";
 import { check } from "./check.js";
 import { cliLogger, parseLogFormat, type LogFormat } from "./logger.js";
 import { logSummary } from "./summary.js";
@@ -231,8 +231,7 @@ export async function main(argv: string[]): Promise<number> {
     console.error(`lockhost ${command}: ${(err as Error).message}\n\n${HELP[command]}`);
     return 2;
   }
-  if (kind !== undefined && isSharedKind(kind)) return withLocks(values.config, values.admin, command, (locks) => inspectShared(locks, command, kind, key!, values.json ?? false));
-  return withLocks(values.config, values.admin, command, (locks) => inspect(locks, command, key!, values.json ?? false, values["show-owner"] ?? false));
+  return withLocks(values.config, values.admin, command, (locks) => inspect(locks, command, key!, kind, values.json ?? false, values["show-owner"] ?? false));
 }
 
 /** Runs `action`; an admin listener that does not answer is exit code 2, said in one line. */
@@ -365,7 +364,7 @@ async function run(config: LockhostConfig, localNodes: number, format: LogFormat
 }
 
 /** What status, release and locks read or do: the backend through a LockService, or a running host's admin listener. */
-type LockReader = Pick<AdminClient, "statusByName" | "forceReleaseByName" | "list" | "sharedStatusByName" | "forceReleaseSharedByName" | "heldElsewhere">;
+type LockReader = Pick<AdminClient, "status" | "forceRelease" | "list" | "heldElsewhere">;
 
 /**
  * Runs `action` on the locks the config names: through the admin listener with --admin (or
@@ -398,31 +397,19 @@ async function onLocks(config: LockhostConfig | undefined, command: string, flag
   }
 }
 
-/** `status KEY` or `release --force KEY`, through the backend or the admin listener alike. */
-async function inspect(locks: LockReader, command: string, key: string, json: boolean, showOwner: boolean): Promise<number> {
+/** `status NAME [--kind K]` or `release --force NAME [--kind K]`, through the backend or the admin listener alike. */
+async function inspect(locks: LockReader, command: string, name: string, kind: LockKind | undefined, json: boolean, showOwner: boolean): Promise<number> {
+  const kindOption = kind === undefined ? {} : { kind };
   if (command === "status") {
-    const status = await locks.statusByName(key);
+    const status = await locks.status({ name }, { ...kindOption, owners: showOwner });
     // An owner token lets anyone release or restore the lock: printed only when asked for.
-    const shown = status.held && !showOwner ? (({ owner: _owner, ...rest }) => rest)(status) : status;
+    const shown = showOwner ? status : { ...status, holders: status.holders.map(({ owner: _owner, ...rest }) => rest) };
     console.log(json ? JSON.stringify(shown) : formatStatus(shown));
     return 0;
   }
-  const released = await locks.forceReleaseByName(key);
-  console.log(released ? `released ${key}` : `${key} was not held`);
-  return 0;
-}
-
-/** `status KEY --kind K` or `release --force KEY --kind K`. */
-async function inspectShared(locks: LockReader, command: string, kind: SharedKind, key: string, json: boolean): Promise<number> {
-  if (command === "status") {
-    const status = await locks.sharedStatusByName(kind, key);
-    const elsewhere = status === null ? await locks.heldElsewhere(key, kind) : [];
-    const free = { name: key, kind, held: false, ...(elsewhere.length > 0 && { heldElsewhere: elsewhere }) };
-    console.log(json ? JSON.stringify(status ?? free) : formatSharedStatus(kind, key, status, elsewhere));
-    return 0;
-  }
-  const holders = await locks.forceReleaseSharedByName(kind, key);
-  console.log(holders > 0 ? `released ${kind} ${key} (${holders} holder${holders === 1 ? "" : "s"})` : `${kind} ${key} was not held`);
+  const holders = await locks.forceRelease({ name }, kindOption);
+  const what = kind === undefined || kindRow(kind).isDefault ? name : `${kind} ${name}`;
+  console.log(holders > 0 ? `released ${what}${holders > 1 ? ` (${holders} holders)` : ""}` : `${what} was not held`);
   return 0;
 }
 

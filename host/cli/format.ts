@@ -1,38 +1,39 @@
 // How the CLI shows a lock's status and a host's counters to a person (--json shows the data
 // itself). Kept apart from main.ts, which runs the CLI when imported.
 import type { AdminStatsBody } from "../admin/server.js";
-import type { LockListPage, LockRef, LockStatus, SharedLockStatus } from "../locking/service.js";
-import { kindRow, roleOf, type SharedKind } from "../../kit/kinds.js";
+import type { LockListPage, LockRef, LockStatus } from "../locking/service.js";
+import { kindRow, roleOf } from "../../kit/kinds.js";
 import type { LockStats } from "../locking/stats.js";
 
-/** Human-readable status, one field a line; a status without its owner token says how to see it. */
-export function formatStatus(s: LockStatus | Omit<Extract<LockStatus, { held: true }>, "owner">): string {
-  if (!s.held) return [`${s.key}: not held`, ...elsewhereLines(s.heldElsewhere ?? [])].join("\n");
-  const iso = (ms: number): string => new Date(ms).toISOString();
-  return [
-    `${s.key}: held`,
-    `  holder:        plugin ${s.holder.plugin} on node ${s.holder.node}${s.holder.hostname ? ` (host ${s.holder.hostname})` : ""}`,
-    `  owner:         ${"owner" in s && typeof s.owner === "string" ? s.owner : "(hidden: --show-owner on redis or pg, or the admin token through --admin)"}`,
-    `  fence:         ${s.fence}`,
-    `  acquired_at:   ${iso(s.acquiredAtMs)}`,
-    `  expires_at:    ${iso(s.expiresAtMs)}`,
-    `  ttl_remaining: ${s.ttlRemainingMs} ms`,
-    `  ttl:           ${s.ttlMs} ms (the lease's length, as last set)`,
-  ].join("\n");
-}
-
-/** A read/write lock's or semaphore's status as `lockhost status --kind` prints it. */
-export function formatSharedStatus(kind: SharedKind, name: string, s: SharedLockStatus | null, elsewhere: readonly LockRef[] = []): string {
-  const row = kindRow(kind);
-  const what = row.label;
+/**
+ * A lock's status as `lockhost status` prints it: a lock with one holder (a mutex, a leader) one
+ * field a line, the owner token only when shown (it says how to see it); one with several
+ * holders (read/write locks, semaphores) a line per holder.
+ */
+export function formatStatus(s: LockStatus): string {
+  const row = kindRow(s.kind);
+  const what = row.isDefault ? s.name : `${row.label} ${s.name}`;
   const waiting = `${row.roles.exclusive ?? "waiter"}(s) queued`;
-  if (s === null || s.holders.length === 0) {
-    return [`${what} ${name}: not held${s && s.queued > 0 ? ` (${s.queued} ${waiting})` : ""}`, ...elsewhereLines(elsewhere)].join("\n");
+  if (!s.held) return [`${what}: not held${s.queued > 0 ? ` (${s.queued} ${waiting})` : ""}`, ...elsewhereLines(s.heldElsewhere ?? [])].join("\n");
+  const iso = (ms: number): string => new Date(ms).toISOString();
+  const one = s.holders[0]!;
+  if (row.store === "single") {
+    return [
+      `${what}: held`,
+      `  holder:        plugin ${one.plugin} on node ${one.node}${one.hostname ? ` (host ${one.hostname})` : ""}`,
+      `  owner:         ${one.owner ?? "(hidden: --show-owner on redis or pg, or the admin token through --admin)"}`,
+      `  fence:         ${one.fence}`,
+      ...(row.elects ? [`  value:         ${JSON.stringify(one.value ?? "")}`] : []),
+      `  acquired_at:   ${iso(one.acquiredAtMs)}`,
+      `  expires_at:    ${iso(one.expiresAtMs)}`,
+      `  ttl_remaining: ${one.ttlRemainingMs} ms`,
+      `  ttl:           ${one.ttlMs} ms (the lease's length, as last set)`,
+    ].join("\n");
   }
-  const lines = [`${what} ${name}: held by ${s.holders.length}${row.limit ? ` of ${s.limit} ${row.limit.field}` : ""}${row.queuesExclusive ? `, ${s.queued} ${waiting}` : ""}`];
+  const lines = [`${what}: held by ${s.holders.length}${row.limit ? ` of ${s.limit} ${row.limit.field}` : ""}${row.queuesExclusive ? `, ${s.queued} ${waiting}` : ""}`];
   for (const h of s.holders) {
-    const mode = roleOf(kind, h.mode);
-    lines.push(`  ${mode.padEnd(6)} fence ${h.fence}  plugin ${h.plugin} on node ${h.node}  acquired ${new Date(h.acquiredAtMs).toISOString()}  ttl_remaining ${h.ttlRemainingMs} ms of ${h.ttlMs} ms`);
+    const mode = roleOf(s.kind, h.mode);
+    lines.push(`  ${mode.padEnd(6)} fence ${h.fence}  plugin ${h.plugin} on node ${h.node}  acquired ${iso(h.acquiredAtMs)}  ttl_remaining ${h.ttlRemainingMs} ms of ${h.ttlMs} ms`);
   }
   return lines.join("\n");
 }
@@ -83,7 +84,7 @@ export function formatLocks(page: LockListPage, next: (cursor: string) => string
   const notes = (page.skipped ?? []).map((s) => `(${kindRow(s.kind).plural} not listed: ${s.reason})`);
   if (page.locks.length === 0 && page.cursor === undefined) return ["no lock held", ...notes].join("\n");
   const rows = page.locks.map((l) => [
-    kindRow(l.kind).isDefault ? l.key : `${l.key} (${roleOf(l.kind, l.mode)})`,
+    kindRow(l.kind).isDefault ? l.name : `${l.name} (${roleOf(l.kind, l.mode)})`,
     l.kind,
     `${l.holder.plugin} @ ${l.holder.node}`,
     String(l.fence),

@@ -4,11 +4,10 @@
 // jittered poll. Written once here, above every backend.
 import { v4 as uuidv4 } from "uuid";
 import { LockhostError } from "../../kit/errors.js";
-import type { AcquireResult } from "../../kit/backend.js";
-import type { SharedAcquireResult } from "../../kit/shared.js";
+import type { AcquireResult } from "../../kit/steps.js";
 import { kindName, limitOf, modeOf, waitKey } from "./kinds.js";
-import { isSharedKind, KINDS } from "../../kit/kinds.js";
-import { closedError, type ServiceCore } from "./core.js";
+import { KINDS } from "../../kit/kinds.js";
+import { closedError, kindOf, type ServiceCore } from "./core.js";
 import { Lease } from "./lease.js";
 import type { CheckedRequest, TryLockOptions } from "./request.js";
 import { jittered, timerMs, Waiter } from "./waiting.js";
@@ -79,19 +78,11 @@ async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended:
   if (request.owner !== undefined) checkOwnerFree(core, name, owner);
   // The host's deadline counts from before the request left, so it never outlives the server's.
   const sentAt = performance.now();
-  let result: AcquireResult | SharedAcquireResult;
+  const steps = core.steps(spec.kind);
+  let result: AcquireResult;
   try {
-    result = await core.backendCall(() =>
-      isSharedKind(spec.kind)
-        ? core.shared(spec.kind).acquire({
-            key: name, owner, ttlMs, holder,
-            mode: modeOf(spec),
-            limit: limitOf(spec),
-            // Only a waiting writer passes one (acquireChecked).
-            queueMs,
-          })
-        : core.backend.acquire({ key: name, owner, ttlMs, holder }),
-    );
+    // Only a waiting writer passes a queueMs (acquireChecked).
+    result = await core.backendCall(() => steps.acquire({ key: name, owner, ttlMs, holder, mode: modeOf(spec), limit: limitOf(spec), queueMs }));
   } catch (err) {
     // A timed-out or cut-off acquire may still have been applied on the server. A minted owner
     // is ours alone, so giving it back can delete nothing else; a caller's owner may name a
@@ -183,13 +174,13 @@ async function wait(
     signal?.removeEventListener("abort", onAbort);
     core.waits.leave(queueKey, waiter, acquired);
     // A writer that gives up leaves the backend's queue now, so readers need not wait for its place to lapse.
-    if (!acquired && queue && isSharedKind(spec.kind)) void core.shared(spec.kind).leaveQueue(name, queue.owner).catch(() => undefined);
+    if (!acquired && queue) void steps.leaveQueue(name, queue.owner).catch(() => undefined);
     core.waitsDone++;
     const waitedMs = performance.now() - started;
     core.waitTimeMs += waitedMs;
     if (core.events.wants("waited")) {
       const outcome = acquired ? "acquired" : performance.now() >= deadline ? "timeout" : "failed";
-      core.events.emit({ type: "waited", ...(isSharedKind(spec.kind) && { kind: spec.kind }), name, waitedMs: Math.round(waitedMs), outcome, atMs: Date.now() });
+      core.events.emit({ type: "waited", ...kindOf(spec), name, waitedMs: Math.round(waitedMs), outcome, atMs: Date.now() });
     }
   }
 }

@@ -2,6 +2,7 @@
 // status, stats, close), and the few steps they all take. One object per service, passed to
 // each job: no globals, and the facade (service.ts) stays a list of entry points.
 import { ElectionSentinel } from "./election-sentinel.js";
+import { ELECTION } from "../../kit/kinds.js";
 import type { KeepaliveSettings } from "./options.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { LockBackend } from "../../kit/backend.js";
@@ -12,9 +13,9 @@ import { ReleasedOwners } from "./released-owners.js";
 import { RenewalManager, type RenewalHost } from "./renewal.js";
 import { verifyHeld } from "./verify.js";
 import { WaitQueues } from "./waiting.js";
-import { MUTEX, mutexSteps, sharedKindSteps, sharedStepsOf, waitKey, type KindSteps, type LockKind } from "./kinds.js";
-import type { SharedSteps } from "../../kit/shared.js";
-import { isSharedKind, type SharedKind } from "../../kit/kinds.js";
+import { MUTEX, stepsOf, waitKey, type LockKind } from "./kinds.js";
+import type { KindSteps } from "../../kit/steps.js";
+import { KINDS } from "../../kit/kinds.js";
 
 /** What a ServiceCore is made of (the LockService's options, resolved). */
 export interface ServiceParts {
@@ -69,21 +70,21 @@ export class ServiceCore {
   waitTimeouts = 0;
   waitTimeMs = 0;
 
-  /** The mutex's steps, asked for on every release and renewal: made at once, kept apart from the map. */
-  readonly #mutexSteps: KindSteps;
-  /** Per shared kind, on first use: the backend's steps, and the lifecycle's made of them. */
-  readonly #shared = new Map<SharedKind, { readonly backend: SharedSteps; readonly lifecycle: KindSteps }>();
+  /** The mutex's steps, asked for on every acquisition, release and renewal: made at once, kept apart from the map. */
+  readonly #mutexSteps: KindSteps | undefined;
+  /** The other kinds' steps, asked for once each. */
+  readonly #steps = new Map<LockKind, KindSteps>();
 
   constructor(parts: ServiceParts) {
     this.backend = parts.backend;
-    this.#mutexSteps = mutexSteps(parts.backend);
+    this.#mutexSteps = parts.backend.kinds.includes(MUTEX.kind) ? parts.backend.steps(MUTEX.kind) : undefined;
     this.node = parts.node;
     this.pollIntervalMs = parts.pollIntervalMs;
     this.waits = new WaitQueues();
     // Only a backend whose locks may end silently before their lease does needs the sentinel: an
     // in-process one hears of every end, and one whose leases run to their end is re-read then.
     const silentEnds = parts.backend.distributed && parts.backend.endsOnlyAtExpiry !== true;
-    this.sentinel = new ElectionSentinel((name) => this.backend.status(name), silentEnds ? parts.electionPollMs : 0);
+    this.sentinel = new ElectionSentinel((name) => this.steps(ELECTION).status(name), silentEnds ? parts.electionPollMs : 0);
     this.renewals = new RenewalManager(parts.renewalHost(this), parts.keepalive);
     this.hooks = { observe: (lease) => this.renewals.watch(lease) };
     // Told by the backend that a lock was taken from under us: the lease is lost now, not at its next renewal.
@@ -97,22 +98,11 @@ export class ServiceCore {
     );
   }
 
-  /** The steps of `kind` the lifecycle uses (renew, release, watch, holds). */
+  /** The backend's steps of `kind`; INVALID_ARGUMENT naming the backend when it does not serve the kind. */
   steps(kind: LockKind): KindSteps {
-    return isSharedKind(kind) ? this.#sharedKind(kind).lifecycle : this.#mutexSteps;
-  }
-
-  /** The backend's steps of a shared kind, asked for once; INVALID_ARGUMENT when the backend has none. */
-  shared(kind: SharedKind): SharedSteps {
-    return this.#sharedKind(kind).backend;
-  }
-
-  #sharedKind(kind: SharedKind): { readonly backend: SharedSteps; readonly lifecycle: KindSteps } {
-    let steps = this.#shared.get(kind);
-    if (!steps) {
-      const backend = sharedStepsOf(this.backend, kind);
-      this.#shared.set(kind, (steps = { backend, lifecycle: sharedKindSteps(backend) }));
-    }
+    if (kind === MUTEX.kind && this.#mutexSteps !== undefined) return this.#mutexSteps;
+    let steps = this.#steps.get(kind);
+    if (steps === undefined) this.#steps.set(kind, (steps = stepsOf(this.backend, kind)));
     return steps;
   }
 
@@ -183,8 +173,8 @@ export class ServiceCore {
 const ignore = (): void => undefined;
 
 /** An event's kind field: absent for a mutex, so mutex events look as they always did. */
-export function kindOf(lease: { readonly kind: LockKind }): { kind?: SharedKind } {
-  return isSharedKind(lease.kind) ? { kind: lease.kind } : {};
+export function kindOf(lease: { readonly kind: LockKind }): { kind?: LockKind } {
+  return KINDS[lease.kind].isDefault ? {} : { kind: lease.kind };
 }
 
 function backendFailure(err: unknown): never {

@@ -1,11 +1,13 @@
-// Leader election over the mutex: the leader holds an exclusive lease on `election:<name>` whose
-// record also carries what it proclaimed (LockBackend.proclaim), and its term is that lease's
-// fence, so terms strictly increase per name on every backend without a counter of their own.
-// Campaigning is a waiting acquisition with keepalive (woken by the release channel), so the
-// lifecycle (renewal, loss told at once, auto-release, close) is the mutex's, written once.
+// Leader election, the kind-table row "leader": the leader holds the exclusive lease of its
+// election's key, whose record also carries what it proclaimed (KindSteps.proclaim), and its
+// term is that lease's fence, so terms strictly increase per name on every backend without a
+// counter of their own. Campaigning is a waiting acquisition with keepalive (woken by the
+// release channel), so the lifecycle (renewal, loss told at once, auto-release, close) is every
+// kind's, written once.
 import { MAX_LEADER_VALUE_BYTES } from "../../abi/status.js";
 import { LockhostError } from "../../kit/errors.js";
-import type { LockBackend } from "../../kit/backend.js";
+import type { KindSteps } from "../../kit/steps.js";
+import { ELECTION, LEADER } from "../../kit/kinds.js";
 import { acquireChecked } from "./acquire.js";
 import { waitKey } from "./kinds.js";
 import { closedError, type ServiceCore } from "./core.js";
@@ -14,9 +16,6 @@ import { releaseIfHeld } from "./release.js";
 import { checkRequest, type CheckedRequest } from "./request.js";
 import type { Scope } from "./scope.js";
 import { validateKey, validateOptions, validateSignal, validateWaitMs } from "./validate.js";
-
-/** The prefix of an election's lock key: election "jobs" is the mutex "election:jobs". */
-export const ELECTION_PREFIX = "election:";
 
 /** The longest value a leader may proclaim, in UTF-8 bytes (it travels in every status read). */
 export { MAX_LEADER_VALUE_BYTES };
@@ -37,15 +36,15 @@ export interface CampaignOptions {
   readonly plugin?: string;
 }
 
-/** The lock key of `election` (checked: INVALID_ARGUMENT naming `election`). */
+/** The lock key of `election` (checked: INVALID_ARGUMENT naming `election`): the name itself, in the leader kind's namespace. */
 export function electionKey(election: unknown): string {
-  return ELECTION_PREFIX + validateKey(election, "election");
+  return validateKey(election, "election");
 }
 
-/** The election's lock request: the mutex `election:<name>` with keepalive on. */
+/** The election's lock request: the leader kind's lease on its name, with keepalive on. */
 export function electionRequest(name: string, options: CampaignOptions): CheckedRequest {
   validateOptions(options, "options", true);
-  return checkRequest(electionKey(name), { ttlMs: options.ttlMs, scope: options.scope, plugin: options.plugin, keepalive: true } as const);
+  return checkRequest(electionKey(name), { ttlMs: options.ttlMs, scope: options.scope, plugin: options.plugin, keepalive: true } as const, LEADER);
 }
 
 /** `value` checked: a string of at most MAX_LEADER_VALUE_BYTES bytes (INVALID_ARGUMENT otherwise). */
@@ -57,15 +56,15 @@ export function validateLeaderValue(value: unknown, argName = "value"): string {
 }
 
 /** The backend's proclaim step; INVALID_ARGUMENT naming the backend when it has none. */
-export function proclaimStep(backend: LockBackend): NonNullable<LockBackend["proclaim"]> {
-  const step = backend.proclaim;
-  if (typeof step !== "function") throw new LockhostError("INVALID_ARGUMENT", `backend ${backend.kind} has no leader election (it does not implement LockBackend.proclaim)`);
-  return step.bind(backend);
+export function proclaimStep(core: ServiceCore): NonNullable<KindSteps["proclaim"]> {
+  const step = core.steps(ELECTION).proclaim;
+  if (typeof step !== "function") throw new LockhostError("INVALID_ARGUMENT", `backend ${core.backend.kind} has no leader election (its ${ELECTION} steps have no proclaim)`);
+  return step;
 }
 
 /** Campaigns for the checked election `request` (see LockService.campaign). */
 export async function campaign(core: ServiceCore, election: string, request: CheckedRequest, value: string, waitMs: number, signal: AbortSignal | undefined): Promise<Leadership> {
-  const proclaim = proclaimStep(core.backend);
+  const proclaim = proclaimStep(core);
   const started = performance.now();
   for (;;) {
     const left = waitMs === Infinity ? Infinity : Math.max(0, waitMs - (performance.now() - started));
@@ -108,7 +107,7 @@ export function campaignWait(options: CampaignOptions): { readonly waitMs: numbe
 export class Leadership {
   /** The election's name, as campaign was given it. */
   readonly election: string;
-  /** The lease behind it (the mutex `election:<name>`, with keepalive). */
+  /** The lease behind it (kind "leader", with keepalive). */
   readonly lease: Lease;
   readonly #core: ServiceCore;
   #value: string;
@@ -148,7 +147,7 @@ export class Leadership {
     validateLeaderValue(value);
     const core = this.#core;
     core.checkUsable(this.lease);
-    const held = await core.backendCall(() => proclaimStep(core.backend)(this.lease.name, this.lease.owner, value));
+    const held = await core.backendCall(() => proclaimStep(core)(this.lease.name, this.lease.owner, value));
     if (!held) {
       const reason = new LockhostError("LOST", `leadership of ${this.election} (term ${this.term}) was lost: another process released or took it`);
       if (this.lease.state === "held") core.markLost(this.lease, reason);

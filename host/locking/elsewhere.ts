@@ -1,7 +1,7 @@
 // Where else a lock of a name's key is held, for the operator who asked about a free name: the
 // same key in the other scope ("global:k" for "p:k", and back) and the other kinds of the name
 // and of that one. A lock looked up under the wrong scope or kind otherwise reads "not held".
-import { isSharedKind, type LockKind } from "../../kit/kinds.js";
+import type { LockKind } from "../../kit/kinds.js";
 import type { ServiceCore } from "./core.js";
 import { servedKinds } from "./kinds.js";
 import { otherScopeName } from "./scope.js";
@@ -28,8 +28,7 @@ export async function heldElsewhere(core: ServiceCore, name: string, kind: LockK
 }
 
 async function isHeld(core: ServiceCore, { name, kind }: LockRef): Promise<boolean> {
-  if (isSharedKind(kind)) return ((await core.shared(kind).status(name))?.holders.length ?? 0) > 0;
-  return (await core.backend.status(name)) !== null;
+  return ((await core.steps(kind).status(name))?.holders.length ?? 0) > 0;
 }
 
 /** Whether a derived name is one the backend may be asked about (a name at the length limit has no longer twin). */

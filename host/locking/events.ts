@@ -2,7 +2,7 @@
 // admin dashboard's live feed. Emitting costs nothing while nobody listens (a size check), so
 // the lock path pays only when an operator asked to see.
 
-import type { SharedKind } from "../../kit/kinds.js";
+import type { LockKind } from "../../kit/kinds.js";
 
 /** A lock event. Times are this host's clock (Date.now()); names are fully qualified. */
 export type LockEvent = (
@@ -13,7 +13,7 @@ export type LockEvent = (
   | { readonly type: "waited"; readonly name: string; readonly waitedMs: number; readonly outcome: "acquired" | "timeout" | "failed"; readonly atMs: number }
 ) & {
   /** The kind of lock, for a read/write lock or a semaphore; absent for a mutex (the default kind). */
-  readonly kind?: SharedKind;
+  readonly kind?: LockKind;
 };
 
 /** Told of each lock event; must not throw (a listener that does is dropped from that event only). */

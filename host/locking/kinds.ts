@@ -1,57 +1,37 @@
-// The lock kinds a LockService serves (mutex, read/write lock, semaphore) and the few steps the
-// lifecycle needs of each kind's store: renew, release, watch, and whether an owner still holds
-// a key. Every job of host/locking (renewal, release, waiting, loss checks) goes through these,
-// so the lifecycle is written once for every kind; a mutex's steps are the backend's own.
+// The lock kinds a LockService serves and the few things the lifecycle asks of each kind's
+// steps beyond kit/steps.ts: whether an owner still holds a key, a single renewal. Every job of
+// host/locking (renewal, release, waiting, loss checks, status, listing) goes through
+// ServiceCore.steps(kind), one interface for every kind.
 import { LockhostError } from "../../kit/errors.js";
-import type { LockBackend, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../kit/backend.js";
-import type { SharedSteps } from "../../kit/shared.js";
-import { isSharedKind, KINDS, LOCK_KINDS, type LockKind, type SharedKind } from "../../kit/kinds.js";
+import type { LockBackend, RenewResult } from "../../kit/backend.js";
+import type { KindSteps } from "../../kit/steps.js";
+import { KINDS, LOCK_KINDS, type LockKind } from "../../kit/kinds.js";
 
 export { FAIR, LOCK_KINDS, MUTEX, READ, WRITE, limitOf, modeOf, permitSpec, type LockKind, type LockSpec } from "../../kit/kinds.js";
 
-/** The steps of one kind's store that the lifecycle uses. */
-export interface KindSteps {
-  renew(key: string, owner: string, ttlMs: number): Promise<RenewResult>;
-  renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]>;
-  release(key: string, owner: string): Promise<ReleaseResult>;
-  watch(key: string, listener: () => void): ReleaseWatch;
-  /** Whether `owner` still holds `key` (after loss notices may have been missed). */
-  holds(key: string, owner: string): Promise<boolean>;
+const NOT_FOUND: RenewResult = Object.freeze({ ok: false, reason: "not_found" });
+
+/** One renewal through the kind's batch step. */
+export async function renewOne(steps: KindSteps, key: string, owner: string, ttlMs: number): Promise<RenewResult> {
+  return (await steps.renewMany([{ key, owner, ttlMs }]))[0] ?? NOT_FOUND;
 }
 
-/** A mutex's steps: the backend's own methods. */
-export function mutexSteps(backend: LockBackend): KindSteps {
-  return {
-    renew: (key, owner, ttlMs) => backend.renew(key, owner, ttlMs),
-    renewMany: (reqs) => backend.renewMany(reqs),
-    release: (key, owner) => backend.release(key, owner),
-    watch: (key, listener) => backend.watch(key, listener),
-    holds: async (key, owner) => (await backend.status(key))?.owner === owner,
-  };
+/** Whether `owner` still holds `key` (after loss notices may have been missed). */
+export async function holds(steps: KindSteps, key: string, owner: string): Promise<boolean> {
+  return (await steps.status(key))?.holders.some((h) => h.owner === owner) ?? false;
 }
 
-/** A shared kind's steps, as the lifecycle uses them. */
-export function sharedKindSteps(steps: SharedSteps): KindSteps {
-  return {
-    renew: async (key, owner, ttlMs) => (await steps.renewMany([{ key, owner, ttlMs }]))[0] ?? { ok: false, reason: "not_found" },
-    renewMany: (reqs) => steps.renewMany(reqs),
-    release: (key, owner) => steps.release(key, owner),
-    watch: (key, listener) => steps.watch(key, listener),
-    holds: async (key, owner) => (await steps.status(key))?.holders.some((h) => h.owner === owner) ?? false,
-  };
-}
-
-/** The backend's steps of a shared kind; INVALID_ARGUMENT naming the backend when it has none. */
-export function sharedStepsOf(backend: LockBackend, kind: SharedKind): SharedSteps {
-  if (typeof backend.shared !== "function") {
-    throw new LockhostError("INVALID_ARGUMENT", `backend ${backend.kind} has no ${KINDS[kind].plural} (it does not implement LockBackend.shared)`);
+/** The backend's steps of `kind`; INVALID_ARGUMENT naming the backend when it does not serve the kind. */
+export function stepsOf(backend: LockBackend, kind: LockKind): KindSteps {
+  if (!backend.kinds.includes(kind)) {
+    throw new LockhostError("INVALID_ARGUMENT", `backend ${backend.kind} has no ${KINDS[kind].plural} (its kinds are ${backend.kinds.join(", ")})`);
   }
-  return backend.shared(kind);
+  return backend.steps(kind);
 }
 
-/** The kinds `backend` serves, in table order: a backend without LockBackend.shared serves only the others. */
+/** The kinds `backend` serves, in table order. */
 export function servedKinds(backend: LockBackend): readonly LockKind[] {
-  return typeof backend.shared === "function" ? LOCK_KINDS : LOCK_KINDS.filter((kind) => !isSharedKind(kind));
+  return LOCK_KINDS.filter((kind) => backend.kinds.includes(kind));
 }
 
 /** The key of a lock's local wait queue: the name, apart per kind (a mutex "a" and a read/write lock "a" are two locks). */

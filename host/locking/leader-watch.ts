@@ -5,7 +5,8 @@
 // re-reads when the leader's lease is due to end, and at the service's poll interval; and a
 // leader that ends without a notice at all (a killed process) is noticed by the host's
 // sentinel (election-sentinel.ts), which pokes observers when it sees the leader change.
-import type { LockRecord } from "../../kit/backend.js";
+import type { KeyRecord } from "../../kit/steps.js";
+import { ELECTION } from "../../kit/kinds.js";
 import type { ServiceCore } from "./core.js";
 import { timerMs } from "./waiting.js";
 
@@ -13,7 +14,7 @@ import { timerMs } from "./waiting.js";
 export interface LeaderInfo {
   /** The election's name, as given. */
   readonly election: string;
-  /** The fully qualified name of its lock: "global:election:<name>". */
+  /** The fully qualified name of its lock, in the leader kind: "global:<name>". */
   readonly name: string;
   /** Whether someone leads. The fields below are set only then. */
   readonly held: boolean;
@@ -32,8 +33,9 @@ export interface LeaderInfo {
 }
 
 /** The leader of `election` from its lock's record. */
-export function leaderInfo(election: string, name: string, record: LockRecord | null): LeaderInfo {
-  if (record === null) return { election, name, held: false };
+export function leaderInfo(election: string, name: string, key: KeyRecord | null): LeaderInfo {
+  const record = key?.holders[0];
+  if (record === undefined) return { election, name, held: false };
   return {
     election, name, held: true,
     node: record.holder.node,
@@ -48,7 +50,7 @@ export function leaderInfo(election: string, name: string, record: LockRecord | 
 /** Reads who leads `election` (lock `name`) now. */
 export async function readLeader(core: ServiceCore, election: string, name: string): Promise<LeaderInfo> {
   core.checkOpen();
-  const record = await core.backendCall(() => core.backend.status(name));
+  const record = await core.backendCall(() => core.steps(ELECTION).status(name));
   return leaderInfo(election, name, record);
 }
 
@@ -70,7 +72,7 @@ export async function* observeLeader(core: ServiceCore, election: string, name: 
     pending = true;
     wake?.();
   };
-  const watch = core.backend.watch(name, poke);
+  const watch = core.steps(ELECTION).watch(name, poke);
   // A leader that ends without a notice (a killed process) is noticed by the host's sentinel.
   const unwatch = core.sentinel.watch(name, poke);
   let stopped = false;
@@ -105,11 +107,11 @@ export async function* observeLeader(core: ServiceCore, election: string, name: 
       }
       pending = false;
       core.checkOpen();
-      const record = await core.backendCall(() => core.backend.status(name));
+      const record = await core.backendCall(() => core.steps(ELECTION).status(name));
       const info = leaderInfo(election, name, record);
       // Next read without a wake: when the lease is due to end (expiry is not signalled by
       // every backend), else the poll interval (a pg session that died is not either).
-      nextReadMs = Math.min(record === null ? Infinity : record.ttlRemainingMs + 1, core.pollIntervalMs);
+      nextReadMs = Math.min(info.held ? record!.holders[0]!.ttlRemainingMs + 1 : Infinity, core.pollIntervalMs);
       const id = identity(info);
       if (id !== last) {
         last = id;

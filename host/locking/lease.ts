@@ -4,7 +4,7 @@
 // lease's deadline or state, at compile time or at run time.
 import { LockhostError } from "../../kit/errors.js";
 import type { Holder } from "../../kit/backend.js";
-import type { SharedMode } from "../../kit/shared.js";
+import type { LockMode } from "../../kit/common.js";
 import { MUTEX, type LockKind } from "../../kit/kinds.js";
 
 /** Where a lease stands, as the host last saw it. */
@@ -29,7 +29,7 @@ export interface LeaseInit
   readonly hooks?: LeaseHooks | undefined;
   /** What the lease holds (default a mutex, exclusive). */
   readonly kind?: LockKind;
-  readonly mode?: SharedMode;
+  readonly mode?: LockMode;
 }
 
 /**
@@ -65,7 +65,7 @@ export class Lease {
    */
   readonly kind: LockKind;
   /** "exclusive" (a mutex, a writer) or "shared" (a reader, a semaphore permit). */
-  readonly mode: SharedMode;
+  readonly mode: LockMode;
   /** The owner token: renew and release compare-and-set on it. */
   readonly owner: string;
   /** Strictly increasing per key across holders. */

@@ -1,23 +1,25 @@
-// The operator's listing of held locks: one page from the backend (LockBackend.list), each lock
-// with its age and the waiters this host has queued on it. Owner tokens are left out: with one,
-// anyone can release or restore the lock, and a listing goes to screens and dashboards.
-import type { LockRecord } from "../../kit/backend.js";
+// The operator's listing of held locks: pages from each kind's steps (KindSteps.list), each
+// holder with its lock's age and the waiters this host has queued on it.
 import { LockhostError } from "../../kit/errors.js";
 import type { ServiceCore } from "./core.js";
-import type { SharedMode } from "../../kit/shared.js";
-import { checkKind, isSharedKind, KINDS, LOCK_KINDS, type LockKind, type SharedKind } from "../../kit/kinds.js";
+import { checkKind, KINDS, LOCK_KINDS, type LockKind } from "../../kit/kinds.js";
+import type { HolderRecord } from "../../kit/steps.js";
 import { servedKinds, waitKey } from "./kinds.js";
 
-/** A held lock as listings show it: its record without the owner token, and what this host knows. */
-export type LockListing = Omit<LockRecord, "owner"> & {
+/**
+ * A holder of a lock as listings show it, without the owner token (with one, anyone can release
+ * or restore the lock, and a listing goes to screens and dashboards), and what this host knows.
+ * A row per holder: a read/write lock or a semaphore may have several.
+ */
+export interface LockListing extends Omit<HolderRecord, "owner"> {
+  /** The lock's fully qualified name. */
+  readonly name: string;
+  readonly kind: LockKind;
   /** How long ago it was acquired, on the server's clock as of the listing. */
   readonly ageMs: number;
   /** Acquisitions of this host waiting for it now (waiters on other hosts are not known here). */
   readonly waiters: number;
-  /** Its kind, and the holder's mode: a read/write lock or a semaphore has a row per holder. */
-  readonly kind: LockKind;
-  readonly mode: SharedMode;
-};
+}
 
 /** What to list (see LockService.list). */
 export interface ListOptions {
@@ -117,34 +119,17 @@ function parseCursor(text: string, kinds: readonly LockKind[]): { index: number;
   return { index, cursor: rest === "" ? undefined : rest };
 }
 
-/** One page of the locks of one kind. */
-function listKind(core: ServiceCore, kind: LockKind, request: PageRequest, plugin: string | undefined): Promise<LockListPage> {
-  return isSharedKind(kind) ? listShared(core, kind, request, plugin) : listMutexes(core, kind, request, plugin);
-}
-
-/** A page of locks with one holder each. */
-async function listMutexes(core: ServiceCore, kind: LockKind, request: PageRequest, plugin: string | undefined): Promise<LockListPage> {
-  const page = await core.backendCall(() => core.backend.list(request));
-  const mode = KINDS[kind].modes[0];
-  const locks: LockListing[] = [];
-  for (const { owner: _owner, ...record } of page.locks) {
-    if (plugin !== undefined && record.holder.plugin !== plugin) continue;
-    const nowMs = record.expiresAtMs - record.ttlRemainingMs;
-    locks.push({ ...record, ageMs: Math.max(0, nowMs - record.acquiredAtMs), waiters: core.waits.waitingOn(waitKey(kind, record.key)), kind, mode });
-  }
-  return page.cursor === undefined ? { locks } : { locks, cursor: page.cursor };
-}
-
-/** A page of read/write locks or semaphores: one row per live holder of each key listed. */
-async function listShared(core: ServiceCore, kind: SharedKind, request: PageRequest, plugin: string | undefined): Promise<LockListPage> {
-  const page = await core.backendCall(() => core.shared(kind).list(request));
+/** One page of the locks of one kind: a row per live holder of each key listed. */
+async function listKind(core: ServiceCore, kind: LockKind, request: PageRequest, plugin: string | undefined): Promise<LockListPage> {
+  const steps = core.steps(kind);
+  const page = await core.backendCall(() => steps.list(request));
   const locks: LockListing[] = [];
   for (const record of page.records) {
     const waiters = core.waits.waitingOn(waitKey(kind, record.key));
-    for (const { owner: _owner, mode, ...h } of record.holders) {
+    for (const { owner: _owner, ...h } of record.holders) {
       if (plugin !== undefined && h.holder.plugin !== plugin) continue;
       const nowMs = h.expiresAtMs - h.ttlRemainingMs;
-      locks.push({ key: record.key, ...h, ageMs: Math.max(0, nowMs - h.acquiredAtMs), waiters, kind, mode });
+      locks.push({ name: record.key, kind, ...h, ageMs: Math.max(0, nowMs - h.acquiredAtMs), waiters });
     }
   }
   return page.cursor === undefined ? { locks } : { locks, cursor: page.cursor };

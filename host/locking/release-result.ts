@@ -5,9 +5,10 @@ import { LockhostError } from "../../kit/errors.js";
 import type { ServiceCore } from "./core.js";
 import { Lease } from "./lease.js";
 import { release } from "./release.js";
-import { qualify, type Scope } from "./scope.js";
-import { scopeOf } from "./request.js";
-import { validateKey, validateOptions } from "./validate.js";
+import { waitKey } from "./kinds.js";
+import { checkRef, type LockRefOptions } from "./ref.js";
+import { validateKey } from "./validate.js";
+import type { LockKind } from "../../kit/kinds.js";
 
 /**
  * The final state of a lock a release was asked for:
@@ -21,38 +22,35 @@ import { validateKey, validateOptions } from "./validate.js";
  */
 export type ReleaseOutcome = "released" | "already_released" | "lost" | "not_found";
 
-/** Options of a release by key and owner token. */
-export interface ReleaseOptions {
-  /** Where the key lives (default "global"), as in tryLock. */
-  readonly scope?: Scope;
-}
+/** Options of a release by reference and owner token: the key's scope, and the lock's kind (default the mutex). */
+export type ReleaseOptions = LockRefOptions;
 
-/** A release's target, checked: the Lease, or the full name and owner token. */
-export type ReleaseTarget = Lease | { readonly name: string; readonly owner: string };
+/** A release's target, checked: the Lease, or the full name, kind and owner token. */
+export type ReleaseTarget = Lease | { readonly name: string; readonly kind: LockKind; readonly owner: string };
 
 /**
- * Checks the arguments of release/tryRelease: a Lease, or a key and owner token (with an
- * optional scope). Throws INVALID_ARGUMENT naming the argument at fault.
+ * Checks the arguments of release/tryRelease: a Lease, or a reference (a key, or `{ name }`) and
+ * owner token with options (scope, kind). Throws INVALID_ARGUMENT naming the argument at fault.
  */
 export function releaseTarget(target: unknown, owner: unknown, options: ReleaseOptions | undefined): ReleaseTarget {
   if (target instanceof Lease) {
     if (owner !== undefined) throw new LockhostError("INVALID_ARGUMENT", "owner must not be given with a Lease (the lease knows its owner)");
     return target;
   }
-  if (typeof target !== "string") {
-    throw new LockhostError("INVALID_ARGUMENT", `lease must be a Lease, or a key string followed by an owner token, got ${target === null ? "null" : typeof target}`);
+  if (typeof target !== "string" && (typeof target !== "object" || target === null)) {
+    throw new LockhostError("INVALID_ARGUMENT", `lease must be a Lease, or a key (or { name }) followed by an owner token, got ${target === null ? "null" : typeof target}`);
   }
-  validateKey(target);
+  const { name, kind } = checkRef(target, options);
   validateKey(owner, "owner");
-  return { name: qualify(target, scopeOf(validateOptions(options, "options"))), owner: owner as string };
+  return { name, kind, owner: owner as string };
 }
 
 /** Releases `target`, telling what became of it (see LockService.tryRelease). */
 export async function tryRelease(core: ServiceCore, target: ReleaseTarget): Promise<ReleaseOutcome> {
   core.checkOpen();
   const lease = target instanceof Lease ? target : core.held.get(target.owner);
-  if (lease !== undefined && lease.name === target.name) return releaseLease(core, lease);
-  return releaseByOwner(core, target.name, target.owner);
+  if (lease !== undefined && lease.name === target.name && lease.kind === (target instanceof Lease ? lease.kind : target.kind)) return releaseLease(core, lease);
+  return releaseByOwner(core, target as Exclude<ReleaseTarget, Lease>);
 }
 
 /** The error a throwing release raises for each outcome but "released". */
@@ -82,12 +80,13 @@ async function releaseLease(core: ServiceCore, lease: Lease): Promise<ReleaseOut
 }
 
 /** A lock this service has no lease for: taken elsewhere (or by an earlier run) under `owner`. */
-async function releaseByOwner(core: ServiceCore, name: string, owner: string): Promise<ReleaseOutcome> {
-  const result = await core.backendCall(() => core.backend.release(name, owner));
+async function releaseByOwner(core: ServiceCore, { name, kind, owner }: Exclude<ReleaseTarget, Lease>): Promise<ReleaseOutcome> {
+  const steps = core.steps(kind);
+  const result = await core.backendCall(() => steps.release(name, owner));
   if (result === "released") {
     core.released.add(owner);
     // The holder's own service hears of it through the backend (onLost); waiters here need no round trip.
-    core.waits.notify(name);
+    core.waits.notify(waitKey(kind, name));
     return "released";
   }
   if (core.released.has(owner)) return "already_released";
@@ -95,6 +94,6 @@ async function releaseByOwner(core: ServiceCore, name: string, owner: string): P
   // A backend may answer not_found from its own memory of that owner's ended lock (PostgreSQL
   // does) though another owner holds the key now: asked, so every backend gives one answer.
   // Only this rare path pays the round trip.
-  const record = await core.backendCall(() => core.backend.status(name));
-  return record !== null && record.owner !== owner ? "lost" : "not_found";
+  const record = await core.backendCall(() => steps.status(name));
+  return record !== null && record.holders.length > 0 && !record.holders.some((h) => h.owner === owner) ? "lost" : "not_found";
 }

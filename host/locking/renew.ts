@@ -2,6 +2,7 @@
 // does when the renewal manager reports (a renewal confirmed, failed, or a lease lost). The
 // manager itself (renewal.ts) owns the timer, the heap and the batching.
 import type { RenewResult } from "../../kit/backend.js";
+import { renewOne } from "./kinds.js";
 import { lostError, type ServiceCore } from "./core.js";
 import type { Lease } from "./lease.js";
 import { leases } from "./lease-control.js";
@@ -32,7 +33,7 @@ export async function renew(core: ServiceCore, lease: Lease, ttlMs: number): Pro
   const sentAt = performance.now();
   let result: RenewResult;
   try {
-    result = await core.backendCall(() => core.steps(lease.kind).renew(lease.name, lease.owner, ttlMs));
+    result = await core.backendCall(() => renewOne(core.steps(lease.kind), lease.name, lease.owner, ttlMs));
   } catch (err) {
     core.renewalsFailed++;
     throw err;

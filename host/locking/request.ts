@@ -1,12 +1,11 @@
 // One acquisition's inputs, checked once. The public tryLock/acquire check what they are given
 // and then hand a CheckedRequest to a path that trusts it; the guest runtime, which checks at
 // its own boundary, can build one and skip the service's checks on every later attempt.
-import { mutexSpecOf, type FairOption } from "./fair.js";
 import { LockhostError } from "../../kit/errors.js";
 import { DEFAULT_KEEPALIVE } from "./options.js";
 import { PLUGIN_NAME_PATTERN, qualify, type Scope } from "./scope.js";
 import { validateFlag, validateKey, validateLimit, validateOptions, validateOwner, validateTtl } from "./validate.js";
-import { KINDS, limitOf, MUTEX, type LockSpec } from "../../kit/kinds.js";
+import { KINDS, limitOf, MUTEX, type TakeSpec } from "../../kit/kinds.js";
 
 export type { LockSpec } from "../../kit/kinds.js";
 
@@ -59,7 +58,7 @@ export interface CheckedRequest {
   /** The caller's owner token; undefined: each attempt mints a fresh one. */
   readonly owner: string | undefined;
   /** What is taken: a mutex, a reader or writer of a read/write lock, or a semaphore's permit. */
-  readonly spec: LockSpec;
+  readonly spec: TakeSpec;
   readonly [checkedBrand]: true;
 }
 
@@ -67,7 +66,7 @@ export interface CheckedRequest {
  * Checks `key` and `options` once (key, TTL, scope, holder plugin) and returns them as a
  * CheckedRequest. Throws INVALID_ARGUMENT naming the input at fault.
  */
-export function checkRequest(key: string, options: TryLockOptions, spec: LockSpec = MUTEX): CheckedRequest {
+export function checkRequest(key: string, options: TryLockOptions, spec: TakeSpec = MUTEX): CheckedRequest {
   validateKey(key);
   validateOptions(options, "options", true);
   const ttlMs = validateTtl(options.ttlMs);
@@ -83,8 +82,6 @@ export function checkRequest(key: string, options: TryLockOptions, spec: LockSpe
   if (plugin !== "host" && (scope === "global" || plugin !== scope.plugin)) checkPlugin(plugin);
   const keepalive = validateFlag(options.keepalive, "keepalive") ?? DEFAULT_KEEPALIVE;
   const owner = options.owner === undefined ? undefined : validateOwner(options.owner);
-  // The mutex's short forms take `fair: true` for the fair mutex; checked here, with the rest.
-  if (spec === MUTEX && (options as FairOption).fair !== undefined) spec = mutexSpecOf(options as FairOption);
   const rule = KINDS[spec.kind].limit;
   if (rule !== null) validateLimit(limitOf(spec), rule);
   return { name: qualify(key, scope), key, scope, ttlMs, plugin, keepalive, owner, spec } as CheckedRequest;

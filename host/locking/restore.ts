@@ -5,14 +5,12 @@ import { closedError, lostError, type ServiceCore } from "./core.js";
 import { Lease } from "./lease.js";
 import { DEFAULT_KEEPALIVE } from "./options.js";
 import { setKeepalive } from "./renew.js";
-import { scopeOf } from "./request.js";
-import { qualify, type Scope } from "./scope.js";
-import { validateFlag, validateKey, validateOptions, validateTtl } from "./validate.js";
+import { checkRef, type CheckedRef, type LockRefInput, type LockRefOptions } from "./ref.js";
+import { kindName } from "./kinds.js";
+import { validateFlag, validateKey, validateTtl } from "./validate.js";
 
-/** Options of restore. */
-export interface RestoreOptions {
-  /** Where the key lives (default "global"). */
-  readonly scope?: Scope;
+/** Options of restore: the reference's scope and the lock's kind (default the mutex), and the restored lease's settings. */
+export interface RestoreOptions extends LockRefOptions {
   /** TTL for renewals of the restored lease (default: the TTL its current lease was set with). */
   readonly ttlMs?: number;
   /**
@@ -23,38 +21,39 @@ export interface RestoreOptions {
   readonly keepalive?: boolean;
 }
 
-/** The lease for `owner`'s lock on `key` (see LockService.restore). */
-export function restore(core: ServiceCore, key: string, owner: string, options: RestoreOptions): Promise<Lease> {
+/** The lease for `owner`'s lock `ref` (see LockService.restore). */
+export function restore(core: ServiceCore, ref: LockRefInput, owner: string, options: RestoreOptions): Promise<Lease> {
   if (core.closing) return Promise.reject(closedError());
-  let name: string;
+  let checked: CheckedRef;
   try {
-    validateKey(key);
+    checked = checkRef(ref, options);
     validateKey(owner, "owner");
-    validateOptions(options, "options");
     if (options.ttlMs !== undefined) validateTtl(options.ttlMs);
     validateFlag(options.keepalive, "keepalive");
-    name = qualify(key, scopeOf(options));
   } catch (err) {
     return Promise.reject(err);
   }
   // Tracked like an acquisition: close() waits for it, and it hands out no lease once closing.
-  return core.track(restoreNamed(core, name, owner, options));
+  return core.track(restoreNamed(core, checked, owner, options));
 }
 
-async function restoreNamed(core: ServiceCore, name: string, owner: string, options: RestoreOptions): Promise<Lease> {
+async function restoreNamed(core: ServiceCore, { name, kind }: CheckedRef, owner: string, options: RestoreOptions): Promise<Lease> {
   // Always asked, even for a lease this service holds: another process may have released or
   // force-released it, and a lease answered from memory alone would claim a lock nobody has.
   const sentAt = performance.now();
-  const record = await core.backendCall(() => core.backend.status(name));
+  const steps = core.steps(kind);
+  const found = await core.backendCall(() => steps.status(name));
   if (core.closing) throw closedError();
-  if (!record || record.owner !== owner) {
+  const holders = found?.holders ?? [];
+  const record = holders.find((h) => h.owner === owner);
+  if (!record) {
     const stale = core.held.get(owner);
-    if (stale?.name === name) core.markLost(stale, lostError(stale, record ? "mismatch" : "not_found"));
+    if (stale?.name === name && stale.kind === kind) core.markLost(stale, lostError(stale, holders.length > 0 ? "mismatch" : "not_found"));
     if (core.released.has(owner)) {
-      throw new LockhostError("ALREADY_RELEASED", `lock ${name} with that owner token was already released by this host`);
+      throw new LockhostError("ALREADY_RELEASED", `lock ${kindName(kind, name)} with that owner token was already released by this host`);
     }
-    if (!record) throw new LockhostError("NOT_FOUND", `no lock is held under ${name}`);
-    throw new LockhostError("OWNERSHIP_MISMATCH", `lock ${name} belongs to another owner token (fence ${record.fence}); nothing was changed`);
+    if (holders.length === 0) throw new LockhostError("NOT_FOUND", `no lock is held under ${kindName(kind, name)}`);
+    throw new LockhostError("OWNERSHIP_MISMATCH", `lock ${kindName(kind, name)} belongs to another owner token (fence ${holders[0]!.fence}); nothing was changed`);
   }
   // One lease per owner: the one this service holds (or a concurrent restore just made).
   const mine = sameLease(core, name, owner, options);
@@ -70,6 +69,8 @@ async function restoreNamed(core: ServiceCore, name: string, owner: string, opti
     deadline: sentAt + record.ttlRemainingMs,
     keepalive: options.keepalive ?? DEFAULT_KEEPALIVE,
     hooks: core.hooks,
+    kind,
+    mode: record.mode,
   });
   core.hold(lease);
   return lease;

@@ -19,13 +19,13 @@ import { checkRequest, type CheckedRequest, type TryLockOptions } from "./reques
 import { restore, type RestoreOptions } from "./restore.js";
 import { qualify } from "./scope.js";
 import { statsOf, type LockStats } from "./stats.js";
-import { forceRelease, nameOfKey, status, type LockRefOptions, type LockStatus, type StatusOptions } from "./status.js";
+import { forceRelease, status, type LockStatus, type StatusOptions } from "./status.js";
 import { heldElsewhere, type LockRef } from "./elsewhere.js";
 import { list, type ListOptions, type LockListPage } from "./list.js";
-import { forceReleaseShared, sharedStatus, type SharedLockStatus } from "./shared-status.js";
-import { kindName, MUTEX, permitSpec, READ, WRITE, type LockSpec } from "./kinds.js";
-import { mutexSpecOf, type FairOption } from "./fair.js";
-import { checkKind, LOCK_KINDS, SHARED_KINDS, type LockKind, type SharedKind } from "../../kit/kinds.js";
+import { kindName, MUTEX, type LockSpec } from "./kinds.js";
+import { specOf, type SpecOptions } from "./spec.js";
+import { checkRef, keyOf, nameOf, type LockRefInput, type LockRefOptions } from "./ref.js";
+import { checkKind, ELECTION, LOCK_KINDS, type LockKind } from "../../kit/kinds.js";
 import { LOCK_EVENT_TYPES, type LockEventListener, type LockEventType } from "./events.js";
 import { validateFlag, validateFunction, validateName, validateOptions, validateSignal, validateTtl, validateWaitMs } from "./validate.js";
 import { campaign, campaignWait, electionKey, electionRequest, type CampaignOptions, type Leadership } from "./election.js";
@@ -34,16 +34,16 @@ import { observeLeader, readLeader, type LeaderInfo } from "./leader-watch.js";
 export type { AcquireOptions } from "./acquire.js";
 export type { CheckedRequest, TryLockOptions } from "./request.js";
 export type { RestoreOptions } from "./restore.js";
-export type { LockRefOptions, LockStatus, StatusOptions } from "./status.js";
+export type { HolderStatus, LockStatus, StatusOptions } from "./status.js";
+export type { LockRefInput, LockRefOptions } from "./ref.js";
 export type { LockRef } from "./elsewhere.js";
 export type { ReleaseOptions, ReleaseOutcome } from "./release-result.js";
 export type { ListOptions, LockListing, LockListPage } from "./list.js";
 export type { LockEvent, LockEventListener, LockEventType } from "./events.js";
-export type { SharedHolderStatus, SharedLockStatus } from "./shared-status.js";
 export type { LockKind, LockSpec } from "./kinds.js";
-export type { FairOption } from "./fair.js";
+export type { FairOption, SpecOptions } from "./spec.js";
 export { LockSet, MAX_SET_KEYS } from "./lock-set.js";
-export { Leadership, ELECTION_PREFIX, MAX_LEADER_VALUE_BYTES, type CampaignOptions } from "./election.js";
+export { Leadership, MAX_LEADER_VALUE_BYTES, type CampaignOptions } from "./election.js";
 export type { LeaderInfo } from "./leader-watch.js";
 
 /** Options of a LockService. */
@@ -68,24 +68,25 @@ export interface WithLockOptions extends Omit<AcquireOptions, "waitMs"> {
   readonly waitMs?: number;
 }
 
-/** Options of a semaphore permit: the acquisition's options and the semaphore's number of permits. */
-export interface PermitOptions extends TryLockOptions {
-  /** How many permits the semaphore has (1 to MAX_PERMITS); every holder of a key must name the same. */
-  readonly permits: number;
-}
+/** Options of try (and tryLock): the acquisition's, and which kind of lock it takes (SpecOptions; a mutex by default). */
+export type TryOptions = TryLockOptions & SpecOptions;
 
-/** The spec of a permit (its number checked with the rest of the request). */
-function permitSpecOf(options: { readonly permits?: unknown } | undefined): LockSpec {
-  return permitSpec((options as { permits?: number } | undefined)?.permits as number);
-}
+/** Options of acquire: try's, and how long to wait. */
+export type WaitOptions = AcquireOptions & SpecOptions;
+
+/** Options of with (and withLock). */
+export type WithOptions = WithLockOptions & SpecOptions;
+
+/** What `with` runs under the lock. */
+export type LockedFn<T> = (signal: AbortSignal, lease: Lease) => Promise<T> | T;
 
 /** Validated, scoped locking over one backend, shared by every guest of a host. */
 export class LockService {
   readonly #core: ServiceCore;
 
   constructor(backend: LockBackend, options: LockServiceOptions) {
-    if (typeof backend !== "object" || backend === null || typeof backend.acquire !== "function") {
-      throw new LockhostError("INVALID_ARGUMENT", `backend must be a LockBackend, got ${backend === null ? "null" : typeof backend}`);
+    if (typeof backend !== "object" || backend === null || typeof backend.steps !== "function" || !Array.isArray(backend.kinds)) {
+      throw new LockhostError("INVALID_ARGUMENT", `backend must be a LockBackend (with kinds and steps(kind)), got ${backend === null ? "null" : typeof backend}`);
     }
     validateOptions(options, "options", true);
     if (typeof options.node !== "string" || options.node.length === 0) {
@@ -127,17 +128,34 @@ export class LockService {
     return this.#core.held.size;
   }
 
+  // The verbs (issue 24): try, acquire, with, release, renew, status, forceRelease, list, each
+  // taking a lock reference (a key in `options.scope`, default "global", or `{ name }`, a full
+  // name) and, in its options, which kind of lock (SpecOptions: a mutex when none is named; a
+  // read/write lock with `kind: "rw", mode`, a semaphore with `kind: "semaphore", permits`, a
+  // fair mutex with `fair: true`). Every kind has the same lifecycle (keepalive on by default,
+  // signal and onLost, release, renew, auto-release, close), options and errors; each kind has
+  // its own names, so a mutex "a" and a read/write lock "a" are two locks. tryLock and withLock
+  // are the mutex's short forms of try and with (they take the same options).
+
   /**
-   * Takes `key` (in `options.scope`, default "global") if it is free. Resolves to a Lease when
-   * acquired and to null when someone else holds it, also under the same `options.owner`
-   * (contention is not an error; locks are not reentrant). Keepalive is on unless
-   * `options.keepalive` is false (DEFAULT_KEEPALIVE). Rejects with a LockhostError on bad input
-   * (INVALID_ARGUMENT) or a backend failure (BACKEND_UNAVAILABLE). Rejects with CLOSED once
-   * close() has started, also when the backend answers after that: a lock acquired then is
-   * released on the backend at once, so close() never leaves a lease nobody can release.
+   * Takes the lock `ref` (of the kind `options` name; a mutex by default) if it can be had now.
+   * Resolves to a Lease when acquired and to null when held (contention is not an error; locks
+   * are not reentrant, also under the same `options.owner`): a mutex by anyone; a read lock by a
+   * writer or while a writer queues; a write lock by anyone; a semaphore when all its permits are
+   * taken; a fair mutex also while anyone waits for it. Keepalive is on unless `options.keepalive`
+   * is false (DEFAULT_KEEPALIVE). Rejects with a LockhostError on bad input (INVALID_ARGUMENT),
+   * a semaphore named with other permits than its live holders' (PERMITS_MISMATCH), a backend
+   * failure (BACKEND_UNAVAILABLE), and with CLOSED once close() has started, also when the
+   * backend answers after that: a lock acquired then is released on the backend at once, so
+   * close() never leaves a lease nobody can release.
    */
-  tryLock(key: string, options: TryLockOptions & FairOption): Promise<Lease | null> {
-    return this.#try(key, options, MUTEX);
+  try(ref: LockRefInput, options: TryOptions): Promise<Lease | null> {
+    return this.#try(ref, options);
+  }
+
+  /** The mutex's short form of try (the same options: `fair`, or another kind, may be named too). */
+  tryLock(key: LockRefInput, options: TryOptions): Promise<Lease | null> {
+    return this.#try(key, options);
   }
 
   /**
@@ -149,15 +167,17 @@ export class LockService {
   }
 
   /**
-   * Takes `key`, waiting up to `options.waitMs` (Infinity: no limit) for its holder to
-   * release it. Waiters on this host are served in arrival order; each is woken by a release
-   * (on any host sharing the backend), by the end of the holder's lease, or, as a fallback, by
-   * jittered polling. Rejects with TIMEOUT when the key stayed held (`details`: `waitedMs`,
-   * `key`, `scope` — "global" or the plugin — and the full `name`), with the signal's reason
-   * when `options.signal` aborts, and like tryLock on bad input or a backend failure.
+   * Takes the lock `ref`, waiting up to `options.waitMs` (Infinity: no limit) for it. Waiters on
+   * this host are served in arrival order; each is woken by a release (on any host sharing the
+   * backend), by the end of the holder's lease, or, as a fallback, by jittered polling. A waiting
+   * writer (or fair mutex waiter) takes a place in the key's queue across hosts: readers arriving
+   * after it wait behind it, and it leaves the queue when it gives up. Rejects with TIMEOUT when
+   * the lock stayed held (`details`: `waitedMs`, `key`, `scope` — "global" or the plugin — and
+   * the full `name`), with the signal's reason when `options.signal` aborts, and like try on bad
+   * input or a backend failure.
    */
-  async acquire(key: string, options: AcquireOptions & FairOption): Promise<Lease> {
-    return this.#acquire(key, options, MUTEX);
+  async acquire(ref: LockRefInput, options: WaitOptions): Promise<Lease> {
+    return this.#acquire(ref, options, specOf(options));
   }
 
   /**
@@ -170,94 +190,33 @@ export class LockService {
   }
 
   /**
-   * Runs `fn` holding `key`, and always releases it afterwards. `fn` gets an AbortSignal that
-   * aborts when the lock is lost (or when `options.signal` aborts) and the Lease. With
-   * `waitMs` 0 (the default) a held key rejects at once with CONTENDED. Keepalive is on unless
-   * `options.keepalive` is false, as in tryLock. Resolves to what `fn` returns; a failed
-   * release is not an error of the call (the lock ends at its TTL).
+   * Runs `fn` holding the lock `ref`, and always releases it afterwards. `fn` gets an AbortSignal
+   * that aborts when the lock is lost (or when `options.signal` aborts) and the Lease. With
+   * `waitMs` 0 (the default) a held lock rejects at once with CONTENDED. Keepalive is on unless
+   * `options.keepalive` is false, as in try. Resolves to what `fn` returns; a failed release is
+   * not an error of the call (the lock ends at its TTL).
    */
-  async withLock<T>(
-    key: string,
-    fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T,
-    options: WithLockOptions & FairOption,
-  ): Promise<T> {
-    return this.#with(key, fn, options, MUTEX);
+  with<T>(ref: LockRefInput, fn: LockedFn<T>, options: WithOptions): Promise<T> {
+    return this.#with(ref, fn, options);
   }
 
-  // Read/write locks and semaphores (issue 14). The same lifecycle as a mutex (keepalive on by
-  // default, signal and onLost, release, renew, auto-release, close), the same options and
-  // errors; each kind has its own names, so a mutex "a" and a read/write lock "a" are two locks.
-  // They need a backend with LockBackend.shared (memory, redis, pg); another rejects with
-  // INVALID_ARGUMENT naming it.
-
-  /**
-   * Takes a read lock on `key` if no writer holds it and none waits (writer preference):
-   * readers share the key. A Lease (kind "rw", mode "shared") or null, as tryLock.
-   */
-  tryRead(key: string, options: TryLockOptions): Promise<Lease | null> {
-    return this.#try(key, options, READ);
-  }
-
-  /** Takes the write lock on `key` if nobody holds it (no reader, no writer) and no writer queues before it. */
-  tryWrite(key: string, options: TryLockOptions): Promise<Lease | null> {
-    return this.#try(key, options, WRITE);
-  }
-
-  /** tryRead, waiting up to `options.waitMs` as acquire does (woken by releases, not polling). */
-  acquireRead(key: string, options: AcquireOptions): Promise<Lease> {
-    return this.#acquire(key, options, READ);
+  /** The mutex's short form of with (the same options). */
+  withLock<T>(key: LockRefInput, fn: LockedFn<T>, options: WithOptions): Promise<T> {
+    return this.#with(key, fn, options);
   }
 
   /**
-   * tryWrite, waiting up to `options.waitMs`. A waiting writer takes a place in the key's writer
-   * queue: readers arriving after it wait behind it, and writers are served first come, first
-   * served across hosts. A writer that gives up (timeout, signal, close) leaves the queue.
-   */
-  acquireWrite(key: string, options: AcquireOptions): Promise<Lease> {
-    return this.#acquire(key, options, WRITE);
-  }
-
-  /** withLock with a read lock. */
-  withRead<T>(key: string, fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T, options: WithLockOptions): Promise<T> {
-    return this.#with(key, fn, options, READ);
-  }
-
-  /** withLock with the write lock. */
-  withWrite<T>(key: string, fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T, options: WithLockOptions): Promise<T> {
-    return this.#with(key, fn, options, WRITE);
-  }
-
-  /**
-   * Takes one of `options.permits` permits (1 to MAX_PERMITS) of the semaphore `key`: a Lease
-   * (kind "semaphore", mode "shared"), or null when all are taken. The key keeps the number its
-   * live holders took it with: naming another rejects with PERMITS_MISMATCH (not retryable)
-   * until the last of them lets go.
-   */
-  tryPermit(key: string, options: PermitOptions): Promise<Lease | null> {
-    return this.#try(key, options, permitSpecOf(options));
-  }
-
-  /** tryPermit, waiting up to `options.waitMs` for a permit. */
-  acquirePermit(key: string, options: AcquireOptions & PermitOptions): Promise<Lease> {
-    return this.#acquire(key, options, permitSpecOf(options));
-  }
-
-  /** withLock holding a permit of the semaphore `key`. */
-  withPermit<T>(key: string, fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T, options: WithLockOptions & PermitOptions): Promise<T> {
-    return this.#with(key, fn, options, permitSpecOf(options));
-  }
-
-  /**
-   * Takes every key of `keys` (one kind: `spec`, the mutex by default; one scope) or none:
+   * Takes every key of `keys` (one kind, named in `options` as for try; one scope) or none:
    * in one canonical order (the full names' UTF-8 bytes), so callers naming the same keys in
    * any order never deadlock, and releasing the keys taken so far when one is held. A LockSet
    * (a lease and a fence per key, one signal, one `release()`) or null when a key is held.
    * INVALID_ARGUMENT for an empty list, over MAX_SET_KEYS keys, a key named twice, or an
-   * `owner` (each lock gets its own); otherwise as tryLock.
+   * `owner` (each lock gets its own); otherwise as try.
    */
-  async tryMany(keys: readonly string[], options: TryLockOptions, spec: LockSpec = MUTEX): Promise<LockSet | null> {
+  async tryMany(keys: readonly string[], options: TryOptions): Promise<LockSet | null> {
+    const spec = specOf(options);
     const ordered = canonicalKeys(keys, options);
-    return takeAll(ordered, { take: (key) => this.#try(key, options, spec), release: (lease) => this.release(lease) });
+    return takeAll(ordered, { take: (key) => this.#tryAs(key, options, spec), release: (lease) => this.release(lease) });
   }
 
   /**
@@ -265,7 +224,8 @@ export class LockService {
    * canonical order; TIMEOUT (naming the key that stayed held) when they did not all come in
    * time, with the keys taken so far released.
    */
-  async acquireMany(keys: readonly string[], options: AcquireOptions, spec: LockSpec = MUTEX): Promise<LockSet> {
+  async acquireMany(keys: readonly string[], options: WaitOptions): Promise<LockSet> {
+    const spec = specOf(options);
     const ordered = canonicalKeys(keys, options);
     const startedAt = performance.now();
     const set = await takeAll(ordered, {
@@ -276,55 +236,50 @@ export class LockService {
     return set!;
   }
 
-  /** The holders (owner tokens left out) and writer queue of a read/write lock or semaphore on `key` in `options.scope`; null when it has neither. */
-  sharedStatus(kind: SharedKind, key: string, options?: LockRefOptions): Promise<SharedLockStatus | null> {
-    return this.#defer(() => sharedStatus(this.#core, checkKind(kind, SHARED_KINDS), nameOfKey(key, options, "sharedStatus")));
-  }
-
-  /** sharedStatus for the fully qualified `name`. */
-  sharedStatusByName(kind: SharedKind, name: string): Promise<SharedLockStatus | null> {
-    return this.#defer(() => sharedStatus(this.#core, checkKind(kind, SHARED_KINDS), validateName(name)));
-  }
-
-  /** Removes every holder of a read/write lock or semaphore (an operator action); this service's leases on it are lost at once. Resolves to how many held it. */
-  forceReleaseShared(kind: SharedKind, key: string, options?: LockRefOptions): Promise<number> {
-    return this.#defer(() => forceReleaseShared(this.#core, checkKind(kind, SHARED_KINDS), nameOfKey(key, options, "forceReleaseShared")));
-  }
-
-  /** forceReleaseShared for the fully qualified `name`. */
-  forceReleaseSharedByName(kind: SharedKind, name: string): Promise<number> {
-    return this.#defer(() => forceReleaseShared(this.#core, checkKind(kind, SHARED_KINDS), validateName(name)));
-  }
-
   /** Every try of every kind. Not async: the lock path is measured in microseconds, and one more frame is one more microtask. */
-  #try(key: string, options: TryLockOptions, spec: LockSpec): Promise<Lease | null> {
+  #try(ref: LockRefInput, options: TryOptions): Promise<Lease | null> {
+    let spec: LockSpec;
+    try {
+      spec = specOf(options);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.#tryAs(ref, options, spec);
+  }
+
+  #tryAs(ref: LockRefInput, options: TryLockOptions, spec: LockSpec): Promise<Lease | null> {
     if (this.#core.closing) return Promise.reject(closedError());
     let request: CheckedRequest;
     try {
-      request = checkRequest(key, options, spec);
+      // A key (the common case) goes straight in: no object made on the lock path.
+      if (typeof ref === "string") request = checkRequest(ref, options, spec);
+      else {
+        const { key, options: scoped } = keyOf(ref, options);
+        request = checkRequest(key, scoped, spec);
+      }
     } catch (err) {
       return Promise.reject(err);
     }
     return tryChecked(this.#core, request);
   }
 
-  async #acquire(key: string, options: AcquireOptions, spec: LockSpec): Promise<Lease> {
+  async #acquire(ref: LockRefInput, options: AcquireOptions, spec: LockSpec): Promise<Lease> {
     if (this.#core.closing) throw closedError();
-    const request = checkRequest(key, options, spec);
+    const { key, options: scoped } = keyOf(ref, options);
+    const request = checkRequest(key, scoped, spec);
     const waitMs = validateWaitMs(options.waitMs);
     return acquireChecked(this.#core, request, waitMs, validateSignal(options.signal, "signal"));
   }
 
-  async #with<T>(key: string, fn: (signal: AbortSignal, lease: Lease) => Promise<T> | T, options: WithLockOptions, given: LockSpec): Promise<T> {
+  async #with<T>(ref: LockRefInput, fn: LockedFn<T>, options: WithOptions): Promise<T> {
     validateFunction(fn, "fn");
-    // Resolved here too, as the CONTENDED message names the kind.
-    const spec = given === MUTEX ? mutexSpecOf(options as FairOption) : given;
     validateOptions(options, "options", true);
+    const spec = specOf(options);
     validateSignal(options.signal, "signal");
     const taking = { ...options, keepalive: validateFlag(options.keepalive, "keepalive") ?? DEFAULT_KEEPALIVE };
     options.signal?.throwIfAborted();
-    const lease = options.waitMs !== undefined && options.waitMs !== 0 ? await this.#acquire(key, { ...taking, waitMs: options.waitMs }, spec) : await this.#try(key, taking, spec);
-    if (!lease) throw new LockhostError("CONTENDED", `lock ${kindName(spec.kind, qualify(key, options.scope ?? "global"))} is held by someone else`);
+    const lease = options.waitMs !== undefined && options.waitMs !== 0 ? await this.#acquire(ref, { ...taking, waitMs: options.waitMs }, spec) : await this.#tryAs(ref, taking, spec);
+    if (!lease) throw new LockhostError("CONTENDED", `lock ${kindName(spec.kind, nameOf(ref, options))} is held by someone else`);
     try {
       const signal = options.signal ? AbortSignal.any([lease.signal, options.signal]) : lease.signal;
       return await fn(signal, lease);
@@ -343,13 +298,14 @@ export class LockService {
   }
 
   /**
-   * A Lease for a lock taken by another process (or another guest) that handed over its owner
-   * token, so this one can renew or release it. Rejects with NOT_FOUND when nobody holds
-   * `key`, OWNERSHIP_MISMATCH when someone else does, ALREADY_RELEASED when this service
-   * released that owner's lock itself. A lease this service already holds is returned as is.
+   * A Lease for the lock `ref` (of `options.kind`, the mutex by default) taken by another
+   * process (or another guest) that handed over its owner token, so this one can renew or
+   * release it. Rejects with NOT_FOUND when nobody holds it, OWNERSHIP_MISMATCH when only others
+   * do, ALREADY_RELEASED when this service released that owner's lock itself. A lease this
+   * service already holds is returned as is.
    */
-  restore(key: string, owner: string, options: RestoreOptions = {}): Promise<Lease> {
-    return restore(this.#core, key, owner, options);
+  restore(ref: LockRefInput, owner: string, options: RestoreOptions = {}): Promise<Lease> {
+    return restore(this.#core, ref, owner, options);
   }
 
   /** Turns keepalive on or off for a held lease. */
@@ -440,19 +396,18 @@ export class LockService {
   }
 
   /**
-   * Who holds `key` in `options.scope` (default "global"): the same key and scope tryLock
-   * takes. A key starting with "global:" with no scope given is refused (INVALID_ARGUMENT): it
-   * is a full name, for statusByName (or give `scope: "global"` for such a key). When nobody
-   * holds it, `heldElsewhere` lists the locks of that key held in the other scope or of
-   * another kind, if any (unless `options.elsewhere` is false).
+   * Who holds the lock `ref` (a key in `options.scope`, default "global", as try takes it, or
+   * `{ name }`) of `options.kind` (default the mutex): its holders (owner tokens left out), the
+   * limit they took it with, and its queue. A key starting with "global:" with no scope given is
+   * refused (INVALID_ARGUMENT): it is a full name, for `{ name }`. When nobody holds it,
+   * `heldElsewhere` lists the locks of that key held in the other scope or of another kind, if
+   * any (unless `options.elsewhere` is false).
    */
-  async status(key: string, options?: LockRefOptions & StatusOptions): Promise<LockStatus> {
-    return status(this.#core, nameOfKey(key, options, "status"), checkStatusOptions(options));
-  }
-
-  /** Who holds the lock with the fully qualified `name` (as logs and `lockhost status` show it, e.g. "global:a"), as status. */
-  async statusByName(name: string, options?: StatusOptions): Promise<LockStatus> {
-    return status(this.#core, validateName(name), checkStatusOptions(validateOptions(options, "options")));
+  status(ref: LockRefInput, options?: LockRefOptions & StatusOptions): Promise<LockStatus> {
+    return this.#defer(() => {
+      const { name, kind } = checkRef(ref, options);
+      return status(this.#core, name, kind, checkStatusOptions(options));
+    });
   }
 
   /**
@@ -468,18 +423,15 @@ export class LockService {
   }
 
   /**
-   * Deletes the lock on `key` in `options.scope` (default "global") whoever holds it (an
-   * operator action); true when one was held, false when nobody did. Takes its key as status
-   * does. When this service itself held it, that lease is lost at once (its signal aborts),
-   * rather than at its next renewal.
+   * Removes every holder of the lock `ref` of `options.kind` (an operator action), named as
+   * status names it; resolves to how many held it (0: nobody did). This service's leases on it
+   * are lost at once (their signals abort), rather than at their next renewal.
    */
-  async forceRelease(key: string, options?: LockRefOptions): Promise<boolean> {
-    return forceRelease(this.#core, nameOfKey(key, options, "forceRelease"));
-  }
-
-  /** forceRelease for the lock with the fully qualified `name` (e.g. "global:a", "billing:nightly"). */
-  async forceReleaseByName(name: string): Promise<boolean> {
-    return forceRelease(this.#core, validateName(name));
+  forceRelease(ref: LockRefInput, options?: LockRefOptions): Promise<number> {
+    return this.#defer(() => {
+      const { name, kind } = checkRef(ref, options);
+      return forceRelease(this.#core, name, kind);
+    });
   }
 
   /**
@@ -523,9 +475,10 @@ export class LockService {
     return close(this.#core, options.closeBackend ?? true);
   }
 
-  // Leader election (issue 24): a leader holds the mutex `election:<name>` (in `options.scope`,
-  // default "global") with keepalive, its record carries the leader's value, and its term is the
-  // lease's fence. Needs a backend with LockBackend.proclaim (memory, redis, pg).
+  // Leader election (issue 24), the kind-table row "leader": a leader holds its election's key
+  // (in `options.scope`, default "global") with keepalive, its record carries the leader's value,
+  // and its term is the lease's fence. Needs a backend whose leader steps have proclaim (memory,
+  // redis, pg).
 
   /**
    * Campaigns for leadership of `election`, waiting (woken by releases, not polling) until this
@@ -553,7 +506,7 @@ export class LockService {
 
   /** Who leads `election` (in `options.scope`, default "global") now: node, value, term, since. */
   leader(election: string, options?: LockRefOptions): Promise<LeaderInfo> {
-    return this.#defer(() => readLeader(this.#core, election, nameOfKey(electionKey(election), options, "leader")));
+    return this.#defer(() => readLeader(this.#core, election, nameOf(electionKey(election), options)));
   }
 
   /**
@@ -562,7 +515,7 @@ export class LockService {
    * breaks or the service closes. Also re-reads when the leader's lease is due to end.
    */
   observe(election: string, options?: LockRefOptions & { readonly signal?: AbortSignal }): AsyncGenerator<LeaderInfo, void, undefined> {
-    const name = nameOfKey(electionKey(election), options, "observe");
+    const name = nameOf(electionKey(election), options);
     return observeLeader(this.#core, election, name, validateSignal(options?.signal, "signal"));
   }
 }
@@ -570,6 +523,7 @@ export class LockService {
 /** The status options, checked (INVALID_ARGUMENT naming a bad `elsewhere`). */
 function checkStatusOptions(options: StatusOptions | undefined): StatusOptions | undefined {
   validateFlag(options?.elsewhere, "elsewhere");
+  validateFlag(options?.owners, "owners");
   return options;
 }
 

@@ -24,7 +24,11 @@ export function validateKey(key: unknown, argName = "key"): string {
  * (scope prefix included) of at most MAX_NAME_BYTES UTF-8 bytes.
  */
 export function validateName(name: unknown, argName = "name"): string {
-  return validateString(name, argName, MAX_NAME_BYTES);
+  const value = validateString(name, argName, MAX_NAME_BYTES);
+  // A full name starts with its scope; a control character there would reach into the namespace
+  // a store keeps for another kind (KindRow.namespace).
+  if (value.charCodeAt(0) < 0x20) throw new LockhostError("INVALID_ARGUMENT", `${argName} must start with its scope ("global:" or a plugin name), got a control character`);
+  return value;
 }
 
 /** The error for a key of `bytes` UTF-8 bytes when that is over MAX_KEY_BYTES, else undefined. */

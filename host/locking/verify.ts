@@ -4,7 +4,8 @@
 // renewal or never (a lease without keepalive would otherwise look held until its TTL).
 import { LockhostError } from "../../kit/errors.js";
 import type { Lease } from "./lease.js";
-import { waitKey, type KindSteps, type LockKind } from "./kinds.js";
+import { holds, waitKey, type LockKind } from "./kinds.js";
+import type { KindSteps } from "../../kit/steps.js";
 
 /** The parts of a service's core this needs (core.ts calls it, so it does not import core). */
 export interface HeldBooks {
@@ -31,13 +32,13 @@ export async function verifyHeld(core: HeldBooks): Promise<void> {
 }
 
 async function verifyOne(core: HeldBooks, lease: Lease): Promise<void> {
-  let holds: boolean;
+  let held: boolean;
   try {
-    holds = await core.steps(lease.kind).holds(lease.name, lease.owner);
+    held = await holds(core.steps(lease.kind), lease.name, lease.owner);
   } catch {
     return; // the store is not answering: its next renewal or the next reconnect will tell
   }
   // Released or lost here meanwhile, or being force-released by this service: nothing to tell.
-  if (holds || core.held.get(lease.owner) !== lease || core.forceReleasing.has(waitKey(lease.kind, lease.name))) return;
+  if (held || core.held.get(lease.owner) !== lease || core.forceReleasing.has(waitKey(lease.kind, lease.name))) return;
   core.markLost(lease, new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) was lost: another process released, force-released or took it while this host's notices were interrupted`));
 }

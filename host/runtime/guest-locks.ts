@@ -9,9 +9,9 @@ import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { Lease } from "../locking/lease.js";
 import { qualify, type Scope } from "../locking/scope.js";
 import { checkRequest, type CheckedRequest } from "../locking/request.js";
-import type { LockService, SharedLockStatus } from "../locking/service.js";
+import type { LockService, LockStatus } from "../locking/service.js";
 import { kindName, MUTEX, type LockSpec } from "../locking/kinds.js";
-import { flaggedSpec, KINDS, SHARED_KINDS, type SharedKind } from "../../kit/kinds.js";
+import { flaggedSpec, KINDS, LEADER, QUEUE_KINDS, type QueueKind } from "../../kit/kinds.js";
 import { validateTtl, validateWaitMs } from "../locking/validate.js";
 import { electionKey, validateLeaderValue, type Leadership } from "../locking/election.js";
 import { stateOf } from "./abi-args.js";
@@ -338,19 +338,21 @@ export class GuestLocks {
     try {
       const scope = this.#scopeOf(key, flags);
       const kind = sharedKindOfFlags(flags);
-      if (kind !== undefined) return textReply(sharedStatusJson(key, kind, await this.#service.sharedStatusByName(kind, qualify(key, scope))));
-      // A guest reads `held`; the operator's hint of locks held elsewhere would cost it five more reads.
-      const s = await this.#service.statusByName(qualify(key, scope), { elsewhere: false });
+      // A guest reads `held`; the operator's hint of locks held elsewhere would cost it more reads.
+      const s = await this.#service.status({ name: qualify(key, scope) }, { ...(kind !== undefined && { kind }), elsewhere: false });
+      if (kind !== undefined) return textReply(sharedStatusJson(s));
+      const one = s.holders[0];
+      // ABI v1's mutex status: the holder's fields at the top.
       const json = JSON.stringify(
-        s.held
+        one !== undefined
           ? {
-              key: s.key, held: true, holder: { plugin: s.holder.plugin, node: s.holder.node },
-              fence: s.fence, acquired_at_ms: s.acquiredAtMs, expires_at_ms: s.expiresAtMs,
-              ttl_remaining_ms: s.ttlRemainingMs, ttl_ms: s.ttlMs,
+              key: s.name, held: true, holder: { plugin: one.plugin, node: one.node },
+              fence: one.fence, acquired_at_ms: one.acquiredAtMs, expires_at_ms: one.expiresAtMs,
+              ttl_remaining_ms: one.ttlRemainingMs, ttl_ms: one.ttlMs,
             }
-          : { key: s.key, held: false },
+          : { key: s.name, held: false },
       );
-      return { result: Buffer.byteLength(json), text: json };
+      return textReply(json);
     } catch (err) {
       return this.failure(err);
     }
@@ -500,7 +502,7 @@ export class GuestLocks {
 
   /**
    * `lock.campaign` (`waitMs` > 0) and `lock.try_campaign` (0: TRY_CONTENDED while another
-   * leads): a handle for the leadership of election `key` (the lock `election:<key>`, kept
+   * leads): a handle for the leadership of election `key` (the key in the leader kind, kept
    * alive), proclaiming `value`. The wait is cut to the call's time limit as acquire's is.
    */
   async campaign(key: string, value: string, ttlMs: number, waitMs: number, flags: number, limit?: WaitLimit): Promise<AbiReply> {
@@ -509,7 +511,7 @@ export class GuestLocks {
       this.#checkRoom();
       const lockKey = electionKey(key);
       const scope = this.#scopeOf(lockKey, flags);
-      const request = checkRequest(lockKey, { ttlMs, scope, plugin: this.#policy.plugin, keepalive: true });
+      const request = checkRequest(lockKey, { ttlMs, scope, plugin: this.#policy.plugin, keepalive: true }, LEADER);
       validateLeaderValue(value);
       validateWaitMs(waitMs);
       if (this.#cancelled && waitMs > 0) throw this.#cancelled;
@@ -576,21 +578,21 @@ const noop = (): void => undefined;
 const heldLock = (handle: number, lease: Lease): HeldLock => ({ handle, name: lease.name, kind: lease.kind, fence: lease.fence });
 
 /** The kind a status call's flags ask for (each kind's status flag): undefined for the mutex; two at once is INVALID_ARGUMENT. */
-function sharedKindOfFlags(flags: number): SharedKind | undefined {
-  const asked = SHARED_KINDS.filter((kind) => (flags & KINDS[kind].statusFlag) !== 0);
-  if (asked.length > 1) throw new LockhostError("INVALID_ARGUMENT", `flags may hold ${SHARED_KINDS.map((kind) => KINDS[kind].statusFlagName).join(" or ")}, not ${asked.length === 2 ? "both" : "several"}`);
+function sharedKindOfFlags(flags: number): QueueKind | undefined {
+  const asked = QUEUE_KINDS.filter((kind) => (flags & KINDS[kind].statusFlag) !== 0);
+  if (asked.length > 1) throw new LockhostError("INVALID_ARGUMENT", `flags may hold ${QUEUE_KINDS.map((kind) => KINDS[kind].statusFlagName).join(" or ")}, not ${asked.length === 2 ? "both" : "several"}`);
   return asked[0];
 }
 
 /** The status JSON of a read/write lock or semaphore, in the ABI's snake_case. */
-function sharedStatusJson(key: string, kind: SharedKind, s: SharedLockStatus | null): string {
+function sharedStatusJson(s: LockStatus): string {
   return JSON.stringify({
-    key: s?.name ?? key,
-    kind,
-    held: s !== null && s.holders.length > 0,
-    limit: s?.limit ?? 0,
-    queued: s?.queued ?? 0,
-    holders: (s?.holders ?? []).map((h) => ({
+    key: s.name,
+    kind: s.kind,
+    held: s.held,
+    limit: s.limit,
+    queued: s.queued,
+    holders: s.holders.map((h) => ({
       mode: h.mode, fence: h.fence, holder: { plugin: h.plugin, node: h.node },
       acquired_at_ms: h.acquiredAtMs, expires_at_ms: h.expiresAtMs, ttl_remaining_ms: h.ttlRemainingMs, ttl_ms: h.ttlMs,
     })),

@@ -2,7 +2,7 @@
 import pg from "pg";
 import { Redis } from "ioredis";
 import { holdersTableOf } from "../../plugins/backends/pg/sql.js";
-import { dropSharedSql } from "../../plugins/backends/pg/shared-sql.js";
+import { dropSharedSql } from "../../plugins/backends/pg/queue-sql.js";
 
 /** Deletes every Redis key under `prefix`. */
 export async function dropRedisPrefix(url: string, prefix: string): Promise<void> {

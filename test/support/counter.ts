@@ -1,5 +1,6 @@
-// A listener that counts its calls, for tests of release notifications (LockBackend.watch).
-import type { LockBackend, ReleaseWatch } from "../../kit/backend.js";
+// A listener that counts its calls, for tests of release notifications (KindSteps.watch, and a
+// backend's own mutex watch).
+import type { KindSteps, ReleaseWatch } from "../../kit/backend.js";
 
 /** A counting listener. */
 export interface CallCounter {
@@ -40,7 +41,7 @@ export function callCounter(): CallCounter {
 
 /** A counting watch of `key` on `backend`, once it is ready. */
 export async function watchCounting(
-  backend: Pick<LockBackend, "watch">,
+  backend: Pick<KindSteps, "watch">,
   key: string,
 ): Promise<CallCounter & { readonly watch: ReleaseWatch }> {
   const counter = callCounter();

@@ -2,24 +2,31 @@
 // outage. Used to test the callers' error paths; the real-server fault tests belong to the
 // Redis and PostgreSQL backends.
 import { LockhostError } from "../../kit/errors.js";
-import type { LockBackend } from "../../kit/backend.js";
+import type { KindSteps, LockBackend } from "../../kit/backend.js";
 
 const down = (): Promise<never> => Promise.reject(new LockhostError("BACKEND_UNAVAILABLE", "backend unreachable (test)"));
 
-/** A LockBackend that is always down. */
+/** The mutex's steps on a server that is down. */
+const downSteps: KindSteps = {
+  kind: "mutex",
+  acquire: down,
+  renewMany: down,
+  release: down,
+  leaveQueue: down,
+  // Nothing can be subscribed to: waiters fall back to polling.
+  watch: () => ({ ready: Promise.resolve(), close: () => undefined }),
+  status: down,
+  forceRelease: down,
+  list: down,
+};
+
+/** A LockBackend (of mutexes) that is always down. */
 export function unreachableBackend(): LockBackend {
   return {
     kind: "unreachable",
     distributed: true,
-    acquire: down,
-    renew: down,
-    renewMany: down,
-    release: down,
-    // Nothing can be subscribed to: waiters fall back to polling.
-    watch: () => ({ ready: Promise.resolve(), close: () => undefined }),
-    status: down,
-    forceRelease: down,
-    list: down,
+    kinds: ["mutex"],
+    steps: () => downSteps,
     ping: down,
     close: () => Promise.resolve(),
   };

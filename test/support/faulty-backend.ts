@@ -2,7 +2,8 @@
 // releases. For the callers' race and error paths; the real-server fault tests belong to the
 // Redis and PostgreSQL backends.
 import { LockhostError } from "../../kit/errors.js";
-import type { AcquireRequest, AcquireResult, LockBackend, ReleaseResult } from "../../kit/backend.js";
+import type { AcquireRequest, AcquireResult, KindSteps, LockBackend, ReleaseResult, RenewRequest, RenewResult } from "../../kit/backend.js";
+import type { LockKind } from "../../kit/kinds.js";
 import { MemoryBackend } from "../../plugins/backends/memory/index.js";
 
 /** Faults to inject; change them at any time. */
@@ -17,12 +18,10 @@ export interface Faults {
   failRenewals: number;
 }
 
-/** A MemoryBackend (`inner`) behind injectable faults. */
-export function faultyBackend(inner = new MemoryBackend()): { backend: LockBackend; inner: MemoryBackend; faults: Faults } {
-  const faults: Faults = { acquireDelayMs: 0, failReleases: 0, loseAcquireReplies: 0, failRenewals: 0 };
-  const backend: LockBackend = {
-    kind: "faulty-memory",
-    distributed: false,
+/** The steps of one kind of `inner` behind `faults`. */
+function faultySteps(inner: KindSteps, faults: Faults): KindSteps {
+  const steps: KindSteps = {
+    kind: inner.kind,
     async acquire(req: AcquireRequest): Promise<AcquireResult> {
       if (faults.acquireDelayMs > 0) await new Promise((r) => setTimeout(r, faults.acquireDelayMs));
       const result = await inner.acquire(req);
@@ -32,15 +31,13 @@ export function faultyBackend(inner = new MemoryBackend()): { backend: LockBacke
       }
       return result;
     },
-    renew: (key, owner, ttlMs) => inner.renew(key, owner, ttlMs),
-    async renewMany(reqs) {
+    async renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
       if (faults.failRenewals > 0) {
         faults.failRenewals--;
         throw new LockhostError("BACKEND_UNAVAILABLE", "renewal batch failed (injected fault)");
       }
       return inner.renewMany(reqs);
     },
-    watch: (key, listener) => inner.watch(key, listener),
     async release(key: string, owner: string): Promise<ReleaseResult> {
       if (faults.failReleases > 0) {
         faults.failReleases--;
@@ -48,9 +45,33 @@ export function faultyBackend(inner = new MemoryBackend()): { backend: LockBacke
       }
       return inner.release(key, owner);
     },
+    leaveQueue: (key, owner) => inner.leaveQueue(key, owner),
+    watch: (key, listener) => inner.watch(key, listener),
     status: (key) => inner.status(key),
     forceRelease: (key) => inner.forceRelease(key),
     list: (req) => inner.list(req),
+  };
+  const proclaim = inner.proclaim?.bind(inner);
+  return proclaim === undefined ? steps : { ...steps, proclaim };
+}
+
+/**
+ * A MemoryBackend (`inner`) behind injectable faults, serving its kinds with the faults in front
+ * of each kind's steps. Loss notices (onLost) are not forwarded: its holders learn of a loss at
+ * their next renewal.
+ */
+export function faultyBackend(inner = new MemoryBackend()): { backend: LockBackend; inner: MemoryBackend; faults: Faults } {
+  const faults: Faults = { acquireDelayMs: 0, failReleases: 0, loseAcquireReplies: 0, failRenewals: 0 };
+  const made = new Map<LockKind, KindSteps>();
+  const backend: LockBackend = {
+    kind: "faulty-memory",
+    distributed: false,
+    kinds: inner.kinds,
+    steps(kind: LockKind): KindSteps {
+      let steps = made.get(kind);
+      if (steps === undefined) made.set(kind, (steps = faultySteps(inner.steps(kind), faults)));
+      return steps;
+    },
     ping: () => inner.ping(),
     close: () => inner.close(),
   };

@@ -255,7 +255,7 @@ pub fn restore(k: &str, owner: &str, ttl_ms: i32, flags: i32) -> Result<Lock, Er
 }
 
 /// Leads the election `key` if nobody does, proclaiming `value` (0 to [`MAX_LEADER_VALUE_BYTES`]
-/// bytes): `Ok(None)` while another leads. The leadership is a [`Lock`] on `election:<key>` kept
+/// bytes): `Ok(None)` while another leads. The leadership is a [`Lock`] on the key in the kind `leader` kept
 /// alive by the host: its `fence()` is the term; dropping it resigns.
 pub fn try_campaign(k: &str, value: &str, ttl_ms: i32) -> Result<Option<Lock>, Error> {
     try_campaign_with(k, value, ttl_ms, 0)

@@ -119,13 +119,13 @@ async function refreshLocks() {
   tbody.replaceChildren();
   const now = new Set();
   for (const l of page.locks) {
-    const id = l.kind + "#" + l.key + "#" + l.fence;
+    const id = l.kind + "#" + l.name + "#" + l.fence;
     now.add(id);
     const r = tbody.insertRow();
     if (!known.has(id)) r.className = "fresh";
-    r.dataset.lock = l.key;
+    r.dataset.lock = l.name;
     r.dataset.kind = l.kind;
-    cell(r, l.key, "name");
+    cell(r, l.name, "name");
     cell(r, l.kind, "kind");
     cell(r, l.holder.plugin + " @ " + l.holder.node);
     cell(r, String(l.fence));
@@ -135,7 +135,7 @@ async function refreshLocks() {
     fill.style.width = pct + "%"; if (pct < 25) fill.style.background = "var(--warn)"; bar.appendChild(fill);
     bar.title = fmtMs(l.ttlRemainingMs) + " of " + fmtMs(l.ttlMs); ttl.appendChild(bar);
     cell(r, String(l.waiters));
-    const b = document.createElement("button"); b.textContent = "force-release"; b.onclick = () => forceRelease(l.key, l.kind);
+    const b = document.createElement("button"); b.textContent = "force-release"; b.onclick = () => forceRelease(l.name, l.kind);
     r.insertCell().appendChild(b);
   }
   known = now;

@@ -1,9 +1,9 @@
 // The in-process backend: a Map in this process. It is the embedded default for development
 // and single-node use. It is NOT distributed: two host processes never see each other's
 // locks (two hosts in one process can share one instance, which the tests use).
-import { ReleaseListeners } from "../../../kit/index.js";
-import type { AcquireRequest, AcquireResult, Holder, ListRequest, LockBackend, LockPage, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult, SharedKind } from "../../../kit/index.js";
-import { MemorySharedSteps } from "./shared.js";
+import { LOCK_KINDS, ReleaseListeners, StepsByKind } from "../../../kit/index.js";
+import type { KindSteps, LockKind, MutexAcquireRequest, MutexAcquireResult, Holder, ListRequest, LockBackend, LockPage, LockRecord, MutexStore, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
+import { MemoryQueueSteps } from "./queue.js";
 
 interface Entry {
   owner: string;
@@ -40,11 +40,13 @@ const monotonicEpochMs = (): number => Math.floor(performance.timeOrigin + perfo
  * LockBackend (see host/locking/backend.ts for each step's contract); every time it reports
  * is an integer number of ms on its clock.
  */
-export class MemoryBackend implements LockBackend {
+export class MemoryBackend implements LockBackend, MutexStore {
   /** Always "memory". */
   readonly kind = "memory";
   /** Always false: only this process (and hosts sharing this instance) sees its locks. */
   readonly distributed = false;
+  /** Every kind. */
+  readonly kinds = LOCK_KINDS;
   readonly #locks = new Map<string, Entry>();
   /** Fence counters are never deleted, so fences keep increasing after a lock expires. */
   readonly #fences = new Map<string, number>();
@@ -52,8 +54,18 @@ export class MemoryBackend implements LockBackend {
   readonly #now: () => number;
   /** Release listeners per key (LockBackend.watch): in-process, so no subscription round trip. */
   readonly #watchers = new ReleaseListeners();
-  /** Read/write locks and semaphores, one store per kind, made on first use. */
-  readonly #shared = new Map<SharedKind, MemorySharedSteps>();
+  /** Each kind's steps, made on first use: the single-record kinds from this class's mutex methods, the queue kinds in MemoryQueueSteps. */
+  readonly #steps = new StepsByKind(this, (kind) =>
+    new MemoryQueueSteps(kind, {
+      now: this.#now,
+      nextFence: (name) => {
+        const fence = (this.#fences.get(name) ?? 0) + 1;
+        this.#fences.set(name, fence);
+        return fence;
+      },
+      lost: (owner) => this.#lost(owner),
+    }),
+  );
   #opsSinceSweep = 0;
   #sweepCursor: Iterator<[string, Entry]> | undefined;
 
@@ -67,7 +79,7 @@ export class MemoryBackend implements LockBackend {
   }
 
   /** Takes `req.key` if it is free or its lease ended, with the next fence (LockBackend.acquire). */
-  async acquire(req: AcquireRequest): Promise<AcquireResult> {
+  async acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
     const now = this.#now();
     this.#maybeSweep(now);
     const held = this.#live(req.key, now);
@@ -162,22 +174,9 @@ export class MemoryBackend implements LockBackend {
     return entry !== undefined;
   }
 
-  /** The steps of read/write locks or semaphores in this instance (LockBackend.shared). */
-  shared(kind: SharedKind): MemorySharedSteps {
-    let steps = this.#shared.get(kind);
-    if (!steps) {
-      steps = new MemorySharedSteps(kind, {
-        now: this.#now,
-        nextFence: (name) => {
-          const fence = (this.#fences.get(name) ?? 0) + 1;
-          this.#fences.set(name, fence);
-          return fence;
-        },
-        lost: (owner) => this.#lost(owner),
-      });
-      this.#shared.set(kind, steps);
-    }
-    return steps;
+  /** The steps of `kind` in this instance (LockBackend.steps). */
+  steps(kind: LockKind): KindSteps {
+    return this.#steps.get(kind);
   }
 
   /** Tells `listener` of every release and force-release, by owner token (LockBackend.onLost). */
@@ -195,7 +194,7 @@ export class MemoryBackend implements LockBackend {
   /** Drops every lock (fence counters stay, so a reused instance keeps fences increasing). */
   async close(): Promise<void> {
     this.#locks.clear();
-    for (const steps of this.#shared.values()) steps.clear();
+    for (const steps of this.#steps.queues) steps.clear();
   }
 
   /** Tells the key's watchers, after the caller's step has returned (as a server's message would). */

@@ -3,14 +3,14 @@
 // time. A session never asks the server twice for an id it has a record of: it answers
 // "contended" itself, unless that record is on its way out.
 import { LockhostError } from "../../../kit/index.js";
-import type { AcquireRequest, AcquireResult } from "../../../kit/index.js";
+import type { MutexAcquireRequest, MutexAcquireResult } from "../../../kit/index.js";
 import { backendError, closedError } from "./errors.js";
 import { HeldLock } from "./held-lock.js";
 import type { AdvisoryKey } from "./key-hash.js";
 import { ignore, type LockBook } from "./lock-book.js";
 import { wasNotSent, type Session } from "./session.js";
 
-const NOT_ACQUIRED: AcquireResult = Object.freeze({ acquired: false });
+const NOT_ACQUIRED: MutexAcquireResult = Object.freeze({ acquired: false });
 
 /** What acquisitions need besides the bookkeeping. */
 export interface AcquireContext {
@@ -22,7 +22,7 @@ export interface AcquireContext {
 }
 
 /** Takes `req.key` if no session anywhere holds it, with the next fence. */
-export function acquire(ctx: AcquireContext, req: AcquireRequest): Promise<AcquireResult> {
+export function acquire(ctx: AcquireContext, req: MutexAcquireRequest): Promise<MutexAcquireResult> {
   const { book } = ctx;
   if (book.closed) return Promise.reject(closedError());
   const advisory = book.keyOf(req.key);
@@ -32,7 +32,7 @@ export function acquire(ctx: AcquireContext, req: AcquireRequest): Promise<Acqui
   return acquireAfter(ctx, current, req, advisory, session);
 }
 
-function tryAcquire(ctx: AcquireContext, req: AcquireRequest, advisory: AdvisoryKey, session: Session): Promise<AcquireResult> {
+function tryAcquire(ctx: AcquireContext, req: MutexAcquireRequest, advisory: AdvisoryKey, session: Session): Promise<MutexAcquireResult> {
   const { book } = ctx;
   const lock = new HeldLock(req.key, req.owner, advisory);
   session.held.set(advisory.id, lock);
@@ -40,7 +40,7 @@ function tryAcquire(ctx: AcquireContext, req: AcquireRequest, advisory: Advisory
   const { plugin, node } = req.holder;
   const values = [advisory.id, req.key, req.owner, plugin, node, ctx.hostname, req.ttlMs];
   const acquired = session.run(book.sql.acquire, values).then(
-    (rows): AcquireResult | Promise<AcquireResult> => {
+    (rows): MutexAcquireResult | Promise<MutexAcquireResult> => {
       checkStillOurs(book, session, lock);
       const row = rows[0];
       if (row === undefined || row[0] === null) {
@@ -50,7 +50,7 @@ function tryAcquire(ctx: AcquireContext, req: AcquireRequest, advisory: Advisory
         return left > 0 ? { acquired: false, retryAfterMs: left } : NOT_ACQUIRED;
       }
       const [fence, reserved, acquiredAt, expiresAt] = row.map(Number) as [number, number, number, number];
-      const held = (handedOut: number): AcquireResult => {
+      const held = (handedOut: number): MutexAcquireResult => {
         lock.fence = handedOut;
         book.hold(lock, sentAt + req.ttlMs, expiresAt);
         ctx.onHeld();
@@ -96,10 +96,10 @@ function checkStillOurs(book: LockBook, session: Session, lock: HeldLock): void 
 async function acquireAfter(
   ctx: AcquireContext,
   first: HeldLock,
-  req: AcquireRequest,
+  req: MutexAcquireRequest,
   advisory: AdvisoryKey,
   session: Session,
-): Promise<AcquireResult> {
+): Promise<MutexAcquireResult> {
   const { book } = ctx;
   let lock: HeldLock | undefined = first;
   while (lock !== undefined) {

@@ -26,8 +26,8 @@
 //   BACKEND_UNAVAILABLE within commandTimeoutMs when the server does not answer in time, and
 //   a session the server stops answering is given up (session.ts).
 //
-// - Read/write locks and semaphores (shared()): rows with leases on the server's clock in
-//   tables beside the configured one, not advisory locks (shared-sql.ts, shared-steps.ts);
+// - Read/write locks and semaphores (steps of the queue kinds): rows with leases on the server's clock in
+//   tables beside the configured one, not advisory locks (queue-sql.ts, queue-steps.ts);
 //   their wake-ups and loss notices travel on the table's shared channel.
 //
 // This file is the LockBackend facade: it maps each step to its file. lock-book.ts keeps the
@@ -48,7 +48,8 @@ const PING = { name: "lockhost_ping", text: "SELECT 1" };
  * (no such database), and a host name that does not resolve.
  */
 const PG_PERMANENT = /SQLSTATE (28P01|28000|3D000)|password authentication failed|no pg_hba\.conf entry|database "[^"]*" does not exist|ENOTFOUND|EAI_NONAME/i;
-import type { AcquireRequest, AcquireResult, ListRequest, LockBackend, LockPage, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult, SharedKind, SharedSteps } from "../../../kit/index.js";
+import type { MutexAcquireRequest, MutexAcquireResult, ListRequest, LockBackend, LockPage, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult, KindSteps, LockKind, MutexStore } from "../../../kit/index.js";
+import { LOCK_KINDS, StepsByKind } from "../../../kit/index.js";
 import { acquire, type AcquireContext } from "./acquire.js";
 import { BatchRenewer } from "./batch.js";
 import { onControl, releaseElsewhere, renewElsewhere } from "./by-owner.js";
@@ -61,9 +62,9 @@ import { ELSEWHERE, NOT_FOUND, ignore, LockBook } from "./lock-book.js";
 import { toRecord } from "./record.js";
 import { channelsOf, statementsFor } from "./sql.js";
 import { Tables } from "./tables.js";
-import { sharedObjectsOf, sharedStatementsFor } from "./shared-sql.js";
-import { PgSharedSteps, type SharedContext } from "./shared-steps.js";
-import { SharedTables } from "./shared-tables.js";
+import { sharedObjectsOf, sharedStatementsFor } from "./queue-sql.js";
+import { PgQueueSteps, type QueueContext } from "./queue-steps.js";
+import { QueueTables } from "./queue-tables.js";
 
 /** Options of a PgBackend beyond its config, mostly for tests and embedders. */
 export interface PgBackendOptions {
@@ -81,13 +82,15 @@ export interface PgBackendOptions {
  * same database and table. Implements LockBackend; see host/locking/backend.ts for each step's
  * contract and the file header for how each step is done.
  */
-export class PgBackend implements LockBackend {
+export class PgBackend implements LockBackend, MutexStore {
   readonly #lostListeners: ((owner: string) => void)[] = [];
   readonly #missedListeners: (() => void)[] = [];
   /** Always "pg". */
   readonly kind = "pg";
   /** Always true: every host on the same database and table shares the locks. */
   readonly distributed = true;
+  /** Every kind. */
+  readonly kinds = LOCK_KINDS;
   readonly #book: LockBook;
   readonly #acquire: AcquireContext;
   readonly #batches: BatchRenewer;
@@ -104,8 +107,14 @@ export class PgBackend implements LockBackend {
   });
   /** This instance's token in shared holder rows: a force-release's loss notice names it. */
   readonly #instance = randomUUID();
-  readonly #shared: SharedContext;
-  readonly #sharedSteps = new Map<SharedKind, PgSharedSteps>();
+  readonly #shared: QueueContext;
+  /**
+   * Each kind's steps, made on first use: the single-record kinds from this class's mutex
+   * methods (advisory locks), the queue kinds in PgQueueSteps: rows with leases on the server's
+   * clock, in tables beside the configured one, created on first use (queue-sql.ts), one
+   * statement per step, their wake-ups and loss notices on the table's shared channel.
+   */
+  readonly #steps = new StepsByKind(this, (kind) => new PgQueueSteps(kind, this.#shared));
   #closing: Promise<void> | undefined;
 
   /**
@@ -136,7 +145,7 @@ export class PgBackend implements LockBackend {
       pipeline: true,
     };
     const channels = channelsOf(config.table);
-    const sharedTables = new SharedTables(
+    const sharedTables = new QueueTables(
       sharedStatementsFor(config.table),
       sharedObjectsOf(config.table),
       { ...connection, application_name: `${applicationName}:ddl` },
@@ -186,16 +195,9 @@ export class PgBackend implements LockBackend {
     };
   }
 
-  /**
-   * The steps of read/write locks ("rw") or semaphores ("semaphore") (LockBackend.shared): rows
-   * with leases on the server's clock, in tables beside the configured one, created on first use
-   * (shared-sql.ts); one statement per step. Wake-ups and loss notices travel on the table's
-   * shared channel.
-   */
-  shared(kind: SharedKind): SharedSteps {
-    let steps = this.#sharedSteps.get(kind);
-    if (steps === undefined) this.#sharedSteps.set(kind, (steps = new PgSharedSteps(kind, this.#shared)));
-    return steps;
+  /** The steps of `kind` (LockBackend.steps). */
+  steps(kind: LockKind): KindSteps {
+    return this.#steps.get(kind);
   }
 
   /** The server pids of the sessions connected now (for tests and diagnostics). */
@@ -219,7 +221,7 @@ export class PgBackend implements LockBackend {
   }
 
   /** Takes `req.key` if no session anywhere holds it, with the next fence (LockBackend.acquire). */
-  acquire(req: AcquireRequest): Promise<AcquireResult> {
+  acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
     return acquire(this.#acquire, req);
   }
 

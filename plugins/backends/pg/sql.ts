@@ -128,7 +128,7 @@ export interface Channels {
   /** Payload `pid:id:fence`: the session `pid` must unlock `id` (released by owner from another host). */
   readonly control: string;
   /**
-   * Read/write locks and semaphores (shared-sql.ts): payload `w:<id>`, the key of shared-key id
+   * Read/write locks and semaphores (queue-sql.ts): payload `w:<id>`, the key of shared-key id
    * `id` may be free; `l:<instance>:<owner>`, the backend instance `instance` lost `owner`'s hold.
    */
   readonly shared: string;

@@ -6,11 +6,11 @@ import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis"
 import type { RedisConfig } from "./config.js";
 import { defineLockCommands, type LockCommands } from "./scripts.js";
 import { clusterSeed } from "./seed.js";
-import { defineSharedCommands, type SharedCommands } from "./shared-scripts.js";
+import { defineQueueCommands, type QueueCommands } from "./queue-scripts.js";
 import { watchStalls } from "./stall-watch.js";
 
 /** The client with the lock scripts registered: a single server's or a cluster's. */
-export type LockClient = (Redis | Cluster) & LockCommands & SharedCommands;
+export type LockClient = (Redis | Cluster) & LockCommands & QueueCommands;
 
 /** First reconnect delay; it doubles per failed attempt up to RECONNECT_MAX_MS. */
 const RECONNECT_MIN_MS = 50;
@@ -69,7 +69,7 @@ function connectionOptions(config: Pick<RedisConfig, "commandTimeoutMs">) {
  */
 export function createClient(config: Pick<RedisConfig, "url" | "commandTimeoutMs" | "cluster">, shown: string): LockClient {
   const client = config.cluster ? clusterClient(config, shown) : singleClient(config);
-  return defineSharedCommands(defineLockCommands(client));
+  return defineQueueCommands(defineLockCommands(client));
 }
 
 /** One server's client: its commands time out through one watchdog (stall-watch.ts), not a timer each. */

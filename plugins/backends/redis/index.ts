@@ -6,8 +6,10 @@
 // bound once, no per-call closures, shared results for the outcomes that carry no data (a
 // contended acquire allocates its result only to carry the holder's remaining lease).
 // Batched renewals are cut into script calls by batch.ts; release notifications come over a
-// second, subscriber connection (watcher.ts). Read/write locks and semaphores (shared()) are
-// shared.ts, with their own scripts and keys on the same two connections.
+// second, subscriber connection (watcher.ts). The mutex's steps are this class's methods
+// (MutexSteps serves them, and the leader kind's, through LockBackend.steps); the kinds with a
+// queue (read/write locks, semaphores, fair mutexes) are queue.ts, with their own scripts and
+// keys on the same two connections.
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Logger } from "pino";
@@ -17,8 +19,8 @@ import { LockhostError, markPermanent, scrubberFor } from "../../../kit/index.js
 /** Connection errors that retrying cannot cure: credentials refused, a name that does not resolve. */
 const REDIS_PERMANENT = /WRONGPASS|NOAUTH|invalid password|invalid username|NOPERM|ENOTFOUND|EAI_NONAME/i;
 import type {
-  AcquireRequest,
-  AcquireResult,
+  MutexAcquireRequest,
+  MutexAcquireResult,
   Holder,
   ListRequest,
   LockBackend,
@@ -28,8 +30,11 @@ import type {
   ReleaseWatch,
   RenewRequest,
   RenewResult,
-  SharedKind,
+  KindSteps,
+  LockKind,
+  MutexStore,
 } from "../../../kit/index.js";
+import { LOCK_KINDS, StepsByKind } from "../../../kit/index.js";
 import { renewCalls } from "./batch.js";
 import { RedisConnection } from "./client.js";
 import { createSubscriber, type LockClient } from "./connect.js";
@@ -39,12 +44,12 @@ import {
   DELETED, MISMATCH, NOT_FOUND,
   type AcquireReply, type ReleaseReply, type RenewReply, type StatusReply,
 } from "./scripts.js";
-import { RedisSharedSteps } from "./shared.js";
+import { RedisQueueSteps } from "./queue.js";
 import { TickBatcher } from "./tick-batch.js";
 import { ReleaseWatcher } from "./watcher.js";
 
 // Results that carry nothing per call are shared, frozen, so the lock path allocates none.
-const NOT_ACQUIRED: AcquireResult = Object.freeze({ acquired: false });
+const NOT_ACQUIRED: MutexAcquireResult = Object.freeze({ acquired: false });
 const RENEW_NOT_FOUND: RenewResult = Object.freeze({ ok: false, reason: "not_found" });
 const RENEW_MISMATCH: RenewResult = Object.freeze({ ok: false, reason: "mismatch" });
 
@@ -94,13 +99,15 @@ function ttlError(ttlMs: number): Promise<never> {
  * LockhostError BACKEND_UNAVAILABLE within about commandTimeoutMs, at once while the
  * connection is known to be down; the connection recovers by itself when the server is back.
  */
-export class RedisBackend implements LockBackend {
+export class RedisBackend implements LockBackend, MutexStore {
   /** Always "redis". */
   readonly kind = "redis";
   /** Always true: every host on the same server (or cluster) and key prefix shares these locks. */
   readonly distributed = true;
   /** Always true: a lock lasts until its key's TTL, whatever becomes of its holder. */
   readonly endsOnlyAtExpiry = true;
+  /** Every kind. */
+  readonly kinds = LOCK_KINDS;
   /**
    * Random per backend instance, stored with each lock it takes: a lock of this node with
    * another instance id was taken by an earlier process, which reclaimOwnLocks may take over.
@@ -116,15 +123,30 @@ export class RedisBackend implements LockBackend {
   /** Set by close(): the client may still say "ready" while QUIT is under way. */
   #closed = false;
   #renewCalls = 0;
-  readonly #shared = new Map<SharedKind, RedisSharedSteps>();
-  /** Settles once this instance's own channel is subscribed: the sign of life its queue places rely on (shared-scripts.ts). */
+  /**
+   * Each kind's steps, made on first use: the single-record kinds from this class's mutex
+   * methods (their one-key scripts), the queue kinds in RedisQueueSteps on this backend's
+   * connection and subscriber, each in its own key namespace (keys.ts QueueKeyLayout).
+   */
+  readonly #steps = new StepsByKind(this, (kind) =>
+    new RedisQueueSteps(kind, {
+      conn: this.#conn,
+      keys: this.#keys,
+      watcher: this.#watcher,
+      hostname: this.#hostname,
+      instanceId: this.instanceId,
+      countRenewCalls: (calls) => void (this.#renewCalls += calls),
+      present: () => (this.#present ??= this.#confirmPresence()),
+    }),
+  );
+  /** Settles once this instance's own channel is subscribed: the sign of life its queue places rely on (queue-scripts.ts). */
   /** Whether this instance's liveness channel is confirmed subscribed (cached once it is). */
   #present: Promise<boolean> | undefined;
   /**
    * Acquires and releases of one tick, sent together (tick-batch.ts); undefined on a cluster,
    * where one script may only touch keys of one slot.
    */
-  readonly #acquires: TickBatcher<AcquireRequest, AcquireResult> | undefined;
+  readonly #acquires: TickBatcher<MutexAcquireRequest, MutexAcquireResult> | undefined;
   readonly #releases: TickBatcher<Releasing, ReleaseResult> | undefined;
 
   /**
@@ -162,7 +184,7 @@ export class RedisBackend implements LockBackend {
   }
 
   /** Takes `req.key` if it is free, with the next fence (LockBackend.acquire). */
-  acquire(req: AcquireRequest): Promise<AcquireResult> {
+  acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
     if (!validTtl(req.ttlMs)) return ttlError(req.ttlMs);
     if (this.#redis.status !== "ready" || this.#closed) return this.#conn.whenReady(() => this.#acquire(req));
     return this.#acquire(req);
@@ -221,25 +243,9 @@ export class RedisBackend implements LockBackend {
     this.#watcher.watchMessages(this.#keys.holderHead + this.instanceId, listener, missed);
   }
 
-  /**
-   * The steps of read/write locks or semaphores (LockBackend.shared), on this backend's
-   * connection and subscriber, in the kind's own key namespace (keys.ts SharedKeyLayout).
-   */
-  shared(kind: SharedKind): RedisSharedSteps {
-    let steps = this.#shared.get(kind);
-    if (!steps) {
-      steps = new RedisSharedSteps(kind, {
-        conn: this.#conn,
-        keys: this.#keys,
-        watcher: this.#watcher,
-        hostname: this.#hostname,
-        instanceId: this.instanceId,
-        countRenewCalls: (calls) => void (this.#renewCalls += calls),
-        present: () => (this.#present ??= this.#confirmPresence()),
-      });
-      this.#shared.set(kind, steps);
-    }
-    return steps;
+  /** The steps of `kind` (LockBackend.steps). */
+  steps(kind: LockKind): KindSteps {
+    return this.#steps.get(kind);
   }
 
   /** PING (LockBackend.ping); a refused password or a host name that does not resolve is permanent. */
@@ -315,11 +321,11 @@ export class RedisBackend implements LockBackend {
     await Promise.all([this.#conn.close(), this.#watcher.close()]);
   }
 
-  #acquire(req: AcquireRequest): Promise<AcquireResult> {
+  #acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
     return this.#acquires ? this.#acquires.add(req) : this.#acquireOne(req);
   }
 
-  #acquireOne(req: AcquireRequest): Promise<AcquireResult> {
+  #acquireOne(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
     const { key, holder } = req;
     return this.#redis
       .lockhostAcquire(
@@ -329,7 +335,7 @@ export class RedisBackend implements LockBackend {
       .then(this.#onAcquire, this.#fail);
   }
 
-  #acquireMany(reqs: readonly AcquireRequest[]): Promise<(AcquireResult | Error)[]> {
+  #acquireMany(reqs: readonly MutexAcquireRequest[]): Promise<(MutexAcquireResult | Error)[]> {
     const n = reqs.length;
     const args = new Array<string | number>(4 + 6 * n);
     args[0] = 2 * n;
@@ -397,7 +403,7 @@ export class RedisBackend implements LockBackend {
     return Promise.all(sent).then(() => results, this.#fail);
   }
 
-  readonly #onAcquire = (reply: AcquireReply): AcquireResult => {
+  readonly #onAcquire = (reply: AcquireReply): MutexAcquireResult => {
     // Contended: the reply is the holder's PTTL; -1 (a lock without TTL) tells no end.
     if (typeof reply === "number") return reply >= 0 ? { acquired: false, retryAfterMs: reply } : NOT_ACQUIRED;
     if (reply.length > 3) {

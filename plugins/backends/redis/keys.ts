@@ -4,9 +4,9 @@
 // lock's release channel (pub/sub, for waiters) carries the same tag, only so that an
 // operator reads it as the lock's: channels are not keys, and a PUBLISH reaches every node.
 // Read/write locks and semaphores have five keys per name in each kind's own namespace
-// (SharedKeyLayout), under the same hash tag.
+// (QueueKeyLayout), under the same hash tag.
 import keySlot from "cluster-key-slot";
-import { LockhostError, type SharedKind } from "../../../kit/index.js";
+import { LockhostError, type QueueKind } from "../../../kit/index.js";
 
 /**
  * The hash tag of a lock name: the name itself, with `%` and `}` percent-encoded.
@@ -76,12 +76,12 @@ export class KeyLayout {
 }
 
 /**
- * The Redis keys of one shared kind's lock names (kit/shared.ts) under a prefix. Each kind has
+ * The Redis keys of one shared kind's lock names (kit/steps.ts) under a prefix. Each kind has
  * its own heads (`<prefix><kind>:holders:{name}` ...), apart from the mutex's `lock:`/`fence:`
  * and from the other kind, so a mutex, a read/write lock and a semaphore of one name are
  * three locks; every key of one name carries the name as hash tag (one slot on a cluster).
  */
-export class SharedKeyLayout {
+export class QueueKeyLayout {
   /** The head of the holders keys, as list.ts scans them. */
   readonly holdersHead: string;
   readonly #infoHead: string;
@@ -92,7 +92,7 @@ export class SharedKeyLayout {
   readonly #waitersHead: string;
 
   /** @param prefix a prefix KeyLayout accepted (no braces). */
-  constructor(prefix: string, kind: SharedKind) {
+  constructor(prefix: string, kind: QueueKind) {
     const head = `${prefix}${kind}:`;
     this.holdersHead = `${head}holders:{`;
     this.#infoHead = `${head}info:{`;
@@ -123,7 +123,7 @@ export class SharedKeyLayout {
     return this.#placesHead + hashTag(name) + "}";
   }
 
-  /** HASH: each queued waiter's backend instance, whose subscription says whether its host lives (shared-scripts.ts). */
+  /** HASH: each queued waiter's backend instance, whose subscription says whether its host lives (queue-scripts.ts). */
   waiters(name: string): string {
     return this.#waitersHead + hashTag(name) + "}";
   }

@@ -44,7 +44,7 @@ interface Position {
 /**
  * Reads names of held locks until `req.limit` are found or every master is scanned.
  * @param head the head of the keys to scan, up to the hash tag's `{`: a mutex's lock records by
- *   default, or a shared kind's holders keys (keys.ts SharedKeyLayout).
+ *   default, or a shared kind's holders keys (keys.ts QueueKeyLayout).
  */
 export async function scanNames(client: LockClient, keys: KeyLayout, req: ListRequest, head = `${keys.prefix}lock:{`): Promise<NamePage> {
   const match = globEscape(head + hashTag(req.prefix ?? "")) + "*";

@@ -1,7 +1,7 @@
-// The Lua scripts of read/write locks and semaphores (kit/shared.ts, shared.ts), one per step,
+// The Lua scripts of read/write locks and semaphores (kit/steps.ts, queue.ts), one per step,
 // registered on the client with the mutex's (scripts.ts: EVALSHA, EVAL on NOSCRIPT).
 //
-// A shared lock name has five keys, all with the name as hash tag (keys.ts SharedKeyLayout):
+// A shared lock name has five keys, all with the name as hash tag (keys.ts QueueKeyLayout):
 //   holders  ZSET  owner -> when its lease ends (server ms): pruning the ended ones is one
 //                  ZRANGEBYSCORE, the earliest end (a contended reply's retryAfterMs) one ZRANGE.
 //   info     HASH  `limit` and `mode` the live holders took the key with; `h:<owner>` a holder's
@@ -40,14 +40,14 @@ import { defineCommands, DELETED, NOT_FOUND, type ScriptDefinition } from "./scr
  * way), until the earliest queue place lapses: a waiter retries then at the latest, so one
  * whose blocker crashed is not left to polling. NOT_FOUND only when neither is known.
  */
-export type SharedAcquireReply = number | readonly [limit: number] | readonly [fence: number, acquiredAtMs: number, expiresAtMs: number];
+export type QueueAcquireReply = number | readonly [limit: number] | readonly [fence: number, acquiredAtMs: number, expiresAtMs: number];
 
 /**
  * NOT_FOUND when the key has no live holder and no live queue place; else the server's clock
  * (ms), the live queue places, the holders' limit, then per live holder (by owner): owner,
  * expiresAt, record JSON ('' if missing), ttl ('' if missing).
  */
-export type SharedStatusReply = typeof NOT_FOUND | readonly [now: number, queued: number, limit: string, ...rest: string[]];
+export type QueueStatusReply = typeof NOT_FOUND | readonly [now: number, queued: number, limit: string, ...rest: string[]];
 
 /** The server's clock in µs and ms; KEYS[1] holders, KEYS[2] info, KEYS[3] queue, KEYS[4] places. */
 const PRUNE = `
@@ -78,7 +78,7 @@ end`;
 /**
  * KEYS: holders, info, queue, places, fence, waiters. ARGV: owner, ttlMs, mode
  * ("shared"/"exclusive"), limit, queueMs, plugin, node, hostname, instance, holder channel head
- * ('' on a cluster: no liveness check). Dead hosts' places at the queue's head go first. The order of checks is kit/shared.ts's:
+ * ('' on a cluster: no liveness check). Dead hosts' places at the queue's head go first. The order of checks is kit/steps.ts's:
  * an owner that holds the key is refused; an exclusive request needs no live holder and no
  * queue before its own place (and otherwise takes or refreshes a place when queueMs > 0); a
  * shared one needs the holders' limit, no exclusive holder, room under the limit and an empty
@@ -212,7 +212,7 @@ redis.call('HDEL', KEYS[3], ARGV[1])
 if removed == 1 then redis.call('PUBLISH', ARGV[2], '') end
 return removed`;
 
-/** KEYS: holders, info, queue, places. Reads only (see SharedStatusReply). */
+/** KEYS: holders, info, queue, places. Reads only (see QueueStatusReply). */
 const STATUS = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -249,23 +249,23 @@ redis.call('PUBLISH', ARGV[1], '')
 return #owners`;
 
 /** The shared scripts as ioredis commands; see the Lua above for arguments and replies. */
-export interface SharedCommands {
+export interface QueueCommands {
   lockhostSharedAcquire(
     holders: string, info: string, queue: string, places: string, fence: string, waiters: string,
     owner: string, ttlMs: number, mode: string, limit: number, queueMs: number,
     plugin: string, node: string, hostname: string, instance: string, holderHead: string,
-  ): Promise<SharedAcquireReply>;
+  ): Promise<QueueAcquireReply>;
   /** `args`: 2n, then holders and info of each request, then owner and ttlMs of each. */
   lockhostSharedRenewMany(args: readonly (string | number)[]): Promise<readonly number[]>;
   lockhostSharedRelease(holders: string, info: string, owner: string, channel: string, instance: string, holderHead: string): Promise<number>;
   lockhostSharedLeaveQueue(queue: string, places: string, waiters: string, owner: string, channel: string): Promise<number>;
-  lockhostSharedStatus(holders: string, info: string, queue: string, places: string): Promise<SharedStatusReply>;
+  lockhostSharedStatus(holders: string, info: string, queue: string, places: string): Promise<QueueStatusReply>;
   lockhostSharedForceRelease(
     holders: string, info: string, queue: string, places: string, channel: string, holderHead: string,
   ): Promise<number>;
 }
 
-const DEFINITIONS: Record<keyof SharedCommands, ScriptDefinition> = {
+const DEFINITIONS: Record<keyof QueueCommands, ScriptDefinition> = {
   lockhostSharedAcquire: { lua: ACQUIRE, numberOfKeys: 6 },
   lockhostSharedRenewMany: { lua: RENEW_MANY },
   lockhostSharedRelease: { lua: RELEASE, numberOfKeys: 2 },
@@ -275,6 +275,6 @@ const DEFINITIONS: Record<keyof SharedCommands, ScriptDefinition> = {
 };
 
 /** Registers the shared scripts on `client` (as scripts.ts defineLockCommands does the mutex's) and returns it, typed. */
-export function defineSharedCommands<C extends Redis | Cluster>(client: C): C & SharedCommands {
-  return defineCommands<C, SharedCommands>(client, DEFINITIONS);
+export function defineQueueCommands<C extends Redis | Cluster>(client: C): C & QueueCommands {
+  return defineCommands<C, QueueCommands>(client, DEFINITIONS);
 }

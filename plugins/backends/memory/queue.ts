@@ -1,14 +1,14 @@
-// Read/write locks and semaphores in this process (kit/shared.ts): one Map of keys per kind,
+// Read/write locks and semaphores in this process (kit/steps.ts): one Map of keys per kind,
 // each key its holders, its queue of exclusive waiters, its limit and its fence counter.
 // Expired holders and queue places are dropped whenever the key is touched.
 import { ReleaseListeners } from "../../../kit/index.js";
 import type {
   Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult,
-  SharedAcquireRequest, SharedAcquireResult, SharedHolderRecord, SharedKind, SharedMode, SharedPage, SharedRecord, SharedSteps,
+  AcquireRequest, AcquireResult, HolderRecord, QueueKind, LockMode, KeyPage, KeyRecord, KindSteps,
 } from "../../../kit/index.js";
 
 interface HolderEntry {
-  readonly mode: SharedMode;
+  readonly mode: LockMode;
   readonly fence: number;
   readonly holder: Holder;
   readonly acquiredAtMs: number;
@@ -25,7 +25,7 @@ interface KeyEntry {
 }
 
 /** What the shared store borrows from its MemoryBackend: the clock, the fence counters and loss notices. */
-export interface MemorySharedParts {
+export interface MemoryQueueParts {
   readonly now: () => number;
   /** The next fence of `name` (the counter is never deleted). */
   readonly nextFence: (name: string) => number;
@@ -34,18 +34,18 @@ export interface MemorySharedParts {
 }
 
 /** The shared steps of one kind on the memory backend. */
-export class MemorySharedSteps implements SharedSteps {
-  readonly kind: SharedKind;
+export class MemoryQueueSteps implements KindSteps {
+  readonly kind: QueueKind;
   readonly #keys = new Map<string, KeyEntry>();
   readonly #watchers = new ReleaseListeners();
-  readonly #parts: MemorySharedParts;
+  readonly #parts: MemoryQueueParts;
 
-  constructor(kind: SharedKind, parts: MemorySharedParts) {
+  constructor(kind: QueueKind, parts: MemoryQueueParts) {
     this.kind = kind;
     this.#parts = parts;
   }
 
-  async acquire(req: SharedAcquireRequest): Promise<SharedAcquireResult> {
+  async acquire(req: AcquireRequest): Promise<AcquireResult> {
     const now = this.#parts.now();
     const entry = this.#entry(req.key, now, true)!;
     const { holders, queue } = entry;
@@ -109,7 +109,7 @@ export class MemorySharedSteps implements SharedSteps {
     this.#wake(key);
   }
 
-  async status(key: string): Promise<SharedRecord | null> {
+  async status(key: string): Promise<KeyRecord | null> {
     const now = this.#parts.now();
     const entry = this.#entry(key, now, false);
     return entry ? this.#record(key, entry, now) : null;
@@ -126,12 +126,12 @@ export class MemorySharedSteps implements SharedSteps {
     return owners.length;
   }
 
-  async list(req: ListRequest): Promise<SharedPage> {
+  async list(req: ListRequest): Promise<KeyPage> {
     const now = this.#parts.now();
     const { prefix = "", cursor } = req;
     const names = [...this.#keys.keys()].filter((k) => k.startsWith(prefix) && (cursor === undefined || k > cursor)).sort();
     const page = names.slice(0, req.limit);
-    const records: SharedRecord[] = [];
+    const records: KeyRecord[] = [];
     for (const key of page) {
       const entry = this.#entry(key, now, false);
       if (entry && entry.holders.size > 0) records.push(this.#record(key, entry, now));
@@ -168,8 +168,8 @@ export class MemorySharedSteps implements SharedSteps {
     if (entry.holders.size === 0 && entry.queue.size === 0) this.#keys.delete(key);
   }
 
-  #record(key: string, entry: KeyEntry, now: number): SharedRecord {
-    const holders: SharedHolderRecord[] = [...entry.holders].map(([owner, h]) => ({
+  #record(key: string, entry: KeyEntry, now: number): KeyRecord {
+    const holders: HolderRecord[] = [...entry.holders].map(([owner, h]) => ({
       owner, mode: h.mode, fence: h.fence, holder: h.holder, acquiredAtMs: h.acquiredAtMs, expiresAtMs: h.expiresAtMs, ttlMs: h.ttlMs,
       ttlRemainingMs: Math.max(0, h.expiresAtMs - now),
     }));
@@ -183,5 +183,5 @@ export class MemorySharedSteps implements SharedSteps {
   }
 }
 
-const contended = (retryAfterMs: number | undefined): SharedAcquireResult =>
+const contended = (retryAfterMs: number | undefined): AcquireResult =>
   retryAfterMs === undefined ? { acquired: false } : { acquired: false, retryAfterMs };

@@ -1,24 +1,24 @@
-// Read/write locks and semaphores on Redis (LockBackend.shared, kit/shared.ts): each step is
-// one script of shared-scripts.ts over the keys of one name (one slot on a cluster), on the
+// Read/write locks and semaphores on Redis (kit/steps.ts): each step is
+// one script of queue-scripts.ts over the keys of one name (one slot on a cluster), on the
 // backend's connection; wake-ups and loss notices over the backend's subscriber (watcher.ts),
 // on channels of the kind's own namespace, apart from the mutex's of the same name.
 import {
   LockhostError, MAX_PERMITS,
   type Holder, type ListRequest, type ReleaseResult, type ReleaseWatch, type RenewRequest, type RenewResult,
-  type SharedAcquireRequest, type SharedAcquireResult, type SharedHolderRecord, type SharedKind, type SharedMode,
-  type SharedPage, type SharedRecord, type SharedSteps,
+  type AcquireRequest, type AcquireResult, type HolderRecord, type QueueKind, type LockMode,
+  type KeyPage, type KeyRecord, type KindSteps,
 } from "../../../kit/index.js";
 import { renewCallsOf } from "./batch.js";
 import type { RedisConnection } from "./client.js";
 import type { LockClient } from "./connect.js";
-import { SharedKeyLayout, type KeyLayout } from "./keys.js";
+import { QueueKeyLayout, type KeyLayout } from "./keys.js";
 import { scanNames } from "./list.js";
 import { DELETED, NOT_FOUND } from "./scripts.js";
-import type { SharedAcquireReply, SharedStatusReply } from "./shared-scripts.js";
+import type { QueueAcquireReply, QueueStatusReply } from "./queue-scripts.js";
 import type { ReleaseWatcher } from "./watcher.js";
 
 /** What the shared steps borrow from their RedisBackend. */
-export interface RedisSharedParts {
+export interface RedisQueueParts {
   readonly conn: RedisConnection;
   readonly keys: KeyLayout;
   readonly watcher: ReleaseWatcher;
@@ -36,36 +36,36 @@ export interface RedisSharedParts {
   readonly present: () => Promise<boolean>;
 }
 
-const NOT_ACQUIRED: SharedAcquireResult = Object.freeze({ acquired: false });
+const NOT_ACQUIRED: AcquireResult = Object.freeze({ acquired: false });
 const RENEW_NOT_FOUND: RenewResult = Object.freeze({ ok: false, reason: "not_found" });
 
 /** The shared steps of one kind on one RedisBackend. */
-export class RedisSharedSteps implements SharedSteps {
-  readonly kind: SharedKind;
-  readonly #parts: RedisSharedParts;
+export class RedisQueueSteps implements KindSteps {
+  readonly kind: QueueKind;
+  readonly #parts: RedisQueueParts;
   readonly #redis: LockClient;
-  readonly #keys: SharedKeyLayout;
+  readonly #keys: QueueKeyLayout;
   /** renewMany's keys per request, in the order its script reads them. */
   readonly #renewKeys: readonly ((name: string) => string)[];
 
-  constructor(kind: SharedKind, parts: RedisSharedParts) {
+  constructor(kind: QueueKind, parts: RedisQueueParts) {
     this.kind = kind;
     this.#parts = parts;
     this.#redis = parts.conn.redis;
-    const keys = new SharedKeyLayout(parts.keys.prefix, kind);
+    const keys = new QueueKeyLayout(parts.keys.prefix, kind);
     this.#keys = keys;
     this.#renewKeys = [(name) => keys.holders(name), (name) => keys.info(name)];
   }
 
-  /** One acquisition attempt (SharedSteps.acquire); INVALID_ARGUMENT for a TTL, limit or queueMs Redis cannot take. */
-  acquire(req: SharedAcquireRequest): Promise<SharedAcquireResult> {
+  /** One acquisition attempt (KindSteps.acquire); INVALID_ARGUMENT for a TTL, limit or queueMs Redis cannot take. */
+  acquire(req: AcquireRequest): Promise<AcquireResult> {
     const invalid = invalidRequest(req);
     if (invalid) return Promise.reject(invalid);
     const k = this.#keys;
     const { key, holder } = req;
-    // A cluster's subscribers are counted per node: no liveness check there (shared-scripts.ts).
+    // A cluster's subscribers are counted per node: no liveness check there (queue-scripts.ts).
     const liveness = this.#redis.isCluster ? "" : this.#parts.keys.holderHead;
-    const send = (check: string): Promise<SharedAcquireResult> => this.#parts.conn.whenReady(() =>
+    const send = (check: string): Promise<AcquireResult> => this.#parts.conn.whenReady(() =>
       this.#redis
         .lockhostSharedAcquire(
           k.holders(key), k.info(key), k.queue(key), k.places(key), k.fence(key), k.waiters(key),
@@ -101,7 +101,7 @@ export class RedisSharedSteps implements SharedSteps {
     });
   }
 
-  /** Removes `owner`'s hold on `key` and wakes the key's watchers (SharedSteps.release). */
+  /** Removes `owner`'s hold on `key` and wakes the key's watchers (KindSteps.release). */
   release(key: string, owner: string): Promise<ReleaseResult> {
     const k = this.#keys;
     return this.#parts.conn.whenReady(() =>
@@ -111,7 +111,7 @@ export class RedisSharedSteps implements SharedSteps {
     );
   }
 
-  /** Drops `owner`'s queue place; wakes the key's watchers when it had one (SharedSteps.leaveQueue). */
+  /** Drops `owner`'s queue place; wakes the key's watchers when it had one (KindSteps.leaveQueue). */
   leaveQueue(key: string, owner: string): Promise<void> {
     const k = this.#keys;
     return this.#parts.conn.whenReady(() =>
@@ -119,12 +119,12 @@ export class RedisSharedSteps implements SharedSteps {
     );
   }
 
-  /** The key's live holders (in fence order) and queue, or null (SharedSteps.status). */
-  status(key: string): Promise<SharedRecord | null> {
+  /** The key's live holders (in fence order) and queue, or null (KindSteps.status). */
+  status(key: string): Promise<KeyRecord | null> {
     return this.#parts.conn.whenReady(() => this.#status(key).catch(this.#fail));
   }
 
-  /** Removes every holder, telling each one's instance; the queue and fence stay (SharedSteps.forceRelease). */
+  /** Removes every holder, telling each one's instance; the queue and fence stay (KindSteps.forceRelease). */
   forceRelease(key: string): Promise<number> {
     const k = this.#keys;
     return this.#parts.conn.whenReady(() =>
@@ -135,12 +135,12 @@ export class RedisSharedSteps implements SharedSteps {
   }
 
   /** A page of keys with live holders: SCAN over the kind's holders keys on every master, then each one's status. */
-  list(req: ListRequest): Promise<SharedPage> {
+  list(req: ListRequest): Promise<KeyPage> {
     return this.#parts.conn.whenReady(async () => {
       try {
         const page = await scanNames(this.#redis, this.#parts.keys, req, this.#keys.holdersHead);
         const found = await Promise.all(page.names.map((name) => this.#status(name)));
-        const records = found.filter((r): r is SharedRecord => r !== null && r.holders.length > 0);
+        const records = found.filter((r): r is KeyRecord => r !== null && r.holders.length > 0);
         return page.cursor === undefined ? { records } : { records, cursor: page.cursor };
       } catch (err) {
         return this.#fail(err);
@@ -148,12 +148,12 @@ export class RedisSharedSteps implements SharedSteps {
     });
   }
 
-  /** Calls `listener` on every release, force-release and queue departure of `key` in this kind (SharedSteps.watch). */
+  /** Calls `listener` on every release, force-release and queue departure of `key` in this kind (KindSteps.watch). */
   watch(key: string, listener: () => void): ReleaseWatch {
     return this.#parts.watcher.watch(this.#keys.released(key), listener);
   }
 
-  #status(key: string): Promise<SharedRecord | null> {
+  #status(key: string): Promise<KeyRecord | null> {
     const k = this.#keys;
     return this.#redis
       .lockhostSharedStatus(k.holders(key), k.info(key), k.queue(key), k.places(key))
@@ -165,20 +165,20 @@ export class RedisSharedSteps implements SharedSteps {
   };
 }
 
-function toAcquireResult(reply: SharedAcquireReply): SharedAcquireResult {
+function toAcquireResult(reply: QueueAcquireReply): AcquireResult {
   if (typeof reply === "number") return reply > 0 ? { acquired: false, retryAfterMs: reply } : NOT_ACQUIRED;
   if (reply.length === 1) return { acquired: false, limit: reply[0] };
-  const [fence, acquiredAtMs, expiresAtMs] = reply as Extract<SharedAcquireReply, { length: 3 }>;
+  const [fence, acquiredAtMs, expiresAtMs] = reply as Extract<QueueAcquireReply, { length: 3 }>;
   return { acquired: true, fence, acquiredAtMs, expiresAtMs };
 }
 
-/** The holder record written by the acquire script: JSON of strings (shared-scripts.ts). */
+/** The holder record written by the acquire script: JSON of strings (queue-scripts.ts). */
 type StoredHolder = [mode: string, fence: string, plugin: string, node: string, hostname: string, instance: string, acquiredAt: string];
 
-function toRecord(key: string, kind: SharedKind, reply: SharedStatusReply): SharedRecord | null {
+function toRecord(key: string, kind: QueueKind, reply: QueueStatusReply): KeyRecord | null {
   if (reply === NOT_FOUND) return null;
   const [now, queued, limit] = reply;
-  const holders: SharedHolderRecord[] = [];
+  const holders: HolderRecord[] = [];
   for (let i = 3; i + 3 < reply.length; i += 4) {
     const owner = reply[i] as string;
     const expiresAtMs = Number(reply[i + 1]);
@@ -191,7 +191,7 @@ function toRecord(key: string, kind: SharedKind, reply: SharedStatusReply): Shar
     const holder: Holder = { plugin, node, hostname };
     holders.push({
       owner,
-      mode: mode === "exclusive" ? "exclusive" : ("shared" satisfies SharedMode),
+      mode: mode === "exclusive" ? "exclusive" : ("shared" satisfies LockMode),
       fence: Number(fence),
       holder,
       acquiredAtMs,
@@ -221,7 +221,7 @@ function ttlError(name: string, value: number): LockhostError {
   return new LockhostError("INVALID_ARGUMENT", `${name} must be a positive integer number of milliseconds, got ${String(value)}`);
 }
 
-function invalidRequest(req: SharedAcquireRequest): LockhostError | undefined {
+function invalidRequest(req: AcquireRequest): LockhostError | undefined {
   if (!validTtl(req.ttlMs)) return ttlError("ttlMs", req.ttlMs);
   if (!(req.queueMs === 0 || validTtl(req.queueMs))) {
     return new LockhostError("INVALID_ARGUMENT", `queueMs must be 0 or a positive integer number of milliseconds, got ${String(req.queueMs)}`);

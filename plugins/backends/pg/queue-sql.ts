@@ -1,4 +1,4 @@
-// The tables, function and statements of read/write locks and semaphores (kit/shared.ts) on
+// The tables, function and statements of read/write locks and semaphores (kit/steps.ts) on
 // PostgreSQL. Mutexes ride on session advisory locks; shared holders cannot (a holder's lease
 // must end on the server's clock and a crashed holder must heal by TTL, whatever its session
 // does), so they live in rows, and every step is ONE round trip:
@@ -31,7 +31,7 @@ import { FENCE_BLOCK, quoteTable, type Statement } from "./sql.js";
 const MAX_IDENTIFIER = 63;
 
 /** The names of the shared objects beside the configured `table` (`name` or `schema.name`). */
-export interface SharedObjects {
+export interface QueueObjects {
   readonly keys: string;
   readonly fences: string;
   readonly holders: string;
@@ -48,7 +48,7 @@ export const SHARED_DDL_VERSION = `lockhost shared v${SHARED_DDL_NUMBER}`;
  * `<name>_shared_keys`, ... in the configured table's schema; a name too long for a suffix is
  * cut and marked with a hash of the whole name, so two configured tables never share objects.
  */
-export function sharedObjectsOf(table: string): SharedObjects {
+export function sharedObjectsOf(table: string): QueueObjects {
   const dot = table.lastIndexOf(".");
   const schema = table.slice(0, dot + 1);
   const name = table.slice(dot + 1);
@@ -70,7 +70,7 @@ export function sharedObjectsOf(table: string): SharedObjects {
 export const ACQUIRE_ARGS = "text, text, text, text, integer, bigint, bigint, text, text, text, text";
 
 /** The statements of the shared steps, for one configured table. */
-export interface SharedStatements {
+export interface QueueStatements {
   /** $1 the function's signature, $2-$5 the tables -> [whether all exist, the function at this DDL version]. */
   readonly ready: { readonly text: string; readonly values: readonly string[] };
   /** Creates or replaces every object, in one transaction serialized across hosts (simple query protocol). */
@@ -121,7 +121,7 @@ const clockNow = "date_trunc('milliseconds', clock_timestamp())";
 const DDL_LOCK = createHash("sha256").update("lockhost shared ddl").digest().readBigInt64BE(0).toString();
 
 /** Builds the shared statements for the configured `table`. */
-export function sharedStatementsFor(table: string): SharedStatements {
+export function sharedStatementsFor(table: string): QueueStatements {
   const names = sharedObjectsOf(table);
   const k = quoteTable(names.keys);
   const f = quoteTable(names.fences);

@@ -1,17 +1,17 @@
-// The shared objects (shared-sql.ts): made sure of on the first read/write-lock or semaphore
+// The shared objects (queue-sql.ts): made sure of on the first read/write-lock or semaphore
 // step of a backend, not at connection time, so a host that only takes mutexes needs neither
 // them nor the right to create them.
 import pg from "pg";
 import type { Logger } from "pino";
 import { backendError, isServerError, type ErrorContext } from "./errors.js";
-import type { SharedObjects, SharedStatements } from "./shared-sql.js";
+import type { QueueObjects, QueueStatements } from "./queue-sql.js";
 
 /** SQLSTATEs of a shared object gone under us: undefined table or function. */
 const GONE_CODES = new Set(["42P01", "42883"]);
 
 /** Whether the shared objects are known to be there, and how they are made so. */
-export class SharedTables {
-  readonly #sql: SharedStatements;
+export class QueueTables {
+  readonly #sql: QueueStatements;
   readonly #client: pg.ClientConfig;
   readonly #errors: ErrorContext;
   readonly #log: Logger;
@@ -19,7 +19,7 @@ export class SharedTables {
   readonly #names: readonly string[];
   #ready: Promise<void> | undefined;
 
-  constructor(sql: SharedStatements, objects: SharedObjects, client: pg.ClientConfig, errors: ErrorContext, log: Logger) {
+  constructor(sql: QueueStatements, objects: QueueObjects, client: pg.ClientConfig, errors: ErrorContext, log: Logger) {
     this.#sql = sql;
     this.#names = Object.values(objects).map((name) => `${name.slice(name.lastIndexOf(".") + 1)}"`);
     this.#client = client;

@@ -1,5 +1,5 @@
-// The steps of read/write locks and semaphores (kit/shared.ts) on PostgreSQL: each one statement
-// (shared-sql.ts) on the session the key's shared id routes to. Nothing is held on the session:
+// The steps of read/write locks and semaphores (kit/steps.ts) on PostgreSQL: each one statement
+// (queue-sql.ts) on the session the key's shared id routes to. Nothing is held on the session:
 // holders are rows with leases on the server's clock, so a host that dies leaves rows that lapse.
 import type {
   ListRequest,
@@ -7,28 +7,28 @@ import type {
   ReleaseWatch,
   RenewRequest,
   RenewResult,
-  SharedAcquireRequest,
-  SharedAcquireResult,
-  SharedHolderRecord,
-  SharedKind,
-  SharedMode,
-  SharedPage,
-  SharedRecord,
-  SharedSteps,
+  AcquireRequest,
+  AcquireResult,
+  HolderRecord,
+  QueueKind,
+  LockMode,
+  KeyPage,
+  KeyRecord,
+  KindSteps,
 } from "../../../kit/index.js";
 import { backendError, closedError } from "./errors.js";
 import { sharedKeyOf, waitLockOf, type AdvisoryKey } from "./key-hash.js";
 import { NOT_FOUND, type LockBook } from "./lock-book.js";
 import type { Rows } from "./session.js";
-import type { SharedStatements } from "./shared-sql.js";
-import type { SharedTables } from "./shared-tables.js";
+import type { QueueStatements } from "./queue-sql.js";
+import type { QueueTables } from "./queue-tables.js";
 import type { Statement } from "./sql.js";
 
 /** What the shared steps need from their backend. */
-export interface SharedContext {
+export interface QueueContext {
   readonly book: LockBook;
-  readonly sql: SharedStatements;
-  readonly tables: SharedTables;
+  readonly sql: QueueStatements;
+  readonly tables: QueueTables;
   /** This machine's name, recorded with each holder. */
   readonly hostname: string;
   /** This backend instance's token, recorded with each holder: a force-release tells it alone. */
@@ -39,20 +39,20 @@ export interface SharedContext {
   readonly watch: (advisory: AdvisoryKey, listener: () => void) => ReleaseWatch;
 }
 
-const NOT_ACQUIRED: SharedAcquireResult = Object.freeze({ acquired: false });
+const NOT_ACQUIRED: AcquireResult = Object.freeze({ acquired: false });
 
 /** The steps of one kind, in its own namespace of names (the `kind` column). */
-export class PgSharedSteps implements SharedSteps {
-  readonly kind: SharedKind;
-  readonly #ctx: SharedContext;
+export class PgQueueSteps implements KindSteps {
+  readonly kind: QueueKind;
+  readonly #ctx: QueueContext;
 
-  constructor(kind: SharedKind, ctx: SharedContext) {
+  constructor(kind: QueueKind, ctx: QueueContext) {
     this.kind = kind;
     this.#ctx = ctx;
   }
 
-  /** One attempt: the key's row locked, expired holders and places pruned, the rules checked (shared-sql.ts). */
-  async acquire(req: SharedAcquireRequest): Promise<SharedAcquireResult> {
+  /** One attempt: the key's row locked, expired holders and places pruned, the rules checked (queue-sql.ts). */
+  async acquire(req: AcquireRequest): Promise<AcquireResult> {
     const { plugin, node } = req.holder;
     const values = [this.kind, req.key, req.owner, req.mode, req.limit, req.ttlMs, req.mode === "exclusive" ? req.queueMs : 0, plugin, node, this.#ctx.hostname, this.#ctx.instance];
     const row = (await this.#run("acquire", req.key, this.#ctx.sql.acquire, values))[0] ?? [];
@@ -102,7 +102,7 @@ export class PgSharedSteps implements SharedSteps {
   }
 
   /** Live holders and queue, or null when the key has neither. */
-  async status(key: string): Promise<SharedRecord | null> {
+  async status(key: string): Promise<KeyRecord | null> {
     const row = (await this.#run("status", key, this.#ctx.sql.status, [this.kind, key]))[0];
     if (row === undefined) return null;
     const record = this.#record(key, row);
@@ -119,7 +119,7 @@ export class PgSharedSteps implements SharedSteps {
   }
 
   /** One page of keys with live holders in name order, in one query; the cursor is the page's last name. */
-  async list(req: ListRequest): Promise<SharedPage> {
+  async list(req: ListRequest): Promise<KeyPage> {
     const pattern = (req.prefix ?? "").replace(/[\\%_]/g, "\\$&") + "%";
     // One more than asked: whether a next page exists, without a second query.
     const rows = await this.#run("list", req.cursor ?? "", this.#ctx.sql.list, [this.kind, pattern, req.cursor ?? null, req.limit + 1]);
@@ -139,8 +139,8 @@ export class PgSharedSteps implements SharedSteps {
     return [k1, k2, this.#ctx.book.channels.shared, `w:${advisory.id}`];
   }
 
-  /** [limit, queued, holders json] as a SharedRecord. */
-  #record(key: string, row: Rows[number]): SharedRecord {
+  /** [limit, queued, holders json] as a KeyRecord. */
+  #record(key: string, row: Rows[number]): KeyRecord {
     const [limit, queued, holders] = row;
     return {
       key,
@@ -170,12 +170,12 @@ export class PgSharedSteps implements SharedSteps {
   }
 }
 
-/** One element of a holders json array (shared-sql.ts holdersJson). */
-function toHolder(h: unknown[]): SharedHolderRecord {
+/** One element of a holders json array (queue-sql.ts holdersJson). */
+function toHolder(h: unknown[]): HolderRecord {
   const [owner, mode, fence, plugin, node, hostname, acquiredAt, expiresAt, ttl, remaining] = h;
   return {
     owner: String(owner),
-    mode: mode as SharedMode,
+    mode: mode as LockMode,
     fence: Number(fence),
     holder: { plugin: String(plugin), node: String(node), hostname: String(hostname) },
     acquiredAtMs: Number(acquiredAt),

@@ -1,0 +1,159 @@
+// A backend may keep a mutex in a record of its own, one holder per key, when that is faster
+// than its general steps (the Redis mutex's one-key script, PostgreSQL's advisory locks): it
+// implements MutexStore, and MutexSteps serves it behind the one interface of kit/steps.ts. The
+// host never sees the difference; this is the only place the single record is mapped.
+import type { Acquired, Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./common.js";
+import { checkKind, isKindOf, isQueueKind, KINDS, LOCK_KINDS, type LockKind, type QueueKind } from "./kinds.js";
+import type { AcquireRequest, AcquireResult, HolderRecord, KeyPage, KeyRecord, KindSteps } from "./steps.js";
+
+/** One mutex acquisition attempt (AcquireRequest without the fields a mutex has no use for). */
+export interface MutexAcquireRequest {
+  /** Fully qualified lock name (scope applied), e.g. "billing:nightly". */
+  readonly key: string;
+  /** Random owner token; renew and release compare-and-set on it. */
+  readonly owner: string;
+  readonly ttlMs: number;
+  readonly holder: Holder;
+}
+
+/** The outcome of a mutex acquisition: never an error for contention. */
+export type MutexAcquireResult =
+  | Acquired
+  | {
+      readonly acquired: false;
+      /** How long until the holder's lease ends, in ms on the server's clock, when learned in the same step. */
+      readonly retryAfterMs?: number;
+    };
+
+/** A mutex's one record: its key and its one holder (whose mode is always "exclusive"). */
+export interface LockRecord extends Omit<HolderRecord, "mode"> {
+  readonly key: string;
+}
+
+/** One page of held mutexes. */
+export interface LockPage {
+  readonly locks: readonly LockRecord[];
+  readonly cursor?: string;
+}
+
+/** The steps of a mutex kept in one record per key: KindSteps' rules with one exclusive holder and no queue. */
+export interface MutexStore {
+  acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult>;
+  renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]>;
+  release(key: string, owner: string): Promise<ReleaseResult>;
+  status(key: string): Promise<LockRecord | null>;
+  /** True when there was a holder. */
+  forceRelease(key: string): Promise<boolean>;
+  list(req: ListRequest): Promise<LockPage>;
+  watch(key: string, listener: () => void): ReleaseWatch;
+  proclaim?(key: string, owner: string, value: string): Promise<boolean>;
+}
+
+/** What starts every namespaced name in a store (no lock name can: see KindRow.namespace). */
+const NAMESPACED = "\u0001";
+
+/**
+ * A MutexStore served as the KindSteps of `kind`: the mutex, or another kind whose row has store
+ * "single" (leader election), whose names the store keeps under the row's namespace. The
+ * mutex's own steps pass names through untouched, so its lock path pays nothing for this.
+ */
+export class MutexSteps implements KindSteps {
+  readonly kind: LockKind;
+  readonly #store: MutexStore;
+  readonly #ns: string;
+  readonly proclaim?: (key: string, owner: string, value: string) => Promise<boolean>;
+
+  constructor(store: MutexStore, kind: LockKind = "mutex") {
+    if (KINDS[kind].store !== "single") throw new TypeError(`MutexSteps serves kinds stored as one record, not ${kind}`);
+    this.kind = kind;
+    this.#store = store;
+    this.#ns = KINDS[kind].namespace;
+    if (typeof store.proclaim === "function") {
+      const proclaim = store.proclaim.bind(store);
+      this.proclaim = this.#ns === "" ? proclaim : (key, owner, value) => proclaim(this.#ns + key, owner, value);
+    }
+  }
+
+  acquire(req: AcquireRequest): Promise<AcquireResult> {
+    return this.#store.acquire(this.#ns === "" ? req : { ...req, key: this.#ns + req.key });
+  }
+
+  renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
+    return this.#store.renewMany(this.#ns === "" ? reqs : reqs.map((r) => ({ ...r, key: this.#ns + r.key })));
+  }
+
+  release(key: string, owner: string): Promise<ReleaseResult> {
+    return this.#store.release(this.#ns + key, owner);
+  }
+
+  leaveQueue(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  async status(key: string): Promise<KeyRecord | null> {
+    const record = await this.#store.status(this.#ns + key);
+    return record === null ? null : this.#keyRecord(record);
+  }
+
+  async forceRelease(key: string): Promise<number> {
+    return (await this.#store.forceRelease(this.#ns + key)) ? 1 : 0;
+  }
+
+  async list(req: ListRequest): Promise<KeyPage> {
+    const page = await this.#store.list(this.#ns === "" ? req : { ...req, prefix: this.#ns + (req.prefix ?? "") });
+    const records: KeyRecord[] = [];
+    for (const record of page.locks) {
+      // The mutex's pages skip the other namespaces' names (a page may hold fewer than asked).
+      if (this.#ns === "" ? !record.key.startsWith(NAMESPACED) : record.key.startsWith(this.#ns)) records.push(this.#keyRecord(record));
+    }
+    return page.cursor === undefined ? { records } : { records, cursor: page.cursor };
+  }
+
+  watch(key: string, listener: () => void): ReleaseWatch {
+    return this.#store.watch(this.#ns + key, listener);
+  }
+
+  #keyRecord({ key, ...holder }: LockRecord): KeyRecord {
+    const one: HolderRecord = { ...holder, mode: "exclusive" };
+    return { key: key.slice(this.#ns.length), kind: this.kind, limit: 0, holders: [one], queued: 0 };
+  }
+}
+
+/**
+ * A backend's steps per kind, each made on first use and then kept: a kind stored as one record
+ * from the backend's MutexStore (MutexSteps), a queue kind by `queue`. Refuses a kind that is not
+ * a row (INVALID_ARGUMENT), so LockBackend.steps needs no check of its own.
+ */
+export class StepsByKind<Q extends KindSteps = KindSteps> {
+  readonly #made = new Map<LockKind, KindSteps>();
+  readonly #single: MutexStore;
+  readonly #queue: (kind: QueueKind) => Q;
+  readonly #queues: Q[] = [];
+
+  constructor(single: MutexStore, queue: (kind: QueueKind) => Q) {
+    this.#single = single;
+    this.#queue = queue;
+  }
+
+  /** The steps of `kind`. */
+  get(kind: LockKind): KindSteps {
+    let steps = this.#made.get(kind);
+    if (steps === undefined) {
+      if (!isKindOf(kind, LOCK_KINDS)) checkKind(kind, LOCK_KINDS);
+      if (isQueueKind(kind)) {
+        const made = this.#queue(kind);
+        this.#queues.push(made);
+        steps = made;
+      } else {
+        steps = new MutexSteps(this.#single, kind);
+      }
+      this.#made.set(kind, steps);
+    }
+    return steps;
+  }
+
+  /** The queue kinds' steps made so far (a backend clears or closes them). */
+  get queues(): readonly Q[] {
+    return this.#queues;
+  }
+}

@@ -72,6 +72,12 @@ export class MutexSteps implements KindSteps {
       const proclaim = store.proclaim.bind(store);
       this.proclaim = this.#ns === "" ? proclaim : (key, owner, value) => proclaim(this.#ns + key, owner, value);
     }
+    if (this.#ns === "") {
+      // The mutex's lock path goes straight to the store: no layer of its own per call.
+      this.acquire = (req) => store.acquire(req);
+      this.release = (key, owner) => store.release(key, owner);
+      this.renewMany = (reqs) => store.renewMany(reqs);
+    }
   }
 
   acquire(req: AcquireRequest): Promise<AcquireResult> {

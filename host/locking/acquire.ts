@@ -5,7 +5,7 @@
 import { v4 as uuidv4 } from "uuid";
 import { LockhostError } from "../../kit/errors.js";
 import type { AcquireResult } from "../../kit/steps.js";
-import { kindName, limitOf, modeOf, waitKey } from "./kinds.js";
+import { kindName, waitKey } from "./kinds.js";
 import { KINDS } from "../../kit/kinds.js";
 import { closedError, kindOf, type ServiceCore } from "./core.js";
 import { Lease } from "./lease.js";
@@ -59,7 +59,7 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
   const started = performance.now();
   // A waiting writer queues from its first attempt, so readers arriving after it stand behind it,
   // and keeps one owner for all its attempts: its place in the queue is that owner's.
-  const writer = waitMs > 0 && KINDS[request.spec.kind].queuesExclusive && modeOf(request.spec) === "exclusive";
+  const writer = waitMs > 0 && KINDS[request.spec.kind].queuesExclusive && request.mode === "exclusive";
   const queue: Queueing | undefined = writer ? { queueMs: queueMsOf(core), owner: request.owner ?? uuidv4() } : undefined;
   const first = await core.track(attempt(core, request, asIs, queue?.queueMs, queue?.owner));
   if (first instanceof Lease) return first;
@@ -72,7 +72,7 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
  * backend's retry hint). Mapped here rather than by a `.then` after: one promise less.
  */
 async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended: (result: Contended) => C, queueMs = 0, minted?: string): Promise<Lease | C> {
-  const { name, ttlMs, keepalive, spec } = request;
+  const { name, ttlMs, keepalive, spec, mode, limit } = request;
   const holder = { plugin: request.plugin, node: core.node };
   const owner = request.owner ?? minted ?? uuidv4();
   if (request.owner !== undefined) checkOwnerFree(core, name, owner);
@@ -82,7 +82,7 @@ async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended:
   let result: AcquireResult;
   try {
     // Only a waiting writer passes a queueMs (acquireChecked).
-    result = await core.backendCall(() => steps.acquire({ key: name, owner, ttlMs, holder, mode: modeOf(spec), limit: limitOf(spec), queueMs }));
+    result = await core.backendCall(() => steps.acquire({ key: name, owner, ttlMs, holder, mode, limit, queueMs }));
   } catch (err) {
     // A timed-out or cut-off acquire may still have been applied on the server. A minted owner
     // is ours alone, so giving it back can delete nothing else; a caller's owner may name a
@@ -96,14 +96,14 @@ async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended:
     throw closedError();
   }
   if (!result.acquired) {
-    if ("limit" in result && result.limit !== undefined && KINDS[spec.kind].limit !== null) throw permitsMismatch(request, limitOf(spec), result.limit);
+    if ("limit" in result && result.limit !== undefined && KINDS[spec.kind].limit !== null) throw permitsMismatch(request, limit, result.limit);
     core.contended++;
     return contended(result);
   }
   const { fence, acquiredAtMs, expiresAtMs } = result;
   const lease = new Lease({
     name, owner, fence, ttlMs, holder, acquiredAtMs, expiresAtMs, deadline: sentAt + ttlMs, keepalive, hooks: core.hooks,
-    kind: spec.kind, mode: modeOf(spec),
+    kind: spec.kind, mode,
   });
   core.hold(lease);
   return lease;

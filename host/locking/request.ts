@@ -5,7 +5,8 @@ import { LockhostError } from "../../kit/errors.js";
 import { DEFAULT_KEEPALIVE } from "./options.js";
 import { PLUGIN_NAME_PATTERN, qualify, type Scope } from "./scope.js";
 import { validateFlag, validateKey, validateLimit, validateOptions, validateOwner, validateTtl } from "./validate.js";
-import { KINDS, limitOf, MUTEX, type TakeSpec } from "../../kit/kinds.js";
+import { KINDS, limitOf, modeOf, MUTEX, type TakeSpec } from "../../kit/kinds.js";
+import type { LockMode } from "../../kit/common.js";
 
 export type { LockSpec } from "../../kit/kinds.js";
 
@@ -59,6 +60,9 @@ export interface CheckedRequest {
   readonly owner: string | undefined;
   /** What is taken: a mutex, a reader or writer of a read/write lock, or a semaphore's permit. */
   readonly spec: TakeSpec;
+  /** The spec's mode and limit, read once here rather than on every attempt. */
+  readonly mode: LockMode;
+  readonly limit: number;
   readonly [checkedBrand]: true;
 }
 
@@ -83,8 +87,9 @@ export function checkRequest(key: string, options: TryLockOptions, spec: TakeSpe
   const keepalive = validateFlag(options.keepalive, "keepalive") ?? DEFAULT_KEEPALIVE;
   const owner = options.owner === undefined ? undefined : validateOwner(options.owner);
   const rule = KINDS[spec.kind].limit;
-  if (rule !== null) validateLimit(limitOf(spec), rule);
-  return { name: qualify(key, scope), key, scope, ttlMs, plugin, keepalive, owner, spec } as CheckedRequest;
+  const limit = limitOf(spec);
+  if (rule !== null) validateLimit(limit, rule);
+  return { name: qualify(key, scope), key, scope, ttlMs, plugin, keepalive, owner, spec, mode: modeOf(spec), limit } as CheckedRequest;
 }
 
 /**

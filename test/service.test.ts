@@ -460,7 +460,7 @@ describe("releaseIfHeld that fails (review finding)", () => {
 describe("pre-checked requests", () => {
   it("checkRequest qualifies the key and fills in the defaults once", () => {
     // Keepalive is on by default (DEFAULT_KEEPALIVE), no owner means one is minted per attempt, and a mutex is the default kind.
-    expect(checkRequest("k", { ttlMs: 10 })).toEqual({ name: "global:k", key: "k", scope: "global", ttlMs: 10, plugin: "host", keepalive: true, owner: undefined, spec: { kind: "mutex" } });
+    expect(checkRequest("k", { ttlMs: 10 })).toEqual({ name: "global:k", key: "k", scope: "global", ttlMs: 10, plugin: "host", keepalive: true, owner: undefined, spec: { kind: "mutex" }, mode: "exclusive", limit: 0 });
     expect(checkRequest("k", { ttlMs: 10, scope: { plugin: "billing" }, keepalive: true })).toMatchObject({
       name: "billing:k",
       plugin: "billing",

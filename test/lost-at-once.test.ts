@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { LockBackend } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
+import pg from "pg";
 import { PgBackend } from "../plugins/backends/pg/index.js";
 import { pgDefaults } from "../plugins/backends/pg/config.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
@@ -80,6 +81,27 @@ describe.each(Object.keys(stores))("%s: the holder hears of a loss at once", (st
     } finally {
       await holder.close({ closeBackend: store !== "memory" });
       await other.close({ closeBackend: store !== "memory" });
+    }
+  });
+});
+
+describe("pg: the holder hears of a loss at once", () => {
+  it("when the session that holds its lock ends (the server freed the advisory lock), while its notices still arrive", async () => {
+    const backend = stores.pg!() as PgBackend;
+    const holder = new LockService(backend, { node: "holder" });
+    const admin = new pg.Client({ connectionString: databaseUrl() });
+    await admin.connect();
+    try {
+      // Long TTL and keepalive off: only the backend's own word can tell the holder before the lease ends.
+      const lease = (await holder.tryLock("session-ended", { ttlMs: 60_000, keepalive: false }))!;
+      const [pid] = backend.sessionPids;
+      // Only the lock session: the LISTEN connection stays up, so no reconnect says "notices may be lost".
+      await admin.query("select pg_terminate_backend($1)", [pid]);
+      await toldWithin(lease, TOLD_WITHIN_MS);
+      expect(lease.lostReason).toMatchObject({ code: "LOST" });
+    } finally {
+      await admin.end();
+      await holder.close();
     }
   });
 });

@@ -92,6 +92,8 @@ export async function* observeLeader(core: ServiceCore, election: string, name: 
     await watch.ready;
     let last: string | undefined;
     let nextReadMs = 0;
+    /** Reads in a row that found the leader past its lease's end (see below). */
+    let overdueReads = 0;
     for (;;) {
       if (signal?.aborted || core.closing) return;
       if (!pending) {
@@ -109,9 +111,19 @@ export async function* observeLeader(core: ServiceCore, election: string, name: 
       core.checkOpen();
       const record = await core.backendCall(() => core.steps(ELECTION).status(name));
       const info = leaderInfo(election, name, record);
+      const remainingMs = record?.holders[0]?.ttlRemainingMs;
+      // A leader still reported past its lease's end (ttlRemainingMs 0): on PostgreSQL the
+      // holder's session keeps the lock until the holder itself ends the lease, so a frozen
+      // (SIGSTOP, stalled VM) leader stays in the record, overdue, for as long as it is frozen.
+      // Re-reading 1 ms later each time made every observer a busy loop on the backend while it
+      // lasted (about 800 status reads a second per observer, test/faults/election-faults.test.ts);
+      // back off instead, doubling from 1 ms up to the poll interval. The lease's end is still
+      // seen at once: the holder's unlock notifies, and the sentinel pokes on a change.
+      overdueReads = remainingMs !== undefined && remainingMs <= 0 ? overdueReads + 1 : 0;
       // Next read without a wake: when the lease is due to end (expiry is not signalled by
       // every backend), else the poll interval (a pg session that died is not either).
-      nextReadMs = Math.min(info.held ? record!.holders[0]!.ttlRemainingMs + 1 : Infinity, core.pollIntervalMs);
+      const dueMs = remainingMs === undefined ? Infinity : overdueReads > 0 ? 2 ** Math.min(overdueReads - 1, 30) : remainingMs + 1;
+      nextReadMs = Math.min(dueMs, core.pollIntervalMs);
       const id = identity(info);
       if (id !== last) {
         last = id;

@@ -162,6 +162,7 @@ export class PgBackend implements LockBackend, MutexStore {
       keyOf: options.advisoryKey ?? advisoryKeyOf,
       prepare: (c, ms) => tables.prepare(c, ms),
       reconnectAfter: (err) => !sharedTables.isOurs(err) && tables.gone(err),
+      onSessionLost: (owner) => this.#tellLost(owner),
     });
     this.#listener = new ReleaseListener({
       client: { ...connection, application_name: `${applicationName}:listen` },

@@ -44,6 +44,12 @@ export interface LockBookOptions {
   readonly prepare: (client: pg.Client, timeoutMs: number) => Promise<void>;
   /** Whether a statement error still calls for a new connection (tables.ts). */
   readonly reconnectAfter: (err: unknown) => boolean;
+  /**
+   * Told the owner of each lock a session took with it when its connection ended (the server
+   * freed its advisory locks): the backend's onLost listeners, so the holder hears of it at once
+   * rather than at its next renewal, up to half a TTL after another host took the lock.
+   */
+  readonly onSessionLost?: (owner: string) => void;
 }
 
 /** The sessions of one backend and the locks held on them. */
@@ -80,6 +86,9 @@ export class LockBook {
               this.expiry.remove(lock);
               this.#remember(lock.owner);
             }
+            // After the session's own bookkeeping is done: a listener may call back into the backend.
+            const tell = options.onSessionLost;
+            if (tell !== undefined && locks.length > 0) queueMicrotask(() => { for (const lock of locks) tell(lock.owner); });
           },
           reconnectAfter: options.reconnectAfter,
           errors: options.errors,

@@ -3,7 +3,7 @@
 // implements MutexStore, and MutexSteps serves it behind the one interface of kit/steps.ts. The
 // host never sees the difference; this is the only place the single record is mapped.
 import type { Acquired, Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./common.js";
-import { checkKind, isKindOf, isQueueKind, KINDS, LOCK_KINDS, type LockKind, type QueueKind } from "./kinds.js";
+import { checkKind, isKindOf, isQueueKind, KINDS, LOCK_KINDS, MUTEX, type LockKind, type QueueKind } from "./kinds.js";
 import type { AcquireRequest, AcquireResult, HolderRecord, KeyPage, KeyRecord, KindSteps } from "./steps.js";
 
 /** One mutex acquisition attempt (AcquireRequest without the fields a mutex has no use for). */
@@ -63,7 +63,7 @@ export class MutexSteps implements KindSteps {
   readonly #ns: string;
   readonly proclaim?: (key: string, owner: string, value: string) => Promise<boolean>;
 
-  constructor(store: MutexStore, kind: LockKind = "mutex") {
+  constructor(store: MutexStore, kind: LockKind = MUTEX.kind) {
     if (KINDS[kind].store !== "single") throw new TypeError(`MutexSteps serves kinds stored as one record, not ${kind}`);
     this.kind = kind;
     this.#store = store;

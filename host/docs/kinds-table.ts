@@ -1,7 +1,7 @@
 // The table of lock kinds in the README and ABI.md, written from the one kind table
 // (kit/kinds.ts): what each kind is called, how it is held, how the host API, a guest and an
 // operator name it.
-import { KINDS, LOCK_KINDS, roleOf, type LockKind } from "../../kit/kinds.js";
+import { KINDS, kindRow, LOCK_KINDS, roleOf, type LockKind } from "../../kit/kinds.js";
 
 /** The host API options that take `kind` (what a spec says), or the verb that takes it. */
 function hostForm(kind: LockKind): string {
@@ -10,7 +10,9 @@ function hostForm(kind: LockKind): string {
   if (row.isDefault) return "no `kind` (`tryLock`, `acquire`, `withLock`)";
   const mode = row.modes.length > 1 ? `, mode: ${row.modes.map((m) => `"${m}"`).join(" \\| ")}` : "";
   const limit = row.limit === null ? "" : `, ${row.limit.field}: N`;
-  return `\`{ kind: "${kind}"${mode}${limit} }\`${kind === "fair" ? " or `fair: true`" : ""}`;
+  // A kind that rides the mutex's operations under a flag is the mutex's `fair: true`.
+  const flagged = Object.values(kindRow(kind).ops).some((op) => op.flag !== undefined);
+  return `\`{ kind: "${kind}"${mode}${limit} }\`${flagged ? " or `fair: true`" : ""}`;
 }
 
 /** The ABI operations that take the kind (per mode), with the flag that picks it. */

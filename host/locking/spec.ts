@@ -28,7 +28,7 @@ export function specOf(options: SpecOptions | undefined): LockSpec {
   const given = options as { kind?: unknown; mode?: unknown; permits?: unknown; fair?: unknown } | undefined;
   if (given?.kind === undefined || given.kind === MUTEX.kind) {
     if (given?.mode !== undefined && given.mode !== "exclusive") throw new LockhostError("INVALID_ARGUMENT", `mode must be "exclusive" or absent for a mutex, got ${show(given.mode)}`);
-    if (given?.permits !== undefined) throw new LockhostError("INVALID_ARGUMENT", `permits is for kind "semaphore", not a mutex`);
+    if (given?.permits !== undefined) throw new LockhostError("INVALID_ARGUMENT", `permits is for ${limitKinds()}, not a mutex`);
     return validateFlag(given?.fair, "fair") === true ? FAIR : MUTEX;
   }
   const kind: SpecKind = checkKind(given.kind, SPEC_KINDS);
@@ -43,11 +43,14 @@ export function specOf(options: SpecOptions | undefined): LockSpec {
   } else {
     mode = undefined;
   }
-  if (row.limit === null && given.permits !== undefined) throw new LockhostError("INVALID_ARGUMENT", `permits is for kind "semaphore", not a ${row.label}`);
+  if (row.limit === null && given.permits !== undefined) throw new LockhostError("INVALID_ARGUMENT", `permits is for ${limitKinds()}, not a ${row.label}`);
   if (kind === FAIR.kind) return FAIR;
   if (kind === READ.kind) return mode === "shared" ? READ : WRITE;
   // The limit itself is checked with the rest of the request (checkRequest).
   return { kind, ...(mode !== undefined && { mode }), ...(row.limit !== null && { [row.limit.field]: given[row.limit.field] }) } as LockSpec;
 }
+
+/** The kinds whose row takes a limit, for messages: 'kind "semaphore"'. */
+const limitKinds = (): string => SPEC_KINDS.filter((kind) => KINDS[kind].limit !== null).map((kind) => `kind "${kind}"`).join(" or ");
 
 const show = (value: unknown): string => (typeof value === "string" ? JSON.stringify(value) : String(value));

@@ -42,6 +42,15 @@ afterAll(async () => {
   if (app) await rm(app, { recursive: true, force: true });
 });
 
+describe("an embedder's install of the packed lockhost", () => {
+  it("carries no guest compiler: assemblyscript (and its binaryen) is an optional peer for guest authors", async () => {
+    const installed = await readdir(join(app, "node_modules"));
+    expect(installed).toContain("lockhost");
+    expect(installed).not.toContain("assemblyscript");
+    expect(installed).not.toContain("binaryen");
+  });
+});
+
 describe("a third-party backend against the packed lockhost", () => {
   it("passes lockhost/testing, the contract suite every built-in backend runs", async () => {
     await writeFile(

@@ -1,7 +1,8 @@
 // Whether the backend answers, as the host tells its operator: checked when the host starts (a
-// fault retrying cannot cure, such as a refused password, fails the start at once; an
-// unreachable server is a warning and the host runs on), then every few seconds, logging each
-// change once: down at warn, back at info.
+// server that refuses for good, such as a refused password, fails the start at once; one that
+// cannot be reached yet, down or behind a host name that does not resolve yet, is a warning and
+// the host starts and waits), then every few seconds, logging each change once: down at warn,
+// back at info.
 import type { Logger } from "pino";
 import { isPermanent, LockhostError, toLockhostError } from "../kit/errors.js";
 import type { LockService } from "./locking/service.js";
@@ -34,7 +35,7 @@ export class BackendHealth {
         throw new LockhostError("CONFIG_INVALID", `${where}: the ${locks.backendKind} backend refused this host for good, so retrying cannot help: ${e.message}`, { cause: e });
       }
       health.#up = false;
-      log.warn({ backend: locks.backendKind, err: e.message }, `the ${locks.backendKind} backend does not answer at start; lock calls fail with BACKEND_UNAVAILABLE until it does`);
+      log.warn({ backend: locks.backendKind, err: e.message }, `the ${locks.backendKind} backend does not answer at start; the host starts and waits (lock calls fail with BACKEND_UNAVAILABLE and /readyz answers 503 until it answers)`);
     }
     return health;
   }

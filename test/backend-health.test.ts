@@ -1,11 +1,18 @@
-// The host's view of its backend's health: a warning at start when it does not answer, a fail
-// at start when it refuses for good, and each change logged once while the host runs.
-import { describe, expect, it } from "vitest";
-import { LockhostError } from "../kit/errors.js";
+// The host's view of its backend's health: a warning at start when it does not answer (a server
+// not up yet, a host name that does not resolve yet), a fail at start only when the server
+// refuses for good, and each change logged once while the host runs.
+import { afterEach, describe, expect, it } from "vitest";
+import { isPermanent, LockhostError } from "../kit/errors.js";
 import { BackendHealth } from "../host/backend-health.js";
+import { resolveConfig, type ConfigInput } from "../host/config/load.js";
+import { Host } from "../host/host.js";
+import type { TickEvent } from "../host/scheduler/scheduler.js";
 import { LockService } from "../host/locking/service.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
+import { guestWasm } from "./support/guests.js";
 import { captureLogger } from "./support/log.js";
+import { startRedisServer, type TestServer } from "./support/servers.js";
+import { until } from "./support/until.js";
 
 /** A memory backend whose ping fails while `down` says so, the way `fault` says. */
 function flaky(): { backend: MemoryBackend; state: { down: boolean; fault: LockhostError } } {
@@ -49,5 +56,60 @@ describe("backend health", () => {
       message: "lockhost.toml: [locking.memory]: the memory backend refused this host for good, so retrying cannot help: password refused (test)",
     });
     await locks.close();
+  });
+});
+
+describe("a backend the host cannot reach at start", () => {
+  const hosts: Host[] = [];
+  const servers: TestServer[] = [];
+  afterEach(async () => {
+    await Promise.all(hosts.splice(0).map((h) => h.stop(1_000)));
+    await Promise.all(servers.splice(0).map((s) => s.stop()));
+  });
+  const cron = { name: "cron", wasm: guestWasm("cron") };
+
+  it.each([
+    ["redis", { backend: "redis", redis: { url: "redis://lockhost-no-such-host.invalid:6379", commandTimeoutMs: 500 } }],
+    ["pg", { backend: "pg", pg: { url: "postgres://postgres@lockhost-no-such-host.invalid:5432/test", commandTimeoutMs: 500 } }],
+  ] as const)("starts when the %s server's host name does not resolve yet (a service not up): /readyz says why, nothing is permanent", async (_name, locking) => {
+    const log = captureLogger();
+    const host = await Host.start(resolveConfig({ source: "lockhost.toml", locking, admin: { listen: "127.0.0.1:0" } } as ConfigInput), { logger: log.logger });
+    hosts.push(host);
+    const ready = await fetch(`${host.admin!.url}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(((await ready.json()) as { message: string }).message).toMatch(/ENOTFOUND|EAI_AGAIN/);
+    const err = await host.locks.ping().catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE", retryable: true });
+    expect(isPermanent(err)).toBe(false);
+    expect(log.lines.find((l) => l.level === 40 && l.msg.includes("does not answer at start"))).toBeDefined();
+  });
+
+  it("starts while its Redis refuses connections, and takes locks and runs schedules once it answers", async () => {
+    const redis = await startRedisServer();
+    servers.push(redis);
+    await redis.kill();
+    const log = captureLogger();
+    const host = await Host.start(
+      resolveConfig({
+        locking: { backend: "redis", redis: { url: redis.url, commandTimeoutMs: 300 } },
+        admin: { listen: "127.0.0.1:0" },
+        plugins: [cron],
+        scheduled: [{ id: "every-100ms", plugin: "cron", export: "tick", schedule: "100ms" }],
+      } as ConfigInput),
+      { logger: log.logger },
+    );
+    hosts.push(host);
+    const ran: TickEvent[] = [];
+    host.scheduler.on("tick", (t) => void (t.outcome === "ran" && ran.push(t)));
+    host.scheduler.start();
+    const ready = await fetch(`${host.admin!.url}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(((await ready.json()) as { message: string }).message).toMatch(/ECONNREFUSED|unreachable/);
+    await redis.start();
+    await until("/readyz answers 200", 10_000, async () => (await fetch(`${host.admin!.url}/readyz`)).status === 200);
+    await until("a tick ran under its lock", 10_000, () => ran.length > 0);
+    const lease = await host.locks.tryLock("after-start", { ttlMs: 10_000 });
+    expect(lease).not.toBeNull();
+    await host.locks.release(lease!);
   });
 });

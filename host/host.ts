@@ -5,6 +5,7 @@ import { pino, type Logger } from "pino";
 import { ActivityFeed } from "./admin/feed.js";
 import { BackendHealth } from "./backend-health.js";
 import { startAdminServer, type AdminServer } from "./admin/server.js";
+import type { HostCounters } from "./admin/metrics.js";
 import { createBackend } from "./backends/create.js";
 import { formatListen, isLoopbackHost } from "./config/listen.js";
 import type { AdminSettings, LockhostConfig, PluginConfig, ScheduledConfig } from "./config/types.js";
@@ -77,6 +78,7 @@ export class Host {
     ownsBackend: boolean,
     admin: AdminServer | undefined,
     health: BackendHealth,
+    scheduler: Scheduler,
     schedules: readonly ScheduledConfig[],
   ) {
     this.schedules = schedules;
@@ -87,7 +89,7 @@ export class Host {
     this.admin = admin;
     this.#guests = guests;
     this.#ownsBackend = ownsBackend;
-    this.scheduler = new Scheduler(schedules, { locks, guest: (p) => this.guest(p), log });
+    this.scheduler = scheduler;
   }
 
   /**
@@ -107,6 +109,7 @@ export class Host {
     let feed: ActivityFeed | undefined;
     let health: BackendHealth | undefined;
     let schedules: ScheduledConfig[] = [];
+    let scheduler: Scheduler | undefined;
     try {
       // Before any guest: a backend that refuses this host for good fails the start at once.
       health = await BackendHealth.atStart(locks, log, `${config.source ?? "config"}: [locking.${backend.kind}]`);
@@ -115,10 +118,13 @@ export class Host {
       for (const plugin of config.plugins) guests.set(plugin.name, await startPluginGuest(plugin, locks, log, functions).catch((e: unknown) => Promise.reject(inFile(e, config.source))));
       schedules = await expandScheduled(config, guests);
       checkScheduledExports(config, guests, schedules);
+      // Its ticks that an outage skips are said once, by the health, and counted.
+      scheduler = new Scheduler(schedules, { locks, guest: (p) => guestOf(guests, p), log, health });
       // Last: an operator who can reach the listener can rely on the host behind it being up.
       if (config.admin) {
         feed = new ActivityFeed(locks);
-        admin = await startAdmin(config.admin, locks, log, config, feed);
+        const counters = hostCounters(scheduler, health);
+        admin = await startAdmin(config.admin, locks, log, config, feed, counters);
       }
     } catch (err) {
       feed?.close();
@@ -133,7 +139,7 @@ export class Host {
     if (config.plugins.length === 0) {
       log.warn(`${config.source ?? "the config"} declares no [[plugins]]: this host runs no guest and fires no schedule; it only serves lock calls made through its API${admin ? " and admin listener" : ""}`);
     }
-    const host = new Host(config, log, locks, guests, !options.backend, admin, health, schedules);
+    const host = new Host(config, log, locks, guests, !options.backend, admin, health, scheduler, schedules);
     health.start();
     // The dashboard shows this node's schedule runs beside its lock events.
     if (feed) host.scheduler.on("tick", (tick) => feed.tick(tick));
@@ -142,9 +148,7 @@ export class Host {
 
   /** The running instance of `plugin`. */
   guest(plugin: string): GuestInstance {
-    const guest = this.#guests.get(plugin);
-    if (!guest) throw new LockhostError("INVALID_ARGUMENT", `no plugin named "${plugin}" (configured: ${[...this.#guests.keys()].join(", ")})`);
-    return guest;
+    return guestOf(this.#guests, plugin);
   }
 
   /**
@@ -196,12 +200,34 @@ export class Host {
     await Promise.all([...this.#guests.values()].map((g) => g.close()));
     await this.scheduler.releaseParked();
     const failed = await this.locks.close({ closeBackend: this.#ownsBackend });
-    for (const e of failed) this.log.warn({ code: e.code, err: e.message }, "shutdown: a lock could not be released; it expires at its TTL");
+    for (const e of failed) {
+      // LOST: the lock was gone already (it expired, or the server lost it in an outage): there
+      // was nothing left to release, so nothing for an operator to do.
+      if (e.code === "LOST") this.log.debug({ code: e.code, err: e.message }, "shutdown: a lock was gone already; nothing to release");
+      else this.log.warn({ code: e.code, err: e.message }, "shutdown: a lock could not be released; it expires at its TTL");
+    }
     this.log.info("lockhost host stopped; every lock released");
   }
 }
 
-async function startAdmin(settings: AdminSettings, locks: LockService, log: Logger, config: LockhostConfig, feed: ActivityFeed): Promise<AdminServer> {
+/** The running instance of `plugin` among `guests`; INVALID_ARGUMENT naming the configured ones when there is none. */
+function guestOf(guests: ReadonlyMap<string, GuestInstance>, plugin: string): GuestInstance {
+  const guest = guests.get(plugin);
+  if (!guest) throw new LockhostError("INVALID_ARGUMENT", `no plugin named "${plugin}" (configured: ${[...guests.keys()].join(", ")})`);
+  return guest;
+}
+
+/** What the admin listener shows of the host beside its lock service: ticks by outcome, backend up. */
+function hostCounters(scheduler: Scheduler, health: BackendHealth): HostCounters {
+  return {
+    ticks: () => scheduler.ticks(),
+    get backendUp() {
+      return health.up;
+    },
+  };
+}
+
+async function startAdmin(settings: AdminSettings, locks: LockService, log: Logger, config: LockhostConfig, feed: ActivityFeed, host: HostCounters): Promise<AdminServer> {
   const where = `${config.source ?? "config"}: [admin]`;
   if (settings.token === undefined && !isLoopbackHost(settings.listen.host)) {
     // Allowed (a trusted network, a firewall), but worth saying: anyone who can reach it reads
@@ -212,7 +238,7 @@ async function startAdmin(settings: AdminSettings, locks: LockService, log: Logg
     );
   }
   try {
-    return await startAdminServer({ service: locks, settings, log, node: config.host.node, feed });
+    return await startAdminServer({ service: locks, settings, log, node: config.host.node, feed, host });
   } catch (err) {
     // The server names the table and key; the file is known only here.
     if (err instanceof LockhostError && err.code === "CONFIG_INVALID" && config.source !== undefined) {

@@ -439,6 +439,24 @@ describe("lockhost status and release --force through a running host's admin lis
     });
   });
 
+  it("prints each schedule's ticks by outcome (an outage's skips are skipped_error)", async () => {
+    host = await Host.start(
+      resolveConfig({
+        host: { node: "cli-ticks-node" },
+        admin: { listen: "127.0.0.1:0" },
+        plugins: [{ name: "cron", wasm: guestWasm("cron") }],
+        scheduled: [{ id: "job", plugin: "cron", export: "tick", schedule: "1h" }],
+      }),
+      { logger: captureLogger().logger },
+    );
+    expect(await host.scheduler.runTick("job")).toBe("ran");
+    const table = await lockhostAsync(["status", "--admin", host.admin!.url], { cwd: tmpdir() });
+    expect(table.status, table.stderr).toBe(0);
+    expect(table.stdout).toContain("schedule ticks on this node:\n  job  ran 1, failed 0, skipped_contended 0, skipped_overlap 0, skipped_error 0");
+    const json = await lockhostAsync(["status", "--admin", host.admin!.url, "--json"], { cwd: tmpdir() });
+    expect(JSON.parse(json.stdout)).toMatchObject({ backendUp: true, schedules: { job: { ran: 1, skipped_error: 0 } } });
+  });
+
   it("finds the listener from the config's [admin] listen, and reads a memory lock's status through it", async () => {
     const h = await startHost();
     const lease = await h.locks.tryLock("cli-mem-k", { ttlMs: 60_000 });

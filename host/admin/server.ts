@@ -13,8 +13,9 @@ import type { LockService } from "../locking/service.js";
 import { dashboardRoutes } from "./dashboard/routes.js";
 import { ActivityFeed } from "./feed.js";
 import { MAX_LIST_LIMIT } from "../locking/list.js";
-import { lockMetrics } from "./metrics.js";
+import { lockMetrics, type HostCounters } from "./metrics.js";
 import { checkKind, LOCK_KINDS, MUTEX, type LockKind } from "../../kit/kinds.js";
+import type { TickCounts } from "../scheduler/scheduler.js";
 
 /** What startAdminServer needs. */
 export interface AdminServerOptions {
@@ -29,6 +30,11 @@ export interface AdminServerOptions {
    * absent the listener makes one of the service's lock events, and closes it with itself.
    */
   readonly feed?: ActivityFeed;
+  /**
+   * The host's counters beside the service's (its schedules' ticks by outcome, whether its
+   * backend answers), shown in /stats and /metrics; absent for a bare lock service.
+   */
+  readonly host?: HostCounters;
 }
 
 /** A running admin listener. */
@@ -45,6 +51,10 @@ export interface AdminStatsBody {
   readonly backend: string;
   readonly distributed: boolean;
   readonly stats: ReturnType<LockService["stats"]>;
+  /** With a host: whether its backend answered its last check. */
+  readonly backendUp?: boolean;
+  /** With a host: its schedules' ticks by id and outcome (an outage's skips are skipped_error). */
+  readonly schedules?: Readonly<Record<string, TickCounts>>;
 }
 
 const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
@@ -60,7 +70,8 @@ const MAX_URL_LENGTH = 4_096;
 
 /**
  * Starts the admin listener. Endpoints: `GET /healthz` and `GET /readyz` (200 while the
- * backend answers, 503 with its error when it does not), `GET /stats` (JSON, AdminStatsBody),
+ * backend answers, 503 with its error when it does not), `GET /stats` (JSON, AdminStatsBody:
+ * with a host, its schedules' ticks by outcome and whether its backend answers),
  * `GET /metrics` (Prometheus text), `GET /locks?prefix=&plugin=&limit=&cursor=&kind=` (one page of
  * held locks of every kind or of `kind`, LockListPage), `GET /locks/<name>?kind=` (the lock's status, name URL-encoded; its owner
  * token only with the bearer token; `heldElsewhere` when free), the
@@ -71,7 +82,7 @@ const MAX_URL_LENGTH = 4_096;
  */
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
   const { service, settings, log, node } = options;
-  const metrics = lockMetrics(service, node);
+  const metrics = lockMetrics(service, node, options.host);
   const ownFeed = options.feed === undefined;
   const feed = options.feed ?? new ActivityFeed(service);
   const dashboard = dashboardRoutes({ service, feed, node });
@@ -108,7 +119,11 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     }
     if (path === "/stats") {
       if (!only(method, "GET", res)) return;
-      const body: AdminStatsBody = { node, backend: service.backendKind, distributed: service.distributed, stats: service.stats() };
+      const { host } = options;
+      const body: AdminStatsBody = {
+        node, backend: service.backendKind, distributed: service.distributed, stats: service.stats(),
+        ...(host && { backendUp: host.backendUp, schedules: host.ticks() }),
+      };
       return send(res, 200, body);
     }
     if (path === "/metrics") {

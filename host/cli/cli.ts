@@ -63,7 +63,8 @@ Options:
   status: `Usage: lockhost status [KEY] [--kind ${KIND_USAGE}] [--config FILE] [--admin URL] [--json]
 
 Without KEY: asks the running host's admin listener for its counters (locks held and kept
-alive, acquisitions, contention, renewals, lost leases, waits) and prints them. The listener
+alive, acquisitions, contention, renewals, lost leases, waits; each schedule's ticks by
+outcome, skipped_error counting those an outage skipped) and prints them. The listener
 is the config's [admin] listen address, or --admin URL. Exits 2 when none is configured or
 none answers.
 

@@ -17,6 +17,7 @@ import { prepareGuest } from "./runtime/prepare-guest.js";
 import type { HostFunctions } from "./runtime/capabilities/functions.js";
 import { startGuestInstance } from "./runtime/start-guest.js";
 import { logLockEvents } from "./lock-log.js";
+import { NodePresence } from "./node-presence.js";
 import { Scheduler } from "./scheduler/scheduler.js";
 import type { GuestArg } from "./runtime/guest-strings.js";
 import { expandScheduled } from "./scheduler/declared.js";
@@ -69,6 +70,8 @@ export class Host {
   #stopping?: Promise<void>;
   /** Checks the backend every few seconds and logs when it goes down or comes back. */
   readonly #health: BackendHealth;
+  /** Warns when another live host uses this node name (distributed backends only). */
+  readonly #presence: NodePresence | undefined;
 
   private constructor(
     config: LockhostConfig,
@@ -90,6 +93,12 @@ export class Host {
     this.#guests = guests;
     this.#ownsBackend = ownsBackend;
     this.scheduler = scheduler;
+    if (locks.distributed) {
+      const presence = (this.#presence = new NodePresence(locks, log));
+      // Also when the backend did not answer at start, and after an outage that cost the hold.
+      health.onBack(() => void presence.claim());
+      if (health.up) void presence.claim();
+    }
   }
 
   /**
@@ -185,6 +194,7 @@ export class Host {
 
   async #stop(timeoutMs: number): Promise<void> {
     this.#health.stop();
+    this.#presence?.stop();
     // First, so no admin request (a force-release above all) reaches a host that is shutting down.
     await this.admin?.close();
     this.scheduler.stop();

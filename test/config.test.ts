@@ -709,10 +709,34 @@ describe("environment substitution", () => {
     expect(messageOf(`[host]\nnode = "\${}"`)).toContain("which is not ${NAME}");
   });
 
-  it("substitutes only strings: a number-typed key needs a number in the file", () => {
-    expect(messageOf(`${PLUGIN}memory_limit_mib = "\${MEM}"`, { MEM: "32" })).toContain(
-      `memory_limit_mib must be an integer from 1 to 4096, got "\${MEM}"`,
+  it("substitutes in any value: a number or a boolean from a variable is read as one after substitution", () => {
+    const config = parse(
+      `[host]\nshutdown_timeout_ms = "\${SHUTDOWN_MS}"\n[locking.redis]\ncommand_timeout_ms = "\${REDIS_TIMEOUT:-500}"\nreclaim_own_locks = "\${RECLAIM}"\n` +
+        `[locking.keepalive]\nrenew_at_ratio = "\${RENEW_AT}"\n${PLUGIN}memory_limit_mib = "\${MEM}"\nwasi = "\${WASI:-false}"`,
+      { SHUTDOWN_MS: "2_000", RECLAIM: "true", RENEW_AT: "0.4", MEM: " 32 " },
     );
+    expect(config.host.shutdownTimeoutMs).toBe(2000);
+    expect(config.locking.redis).toMatchObject({ commandTimeoutMs: 500, reclaimOwnLocks: true });
+    expect(config.locking.keepalive.renewAtRatio).toBe(0.4);
+    expect(config.plugins[0]).toMatchObject({ memoryLimitMib: 32, wasi: false });
+  });
+
+  it("checks a substituted value's type after substitution, naming the key and the variable", () => {
+    expect(messageOf(`${PLUGIN}memory_limit_mib = "\${MEM}"`, { MEM: "32MB" })).toBe(
+      `lockhost.toml: [[plugins]] #1 ("report"): memory_limit_mib must be an integer from 1 to 4096, got "32MB" (from \${MEM})`,
+    );
+    expect(messageOf(`${PLUGIN}memory_limit_mib = "\${MEM}"`, { MEM: "9999" })).toBe(
+      `lockhost.toml: [[plugins]] #1 ("report"): memory_limit_mib must be an integer from 1 to 4096, got 9999 (from \${MEM})`,
+    );
+    expect(messageOf(`[locking.redis]\nreclaim_own_locks = "\${RECLAIM}"`, { RECLAIM: "yes" })).toBe(
+      `lockhost.toml: [locking.redis]: reclaim_own_locks must be true or false, got "yes" (from \${RECLAIM})`,
+    );
+    expect(messageOf(`[locking.keepalive]\nrenew_at_ratio = "\${A}\${B}"`, { A: "1", B: ".5" })).toBe(
+      `lockhost.toml: [locking.keepalive]: renew_at_ratio must be a number greater than 0 and less than 1, got 1.5 (from \${A}, \${B})`,
+    );
+    expect(messageOf(`${PLUGIN}memory_limit_mib = "\${MEM}"`)).toContain(`memory_limit_mib uses \${MEM}, but the environment variable MEM is not set`);
+    // Without a variable, a quoted number is a mistake in the file, as before.
+    expect(messageOf(`${PLUGIN}memory_limit_mib = "32"`)).toContain(`memory_limit_mib must be an integer from 1 to 4096, got "32"`);
   });
 
   it("sees no variables when parseConfig is given no env", () => {

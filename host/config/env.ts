@@ -65,3 +65,10 @@ function invalid(where: () => string, problem: string): LockhostError {
   // The problem may quote the raw value, and a value may be a URL with a password in it.
   return new LockhostError("CONFIG_INVALID", redactUrlSecrets(`${where()} ${problem}`));
 }
+
+/** The names of the variables `text` refers to (`${NAME}` or `${NAME:-default}`), in order; `$$` is no reference. */
+export function variablesIn(text: string): string[] {
+  const names: string[] = [];
+  for (const m of text.matchAll(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}/g)) if (m[1] !== undefined) names.push(m[1]);
+  return names;
+}

@@ -2,10 +2,12 @@
 // the file, the table and the key, because an operator reading the message has the file open
 // and nothing else. The same reader serves TOML and objects built in code; the two differ only
 // in key spelling (snake_case or camelCase), in how a table is named, and in that only TOML
-// strings get environment substitution.
+// values get environment substitution: `${VAR}` in a string, and a string with a `${VAR}` where
+// a number or a boolean belongs, read as one after substitution (so a port or a time limit can
+// come from the environment too), its type checked then.
 import { LockhostError } from "../../kit/errors.js";
 import { redactUrlSecrets } from "../../kit/redact.js";
-import { expandEnv } from "./env.js";
+import { expandEnv, variablesIn } from "./env.js";
 
 /** A table as the TOML parser or the caller handed it over, not yet checked. */
 export type Raw = { readonly [key: string]: unknown };
@@ -153,17 +155,17 @@ export class Table {
   }
 
   bool(key: Key): boolean | undefined {
-    const value = this.get(key);
+    const { value, from } = this.typed(key, parseBool);
     if (value === undefined) return undefined;
-    if (typeof value !== "boolean") this.fail(key, `must be true or false, got ${this.show(value)}`);
+    if (typeof value !== "boolean") this.fail(key, `must be true or false, got ${this.show(value)}${from}`);
     return value;
   }
 
   int(key: Key, [min, max]: readonly [number, number]): number | undefined {
-    const value = this.get(key);
+    const { value, from } = this.typed(key, parseNumber);
     if (value === undefined) return undefined;
     if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
-      this.fail(key, `must be an integer from ${min} to ${max}, got ${this.show(value)}`);
+      this.fail(key, `must be an integer from ${min} to ${max}, got ${this.show(value)}${from}`);
     }
     return value;
   }
@@ -173,15 +175,27 @@ export class Table {
    * `ge`/`le` inclusive. NaN and infinities (TOML `nan`, `inf`) never pass.
    */
   number(key: Key, range: NumberRange): number | undefined {
-    const value = this.get(key);
+    const { value, from } = this.typed(key, parseNumber);
     if (value === undefined) return undefined;
     const { gt, ge, lt, le } = range;
     const ok =
       typeof value === "number" && Number.isFinite(value) &&
       (gt === undefined || value > gt) && (ge === undefined || value >= ge) &&
       (lt === undefined || value < lt) && (le === undefined || value <= le);
-    if (!ok) this.fail(key, `must be a number ${describeRange(range)}, got ${this.show(value)}`);
+    if (!ok) this.fail(key, `must be a number ${describeRange(range)}, got ${this.show(value)}${from}`);
     return value as number;
+  }
+
+  /**
+   * The value at `key` for a number or boolean read: as given, or, for a TOML string with a
+   * `${VAR}` in it, the substituted text as `parse` reads it (the text itself when it does not
+   * parse, for the caller's message), with `from` naming the variables for that message.
+   */
+  private typed<T>(key: Key, parse: (text: string) => T | undefined): { value: unknown; from: string } {
+    const value = this.get(key);
+    if (typeof value !== "string" || this.ctx.env === undefined || !value.includes("${")) return { value, from: "" };
+    const text = this.expand(value, () => this.where(key));
+    return { value: parse(text.trim()) ?? text, from: ` (from ${variablesIn(value).map((v) => `\${${v}}`).join(", ")})` };
   }
 
   /**
@@ -297,6 +311,17 @@ export function show(value: unknown, mode: Ctx["mode"]): string {
   if (Array.isArray(value)) return "an array";
   if (typeof value === "object") return mode === "toml" ? "a table" : "an object";
   return String(value);
+}
+
+/** A number in the text of an environment variable, as TOML writes one (underscores between digits allowed); undefined when it is none. */
+function parseNumber(text: string): number | undefined {
+  if (!/^[+-]?\d+(_\d+)*(\.\d+(_\d+)*)?([eE][+-]?\d+)?$/.test(text)) return undefined;
+  return Number(text.replace(/_/g, ""));
+}
+
+/** A boolean in the text of an environment variable, as TOML writes one. */
+function parseBool(text: string): boolean | undefined {
+  return text === "true" ? true : text === "false" ? false : undefined;
 }
 
 /** The known key a mistyped one most likely meant, if any is close. */

@@ -237,6 +237,105 @@ schedule = "  */15 * * * *  "
   });
 });
 
+describe("every config error at once", () => {
+  it("reports every error of a file in one CONFIG_INVALID, a line each, each naming the file, table and key", () => {
+    const err = configErrorOf(() =>
+      parse(`
+verbose = true
+
+[host]
+shutdown_timeout_ms = -1
+log_level = "loud"
+
+[locking.redis]
+command_timeout_ms = 0
+
+[[plugins]]
+name = "report"
+wasm = "r.wasm"
+memory_limit_mib = 0
+global_keys = ["ok", ""]
+colour = "blue"
+
+[[plugins]]
+name = "cleanup"
+
+[[scheduled]]
+plugin = "report"
+export = "run"
+schedule = "5d"
+hint = "sometimes"
+
+[admin]
+listen = "nowhere"
+`),
+    );
+    const lines = [
+      `lockhost.toml: unknown key "verbose" (known: host, locking, plugins, scheduled, admin)`,
+      "lockhost.toml: [host]: shutdown_timeout_ms must be an integer from 0 to 3600000, got -1",
+      `lockhost.toml: [host]: log_level must be one of "trace", "debug", "info", "warn", "error", "fatal", "silent", got "loud"`,
+      "lockhost.toml: [locking.redis]: command_timeout_ms must be an integer from 1 to 600000, got 0",
+      `lockhost.toml: [[plugins]] #1 ("report"): unknown key "colour"`,
+      `lockhost.toml: [[plugins]] #1 ("report"): memory_limit_mib must be an integer from 1 to 4096, got 0`,
+      `lockhost.toml: [[plugins]] #1 ("report"): global_keys[1] must be a non-empty string, got ""`,
+      `lockhost.toml: [[plugins]] #2 ("cleanup"): wasm is required`,
+      `lockhost.toml: [[scheduled]] #1 ("report.run"): schedule must be an interval`,
+      `lockhost.toml: [[scheduled]] #1 ("report.run"): hint must be one of`,
+      "lockhost.toml: [admin]: listen",
+    ];
+    const [first, ...rest] = err.message.split("\n");
+    expect(first).toBe(`lockhost.toml: ${lines.length} errors:`);
+    expect(rest).toHaveLength(lines.length);
+    rest.forEach((line, i) => expect(line).toContain(`  ${lines[i]}`));
+    expect(err.details).toEqual({ errors: lines.length });
+    // Each error on its own, for code that handles them one by one.
+    expect(err.cause).toBeInstanceOf(AggregateError);
+    const each = (err.cause as AggregateError).errors as LockhostError[];
+    expect(each.map((e) => e.code)).toEqual(lines.map(() => "CONFIG_INVALID"));
+    expect(each.map((e) => `  ${e.message}`)).toEqual(rest);
+  });
+
+  it("reports no error that only follows from another", () => {
+    // A plugin whose name is bad is still declared for its schedule; a schedule without a plugin
+    // gets no id error; a ratio out of range gets no margin error; a bad backend name no more.
+    const message = messageOf(`
+[locking]
+backend = "etcd"
+[locking.keepalive]
+renew_at_ratio = 2
+[[plugins]]
+name = "Report"
+wasm = "r.wasm"
+[[scheduled]]
+plugin = "Report"
+export = "run"
+schedule = "1s"
+[[scheduled]]
+export = "run"
+schedule = "1s"
+`);
+    expect(message.split("\n").slice(1)).toEqual([
+      `  lockhost.toml: [locking]: backend must be one of "memory", "redis", "pg", got "etcd"`,
+      "  lockhost.toml: [locking.keepalive]: renew_at_ratio must be a number greater than 0 and less than 1, got 2",
+      expect.stringContaining(`  lockhost.toml: [[plugins]] #1 ("Report"): name must be 1 to 64 of lowercase letters`),
+      "  lockhost.toml: [[scheduled]] #2: plugin is required",
+    ]);
+  });
+
+  it("keeps the message of a config with one error as it was", () => {
+    expect(messageOf(`[host]\nshutdown_timeout_ms = -1`)).toBe("lockhost.toml: [host]: shutdown_timeout_ms must be an integer from 0 to 3600000, got -1");
+  });
+
+  it("reports every error of a config built in code too", () => {
+    const err = configErrorOf(() => resolveConfig({ source: "app", host: { shutdownTimeoutMs: -1 }, plugins: [{ name: "a", wasm: "a.wasm", memoryLimitMib: 0 }] } as never));
+    expect(err.message.split("\n")).toEqual([
+      "app: 2 errors:",
+      "  app: host: shutdownTimeoutMs must be an integer from 0 to 3600000, got -1",
+      `  app: plugins[0] ("a"): memoryLimitMib must be an integer from 1 to 4096, got 0`,
+    ]);
+  });
+});
+
 describe("parseConfig: errors name the file, the table and the key", () => {
   it("matches the documented message form exactly", () => {
     const message = messageOf(`
@@ -717,7 +816,7 @@ describe("environment substitution", () => {
     );
     expect(config.host.shutdownTimeoutMs).toBe(2000);
     expect(config.locking.redis).toMatchObject({ commandTimeoutMs: 500, reclaimOwnLocks: true });
-    expect(config.locking.keepalive.renewAtRatio).toBe(0.4);
+    expect(config.locking.keepalive?.renewAtRatio).toBe(0.4);
     expect(config.plugins[0]).toMatchObject({ memoryLimitMib: 32, wasi: false });
   });
 

@@ -21,7 +21,19 @@ export interface Ctx {
   readonly baseDir: string;
   /** Set for TOML only: objects built in code get no substitution. */
   readonly env: NodeJS.ProcessEnv | undefined;
+  /**
+   * Set while a whole config is read: the errors found so far. Reads then record an error and
+   * go on (Table.attempt), so that every error is reported at once; without it the first
+   * error is thrown.
+   */
+  readonly problems?: LockhostError[];
 }
+
+/**
+ * Ends the read of a table or entry whose errors are recorded already: what is left of it
+ * cannot be read without them, and would only add errors that follow from those.
+ */
+class Reported extends Error {}
 
 /** A key's TOML name and code name; a plain string when both are spelled the same. */
 export type Key = string | readonly [toml: string, code: string];
@@ -40,6 +52,11 @@ export class Table {
   /** The top level of an input. */
   static root(ctx: Ctx, raw: Raw): Table {
     return new Table(ctx, "", "", raw);
+  }
+
+  /** The same input, reading on after an error: each is recorded in `problems` (see Ctx.problems). */
+  collecting(problems: LockhostError[]): Table {
+    return new Table({ ...this.ctx, problems }, this.label, this.header, this.raw);
   }
 
   /** The same table, labelled with its entry's name once that is known. */
@@ -68,6 +85,31 @@ export class Table {
     throw configError(`${this.where(key)} ${problem}`);
   }
 
+  /**
+   * Runs `read`. While a whole config is read (Ctx.problems), a config error it raises is
+   * recorded and undefined returned, so reading goes on; otherwise the error is thrown.
+   */
+  attempt<T>(read: () => T): T | undefined {
+    try {
+      return read();
+    } catch (err) {
+      if (err instanceof Reported) return undefined;
+      if (this.ctx.problems === undefined || !(err instanceof LockhostError) || err.code !== "CONFIG_INVALID") throw err;
+      this.ctx.problems.push(err);
+      return undefined;
+    }
+  }
+
+  /** How many errors were recorded so far (always 0 when the first error is thrown). */
+  get recorded(): number {
+    return this.ctx.problems?.length ?? 0;
+  }
+
+  /** Ends this read (see Reported) when errors were recorded since `recorded` was `since`. */
+  stopIfFailedSince(since: number): void {
+    if (this.recorded > since) throw new Reported();
+  }
+
   /** `[[plugins]]` in TOML, `plugins` in code. */
   plural(key: string): string {
     return this.ctx.mode === "toml" ? `[[${key}]]` : key;
@@ -77,7 +119,7 @@ export class Table {
     return show(value, this.ctx.mode);
   }
 
-  /** Rejects any key not in `keys`, suggesting the nearest known one. */
+  /** Rejects any key not in `keys` (each one, when errors are collected), suggesting the nearest known one. */
   onlyKeys(keys: readonly Key[]): void {
     const known = keys.map((k) => this.nameOf(k));
     for (const name of Object.keys(this.raw)) {
@@ -91,7 +133,10 @@ export class Table {
         : Array.isArray(value) && value.length > 0 && value.every(isTable) ? `unknown table [[${name}]]`
         : `unknown key "${name}"`;
       const hint = guess ? `did you mean "${guess}"? ` : "";
-      throw configError(`${this.prefix()}${what} (${hint}known: ${known.join(", ")})`);
+      // The table's other keys are still read: an unknown one does not change what they mean.
+      this.attempt(() => {
+        throw configError(`${this.prefix()}${what} (${hint}known: ${known.join(", ")})`);
+      });
     }
   }
 
@@ -118,11 +163,14 @@ export class Table {
     const value = this.get(key);
     if (value === undefined) return [];
     if (!Array.isArray(value)) this.fail(key, `must be an array of tables (${this.plural(key)}), got ${this.show(value)}`);
-    return value.map((item: unknown, i) => {
-      const label = this.ctx.mode === "toml" ? `[[${key}]] #${i + 1}` : `${key}[${i}]`;
-      if (!isTable(item)) throw configError(`${this.ctx.source}: ${label} must be a table, got ${this.show(item)}`);
-      return new Table(this.ctx, label, key, item);
-    });
+    // An entry that is no table is reported, and the others are read.
+    return value.flatMap((item: unknown, i) =>
+      this.attempt(() => {
+        const label = this.ctx.mode === "toml" ? `[[${key}]] #${i + 1}` : `${key}[${i}]`;
+        if (!isTable(item)) throw configError(`${this.ctx.source}: ${label} must be a table, got ${this.show(item)}`);
+        return [new Table(this.ctx, label, key, item)];
+      }) ?? [],
+    );
   }
 
   string(key: Key): string | undefined {
@@ -143,15 +191,21 @@ export class Table {
     const value = this.get(key);
     if (value === undefined) return undefined;
     if (!Array.isArray(value)) this.fail(key, `must be an array of strings, got ${this.show(value)}`);
-    return value.map((item: unknown, i) => {
-      const where = () => `${this.where(key)}[${i}]`;
-      if (typeof item !== "string" || item === "") {
-        throw configError(`${where()} must be a non-empty string, got ${this.show(item)}`);
-      }
-      const expanded = this.expand(item, where);
-      if (expanded === "") throw configError(`${where()} must not be empty (after substitution)`);
-      return expanded;
-    });
+    const since = this.recorded;
+    const items = value.map((item: unknown, i) =>
+      // Each entry on its own: every bad one is reported.
+      this.attempt(() => {
+        const where = () => `${this.where(key)}[${i}]`;
+        if (typeof item !== "string" || item === "") {
+          throw configError(`${where()} must be a non-empty string, got ${this.show(item)}`);
+        }
+        const expanded = this.expand(item, where);
+        if (expanded === "") throw configError(`${where()} must not be empty (after substitution)`);
+        return expanded;
+      }),
+    );
+    this.stopIfFailedSince(since);
+    return items as string[];
   }
 
   bool(key: Key): boolean | undefined {
@@ -261,6 +315,20 @@ export class Table {
   private where(key: Key): string {
     return `${this.prefix()}${this.nameOf(key)}`;
   }
+}
+
+/**
+ * The one error of a config whose read recorded `problems` (in the order found): the error
+ * itself when there is one, so its message stays as stable as any; else one CONFIG_INVALID that
+ * lists every message, a line each (`details.errors`: how many; `cause`: an AggregateError of
+ * them all).
+ */
+export function allProblems(source: string, problems: readonly LockhostError[]): LockhostError {
+  if (problems.length === 1) return problems[0]!;
+  return new LockhostError("CONFIG_INVALID", `${source}: ${problems.length} errors:\n${problems.map((p) => `  ${p.message.replace(/\n/g, "\n  ")}`).join("\n")}`, {
+    cause: new AggregateError(problems),
+    details: { errors: problems.length },
+  });
 }
 
 /**

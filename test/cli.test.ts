@@ -229,6 +229,26 @@ describe.each([
     else await dropPgTable(databaseUrl(), TABLE);
   });
 
+  it("reads (status, locks) and force-releases on the backend without the admin token: its ${VAR} may be unset", async () => {
+    // The token protects the admin listener only; these commands go to the backend itself.
+    const file = await configFile(`${toml()}\n[admin]\nlisten = "127.0.0.1:9464"\ntoken = "\${LOCKHOST_CLI_UNSET_TOKEN}"\n`);
+    const locks = new LockService(await createBackend(locking(), captureLogger().logger), { node: "cli-holder" });
+    try {
+      await locks.tryLock("cli-unset-token", { ttlMs: 30_000 });
+      const status = lockhost("status", "global:cli-unset-token", "--config", file, "--json");
+      expect(status.status, status.stderr).toBe(0);
+      expect(JSON.parse(status.stdout)).toMatchObject({ held: true });
+      const list = lockhost("locks", "--config", file, "--prefix", "global:cli-unset-token", "--json");
+      expect(list.status, list.stderr).toBe(0);
+      expect(JSON.parse(list.stdout)).toMatchObject({ locks: [{ name: "global:cli-unset-token" }] });
+      const released = lockhost("release", "--force", "global:cli-unset-token", "--config", file);
+      expect(released.status, released.stderr).toBe(0);
+      expect(released.stdout.trim()).toBe("released global:cli-unset-token");
+    } finally {
+      await locks.close();
+    }
+  });
+
   it("shows the holder of a lock another process holds, force-releases it, and the holder finds it lost", async () => {
     const file = await configFile(toml());
     const locks = new LockService(await createBackend(locking(), captureLogger().logger), { node: "cli-holder" });
@@ -537,6 +557,20 @@ describe("lockhost status and release --force through a running host's admin lis
     }
     expect(await run.exit).toBe(0);
     expect(run.out()).not.toContain(TOKEN);
+  });
+
+  it("reads through the listener without the admin token's ${VAR}, and a release through it names the unset variable", async () => {
+    const h = await startHost();
+    await h.locks.tryLock("cli-read-no-token", { ttlMs: 60_000 });
+    const file = await configFile(`[admin]\nlisten = "${h.admin!.url.replace("http://", "")}"\ntoken = "\${CLI_UNSET_TOKEN}"\n`);
+    for (const args of [["status"], ["status", "global:cli-read-no-token"], ["locks"]]) {
+      const r = await lockhostAsync([...args, "--config", file, "--json"]);
+      expect(r.status, `${args.join(" ")}: ${r.stderr}`).toBe(0);
+    }
+    const release = await lockhostAsync(["release", "--force", "global:cli-read-no-token", "--config", file]);
+    expect(release.status).toBe(2);
+    expect(release.stderr).toContain("[admin]: token uses ${CLI_UNSET_TOKEN}, but the environment variable CLI_UNSET_TOKEN is not set");
+    expect((await h.locks.status({ name: "global:cli-read-no-token" })).held).toBe(true);
   });
 
   it("force-releases a memory lock with the token from the config's [admin] token", async () => {

@@ -1002,6 +1002,24 @@ describe("loadConfig", () => {
     expectDeepFrozen(config);
   });
 
+  it("with secrets \"if-set\" (for commands that only read), leaves out a secret whose variable is unset; other problems stay errors", async () => {
+    dir = await mkdtemp(join(tmpdir(), "lockhost-config-"));
+    const path = join(dir, "lockhost.toml");
+    const text = `[admin]\ntoken = "\${ADMIN_TOKEN}"\n[[plugins]]\nname = "report"\nwasm = "r.wasm"\n[plugins.config]\napi_key = "\${API_KEY}"\nregion = "eu"\n`;
+    await writeFile(path, text);
+    await expect(loadConfig(path, {})).rejects.toThrow("[admin]: token uses ${ADMIN_TOKEN}, but the environment variable ADMIN_TOKEN is not set");
+    const config = await loadConfig(path, {}, { secrets: "if-set" });
+    expect(config.admin).toEqual({ listen: CONFIG_DEFAULTS.adminListen });
+    expect(config.plugins[0]?.config).toEqual({ region: "eu" });
+    expect((await loadConfig(path, { ADMIN_TOKEN: "t".repeat(16) }, { secrets: "if-set" })).admin?.token).toBe("t".repeat(16));
+    // Only an unset variable is forgiven: a malformed reference, or a token too short, is not.
+    await writeFile(path, `[admin]\ntoken = "\${1X}"\n`);
+    await expect(loadConfig(path, {}, { secrets: "if-set" })).rejects.toThrow("which is not");
+    await writeFile(path, `[admin]\ntoken = "\${SHORT}"\n`);
+    await expect(loadConfig(path, { SHORT: "x" }, { secrets: "if-set" })).rejects.toThrow("[admin]: token must be 16 to 4096 characters long");
+    await expect(loadConfig(path, {}, { secrets: "maybe" as never })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+  });
+
   it("names the file in validation messages", async () => {
     dir = await mkdtemp(join(tmpdir(), "lockhost-config-"));
     const path = join(dir, "lockhost.toml");

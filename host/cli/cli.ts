@@ -76,6 +76,10 @@ live inside the 'lockhost run' process) and the config has an [admin] table. Whe
 it, says where a lock of the same key is held if one is: in the other scope ("global:KEY" for
 "KEY", and back) or of another kind (a read/write lock or semaphore of the name).
 
+It only reads, so it never needs the admin token: a \${VAR} in [admin] token that is not set
+is ignored (the token is used, when there is one, only to show an owner with --show-owner
+through the admin listener).
+
 Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
       --admin URL     the admin listener, e.g. http://127.0.0.1:9464 (default: [admin] listen)
@@ -107,6 +111,7 @@ tokens are never listed. Read from the redis or pg backend directly (Redis: SCAN
 prefix, on every master of a cluster; PostgreSQL: the holders table); through the admin
 listener with --admin, or when the backend is memory and the config has an [admin] table.
 One page at a time: when there are more, the last line is the command for the next page.
+It only reads, so it never needs the admin token (a \${VAR} in [admin] token may be unset).
 
 Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
@@ -125,9 +130,14 @@ semaphore. Each holder is told at once (its lease is lost; a guest's lockhost_on
 Fence counters are kept, so the next holder still gets a higher fence.
 --force is required, to make the intent explicit.
 
-On redis and pg the lock is deleted in the backend directly. With --admin, or when the backend
-is memory and the config has an [admin] table, the running host does it through its admin
-listener, which needs the token: LOCKHOST_ADMIN_TOKEN, else [admin] token from the config.
+Which protects what: on redis and pg the lock is deleted in the backend directly, so what
+allows it is the backend's own access control, the credentials in the config's URL (a Redis
+password or ACL user, a PostgreSQL role): whoever can reach the backend with them can release
+any lock, and the admin token plays no part. With --admin, or when the backend is memory and the
+config has an [admin] table, the running host does it through its admin listener, which needs
+the admin token: LOCKHOST_ADMIN_TOKEN, else [admin] token from the config (its \${VAR} must be
+set then); without it the listener refuses (401/403). 'status' and 'locks' only read and never
+need the token.
 
 Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
@@ -223,7 +233,7 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   if (command === "status" && key === undefined) {
-    return orUnreachable(command, async () => showStats(await cliConfig(values.config, values.admin !== undefined), values.admin, values.json ?? false));
+    return orUnreachable(command, async () => showStats(await cliConfig(values.config, values.admin !== undefined, "if-set"), values.admin, values.json ?? false));
   }
   let kind: LockKind | undefined;
   try {
@@ -284,17 +294,20 @@ function shellQuote(text: string): string {
 }
 
 /**
- * The config of status and release: --config, else lockhost.toml. With --admin it is only a
- * source of the token, so a missing default file is no error then.
+ * The config of status, locks and release: --config, else lockhost.toml. With --admin it is only
+ * a source of the token, so a missing default file is no error then. `secrets` "if-set": a
+ * secret whose `${VAR}` is unset (the admin token above all) is left out rather than refused,
+ * for a command that does not use it (see withLocks).
  */
-async function cliConfig(file: string | undefined, hasAdminFlag: boolean): Promise<LockhostConfig | undefined> {
-  if (file !== undefined || !hasAdminFlag) return loadConfig(file ?? DEFAULT_CONFIG);
+async function cliConfig(file: string | undefined, hasAdminFlag: boolean, secrets: "required" | "if-set"): Promise<LockhostConfig | undefined> {
+  const load = (path: string): Promise<LockhostConfig> => loadConfig(path, process.env, { secrets });
+  if (file !== undefined || !hasAdminFlag) return load(file ?? DEFAULT_CONFIG);
   try {
     await access(DEFAULT_CONFIG);
   } catch {
     return undefined;
   }
-  return loadConfig(DEFAULT_CONFIG);
+  return load(DEFAULT_CONFIG);
 }
 
 function adminClient(config: LockhostConfig | undefined, flag: string | undefined): AdminClient {
@@ -370,17 +383,26 @@ type LockReader = Pick<AdminClient, "status" | "forceRelease" | "list" | "heldEl
 /**
  * Runs `action` on the locks the config names: through the admin listener with --admin (or
  * for the memory backend, whose locks only the running host has), else on the backend itself.
+ * Only a release through the listener uses the admin token: status and locks only read, and on
+ * the backend itself a release is the backend's credentials' to allow. So the token is read
+ * only then; otherwise its `${VAR}` may be unset.
  */
 function withLocks(file: string | undefined, flag: string | undefined, command: string, action: (locks: LockReader) => Promise<number>): Promise<number> {
   return orUnreachable(command, async () => {
-    const config = await cliConfig(file, flag !== undefined);
+    let config = await cliConfig(file, flag !== undefined, "if-set");
+    // Read again in full, so an unset token variable is named rather than sent as no token.
+    if (command === "release" && throughAdmin(config, flag)) config = await cliConfig(file, flag !== undefined, "required");
     return onLocks(config, command, flag, action);
   });
 }
 
+/** Whether a command goes through the admin listener: --admin, or memory locks, which only the running host has. */
+function throughAdmin(config: LockhostConfig | undefined, flag: string | undefined): boolean {
+  return flag !== undefined || (config !== undefined && !chosenBackend(config.locking).distributed && config.admin !== undefined);
+}
+
 async function onLocks(config: LockhostConfig | undefined, command: string, flag: string | undefined, action: (locks: LockReader) => Promise<number>): Promise<number> {
-  // Memory locks live only inside the 'lockhost run' process: its admin listener is the way in.
-  if (flag !== undefined || (config !== undefined && !chosenBackend(config.locking).distributed && config.admin)) return action(adminClient(config, flag));
+  if (throughAdmin(config, flag)) return action(adminClient(config, flag));
   // cliConfig returns a config whenever --admin is absent.
   const cfg = config!;
   if (!chosenBackend(cfg.locking).distributed) {

@@ -7,7 +7,7 @@
 // come from the environment too), its type checked then.
 import { LockhostError } from "../../kit/errors.js";
 import { redactUrlSecrets } from "../../kit/redact.js";
-import { expandEnv, variablesIn } from "./env.js";
+import { expandEnv, isUnsetVariable, variablesIn } from "./env.js";
 
 /** A table as the TOML parser or the caller handed it over, not yet checked. */
 export type Raw = { readonly [key: string]: unknown };
@@ -21,6 +21,11 @@ export interface Ctx {
   readonly baseDir: string;
   /** Set for TOML only: objects built in code get no substitution. */
   readonly env: NodeJS.ProcessEnv | undefined;
+  /**
+   * "if-set": a secret whose `${VAR}` is not set is read as absent rather than as an error. For
+   * callers that only read (lockhost status, locks), which need no secret; default "required".
+   */
+  readonly secrets?: "required" | "if-set";
   /**
    * Set while a whole config is read: the errors found so far. Reads then record an error and
    * go on (Table.attempt), so that every error is reported at once; without it the first
@@ -263,6 +268,7 @@ export class Table {
     try {
       return this.expand(value, () => this.where(key));
     } catch (err) {
+      if (this.ctx.secrets === "if-set" && isUnsetVariable(err)) return undefined;
       // The one substitution error that quotes the text it read; a token pasted inside ${...} would leak.
       const message = err instanceof Error ? err.message : String(err);
       throw configError(message.replace(/has "\$\{[^]*?\}", which is not/, `has "\${***}", which is not`));

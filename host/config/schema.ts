@@ -212,7 +212,9 @@ function stringTable(t: Table | undefined, problem?: (key: string, value: string
   const since = t.recorded;
   for (const key of t.keys()) {
     t.attempt(() => {
-      const value = t.secret(key) ?? "";
+      const value = t.secret(key);
+      // Its variable unset, for a caller that reads no secret (Ctx.secrets): left out.
+      if (value === undefined) return;
       const bad = problem?.(key, value);
       if (bad !== undefined) t.fail(key, `${bad} (the value is not shown: it may be a secret)`);
       out[key] = value;

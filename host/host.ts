@@ -21,6 +21,8 @@ import { NodePresence } from "./node-presence.js";
 import { Scheduler } from "./scheduler/scheduler.js";
 import type { GuestArg } from "./runtime/guest-strings.js";
 import { expandScheduled } from "./scheduler/declared.js";
+import { allProblems } from "./config/reader.js";
+import { didYouMean } from "./suggest.js";
 
 /** Options of Host.start. */
 export interface HostOptions {
@@ -260,20 +262,26 @@ async function startAdmin(settings: AdminSettings, locks: LockService, log: Logg
 
 
 /**
- * Refuses a [[scheduled]] entry whose export its plugin lacks or that takes arguments: the
- * guests are running, so their real export signatures are known.
- * @throws LockhostError CONFIG_INVALID naming the entry.
+ * Refuses the [[scheduled]] entries whose export their plugin lacks (with the export it most
+ * likely meant) or that take arguments: the guests are running, so their real export
+ * signatures are known. Every such entry is reported at once.
+ * @throws LockhostError CONFIG_INVALID naming each entry.
  */
 export function checkScheduledExports(config: LockhostConfig, guests: ReadonlyMap<string, GuestInstance>, schedules: readonly ScheduledConfig[] = config.scheduled): void {
+  const problems: LockhostError[] = [];
   for (const s of schedules) {
     if (s.schedule.kind === "declared") continue; // checked once expandScheduled has read it
-    const sig = guests.get(s.plugin)?.exportSignature(s.export);
+    const guest = guests.get(s.plugin);
+    const sig = guest?.exportSignature(s.export);
     const where = `${config.source ?? "config"}: [[scheduled]] "${s.id}"`;
-    if (!sig) throw new LockhostError("CONFIG_INVALID", `${where}: plugin ${s.plugin} has no export "${s.export}"`);
-    if (sig.params.length > 0) {
-      throw new LockhostError("CONFIG_INVALID", `${where}: export ${s.export} of plugin ${s.plugin} takes arguments (${sig.params.join(", ")}); a scheduled export must take none`);
+    if (!sig) {
+      const names = guest?.exportNames() ?? [];
+      problems.push(new LockhostError("CONFIG_INVALID", `${where}: plugin ${s.plugin} has no export "${s.export}" (${didYouMean(s.export, names)}it exports: ${names.join(", ") || "nothing callable"})`));
+    } else if (sig.params.length > 0) {
+      problems.push(new LockhostError("CONFIG_INVALID", `${where}: export ${s.export} of plugin ${s.plugin} takes arguments (${sig.params.join(", ")}); a scheduled export must take none`));
     }
   }
+  if (problems.length > 0) throw allProblems(config.source ?? "config", problems);
 }
 
 /**

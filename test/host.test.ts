@@ -128,6 +128,32 @@ describe("Host", () => {
     });
   });
 
+  it("suggests the export a schedule most likely meant, and reports every bad schedule at once", async () => {
+    const err = await start({
+      source: "lockhost.toml",
+      plugins: [locker],
+      scheduled: [
+        { id: "typo", plugin: "locker", export: "nop", schedule: "1s" },
+        { id: "args", plugin: "locker", export: "add", schedule: "1s" },
+        { id: "far", plugin: "locker", export: "zzzzzzzz", schedule: "1s" },
+      ],
+    }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "CONFIG_INVALID", details: { errors: 3 } });
+    const lines = (err as Error).message.split("\n");
+    expect(lines[0]).toBe("lockhost.toml: 3 errors:");
+    expect(lines[1]).toMatch(/^ {2}lockhost\.toml: \[\[scheduled\]\] "typo": plugin locker has no export "nop" \(did you mean "noop"\? it exports: .*\bnoop\b/);
+    expect(lines[2]).toBe('  lockhost.toml: [[scheduled]] "args": export add of plugin locker takes arguments (i32, i32); a scheduled export must take none');
+    expect(lines[3]).toMatch(/^ {2}lockhost\.toml: \[\[scheduled\]\] "far": plugin locker has no export "zzzzzzzz" \(it exports: /);
+  });
+
+  it("says which export a call most likely meant when it names none the plugin has", async () => {
+    const { host } = await start({ plugins: [locker] });
+    await expect(host.call("locker", "holdspin", [1, 1_000])).rejects.toMatchObject({
+      code: "UNKNOWN_EXPORT",
+      message: expect.stringMatching(/^plugin locker has no export "holdspin" \(did you mean "holdSpin"\? it exports: /),
+    });
+  });
+
   it("refuses a scheduled export that takes arguments", async () => {
     await expect(start({ plugins: [locker], scheduled: [{ plugin: "locker", export: "add", schedule: "1s" }] })).rejects.toMatchObject({
       code: "CONFIG_INVALID",

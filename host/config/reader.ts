@@ -8,6 +8,7 @@
 import { LockhostError } from "../../kit/errors.js";
 import { redactUrlSecrets } from "../../kit/redact.js";
 import { expandEnv, isUnsetVariable, variablesIn } from "./env.js";
+import { didYouMean } from "../suggest.js";
 
 /** A table as the TOML parser or the caller handed it over, not yet checked. */
 export type Raw = { readonly [key: string]: unknown };
@@ -131,13 +132,12 @@ export class Table {
       // An undefined value is how code leaves an optional field out, not a key it meant to set.
       if (known.includes(name) || this.raw[name] === undefined) continue;
       const value = this.raw[name];
-      const guess = nearest(name, known);
+      const hint = didYouMean(name, known);
       const what =
         this.ctx.mode === "code" ? `unknown key "${name}"`
         : isTable(value) ? `unknown table [${this.header ? `${this.header}.` : ""}${name}]`
         : Array.isArray(value) && value.length > 0 && value.every(isTable) ? `unknown table [[${name}]]`
         : `unknown key "${name}"`;
-      const hint = guess ? `did you mean "${guess}"? ` : "";
       // The table's other keys are still read: an unknown one does not change what they mean.
       this.attempt(() => {
         throw configError(`${this.prefix()}${what} (${hint}known: ${known.join(", ")})`);
@@ -396,34 +396,4 @@ function parseNumber(text: string): number | undefined {
 /** A boolean in the text of an environment variable, as TOML writes one. */
 function parseBool(text: string): boolean | undefined {
   return text === "true" ? true : text === "false" ? false : undefined;
-}
-
-/** The known key a mistyped one most likely meant, if any is close. */
-function nearest(name: string, known: readonly string[]): string | undefined {
-  // Compared without case or separators, so "memoryLimitMib" in TOML still finds its key.
-  const norm = (s: string) => s.toLowerCase().replace(/[_-]/g, "");
-  const n = norm(name);
-  let best: string | undefined;
-  let bestDistance = Infinity;
-  for (const candidate of known) {
-    const c = norm(candidate);
-    // A dropped suffix ("memory_limit" for "memory_limit_mib") is as likely as a typo.
-    const d = n.length >= 3 && c.startsWith(n) ? 1 : editDistance(n, c);
-    if (d <= Math.max(2, Math.floor(c.length / 4)) && d < bestDistance) [best, bestDistance] = [candidate, d];
-  }
-  return best;
-}
-
-/** Levenshtein distance, one row at a time. */
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      row[j] = Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + cost);
-    }
-    prev = row;
-  }
-  return prev[b.length] as number;
 }

@@ -172,6 +172,18 @@ describe("lockhost CLI", () => {
     expect(r.stdout).not.toContain("http://127.0.0.1:8787");
   });
 
+  it("lists the schedules a plugin declares among what `check` would run", async () => {
+    const file = await configFile(`[[plugins]]\nname = "cron"\nwasm = "${guestWasm("cron")}"\n[[scheduled]]\nplugin = "cron"\n[[scheduled]]\nid = "spelled"\nplugin = "cron"\nexport = "other"\nschedule = "1m"\nhint = "node_local"\n`);
+    const r = lockhost("check", "--config", file);
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toContain(
+      "    schedules: cron.tick  every 200ms, require_global\n" +
+        "               cron.nightly  every 0 3 * * *, require_global\n" +
+        "               spelled  every 1m, node_local\n",
+    );
+    expect(r.stdout).not.toContain("declared by the plugin");
+  });
+
   it("lists every fault `check` finds, with its code, and exits 1", async () => {
     const port = await freePort();
     const broken = await configFile(

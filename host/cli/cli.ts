@@ -96,7 +96,8 @@ Does everything 'lockhost run' does before it runs anything, and stops there: va
 config; loads every plugin (compiles it, checks its ABI version, imports and memory, and
 instantiates it in the runtime its isolation resolves to on this Node), checks that every
 schedule's export exists and takes no arguments, and connects to the backend and asks it.
-Prints each check, then what would run. Takes no lock and fires no schedule.
+Prints each check, then what would run: the plugins, and every schedule with its interval or
+cron expression, those a plugin declares included. Takes no lock and fires no schedule.
 Exit codes: 0 all well, 1 a fault found (each is printed with its code), 2 a config error.
 
 Options:

@@ -225,7 +225,7 @@ export class Host {
 /** The running instance of `plugin` among `guests`; INVALID_ARGUMENT naming the configured ones when there is none. */
 function guestOf(guests: ReadonlyMap<string, GuestInstance>, plugin: string): GuestInstance {
   const guest = guests.get(plugin);
-  if (!guest) throw new LockhostError("INVALID_ARGUMENT", `no plugin named "${plugin}" (configured: ${[...guests.keys()].join(", ")})`);
+  if (!guest) throw new LockhostError("INVALID_ARGUMENT", `no plugin named "${plugin}" (${didYouMean(plugin, guests.keys())}configured: ${[...guests.keys()].join(", ") || "none"})`);
   return guest;
 }
 

@@ -66,7 +66,7 @@ async function configFile(text: string): Promise<string> {
 }
 
 describe("lockhost CLI", () => {
-  it.each([[], ["--help"], ["run", "--help"], ["status", "--help"], ["release", "--help"]])("prints help for %j", (...args) => {
+  it.each([[], ["--help"], ["run", "--help"], ["call", "--help"], ["status", "--help"], ["release", "--help"]])("prints help for %j", (...args) => {
     const r = lockhost(...args);
     expect(r.stdout).toContain("Usage: lockhost");
     expect(r.status).toBe(args.length === 0 ? 2 : 0);
@@ -80,7 +80,7 @@ describe("lockhost CLI", () => {
       expect(r.stdout.trim()).toBe(`lockhost ${version}`);
     }
     const help = lockhost("--help").stdout;
-    for (const command of ["run", "check", "status", "locks", "release"]) expect(help).toMatch(new RegExp(`^  ${command} `, "m"));
+    for (const command of ["run", "check", "call", "status", "locks", "release"]) expect(help).toMatch(new RegExp(`^  ${command} `, "m"));
   });
 
   it("rejects an unknown command and a release without --force", () => {
@@ -172,6 +172,52 @@ describe("lockhost CLI", () => {
     expect(r.stdout).not.toContain("http://127.0.0.1:8787");
   });
 
+  it("`call` runs an export once and prints what it returned: numbers, strings, --string, --json; logs on stderr", async () => {
+    const file = await configFile(
+      `[[plugins]]\nname = "locker"\nwasm = "${guestWasm("locker")}"\n[[plugins]]\nname = "shapes"\nwasm = "${guestWasm("shapes")}"\n` +
+        `[[plugins]]\nname = "cron"\nwasm = "${guestWasm("cron")}"\n[[scheduled]]\nplugin = "cron"\n[admin]\nlisten = "127.0.0.1:0"\n`,
+    );
+    const add = lockhost("call", "locker", "add", "2", "3", "--config", file);
+    expect(add.status, add.stderr).toBe(0);
+    expect(add.stdout).toBe("5\n");
+    // Logs are JSON lines on stderr (piped): the host's, and why its locks are this process's own.
+    const logs = add.stderr.trim().split("\n").map((l) => JSON.parse(l) as { msg: string; node: string });
+    expect(logs.map((l) => l.msg)).toContain("lockhost host started");
+    expect(logs.find((l) => l.msg.startsWith("the memory backend's locks live in this process"))).toBeDefined();
+    expect(logs.every((l) => l.node === `${hostname()}/call`)).toBe(true);
+    expect(lockhost("call", "locker", "add", "--config", file, "--", "-1", "2").stdout).toBe("1\n");
+    expect(lockhost("call", "locker", "add", "2", "3", "--json", "--config", file).stdout).toBe('{"result":5}\n');
+    expect(lockhost("call", "locker", "noop", "--json", "--config", file).stdout).toBe('{"result":null}\n');
+    expect(lockhost("call", "locker", "noop", "--config", file).stdout).toBe("");
+    // Text is a string argument; a JSON string keeps digits as text.
+    const echo = lockhost("call", "shapes", "echo", "a b", "3", '"42"', "--config", file);
+    expect(echo.status, echo.stderr).toBe(0);
+    expect(echo.stdout).toBe("5\n");
+    expect(echo.stderr).toContain("guest: echo [a b] 3 [42]");
+    const declared = lockhost("call", "cron", "lockhost_schedules", "--string", "--config", file);
+    expect(declared.stdout).toBe("# every export of this plugin, when it runs\ntick 200ms\n\nnightly 0 3 * * *\n\n");
+    // No schedule ran, and no admin listener was started.
+    expect(declared.stderr).not.toContain("schedule lock taken");
+    expect(declared.stderr).not.toContain("admin listener started");
+  });
+
+  it("`call` of an unknown export or plugin exits 2 and says what it most likely meant; a failing export exits 1", async () => {
+    const file = await configFile(`[[plugins]]\nname = "locker"\nwasm = "${guestWasm("locker")}"\ncall_timeout_ms = 300\n`);
+    const typo = lockhost("call", "locker", "ad", "1", "2", "--config", file);
+    expect(typo.status).toBe(2);
+    expect(typo.stderr).toMatch(/lockhost call: UNKNOWN_EXPORT: plugin locker has no export "ad" \(did you mean "add"\? it exports: /);
+    const plugin = lockhost("call", "lockr", "add", "1", "2", "--config", file);
+    expect(plugin.status).toBe(2);
+    expect(plugin.stderr).toContain(`lockhost call: INVALID_ARGUMENT: no plugin named "lockr" (did you mean "locker"? configured: locker)`);
+    const args = lockhost("call", "locker", "add", "1", "--config", file);
+    expect(args.status).toBe(2);
+    expect(args.stderr).toContain("lockhost call: INVALID_ARGUMENT: export add(i32, i32) of plugin locker takes 2 argument(s), got 1");
+    const spin = lockhost("call", "locker", "holdSpin", "1", "60000", "--config", file);
+    expect(spin.status).toBe(1);
+    expect(spin.stderr).toContain("lockhost call: GUEST_TIMEOUT: ");
+    expect(lockhost("call", "locker", "--config", file).status).toBe(2);
+  });
+
   it("lists the schedules a plugin declares among what `check` would run", async () => {
     const file = await configFile(`[[plugins]]\nname = "cron"\nwasm = "${guestWasm("cron")}"\n[[scheduled]]\nplugin = "cron"\n[[scheduled]]\nid = "spelled"\nplugin = "cron"\nexport = "other"\nschedule = "1m"\nhint = "node_local"\n`);
     const r = lockhost("check", "--config", file);
@@ -256,6 +302,23 @@ describe.each([
       const released = lockhost("release", "--force", "global:cli-unset-token", "--config", file);
       expect(released.status, released.stderr).toBe(0);
       expect(released.stdout.trim()).toBe("released global:cli-unset-token");
+    } finally {
+      await locks.close();
+    }
+  });
+
+  it("`call` takes the export's locks on the backend, as other processes see them, and releases them when done", async () => {
+    const file = await configFile(`${toml()}\n[[plugins]]\nname = "shapes"\nwasm = "${guestWasm("shapes")}"\n`);
+    const locks = new LockService(await createBackend(locking(), captureLogger().logger), { node: "cli-holder" });
+    try {
+      await locks.tryLock("busy", { ttlMs: 30_000, scope: { plugin: "shapes" } });
+      const contended = lockhost("call", "shapes", "take", "busy", "0", "--config", file);
+      expect(contended.status, contended.stderr).toBe(0);
+      expect(contended.stdout).toBe("0\n");
+      const taken = lockhost("call", "shapes", "take", "free", "0", "--config", file);
+      expect(taken.stdout, taken.stderr).toBe("1\n");
+      // Kept by the guest, released when the call's host stopped.
+      expect((await locks.status({ name: "shapes:free" })).held).toBe(false);
     } finally {
       await locks.close();
     }

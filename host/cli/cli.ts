@@ -18,6 +18,7 @@ import { AdminClient, AdminUnreachable, adminUrl } from "./admin-client.js";
 import { formatLocks, formatStats, formatStatus } from "./format.js";
 import { checkKind, kindRow, LOCK_KINDS, type LockKind } from "../../kit/kinds.js";
 import { check } from "./check.js";
+import { call, parseCallArg } from "./call.js";
 import { cliLogger, parseLogFormat, type LogFormat } from "./logger.js";
 import { logSummary } from "./summary.js";
 import { MAX_LIST_LIMIT } from "../locking/list.js";
@@ -37,6 +38,7 @@ Usage: lockhost <command> [options]
 Commands:
   run       run the plugins and schedules of a config file
   check     check a config: its plugins, schedules and backend, without running anything
+  call      run one export of a plugin once, print what it returned
   status    show a running host's lock counters, or who holds a lock
   locks     list the locks held now: holder, fence, age, TTL left, waiters
   release   force-release a lock (operator action)
@@ -59,6 +61,28 @@ Options:
       --local-nodes N   development: run N hosts in this process, named <node>-1..<node>-N,
                         sharing one memory backend, to watch one node win each tick
                         (memory backend only; default 1; only <node>-1 starts the admin listener)
+  -h, --help            this help`,
+  call: `Usage: lockhost call PLUGIN EXPORT [ARG...] [--config FILE] [--string] [--json] [--log-format json|pretty]
+
+Runs the export EXPORT of the plugin PLUGIN once, through a host started from the config as
+'lockhost run' starts one (the same backend, plugins, grants and lock settings: the export
+takes its locks as it would there), prints what it returned on stdout and stops, releasing
+every lock. It starts no schedule and no admin listener, and holds its locks as node
+"<[host] node>/call", so a running host of the same config tells its locks apart and is never
+reclaimed from. Logs go to stderr. With the memory backend its locks live in this process only.
+
+Each ARG is a number when it reads as one (7, -1, 2.5), passed as the export's i32, f32 or f64,
+and otherwise a string (a JSON string, '"42"', for text that reads as a number). Put "--"
+before arguments that start with "-" (lockhost call p e -- -1).
+An unknown export gets the one it most likely meant ("did you mean").
+Exit codes: 0 the export returned, 1 it failed (trapped, timed out...), 2 bad usage, config,
+plugin, export or arguments.
+
+Options:
+  -c, --config FILE     the TOML config (default: lockhost.toml)
+      --string          the export returns a string: print it
+      --json            print {"result": ...} (an i64 as a string, nothing as null)
+      --log-format F    json or pretty (default: pretty on a terminal, json otherwise)
   -h, --help            this help`,
   status: `Usage: lockhost status [KEY] [--kind ${KIND_USAGE}] [--config FILE] [--admin URL] [--json]
 
@@ -191,6 +215,7 @@ export async function main(argv: string[]): Promise<number> {
         limit: { type: "string" },
         cursor: { type: "string" },
         kind: { type: "string" },
+        string: { type: "boolean" },
       },
     });
   } catch (err) {
@@ -205,6 +230,17 @@ export async function main(argv: string[]): Promise<number> {
   if (command === "run") {
     const config = await loadConfig(values.config ?? DEFAULT_CONFIG);
     return run(config, parseLocalNodes(values["local-nodes"]!, config), parseLogFormat(values["log-format"]));
+  }
+
+  if (command === "call") {
+    const [plugin, exportName, ...args] = positionals;
+    if (plugin === undefined || exportName === undefined) {
+      console.error(`lockhost call: expected PLUGIN and EXPORT\n\n${HELP.call}`);
+      return 2;
+    }
+    const config = await loadConfig(values.config ?? DEFAULT_CONFIG);
+    const request = { plugin, export: exportName, args: args.map(parseCallArg), string: values.string ?? false, json: values.json ?? false };
+    return call(config, request, parseLogFormat(values["log-format"]));
   }
 
   if (command === "check") {

@@ -5,6 +5,7 @@ import { pino, type Logger } from "pino";
 import { ActivityFeed } from "./admin/feed.js";
 import { BackendHealth } from "./backend-health.js";
 import { startAdminServer, type AdminServer } from "./admin/server.js";
+import type { HostCounters } from "./admin/metrics.js";
 import { createBackend } from "./backends/create.js";
 import { formatListen, isLoopbackHost } from "./config/listen.js";
 import type { AdminSettings, LockhostConfig, PluginConfig, ScheduledConfig } from "./config/types.js";
@@ -16,9 +17,12 @@ import { prepareGuest } from "./runtime/prepare-guest.js";
 import type { HostFunctions } from "./runtime/capabilities/functions.js";
 import { startGuestInstance } from "./runtime/start-guest.js";
 import { logLockEvents } from "./lock-log.js";
+import { NodePresence } from "./node-presence.js";
 import { Scheduler } from "./scheduler/scheduler.js";
 import type { GuestArg } from "./runtime/guest-strings.js";
 import { expandScheduled } from "./scheduler/declared.js";
+import { allProblems } from "./config/reader.js";
+import { didYouMean } from "./suggest.js";
 
 /** Options of Host.start. */
 export interface HostOptions {
@@ -68,6 +72,8 @@ export class Host {
   #stopping?: Promise<void>;
   /** Checks the backend every few seconds and logs when it goes down or comes back. */
   readonly #health: BackendHealth;
+  /** Warns when another live host uses this node name (distributed backends only). */
+  readonly #presence: NodePresence | undefined;
 
   private constructor(
     config: LockhostConfig,
@@ -77,6 +83,7 @@ export class Host {
     ownsBackend: boolean,
     admin: AdminServer | undefined,
     health: BackendHealth,
+    scheduler: Scheduler,
     schedules: readonly ScheduledConfig[],
   ) {
     this.schedules = schedules;
@@ -87,7 +94,13 @@ export class Host {
     this.admin = admin;
     this.#guests = guests;
     this.#ownsBackend = ownsBackend;
-    this.scheduler = new Scheduler(schedules, { locks, guest: (p) => this.guest(p), log });
+    this.scheduler = scheduler;
+    if (locks.distributed) {
+      const presence = (this.#presence = new NodePresence(locks, log));
+      // Also when the backend did not answer at start, and after an outage that cost the hold.
+      health.onBack(() => void presence.claim());
+      if (health.up) void presence.claim();
+    }
   }
 
   /**
@@ -107,6 +120,7 @@ export class Host {
     let feed: ActivityFeed | undefined;
     let health: BackendHealth | undefined;
     let schedules: ScheduledConfig[] = [];
+    let scheduler: Scheduler | undefined;
     try {
       // Before any guest: a backend that refuses this host for good fails the start at once.
       health = await BackendHealth.atStart(locks, log, `${config.source ?? "config"}: [locking.${backend.kind}]`);
@@ -115,10 +129,13 @@ export class Host {
       for (const plugin of config.plugins) guests.set(plugin.name, await startPluginGuest(plugin, locks, log, functions).catch((e: unknown) => Promise.reject(inFile(e, config.source))));
       schedules = await expandScheduled(config, guests);
       checkScheduledExports(config, guests, schedules);
+      // Its ticks that an outage skips are said once, by the health, and counted.
+      scheduler = new Scheduler(schedules, { locks, guest: (p) => guestOf(guests, p), log, health });
       // Last: an operator who can reach the listener can rely on the host behind it being up.
       if (config.admin) {
         feed = new ActivityFeed(locks);
-        admin = await startAdmin(config.admin, locks, log, config, feed);
+        const counters = hostCounters(scheduler, health);
+        admin = await startAdmin(config.admin, locks, log, config, feed, counters);
       }
     } catch (err) {
       feed?.close();
@@ -133,7 +150,7 @@ export class Host {
     if (config.plugins.length === 0) {
       log.warn(`${config.source ?? "the config"} declares no [[plugins]]: this host runs no guest and fires no schedule; it only serves lock calls made through its API${admin ? " and admin listener" : ""}`);
     }
-    const host = new Host(config, log, locks, guests, !options.backend, admin, health, schedules);
+    const host = new Host(config, log, locks, guests, !options.backend, admin, health, scheduler, schedules);
     health.start();
     // The dashboard shows this node's schedule runs beside its lock events.
     if (feed) host.scheduler.on("tick", (tick) => feed.tick(tick));
@@ -142,9 +159,7 @@ export class Host {
 
   /** The running instance of `plugin`. */
   guest(plugin: string): GuestInstance {
-    const guest = this.#guests.get(plugin);
-    if (!guest) throw new LockhostError("INVALID_ARGUMENT", `no plugin named "${plugin}" (configured: ${[...this.#guests.keys()].join(", ")})`);
-    return guest;
+    return guestOf(this.#guests, plugin);
   }
 
   /**
@@ -181,6 +196,7 @@ export class Host {
 
   async #stop(timeoutMs: number): Promise<void> {
     this.#health.stop();
+    this.#presence?.stop();
     // First, so no admin request (a force-release above all) reaches a host that is shutting down.
     await this.admin?.close();
     this.scheduler.stop();
@@ -196,12 +212,34 @@ export class Host {
     await Promise.all([...this.#guests.values()].map((g) => g.close()));
     await this.scheduler.releaseParked();
     const failed = await this.locks.close({ closeBackend: this.#ownsBackend });
-    for (const e of failed) this.log.warn({ code: e.code, err: e.message }, "shutdown: a lock could not be released; it expires at its TTL");
+    for (const e of failed) {
+      // LOST: the lock was gone already (it expired, or the server lost it in an outage): there
+      // was nothing left to release, so nothing for an operator to do.
+      if (e.code === "LOST") this.log.debug({ code: e.code, err: e.message }, "shutdown: a lock was gone already; nothing to release");
+      else this.log.warn({ code: e.code, err: e.message }, "shutdown: a lock could not be released; it expires at its TTL");
+    }
     this.log.info("lockhost host stopped; every lock released");
   }
 }
 
-async function startAdmin(settings: AdminSettings, locks: LockService, log: Logger, config: LockhostConfig, feed: ActivityFeed): Promise<AdminServer> {
+/** The running instance of `plugin` among `guests`; INVALID_ARGUMENT naming the configured ones when there is none. */
+function guestOf(guests: ReadonlyMap<string, GuestInstance>, plugin: string): GuestInstance {
+  const guest = guests.get(plugin);
+  if (!guest) throw new LockhostError("INVALID_ARGUMENT", `no plugin named "${plugin}" (${didYouMean(plugin, guests.keys())}configured: ${[...guests.keys()].join(", ") || "none"})`);
+  return guest;
+}
+
+/** What the admin listener shows of the host beside its lock service: ticks by outcome, backend up. */
+function hostCounters(scheduler: Scheduler, health: BackendHealth): HostCounters {
+  return {
+    ticks: () => scheduler.ticks(),
+    get backendUp() {
+      return health.up;
+    },
+  };
+}
+
+async function startAdmin(settings: AdminSettings, locks: LockService, log: Logger, config: LockhostConfig, feed: ActivityFeed, host: HostCounters): Promise<AdminServer> {
   const where = `${config.source ?? "config"}: [admin]`;
   if (settings.token === undefined && !isLoopbackHost(settings.listen.host)) {
     // Allowed (a trusted network, a firewall), but worth saying: anyone who can reach it reads
@@ -212,7 +250,7 @@ async function startAdmin(settings: AdminSettings, locks: LockService, log: Logg
     );
   }
   try {
-    return await startAdminServer({ service: locks, settings, log, node: config.host.node, feed });
+    return await startAdminServer({ service: locks, settings, log, node: config.host.node, feed, host });
   } catch (err) {
     // The server names the table and key; the file is known only here.
     if (err instanceof LockhostError && err.code === "CONFIG_INVALID" && config.source !== undefined) {
@@ -224,20 +262,26 @@ async function startAdmin(settings: AdminSettings, locks: LockService, log: Logg
 
 
 /**
- * Refuses a [[scheduled]] entry whose export its plugin lacks or that takes arguments: the
- * guests are running, so their real export signatures are known.
- * @throws LockhostError CONFIG_INVALID naming the entry.
+ * Refuses the [[scheduled]] entries whose export their plugin lacks (with the export it most
+ * likely meant) or that take arguments: the guests are running, so their real export
+ * signatures are known. Every such entry is reported at once.
+ * @throws LockhostError CONFIG_INVALID naming each entry.
  */
 export function checkScheduledExports(config: LockhostConfig, guests: ReadonlyMap<string, GuestInstance>, schedules: readonly ScheduledConfig[] = config.scheduled): void {
+  const problems: LockhostError[] = [];
   for (const s of schedules) {
     if (s.schedule.kind === "declared") continue; // checked once expandScheduled has read it
-    const sig = guests.get(s.plugin)?.exportSignature(s.export);
+    const guest = guests.get(s.plugin);
+    const sig = guest?.exportSignature(s.export);
     const where = `${config.source ?? "config"}: [[scheduled]] "${s.id}"`;
-    if (!sig) throw new LockhostError("CONFIG_INVALID", `${where}: plugin ${s.plugin} has no export "${s.export}"`);
-    if (sig.params.length > 0) {
-      throw new LockhostError("CONFIG_INVALID", `${where}: export ${s.export} of plugin ${s.plugin} takes arguments (${sig.params.join(", ")}); a scheduled export must take none`);
+    if (!sig) {
+      const names = guest?.exportNames() ?? [];
+      problems.push(new LockhostError("CONFIG_INVALID", `${where}: plugin ${s.plugin} has no export "${s.export}" (${didYouMean(s.export, names)}it exports: ${names.join(", ") || "nothing callable"})`));
+    } else if (sig.params.length > 0) {
+      problems.push(new LockhostError("CONFIG_INVALID", `${where}: export ${s.export} of plugin ${s.plugin} takes arguments (${sig.params.join(", ")}); a scheduled export must take none`));
     }
   }
+  if (problems.length > 0) throw allProblems(config.source ?? "config", problems);
 }
 
 /**

@@ -127,8 +127,9 @@ export function isCode(err: unknown, code: ErrorCode): boolean {
 
 /**
  * `err` as a BACKEND_UNAVAILABLE that says retrying cannot help (`details.permanent` = 1) when
- * its message matches `permanent`: what a backend's ping() rejects with for a wrong password, a
- * missing database or a host name that does not resolve.
+ * its message matches `permanent`: what a backend's ping() rejects with when the server itself
+ * refuses for good (a wrong password, a missing database). A fault on the way to the server (a
+ * host name that does not resolve yet, a refused connection) is never permanent: it may clear.
  */
 export function markPermanent(err: unknown, permanent: RegExp): LockhostError {
   const e = toLockhostError(err, "BACKEND_UNAVAILABLE");

@@ -144,6 +144,12 @@ describe("admin listener", () => {
     expect(await ok.json()).toEqual({ name: lease.name, kind: "mutex", released: true, holders: 1 });
     expect((await locks.status({ name: lease.name })).held).toBe(false);
     expect(await (await forceRelease(lease.name, { authorization: `Bearer ${TOKEN}` })).json()).toEqual({ name: lease.name, kind: "mutex", released: false, holders: 0 });
+    // The log tells a release from a call that found the lock free.
+    const said = capture.lines.filter((l) => l.msg.includes("through the admin listener")).map((l) => [l.level, l.msg, l.holders]);
+    expect(said).toEqual([
+      [40, "lock force-released through the admin listener", 1],
+      [30, "force-release through the admin listener: the lock was not held", 0],
+    ]);
     // The token never reaches the log.
     expect(JSON.stringify(capture.lines)).not.toContain(TOKEN);
   });
@@ -209,11 +215,37 @@ describe("admin listener", () => {
     }
   });
 
+  it("answers HEAD wherever it answers GET: the same status and headers, no body", async () => {
+    await locks.tryLock("a", { ttlMs: 30_000 });
+    const volatile = new Set(["date", "connection", "keep-alive"]);
+    const headersOf = (res: Response, timed: boolean): Record<string, string> =>
+      // A lock's age and TTL left change between the two requests, and with them the length.
+      Object.fromEntries([...res.headers].filter(([name]) => !volatile.has(name) && !(timed && name === "content-length")));
+    for (const path of ["/", "/dashboard", "/dashboard.js", "/healthz", "/readyz", "/metrics", "/stats", "/locks", "/locks/global%3Aa", "/nope"]) {
+      const timed = path.startsWith("/locks");
+      const got = await get(path);
+      const head = await fetch(`${server.url}${path}`, { method: "HEAD" });
+      expect([path, head.status], path).toEqual([path, got.status]);
+      expect(headersOf(head, timed), path).toEqual(headersOf(got, timed));
+      expect(head.headers.get("content-length"), path).toMatch(/^\d+$/);
+      expect(await head.text(), path).toBe("");
+      await got.arrayBuffer();
+    }
+    // The feed: its headers, and no stream left open.
+    const events = await fetch(`${server.url}/events`, { method: "HEAD" });
+    expect(events.status).toBe(200);
+    expect(events.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    expect(await events.text()).toBe("");
+    const post = await fetch(`${server.url}/locks/global%3Aa/force-release`, { method: "HEAD" });
+    expect(post.status).toBe(405);
+    expect(post.headers.get("allow")).toBe("POST");
+  });
+
   it("answers bad requests with a status and a code, and keeps serving", async () => {
     expect((await get("/nope")).status).toBe(404);
     const wrongMethod = await fetch(`${server.url}/stats`, { method: "POST" });
     expect(wrongMethod.status).toBe(405);
-    expect(wrongMethod.headers.get("allow")).toBe("GET");
+    expect(wrongMethod.headers.get("allow")).toBe("GET, HEAD");
     expect((await get("/locks/global%3Aa/force-release")).status).toBe(405);
     const badEncoding = await get("/locks/%E0%A4%A");
     expect(badEncoding.status).toBe(400);

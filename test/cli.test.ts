@@ -66,7 +66,7 @@ async function configFile(text: string): Promise<string> {
 }
 
 describe("lockhost CLI", () => {
-  it.each([[], ["--help"], ["run", "--help"], ["status", "--help"], ["release", "--help"]])("prints help for %j", (...args) => {
+  it.each([[], ["--help"], ["run", "--help"], ["call", "--help"], ["status", "--help"], ["release", "--help"]])("prints help for %j", (...args) => {
     const r = lockhost(...args);
     expect(r.stdout).toContain("Usage: lockhost");
     expect(r.status).toBe(args.length === 0 ? 2 : 0);
@@ -80,7 +80,7 @@ describe("lockhost CLI", () => {
       expect(r.stdout.trim()).toBe(`lockhost ${version}`);
     }
     const help = lockhost("--help").stdout;
-    for (const command of ["run", "check", "status", "locks", "release"]) expect(help).toMatch(new RegExp(`^  ${command} `, "m"));
+    for (const command of ["run", "check", "call", "status", "locks", "release"]) expect(help).toMatch(new RegExp(`^  ${command} `, "m"));
   });
 
   it("rejects an unknown command and a release without --force", () => {
@@ -172,6 +172,64 @@ describe("lockhost CLI", () => {
     expect(r.stdout).not.toContain("http://127.0.0.1:8787");
   });
 
+  it("`call` runs an export once and prints what it returned: numbers, strings, --string, --json; logs on stderr", async () => {
+    const file = await configFile(
+      `[[plugins]]\nname = "locker"\nwasm = "${guestWasm("locker")}"\n[[plugins]]\nname = "shapes"\nwasm = "${guestWasm("shapes")}"\n` +
+        `[[plugins]]\nname = "cron"\nwasm = "${guestWasm("cron")}"\n[[scheduled]]\nplugin = "cron"\n[admin]\nlisten = "127.0.0.1:0"\n`,
+    );
+    const add = lockhost("call", "locker", "add", "2", "3", "--config", file);
+    expect(add.status, add.stderr).toBe(0);
+    expect(add.stdout).toBe("5\n");
+    // Logs are JSON lines on stderr (piped): the host's, and why its locks are this process's own.
+    const logs = add.stderr.trim().split("\n").map((l) => JSON.parse(l) as { msg: string; node: string });
+    expect(logs.map((l) => l.msg)).toContain("lockhost host started");
+    expect(logs.find((l) => l.msg.startsWith("the memory backend's locks live in this process"))).toBeDefined();
+    expect(logs.every((l) => l.node === `${hostname()}/call`)).toBe(true);
+    expect(lockhost("call", "locker", "add", "--config", file, "--", "-1", "2").stdout).toBe("1\n");
+    expect(lockhost("call", "locker", "add", "2", "3", "--json", "--config", file).stdout).toBe('{"result":5}\n');
+    expect(lockhost("call", "locker", "noop", "--json", "--config", file).stdout).toBe('{"result":null}\n');
+    expect(lockhost("call", "locker", "noop", "--config", file).stdout).toBe("");
+    // Text is a string argument; a JSON string keeps digits as text.
+    const echo = lockhost("call", "shapes", "echo", "a b", "3", '"42"', "--config", file);
+    expect(echo.status, echo.stderr).toBe(0);
+    expect(echo.stdout).toBe("5\n");
+    expect(echo.stderr).toContain("guest: echo [a b] 3 [42]");
+    const declared = lockhost("call", "cron", "lockhost_schedules", "--string", "--config", file);
+    expect(declared.stdout).toBe("# every export of this plugin, when it runs\ntick 200ms\n\nnightly 0 3 * * *\n\n");
+    // No schedule ran, and no admin listener was started.
+    expect(declared.stderr).not.toContain("schedule lock taken");
+    expect(declared.stderr).not.toContain("admin listener started");
+  });
+
+  it("`call` of an unknown export or plugin exits 2 and says what it most likely meant; a failing export exits 1", async () => {
+    const file = await configFile(`[[plugins]]\nname = "locker"\nwasm = "${guestWasm("locker")}"\ncall_timeout_ms = 300\n`);
+    const typo = lockhost("call", "locker", "ad", "1", "2", "--config", file);
+    expect(typo.status).toBe(2);
+    expect(typo.stderr).toMatch(/lockhost call: UNKNOWN_EXPORT: plugin locker has no export "ad" \(did you mean "add"\? it exports: /);
+    const plugin = lockhost("call", "lockr", "add", "1", "2", "--config", file);
+    expect(plugin.status).toBe(2);
+    expect(plugin.stderr).toContain(`lockhost call: INVALID_ARGUMENT: no plugin named "lockr" (did you mean "locker"? configured: locker)`);
+    const args = lockhost("call", "locker", "add", "1", "--config", file);
+    expect(args.status).toBe(2);
+    expect(args.stderr).toContain("lockhost call: INVALID_ARGUMENT: export add(i32, i32) of plugin locker takes 2 argument(s), got 1");
+    const spin = lockhost("call", "locker", "holdSpin", "1", "60000", "--config", file);
+    expect(spin.status).toBe(1);
+    expect(spin.stderr).toContain("lockhost call: GUEST_TIMEOUT: ");
+    expect(lockhost("call", "locker", "--config", file).status).toBe(2);
+  });
+
+  it("lists the schedules a plugin declares among what `check` would run", async () => {
+    const file = await configFile(`[[plugins]]\nname = "cron"\nwasm = "${guestWasm("cron")}"\n[[scheduled]]\nplugin = "cron"\n[[scheduled]]\nid = "spelled"\nplugin = "cron"\nexport = "other"\nschedule = "1m"\nhint = "node_local"\n`);
+    const r = lockhost("check", "--config", file);
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toContain(
+      "    schedules: cron.tick  every 200ms, require_global\n" +
+        "               cron.nightly  every 0 3 * * *, require_global\n" +
+        "               spelled  every 1m, node_local\n",
+    );
+    expect(r.stdout).not.toContain("declared by the plugin");
+  });
+
   it("lists every fault `check` finds, with its code, and exits 1", async () => {
     const port = await freePort();
     const broken = await configFile(
@@ -227,6 +285,43 @@ describe.each([
   afterAll(async () => {
     if (backend === "redis") await dropRedisPrefix(redisUrl(), PREFIX);
     else await dropPgTable(databaseUrl(), TABLE);
+  });
+
+  it("reads (status, locks) and force-releases on the backend without the admin token: its ${VAR} may be unset", async () => {
+    // The token protects the admin listener only; these commands go to the backend itself.
+    const file = await configFile(`${toml()}\n[admin]\nlisten = "127.0.0.1:9464"\ntoken = "\${LOCKHOST_CLI_UNSET_TOKEN}"\n`);
+    const locks = new LockService(await createBackend(locking(), captureLogger().logger), { node: "cli-holder" });
+    try {
+      await locks.tryLock("cli-unset-token", { ttlMs: 30_000 });
+      const status = lockhost("status", "global:cli-unset-token", "--config", file, "--json");
+      expect(status.status, status.stderr).toBe(0);
+      expect(JSON.parse(status.stdout)).toMatchObject({ held: true });
+      const list = lockhost("locks", "--config", file, "--prefix", "global:cli-unset-token", "--json");
+      expect(list.status, list.stderr).toBe(0);
+      expect(JSON.parse(list.stdout)).toMatchObject({ locks: [{ name: "global:cli-unset-token" }] });
+      const released = lockhost("release", "--force", "global:cli-unset-token", "--config", file);
+      expect(released.status, released.stderr).toBe(0);
+      expect(released.stdout.trim()).toBe("released global:cli-unset-token");
+    } finally {
+      await locks.close();
+    }
+  });
+
+  it("`call` takes the export's locks on the backend, as other processes see them, and releases them when done", async () => {
+    const file = await configFile(`${toml()}\n[[plugins]]\nname = "shapes"\nwasm = "${guestWasm("shapes")}"\n`);
+    const locks = new LockService(await createBackend(locking(), captureLogger().logger), { node: "cli-holder" });
+    try {
+      await locks.tryLock("busy", { ttlMs: 30_000, scope: { plugin: "shapes" } });
+      const contended = lockhost("call", "shapes", "take", "busy", "0", "--config", file);
+      expect(contended.status, contended.stderr).toBe(0);
+      expect(contended.stdout).toBe("0\n");
+      const taken = lockhost("call", "shapes", "take", "free", "0", "--config", file);
+      expect(taken.stdout, taken.stderr).toBe("1\n");
+      // Kept by the guest, released when the call's host stopped.
+      expect((await locks.status({ name: "shapes:free" })).held).toBe(false);
+    } finally {
+      await locks.close();
+    }
   });
 
   it("shows the holder of a lock another process holds, force-releases it, and the holder finds it lost", async () => {
@@ -439,6 +534,24 @@ describe("lockhost status and release --force through a running host's admin lis
     });
   });
 
+  it("prints each schedule's ticks by outcome (an outage's skips are skipped_error)", async () => {
+    host = await Host.start(
+      resolveConfig({
+        host: { node: "cli-ticks-node" },
+        admin: { listen: "127.0.0.1:0" },
+        plugins: [{ name: "cron", wasm: guestWasm("cron") }],
+        scheduled: [{ id: "job", plugin: "cron", export: "tick", schedule: "1h" }],
+      }),
+      { logger: captureLogger().logger },
+    );
+    expect(await host.scheduler.runTick("job")).toBe("ran");
+    const table = await lockhostAsync(["status", "--admin", host.admin!.url], { cwd: tmpdir() });
+    expect(table.status, table.stderr).toBe(0);
+    expect(table.stdout).toContain("schedule ticks on this node:\n  job  ran 1, failed 0, skipped_contended 0, skipped_overlap 0, skipped_error 0");
+    const json = await lockhostAsync(["status", "--admin", host.admin!.url, "--json"], { cwd: tmpdir() });
+    expect(JSON.parse(json.stdout)).toMatchObject({ backendUp: true, schedules: { job: { ran: 1, skipped_error: 0 } } });
+  });
+
   it("finds the listener from the config's [admin] listen, and reads a memory lock's status through it", async () => {
     const h = await startHost();
     const lease = await h.locks.tryLock("cli-mem-k", { ttlMs: 60_000 });
@@ -519,6 +632,20 @@ describe("lockhost status and release --force through a running host's admin lis
     }
     expect(await run.exit).toBe(0);
     expect(run.out()).not.toContain(TOKEN);
+  });
+
+  it("reads through the listener without the admin token's ${VAR}, and a release through it names the unset variable", async () => {
+    const h = await startHost();
+    await h.locks.tryLock("cli-read-no-token", { ttlMs: 60_000 });
+    const file = await configFile(`[admin]\nlisten = "${h.admin!.url.replace("http://", "")}"\ntoken = "\${CLI_UNSET_TOKEN}"\n`);
+    for (const args of [["status"], ["status", "global:cli-read-no-token"], ["locks"]]) {
+      const r = await lockhostAsync([...args, "--config", file, "--json"]);
+      expect(r.status, `${args.join(" ")}: ${r.stderr}`).toBe(0);
+    }
+    const release = await lockhostAsync(["release", "--force", "global:cli-read-no-token", "--config", file]);
+    expect(release.status).toBe(2);
+    expect(release.stderr).toContain("[admin]: token uses ${CLI_UNSET_TOKEN}, but the environment variable CLI_UNSET_TOKEN is not set");
+    expect((await h.locks.status({ name: "global:cli-read-no-token" })).held).toBe(true);
   });
 
   it("force-releases a memory lock with the token from the config's [admin] token", async () => {

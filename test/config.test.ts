@@ -237,6 +237,105 @@ schedule = "  */15 * * * *  "
   });
 });
 
+describe("every config error at once", () => {
+  it("reports every error of a file in one CONFIG_INVALID, a line each, each naming the file, table and key", () => {
+    const err = configErrorOf(() =>
+      parse(`
+verbose = true
+
+[host]
+shutdown_timeout_ms = -1
+log_level = "loud"
+
+[locking.redis]
+command_timeout_ms = 0
+
+[[plugins]]
+name = "report"
+wasm = "r.wasm"
+memory_limit_mib = 0
+global_keys = ["ok", ""]
+colour = "blue"
+
+[[plugins]]
+name = "cleanup"
+
+[[scheduled]]
+plugin = "report"
+export = "run"
+schedule = "5d"
+hint = "sometimes"
+
+[admin]
+listen = "nowhere"
+`),
+    );
+    const lines = [
+      `lockhost.toml: unknown key "verbose" (known: host, locking, plugins, scheduled, admin)`,
+      "lockhost.toml: [host]: shutdown_timeout_ms must be an integer from 0 to 3600000, got -1",
+      `lockhost.toml: [host]: log_level must be one of "trace", "debug", "info", "warn", "error", "fatal", "silent", got "loud"`,
+      "lockhost.toml: [locking.redis]: command_timeout_ms must be an integer from 1 to 600000, got 0",
+      `lockhost.toml: [[plugins]] #1 ("report"): unknown key "colour"`,
+      `lockhost.toml: [[plugins]] #1 ("report"): memory_limit_mib must be an integer from 1 to 4096, got 0`,
+      `lockhost.toml: [[plugins]] #1 ("report"): global_keys[1] must be a non-empty string, got ""`,
+      `lockhost.toml: [[plugins]] #2 ("cleanup"): wasm is required`,
+      `lockhost.toml: [[scheduled]] #1 ("report.run"): schedule must be an interval`,
+      `lockhost.toml: [[scheduled]] #1 ("report.run"): hint must be one of`,
+      "lockhost.toml: [admin]: listen",
+    ];
+    const [first, ...rest] = err.message.split("\n");
+    expect(first).toBe(`lockhost.toml: ${lines.length} errors:`);
+    expect(rest).toHaveLength(lines.length);
+    rest.forEach((line, i) => expect(line).toContain(`  ${lines[i]}`));
+    expect(err.details).toEqual({ errors: lines.length });
+    // Each error on its own, for code that handles them one by one.
+    expect(err.cause).toBeInstanceOf(AggregateError);
+    const each = (err.cause as AggregateError).errors as LockhostError[];
+    expect(each.map((e) => e.code)).toEqual(lines.map(() => "CONFIG_INVALID"));
+    expect(each.map((e) => `  ${e.message}`)).toEqual(rest);
+  });
+
+  it("reports no error that only follows from another", () => {
+    // A plugin whose name is bad is still declared for its schedule; a schedule without a plugin
+    // gets no id error; a ratio out of range gets no margin error; a bad backend name no more.
+    const message = messageOf(`
+[locking]
+backend = "etcd"
+[locking.keepalive]
+renew_at_ratio = 2
+[[plugins]]
+name = "Report"
+wasm = "r.wasm"
+[[scheduled]]
+plugin = "Report"
+export = "run"
+schedule = "1s"
+[[scheduled]]
+export = "run"
+schedule = "1s"
+`);
+    expect(message.split("\n").slice(1)).toEqual([
+      `  lockhost.toml: [locking]: backend must be one of "memory", "redis", "pg", got "etcd"`,
+      "  lockhost.toml: [locking.keepalive]: renew_at_ratio must be a number greater than 0 and less than 1, got 2",
+      expect.stringContaining(`  lockhost.toml: [[plugins]] #1 ("Report"): name must be 1 to 64 of lowercase letters`),
+      "  lockhost.toml: [[scheduled]] #2: plugin is required",
+    ]);
+  });
+
+  it("keeps the message of a config with one error as it was", () => {
+    expect(messageOf(`[host]\nshutdown_timeout_ms = -1`)).toBe("lockhost.toml: [host]: shutdown_timeout_ms must be an integer from 0 to 3600000, got -1");
+  });
+
+  it("reports every error of a config built in code too", () => {
+    const err = configErrorOf(() => resolveConfig({ source: "app", host: { shutdownTimeoutMs: -1 }, plugins: [{ name: "a", wasm: "a.wasm", memoryLimitMib: 0 }] } as never));
+    expect(err.message.split("\n")).toEqual([
+      "app: 2 errors:",
+      "  app: host: shutdownTimeoutMs must be an integer from 0 to 3600000, got -1",
+      `  app: plugins[0] ("a"): memoryLimitMib must be an integer from 1 to 4096, got 0`,
+    ]);
+  });
+});
+
 describe("parseConfig: errors name the file, the table and the key", () => {
   it("matches the documented message form exactly", () => {
     const message = messageOf(`
@@ -709,10 +808,34 @@ describe("environment substitution", () => {
     expect(messageOf(`[host]\nnode = "\${}"`)).toContain("which is not ${NAME}");
   });
 
-  it("substitutes only strings: a number-typed key needs a number in the file", () => {
-    expect(messageOf(`${PLUGIN}memory_limit_mib = "\${MEM}"`, { MEM: "32" })).toContain(
-      `memory_limit_mib must be an integer from 1 to 4096, got "\${MEM}"`,
+  it("substitutes in any value: a number or a boolean from a variable is read as one after substitution", () => {
+    const config = parse(
+      `[host]\nshutdown_timeout_ms = "\${SHUTDOWN_MS}"\n[locking.redis]\ncommand_timeout_ms = "\${REDIS_TIMEOUT:-500}"\nreclaim_own_locks = "\${RECLAIM}"\n` +
+        `[locking.keepalive]\nrenew_at_ratio = "\${RENEW_AT}"\n${PLUGIN}memory_limit_mib = "\${MEM}"\nwasi = "\${WASI:-false}"`,
+      { SHUTDOWN_MS: "2_000", RECLAIM: "true", RENEW_AT: "0.4", MEM: " 32 " },
     );
+    expect(config.host.shutdownTimeoutMs).toBe(2000);
+    expect(config.locking.redis).toMatchObject({ commandTimeoutMs: 500, reclaimOwnLocks: true });
+    expect(config.locking.keepalive?.renewAtRatio).toBe(0.4);
+    expect(config.plugins[0]).toMatchObject({ memoryLimitMib: 32, wasi: false });
+  });
+
+  it("checks a substituted value's type after substitution, naming the key and the variable", () => {
+    expect(messageOf(`${PLUGIN}memory_limit_mib = "\${MEM}"`, { MEM: "32MB" })).toBe(
+      `lockhost.toml: [[plugins]] #1 ("report"): memory_limit_mib must be an integer from 1 to 4096, got "32MB" (from \${MEM})`,
+    );
+    expect(messageOf(`${PLUGIN}memory_limit_mib = "\${MEM}"`, { MEM: "9999" })).toBe(
+      `lockhost.toml: [[plugins]] #1 ("report"): memory_limit_mib must be an integer from 1 to 4096, got 9999 (from \${MEM})`,
+    );
+    expect(messageOf(`[locking.redis]\nreclaim_own_locks = "\${RECLAIM}"`, { RECLAIM: "yes" })).toBe(
+      `lockhost.toml: [locking.redis]: reclaim_own_locks must be true or false, got "yes" (from \${RECLAIM})`,
+    );
+    expect(messageOf(`[locking.keepalive]\nrenew_at_ratio = "\${A}\${B}"`, { A: "1", B: ".5" })).toBe(
+      `lockhost.toml: [locking.keepalive]: renew_at_ratio must be a number greater than 0 and less than 1, got 1.5 (from \${A}, \${B})`,
+    );
+    expect(messageOf(`${PLUGIN}memory_limit_mib = "\${MEM}"`)).toContain(`memory_limit_mib uses \${MEM}, but the environment variable MEM is not set`);
+    // Without a variable, a quoted number is a mistake in the file, as before.
+    expect(messageOf(`${PLUGIN}memory_limit_mib = "32"`)).toContain(`memory_limit_mib must be an integer from 1 to 4096, got "32"`);
   });
 
   it("sees no variables when parseConfig is given no env", () => {
@@ -877,6 +1000,24 @@ describe("loadConfig", () => {
     expect(config.host.node).toBe("from-env");
     expect(config.plugins[0]?.wasm).toBe(join(dir, "guests", "report.wasm"));
     expectDeepFrozen(config);
+  });
+
+  it("with secrets \"if-set\" (for commands that only read), leaves out a secret whose variable is unset; other problems stay errors", async () => {
+    dir = await mkdtemp(join(tmpdir(), "lockhost-config-"));
+    const path = join(dir, "lockhost.toml");
+    const text = `[admin]\ntoken = "\${ADMIN_TOKEN}"\n[[plugins]]\nname = "report"\nwasm = "r.wasm"\n[plugins.config]\napi_key = "\${API_KEY}"\nregion = "eu"\n`;
+    await writeFile(path, text);
+    await expect(loadConfig(path, {})).rejects.toThrow("[admin]: token uses ${ADMIN_TOKEN}, but the environment variable ADMIN_TOKEN is not set");
+    const config = await loadConfig(path, {}, { secrets: "if-set" });
+    expect(config.admin).toEqual({ listen: CONFIG_DEFAULTS.adminListen });
+    expect(config.plugins[0]?.config).toEqual({ region: "eu" });
+    expect((await loadConfig(path, { ADMIN_TOKEN: "t".repeat(16) }, { secrets: "if-set" })).admin?.token).toBe("t".repeat(16));
+    // Only an unset variable is forgiven: a malformed reference, or a token too short, is not.
+    await writeFile(path, `[admin]\ntoken = "\${1X}"\n`);
+    await expect(loadConfig(path, {}, { secrets: "if-set" })).rejects.toThrow("which is not");
+    await writeFile(path, `[admin]\ntoken = "\${SHORT}"\n`);
+    await expect(loadConfig(path, { SHORT: "x" }, { secrets: "if-set" })).rejects.toThrow("[admin]: token must be 16 to 4096 characters long");
+    await expect(loadConfig(path, {}, { secrets: "maybe" as never })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
   });
 
   it("names the file in validation messages", async () => {

@@ -115,6 +115,10 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime: Runtime) => {
       code: "CONFIG_INVALID",
       message: `lockhost.toml: [[scheduled]] "@acme/cron.other": plugin @acme/cron declares no schedule for export other (it declares: tick, nightly); spell schedule in the entry`,
     });
+    await expect(start({ plugins: [plugin], scheduled: [{ plugin: "@acme/cron", export: "nighlty" }] })).rejects.toMatchObject({
+      code: "CONFIG_INVALID",
+      message: `lockhost.toml: [[scheduled]] "@acme/cron.nighlty": plugin @acme/cron declares no schedule for export nighlty (did you mean "nightly"? it declares: tick, nightly); spell schedule in the entry`,
+    });
   });
 
   describe("a declaration read from the guest", () => {

@@ -62,6 +62,19 @@ describe("time limits", () => {
     }
   });
 
+  it("logs no error when close() cuts short the restart after a time limit (a shutdown, not a failure)", async () => {
+    for (let i = 0; i < 5; i++) {
+      const a = await startWorkerGuest("locker", fx.locks, fx.log.logger, { callTimeoutMs: 100 });
+      await expect(a.call("holdSpin", [33, 60_000])).rejects.toMatchObject({ code: "GUEST_TIMEOUT" });
+      // The restart is under way now (its worker is still loading): close ends it.
+      await a.close();
+    }
+    // Let the cut-short starts settle, so a late line would be seen.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(fx.log.lines.filter((l) => l.level >= 50 && l.msg.startsWith("guest restart"))).toEqual([]);
+    expect(fx.log.messages().filter((m) => m === "guest restart cut short: the plugin was closed").length).toBeGreaterThan(0);
+  });
+
   it("releases a lock whose acquisition completes after its call timed out", async () => {
     const { backend, inner, faults } = faultyBackend();
     const service = new LockService(backend, { node: "n" });

@@ -12,6 +12,7 @@ import { jspiAvailable } from "../host/runtime/jspi.js";
 import { GUEST_RUNTIMES } from "./support/guest.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { guestWasm } from "./support/guests.js";
+import { dropRedisPrefix } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";
 import { databaseUrl, freePort, redisUrl } from "./support/servers.js";
 
@@ -124,6 +125,32 @@ describe("Host", () => {
     await expect(start({ plugins: [locker], scheduled: [{ plugin: "locker", export: "nope", schedule: "1s" }] })).rejects.toMatchObject({
       code: "CONFIG_INVALID",
       message: expect.stringContaining('plugin locker has no export "nope"'),
+    });
+  });
+
+  it("suggests the export a schedule most likely meant, and reports every bad schedule at once", async () => {
+    const err = await start({
+      source: "lockhost.toml",
+      plugins: [locker],
+      scheduled: [
+        { id: "typo", plugin: "locker", export: "nop", schedule: "1s" },
+        { id: "args", plugin: "locker", export: "add", schedule: "1s" },
+        { id: "far", plugin: "locker", export: "zzzzzzzz", schedule: "1s" },
+      ],
+    }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "CONFIG_INVALID", details: { errors: 3 } });
+    const lines = (err as Error).message.split("\n");
+    expect(lines[0]).toBe("lockhost.toml: 3 errors:");
+    expect(lines[1]).toMatch(/^ {2}lockhost\.toml: \[\[scheduled\]\] "typo": plugin locker has no export "nop" \(did you mean "noop"\? it exports: .*\bnoop\b/);
+    expect(lines[2]).toBe('  lockhost.toml: [[scheduled]] "args": export add of plugin locker takes arguments (i32, i32); a scheduled export must take none');
+    expect(lines[3]).toMatch(/^ {2}lockhost\.toml: \[\[scheduled\]\] "far": plugin locker has no export "zzzzzzzz" \(it exports: /);
+  });
+
+  it("says which export a call most likely meant when it names none the plugin has", async () => {
+    const { host } = await start({ plugins: [locker] });
+    await expect(host.call("locker", "holdspin", [1, 1_000])).rejects.toMatchObject({
+      code: "UNKNOWN_EXPORT",
+      message: expect.stringMatching(/^plugin locker has no export "holdspin" \(did you mean "holdSpin"\? it exports: /),
     });
   });
 
@@ -288,6 +315,31 @@ describe("Host", () => {
       expect(backend.size).toBe(0);
     } finally {
       await new Promise((r) => taken.close(r));
+    }
+  });
+
+  it.each([
+    ["the second host, which finds it held", false, 1],
+    ["the first host, which loses it to the second's reclaim (reclaim_own_locks)", true, 0],
+  ] as const)("warns when another live host uses its node name on Redis: %s; not a host whose name is its own", async (_case, reclaimOwnLocks, warner) => {
+    const keyPrefix = `lockhost-presence-${process.pid}-${Date.now()}:`;
+    const locking: ConfigInput["locking"] = { backend: "redis", redis: { url: redisUrl(), keyPrefix, reclaimOwnLocks } };
+    try {
+      const logs = [captureLogger(), captureLogger(), captureLogger()] as const;
+      for (const [i, node] of ["same-name", "same-name", "own-name"].entries()) {
+        hosts.push(await Host.start(resolveConfig({ host: { node }, locking }), { logger: logs[i]!.logger }));
+      }
+      // Looked at again once a hold left by an ended run would have lapsed (its TTL: 10 s).
+      const warned = (i: number) => logs[i]!.lines.filter((l) => l.level === 40 && l.msg.startsWith("another live host uses the node name"));
+      await until("a host named alike warns", 25_000, () => warned(warner).length > 0);
+      expect(warned(warner)).toMatchObject([{ node: "same-name", msg: expect.stringContaining('"same-name" (it holds lockhost:node:same-name)') }]);
+      expect([warned(1 - warner), warned(2)]).toEqual([[], []]);
+      // One of them holds it; the other does not fight for it.
+      const status = await hosts[0]!.locks.status({ name: "lockhost:node:same-name" });
+      expect(status.holders.map((h) => h.node)).toEqual(["same-name"]);
+    } finally {
+      await Promise.all(hosts.splice(0).map((h) => h.stop(1_000)));
+      await dropRedisPrefix(redisUrl(), keyPrefix);
     }
   });
 

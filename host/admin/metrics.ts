@@ -3,6 +3,7 @@
 import { Counter, Gauge, Registry } from "prom-client";
 import type { LockService } from "../locking/service.js";
 import type { LockStats } from "../locking/stats.js";
+import type { TickCounts } from "../scheduler/scheduler.js";
 
 type Stat = (s: LockStats) => number;
 
@@ -37,6 +38,18 @@ const SHOWN: readonly Shown[] = [
   gauge("lockhost_renewal_timers", "Timers the renewal manager has armed (0 or 1 per host).", (s) => s.renewalTimers),
 ];
 
+/**
+ * What a host shows beside its lock service's counters: its schedules' ticks by outcome (the
+ * skips of an outage among them: it is logged once, counted here) and whether its backend
+ * answers.
+ */
+export interface HostCounters {
+  /** Ticks by schedule id and outcome (Scheduler.ticks()). */
+  ticks(): Readonly<Record<string, TickCounts>>;
+  /** Whether the backend answered the host's last check. */
+  readonly backendUp: boolean;
+}
+
 /** The metrics of one LockService. */
 export interface LockMetrics {
   readonly registry: Registry;
@@ -46,9 +59,9 @@ export interface LockMetrics {
 
 /**
  * Metrics that show `service.stats()` at scrape time, labelled with the node and the backend
- * kind.
+ * kind; with `host`, also its schedules' ticks and its backend's health.
  */
-export function lockMetrics(service: LockService, node: string): LockMetrics {
+export function lockMetrics(service: LockService, node: string, host?: HostCounters): LockMetrics {
   const registry = new Registry();
   registry.setDefaultLabels({ node, backend: service.backendKind });
   // One scrape takes one snapshot, shared by every metric it renders.
@@ -72,6 +85,7 @@ export function lockMetrics(service: LockService, node: string): LockMetrics {
     if (kind === "gauge") new Gauge(config);
     else new Counter(config);
   }
+  if (host) hostMetrics(registry, host);
   return {
     registry,
     async render() {
@@ -83,4 +97,28 @@ export function lockMetrics(service: LockService, node: string): LockMetrics {
       }
     },
   };
+}
+
+/** The host's series: read at scrape time, like the service's. Schedule ids come from the config, so their number is bounded. */
+function hostMetrics(registry: Registry, host: HostCounters): void {
+  new Gauge({
+    name: "lockhost_backend_up",
+    help: "1 while the backend answered the host's last check, 0 while it does not.",
+    registers: [registry],
+    collect(this: Gauge): void {
+      this.set(host.backendUp ? 1 : 0);
+    },
+  });
+  new Counter({
+    name: "lockhost_schedule_ticks_total",
+    help: "Schedule ticks on this node, by outcome: ran, failed, skipped_contended, skipped_overlap, skipped_error (the backend failed, as in an outage).",
+    labelNames: ["schedule", "outcome"],
+    registers: [registry],
+    collect(this: Counter): void {
+      this.reset();
+      for (const [schedule, counts] of Object.entries(host.ticks())) {
+        for (const [outcome, n] of Object.entries(counts)) this.inc({ schedule, outcome }, n);
+      }
+    },
+  });
 }

@@ -13,8 +13,10 @@ import type { LockService } from "../locking/service.js";
 import { dashboardRoutes } from "./dashboard/routes.js";
 import { ActivityFeed } from "./feed.js";
 import { MAX_LIST_LIMIT } from "../locking/list.js";
-import { lockMetrics } from "./metrics.js";
+import { lockMetrics, type HostCounters } from "./metrics.js";
+import { reply } from "./reply.js";
 import { checkKind, LOCK_KINDS, MUTEX, type LockKind } from "../../kit/kinds.js";
+import type { TickCounts } from "../scheduler/scheduler.js";
 
 /** What startAdminServer needs. */
 export interface AdminServerOptions {
@@ -29,6 +31,11 @@ export interface AdminServerOptions {
    * absent the listener makes one of the service's lock events, and closes it with itself.
    */
   readonly feed?: ActivityFeed;
+  /**
+   * The host's counters beside the service's (its schedules' ticks by outcome, whether its
+   * backend answers), shown in /stats and /metrics; absent for a bare lock service.
+   */
+  readonly host?: HostCounters;
 }
 
 /** A running admin listener. */
@@ -45,6 +52,10 @@ export interface AdminStatsBody {
   readonly backend: string;
   readonly distributed: boolean;
   readonly stats: ReturnType<LockService["stats"]>;
+  /** With a host: whether its backend answered its last check. */
+  readonly backendUp?: boolean;
+  /** With a host: its schedules' ticks by id and outcome (an outage's skips are skipped_error). */
+  readonly schedules?: Readonly<Record<string, TickCounts>>;
 }
 
 const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
@@ -60,18 +71,20 @@ const MAX_URL_LENGTH = 4_096;
 
 /**
  * Starts the admin listener. Endpoints: `GET /healthz` and `GET /readyz` (200 while the
- * backend answers, 503 with its error when it does not), `GET /stats` (JSON, AdminStatsBody),
+ * backend answers, 503 with its error when it does not), `GET /stats` (JSON, AdminStatsBody:
+ * with a host, its schedules' ticks by outcome and whether its backend answers),
  * `GET /metrics` (Prometheus text), `GET /locks?prefix=&plugin=&limit=&cursor=&kind=` (one page of
  * held locks of every kind or of `kind`, LockListPage), `GET /locks/<name>?kind=` (the lock's status, name URL-encoded; its owner
  * token only with the bearer token; `heldElsewhere` when free), the
  * dashboard (`GET /` or `/dashboard`, and `GET /events`: its live feed as server-sent events)
  * and `POST /locks/<name>/force-release` (needs `Authorization: Bearer <token>`: 401 without
- * it, 403 with a wrong one or when the config sets no token). Rejects with CONFIG_INVALID
- * when the address cannot be listened on.
+ * it, 403 with a wrong one or when the config sets no token). Every GET route answers HEAD too,
+ * with the same status and headers and no body (monitors and load balancers probe with it).
+ * Rejects with CONFIG_INVALID when the address cannot be listened on.
  */
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
   const { service, settings, log, node } = options;
-  const metrics = lockMetrics(service, node);
+  const metrics = lockMetrics(service, node, options.host);
   const ownFeed = options.feed === undefined;
   const feed = options.feed ?? new ActivityFeed(service);
   const dashboard = dashboardRoutes({ service, feed, node });
@@ -108,14 +121,17 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     }
     if (path === "/stats") {
       if (!only(method, "GET", res)) return;
-      const body: AdminStatsBody = { node, backend: service.backendKind, distributed: service.distributed, stats: service.stats() };
+      const { host } = options;
+      const body: AdminStatsBody = {
+        node, backend: service.backendKind, distributed: service.distributed, stats: service.stats(),
+        ...(host && { backendUp: host.backendUp, schedules: host.ticks() }),
+      };
       return send(res, 200, body);
     }
     if (path === "/metrics") {
       if (!only(method, "GET", res)) return;
       const text = await metrics.render();
-      res.writeHead(200, { "content-type": metrics.registry.contentType });
-      res.end(text);
+      reply(res, 200, { "content-type": metrics.registry.contentType }, text);
       return;
     }
     if (path === "/locks") {
@@ -137,7 +153,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
         }),
       );
     }
-    if (method === "GET" && dashboard(path, req, res)) return;
+    if ((method === "GET" || method === "HEAD") && dashboard(path, req, res)) return;
     // ?kind=<kind>: the lock of that kind of the name (default: its mutex), as each row of /locks names it.
     const kindText = new URLSearchParams(target.slice(path.length + 1)).get("kind");
     let asked: LockKind | undefined;
@@ -154,7 +170,10 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       if (name === undefined || !authorized(req, res)) return;
       return answer(res, async () => {
         const holders = await service.forceRelease({ name }, { kind });
-        log.warn({ lock: name, kind, holders, from: req.socket.remoteAddress }, "lock force-released through the admin listener");
+        const who = { lock: name, kind, holders, from: req.socket.remoteAddress };
+        // A free lock was asked for, and nothing was taken from anyone: say that, not a release.
+        if (holders > 0) log.warn(who, "lock force-released through the admin listener");
+        else log.info(who, "force-release through the admin listener: the lock was not held");
         return { name, kind, released: holders > 0, holders };
       });
     }
@@ -246,10 +265,12 @@ async function answer(res: ServerResponse, call: () => Promise<unknown>): Promis
   }
 }
 
-function only(method: string, allowed: string, res: ServerResponse): boolean {
-  if (method === allowed) return true;
-  res.setHeader("allow", allowed);
-  send(res, 405, { code: "INVALID_ARGUMENT", message: `use ${allowed}` });
+/** Whether `method` may be used on a route that takes `allowed` (HEAD wherever GET is); answers 405 when not. */
+function only(method: string, allowed: "GET" | "POST", res: ServerResponse): boolean {
+  if (method === allowed || (allowed === "GET" && method === "HEAD")) return true;
+  const methods = allowed === "GET" ? "GET, HEAD" : allowed;
+  res.setHeader("allow", methods);
+  send(res, 405, { code: "INVALID_ARGUMENT", message: `use ${methods}` });
   return false;
 }
 
@@ -263,10 +284,9 @@ function decode(segment: string, res: ServerResponse): string | undefined {
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
-  res.end(text);
+  reply(res, status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" }, JSON.stringify(body));
 }
+
 
 function digest(token: string): Buffer {
   return createHash("sha256").update(token).digest();

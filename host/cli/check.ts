@@ -6,7 +6,7 @@ import { pino } from "pino";
 import { toLockhostError } from "../../kit/errors.js";
 import { createBackend } from "../backends/create.js";
 import { formatListen } from "../config/listen.js";
-import type { LockhostConfig } from "../config/types.js";
+import type { LockhostConfig, ScheduledConfig } from "../config/types.js";
 import { expandScheduled } from "../scheduler/declared.js";
 import { checkScheduledExports, startPluginGuest } from "../host.js";
 import { LockService } from "../locking/service.js";
@@ -48,13 +48,19 @@ export async function check(config: LockhostConfig): Promise<number> {
   // Guests are instantiated on a lock service of their own: checking takes no lock anywhere.
   const scratch = new LockService(await createBackend({ ...config.locking, backend: "memory" }, quiet), { node: config.host.node });
   const guests = new Map<string, GuestInstance>();
+  // What would run: the schedules the plugins declare read from them, in place of the short entries.
+  let schedules: ScheduledConfig[] | undefined;
   for (const plugin of config.plugins) {
     await attempt(`plugin ${plugin.name}: ${plugin.wasm} loads and instantiates in the ${plugin.runtime} runtime (ABI checked)`, async () => {
       guests.set(plugin.name, await startPluginGuest(plugin, scratch, quiet));
     });
   }
   if (config.plugins.every((p) => guests.has(p.name)) && config.scheduled.length > 0) {
-    await attempt(`schedules: every export exists and takes no arguments`, async () => checkScheduledExports(config, guests, await expandScheduled(config, guests)));
+    await attempt(`schedules: every export exists and takes no arguments`, async () => {
+      const expanded = await expandScheduled(config, guests);
+      checkScheduledExports(config, guests, expanded);
+      schedules = expanded;
+    });
   }
   await Promise.all([...guests.values()].map((g) => g.close()));
   await scratch.close();
@@ -70,11 +76,12 @@ export async function check(config: LockhostConfig): Promise<number> {
 
   const faults = findings.filter((f) => f.fault);
   console.log(`${config.source ?? "config"}: ${faults.length === 0 ? "ok" : `${faults.length} fault(s)`}`);
-  for (const f of findings) console.log(f.fault ? `  FAIL ${f.what}\n       ${f.fault.code}: ${f.fault.message}` : `  ok   ${f.what}`);
+  // A fault of several errors (every bad schedule) has a line each, kept under the FAIL.
+  for (const f of findings) console.log(f.fault ? `  FAIL ${f.what}\n       ${f.fault.code}: ${f.fault.message.replace(/\n/g, "\n       ")}` : `  ok   ${f.what}`);
   if (faults.length === 0) {
     console.log("\nWould run:");
     const admin = config.admin && `http://${formatListen(config.admin.listen)}`;
-    for (const line of summaryLines(config, [config.host.node], admin)) if (!line.includes("Ctrl-C")) console.log(`  ${line}`);
+    for (const line of summaryLines(config, [config.host.node], admin, schedules)) if (!line.includes("Ctrl-C")) console.log(`  ${line}`);
     for (const line of grantLines(config)) console.log(`  ${line}`);
   }
   return faults.length === 0 ? 0 : 1;

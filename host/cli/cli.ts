@@ -18,6 +18,7 @@ import { AdminClient, AdminUnreachable, adminUrl } from "./admin-client.js";
 import { formatLocks, formatStats, formatStatus } from "./format.js";
 import { checkKind, kindRow, LOCK_KINDS, type LockKind } from "../../kit/kinds.js";
 import { check } from "./check.js";
+import { call, parseCallArg } from "./call.js";
 import { cliLogger, parseLogFormat, type LogFormat } from "./logger.js";
 import { logSummary } from "./summary.js";
 import { MAX_LIST_LIMIT } from "../locking/list.js";
@@ -37,6 +38,7 @@ Usage: lockhost <command> [options]
 Commands:
   run       run the plugins and schedules of a config file
   check     check a config: its plugins, schedules and backend, without running anything
+  call      run one export of a plugin once, print what it returned
   status    show a running host's lock counters, or who holds a lock
   locks     list the locks held now: holder, fence, age, TTL left, waiters
   release   force-release a lock (operator action)
@@ -60,10 +62,33 @@ Options:
                         sharing one memory backend, to watch one node win each tick
                         (memory backend only; default 1; only <node>-1 starts the admin listener)
   -h, --help            this help`,
+  call: `Usage: lockhost call PLUGIN EXPORT [ARG...] [--config FILE] [--string] [--json] [--log-format json|pretty]
+
+Runs the export EXPORT of the plugin PLUGIN once, through a host started from the config as
+'lockhost run' starts one (the same backend, plugins, grants and lock settings: the export
+takes its locks as it would there), prints what it returned on stdout and stops, releasing
+every lock. It starts no schedule and no admin listener, and holds its locks as node
+"<[host] node>/call", so a running host of the same config tells its locks apart and is never
+reclaimed from. Logs go to stderr. With the memory backend its locks live in this process only.
+
+Each ARG is a number when it reads as one (7, -1, 2.5), passed as the export's i32, f32 or f64,
+and otherwise a string (a JSON string, '"42"', for text that reads as a number). Put "--"
+before arguments that start with "-" (lockhost call p e -- -1).
+An unknown export gets the one it most likely meant ("did you mean").
+Exit codes: 0 the export returned, 1 it failed (trapped, timed out...), 2 bad usage, config,
+plugin, export or arguments.
+
+Options:
+  -c, --config FILE     the TOML config (default: lockhost.toml)
+      --string          the export returns a string: print it
+      --json            print {"result": ...} (an i64 as a string, nothing as null)
+      --log-format F    json or pretty (default: pretty on a terminal, json otherwise)
+  -h, --help            this help`,
   status: `Usage: lockhost status [KEY] [--kind ${KIND_USAGE}] [--config FILE] [--admin URL] [--json]
 
 Without KEY: asks the running host's admin listener for its counters (locks held and kept
-alive, acquisitions, contention, renewals, lost leases, waits) and prints them. The listener
+alive, acquisitions, contention, renewals, lost leases, waits; each schedule's ticks by
+outcome, skipped_error counting those an outage skipped) and prints them. The listener
 is the config's [admin] listen address, or --admin URL. Exits 2 when none is configured or
 none answers.
 
@@ -74,6 +99,10 @@ directly; through the admin listener with --admin, or when the backend is memory
 live inside the 'lockhost run' process) and the config has an [admin] table. When nobody holds
 it, says where a lock of the same key is held if one is: in the other scope ("global:KEY" for
 "KEY", and back) or of another kind (a read/write lock or semaphore of the name).
+
+It only reads, so it never needs the admin token: a \${VAR} in [admin] token that is not set
+is ignored (the token is used, when there is one, only to show an owner with --show-owner
+through the admin listener).
 
 Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
@@ -91,7 +120,8 @@ Does everything 'lockhost run' does before it runs anything, and stops there: va
 config; loads every plugin (compiles it, checks its ABI version, imports and memory, and
 instantiates it in the runtime its isolation resolves to on this Node), checks that every
 schedule's export exists and takes no arguments, and connects to the backend and asks it.
-Prints each check, then what would run. Takes no lock and fires no schedule.
+Prints each check, then what would run: the plugins, and every schedule with its interval or
+cron expression, those a plugin declares included. Takes no lock and fires no schedule.
 Exit codes: 0 all well, 1 a fault found (each is printed with its code), 2 a config error.
 
 Options:
@@ -106,6 +136,7 @@ tokens are never listed. Read from the redis or pg backend directly (Redis: SCAN
 prefix, on every master of a cluster; PostgreSQL: the holders table); through the admin
 listener with --admin, or when the backend is memory and the config has an [admin] table.
 One page at a time: when there are more, the last line is the command for the next page.
+It only reads, so it never needs the admin token (a \${VAR} in [admin] token may be unset).
 
 Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
@@ -124,9 +155,14 @@ semaphore. Each holder is told at once (its lease is lost; a guest's lockhost_on
 Fence counters are kept, so the next holder still gets a higher fence.
 --force is required, to make the intent explicit.
 
-On redis and pg the lock is deleted in the backend directly. With --admin, or when the backend
-is memory and the config has an [admin] table, the running host does it through its admin
-listener, which needs the token: LOCKHOST_ADMIN_TOKEN, else [admin] token from the config.
+Which protects what: on redis and pg the lock is deleted in the backend directly, so what
+allows it is the backend's own access control, the credentials in the config's URL (a Redis
+password or ACL user, a PostgreSQL role): whoever can reach the backend with them can release
+any lock, and the admin token plays no part. With --admin, or when the backend is memory and the
+config has an [admin] table, the running host does it through its admin listener, which needs
+the admin token: LOCKHOST_ADMIN_TOKEN, else [admin] token from the config (its \${VAR} must be
+set then); without it the listener refuses (401/403). 'status' and 'locks' only read and never
+need the token.
 
 Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
@@ -179,6 +215,7 @@ export async function main(argv: string[]): Promise<number> {
         limit: { type: "string" },
         cursor: { type: "string" },
         kind: { type: "string" },
+        string: { type: "boolean" },
       },
     });
   } catch (err) {
@@ -193,6 +230,17 @@ export async function main(argv: string[]): Promise<number> {
   if (command === "run") {
     const config = await loadConfig(values.config ?? DEFAULT_CONFIG);
     return run(config, parseLocalNodes(values["local-nodes"]!, config), parseLogFormat(values["log-format"]));
+  }
+
+  if (command === "call") {
+    const [plugin, exportName, ...args] = positionals;
+    if (plugin === undefined || exportName === undefined) {
+      console.error(`lockhost call: expected PLUGIN and EXPORT\n\n${HELP.call}`);
+      return 2;
+    }
+    const config = await loadConfig(values.config ?? DEFAULT_CONFIG);
+    const request = { plugin, export: exportName, args: args.map(parseCallArg), string: values.string ?? false, json: values.json ?? false };
+    return call(config, request, parseLogFormat(values["log-format"]));
   }
 
   if (command === "check") {
@@ -222,7 +270,7 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   if (command === "status" && key === undefined) {
-    return orUnreachable(command, async () => showStats(await cliConfig(values.config, values.admin !== undefined), values.admin, values.json ?? false));
+    return orUnreachable(command, async () => showStats(await cliConfig(values.config, values.admin !== undefined, "if-set"), values.admin, values.json ?? false));
   }
   let kind: LockKind | undefined;
   try {
@@ -283,17 +331,20 @@ function shellQuote(text: string): string {
 }
 
 /**
- * The config of status and release: --config, else lockhost.toml. With --admin it is only a
- * source of the token, so a missing default file is no error then.
+ * The config of status, locks and release: --config, else lockhost.toml. With --admin it is only
+ * a source of the token, so a missing default file is no error then. `secrets` "if-set": a
+ * secret whose `${VAR}` is unset (the admin token above all) is left out rather than refused,
+ * for a command that does not use it (see withLocks).
  */
-async function cliConfig(file: string | undefined, hasAdminFlag: boolean): Promise<LockhostConfig | undefined> {
-  if (file !== undefined || !hasAdminFlag) return loadConfig(file ?? DEFAULT_CONFIG);
+async function cliConfig(file: string | undefined, hasAdminFlag: boolean, secrets: "required" | "if-set"): Promise<LockhostConfig | undefined> {
+  const load = (path: string): Promise<LockhostConfig> => loadConfig(path, process.env, { secrets });
+  if (file !== undefined || !hasAdminFlag) return load(file ?? DEFAULT_CONFIG);
   try {
     await access(DEFAULT_CONFIG);
   } catch {
     return undefined;
   }
-  return loadConfig(DEFAULT_CONFIG);
+  return load(DEFAULT_CONFIG);
 }
 
 function adminClient(config: LockhostConfig | undefined, flag: string | undefined): AdminClient {
@@ -369,17 +420,26 @@ type LockReader = Pick<AdminClient, "status" | "forceRelease" | "list" | "heldEl
 /**
  * Runs `action` on the locks the config names: through the admin listener with --admin (or
  * for the memory backend, whose locks only the running host has), else on the backend itself.
+ * Only a release through the listener uses the admin token: status and locks only read, and on
+ * the backend itself a release is the backend's credentials' to allow. So the token is read
+ * only then; otherwise its `${VAR}` may be unset.
  */
 function withLocks(file: string | undefined, flag: string | undefined, command: string, action: (locks: LockReader) => Promise<number>): Promise<number> {
   return orUnreachable(command, async () => {
-    const config = await cliConfig(file, flag !== undefined);
+    let config = await cliConfig(file, flag !== undefined, "if-set");
+    // Read again in full, so an unset token variable is named rather than sent as no token.
+    if (command === "release" && throughAdmin(config, flag)) config = await cliConfig(file, flag !== undefined, "required");
     return onLocks(config, command, flag, action);
   });
 }
 
+/** Whether a command goes through the admin listener: --admin, or memory locks, which only the running host has. */
+function throughAdmin(config: LockhostConfig | undefined, flag: string | undefined): boolean {
+  return flag !== undefined || (config !== undefined && !chosenBackend(config.locking).distributed && config.admin !== undefined);
+}
+
 async function onLocks(config: LockhostConfig | undefined, command: string, flag: string | undefined, action: (locks: LockReader) => Promise<number>): Promise<number> {
-  // Memory locks live only inside the 'lockhost run' process: its admin listener is the way in.
-  if (flag !== undefined || (config !== undefined && !chosenBackend(config.locking).distributed && config.admin)) return action(adminClient(config, flag));
+  if (throughAdmin(config, flag)) return action(adminClient(config, flag));
   // cliConfig returns a config whenever --admin is absent.
   const cfg = config!;
   if (!chosenBackend(cfg.locking).distributed) {

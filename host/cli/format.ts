@@ -74,9 +74,18 @@ export function formatStats(body: AdminStatsBody, url: string): string {
   const labelWidth = Math.max(...rows.map(([label]) => label.length));
   const valueWidth = Math.max(...rows.map(([, value]) => value.length));
   return [
-    `node ${body.node}, ${body.backend} backend (${kind}), admin ${url}`,
+    `node ${body.node}, ${body.backend} backend (${kind}${body.backendUp === false ? ", NOT ANSWERING" : ""}), admin ${url}`,
     ...rows.map(([label, value, unit]) => `  ${label.padEnd(labelWidth)}  ${value.padStart(valueWidth)}${unit ? ` ${unit}` : ""}`),
+    ...tickLines(body.schedules ?? {}),
   ].join("\n");
+}
+
+/** Each schedule's ticks by outcome, one line per schedule (skipped_error: the backend failed, as in an outage). */
+function tickLines(schedules: Readonly<Record<string, Readonly<Record<string, number>>>>): string[] {
+  const ids = Object.keys(schedules);
+  if (ids.length === 0) return [];
+  const width = Math.max(...ids.map((id) => id.length));
+  return ["schedule ticks on this node:", ...ids.map((id) => `  ${id.padEnd(width)}  ${Object.entries(schedules[id]!).map(([outcome, n]) => `${outcome} ${n}`).join(", ")}`)];
 }
 
 /** A page of held locks as a table, a row per holder with its kind, and the command that shows the next page. */

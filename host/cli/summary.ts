@@ -2,7 +2,7 @@
 // runtime it got, each schedule, and the admin URL. In JSON the same facts as fields of one line.
 import type { Logger } from "pino";
 import { redactUrlSecrets } from "../../kit/redact.js";
-import type { LockhostConfig } from "../config/types.js";
+import type { LockhostConfig, ScheduledConfig } from "../config/types.js";
 import type { Host } from "../host.js";
 
 /** The backend's table's url, redacted, when it has one. */
@@ -11,14 +11,17 @@ function backendTarget(config: LockhostConfig): string | undefined {
   return typeof table?.url === "string" ? redactUrlSecrets(table.url) : undefined;
 }
 
-/** The facts of a summary. */
-function factsOf(config: LockhostConfig, hosts: readonly Host[] = []) {
+/**
+ * The facts of a summary. `schedules`: what runs, with the schedules the plugins declare in
+ * place of the short entries (a host's, or what check read from the guests); the config's own
+ * list otherwise.
+ */
+function factsOf(config: LockhostConfig, schedules: readonly ScheduledConfig[] = config.scheduled) {
   const target = backendTarget(config);
   return {
     backend: `${config.locking.backend}${target ? ` at ${target}` : ""}`,
     plugins: config.plugins.map((p) => ({ name: p.name, runtime: p.runtime, memoryLimitMib: p.memoryLimitMib, ...(p.runtime === "worker" && { callTimeoutMs: p.callTimeoutMs }) })),
-    // A host's list has the schedules its plugins declare in place of the short entries.
-    schedules: (hosts[0]?.schedules ?? config.scheduled).map((s) => ({ id: s.id, every: s.schedule.kind === "interval" ? s.schedule.text : s.schedule.kind === "cron" ? s.schedule.expression : "declared by the plugin", hint: s.hint })),
+    schedules: schedules.map((s) => ({ id: s.id, every: s.schedule.kind === "interval" ? s.schedule.text : s.schedule.kind === "cron" ? s.schedule.expression : "declared by the plugin", hint: s.hint })),
   };
 }
 
@@ -27,21 +30,25 @@ export function logSummary(log: Logger, config: LockhostConfig, hosts: readonly 
   const nodes = hosts.map((h) => h.config.host.node);
   const admin = hosts.find((h) => h.admin)?.admin?.url;
   if (!pretty) {
-    const { backend, plugins, schedules } = factsOf(config, hosts);
+    const { backend, plugins, schedules } = factsOf(config, hosts[0]?.schedules);
     log.info({ backend, nodes, plugins, schedules, ...(admin && { admin, dashboard: `${admin}/` }) }, "lockhost running");
     return;
   }
-  log.info(["lockhost running: " + summaryLines(config, nodes, admin, hosts)[0], ...summaryLines(config, nodes, admin, hosts).slice(1)].join("\n"));
+  const lines = summaryLines(config, nodes, admin, hosts[0]?.schedules);
+  log.info(["lockhost running: " + lines[0], ...lines.slice(1)].join("\n"));
 }
 
-/** The summary as lines of text: nodes and backend first, then plugins, schedules, admin. */
-export function summaryLines(config: LockhostConfig, nodes: readonly string[], admin: string | undefined, hosts: readonly Host[] = []): string[] {
-  const { backend, plugins, schedules } = factsOf(config, hosts);
+/**
+ * The summary as lines of text: nodes and backend first, then plugins, schedules (`schedules`,
+ * as factsOf takes them), admin.
+ */
+export function summaryLines(config: LockhostConfig, nodes: readonly string[], admin: string | undefined, schedules?: readonly ScheduledConfig[]): string[] {
+  const { backend, plugins, schedules: shown } = factsOf(config, schedules);
   return [
     `${nodes.length === 1 ? `node ${nodes[0]}` : `${nodes.length} nodes (${nodes.join(", ")})`}, backend ${backend}`,
     ...(plugins.length === 0 ? ["  plugins:   none (idle)"] : plugins.map((p, i) =>
       `  ${i === 0 ? "plugins:  " : "          "} ${p.name}  ${p.runtime} runtime, ${p.memoryLimitMib} MiB${p.callTimeoutMs !== undefined ? `, ${p.callTimeoutMs} ms per call` : ", no time limit"}`)),
-    ...(schedules.length === 0 ? ["  schedules: none"] : schedules.map((s, i) => `  ${i === 0 ? "schedules:" : "          "} ${s.id}  every ${s.every}, ${s.hint}`)),
+    ...(shown.length === 0 ? ["  schedules: none"] : shown.map((s, i) => `  ${i === 0 ? "schedules:" : "          "} ${s.id}  every ${s.every}, ${s.hint}`)),
     `  admin:     ${admin ? `${admin}  (dashboard: ${admin}/)` : "off (add an [admin] table for status, metrics and the dashboard)"}`,
     "  Ctrl-C stops: no new ticks, waits cancelled, running calls finish, every lock released.",
   ];

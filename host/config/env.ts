@@ -56,12 +56,24 @@ function lookup(reference: string, env: NodeJS.ProcessEnv, where: () => string):
   const value = env[name];
   if (fallback !== undefined) return value === undefined || value === "" ? fallback : value;
   if (value === undefined) {
-    throw invalid(where, `uses \${${name}}, but the environment variable ${name} is not set (set it, or give a default: \${${name}:-value})`);
+    throw invalid(where, `uses \${${name}}, but the environment variable ${name} is not set (set it, or give a default: \${${name}:-value})`, { unsetVariable: name });
   }
   return value;
 }
 
-function invalid(where: () => string, problem: string): LockhostError {
+function invalid(where: () => string, problem: string, details?: Readonly<Record<string, string>>): LockhostError {
   // The problem may quote the raw value, and a value may be a URL with a password in it.
-  return new LockhostError("CONFIG_INVALID", redactUrlSecrets(`${where()} ${problem}`));
+  return new LockhostError("CONFIG_INVALID", redactUrlSecrets(`${where()} ${problem}`), details && { details });
+}
+
+/** Whether `err` is expandEnv's error for a variable that is not set (details.unsetVariable names it). */
+export function isUnsetVariable(err: unknown): boolean {
+  return err instanceof LockhostError && typeof err.details?.unsetVariable === "string";
+}
+
+/** The names of the variables `text` refers to (`${NAME}` or `${NAME:-default}`), in order; `$$` is no reference. */
+export function variablesIn(text: string): string[] {
+  const names: string[] = [];
+  for (const m of text.matchAll(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}/g)) if (m[1] !== undefined) names.push(m[1]);
+  return names;
 }

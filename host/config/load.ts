@@ -4,7 +4,7 @@
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { parse as parseToml, TomlError } from "smol-toml";
-import type { LockhostError } from "../../kit/errors.js";
+import { LockhostError } from "../../kit/errors.js";
 import { loadBackendPackages } from "../backends/packages.js";
 import { configError, isTable, show, Table, type Ctx, type Raw } from "./reader.js";
 import { buildConfig } from "./schema.js";
@@ -14,13 +14,27 @@ export type { ConfigInput, PluginInput, ScheduledInput } from "./types.js";
 // Callers written before host/redact.ts existed import it from here.
 export { redactUrlSecrets } from "../../kit/redact.js";
 
+/** How loadConfig reads a file. */
+export interface LoadOptions {
+  /**
+   * "if-set": a secret (the [admin] token, [plugins.config] and [plugins.http.headers] values)
+   * whose `${VAR}` is not set is left out rather than refused, for a caller that only reads
+   * locks and counters and so needs no secret (lockhost status, locks). Default "required".
+   */
+  readonly secrets?: "required" | "if-set";
+}
+
 /**
  * Reads and validates a TOML config file. Relative wasm paths resolve against the file's folder.
  *
  * @param env variables for `${VAR}` substitution; defaults to `process.env`.
  * @throws LockhostError CONFIG_INVALID when the file cannot be read or is invalid.
  */
-export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.env): Promise<LockhostConfig> {
+export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.env, options: LoadOptions = {}): Promise<LockhostConfig> {
+  const secrets = options.secrets ?? "required";
+  if (secrets !== "required" && secrets !== "if-set") {
+    throw new LockhostError("INVALID_ARGUMENT", `options.secrets must be "required" or "if-set", got ${show(secrets, "code")}`);
+  }
   let text: string;
   try {
     text = await readFile(path, "utf8");
@@ -29,7 +43,7 @@ export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.
   }
   const baseDir = dirname(resolve(path));
   const tree = parseTomlText(text, path);
-  const ctx: Ctx = { source: path, mode: "toml", baseDir, env };
+  const ctx: Ctx = { source: path, mode: "toml", baseDir, env, secrets };
   // Third-party backends register before anything is validated, so their tables are read by
   // their own schemas like the built-ins'.
   const packages = Table.root(ctx, tree).table("locking", "locking")?.stringList("packages");

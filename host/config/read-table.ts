@@ -6,7 +6,8 @@ import type { Key, Table } from "./reader.js";
 
 /**
  * The table's values, defaults applied; custom fields are left for the caller to read.
- * @throws LockhostError CONFIG_INVALID at the first key that breaks the schema.
+ * @throws LockhostError CONFIG_INVALID at the first key that breaks the schema (while a whole
+ *   config is read, every such key is recorded instead, and the read of the table ends).
  */
 export function readTable<T>(t: Table, schema: TableSchema<T>): T {
   checkKeys(t, schema);
@@ -16,21 +17,27 @@ export function readTable<T>(t: Table, schema: TableSchema<T>): T {
 /** readTable without the check for undeclared keys, for a table that also holds sub-tables. */
 export function readFields<T>(t: Table, schema: TableSchema<T>): T {
   const out: Record<string, unknown> = {};
+  const since = t.recorded;
   for (const [name, spec] of fieldsOf(schema)) {
     // Custom fields are the table's own code's to read (after this, or before it).
     if (spec.kind === "custom") continue;
-    const key = keyOf(name);
-    const given = readField(t, key, spec);
-    if (given !== undefined) {
-      const problem = spec.check?.(given);
-      if (problem !== undefined) t.fail(key, spec.kind === "secret" ? problem : `${problem}, got ${t.show(given)}`);
-      out[name] = given;
-    } else if (spec.default !== undefined) {
-      out[name] = Array.isArray(spec.default) ? [...spec.default] : spec.default;
-    } else if (!spec.optional) {
-      t.fail(key, "is required");
-    }
+    // Each field on its own: a bad one does not hide the next.
+    t.attempt(() => {
+      const key = keyOf(name);
+      const given = readField(t, key, spec);
+      if (given !== undefined) {
+        const problem = spec.check?.(given);
+        if (problem !== undefined) t.fail(key, spec.kind === "secret" ? problem : `${problem}, got ${t.show(given)}`);
+        out[name] = given;
+      } else if (spec.default !== undefined) {
+        out[name] = Array.isArray(spec.default) ? [...spec.default] : spec.default;
+      } else if (!spec.optional) {
+        t.fail(key, "is required");
+      }
+    });
   }
+  // A rule across fields means nothing while one of them is missing.
+  t.stopIfFailedSince(since);
   const value = out as T;
   const across = schema.check?.(value);
   if (across) t.fail(keyOf(across.key), across.problem);

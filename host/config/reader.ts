@@ -2,10 +2,13 @@
 // the file, the table and the key, because an operator reading the message has the file open
 // and nothing else. The same reader serves TOML and objects built in code; the two differ only
 // in key spelling (snake_case or camelCase), in how a table is named, and in that only TOML
-// strings get environment substitution.
+// values get environment substitution: `${VAR}` in a string, and a string with a `${VAR}` where
+// a number or a boolean belongs, read as one after substitution (so a port or a time limit can
+// come from the environment too), its type checked then.
 import { LockhostError } from "../../kit/errors.js";
 import { redactUrlSecrets } from "../../kit/redact.js";
-import { expandEnv } from "./env.js";
+import { expandEnv, isUnsetVariable, variablesIn } from "./env.js";
+import { didYouMean } from "../suggest.js";
 
 /** A table as the TOML parser or the caller handed it over, not yet checked. */
 export type Raw = { readonly [key: string]: unknown };
@@ -19,7 +22,24 @@ export interface Ctx {
   readonly baseDir: string;
   /** Set for TOML only: objects built in code get no substitution. */
   readonly env: NodeJS.ProcessEnv | undefined;
+  /**
+   * "if-set": a secret whose `${VAR}` is not set is read as absent rather than as an error. For
+   * callers that only read (lockhost status, locks), which need no secret; default "required".
+   */
+  readonly secrets?: "required" | "if-set";
+  /**
+   * Set while a whole config is read: the errors found so far. Reads then record an error and
+   * go on (Table.attempt), so that every error is reported at once; without it the first
+   * error is thrown.
+   */
+  readonly problems?: LockhostError[];
 }
+
+/**
+ * Ends the read of a table or entry whose errors are recorded already: what is left of it
+ * cannot be read without them, and would only add errors that follow from those.
+ */
+class Reported extends Error {}
 
 /** A key's TOML name and code name; a plain string when both are spelled the same. */
 export type Key = string | readonly [toml: string, code: string];
@@ -38,6 +58,11 @@ export class Table {
   /** The top level of an input. */
   static root(ctx: Ctx, raw: Raw): Table {
     return new Table(ctx, "", "", raw);
+  }
+
+  /** The same input, reading on after an error: each is recorded in `problems` (see Ctx.problems). */
+  collecting(problems: LockhostError[]): Table {
+    return new Table({ ...this.ctx, problems }, this.label, this.header, this.raw);
   }
 
   /** The same table, labelled with its entry's name once that is known. */
@@ -66,6 +91,31 @@ export class Table {
     throw configError(`${this.where(key)} ${problem}`);
   }
 
+  /**
+   * Runs `read`. While a whole config is read (Ctx.problems), a config error it raises is
+   * recorded and undefined returned, so reading goes on; otherwise the error is thrown.
+   */
+  attempt<T>(read: () => T): T | undefined {
+    try {
+      return read();
+    } catch (err) {
+      if (err instanceof Reported) return undefined;
+      if (this.ctx.problems === undefined || !(err instanceof LockhostError) || err.code !== "CONFIG_INVALID") throw err;
+      this.ctx.problems.push(err);
+      return undefined;
+    }
+  }
+
+  /** How many errors were recorded so far (always 0 when the first error is thrown). */
+  get recorded(): number {
+    return this.ctx.problems?.length ?? 0;
+  }
+
+  /** Ends this read (see Reported) when errors were recorded since `recorded` was `since`. */
+  stopIfFailedSince(since: number): void {
+    if (this.recorded > since) throw new Reported();
+  }
+
   /** `[[plugins]]` in TOML, `plugins` in code. */
   plural(key: string): string {
     return this.ctx.mode === "toml" ? `[[${key}]]` : key;
@@ -75,21 +125,23 @@ export class Table {
     return show(value, this.ctx.mode);
   }
 
-  /** Rejects any key not in `keys`, suggesting the nearest known one. */
+  /** Rejects any key not in `keys` (each one, when errors are collected), suggesting the nearest known one. */
   onlyKeys(keys: readonly Key[]): void {
     const known = keys.map((k) => this.nameOf(k));
     for (const name of Object.keys(this.raw)) {
       // An undefined value is how code leaves an optional field out, not a key it meant to set.
       if (known.includes(name) || this.raw[name] === undefined) continue;
       const value = this.raw[name];
-      const guess = nearest(name, known);
+      const hint = didYouMean(name, known);
       const what =
         this.ctx.mode === "code" ? `unknown key "${name}"`
         : isTable(value) ? `unknown table [${this.header ? `${this.header}.` : ""}${name}]`
         : Array.isArray(value) && value.length > 0 && value.every(isTable) ? `unknown table [[${name}]]`
         : `unknown key "${name}"`;
-      const hint = guess ? `did you mean "${guess}"? ` : "";
-      throw configError(`${this.prefix()}${what} (${hint}known: ${known.join(", ")})`);
+      // The table's other keys are still read: an unknown one does not change what they mean.
+      this.attempt(() => {
+        throw configError(`${this.prefix()}${what} (${hint}known: ${known.join(", ")})`);
+      });
     }
   }
 
@@ -116,11 +168,14 @@ export class Table {
     const value = this.get(key);
     if (value === undefined) return [];
     if (!Array.isArray(value)) this.fail(key, `must be an array of tables (${this.plural(key)}), got ${this.show(value)}`);
-    return value.map((item: unknown, i) => {
-      const label = this.ctx.mode === "toml" ? `[[${key}]] #${i + 1}` : `${key}[${i}]`;
-      if (!isTable(item)) throw configError(`${this.ctx.source}: ${label} must be a table, got ${this.show(item)}`);
-      return new Table(this.ctx, label, key, item);
-    });
+    // An entry that is no table is reported, and the others are read.
+    return value.flatMap((item: unknown, i) =>
+      this.attempt(() => {
+        const label = this.ctx.mode === "toml" ? `[[${key}]] #${i + 1}` : `${key}[${i}]`;
+        if (!isTable(item)) throw configError(`${this.ctx.source}: ${label} must be a table, got ${this.show(item)}`);
+        return [new Table(this.ctx, label, key, item)];
+      }) ?? [],
+    );
   }
 
   string(key: Key): string | undefined {
@@ -141,29 +196,35 @@ export class Table {
     const value = this.get(key);
     if (value === undefined) return undefined;
     if (!Array.isArray(value)) this.fail(key, `must be an array of strings, got ${this.show(value)}`);
-    return value.map((item: unknown, i) => {
-      const where = () => `${this.where(key)}[${i}]`;
-      if (typeof item !== "string" || item === "") {
-        throw configError(`${where()} must be a non-empty string, got ${this.show(item)}`);
-      }
-      const expanded = this.expand(item, where);
-      if (expanded === "") throw configError(`${where()} must not be empty (after substitution)`);
-      return expanded;
-    });
+    const since = this.recorded;
+    const items = value.map((item: unknown, i) =>
+      // Each entry on its own: every bad one is reported.
+      this.attempt(() => {
+        const where = () => `${this.where(key)}[${i}]`;
+        if (typeof item !== "string" || item === "") {
+          throw configError(`${where()} must be a non-empty string, got ${this.show(item)}`);
+        }
+        const expanded = this.expand(item, where);
+        if (expanded === "") throw configError(`${where()} must not be empty (after substitution)`);
+        return expanded;
+      }),
+    );
+    this.stopIfFailedSince(since);
+    return items as string[];
   }
 
   bool(key: Key): boolean | undefined {
-    const value = this.get(key);
+    const { value, from } = this.typed(key, parseBool);
     if (value === undefined) return undefined;
-    if (typeof value !== "boolean") this.fail(key, `must be true or false, got ${this.show(value)}`);
+    if (typeof value !== "boolean") this.fail(key, `must be true or false, got ${this.show(value)}${from}`);
     return value;
   }
 
   int(key: Key, [min, max]: readonly [number, number]): number | undefined {
-    const value = this.get(key);
+    const { value, from } = this.typed(key, parseNumber);
     if (value === undefined) return undefined;
     if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
-      this.fail(key, `must be an integer from ${min} to ${max}, got ${this.show(value)}`);
+      this.fail(key, `must be an integer from ${min} to ${max}, got ${this.show(value)}${from}`);
     }
     return value;
   }
@@ -173,15 +234,27 @@ export class Table {
    * `ge`/`le` inclusive. NaN and infinities (TOML `nan`, `inf`) never pass.
    */
   number(key: Key, range: NumberRange): number | undefined {
-    const value = this.get(key);
+    const { value, from } = this.typed(key, parseNumber);
     if (value === undefined) return undefined;
     const { gt, ge, lt, le } = range;
     const ok =
       typeof value === "number" && Number.isFinite(value) &&
       (gt === undefined || value > gt) && (ge === undefined || value >= ge) &&
       (lt === undefined || value < lt) && (le === undefined || value <= le);
-    if (!ok) this.fail(key, `must be a number ${describeRange(range)}, got ${this.show(value)}`);
+    if (!ok) this.fail(key, `must be a number ${describeRange(range)}, got ${this.show(value)}${from}`);
     return value as number;
+  }
+
+  /**
+   * The value at `key` for a number or boolean read: as given, or, for a TOML string with a
+   * `${VAR}` in it, the substituted text as `parse` reads it (the text itself when it does not
+   * parse, for the caller's message), with `from` naming the variables for that message.
+   */
+  private typed<T>(key: Key, parse: (text: string) => T | undefined): { value: unknown; from: string } {
+    const value = this.get(key);
+    if (typeof value !== "string" || this.ctx.env === undefined || !value.includes("${")) return { value, from: "" };
+    const text = this.expand(value, () => this.where(key));
+    return { value: parse(text.trim()) ?? text, from: ` (from ${variablesIn(value).map((v) => `\${${v}}`).join(", ")})` };
   }
 
   /**
@@ -195,6 +268,7 @@ export class Table {
     try {
       return this.expand(value, () => this.where(key));
     } catch (err) {
+      if (this.ctx.secrets === "if-set" && isUnsetVariable(err)) return undefined;
       // The one substitution error that quotes the text it read; a token pasted inside ${...} would leak.
       const message = err instanceof Error ? err.message : String(err);
       throw configError(message.replace(/has "\$\{[^]*?\}", which is not/, `has "\${***}", which is not`));
@@ -250,6 +324,20 @@ export class Table {
 }
 
 /**
+ * The one error of a config whose read recorded `problems` (in the order found): the error
+ * itself when there is one, so its message stays as stable as any; else one CONFIG_INVALID that
+ * lists every message, a line each (`details.errors`: how many; `cause`: an AggregateError of
+ * them all).
+ */
+export function allProblems(source: string, problems: readonly LockhostError[]): LockhostError {
+  if (problems.length === 1) return problems[0]!;
+  return new LockhostError("CONFIG_INVALID", `${source}: ${problems.length} errors:\n${problems.map((p) => `  ${p.message.replace(/\n/g, "\n  ")}`).join("\n")}`, {
+    cause: new AggregateError(problems),
+    details: { errors: problems.length },
+  });
+}
+
+/**
  * The CONFIG_INVALID error every config check raises. The whole message is masked, since a
  * path or a parser's excerpt can quote a connection URL too.
  */
@@ -299,32 +387,13 @@ export function show(value: unknown, mode: Ctx["mode"]): string {
   return String(value);
 }
 
-/** The known key a mistyped one most likely meant, if any is close. */
-function nearest(name: string, known: readonly string[]): string | undefined {
-  // Compared without case or separators, so "memoryLimitMib" in TOML still finds its key.
-  const norm = (s: string) => s.toLowerCase().replace(/[_-]/g, "");
-  const n = norm(name);
-  let best: string | undefined;
-  let bestDistance = Infinity;
-  for (const candidate of known) {
-    const c = norm(candidate);
-    // A dropped suffix ("memory_limit" for "memory_limit_mib") is as likely as a typo.
-    const d = n.length >= 3 && c.startsWith(n) ? 1 : editDistance(n, c);
-    if (d <= Math.max(2, Math.floor(c.length / 4)) && d < bestDistance) [best, bestDistance] = [candidate, d];
-  }
-  return best;
+/** A number in the text of an environment variable, as TOML writes one (underscores between digits allowed); undefined when it is none. */
+function parseNumber(text: string): number | undefined {
+  if (!/^[+-]?\d+(_\d+)*(\.\d+(_\d+)*)?([eE][+-]?\d+)?$/.test(text)) return undefined;
+  return Number(text.replace(/_/g, ""));
 }
 
-/** Levenshtein distance, one row at a time. */
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      row[j] = Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + cost);
-    }
-    prev = row;
-  }
-  return prev[b.length] as number;
+/** A boolean in the text of an environment variable, as TOML writes one. */
+function parseBool(text: string): boolean | undefined {
+  return text === "true" ? true : text === "false" ? false : undefined;
 }

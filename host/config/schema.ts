@@ -13,7 +13,8 @@ import { CONFIG_DEFAULTS } from "./defaults.js";
 import { parseDuration } from "./duration.js";
 import { checkHost, parseListen } from "./listen.js";
 import { checkKeys, keyOf, readFields, readTable } from "./read-table.js";
-import { isTable, type Key, type Table } from "./reader.js";
+import { allProblems, isTable, type Key, type Table } from "./reader.js";
+import type { LockhostError } from "../../kit/errors.js";
 import { ADMIN_SCHEMA, HOST_SCHEMA, HTTP_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "./tables.js";
 import { headerProblem, type HttpGrant } from "../runtime/capabilities/http/index.js";
 import { jspiAvailable, jspiRequirement } from "../runtime/jspi.js";
@@ -36,47 +37,63 @@ const SCHEDULE_ID = /^[A-Za-z0-9._:@/-]{1,128}$/;
 export const ALL_DECLARED = "*";
 
 /**
- * Checks a whole config against the schema and fills in the defaults.
+ * Checks a whole config against the schema and fills in the defaults. Every table, entry and
+ * key is read even after an error, so that one run reports every error (see allProblems).
  *
  * @param root the top level of the input, read as TOML or as an object built in code.
  * @param source kept as LockhostConfig.source; omitted from the result when undefined.
- * @throws LockhostError CONFIG_INVALID at the first key that breaks the schema.
+ * @throws LockhostError CONFIG_INVALID naming each key that breaks the schema.
  */
 export function buildConfig(root: Table, source: string | undefined): LockhostConfig {
+  const problems: LockhostError[] = [];
+  const top = root.collecting(problems);
+  const config = top.attempt(() => readConfig(top, source));
+  if (problems.length > 0 || config === undefined) throw allProblems(top.ctx.source, problems);
+  return config;
+}
+
+function readConfig(root: Table, source: string | undefined): LockhostConfig {
   if (root.ctx.mode === "code") {
     root.onlyKeys(["source", "baseDir", "host", "locking", "plugins", "scheduled", "admin"]);
     // Read only to be type-checked: the caller has already taken both values.
-    root.string("source");
-    root.nonEmptyString("baseDir");
+    root.attempt(() => root.string("source"));
+    root.attempt(() => root.nonEmptyString("baseDir"));
   } else {
     root.onlyKeys(["host", "locking", "plugins", "scheduled", "admin"]);
   }
-  const host = readTable(root.emptyTable("host", "host"), HOST_SCHEMA);
-  const locking = lockingConfig(root.emptyTable("locking", "locking"));
-  const plugins = pluginList(root);
-  const scheduled = scheduledList(root, new Set(plugins.map((p) => p.name)));
-  const admin = adminSettings(root.table("admin", "admin"));
-  return { ...(source === undefined ? {} : { source }), host, locking, plugins, scheduled, ...(admin && { admin }) };
+  // Each part on its own: an error in one does not hide those of the next. What a failed part
+  // returns (undefined) is never used: the errors are thrown before the config is.
+  const host = root.attempt(() => readTable(root.emptyTable("host", "host"), HOST_SCHEMA));
+  const locking = root.attempt(() => lockingConfig(root.emptyTable("locking", "locking")));
+  const { plugins, names } = pluginList(root);
+  const scheduled = scheduledList(root, names);
+  const admin = root.attempt(() => adminSettings(root.table("admin", "admin")));
+  return { ...(source === undefined ? {} : { source }), host: host!, locking: locking!, plugins, scheduled, ...(admin && { admin }) };
 }
 
 function lockingConfig(t: Table): LockingConfig {
   const names = backendNames();
+  const since = t.recorded;
   t.onlyKeys([...Object.keys(LOCKING_SCHEMA.fields), "keepalive", "waiting", ...names]);
-  const backend = t.oneOf("backend", names) ?? CONFIG_DEFAULTS.backend;
-  const { packages } = readFields(t, LOCKING_SCHEMA);
+  // A bad backend name is reported; the tables are still read, against the default's rules.
+  const backend = t.attempt(() => t.oneOf("backend", names)) ?? CONFIG_DEFAULTS.backend;
+  const packages = t.attempt(() => readFields(t, LOCKING_SCHEMA).packages);
   // Every backend's table is validated whatever the backend, so a typo in a standby backend's
   // settings is caught before a switch to it. The chosen one is read even when left out (its
   // defaults), so whoever opens the backend can rely on its settings being present.
   const tables: Record<string, unknown> = {};
   for (const name of names) {
-    const schema = backendDescriptor(name)!.config;
-    const dotted = `locking.${name}`;
-    const table = name === backend && hasFields(schema) ? t.emptyTable(name, dotted) : t.table(name, dotted);
-    if (table) tables[name] = readTable(table, schema);
+    t.attempt(() => {
+      const schema = backendDescriptor(name)!.config;
+      const dotted = `locking.${name}`;
+      const table = name === backend && hasFields(schema) ? t.emptyTable(name, dotted) : t.table(name, dotted);
+      if (table) tables[name] = readTable(table, schema);
+    });
   }
-  const keepalive = keepaliveSettings(t.emptyTable("keepalive", "locking.keepalive"));
-  const waiting = readTable(t.emptyTable("waiting", "locking.waiting"), WAITING_SCHEMA);
-  return { backend, ...(packages && { packages }), ...tables, keepalive, waiting };
+  const keepalive = t.attempt(() => keepaliveSettings(t.emptyTable("keepalive", "locking.keepalive")));
+  const waiting = t.attempt(() => readTable(t.emptyTable("waiting", "locking.waiting"), WAITING_SCHEMA));
+  t.stopIfFailedSince(since);
+  return { backend, ...(packages && { packages }), ...tables, keepalive: keepalive!, waiting: waiting! };
 }
 
 const hasFields = (schema: TableSchema<unknown>): boolean => Object.keys(schema.fields).length > 0;
@@ -101,10 +118,12 @@ function keepaliveSettings(t: Table): KeepaliveSettings {
 /** `[admin]`: present means the host starts the admin listener. */
 function adminSettings(t: Table | undefined): AdminSettings | undefined {
   if (!t) return undefined;
+  const since = t.recorded;
   checkKeys(t, ADMIN_SCHEMA);
-  const listen = listenAddress(t);
-  const { token } = readTable(t, ADMIN_SCHEMA);
-  return { listen, ...(token !== undefined && { token }) };
+  const listen = t.attempt(() => listenAddress(t));
+  const token = t.attempt(() => readFields(t, ADMIN_SCHEMA).token);
+  t.stopIfFailedSince(since);
+  return { listen: listen!, ...(token !== undefined && { token }) };
 }
 
 function listenAddress(t: Table): ListenAddress {
@@ -125,15 +144,33 @@ function listenAddress(t: Table): ListenAddress {
   return parsed;
 }
 
-function pluginList(root: Table): PluginConfig[] {
+/**
+ * The [[plugins]] entries, and every name an entry gives, also an entry with errors: a
+ * schedule naming it is not refused for that (its errors are reported already).
+ */
+function pluginList(root: Table): { plugins: PluginConfig[]; names: Set<string> } {
   const seen = new Map<string, string>();
-  return root.entries("plugins").map((entry) => {
-    const name = entry.string("name");
-    const t = entry.named(name);
-    // A config built in code may hand back a loaded one, whose runtime is re-derived here.
-    if (t.ctx.mode === "code") t.onlyKeys([...Object.keys(PLUGIN_SCHEMA.fields).map(keyOf), "runtime"]);
-    else checkKeys(t, PLUGIN_SCHEMA);
-    if (name === undefined) return t.fail("name", "is required");
+  const names = new Set<string>();
+  const plugins: PluginConfig[] = [];
+  for (const entry of root.attempt(() => root.entries("plugins")) ?? []) {
+    const plugin = entry.attempt(() => pluginEntry(entry, seen, names));
+    if (plugin) plugins.push(plugin);
+  }
+  return { plugins, names };
+}
+
+function pluginEntry(entry: Table, seen: Map<string, string>, names: Set<string>): PluginConfig {
+  const since = entry.recorded;
+  const name = entry.attempt(() => entry.string("name"));
+  // A name that is not a string is reported as such, not as missing too.
+  const nameRead = entry.recorded === since;
+  if (name !== undefined) names.add(name);
+  const t = entry.named(name);
+  // A config built in code may hand back a loaded one, whose runtime is re-derived here.
+  if (t.ctx.mode === "code") t.onlyKeys([...Object.keys(PLUGIN_SCHEMA.fields).map(keyOf), "runtime"]);
+  else checkKeys(t, PLUGIN_SCHEMA);
+  t.attempt(() => {
+    if (name === undefined) return nameRead ? t.fail("name", "is required") : undefined;
     if (!PLUGIN_NAME_PATTERN.test(name)) {
       t.fail("name", `must be 1 to 64 of lowercase letters, digits, '-', '_' and '.', optionally scoped as "@scope/name" (${PLUGIN_NAME_PATTERN}), got ${t.show(name)}`);
     }
@@ -141,20 +178,28 @@ function pluginList(root: Table): PluginConfig[] {
       t.fail("name", `${t.show(name)} is reserved (reserved names: ${[...RESERVED_PLUGIN_NAMES].join(", ")})`);
     }
     t.unique("name", name, seen);
-    const wasm = resolve(t.ctx.baseDir, t.nonEmptyString("wasm") ?? t.fail("wasm", "is required"));
-    const { config: _config, http: _http, ...fields } = readFields(t, PLUGIN_SCHEMA);
-    const http = httpGrant(t.table("http", "plugins.http")?.named(name));
-    const config = stringTable(t.table("config", "plugins.config")?.named(name));
-    return { ...fields, name, wasm, config, ...(http && { http }), runtime: guestRuntime(t, fields.isolation) };
   });
+  const wasm = t.attempt(() => resolve(t.ctx.baseDir, t.nonEmptyString("wasm") ?? t.fail("wasm", "is required")));
+  const fields = t.attempt(() => readFields(t, PLUGIN_SCHEMA));
+  const http = t.attempt(() => httpGrant(t.table("http", "plugins.http")?.named(name)));
+  const config = t.attempt(() => stringTable(t.table("config", "plugins.config")?.named(name)));
+  const runtime = fields && t.attempt(() => guestRuntime(t, fields.isolation));
+  t.stopIfFailedSince(since);
+  const { config: _config, http: _http, ...rest } = fields!;
+  return { ...rest, name: name!, wasm: wasm!, config: config!, ...(http && { http }), runtime: runtime! };
 }
 
 /** `[plugins.http]`: present means the plugin may make HTTP requests within it. */
 function httpGrant(t: Table | undefined): HttpGrant | undefined {
   if (!t) return undefined;
-  const { headers: _headers, ...rest } = readTable(t, HTTP_SCHEMA);
-  const headers = stringTable(t.table("headers", "plugins.http.headers")?.named(t.entryName), headerProblem);
-  return { ...rest, headers };
+  const since = t.recorded;
+  const rest = t.attempt(() => {
+    const { headers: _headers, ...fields } = readTable(t, HTTP_SCHEMA);
+    return fields;
+  });
+  const headers = t.attempt(() => stringTable(t.table("headers", "plugins.http.headers")?.named(t.entryName), headerProblem));
+  t.stopIfFailedSince(since);
+  return { ...rest!, headers: headers! };
 }
 
 /**
@@ -164,12 +209,18 @@ function httpGrant(t: Table | undefined): HttpGrant | undefined {
 function stringTable(t: Table | undefined, problem?: (key: string, value: string) => string | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   if (!t) return out;
+  const since = t.recorded;
   for (const key of t.keys()) {
-    const value = t.secret(key) ?? "";
-    const bad = problem?.(key, value);
-    if (bad !== undefined) t.fail(key, `${bad} (the value is not shown: it may be a secret)`);
-    out[key] = value;
+    t.attempt(() => {
+      const value = t.secret(key);
+      // Its variable unset, for a caller that reads no secret (Ctx.secrets): left out.
+      if (value === undefined) return;
+      const bad = problem?.(key, value);
+      if (bad !== undefined) t.fail(key, `${bad} (the value is not shown: it may be a secret)`);
+      out[key] = value;
+    });
   }
+  t.stopIfFailedSince(since);
   return out;
 }
 
@@ -197,32 +248,54 @@ function guestRuntime(t: Table, isolation: Isolation): GuestRuntime {
 
 function scheduledList(root: Table, pluginNames: ReadonlySet<string>): ScheduledConfig[] {
   const seen = new Map<string, string>();
-  return root.entries("scheduled").map((entry) => {
-    const givenId = entry.string("id");
-    const plugin = entry.string("plugin");
-    // A short entry leaves out the schedule (and maybe the export): the plugin declares them.
-    const given = entry.get("schedule");
-    const short = given === undefined || (isTable(given) && given.kind === "declared");
-    const exportName = entry.nonEmptyString("export") ?? (short ? ALL_DECLARED : undefined);
-    const derived = plugin !== undefined && exportName !== undefined ? (exportName === ALL_DECLARED ? plugin : `${plugin}.${exportName}`) : undefined;
-    const id = givenId ?? derived;
-    const t = entry.named(id);
-    checkKeys(t, SCHEDULED_SCHEMA);
+  const out: ScheduledConfig[] = [];
+  for (const entry of root.attempt(() => root.entries("scheduled")) ?? []) {
+    const scheduled = entry.attempt(() => scheduledEntry(entry, pluginNames, seen));
+    if (scheduled) out.push(scheduled);
+  }
+  return out;
+}
+
+function scheduledEntry(entry: Table, pluginNames: ReadonlySet<string>, seen: Map<string, string>): ScheduledConfig {
+  const since = entry.recorded;
+  const givenId = entry.attempt(() => entry.string("id"));
+  const plugin = entry.attempt(() => entry.string("plugin"));
+  const givenExport = entry.attempt(() => entry.nonEmptyString("export"));
+  // The id, and with it how the entry is named, derive from these: nothing more can be named without them.
+  entry.stopIfFailedSince(since);
+  // A short entry leaves out the schedule (and maybe the export): the plugin declares them.
+  const given = entry.get("schedule");
+  const short = given === undefined || (isTable(given) && given.kind === "declared");
+  const exportName = givenExport ?? (short ? ALL_DECLARED : undefined);
+  const derived = plugin !== undefined && exportName !== undefined ? (exportName === ALL_DECLARED ? plugin : `${plugin}.${exportName}`) : undefined;
+  const id = givenId ?? derived;
+  const t = entry.named(id);
+  checkKeys(t, SCHEDULED_SCHEMA);
+  t.attempt(() => {
     if (plugin === undefined) return t.fail("plugin", "is required");
-    if (exportName === undefined) return t.fail("export", "is required when schedule is given (leave both out to run every schedule the plugin declares)");
-    if (exportName === ALL_DECLARED && !short) t.fail("export", `may be "${ALL_DECLARED}" only without a schedule (every schedule the plugin declares)`);
     if (!pluginNames.has(plugin)) {
       const declared = pluginNames.size ? `declared: ${[...pluginNames].join(", ")}` : "none is declared";
       t.fail("plugin", `${t.show(plugin)} is not declared by any ${t.plural("plugins")} entry (${declared})`);
     }
-    if (id === undefined || !SCHEDULE_ID.test(id)) {
-      const why = givenId === undefined ? ` (derived from plugin and export; set id explicitly)` : "";
-      return t.fail("id", `must be 1 to 128 characters from A-Z a-z 0-9 . _ : - @ /, got ${t.show(id)}${why}`);
-    }
-    t.unique("id", id, seen);
-    const schedule: ScheduleSpec = short ? { kind: "declared" } : scheduleSpec(t);
-    return { ...readTable(t, SCHEDULED_SCHEMA), id, plugin, export: exportName, schedule };
   });
+  t.attempt(() => {
+    if (exportName === undefined) return t.fail("export", "is required when schedule is given (leave both out to run every schedule the plugin declares)");
+    if (exportName === ALL_DECLARED && !short) t.fail("export", `may be "${ALL_DECLARED}" only without a schedule (every schedule the plugin declares)`);
+  });
+  // Without an id, the plugin or the export it derives from is missing, and said so above.
+  if (id !== undefined) {
+    t.attempt(() => {
+      if (!SCHEDULE_ID.test(id)) {
+        const why = givenId === undefined ? ` (derived from plugin and export; set id explicitly)` : "";
+        t.fail("id", `must be 1 to 128 characters from A-Z a-z 0-9 . _ : - @ /, got ${t.show(id)}${why}`);
+      }
+      t.unique("id", id, seen);
+    });
+  }
+  const schedule = t.attempt((): ScheduleSpec => (short ? { kind: "declared" } : scheduleSpec(t)));
+  const fields = t.attempt(() => readFields(t, SCHEDULED_SCHEMA));
+  t.stopIfFailedSince(since);
+  return { ...fields!, id: id!, plugin: plugin!, export: exportName!, schedule: schedule! };
 }
 
 function scheduleSpec(t: Table): ScheduleSpec {

@@ -33,6 +33,8 @@ export interface GuestInstance {
   hasExport(name: string): boolean;
   /** The parameter and result types of a callable export, or undefined. */
   exportSignature(name: string): FuncSignature | undefined;
+  /** The names of its callable exports (for messages: "did you mean", what it exports). */
+  exportNames(): string[];
   /**
    * Calls an export with its arguments: numbers as the export's i32/f32/f64, and strings written
    * into guest memory through the guest's allocator export: as UTF-8 `(ptr, len)`, two i32

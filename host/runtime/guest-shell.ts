@@ -13,6 +13,7 @@ import type { GuestCapabilities } from "./capabilities/guest-capabilities.js";
 import type { GuestGrants } from "./local-imports.js";
 import type { GuestCalls } from "./lock-ops.js";
 import { PAGE_BYTES, VERSION_EXPORT, type GuestModule } from "./guest-module.js";
+import { didYouMean } from "../suggest.js";
 import type { FuncSignature } from "./wasm-binary.js";
 import { allocatorProblem, MAX_STRING_ARG_UNITS, stringFormOf, type GuestArg } from "./guest-strings.js";
 import { stringResultFormOf, type StringResultForm } from "./string-results.js";
@@ -101,6 +102,10 @@ export abstract class GuestShell implements GuestInstance {
 
   exportSignature(name: string): FuncSignature | undefined {
     return name === VERSION_EXPORT ? undefined : this.module.exports.get(name);
+  }
+
+  exportNames(): string[] {
+    return [...this.module.exports.keys()].filter((n) => n !== VERSION_EXPORT);
   }
 
   call(exportName: string, args: readonly GuestArg[] = [], options: CallOptions = {}): Promise<GuestValue> {
@@ -193,8 +198,8 @@ export abstract class GuestShell implements GuestInstance {
   #checkArgs(name: string, args: readonly GuestArg[]): void {
     const sig = this.exportSignature(name);
     if (!sig) {
-      const names = [...this.module.exports.keys()].filter((n) => n !== VERSION_EXPORT).join(", ");
-      throw new LockhostError("UNKNOWN_EXPORT", `plugin ${this.plugin} has no export "${name}" (it exports: ${names || "nothing callable"})`);
+      const names = this.exportNames();
+      throw new LockhostError("UNKNOWN_EXPORT", `plugin ${this.plugin} has no export "${name}" (${didYouMean(name, names)}it exports: ${names.join(", ") || "nothing callable"})`);
     }
     const where = `export ${name}(${sig.params.join(", ")}) of plugin ${this.plugin}`;
     const form = stringFormOf((n) => this.module.exports.has(n));

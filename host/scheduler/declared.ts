@@ -12,6 +12,7 @@ import { Cron } from "croner";
 import { parseDuration } from "../config/duration.js";
 import { ALL_DECLARED } from "../config/schema.js";
 import type { LockhostConfig, ScheduledConfig, ScheduleSpec } from "../config/types.js";
+import { didYouMean } from "../suggest.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { GuestInstance } from "../runtime/guest-instance.js";
 
@@ -130,7 +131,7 @@ export async function expandScheduled(config: LockhostConfig, guests: ReadonlyMa
       if (!line) {
         throw new LockhostError(
           "CONFIG_INVALID",
-          `${file}: [[scheduled]] "${entry.id}": plugin ${entry.plugin} declares no schedule for export ${entry.export} (it declares: ${declared.map((d) => d.export).join(", ") || "none"}); spell schedule in the entry`,
+          `${file}: [[scheduled]] "${entry.id}": plugin ${entry.plugin} declares no schedule for export ${entry.export} (${didYouMean(entry.export, declared.map((d) => d.export))}it declares: ${declared.map((d) => d.export).join(", ") || "none"}); spell schedule in the entry`,
         );
       }
       out.push({ ...entry, schedule: line.schedule });

@@ -3,6 +3,7 @@
 // now (no lock traffic per tick); ticks move to another node when this one resigns or is lost.
 import type { Logger } from "pino";
 import { toLockhostError } from "../../kit/errors.js";
+import { isOutage, type OutageReporter } from "../backend-health.js";
 import type { Leadership, LockService } from "../locking/service.js";
 
 /** What one election's campaign is given. */
@@ -21,15 +22,18 @@ const RETRY_AFTER_MS = 1_000;
 export class Leaders {
   readonly #locks: LockService;
   readonly #log: Logger;
+  /** Says an outage once (see SchedulerDeps.health); a campaign that fails for one only logs at debug then. */
+  readonly #health: OutageReporter | undefined;
   readonly #leading = new Map<string, Leadership>();
   #stop = new AbortController();
   readonly #campaigns = new Set<Promise<void>>();
   /** The elections campaigned for now: a second start() adds none twice. */
   readonly #running = new Set<string>();
 
-  constructor(locks: LockService, log: Logger) {
+  constructor(locks: LockService, log: Logger, health?: OutageReporter) {
     this.#locks = locks;
     this.#log = log;
+    this.#health = health;
   }
 
   /** Starts a campaign for each election (once per name). */
@@ -88,7 +92,13 @@ export class Leaders {
           this.#log.error({ election: e.name, code: x.code, err: x.message }, "campaign refused; its leader_only schedules will not run on this node");
           return;
         }
-        this.#log.error({ election: e.name, code: x.code, err: x.message }, "campaign failed; trying again");
+        if (this.#health && isOutage(x)) {
+          // Once a second while the backend is down: the outage is said once, by the health.
+          this.#log.debug({ election: e.name, code: x.code, err: x.message }, "campaign failed (the backend is unavailable); trying again");
+          this.#health.unavailable(x);
+        } else {
+          this.#log.error({ election: e.name, code: x.code, err: x.message }, "campaign failed; trying again");
+        }
         await sleep(RETRY_AFTER_MS, signal);
       }
     }

@@ -5,6 +5,7 @@ import { EventEmitter } from "node:events";
 import type { Logger } from "pino";
 import type { ScheduledConfig } from "../config/types.js";
 import { toLockhostError } from "../../kit/errors.js";
+import { isOutage, type OutageReporter } from "../backend-health.js";
 import type { Lease } from "../locking/lease.js";
 import type { LockService } from "../locking/service.js";
 import type { GuestInstance } from "../runtime/guest-instance.js";
@@ -23,6 +24,12 @@ export type TickOutcome =
   | "skipped_overlap"
   /** The backend failed; the tick was not run. */
   | "skipped_error";
+
+/** Every TickOutcome, in a record so that a new outcome fails to compile here until listed. */
+export const TICK_OUTCOMES = Object.keys({ ran: 1, failed: 1, skipped_contended: 1, skipped_overlap: 1, skipped_error: 1 } satisfies Record<TickOutcome, 1>) as readonly TickOutcome[];
+
+/** How many ticks of one schedule had each outcome on this node since its scheduler was made. */
+export type TickCounts = Readonly<Record<TickOutcome, number>>;
 
 /**
  * Emitted as "tick" after every tick. A listener that throws is logged and ignored: it
@@ -52,6 +59,12 @@ export interface SchedulerDeps {
   readonly guest: (plugin: string) => GuestInstance;
   /** Where skipped, failed and contended ticks are logged. */
   readonly log: Logger;
+  /**
+   * Who says it when the backend is down (the host's BackendHealth, one line per outage and
+   * host): ticks and campaigns that fail for an outage are then only counted (ticks()) and
+   * logged at debug. Without one, each such tick is logged at error.
+   */
+  readonly health?: OutageReporter;
 }
 
 interface State {
@@ -81,12 +94,20 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   #warnedLocal = false;
   /** The campaigns of leader_only schedules. */
   readonly #leaders: Leaders;
+  /** Ticks by schedule and outcome: an outage's skips are counted here rather than logged one by one. */
+  readonly #counts = new Map<string, Record<TickOutcome, number>>();
 
   constructor(schedules: readonly ScheduledConfig[], deps: SchedulerDeps) {
     super();
     this.#deps = deps;
     this.#states = schedules.map((config) => ({ config, clock: tickClock(config.schedule) }));
-    this.#leaders = new Leaders(deps.locks, deps.log);
+    for (const { id } of schedules) this.#counts.set(id, Object.fromEntries(TICK_OUTCOMES.map((o) => [o, 0])) as Record<TickOutcome, number>);
+    this.#leaders = new Leaders(deps.locks, deps.log, deps.health);
+  }
+
+  /** How many ticks of each schedule (by id) had each outcome on this node so far: a snapshot. */
+  ticks(): Readonly<Record<string, TickCounts>> {
+    return Object.fromEntries([...this.#counts].map(([id, counts]) => [id, { ...counts }]));
   }
 
   /** Arms every schedule, and campaigns for the elections of leader_only ones. */
@@ -156,7 +177,10 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   async #fire(state: State, tickAtMs: number): Promise<TickOutcome> {
     const { id } = state.config;
     if (state.running) {
-      this.#deps.log.warn({ schedule: id, tickAtMs }, "tick skipped: the previous tick of this schedule is still running");
+      // While the backend is down the previous tick is most likely waiting on it: the outage
+      // was said once already.
+      const quiet = this.#deps.health?.up === false;
+      this.#deps.log[quiet ? "debug" : "warn"]({ schedule: id, tickAtMs }, "tick skipped: the previous tick of this schedule is still running");
       return this.#emit(id, tickAtMs, "skipped_overlap");
     }
     const run = this.#tick(state, tickAtMs);
@@ -195,7 +219,14 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       });
     } catch (err) {
       const e = toLockhostError(err);
-      log.error({ schedule: config.id, tickAtMs, code: e.code, err: e.message }, "tick skipped: the schedule lock could not be taken");
+      const { health } = this.#deps;
+      if (health && isOutage(e)) {
+        // One line per outage, said by the host's health; each tick it costs is counted.
+        log.debug({ schedule: config.id, tickAtMs, code: e.code, err: e.message }, "tick skipped: the backend is unavailable");
+        health.unavailable(e);
+      } else {
+        log.error({ schedule: config.id, tickAtMs, code: e.code, err: e.message }, "tick skipped: the schedule lock could not be taken");
+      }
       return this.#emit(config.id, tickAtMs, "skipped_error");
     }
     if (!lease) {
@@ -269,10 +300,20 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     clearTimeout(this.#parked.get(lease));
     this.#parked.delete(lease);
     const e = await this.#deps.locks.releaseIfHeld(lease);
-    if (e) this.#deps.log.warn({ lock: lease.name, code: e.code, err: e.message }, "schedule lock release failed; it expires at its TTL");
+    if (!e) return;
+    const { health, log } = this.#deps;
+    if (health && isOutage(e)) {
+      // Expiring at its TTL is what a lock does in an outage; the outage itself was said once.
+      log.debug({ lock: lease.name, code: e.code, err: e.message }, "schedule lock not released (the backend is unavailable); it expires at its TTL");
+      health.unavailable(e);
+    } else {
+      log.warn({ lock: lease.name, code: e.code, err: e.message }, "schedule lock release failed; it expires at its TTL");
+    }
   }
 
   #emit(id: string, tickAtMs: number, outcome: TickOutcome, fence?: number, lockLost = false): TickOutcome {
+    const counts = this.#counts.get(id);
+    if (counts) counts[outcome]++;
     try {
       this.emit("tick", {
         id, tickAtMs, outcome,

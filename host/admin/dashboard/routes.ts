@@ -6,6 +6,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { LockService } from "../../locking/service.js";
 import type { ActivityFeed } from "../feed.js";
 import { PAGE_CSS, PAGE_HTML, PAGE_JS } from "./page.js";
+import { reply } from "../reply.js";
 
 /** Event streams open at once: each costs a connection and a subscription. */
 const MAX_STREAMS = 32;
@@ -14,6 +15,8 @@ const STATS_EVERY_MS = 1_000;
 /** How soon after a lock event the counters follow it. */
 const STATS_AFTER_EVENT_MS = 50;
 const HEARTBEAT_EVERY_MS = 15_000;
+
+const EVENT_STREAM_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", connection: "keep-alive" };
 
 /** What the routes read. */
 export interface DashboardSource {
@@ -32,20 +35,25 @@ const ASSETS: Record<string, readonly [type: string, body: string]> = {
 /** Serves the dashboard's GET routes; false when `path` is not one of them. */
 export function dashboardRoutes(source: DashboardSource): (path: string, req: IncomingMessage, res: ServerResponse) => boolean {
   let streams = 0;
-  return (path, _req, res) => {
+  return (path, req, res) => {
     const asset = ASSETS[path];
     if (asset) {
-      res.writeHead(200, {
+      reply(res, 200, {
         "content-type": asset[0],
         "cache-control": "no-store",
         // Everything the page loads comes from this listener; nothing inline runs.
         "content-security-policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
         "x-content-type-options": "nosniff",
-      });
-      res.end(asset[1]);
+      }, asset[1]);
       return true;
     }
     if (path !== "/events") return false;
+    if (req.method === "HEAD") {
+      // The stream's headers, and no stream: nothing would read it.
+      res.writeHead(200, EVENT_STREAM_HEADERS);
+      res.end();
+      return true;
+    }
     if (streams >= MAX_STREAMS) {
       res.writeHead(503, { "content-type": "application/json; charset=utf-8", "retry-after": "5" });
       res.end(JSON.stringify({ code: "BACKEND_UNAVAILABLE", message: `too many dashboards connected (at most ${MAX_STREAMS})` }));
@@ -59,7 +67,7 @@ export function dashboardRoutes(source: DashboardSource): (path: string, req: In
 
 function openStream(source: DashboardSource, res: ServerResponse, closed: () => void): void {
   const { service, feed, node } = source;
-  res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", connection: "keep-alive" });
+  res.writeHead(200, EVENT_STREAM_HEADERS);
   const send = (event: string, data: unknown): void => void res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   send("snapshot", { node, backend: service.backendKind, distributed: service.distributed, stats: service.stats(), feed: feed.snapshot() });
   // The counters change with the events: they follow them shortly (once per burst), so the

@@ -261,7 +261,12 @@ export class WorkerGuest extends GuestShell {
     if (pending) clearTimeout(pending.timer);
     if (!this.closed) {
       this.#ready = this.#spawn();
-      this.#ready.catch((e: unknown) => this.log.error({ err: (e as Error).message }, "guest restart failed; the next call tries again"));
+      this.#ready.catch((e: unknown) => {
+        // close() ends a restart under way by terminating its worker: that start was cut
+        // short on purpose, not a failure anyone must act on.
+        if (this.closed) this.log.debug({ err: (e as Error).message }, "guest restart cut short: the plugin was closed");
+        else this.log.error({ err: (e as Error).message }, "guest restart failed; the next call tries again");
+      });
     }
     await gen.worker.terminate();
     await this.locks.reset(reason);

@@ -44,10 +44,11 @@ import { markPermanent, redactUrlSecrets, ReleaseListeners, scrubberFor } from "
 
 const PING = { name: "lockhost_ping", text: "SELECT 1" };
 /**
- * Errors that retrying cannot cure: SQLSTATE 28P01/28000 (credentials or pg_hba refused), 3D000
- * (no such database), and a host name that does not resolve.
+ * Errors that retrying cannot cure: SQLSTATE 28P01/28000 (credentials or pg_hba refused) and
+ * 3D000 (no such database), answers of the server itself. A host name that does not resolve is
+ * not among them: it may resolve soon (a Kubernetes service not up yet).
  */
-const PG_PERMANENT = /SQLSTATE (28P01|28000|3D000)|password authentication failed|no pg_hba\.conf entry|database "[^"]*" does not exist|ENOTFOUND|EAI_NONAME/i;
+const PG_PERMANENT = /SQLSTATE (28P01|28000|3D000)|password authentication failed|no pg_hba\.conf entry|database "[^"]*" does not exist/i;
 import type { MutexAcquireRequest, MutexAcquireResult, ListRequest, LockBackend, LockPage, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult, KindSteps, LockKind, MutexStore } from "../../../kit/index.js";
 import { LOCK_KINDS, StepsByKind } from "../../../kit/index.js";
 import { acquire, type AcquireContext } from "./acquire.js";
@@ -312,7 +313,7 @@ export class PgBackend implements LockBackend, MutexStore {
     return rows.length > 0;
   }
 
-  /** SELECT 1 on a session (LockBackend.ping); refused credentials, a missing database or an unknown host are permanent. */
+  /** SELECT 1 on a session (LockBackend.ping); refused credentials or a missing database are permanent. */
   async ping(): Promise<void> {
     const book = this.#book;
     if (book.closed) throw closedError();

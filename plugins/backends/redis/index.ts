@@ -16,8 +16,8 @@ import type { Logger } from "pino";
 import type { RedisConfig } from "./config.js";
 import { LockhostError, markPermanent, scrubberFor } from "../../../kit/index.js";
 
-/** Connection errors that retrying cannot cure: credentials refused, a name that does not resolve. */
-const REDIS_PERMANENT = /WRONGPASS|NOAUTH|invalid password|invalid username|NOPERM|ENOTFOUND|EAI_NONAME/i;
+/** Connection errors that retrying cannot cure: credentials refused (not a name that does not resolve yet). */
+const REDIS_PERMANENT = /WRONGPASS|NOAUTH|invalid password|invalid username|NOPERM/i;
 import type {
   MutexAcquireRequest,
   MutexAcquireResult,
@@ -248,7 +248,7 @@ export class RedisBackend implements LockBackend, MutexStore {
     return this.#steps.get(kind);
   }
 
-  /** PING (LockBackend.ping); a refused password or a host name that does not resolve is permanent. */
+  /** PING (LockBackend.ping); a refused password is permanent. */
   ping(): Promise<void> {
     return this.#conn
       .whenReady(() => this.#redis.ping().then(() => undefined, this.#fail))

@@ -18,6 +18,7 @@ import { captureLogger } from "./support/log.js";
 import { freePort, redisUrl } from "./support/servers.js";
 import { watchCounting } from "./support/counter.js";
 import { type RedisConfig } from "../plugins/backends/redis/config.js";
+import { V1_ACQUIRE, V1_FORCE_RELEASE, V1_RELEASE, V1_RENEW, V1_STATUS } from "./support/redis-v1-scripts.js";
 
 /** ioredis's own slot function (what its Cluster client routes by), a dependency of ioredis without types. */
 const keySlot = createRequire(import.meta.url)("cluster-key-slot") as (key: string) => number;
@@ -460,6 +461,125 @@ async function unsubscribed(channel: string): Promise<void> {
   const deadline = Date.now() + 5_000;
   while ((await numsub(channel)) !== 0 && Date.now() < deadline) await sleep(20);
 }
+
+/**
+ * An earlier version's acquire (test/support/redis-v1-scripts.ts, the script text as it was),
+ * as a host of that version calls it: [fence, acquiredAt, expiresAt(, oldFence, key, node)] when
+ * it took the name, else the holder's PTTL.
+ */
+function v1Acquire(k: string, owner: string, ttlMs: number, node = "node-v1", instance = "v1-instance", reclaim: "0" | "1" = "0"): Promise<number | number[]> {
+  return admin.eval(V1_ACQUIRE, 2, layout.lock(k), layout.fence(k), owner, ttlMs, "v1-plugin", node, "v1-host", instance, reclaim) as Promise<number | number[]>;
+}
+
+describe("redis backend: rolling upgrade, against the scripts of the version before (one record format)", () => {
+  it("refuses a name an earlier version holds, shows and lists its holder, and takes it with a higher fence once it expires", async () => {
+    const backend = open();
+    const k = name();
+    const old = await v1Acquire(k, "v1-owner", 400);
+    if (!Array.isArray(old)) throw new Error("the earlier version did not acquire");
+    const [oldFence, oldAt, oldExpires] = old as [number, number, number];
+    const refused = await backend.acquire(req(k));
+    expect(refused).toEqual({ acquired: false, retryAfterMs: expect.any(Number) });
+    if (!refused.acquired) expect(refused.retryAfterMs).toBeLessThanOrEqual(400);
+    // Batched as well: two acquires in one tick (ACQUIRE_MANY).
+    const [batched, other] = await Promise.all([backend.acquire(req(k)), backend.acquire(req(name()))]);
+    expect(batched.acquired).toBe(false);
+    expect(other.acquired).toBe(true);
+    const shown = {
+      key: k, owner: "v1-owner", fence: oldFence, holder: { plugin: "v1-plugin", node: "node-v1", hostname: "v1-host" },
+      acquiredAtMs: oldAt, expiresAtMs: oldExpires, ttlMs: 400,
+    };
+    expect(await backend.status(k)).toMatchObject(shown);
+    expect((await backend.list({ prefix: k, limit: 10 })).locks.find((l) => l.key === k)).toMatchObject(shown);
+    expect(await backend.release(k, "someone-else")).toBe("mismatch");
+    expect(await backend.renew(k, "someone-else", 1_000)).toEqual({ ok: false, reason: "mismatch" });
+    await sleep(500);
+    const taken = await backend.acquire(req(k));
+    if (!taken.acquired) throw new Error("not acquired after the earlier version's lease ended");
+    expect(taken.fence).toBeGreaterThan(oldFence);
+  });
+
+  it("serves an earlier version's lock to its owner (a lease restored across the upgrade): renew, proclaim, release", async () => {
+    const backend = open();
+    const k = name();
+    const old = await v1Acquire(k, "v1-restored", 10_000);
+    if (!Array.isArray(old)) throw new Error("the earlier version did not acquire");
+    const renewed = await backend.renew(k, "v1-restored", 20_000);
+    expect(renewed.ok).toBe(true);
+    expect(await backend.proclaim(k, "v1-restored", "mine")).toBe(true);
+    expect(await backend.status(k)).toMatchObject({ owner: "v1-restored", fence: old[0], ttlMs: 20_000, value: "mine" });
+    const seen = await watchCounting(open(), k);
+    expect(await seen.calledBy(() => backend.release(k, "v1-restored"))).toBe("released");
+    seen.watch.close();
+  });
+
+  it("reclaims an earlier process's lock of its node (reclaimOwnLocks) whichever version took it", async () => {
+    const k = name();
+    const old = await v1Acquire(k, "v1-stale", 60_000, "node-up", "v1-instance");
+    if (!Array.isArray(old)) throw new Error("the earlier version did not acquire");
+    const upgraded = open({ reclaimOwnLocks: true });
+    const got = await upgraded.acquire(req(k, { holder: { plugin: "p", node: "node-up" } }));
+    if (!got.acquired) throw new Error("not reclaimed");
+    expect(got.fence).toBeGreaterThan(old[0]!);
+    expect(await admin.hget(layout.lock(k), "instance")).toBe(upgraded.instanceId);
+  });
+
+  it("is held for an earlier version's acquire, with and without reclaim, which takes it only once it expires", async () => {
+    const backend = open();
+    const k = name();
+    const mine = req(k, { ttlMs: 400, holder: { plugin: "p", node: "node-new" } });
+    const got = await backend.acquire(mine);
+    if (!got.acquired) throw new Error("not acquired");
+    // Refused as held (its PTTL), never a WRONGTYPE error: the record is the hash it reads.
+    for (const [node, reclaim] of [["node-v1", "0"], ["node-v1", "1"]] as const) {
+      const pttl = await v1Acquire(k, "v1-owner", 10_000, node, "v1-instance", reclaim);
+      expect(typeof pttl, `${node} reclaim ${reclaim}`).toBe("number");
+      expect(pttl).toBeGreaterThanOrEqual(0);
+      expect(pttl).toBeLessThanOrEqual(400);
+    }
+    // Its status shows this version's record, field for field; its release and renew see another owner.
+    expect(await admin.eval(V1_STATUS, 1, layout.lock(k))).toEqual([
+      mine.owner, String(got.fence), "p", "node-new", hostname(), String(got.acquiredAtMs), String(got.expiresAtMs), "400",
+      expect.any(Number), [],
+    ]);
+    expect(await admin.eval(V1_RELEASE, 1, layout.lock(k), "v1-owner", layout.released(k), "v1-instance", layout.holderHead)).toBe(-2);
+    expect(await admin.eval(V1_RENEW, 1, layout.lock(k), "v1-owner", 1_000)).toBe(-2);
+    await sleep(500);
+    const taken = await v1Acquire(k, "v1-owner", 10_000);
+    if (!Array.isArray(taken)) throw new Error("the earlier version did not acquire after expiry");
+    expect(taken[0]).toBeGreaterThan(got.fence);
+    // And this version is refused in turn, then fences above it.
+    expect((await backend.acquire(req(k))).acquired).toBe(false);
+    expect(await admin.eval(V1_FORCE_RELEASE, 1, layout.lock(k), layout.released(k), layout.holderHead)).toBe(1);
+    const again = await backend.acquire(req(k));
+    if (!again.acquired) throw new Error("not acquired");
+    expect(again.fence).toBeGreaterThan(taken[0]!);
+  });
+
+  it("an earlier process of the same node reclaims this version's lock, which is then fenced off here", async () => {
+    const backend = open({ reclaimOwnLocks: true });
+    const k = name();
+    const mine = req(k, { holder: { plugin: "p", node: "node-down" }, ttlMs: 60_000 });
+    const got = await backend.acquire(mine);
+    if (!got.acquired) throw new Error("not acquired");
+    const reclaimed = await v1Acquire(k, "v1-owner", 60_000, "node-down", "v1-instance", "1");
+    if (!Array.isArray(reclaimed)) throw new Error("the earlier version did not reclaim");
+    expect(reclaimed[3]).toBe(got.fence);
+    expect(reclaimed[0]).toBeGreaterThan(got.fence);
+    expect(await backend.renew(k, mine.owner, 1_000)).toEqual({ ok: false, reason: "mismatch" });
+    expect(await backend.release(k, mine.owner)).toBe("mismatch");
+    expect((await backend.status(k))?.fence).toBe(reclaimed[0]);
+  });
+
+  it("wakes this version's watchers on an earlier version's release (it always publishes)", async () => {
+    const k = name();
+    const old = await v1Acquire(k, "v1-owner", 10_000);
+    if (!Array.isArray(old)) throw new Error("the earlier version did not acquire");
+    const seen = await watchCounting(open(), k);
+    expect(await seen.calledBy(() => admin.eval(V1_RELEASE, 1, layout.lock(k), "v1-owner", layout.released(k), "v1-instance", layout.holderHead))).toBe(1);
+    seen.watch.close();
+  });
+});
 
 describe("redis backend: release notifications (watch)", () => {
   it("calls the listener when another connection releases or force-releases the key", async () => {

@@ -3,8 +3,9 @@
 // Redis Cluster node that owns the lock's slot, over keys that Redis Cluster keeps in one slot
 // per lock name (keys.ts). This file maps steps to scripts and replies to results. On the
 // lock path (acquire, renew, release while connected): one EVALSHA per call, reply handlers
-// bound once, no per-call closures, shared results for the outcomes that carry no data (a
-// contended acquire allocates its result only to carry the holder's remaining lease).
+// bound once (but acquire's, a closure over the TTL its reply's expiry is derived from), shared
+// results for the outcomes that carry no data (a contended acquire allocates its result only to
+// carry the holder's remaining lease).
 // Batched renewals are cut into script calls by batch.ts; release notifications come over a
 // second, subscriber connection (watcher.ts). The mutex's steps are this class's methods
 // (MutexSteps serves them, and the leader kind's, through LockBackend.steps); the kinds with a
@@ -63,6 +64,19 @@ function toReleaseResult(reply: ReleaseReply): ReleaseResult {
 }
 
 const isDeleted = (reply: number): boolean => reply === DELETED;
+
+/**
+ * The result of an acquire whose reply was one number (scripts.ts AcquireReply): > 0, acquired,
+ * with the server's clock in µs as fence, so acquiredAtMs is its whole ms; else contended,
+ * `-1 - PTTL` (0: a lock without TTL, which tells no end).
+ */
+function acquiredOrNot(reply: number, ttlMs: number): MutexAcquireResult {
+  if (reply > 0) {
+    const acquiredAtMs = Math.floor(reply / 1000);
+    return { acquired: true, fence: reply, acquiredAtMs, expiresAtMs: acquiredAtMs + ttlMs };
+  }
+  return reply < 0 ? { acquired: false, retryAfterMs: -1 - reply } : NOT_ACQUIRED;
+}
 
 /** A release waiting for its batch. */
 interface Releasing {
@@ -326,13 +340,13 @@ export class RedisBackend implements LockBackend, MutexStore {
   }
 
   #acquireOne(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
-    const { key, holder } = req;
+    const { key, holder, ttlMs } = req;
     return this.#redis
       .lockhostAcquire(
-        this.#keys.lock(key), this.#keys.fence(key), req.owner, req.ttlMs,
+        this.#keys.lock(key), this.#keys.fence(key), req.owner, ttlMs,
         holder.plugin, holder.node, this.#hostname, this.instanceId, this.#reclaim,
       )
-      .then(this.#onAcquire, this.#fail);
+      .then((reply) => this.#onAcquire(reply, ttlMs), this.#fail);
   }
 
   #acquireMany(reqs: readonly MutexAcquireRequest[]): Promise<(MutexAcquireResult | Error)[]> {
@@ -353,7 +367,9 @@ export class RedisBackend implements LockBackend, MutexStore {
       args[a + 2] = req.holder.plugin;
       args[a + 3] = req.holder.node;
     }
-    return this.#redis.lockhostAcquireMany(args).then((replies) => this.#perCall(replies, this.#onAcquire), this.#fail);
+    return this.#redis
+      .lockhostAcquireMany(args)
+      .then((replies) => this.#perCall(replies, (reply, j) => this.#onAcquire(reply, reqs[j]!.ttlMs)), this.#fail);
   }
 
   #renew(key: string, owner: string, ttlMs: number): Promise<RenewResult> {
@@ -386,8 +402,8 @@ export class RedisBackend implements LockBackend, MutexStore {
   }
 
   /** Each call's result from a batch's replies; a string is the error of a call Redis refused on its own. */
-  #perCall<R, T>(replies: readonly (R | string)[], result: (reply: R) => T): (T | Error)[] {
-    return replies.map((reply) => (typeof reply === "string" ? this.#conn.toError(refused(reply)) : result(reply)));
+  #perCall<R, T>(replies: readonly (R | string)[], result: (reply: R, index: number) => T): (T | Error)[] {
+    return replies.map((reply, j) => (typeof reply === "string" ? this.#conn.toError(refused(reply)) : result(reply, j)));
   }
 
   #renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
@@ -403,9 +419,8 @@ export class RedisBackend implements LockBackend, MutexStore {
     return Promise.all(sent).then(() => results, this.#fail);
   }
 
-  readonly #onAcquire = (reply: AcquireReply): MutexAcquireResult => {
-    // Contended: the reply is the holder's PTTL; -1 (a lock without TTL) tells no end.
-    if (typeof reply === "number") return reply >= 0 ? { acquired: false, retryAfterMs: reply } : NOT_ACQUIRED;
+  #onAcquire(reply: AcquireReply, ttlMs: number): MutexAcquireResult {
+    if (typeof reply === "number") return acquiredOrNot(reply, ttlMs);
     if (reply.length > 3) {
       const [fence, , , oldFence, redisKey, node] = reply as Extract<AcquireReply, { length: 6 }>;
       // The earlier holder may still be running (a paused process, not a dead one): its fence
@@ -416,7 +431,7 @@ export class RedisBackend implements LockBackend, MutexStore {
       );
     }
     return { acquired: true, fence: reply[0], acquiredAtMs: reply[1], expiresAtMs: reply[2] };
-  };
+  }
 
   readonly #fail = (err: unknown): never => {
     throw this.#conn.toError(err);

@@ -18,6 +18,7 @@ import { captureLogger } from "./support/log.js";
 import { freePort, redisUrl } from "./support/servers.js";
 import { watchCounting } from "./support/counter.js";
 import { type RedisConfig } from "../plugins/backends/redis/config.js";
+import { FLAG_TTL_MS } from "../plugins/backends/redis/watched.js";
 import { V1_ACQUIRE, V1_FORCE_RELEASE, V1_RELEASE, V1_RENEW, V1_STATUS } from "./support/redis-v1-scripts.js";
 
 /** ioredis's own slot function (what its Cluster client routes by), a dependency of ioredis without types. */
@@ -461,6 +462,109 @@ async function unsubscribed(channel: string): Promise<void> {
   const deadline = Date.now() + 5_000;
   while ((await numsub(channel)) !== 0 && Date.now() < deadline) await sleep(20);
 }
+
+/** A raw subscriber of `channel`: counts every message published there, flag or not. */
+async function rawSubscriber(channel: string): Promise<{ count: () => number; close: () => void }> {
+  const sub = admin.duplicate();
+  let messages = 0;
+  sub.on("message", (ch: string) => void (ch === channel && messages++));
+  await sub.subscribe(channel);
+  return { count: () => messages, close: () => sub.disconnect() };
+}
+
+/** Waits (at most 5 s) until `ok()`. */
+async function until(ok: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!ok() && Date.now() < deadline) await sleep(10);
+  expect(ok()).toBe(true);
+}
+
+describe("redis backend: release notifications only for watched names", () => {
+  it("flags a watched name before the watch is ready, with a TTL, one flag for every watch of it here", async () => {
+    const backend = open();
+    const k = name();
+    const calls = backend.flagCalls;
+    const first = backend.watch(k, () => undefined);
+    await first.ready;
+    // Ready means flagged: a release from now on publishes.
+    expect(await admin.exists(layout.watched(k))).toBe(1);
+    const ttl = await admin.pttl(layout.watched(k));
+    expect(ttl).toBeGreaterThan(FLAG_TTL_MS - 5_000);
+    expect(ttl).toBeLessThanOrEqual(FLAG_TTL_MS);
+    expect(await admin.get(layout.watched(k))).toBe("1");
+    // The flag shares the name's slot: one script can check it with the lock.
+    expect(keySlot(layout.watched(k))).toBe(keySlot(layout.lock(k)));
+    const second = backend.watch(k, () => undefined);
+    await second.ready;
+    expect(backend.flagCalls - calls).toBe(1);
+    first.close();
+    second.close();
+    second.close(); // idempotent
+    // Closed: not deleted (another host may watch it), it lapses by itself.
+    expect(await admin.exists(layout.watched(k))).toBe(1);
+  });
+
+  it("publishes release, force-release and proclaim only while someone watches the name", async () => {
+    const backend = open();
+    const k = name();
+    const raw = await rawSubscriber(layout.released(k));
+    try {
+      // Nobody watches: nothing is published (the raw subscriber does not flag).
+      const a = req(k);
+      expect((await backend.acquire(a)).acquired).toBe(true);
+      expect(await backend.proclaim(k, a.owner, "v1")).toBe(true);
+      expect(await backend.release(k, a.owner)).toBe("released");
+      expect((await backend.acquire(req(k))).acquired).toBe(true);
+      expect(await backend.forceRelease(k)).toBe(true);
+      expect(await admin.exists(layout.watched(k))).toBe(0);
+
+      // Watched: each of the three publishes. Messages on one channel arrive in order, so had
+      // the unwatched ones published, the raw count would be ahead of the watcher's.
+      const seen = await watchCounting(open(), k);
+      const b = req(k);
+      expect((await backend.acquire(b)).acquired).toBe(true);
+      expect(await seen.calledBy(() => backend.proclaim(k, b.owner, "v2"))).toBe(true);
+      expect(await seen.calledBy(() => backend.release(k, b.owner))).toBe("released");
+      expect((await backend.acquire(req(k))).acquired).toBe(true);
+      expect(await seen.calledBy(() => backend.forceRelease(k))).toBe(true);
+      await until(() => raw.count() >= 3);
+      expect(seen.count()).toBe(3);
+      expect(raw.count()).toBe(3);
+      seen.watch.close();
+    } finally {
+      raw.close();
+    }
+  });
+
+  it("publishes a batch's releases of watched names only (RELEASE_MANY checks each name's flag)", async () => {
+    const backend = open();
+    const [watched, unwatched] = [name(), name()];
+    const rawWatched = await rawSubscriber(layout.released(watched));
+    const rawUnwatched = await rawSubscriber(layout.released(unwatched));
+    try {
+      const seen = await watchCounting(open(), watched);
+      const a = req(watched);
+      const b = req(unwatched);
+      expect((await Promise.all([backend.acquire(a), backend.acquire(b)])).every((r) => r.acquired)).toBe(true);
+      // Released in one tick: one RELEASE_MANY run.
+      const released = await seen.calledBy(() => Promise.all([backend.release(watched, a.owner), backend.release(unwatched, b.owner)]));
+      expect(released).toEqual(["released", "released"]);
+      await until(() => rawWatched.count() === 1);
+      // The unwatched name's channel: a later watched release there is the first message it gets.
+      const late = await watchCounting(open(), unwatched);
+      const c = req(unwatched);
+      expect((await backend.acquire(c)).acquired).toBe(true);
+      await late.calledBy(() => backend.release(unwatched, c.owner));
+      await until(() => rawUnwatched.count() >= 1);
+      expect(rawUnwatched.count()).toBe(1);
+      seen.watch.close();
+      late.watch.close();
+    } finally {
+      rawWatched.close();
+      rawUnwatched.close();
+    }
+  });
+});
 
 /**
  * An earlier version's acquire (test/support/redis-v1-scripts.ts, the script text as it was),

@@ -7,7 +7,8 @@
 // results for the outcomes that carry no data (a contended acquire allocates its result only to
 // carry the holder's remaining lease).
 // Batched renewals are cut into script calls by batch.ts; release notifications come over a
-// second, subscriber connection (watcher.ts). The mutex's steps are this class's methods
+// second, subscriber connection (watcher.ts), published only for names someone watches
+// (watched.ts). The mutex's steps are this class's methods
 // (MutexSteps serves them, and the leader kind's, through LockBackend.steps); the kinds with a
 // queue (read/write locks, semaphores, fair mutexes) are queue.ts, with their own scripts and
 // keys on the same two connections.
@@ -48,6 +49,7 @@ import {
 import { RedisQueueSteps } from "./queue.js";
 import { TickBatcher } from "./tick-batch.js";
 import { ReleaseWatcher } from "./watcher.js";
+import { WatchFlags } from "./watched.js";
 
 // Results that carry nothing per call are shared, frozen, so the lock path allocates none.
 const NOT_ACQUIRED: MutexAcquireResult = Object.freeze({ acquired: false });
@@ -77,6 +79,8 @@ function acquiredOrNot(reply: number, ttlMs: number): MutexAcquireResult {
   }
   return reply < 0 ? { acquired: false, retryAfterMs: -1 - reply } : NOT_ACQUIRED;
 }
+
+const noop = (): void => undefined;
 
 /** A release waiting for its batch. */
 interface Releasing {
@@ -134,6 +138,8 @@ export class RedisBackend implements LockBackend, MutexStore {
   readonly #hostname = hostname();
   readonly #reclaim: "1" | "0";
   readonly #watcher: ReleaseWatcher;
+  /** The watched flags of this backend's mutex watches (watched.ts). */
+  readonly #flags: WatchFlags;
   /** Set by close(): the client may still say "ready" while QUIT is under way. */
   #closed = false;
   #renewCalls = 0;
@@ -178,12 +184,14 @@ export class RedisBackend implements LockBackend, MutexStore {
       this.#acquires = new TickBatcher((req) => this.#acquireOne(req), (reqs) => this.#acquireMany(reqs), this.#releases);
     }
     const shown = this.#conn.url;
+    this.#flags = new WatchFlags(this.#conn, this.#keys, log);
     this.#watcher = new ReleaseWatcher({
       create: () => createSubscriber(config, shown),
       commandTimeoutMs: config.commandTimeoutMs,
       log,
       url: shown,
       scrub: scrubberFor(config.url),
+      beforeWake: () => this.#flags.refresh(),
     });
   }
 
@@ -226,13 +234,29 @@ export class RedisBackend implements LockBackend, MutexStore {
 
   /**
    * Calls `listener` when `key` is released or force-released by any host on this server or
-   * cluster (LockBackend.watch), over a subscriber connection opened on the first watch.
-   * `ready` settles once SUBSCRIBE is confirmed, or after commandTimeoutMs if it is not.
-   * After the subscriber reconnects every listener is called once (a release may have been
-   * missed meanwhile). A lease that merely expires is not signalled.
+   * cluster, or its holder proclaims (LockBackend.watch), over a subscriber connection opened
+   * on the first watch. The name is flagged as watched while the watch is open (watched.ts:
+   * release, force-release and proclaim publish only then). `ready` settles once SUBSCRIBE is
+   * confirmed and the flag is set, or after commandTimeoutMs if they are not. After the
+   * subscriber reconnects every listener is called once (a release may have been missed
+   * meanwhile). A lease that merely expires is not signalled.
    */
   watch(key: string, listener: () => void): ReleaseWatch {
-    return this.#watcher.watch(this.#keys.released(key), listener);
+    const watch = this.#watcher.watch(this.#keys.released(key), listener);
+    if (this.#closed) return watch;
+    const flag = this.#flags.hold(key);
+    return {
+      ready: Promise.all([watch.ready, flag.ready]).then(noop),
+      close: () => {
+        watch.close();
+        flag.close();
+      },
+    };
+  }
+
+  /** Script calls that set watched flags so far (first watches of a name, refreshes, reconnects). */
+  get flagCalls(): number {
+    return this.#flags.setCalls;
   }
 
   /** Deletes the lock if `owner` still holds `key` (LockBackend.release). */
@@ -291,14 +315,18 @@ export class RedisBackend implements LockBackend, MutexStore {
    */
   proclaim(key: string, owner: string, value: string): Promise<boolean> {
     return this.#conn.whenReady(() =>
-      this.#redis.lockhostProclaim(this.#keys.lock(key), owner, value, this.#keys.released(key)).then((reply) => reply === 1, this.#fail),
+      this.#redis
+        .lockhostProclaim(this.#keys.lock(key), this.#keys.watched(key), owner, value, this.#keys.released(key))
+        .then((reply) => reply === 1, this.#fail),
     );
   }
 
   /** Deletes the lock whoever holds it; the fence counter stays (LockBackend.forceRelease). */
   forceRelease(key: string): Promise<boolean> {
     return this.#conn.whenReady(() =>
-      this.#redis.lockhostForceRelease(this.#keys.lock(key), this.#keys.released(key), this.#keys.holderHead).then(isDeleted, this.#fail),
+      this.#redis
+        .lockhostForceRelease(this.#keys.lock(key), this.#keys.watched(key), this.#keys.released(key), this.#keys.holderHead)
+        .then(isDeleted, this.#fail),
     );
   }
 
@@ -332,6 +360,7 @@ export class RedisBackend implements LockBackend, MutexStore {
     // Calls made before close() and still waiting for their tick's batch go ahead of QUIT.
     this.#acquires?.flush();
     this.#releases?.flush();
+    this.#flags.close();
     await Promise.all([this.#conn.close(), this.#watcher.close()]);
   }
 
@@ -382,21 +411,23 @@ export class RedisBackend implements LockBackend, MutexStore {
 
   #releaseOne(key: string, owner: string): Promise<ReleaseResult> {
     return this.#redis
-      .lockhostRelease(this.#keys.lock(key), owner, this.#keys.released(key), this.instanceId, this.#keys.holderHead)
+      .lockhostRelease(this.#keys.lock(key), this.#keys.watched(key), owner, this.#keys.released(key), this.instanceId, this.#keys.holderHead)
       .then(toReleaseResult, this.#fail);
   }
 
   #releaseMany(rs: readonly Releasing[]): Promise<(ReleaseResult | Error)[]> {
     const n = rs.length;
-    const args = new Array<string | number>(3 + 3 * n);
-    args[0] = n;
-    args[1 + n] = this.instanceId;
-    args[2 + n] = this.#keys.holderHead;
+    const args = new Array<string | number>(3 + 4 * n);
+    args[0] = 2 * n;
+    const head = 1 + 2 * n;
+    args[head] = this.instanceId;
+    args[head + 1] = this.#keys.holderHead;
     for (let j = 0; j < n; j++) {
       const { key, owner } = rs[j]!;
-      args[1 + j] = this.#keys.lock(key);
-      args[3 + n + 2 * j] = owner;
-      args[4 + n + 2 * j] = this.#keys.released(key);
+      args[1 + 2 * j] = this.#keys.lock(key);
+      args[2 + 2 * j] = this.#keys.watched(key);
+      args[head + 2 + 2 * j] = owner;
+      args[head + 3 + 2 * j] = this.#keys.released(key);
     }
     return this.#redis.lockhostReleaseMany(args).then((replies) => this.#perCall(replies, toReleaseResult), this.#fail);
   }

@@ -38,9 +38,13 @@
 // tick in one script run (tick-batch.ts says what that buys). Each runs the same Lua function
 // as the single form, once per lock, so the two cannot drift apart.
 //
-// Release and force-release PUBLISH on the lock's release channel (keys.ts) in the same
-// script, so a waiter on any host hears of a release exactly when it happened (watcher.ts).
-// PUBLISH is not a key access: on a cluster it is broadcast to every node.
+// Release, force-release and proclaim PUBLISH on the lock's release channel (keys.ts) in the
+// same script, so a watcher on any host hears of it exactly when it happened (watcher.ts), but
+// only when someone watches: every watch flags the name (keys.ts watched: a small key with a
+// TTL its watchers refresh, watched.ts), and the scripts publish only while the flag exists.
+// The flag is set before a watch is ready, and a waiter tries once more after that, so no
+// release between its failed attempt and its flag goes unnoticed (watched.ts). PUBLISH is not a
+// key access: on a cluster it is broadcast to every node, which an unwatched release now skips.
 import type { Cluster, Redis } from "ioredis";
 
 /** Integer replies for "no lock" and "another owner's lock" (renew and release). */
@@ -204,34 +208,36 @@ return expires`;
 
 /**
  * One release, as a Lua function that RELEASE calls once and RELEASE_MANY once per lock. The
- * fence counter is another key and stays. Released by another instance than the one that took
- * it (restore by owner token): that instance is told on its own channel, with the owner.
+ * fence counter is another key and stays. The release channel hears of it only while the
+ * name's watched flag exists (someone waits or observes). Released by another instance than
+ * the one that took it (restore by owner token): that instance is told on its own channel,
+ * with the owner.
  */
 const RELEASE_STEP = `
-local function release(lockKey, owner, channel, instance, holderHead)
+local function release(lockKey, watchedKey, owner, channel, instance, holderHead)
   local held = redis.call('HMGET', lockKey, 'owner', 'instance')
   local heldOwner = held[1]
   if not heldOwner then return ${NOT_FOUND} end
   if heldOwner ~= owner then return ${MISMATCH} end
   redis.call('DEL', lockKey)
-  redis.call('PUBLISH', channel, '')
+  if redis.call('EXISTS', watchedKey) == 1 then redis.call('PUBLISH', channel, '') end
   if held[2] and held[2] ~= instance then redis.call('PUBLISH', holderHead .. held[2], owner) end
   return ${DELETED}
 end`;
 
-/** KEYS: lock. ARGV: owner, release channel, releaser's instance id, holder channel head. */
+/** KEYS: lock, watched flag. ARGV: owner, release channel, releaser's instance id, holder channel head. */
 const RELEASE = `${RELEASE_STEP}
-return release(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4])`;
+return release(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])`;
 
 /**
- * n releases in one script run (tick-batch.ts). KEYS: n locks. ARGV: releaser's instance id,
- * holder channel head, then owner and release channel of each, in KEYS order. Per lock, in
- * order: a RELEASE reply, or an error message (a string).
+ * n releases in one script run (tick-batch.ts). KEYS: lock and watched flag of each. ARGV:
+ * releaser's instance id, holder channel head, then owner and release channel of each, in KEYS
+ * order. Per lock, in order: a RELEASE reply, or an error message (a string).
  */
 const RELEASE_MANY = `${RELEASE_STEP}${FAILED}
 local out = {}
-for i = 1, #KEYS do
-  out[i] = settle(pcall(release, KEYS[i], ARGV[2 * i + 1], ARGV[2 * i + 2], ARGV[1], ARGV[2]))
+for i = 1, #KEYS / 2 do
+  out[i] = settle(pcall(release, KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 * i + 1], ARGV[2 * i + 2], ARGV[1], ARGV[2]))
 end
 return out`;
 
@@ -264,28 +270,39 @@ if not v[1] then return ${NOT_FOUND} end
 return {v[1], v[2], v[3] or '', v[4] or '', v[5] or '', v[6] or '0', v[7] or '0', v[8] or '', redis.call('PTTL', KEYS[1]), v[9] and {v[9]} or {}}`;
 
 /**
- * KEYS: lock. ARGV: owner, value, release channel. Leader election's proclamation: the value
- * goes into the record only while `owner` holds it, and the key's release channel hears of it
- * (an empty message, as a release sends), so observers re-read the record: a new leader or a
- * new value. 1, or NOT_FOUND / MISMATCH.
+ * KEYS: lock, watched flag. ARGV: owner, value, release channel. Leader election's
+ * proclamation: the value goes into the record only while `owner` holds it, and the key's
+ * release channel hears of it (an empty message, as a release sends) while anyone watches, so
+ * observers re-read the record: a new leader or a new value. 1, or NOT_FOUND / MISMATCH.
  */
 const PROCLAIM = `
 local owner = redis.call('HGET', KEYS[1], 'owner')
 if not owner then return ${NOT_FOUND} end
 if owner ~= ARGV[1] then return ${MISMATCH} end
 redis.call('HSET', KEYS[1], 'value', ARGV[2])
-redis.call('PUBLISH', ARGV[3], '')
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PUBLISH', ARGV[3], '') end
 return 1`;
 
-/** KEYS: lock. ARGV: release channel. Deletes whoever holds it; the fence counter stays. */
+/**
+ * KEYS: lock, watched flag. ARGV: release channel, holder channel head. Deletes whoever holds
+ * it; the fence counter stays. The holder's instance is always told; watchers while any watch.
+ */
 const FORCE_RELEASE = `
 local held = redis.call('HMGET', KEYS[1], 'owner', 'instance')
 local deleted = redis.call('DEL', KEYS[1])
 if deleted == 1 then
-  redis.call('PUBLISH', ARGV[1], '')
+  if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PUBLISH', ARGV[1], '') end
   if held[1] and held[2] then redis.call('PUBLISH', ARGV[2] .. held[2], held[1]) end
 end
 return deleted`;
+
+/**
+ * KEYS: watched flags. ARGV: their TTL in ms. Sets (or refreshes) each flag: its watchers, one
+ * script call per refresh (per slot on a cluster). n.
+ */
+const FLAG = `
+for i = 1, #KEYS do redis.call('SET', KEYS[i], '1', 'PX', ARGV[1]) end
+return #KEYS`;
 
 /** The scripts as ioredis commands on a client; see the Lua above for arguments and replies. */
 export interface LockCommands {
@@ -298,12 +315,14 @@ export interface LockCommands {
   lockhostRenew(lockKey: string, owner: string, ttlMs: number): Promise<RenewReply>;
   /** `args`: the number of locks n, their n keys, then owner and ttlMs of each (ioredis flattens the array). */
   lockhostRenewMany(args: readonly (string | number)[]): Promise<RenewManyReply>;
-  lockhostRelease(lockKey: string, owner: string, channel: string, instance: string, holderHead: string): Promise<ReleaseReply>;
-  /** `args`: the number of locks n, their n keys, instance, holder channel head, then owner and release channel of each. */
+  lockhostRelease(lockKey: string, watchedKey: string, owner: string, channel: string, instance: string, holderHead: string): Promise<ReleaseReply>;
+  /** `args`: the number of keys 2n, lock and watched key of each, instance, holder channel head, then owner and release channel of each. */
   lockhostReleaseMany(args: readonly (string | number)[]): Promise<readonly (ReleaseReply | string)[]>;
   lockhostStatus(lockKey: string): Promise<StatusReply>;
-  lockhostForceRelease(lockKey: string, channel: string, holderHead: string): Promise<number>;
-  lockhostProclaim(lockKey: string, owner: string, value: string, channel: string): Promise<number>;
+  lockhostForceRelease(lockKey: string, watchedKey: string, channel: string, holderHead: string): Promise<number>;
+  lockhostProclaim(lockKey: string, watchedKey: string, owner: string, value: string, channel: string): Promise<number>;
+  /** `args`: the number of keys n, the watched keys, then their TTL in ms. */
+  lockhostFlag(args: readonly (string | number)[]): Promise<number>;
 }
 
 /** numberOfKeys absent: the caller passes the count first (renewMany's varies per call). */
@@ -312,18 +331,19 @@ const DEFINITIONS: Record<keyof LockCommands, ScriptDefinition> = {
   lockhostAcquireMany: { lua: ACQUIRE_MANY },
   lockhostRenew: { lua: RENEW, numberOfKeys: 1 },
   lockhostRenewMany: { lua: RENEW_MANY },
-  lockhostRelease: { lua: RELEASE, numberOfKeys: 1 },
+  lockhostRelease: { lua: RELEASE, numberOfKeys: 2 },
   lockhostReleaseMany: { lua: RELEASE_MANY },
   lockhostStatus: { lua: STATUS, numberOfKeys: 1 },
-  lockhostForceRelease: { lua: FORCE_RELEASE, numberOfKeys: 1 },
-  lockhostProclaim: { lua: PROCLAIM, numberOfKeys: 1 },
+  lockhostForceRelease: { lua: FORCE_RELEASE, numberOfKeys: 2 },
+  lockhostProclaim: { lua: PROCLAIM, numberOfKeys: 2 },
+  lockhostFlag: { lua: FLAG },
 };
 
 /**
  * Registers the scripts on `client` once (ioredis hashes them there) and returns it, typed. On a
  * Cluster, ioredis sends each script to the node that owns the slot of its first key; every
  * script here touches only keys of one lock name, which share a slot (keys.ts), except
- * renewMany's, whose caller passes it the locks of one slot at a time.
+ * renewMany's and flag's, whose callers pass them the keys of one slot at a time.
  */
 export function defineLockCommands<C extends Redis | Cluster>(client: C): C & LockCommands {
   return defineCommands<C, LockCommands>(client, DEFINITIONS);

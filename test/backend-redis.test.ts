@@ -242,6 +242,23 @@ describe("redis backend: records and clocks", () => {
     expect(await admin.exists(layout.lock(k), layout.fence(k))).toBe(0);
   });
 
+  it("leaves no lock behind when the fence counter cannot be read (another type, not a number)", async () => {
+    const backend = open();
+    for (const spoil of [(k: string) => admin.hset(layout.fence(k), "x", "1"), (k: string) => admin.set(layout.fence(k), "not a number")]) {
+      const k = name();
+      await spoil(k);
+      // Alone in its tick (ACQUIRE), then with another in one batch (ACQUIRE_MANY).
+      await expect(backend.acquire(req(k))).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+      const [bad, good] = await Promise.all([backend.acquire(req(k)).catch((err: unknown) => err), backend.acquire(req(name()))]);
+      expect(bad).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+      expect(good.acquired).toBe(true);
+      // The claim was undone: no lock without a TTL blocks the name.
+      expect(await admin.exists(layout.lock(k))).toBe(0);
+      await admin.del(layout.fence(k));
+      expect((await backend.acquire(req(k))).acquired).toBe(true);
+    }
+  });
+
   it("waits for the first connection instead of failing a call made right after start", async () => {
     const backend = open();
     const r = await backend.acquire(req(name()));

@@ -96,8 +96,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
  * HSETNX of the owner field tests and claims the key in one command: 1, the key was free (or an
  * expired one, which Redis deletes on access) and now has this owner; 0, it is held, and PTTL
  * then says for how long. Nothing can fail after the claim except reading the fence counter (a
- * key of another type), so that read is a pcall, and on failure the claim is undone (DEL) and
- * the error returned, never leaving a lock without a TTL.
+ * key of another type, or not a number), so that read is a pcall, and on failure the claim is
+ * undone (DEL) and the error returned, never leaving a lock without a TTL.
  * Reclaim: a lock left by an earlier process of the same node (same node name, another
  * instance id) is taken over at once instead of waiting for its TTL; the new fence fences it.
  *
@@ -137,14 +137,16 @@ local function acquire(lockKey, fenceKey, owner, ttlText, plugin, node, hostname
     reclaimed = held
   end
   local last = redis.pcall('GET', fenceKey)
-  if type(last) == 'table' then
+  local counter = last and tonumber(last)
+  if type(last) == 'table' or (last and not counter) then
     if claimed then redis.call('DEL', lockKey) end
-    return last
+    if type(last) == 'table' then return last end
+    return redis.error_reply('ERR fence counter ' .. fenceKey .. ' is not a number')
   end
   clock()
   local fence, fenceText = micros, microsText
-  if last and tonumber(last) >= micros then
-    fence = tonumber(last) + 1
+  if counter and counter >= micros then
+    fence = counter + 1
     fenceText = string.format('%.0f', fence)
   end
   redis.call('SET', fenceKey, fenceText)

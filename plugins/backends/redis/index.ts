@@ -49,7 +49,7 @@ import {
 import { RedisQueueSteps } from "./queue.js";
 import { TickBatcher } from "./tick-batch.js";
 import { ReleaseWatcher } from "./watcher.js";
-import { WatchFlags } from "./watched.js";
+import { FLAG_REFRESH_MS, WatchFlags } from "./watched.js";
 
 // Results that carry nothing per call are shared, frozen, so the lock path allocates none.
 const NOT_ACQUIRED: MutexAcquireResult = Object.freeze({ acquired: false });
@@ -191,7 +191,8 @@ export class RedisBackend implements LockBackend, MutexStore {
       log,
       url: shown,
       scrub: scrubberFor(config.url),
-      beforeWake: () => this.#flags.refresh(),
+      // Woken once the flags are back (or after a refresh period without: polls cover the rest).
+      beforeWake: () => this.#flags.restored(FLAG_REFRESH_MS),
     });
   }
 

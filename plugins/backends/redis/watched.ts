@@ -12,10 +12,13 @@
 // it publishes, to a subscription that is confirmed by then.
 //
 // The flag can vanish under a watch: a Redis restarted without persistence, a FLUSHALL, a
-// failover to a replica that had not caught up, a host frozen past FLAG_TTL_MS. The first
-// three come with a reconnect: every flag is set again when the lock connection is ready again,
-// and before the subscriber's resync wakes the watchers (watcher.ts beforeWake). Until then a
-// waiter falls back on what it always has: the holder's lease end and polling.
+// failover to a replica that had not caught up, a host frozen past FLAG_TTL_MS. A restart and a
+// failover come with a reconnect: every flag is set again when the lock connection is ready
+// again, and the subscriber's resync wakes the watchers only once the flags are back (restored:
+// watcher.ts beforeWake), since a retry before that could miss a release that published to
+// nobody. The subscriber often reconnects before the lock connection; a retry then could not
+// run anyway. Until then a waiter falls back on what it always has: the holder's lease end and
+// polling.
 import type { Logger } from "pino";
 import type { RedisConnection } from "./client.js";
 import { slotOf, type KeyLayout } from "./keys.js";
@@ -56,6 +59,8 @@ export class WatchFlags {
   #connected = false;
   /** Set when a SET failed: the next 'ready' sets every flag again. */
   #missed = false;
+  /** Told when a refresh of every flag succeeds (restored). */
+  readonly #restoring = new Set<() => void>();
 
   constructor(conn: RedisConnection, keys: KeyLayout, log: Logger) {
     this.#conn = conn;
@@ -88,7 +93,7 @@ export class WatchFlags {
     if (flag) {
       flag.count++;
     } else {
-      flag = { count: 1, ready: this.#set([name]) };
+      flag = { count: 1, ready: this.#set([name]).then(noop) };
       this.#flags.set(name, flag);
       this.#timer ??= setInterval(this.#refresh, FLAG_REFRESH_MS).unref();
     }
@@ -104,9 +109,27 @@ export class WatchFlags {
   }
 
   /** Sets every flag kept here again; settles (never rejects) when done, failed, or after commandTimeoutMs. */
-  refresh(): Promise<void> {
+  async refresh(): Promise<void> {
+    if (this.#closed || this.#flags.size === 0) return this.#restored();
+    if (await this.#set([...this.#flags.keys()])) this.#restored();
+  }
+
+  /**
+   * Sets every flag again, and settles once a refresh of them all has succeeded (this one, or the
+   * one the lock connection's return or the refresh timer makes), or after `boundMs` without.
+   */
+  restored(boundMs: number): Promise<void> {
     if (this.#closed || this.#flags.size === 0) return Promise.resolve();
-    return this.#set([...this.#flags.keys()]);
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.#restoring.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, boundMs);
+      this.#restoring.add(done);
+      void this.refresh();
+    });
   }
 
   /** Stops refreshing; the flags lapse by themselves. */
@@ -115,6 +138,11 @@ export class WatchFlags {
     this.#flags.clear();
     clearInterval(this.#timer);
     this.#timer = undefined;
+    this.#restored();
+  }
+
+  #restored(): void {
+    for (const done of [...this.#restoring]) done();
   }
 
   readonly #refresh = (): void => void this.refresh();
@@ -129,9 +157,9 @@ export class WatchFlags {
     }
   }
 
-  /** SET PX each name's flag: one script call per chunk, per slot on a cluster. */
-  #set(names: readonly string[]): Promise<void> {
-    if (this.#closed) return Promise.resolve();
+  /** SET PX each name's flag: one script call per chunk, per slot on a cluster. Settles (never rejects) to whether it worked. */
+  #set(names: readonly string[]): Promise<boolean> {
+    if (this.#closed) return Promise.resolve(false);
     const redis = this.#conn.redis;
     const calls: (string | number)[][] = [];
     for (const group of redis.isCluster ? bySlot(names) : [names]) {
@@ -143,11 +171,15 @@ export class WatchFlags {
     this.#sets += calls.length;
     return this.#conn
       .whenReady(() => Promise.all(calls.map((args) => redis.lockhostFlag(args))))
-      .then(noop, (err: unknown) => {
-        // Waiters fall back on lease ends and polling; the next reconnect or refresh sets it again.
-        this.#missed = true;
-        if (!this.#closed) this.#log.debug({ error: this.#conn.toError(err).message }, "redis watched flag not set");
-      });
+      .then(
+        () => true,
+        (err: unknown) => {
+          // Waiters fall back on lease ends and polling; the next reconnect or refresh sets it again.
+          this.#missed = true;
+          if (!this.#closed) this.#log.debug({ error: this.#conn.toError(err).message }, "redis watched flag not set");
+          return false;
+        },
+      );
   }
 }
 

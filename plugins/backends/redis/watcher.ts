@@ -27,9 +27,9 @@ export interface WatcherOptions {
   readonly url: string;
   readonly scrub: Scrubber;
   /**
-   * Run after a resync's SUBSCRIBE and before it wakes the watchers (settling, never
-   * rejecting): the mutex sets its watched flags again, so the watchers' retries come after
-   * every later release publishes.
+   * Awaited after a resync's SUBSCRIBE and before it wakes the watchers (settling, never
+   * rejecting): the mutex's watched flags are back (watched.ts restored), so every release
+   * after the watchers' retries publishes.
    */
   readonly beforeWake?: () => Promise<void>;
 }

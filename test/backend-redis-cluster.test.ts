@@ -13,6 +13,8 @@ import { LockService } from "../host/locking/service.js";
 import { KeyLayout, RedisBackend } from "../plugins/backends/redis/index.js";
 import { clusterSeed } from "../plugins/backends/redis/seed.js";
 import { QueueKeyLayout, slotOf } from "../plugins/backends/redis/keys.js";
+import { RedisConnection } from "../plugins/backends/redis/client.js";
+import { WatchFlags } from "../plugins/backends/redis/watched.js";
 import type { AcquireRequest, LockMode } from "../kit/backend.js";
 import { backendContract } from "../testing/index.js";
 import { captureLogger } from "./support/log.js";
@@ -198,6 +200,49 @@ describe("redis cluster backend: batched renewals and release notifications", ()
     // Exactly once each: the failed (mismatch) releases published nothing.
     for (const k of names) expect(heard.get(k), k).toBe(1);
     for (const w of watches) w.close();
+  });
+
+  it("flags watched names in their own slots, and sets them all again with one script call per slot", async () => {
+    const watcher = open();
+    const other = open();
+    const names = Array.from({ length: 12 }, name);
+    for (const k of names) expect(await serverSlot(layout.watched(k)), k).toBe(await serverSlot(layout.lock(k)));
+    const watches = names.map((k) => watcher.watch(k, () => undefined));
+    await Promise.all(watches.map((w) => w.ready));
+    for (const k of names) expect(await admin.exists(layout.watched(k)), k).toBe(1);
+    for (const w of watches) w.close();
+
+    // The refresh (every FLAG_REFRESH_MS, and after a reconnect) of flags lost on the way (as on a
+    // failover to a replica that had not caught up), through the same flag keeper on its own connection.
+    const conn = new RedisConnection(config(), silent);
+    const flags = new WatchFlags(conn, layout, silent);
+    try {
+      const holds = names.map((k) => flags.hold(k));
+      await Promise.all(holds.map((h) => h.ready));
+      for (const k of names) await admin.del(layout.watched(k));
+      const calls = flags.setCalls;
+      await flags.refresh();
+      expect(flags.setCalls - calls).toBe(new Set(names.map(slotOf)).size);
+      for (const k of names) expect(await admin.exists(layout.watched(k)), k).toBe(1);
+      for (const h of holds) h.close();
+      expect(flags.size).toBe(0);
+    } finally {
+      flags.close();
+      await conn.close();
+    }
+    // A release of a flagged name publishes, whichever node holds it.
+    const heard = new Map<string, number>();
+    const again = names.map((k) => watcher.watch(k, () => heard.set(k, (heard.get(k) ?? 0) + 1)));
+    await Promise.all(again.map((w) => w.ready));
+    for (const k of names) {
+      const a = req(k);
+      expect((await other.acquire(a)).acquired, k).toBe(true);
+      expect(await other.release(k, a.owner), k).toBe("released");
+    }
+    const deadline = Date.now() + 5_000;
+    while (heard.size < names.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    for (const k of names) expect(heard.get(k), k).toBe(1);
+    for (const w of again) w.close();
   });
 });
 

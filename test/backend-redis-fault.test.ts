@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LockhostError } from "../kit/errors.js";
 import type { AcquireRequest, LockMode } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
-import { RedisBackend } from "../plugins/backends/redis/index.js";
+import { KeyLayout, RedisBackend } from "../plugins/backends/redis/index.js";
 import { watchStalls } from "../plugins/backends/redis/stall-watch.js";
 import { captureLogger } from "./support/log.js";
 import { startRedisServer, type RedisServer } from "./support/servers.js";
@@ -632,6 +632,26 @@ describe("redis backend: release notifications across a restart", () => {
       seen.watch.close();
     } finally {
       await watcher.close();
+    }
+  });
+
+  it("flags its watched names again after a restart without persistence, before it wakes their watchers", async () => {
+    const cfg = config();
+    const layout = new KeyLayout(cfg.keyPrefix);
+    const admin = new Redis(server.url, { lazyConnect: true });
+    const watcher = new RedisBackend(cfg, captureLogger().logger);
+    try {
+      const seen = await watchCounting(watcher, "flagged");
+      await server.kill(); // no persistence: the flag is gone with every other key
+      await seen.calledBy(() => server.start(), 15_000);
+      // Woken only once the flag is back: the retry a waiter makes now cannot miss a release.
+      expect(await admin.exists(layout.watched("flagged"))).toBe(1);
+      expect(await admin.pttl(layout.watched("flagged"))).toBeGreaterThan(0);
+      await releasedElsewhere(cfg, "flagged", seen);
+      seen.watch.close();
+    } finally {
+      await watcher.close();
+      admin.disconnect();
     }
   });
 

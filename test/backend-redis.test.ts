@@ -18,6 +18,8 @@ import { captureLogger } from "./support/log.js";
 import { freePort, redisUrl } from "./support/servers.js";
 import { watchCounting } from "./support/counter.js";
 import { type RedisConfig } from "../plugins/backends/redis/config.js";
+import { FLAG_TTL_MS } from "../plugins/backends/redis/watched.js";
+import { V1_ACQUIRE, V1_FORCE_RELEASE, V1_RELEASE, V1_RENEW, V1_STATUS } from "./support/redis-v1-scripts.js";
 
 /** ioredis's own slot function (what its Cluster client routes by), a dependency of ioredis without types. */
 const keySlot = createRequire(import.meta.url)("cluster-key-slot") as (key: string) => number;
@@ -240,6 +242,23 @@ describe("redis backend: records and clocks", () => {
     expect(await admin.exists(layout.lock(k), layout.fence(k))).toBe(0);
   });
 
+  it("leaves no lock behind when the fence counter cannot be read (another type, not a number)", async () => {
+    const backend = open();
+    for (const spoil of [(k: string) => admin.hset(layout.fence(k), "x", "1"), (k: string) => admin.set(layout.fence(k), "not a number")]) {
+      const k = name();
+      await spoil(k);
+      // Alone in its tick (ACQUIRE), then with another in one batch (ACQUIRE_MANY).
+      await expect(backend.acquire(req(k))).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+      const [bad, good] = await Promise.all([backend.acquire(req(k)).catch((err: unknown) => err), backend.acquire(req(name()))]);
+      expect(bad).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+      expect(good.acquired).toBe(true);
+      // The claim was undone: no lock without a TTL blocks the name.
+      expect(await admin.exists(layout.lock(k))).toBe(0);
+      await admin.del(layout.fence(k));
+      expect((await backend.acquire(req(k))).acquired).toBe(true);
+    }
+  });
+
   it("waits for the first connection instead of failing a call made right after start", async () => {
     const backend = open();
     const r = await backend.acquire(req(name()));
@@ -460,6 +479,228 @@ async function unsubscribed(channel: string): Promise<void> {
   const deadline = Date.now() + 5_000;
   while ((await numsub(channel)) !== 0 && Date.now() < deadline) await sleep(20);
 }
+
+/** A raw subscriber of `channel`: counts every message published there, flag or not. */
+async function rawSubscriber(channel: string): Promise<{ count: () => number; close: () => void }> {
+  const sub = admin.duplicate();
+  let messages = 0;
+  sub.on("message", (ch: string) => void (ch === channel && messages++));
+  await sub.subscribe(channel);
+  return { count: () => messages, close: () => sub.disconnect() };
+}
+
+/** Waits (at most 5 s) until `ok()`. */
+async function until(ok: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!ok() && Date.now() < deadline) await sleep(10);
+  expect(ok()).toBe(true);
+}
+
+describe("redis backend: release notifications only for watched names", () => {
+  it("flags a watched name before the watch is ready, with a TTL, one flag for every watch of it here", async () => {
+    const backend = open();
+    const k = name();
+    const calls = backend.flagCalls;
+    const first = backend.watch(k, () => undefined);
+    await first.ready;
+    // Ready means flagged: a release from now on publishes.
+    expect(await admin.exists(layout.watched(k))).toBe(1);
+    const ttl = await admin.pttl(layout.watched(k));
+    expect(ttl).toBeGreaterThan(FLAG_TTL_MS - 5_000);
+    expect(ttl).toBeLessThanOrEqual(FLAG_TTL_MS);
+    expect(await admin.get(layout.watched(k))).toBe("1");
+    // The flag shares the name's slot: one script can check it with the lock.
+    expect(keySlot(layout.watched(k))).toBe(keySlot(layout.lock(k)));
+    const second = backend.watch(k, () => undefined);
+    await second.ready;
+    expect(backend.flagCalls - calls).toBe(1);
+    first.close();
+    second.close();
+    second.close(); // idempotent
+    // Closed: not deleted (another host may watch it), it lapses by itself.
+    expect(await admin.exists(layout.watched(k))).toBe(1);
+  });
+
+  it("publishes release, force-release and proclaim only while someone watches the name", async () => {
+    const backend = open();
+    const k = name();
+    const raw = await rawSubscriber(layout.released(k));
+    try {
+      // Nobody watches: nothing is published (the raw subscriber does not flag).
+      const a = req(k);
+      expect((await backend.acquire(a)).acquired).toBe(true);
+      expect(await backend.proclaim(k, a.owner, "v1")).toBe(true);
+      expect(await backend.release(k, a.owner)).toBe("released");
+      expect((await backend.acquire(req(k))).acquired).toBe(true);
+      expect(await backend.forceRelease(k)).toBe(true);
+      expect(await admin.exists(layout.watched(k))).toBe(0);
+
+      // Watched: each of the three publishes. Messages on one channel arrive in order, so had
+      // the unwatched ones published, the raw count would be ahead of the watcher's.
+      const seen = await watchCounting(open(), k);
+      const b = req(k);
+      expect((await backend.acquire(b)).acquired).toBe(true);
+      expect(await seen.calledBy(() => backend.proclaim(k, b.owner, "v2"))).toBe(true);
+      expect(await seen.calledBy(() => backend.release(k, b.owner))).toBe("released");
+      expect((await backend.acquire(req(k))).acquired).toBe(true);
+      expect(await seen.calledBy(() => backend.forceRelease(k))).toBe(true);
+      await until(() => raw.count() >= 3);
+      expect(seen.count()).toBe(3);
+      expect(raw.count()).toBe(3);
+      seen.watch.close();
+    } finally {
+      raw.close();
+    }
+  });
+
+  it("publishes a batch's releases of watched names only (RELEASE_MANY checks each name's flag)", async () => {
+    const backend = open();
+    const [watched, unwatched] = [name(), name()];
+    const rawWatched = await rawSubscriber(layout.released(watched));
+    const rawUnwatched = await rawSubscriber(layout.released(unwatched));
+    try {
+      const seen = await watchCounting(open(), watched);
+      const a = req(watched);
+      const b = req(unwatched);
+      expect((await Promise.all([backend.acquire(a), backend.acquire(b)])).every((r) => r.acquired)).toBe(true);
+      // Released in one tick: one RELEASE_MANY run.
+      const released = await seen.calledBy(() => Promise.all([backend.release(watched, a.owner), backend.release(unwatched, b.owner)]));
+      expect(released).toEqual(["released", "released"]);
+      await until(() => rawWatched.count() === 1);
+      // The unwatched name's channel: a later watched release there is the first message it gets.
+      const late = await watchCounting(open(), unwatched);
+      const c = req(unwatched);
+      expect((await backend.acquire(c)).acquired).toBe(true);
+      await late.calledBy(() => backend.release(unwatched, c.owner));
+      await until(() => rawUnwatched.count() >= 1);
+      expect(rawUnwatched.count()).toBe(1);
+      seen.watch.close();
+      late.watch.close();
+    } finally {
+      rawWatched.close();
+      rawUnwatched.close();
+    }
+  });
+});
+
+/**
+ * An earlier version's acquire (test/support/redis-v1-scripts.ts, the script text as it was),
+ * as a host of that version calls it: [fence, acquiredAt, expiresAt(, oldFence, key, node)] when
+ * it took the name, else the holder's PTTL.
+ */
+function v1Acquire(k: string, owner: string, ttlMs: number, node = "node-v1", instance = "v1-instance", reclaim: "0" | "1" = "0"): Promise<number | number[]> {
+  return admin.eval(V1_ACQUIRE, 2, layout.lock(k), layout.fence(k), owner, ttlMs, "v1-plugin", node, "v1-host", instance, reclaim) as Promise<number | number[]>;
+}
+
+describe("redis backend: rolling upgrade, against the scripts of the version before (one record format)", () => {
+  it("refuses a name an earlier version holds, shows and lists its holder, and takes it with a higher fence once it expires", async () => {
+    const backend = open();
+    const k = name();
+    const old = await v1Acquire(k, "v1-owner", 400);
+    if (!Array.isArray(old)) throw new Error("the earlier version did not acquire");
+    const [oldFence, oldAt, oldExpires] = old as [number, number, number];
+    const refused = await backend.acquire(req(k));
+    expect(refused).toEqual({ acquired: false, retryAfterMs: expect.any(Number) });
+    if (!refused.acquired) expect(refused.retryAfterMs).toBeLessThanOrEqual(400);
+    // Batched as well: two acquires in one tick (ACQUIRE_MANY).
+    const [batched, other] = await Promise.all([backend.acquire(req(k)), backend.acquire(req(name()))]);
+    expect(batched.acquired).toBe(false);
+    expect(other.acquired).toBe(true);
+    const shown = {
+      key: k, owner: "v1-owner", fence: oldFence, holder: { plugin: "v1-plugin", node: "node-v1", hostname: "v1-host" },
+      acquiredAtMs: oldAt, expiresAtMs: oldExpires, ttlMs: 400,
+    };
+    expect(await backend.status(k)).toMatchObject(shown);
+    expect((await backend.list({ prefix: k, limit: 10 })).locks.find((l) => l.key === k)).toMatchObject(shown);
+    expect(await backend.release(k, "someone-else")).toBe("mismatch");
+    expect(await backend.renew(k, "someone-else", 1_000)).toEqual({ ok: false, reason: "mismatch" });
+    await sleep(500);
+    const taken = await backend.acquire(req(k));
+    if (!taken.acquired) throw new Error("not acquired after the earlier version's lease ended");
+    expect(taken.fence).toBeGreaterThan(oldFence);
+  });
+
+  it("serves an earlier version's lock to its owner (a lease restored across the upgrade): renew, proclaim, release", async () => {
+    const backend = open();
+    const k = name();
+    const old = await v1Acquire(k, "v1-restored", 10_000);
+    if (!Array.isArray(old)) throw new Error("the earlier version did not acquire");
+    const renewed = await backend.renew(k, "v1-restored", 20_000);
+    expect(renewed.ok).toBe(true);
+    expect(await backend.proclaim(k, "v1-restored", "mine")).toBe(true);
+    expect(await backend.status(k)).toMatchObject({ owner: "v1-restored", fence: old[0], ttlMs: 20_000, value: "mine" });
+    const seen = await watchCounting(open(), k);
+    expect(await seen.calledBy(() => backend.release(k, "v1-restored"))).toBe("released");
+    seen.watch.close();
+  });
+
+  it("reclaims an earlier process's lock of its node (reclaimOwnLocks) whichever version took it", async () => {
+    const k = name();
+    const old = await v1Acquire(k, "v1-stale", 60_000, "node-up", "v1-instance");
+    if (!Array.isArray(old)) throw new Error("the earlier version did not acquire");
+    const upgraded = open({ reclaimOwnLocks: true });
+    const got = await upgraded.acquire(req(k, { holder: { plugin: "p", node: "node-up" } }));
+    if (!got.acquired) throw new Error("not reclaimed");
+    expect(got.fence).toBeGreaterThan(old[0]!);
+    expect(await admin.hget(layout.lock(k), "instance")).toBe(upgraded.instanceId);
+  });
+
+  it("is held for an earlier version's acquire, with and without reclaim, which takes it only once it expires", async () => {
+    const backend = open();
+    const k = name();
+    const mine = req(k, { ttlMs: 400, holder: { plugin: "p", node: "node-new" } });
+    const got = await backend.acquire(mine);
+    if (!got.acquired) throw new Error("not acquired");
+    // Refused as held (its PTTL), never a WRONGTYPE error: the record is the hash it reads.
+    for (const [node, reclaim] of [["node-v1", "0"], ["node-v1", "1"]] as const) {
+      const pttl = await v1Acquire(k, "v1-owner", 10_000, node, "v1-instance", reclaim);
+      expect(typeof pttl, `${node} reclaim ${reclaim}`).toBe("number");
+      expect(pttl).toBeGreaterThanOrEqual(0);
+      expect(pttl).toBeLessThanOrEqual(400);
+    }
+    // Its status shows this version's record, field for field; its release and renew see another owner.
+    expect(await admin.eval(V1_STATUS, 1, layout.lock(k))).toEqual([
+      mine.owner, String(got.fence), "p", "node-new", hostname(), String(got.acquiredAtMs), String(got.expiresAtMs), "400",
+      expect.any(Number), [],
+    ]);
+    expect(await admin.eval(V1_RELEASE, 1, layout.lock(k), "v1-owner", layout.released(k), "v1-instance", layout.holderHead)).toBe(-2);
+    expect(await admin.eval(V1_RENEW, 1, layout.lock(k), "v1-owner", 1_000)).toBe(-2);
+    await sleep(500);
+    const taken = await v1Acquire(k, "v1-owner", 10_000);
+    if (!Array.isArray(taken)) throw new Error("the earlier version did not acquire after expiry");
+    expect(taken[0]).toBeGreaterThan(got.fence);
+    // And this version is refused in turn, then fences above it.
+    expect((await backend.acquire(req(k))).acquired).toBe(false);
+    expect(await admin.eval(V1_FORCE_RELEASE, 1, layout.lock(k), layout.released(k), layout.holderHead)).toBe(1);
+    const again = await backend.acquire(req(k));
+    if (!again.acquired) throw new Error("not acquired");
+    expect(again.fence).toBeGreaterThan(taken[0]!);
+  });
+
+  it("an earlier process of the same node reclaims this version's lock, which is then fenced off here", async () => {
+    const backend = open({ reclaimOwnLocks: true });
+    const k = name();
+    const mine = req(k, { holder: { plugin: "p", node: "node-down" }, ttlMs: 60_000 });
+    const got = await backend.acquire(mine);
+    if (!got.acquired) throw new Error("not acquired");
+    const reclaimed = await v1Acquire(k, "v1-owner", 60_000, "node-down", "v1-instance", "1");
+    if (!Array.isArray(reclaimed)) throw new Error("the earlier version did not reclaim");
+    expect(reclaimed[3]).toBe(got.fence);
+    expect(reclaimed[0]).toBeGreaterThan(got.fence);
+    expect(await backend.renew(k, mine.owner, 1_000)).toEqual({ ok: false, reason: "mismatch" });
+    expect(await backend.release(k, mine.owner)).toBe("mismatch");
+    expect((await backend.status(k))?.fence).toBe(reclaimed[0]);
+  });
+
+  it("wakes this version's watchers on an earlier version's release (it always publishes)", async () => {
+    const k = name();
+    const old = await v1Acquire(k, "v1-owner", 10_000);
+    if (!Array.isArray(old)) throw new Error("the earlier version did not acquire");
+    const seen = await watchCounting(open(), k);
+    expect(await seen.calledBy(() => admin.eval(V1_RELEASE, 1, layout.lock(k), "v1-owner", layout.released(k), "v1-instance", layout.holderHead))).toBe(1);
+    seen.watch.close();
+  });
+});
 
 describe("redis backend: release notifications (watch)", () => {
   it("calls the listener when another connection releases or force-releases the key", async () => {

@@ -3,10 +3,12 @@
 // Redis Cluster node that owns the lock's slot, over keys that Redis Cluster keeps in one slot
 // per lock name (keys.ts). This file maps steps to scripts and replies to results. On the
 // lock path (acquire, renew, release while connected): one EVALSHA per call, reply handlers
-// bound once, no per-call closures, shared results for the outcomes that carry no data (a
-// contended acquire allocates its result only to carry the holder's remaining lease).
+// bound once (but acquire's, a closure over the TTL its reply's expiry is derived from), shared
+// results for the outcomes that carry no data (a contended acquire allocates its result only to
+// carry the holder's remaining lease).
 // Batched renewals are cut into script calls by batch.ts; release notifications come over a
-// second, subscriber connection (watcher.ts). The mutex's steps are this class's methods
+// second, subscriber connection (watcher.ts), published only for names someone watches
+// (watched.ts). The mutex's steps are this class's methods
 // (MutexSteps serves them, and the leader kind's, through LockBackend.steps); the kinds with a
 // queue (read/write locks, semaphores, fair mutexes) are queue.ts, with their own scripts and
 // keys on the same two connections.
@@ -47,6 +49,7 @@ import {
 import { RedisQueueSteps } from "./queue.js";
 import { TickBatcher } from "./tick-batch.js";
 import { ReleaseWatcher } from "./watcher.js";
+import { FLAG_REFRESH_MS, WatchFlags } from "./watched.js";
 
 // Results that carry nothing per call are shared, frozen, so the lock path allocates none.
 const NOT_ACQUIRED: MutexAcquireResult = Object.freeze({ acquired: false });
@@ -63,6 +66,21 @@ function toReleaseResult(reply: ReleaseReply): ReleaseResult {
 }
 
 const isDeleted = (reply: number): boolean => reply === DELETED;
+
+/**
+ * The result of an acquire whose reply was one number (scripts.ts AcquireReply): > 0, acquired,
+ * with the server's clock in µs as fence, so acquiredAtMs is its whole ms; else contended,
+ * `-1 - PTTL` (0: a lock without TTL, which tells no end).
+ */
+function acquiredOrNot(reply: number, ttlMs: number): MutexAcquireResult {
+  if (reply > 0) {
+    const acquiredAtMs = Math.floor(reply / 1000);
+    return { acquired: true, fence: reply, acquiredAtMs, expiresAtMs: acquiredAtMs + ttlMs };
+  }
+  return reply < 0 ? { acquired: false, retryAfterMs: -1 - reply } : NOT_ACQUIRED;
+}
+
+const noop = (): void => undefined;
 
 /** A release waiting for its batch. */
 interface Releasing {
@@ -120,6 +138,8 @@ export class RedisBackend implements LockBackend, MutexStore {
   readonly #hostname = hostname();
   readonly #reclaim: "1" | "0";
   readonly #watcher: ReleaseWatcher;
+  /** The watched flags of this backend's mutex watches (watched.ts). */
+  readonly #flags: WatchFlags;
   /** Set by close(): the client may still say "ready" while QUIT is under way. */
   #closed = false;
   #renewCalls = 0;
@@ -164,12 +184,15 @@ export class RedisBackend implements LockBackend, MutexStore {
       this.#acquires = new TickBatcher((req) => this.#acquireOne(req), (reqs) => this.#acquireMany(reqs), this.#releases);
     }
     const shown = this.#conn.url;
+    this.#flags = new WatchFlags(this.#conn, this.#keys, log);
     this.#watcher = new ReleaseWatcher({
       create: () => createSubscriber(config, shown),
       commandTimeoutMs: config.commandTimeoutMs,
       log,
       url: shown,
       scrub: scrubberFor(config.url),
+      // Woken once the flags are back (or after a refresh period without: polls cover the rest).
+      beforeWake: () => this.#flags.restored(FLAG_REFRESH_MS),
     });
   }
 
@@ -212,13 +235,29 @@ export class RedisBackend implements LockBackend, MutexStore {
 
   /**
    * Calls `listener` when `key` is released or force-released by any host on this server or
-   * cluster (LockBackend.watch), over a subscriber connection opened on the first watch.
-   * `ready` settles once SUBSCRIBE is confirmed, or after commandTimeoutMs if it is not.
-   * After the subscriber reconnects every listener is called once (a release may have been
-   * missed meanwhile). A lease that merely expires is not signalled.
+   * cluster, or its holder proclaims (LockBackend.watch), over a subscriber connection opened
+   * on the first watch. The name is flagged as watched while the watch is open (watched.ts:
+   * release, force-release and proclaim publish only then). `ready` settles once SUBSCRIBE is
+   * confirmed and the flag is set, or after commandTimeoutMs if they are not. After the
+   * subscriber reconnects every listener is called once (a release may have been missed
+   * meanwhile). A lease that merely expires is not signalled.
    */
   watch(key: string, listener: () => void): ReleaseWatch {
-    return this.#watcher.watch(this.#keys.released(key), listener);
+    const watch = this.#watcher.watch(this.#keys.released(key), listener);
+    if (this.#closed) return watch;
+    const flag = this.#flags.hold(key);
+    return {
+      ready: Promise.all([watch.ready, flag.ready]).then(noop),
+      close: () => {
+        watch.close();
+        flag.close();
+      },
+    };
+  }
+
+  /** Script calls that set watched flags so far (first watches of a name, refreshes, reconnects). */
+  get flagCalls(): number {
+    return this.#flags.setCalls;
   }
 
   /** Deletes the lock if `owner` still holds `key` (LockBackend.release). */
@@ -277,14 +316,18 @@ export class RedisBackend implements LockBackend, MutexStore {
    */
   proclaim(key: string, owner: string, value: string): Promise<boolean> {
     return this.#conn.whenReady(() =>
-      this.#redis.lockhostProclaim(this.#keys.lock(key), owner, value, this.#keys.released(key)).then((reply) => reply === 1, this.#fail),
+      this.#redis
+        .lockhostProclaim(this.#keys.lock(key), this.#keys.watched(key), owner, value, this.#keys.released(key))
+        .then((reply) => reply === 1, this.#fail),
     );
   }
 
   /** Deletes the lock whoever holds it; the fence counter stays (LockBackend.forceRelease). */
   forceRelease(key: string): Promise<boolean> {
     return this.#conn.whenReady(() =>
-      this.#redis.lockhostForceRelease(this.#keys.lock(key), this.#keys.released(key), this.#keys.holderHead).then(isDeleted, this.#fail),
+      this.#redis
+        .lockhostForceRelease(this.#keys.lock(key), this.#keys.watched(key), this.#keys.released(key), this.#keys.holderHead)
+        .then(isDeleted, this.#fail),
     );
   }
 
@@ -318,6 +361,7 @@ export class RedisBackend implements LockBackend, MutexStore {
     // Calls made before close() and still waiting for their tick's batch go ahead of QUIT.
     this.#acquires?.flush();
     this.#releases?.flush();
+    this.#flags.close();
     await Promise.all([this.#conn.close(), this.#watcher.close()]);
   }
 
@@ -326,13 +370,13 @@ export class RedisBackend implements LockBackend, MutexStore {
   }
 
   #acquireOne(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
-    const { key, holder } = req;
+    const { key, holder, ttlMs } = req;
     return this.#redis
       .lockhostAcquire(
-        this.#keys.lock(key), this.#keys.fence(key), req.owner, req.ttlMs,
+        this.#keys.lock(key), this.#keys.fence(key), req.owner, ttlMs,
         holder.plugin, holder.node, this.#hostname, this.instanceId, this.#reclaim,
       )
-      .then(this.#onAcquire, this.#fail);
+      .then((reply) => this.#onAcquire(reply, ttlMs), this.#fail);
   }
 
   #acquireMany(reqs: readonly MutexAcquireRequest[]): Promise<(MutexAcquireResult | Error)[]> {
@@ -353,7 +397,9 @@ export class RedisBackend implements LockBackend, MutexStore {
       args[a + 2] = req.holder.plugin;
       args[a + 3] = req.holder.node;
     }
-    return this.#redis.lockhostAcquireMany(args).then((replies) => this.#perCall(replies, this.#onAcquire), this.#fail);
+    return this.#redis
+      .lockhostAcquireMany(args)
+      .then((replies) => this.#perCall(replies, (reply, j) => this.#onAcquire(reply, reqs[j]!.ttlMs)), this.#fail);
   }
 
   #renew(key: string, owner: string, ttlMs: number): Promise<RenewResult> {
@@ -366,28 +412,30 @@ export class RedisBackend implements LockBackend, MutexStore {
 
   #releaseOne(key: string, owner: string): Promise<ReleaseResult> {
     return this.#redis
-      .lockhostRelease(this.#keys.lock(key), owner, this.#keys.released(key), this.instanceId, this.#keys.holderHead)
+      .lockhostRelease(this.#keys.lock(key), this.#keys.watched(key), owner, this.#keys.released(key), this.instanceId, this.#keys.holderHead)
       .then(toReleaseResult, this.#fail);
   }
 
   #releaseMany(rs: readonly Releasing[]): Promise<(ReleaseResult | Error)[]> {
     const n = rs.length;
-    const args = new Array<string | number>(3 + 3 * n);
-    args[0] = n;
-    args[1 + n] = this.instanceId;
-    args[2 + n] = this.#keys.holderHead;
+    const args = new Array<string | number>(3 + 4 * n);
+    args[0] = 2 * n;
+    const head = 1 + 2 * n;
+    args[head] = this.instanceId;
+    args[head + 1] = this.#keys.holderHead;
     for (let j = 0; j < n; j++) {
       const { key, owner } = rs[j]!;
-      args[1 + j] = this.#keys.lock(key);
-      args[3 + n + 2 * j] = owner;
-      args[4 + n + 2 * j] = this.#keys.released(key);
+      args[1 + 2 * j] = this.#keys.lock(key);
+      args[2 + 2 * j] = this.#keys.watched(key);
+      args[head + 2 + 2 * j] = owner;
+      args[head + 3 + 2 * j] = this.#keys.released(key);
     }
     return this.#redis.lockhostReleaseMany(args).then((replies) => this.#perCall(replies, toReleaseResult), this.#fail);
   }
 
   /** Each call's result from a batch's replies; a string is the error of a call Redis refused on its own. */
-  #perCall<R, T>(replies: readonly (R | string)[], result: (reply: R) => T): (T | Error)[] {
-    return replies.map((reply) => (typeof reply === "string" ? this.#conn.toError(refused(reply)) : result(reply)));
+  #perCall<R, T>(replies: readonly (R | string)[], result: (reply: R, index: number) => T): (T | Error)[] {
+    return replies.map((reply, j) => (typeof reply === "string" ? this.#conn.toError(refused(reply)) : result(reply, j)));
   }
 
   #renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
@@ -403,9 +451,8 @@ export class RedisBackend implements LockBackend, MutexStore {
     return Promise.all(sent).then(() => results, this.#fail);
   }
 
-  readonly #onAcquire = (reply: AcquireReply): MutexAcquireResult => {
-    // Contended: the reply is the holder's PTTL; -1 (a lock without TTL) tells no end.
-    if (typeof reply === "number") return reply >= 0 ? { acquired: false, retryAfterMs: reply } : NOT_ACQUIRED;
+  #onAcquire(reply: AcquireReply, ttlMs: number): MutexAcquireResult {
+    if (typeof reply === "number") return acquiredOrNot(reply, ttlMs);
     if (reply.length > 3) {
       const [fence, , , oldFence, redisKey, node] = reply as Extract<AcquireReply, { length: 6 }>;
       // The earlier holder may still be running (a paused process, not a dead one): its fence
@@ -416,7 +463,7 @@ export class RedisBackend implements LockBackend, MutexStore {
       );
     }
     return { acquired: true, fence: reply[0], acquiredAtMs: reply[1], expiresAtMs: reply[2] };
-  };
+  }
 
   readonly #fail = (err: unknown): never => {
     throw this.#conn.toError(err);

@@ -1,6 +1,8 @@
 // Where a lock lives in Redis. Each lock name has two keys: the lock record and its fence
-// counter. Both carry the same Redis Cluster hash tag, so one script can touch both on a
-// cluster (a script may only use keys of one slot) and a name always maps to one slot. A
+// counter, and a third while anyone watches it: the watched flag, a small key with a TTL that
+// tells release, force-release and proclaim to publish (watched.ts). All carry the same Redis
+// Cluster hash tag, so one script can touch them on a cluster (a script may only use keys of
+// one slot) and a name always maps to one slot. A
 // lock's release channel (pub/sub, for waiters) carries the same tag, only so that an
 // operator reads it as the lock's: channels are not keys, and a PUBLISH reaches every node.
 // Read/write locks and semaphores have five keys per name in each kind's own namespace
@@ -36,6 +38,7 @@ export class KeyLayout {
   readonly #lockHead: string;
   readonly #fenceHead: string;
   readonly #releasedHead: string;
+  readonly #watchedHead: string;
 
   /** @throws LockhostError CONFIG_INVALID when `prefix` contains a brace (it would steal the hash tag). */
   constructor(prefix: string) {
@@ -49,6 +52,7 @@ export class KeyLayout {
     this.#lockHead = `${prefix}lock:{`;
     this.#fenceHead = `${prefix}fence:{`;
     this.#releasedHead = `${prefix}released:{`;
+    this.#watchedHead = `${prefix}watched:{`;
   }
 
   /** The key of the lock record (a hash with a TTL) of `name`. */
@@ -69,9 +73,17 @@ export class KeyLayout {
     return `${this.prefix}holder:`;
   }
 
-  /** The pub/sub channel the release and force-release scripts publish on for `name`. */
+  /** The pub/sub channel the release, force-release and proclaim scripts publish on for `name`. */
   released(name: string): string {
     return this.#releasedHead + hashTag(name) + "}";
+  }
+
+  /**
+   * The flag that someone watches `name` (a string with a TTL its watchers keep refreshing,
+   * watched.ts): while it exists, release, force-release and proclaim publish on released(name).
+   */
+  watched(name: string): string {
+    return this.#watchedHead + hashTag(name) + "}";
   }
 }
 

@@ -1,5 +1,6 @@
 // Release notifications over Redis pub/sub (LockBackend.watch). The release and force-release
-// scripts PUBLISH on the lock's channel (scripts.ts); this side holds one subscriber connection
+// scripts PUBLISH on the lock's channel (scripts.ts; the mutex's only while someone flagged the
+// name as watched, watched.ts); this side holds one subscriber connection
 // per backend, opened on the first watch, shared by every watched key: a channel is subscribed
 // with its first watcher and unsubscribed with its last.
 //
@@ -25,6 +26,12 @@ export interface WatcherOptions {
   /** The server's URL, password masked. */
   readonly url: string;
   readonly scrub: Scrubber;
+  /**
+   * Awaited after a resync's SUBSCRIBE and before it wakes the watchers (settling, never
+   * rejecting): the mutex's watched flags are back (watched.ts restored), so every release
+   * after the watchers' retries publishes.
+   */
+  readonly beforeWake?: () => Promise<void>;
 }
 
 /** The pub/sub side of one RedisBackend. */
@@ -131,10 +138,13 @@ export class ReleaseWatcher {
     const client = this.#client;
     if (this.#closed || !client || this.#subscribed.size === 0) return;
     this.#missed = false;
-    void this.#subscribe(client, [...this.#listeners.keys()]).then(() => {
-      this.#listeners.wakeAll();
-      for (const resynced of this.#resynced) resynced();
-    });
+    const beforeWake = this.#options.beforeWake;
+    void this.#subscribe(client, [...this.#listeners.keys()])
+      .then(beforeWake && (() => beforeWake()))
+      .then(() => {
+        this.#listeners.wakeAll();
+        for (const resynced of this.#resynced) resynced();
+      });
   };
 
   readonly #onMessage = (channel: string, payload: string): void => {

@@ -210,6 +210,8 @@ describe("Host", () => {
     if (err instanceof Host) hosts.push(err);
     expect(err).toMatchObject({ code: "CONFIG_INVALID", message: expect.stringMatching(/^\/etc\/lockhost.toml: \[locking\.(redis|pg)\]: the (redis|pg) backend refused this host for good/) });
     expect((err as Error).message).toMatch(why);
+    // A refusal for good offers no hope of a retry in the background.
+    expect((err as Error).message).not.toContain("reconnecting in the background");
   });
 
   it.each(GUEST_RUNTIMES)("ends a %s guest's wait at once on stop (-CANCELLED), instead of sitting out its wait_ms", async (runtime) => {

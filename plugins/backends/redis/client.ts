@@ -26,6 +26,8 @@ import { createClient, type LockClient } from "./connect.js";
 import { backendError, unreachableMessage, type ErrorContext } from "./errors.js";
 import { warnIfEvictingFences } from "./policy.js";
 
+/** What a call's error says of the client while Redis is down (a refusal for good says otherwise: index.ts ping). */
+export const RECONNECTING = "reconnecting in the background";
 /** While Redis stays unreachable, the same error is logged again at most this often. */
 const REPEAT_LOG_MS = 60_000;
 
@@ -164,7 +166,7 @@ export class RedisConnection {
   #downError(): LockhostError {
     const downMs = this.#downSince ? Date.now() - this.#downSince : 0;
     const since = downMs > 0 ? ` for ${downMs} ms` : "";
-    const next = this.#ended ? "the client stopped and will not reconnect" : "reconnecting in the background";
+    const next = this.#ended ? "the client stopped and will not reconnect" : RECONNECTING;
     return new LockhostError("BACKEND_UNAVAILABLE", unreachableMessage(this.#context(), `has been unreachable${since}; ${next}`));
   }
 

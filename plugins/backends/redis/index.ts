@@ -16,7 +16,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Logger } from "pino";
 import type { RedisConfig } from "./config.js";
-import { LockhostError, markPermanent, scrubberFor } from "../../../kit/index.js";
+import { isPermanent, LockhostError, markPermanent, scrubberFor } from "../../../kit/index.js";
 
 /** Connection errors that retrying cannot cure: credentials refused (not a name that does not resolve yet). */
 const REDIS_PERMANENT = /WRONGPASS|NOAUTH|invalid password|invalid username|NOPERM/i;
@@ -38,7 +38,7 @@ import type {
 } from "../../../kit/index.js";
 import { LOCK_KINDS, StepsByKind } from "../../../kit/index.js";
 import { renewCalls } from "./batch.js";
-import { RedisConnection } from "./client.js";
+import { RECONNECTING, RedisConnection } from "./client.js";
 import { createSubscriber, type LockClient } from "./connect.js";
 import { KeyLayout } from "./keys.js";
 import { scanNames } from "./list.js";
@@ -292,7 +292,9 @@ export class RedisBackend implements LockBackend, MutexStore {
     return this.#conn
       .whenReady(() => this.#redis.ping().then(() => undefined, this.#fail))
       .catch((err: unknown) => {
-        throw markPermanent(err, REDIS_PERMANENT);
+        const e = markPermanent(err, REDIS_PERMANENT);
+        // Refused for good (credentials): the client's "reconnecting in the background" is no hope to offer.
+        throw isPermanent(e) ? new LockhostError(e.code, e.message.replace(RECONNECTING, "retrying cannot help"), { details: e.details }) : e;
       });
   }
 

@@ -2,7 +2,7 @@
 // acquisition built on it. Waiters of one host on one key queue in arrival order (WaitQueues)
 // and only the head asks the backend; it sleeps until a release, the holder's lease end, or a
 // jittered poll. Written once here, above every backend.
-import { v4 as uuidv4 } from "uuid";
+import { randomUUID } from "node:crypto";
 import { LockhostError } from "../../kit/errors.js";
 import type { AcquireResult } from "../../kit/steps.js";
 import { kindName, limitOf, modeOf, waitKey } from "./kinds.js";
@@ -60,7 +60,7 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
   // A waiting writer queues from its first attempt, so readers arriving after it stand behind it,
   // and keeps one owner for all its attempts: its place in the queue is that owner's.
   const writer = waitMs > 0 && KINDS[request.spec.kind].queuesExclusive && modeOf(request.spec) === "exclusive";
-  const queue: Queueing | undefined = writer ? { queueMs: queueMsOf(core), owner: request.owner ?? uuidv4() } : undefined;
+  const queue: Queueing | undefined = writer ? { queueMs: queueMsOf(core), owner: request.owner ?? randomUUID() } : undefined;
   const first = await core.track(attempt(core, request, asIs, queue?.queueMs, queue?.owner));
   if (first instanceof Lease) return first;
   if (waitMs === 0) throw timeoutError(request, 0, waitMs);
@@ -74,7 +74,7 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
 async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended: (result: Contended) => C, queueMs = 0, minted?: string): Promise<Lease | C> {
   const { name, ttlMs, keepalive, spec } = request;
   const holder = { plugin: request.plugin, node: core.node };
-  const owner = request.owner ?? minted ?? uuidv4();
+  const owner = request.owner ?? minted ?? randomUUID();
   if (request.owner !== undefined) checkOwnerFree(core, name, owner);
   // The host's deadline counts from before the request left, so it never outlives the server's.
   const sentAt = performance.now();

@@ -5,9 +5,10 @@
 import { randomUUID } from "node:crypto";
 import { LockhostError } from "../../kit/errors.js";
 import type { AcquireResult } from "../../kit/steps.js";
+import type { Holder } from "../../kit/backend.js";
 import { kindName, limitOf, modeOf, waitKey } from "./kinds.js";
 import { KINDS } from "../../kit/kinds.js";
-import { closedError, kindOf, type ServiceCore } from "./core.js";
+import { backendError, closedError, kindOf, type ServiceCore } from "./core.js";
 import { Lease } from "./lease.js";
 import type { CheckedRequest, TryLockOptions } from "./request.js";
 import { jittered, timerMs, Waiter } from "./waiting.js";
@@ -49,7 +50,7 @@ const asIs = (r: Contended): Contended => r;
 export function tryChecked(core: ServiceCore, request: CheckedRequest): Promise<Lease | null> {
   // Not async: the lock path is measured in microseconds, and one more frame is one more microtask.
   if (core.closing) return Promise.reject(closedError());
-  return core.track(attempt(core, request, contendedAsNull));
+  return attempt(core, request, contendedAsNull);
 }
 
 /** Takes a checked request's key, waiting up to `waitMs` (validated) for it (see LockService.acquire). */
@@ -61,7 +62,7 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
   // and keeps one owner for all its attempts: its place in the queue is that owner's.
   const writer = waitMs > 0 && KINDS[request.spec.kind].queuesExclusive && modeOf(request.spec) === "exclusive";
   const queue: Queueing | undefined = writer ? { queueMs: queueMsOf(core), owner: request.owner ?? randomUUID() } : undefined;
-  const first = await core.track(attempt(core, request, asIs, queue?.queueMs, queue?.owner));
+  const first = await attempt(core, request, asIs, queue?.queueMs, queue?.owner);
   if (first instanceof Lease) return first;
   if (waitMs === 0) throw timeoutError(request, 0, waitMs);
   return wait(core, request, first, started, waitMs, signal, queue);
@@ -69,32 +70,45 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
 
 /**
  * One atomic attempt: a Lease, or what `contended` makes of the contended result (with the
- * backend's retry hint). Mapped here rather than by a `.then` after: one promise less.
+ * backend's retry hint). Mapped here rather than by a `.then` after: one promise less. The
+ * backend is awaited in place (no closure, no `.catch` promise per call) and the attempt is
+ * counted in flight for close() by a number, not by tracking its promise.
  */
 async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended: (result: Contended) => C, queueMs = 0, minted?: string): Promise<Lease | C> {
-  const { name, ttlMs, keepalive, spec } = request;
-  const holder = { plugin: request.plugin, node: core.node };
+  const { name, ttlMs, spec } = request;
   const owner = request.owner ?? minted ?? randomUUID();
   if (request.owner !== undefined) checkOwnerFree(core, name, owner);
-  // The host's deadline counts from before the request left, so it never outlives the server's.
-  const sentAt = performance.now();
+  const holder = core.holderOf(request.plugin);
   const steps = core.steps(spec.kind);
-  let result: AcquireResult;
+  core.attemptStarted();
   try {
-    // Only a waiting writer passes a queueMs (acquireChecked).
-    result = await core.backendCall(() => steps.acquire({ key: name, owner, ttlMs, holder, mode: modeOf(spec), limit: limitOf(spec), queueMs }));
-  } catch (err) {
-    // A timed-out or cut-off acquire may still have been applied on the server. A minted owner
-    // is ours alone, so giving it back can delete nothing else; a caller's owner may name a
-    // lock someone holds already, so that one is left to its TTL (or the caller's release).
-    if (request.owner === undefined) void core.giveBack(name, owner, spec.kind);
-    throw err;
+    // The host's deadline counts from before the request left, so it never outlives the server's.
+    const sentAt = performance.now();
+    let result: AcquireResult;
+    try {
+      // Only a waiting writer passes a queueMs (acquireChecked).
+      result = await steps.acquire({ key: name, owner, ttlMs, holder, mode: modeOf(spec), limit: limitOf(spec), queueMs });
+    } catch (err) {
+      // A timed-out or cut-off acquire may still have been applied on the server. A minted owner
+      // is ours alone, so giving it back can delete nothing else; a caller's owner may name a
+      // lock someone holds already, so that one is left to its TTL (or the caller's release).
+      if (request.owner === undefined) void core.giveBack(name, owner, spec.kind);
+      throw backendError(err);
+    }
+    if (core.closing) {
+      // close() began while the backend worked: nobody may get a lease now (close() waits for this).
+      if (result.acquired) await core.giveBack(name, owner, spec.kind);
+      throw closedError();
+    }
+    return taken(core, request, result, owner, holder, sentAt, contended);
+  } finally {
+    core.attemptDone();
   }
-  if (core.closing) {
-    // close() began while the backend worked: nobody may get a lease now (close() waits for this).
-    if (result.acquired) await core.giveBack(name, owner, spec.kind);
-    throw closedError();
-  }
+}
+
+/** What an attempt's answer makes: a held Lease, or the contended outcome. */
+function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireResult, owner: string, holder: Holder, sentAt: number, contended: (result: Contended) => C): Lease | C {
+  const { name, ttlMs, keepalive, spec } = request;
   if (!result.acquired) {
     if ("limit" in result && result.limit !== undefined && KINDS[spec.kind].limit !== null) throw permitsMismatch(request, limitOf(spec), result.limit);
     core.contended++;
@@ -150,7 +164,7 @@ async function wait(
       if (core.closing) throw closedError();
       const head = core.waits.isHead(queueKey, waiter);
       if (head && shouldTry) {
-        const result = await core.track(attempt(core, request, asIs, queue?.queueMs, queue?.owner));
+        const result = await attempt(core, request, asIs, queue?.queueMs, queue?.owner);
         if (result instanceof Lease) {
           acquired = true;
           return result;

@@ -119,7 +119,7 @@ export class ServiceCore {
   hold(lease: Lease): void {
     this.held.set(lease.owner, lease);
     this.acquisitions++;
-    if (lease.keepalive) this.renewals.watch(lease);
+    if (lease.keepalive) this.renewals.start(lease);
     if (this.events.wants("acquired")) {
       this.events.emit({ type: "acquired", ...kindOf(lease), name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, ttlMs: lease.ttlMs, atMs: Date.now() });
     }

@@ -2,7 +2,7 @@
 // acquisition built on it. Waiters of one host on one key queue in arrival order (WaitQueues)
 // and only the head asks the backend; it sleeps until a release, the holder's lease end, or a
 // jittered poll. Written once here, above every backend.
-import { randomUUID } from "node:crypto";
+import { mintOwner } from "./owner-token.js";
 import { LockhostError } from "../../kit/errors.js";
 import type { AcquireResult } from "../../kit/steps.js";
 import type { Holder } from "../../kit/backend.js";
@@ -61,7 +61,7 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
   // A waiting writer queues from its first attempt, so readers arriving after it stand behind it,
   // and keeps one owner for all its attempts: its place in the queue is that owner's.
   const writer = waitMs > 0 && KINDS[request.spec.kind].queuesExclusive && modeOf(request.spec) === "exclusive";
-  const queue: Queueing | undefined = writer ? { queueMs: queueMsOf(core), owner: request.owner ?? randomUUID() } : undefined;
+  const queue: Queueing | undefined = writer ? { queueMs: queueMsOf(core), owner: request.owner ?? mintOwner() } : undefined;
   const first = await attempt(core, request, asIs, queue?.queueMs, queue?.owner);
   if (first instanceof Lease) return first;
   if (waitMs === 0) throw timeoutError(request, 0, waitMs);
@@ -76,7 +76,7 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
  */
 async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended: (result: Contended) => C, queueMs = 0, minted?: string): Promise<Lease | C> {
   const { name, ttlMs, spec } = request;
-  const owner = request.owner ?? minted ?? randomUUID();
+  const owner = request.owner ?? minted ?? mintOwner();
   if (request.owner !== undefined) checkOwnerFree(core, name, owner);
   const holder = core.holderOf(request.plugin);
   const steps = core.steps(spec.kind);

@@ -119,7 +119,7 @@ function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireRes
     name, owner, fence, ttlMs, holder, acquiredAtMs, expiresAtMs, deadline: sentAt + ttlMs, keepalive, hooks: core.hooks,
     kind: spec.kind, mode: modeOf(spec),
   });
-  core.hold(lease);
+  core.hold(lease, request.owner === undefined);
   return lease;
 }
 

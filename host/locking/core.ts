@@ -9,6 +9,7 @@ import type { Holder, LockBackend } from "../../kit/backend.js";
 import type { Lease, LeaseHooks } from "./lease.js";
 import { LockEvents } from "./events.js";
 import { leases } from "./lease-control.js";
+import { HeldLeases } from "./held-leases.js";
 import { ReleasedOwners } from "./released-owners.js";
 import { RenewalManager, type RenewalHost } from "./renewal.js";
 import { verifyHeld } from "./verify.js";
@@ -37,7 +38,7 @@ export class ServiceCore {
   /** This host's node name, recorded as the holder of every lock it takes. */
   readonly node: string;
   /** Held leases by owner token (restore finds a lease this service holds by it). */
-  readonly held = new Map<string, Lease>();
+  readonly held = new HeldLeases();
   readonly renewals: RenewalManager;
   readonly waits: WaitQueues;
   /** The longest pause between two tries of a waiting acquisition (jittered). */
@@ -115,9 +116,12 @@ export class ServiceCore {
     return steps;
   }
 
-  /** Takes a new lease into the service's books: held, counted, and renewed if it has keepalive. */
-  hold(lease: Lease): void {
-    this.held.set(lease.owner, lease);
+  /**
+   * Takes a new lease into the service's books: held, counted, and renewed if it has keepalive.
+   * `minted`: its owner token is one this service minted for it (not a caller's).
+   */
+  hold(lease: Lease, minted: boolean): void {
+    this.held.add(lease, minted);
     this.acquisitions++;
     if (lease.keepalive) this.renewals.start(lease);
     if (this.events.wants("acquired")) {

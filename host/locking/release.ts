@@ -13,8 +13,8 @@ import { setKeepalive } from "./renew.js";
  */
 export async function release(core: ServiceCore, lease: Lease): Promise<void> {
   core.checkUsable(lease);
-  // Leave the map first: a concurrent releaseAll must not release the same lease again.
-  core.held.delete(lease.owner);
+  // Leave the books first: a concurrent releaseAll must not release the same lease again.
+  const minted = core.held.delete(lease.owner);
   core.renewals.forget(lease);
   leases.setState(lease, "released");
   let result: ReleaseResult;
@@ -23,7 +23,7 @@ export async function release(core: ServiceCore, lease: Lease): Promise<void> {
   } catch (err) {
     // The release did not happen: the lease is still ours until its TTL ends.
     leases.setState(lease, "held");
-    core.held.set(lease.owner, lease);
+    core.held.add(lease, minted);
     // Its renewals, or the watch on its end that its observers rely on, resume.
     if (lease.keepalive || lease.observed) core.renewals.watch(lease);
     throw backendError(err);
@@ -61,7 +61,7 @@ export async function releaseIfHeld(core: ServiceCore, lease: Lease): Promise<Lo
 
 /** Releases every lease `core` holds; failures are returned, not thrown. */
 export async function releaseAll(core: ServiceCore): Promise<LockhostError[]> {
-  const held = [...core.held.values()];
+  const held = core.held.values();
   const settled = await Promise.allSettled(held.map((l) => release(core, l)));
   return settled.flatMap((s) => (s.status === "rejected" ? [toLockhostError(s.reason)] : []));
 }

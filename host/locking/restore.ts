@@ -81,7 +81,8 @@ async function restoreNamed(core: ServiceCore, { name, kind }: CheckedRef, owner
     kind,
     mode: record.mode,
   });
-  core.hold(lease);
+  // The owner token came from outside: not one this service minted.
+  core.hold(lease, false);
   return lease;
 }
 

@@ -4,8 +4,7 @@
 // jittered poll. Written once here, above every backend.
 import { mintOwner } from "./owner-token.js";
 import { LockhostError } from "../../kit/errors.js";
-import type { AcquireResult } from "../../kit/steps.js";
-import type { Holder } from "../../kit/backend.js";
+import type { AcquireRequest, AcquireResult } from "../../kit/steps.js";
 import { kindName, limitOf, modeOf, waitKey } from "./kinds.js";
 import { KINDS } from "../../kit/kinds.js";
 import { backendError, closedError, kindOf, type ServiceCore } from "./core.js";
@@ -72,42 +71,54 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
  * One atomic attempt: a Lease, or what `contended` makes of the contended result (with the
  * backend's retry hint). Mapped here rather than by a `.then` after: one promise less. The
  * backend is awaited in place (no closure, no `.catch` promise per call) and the attempt is
- * counted in flight for close() by a number, not by tracking its promise.
+ * counted in flight for close() by a number, not by tracking its promise. What happens before
+ * and after the await lives in plain functions: an async function keeps every local of its own
+ * in an object made per call, so the fewer it has, the less each attempt allocates.
  */
 async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended: (result: Contended) => C, queueMs = 0, minted?: string): Promise<Lease | C> {
-  const { name, ttlMs, spec } = request;
-  const owner = request.owner ?? minted ?? mintOwner();
-  if (request.owner !== undefined) checkOwnerFree(core, name, owner);
-  const holder = core.holderOf(request.plugin);
-  const steps = core.steps(spec.kind);
+  const req = acquireRequest(core, request, queueMs, minted);
+  const steps = core.steps(request.spec.kind);
   core.attemptStarted();
   try {
     // The host's deadline counts from before the request left, so it never outlives the server's.
     const sentAt = performance.now();
     let result: AcquireResult;
     try {
-      // Only a waiting writer passes a queueMs (acquireChecked).
-      result = await steps.acquire({ key: name, owner, ttlMs, holder, mode: modeOf(spec), limit: limitOf(spec), queueMs });
+      result = await steps.acquire(req);
     } catch (err) {
-      // A timed-out or cut-off acquire may still have been applied on the server. A minted owner
-      // is ours alone, so giving it back can delete nothing else; a caller's owner may name a
-      // lock someone holds already, so that one is left to its TTL (or the caller's release).
-      if (request.owner === undefined) void core.giveBack(name, owner, spec.kind);
-      throw backendError(err);
+      throw failed(core, request, req, err);
     }
     if (core.closing) {
       // close() began while the backend worked: nobody may get a lease now (close() waits for this).
-      if (result.acquired) await core.giveBack(name, owner, spec.kind);
+      if (result.acquired) await core.giveBack(req.key, req.owner, request.spec.kind);
       throw closedError();
     }
-    return taken(core, request, result, owner, holder, sentAt, contended);
+    return taken(core, request, result, req, sentAt, contended);
   } finally {
     core.attemptDone();
   }
 }
 
+/** The backend's request for one attempt, with its owner: the caller's, the waiter's (`minted`), or a fresh one. */
+function acquireRequest(core: ServiceCore, request: CheckedRequest, queueMs: number, minted: string | undefined): AcquireRequest {
+  const { name, spec } = request;
+  const owner = request.owner ?? minted ?? mintOwner();
+  if (request.owner !== undefined) checkOwnerFree(core, name, owner);
+  // Only a waiting writer passes a queueMs (acquireChecked).
+  return { key: name, owner, ttlMs: request.ttlMs, holder: core.holderOf(request.plugin), mode: modeOf(spec), limit: limitOf(spec), queueMs };
+}
+
+/** The error of an attempt the backend failed. */
+function failed(core: ServiceCore, request: CheckedRequest, req: AcquireRequest, err: unknown): LockhostError {
+  // A timed-out or cut-off acquire may still have been applied on the server. A minted owner
+  // is ours alone, so giving it back can delete nothing else; a caller's owner may name a
+  // lock someone holds already, so that one is left to its TTL (or the caller's release).
+  if (request.owner === undefined) void core.giveBack(req.key, req.owner, request.spec.kind);
+  return backendError(err);
+}
+
 /** What an attempt's answer makes: a held Lease, or the contended outcome. */
-function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireResult, owner: string, holder: Holder, sentAt: number, contended: (result: Contended) => C): Lease | C {
+function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireResult, req: AcquireRequest, sentAt: number, contended: (result: Contended) => C): Lease | C {
   const { name, ttlMs, keepalive, spec } = request;
   if (!result.acquired) {
     if ("limit" in result && result.limit !== undefined && KINDS[spec.kind].limit !== null) throw permitsMismatch(request, limitOf(spec), result.limit);
@@ -116,8 +127,8 @@ function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireRes
   }
   const { fence, acquiredAtMs, expiresAtMs } = result;
   const lease = new Lease({
-    name, owner, fence, ttlMs, holder, acquiredAtMs, expiresAtMs, deadline: sentAt + ttlMs, keepalive, hooks: core.hooks,
-    kind: spec.kind, mode: modeOf(spec),
+    name, owner: req.owner, fence, ttlMs, holder: req.holder, acquiredAtMs, expiresAtMs, deadline: sentAt + ttlMs, keepalive, hooks: core.hooks,
+    kind: spec.kind, mode: req.mode,
   });
   core.hold(lease, request.owner === undefined);
   return lease;

@@ -6,7 +6,8 @@
 // (a force-released holder told, vs redis-semaphore's onLockLost), election (a leader ended
 // without a notice, seen by another host's observer and campaigner), kinds (read/write locks and
 // semaphores on Redis and PostgreSQL, vs redis-semaphore's Semaphore and raw shared advisory locks),
-// http (a plugin's http client vs Node's global fetch and a bare undici Agent, on a local server).
+// http (a plugin's http client vs Node's global fetch and a bare undici Agent, on a local server),
+// service (the LockService's cost over its backend's bare steps, memory and Redis).
 //   npm run bench                 every part
 //   npm run bench -- redis pg     only those parts
 //   npm run bench -- --json       one JSON object per table row (part, path, p50Us, p99Us, opsPerSec, …)
@@ -19,6 +20,7 @@ import { kindsBench } from "./kinds.js";
 import { memoryBench } from "./memory.js";
 import { pgBench } from "./pg.js";
 import { redisBench } from "./redis.js";
+import { serviceBench } from "./service.js";
 import { reportAsJson } from "./stats.js";
 
 const PARTS: Record<string, () => Promise<void>> = {
@@ -31,6 +33,7 @@ const PARTS: Record<string, () => Promise<void>> = {
   election: electionBench,
   kinds: kindsBench,
   http: httpBench,
+  service: serviceBench,
 };
 
 async function main(): Promise<void> {

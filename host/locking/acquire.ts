@@ -2,12 +2,12 @@
 // acquisition built on it. Waiters of one host on one key queue in arrival order (WaitQueues)
 // and only the head asks the backend; it sleeps until a release, the holder's lease end, or a
 // jittered poll. Written once here, above every backend.
-import { v4 as uuidv4 } from "uuid";
+import { mintOwner } from "./owner-token.js";
 import { LockhostError } from "../../kit/errors.js";
-import type { AcquireResult } from "../../kit/steps.js";
+import type { AcquireRequest, AcquireResult } from "../../kit/steps.js";
 import { kindName, waitKey } from "./kinds.js";
 import { KINDS } from "../../kit/kinds.js";
-import { closedError, kindOf, type ServiceCore } from "./core.js";
+import { backendError, closedError, kindOf, type ServiceCore } from "./core.js";
 import { Lease } from "./lease.js";
 import type { CheckedRequest, TryLockOptions } from "./request.js";
 import { jittered, timerMs, Waiter } from "./waiting.js";
@@ -49,7 +49,7 @@ const asIs = (r: Contended): Contended => r;
 export function tryChecked(core: ServiceCore, request: CheckedRequest): Promise<Lease | null> {
   // Not async: the lock path is measured in microseconds, and one more frame is one more microtask.
   if (core.closing) return Promise.reject(closedError());
-  return core.track(attempt(core, request, contendedAsNull));
+  return attempt(core, request, contendedAsNull);
 }
 
 /** Takes a checked request's key, waiting up to `waitMs` (validated) for it (see LockService.acquire). */
@@ -60,8 +60,8 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
   // A waiting writer queues from its first attempt, so readers arriving after it stand behind it,
   // and keeps one owner for all its attempts: its place in the queue is that owner's.
   const writer = waitMs > 0 && KINDS[request.spec.kind].queuesExclusive && request.mode === "exclusive";
-  const queue: Queueing | undefined = writer ? { queueMs: queueMsOf(core), owner: request.owner ?? uuidv4() } : undefined;
-  const first = await core.track(attempt(core, request, asIs, queue?.queueMs, queue?.owner));
+  const queue: Queueing | undefined = writer ? { queueMs: queueMsOf(core), owner: request.owner ?? mintOwner() } : undefined;
+  const first = await attempt(core, request, asIs, queue?.queueMs, queue?.owner);
   if (first instanceof Lease) return first;
   if (waitMs === 0) throw timeoutError(request, 0, waitMs);
   return wait(core, request, first, started, waitMs, signal, queue);
@@ -69,43 +69,68 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
 
 /**
  * One atomic attempt: a Lease, or what `contended` makes of the contended result (with the
- * backend's retry hint). Mapped here rather than by a `.then` after: one promise less.
+ * backend's retry hint). Mapped here rather than by a `.then` after: one promise less. The
+ * backend is awaited in place (no closure, no `.catch` promise per call) and the attempt is
+ * counted in flight for close() by a number, not by tracking its promise. What happens before
+ * and after the await lives in plain functions: an async function keeps every local of its own
+ * in an object made per call, so the fewer it has, the less each attempt allocates.
  */
 async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended: (result: Contended) => C, queueMs = 0, minted?: string): Promise<Lease | C> {
-  const { name, ttlMs, keepalive, spec, mode, limit } = request;
-  const holder = { plugin: request.plugin, node: core.node };
-  const owner = request.owner ?? minted ?? uuidv4();
-  if (request.owner !== undefined) checkOwnerFree(core, name, owner);
-  // The host's deadline counts from before the request left, so it never outlives the server's.
-  const sentAt = performance.now();
-  const steps = core.steps(spec.kind);
-  let result: AcquireResult;
+  const req = acquireRequest(core, request, queueMs, minted);
+  const steps = core.steps(request.spec.kind);
+  core.attemptStarted();
   try {
-    // Only a waiting writer passes a queueMs (acquireChecked).
-    result = await core.backendCall(() => steps.acquire({ key: name, owner, ttlMs, holder, mode, limit, queueMs }));
-  } catch (err) {
-    // A timed-out or cut-off acquire may still have been applied on the server. A minted owner
-    // is ours alone, so giving it back can delete nothing else; a caller's owner may name a
-    // lock someone holds already, so that one is left to its TTL (or the caller's release).
-    if (request.owner === undefined) void core.giveBack(name, owner, spec.kind);
-    throw err;
+    // The host's deadline counts from before the request left, so it never outlives the server's.
+    const sentAt = performance.now();
+    let result: AcquireResult;
+    try {
+      result = await steps.acquire(req);
+    } catch (err) {
+      throw failed(core, request, req, err);
+    }
+    if (core.closing) {
+      // close() began while the backend worked: nobody may get a lease now (close() waits for this).
+      if (result.acquired) await core.giveBack(req.key, req.owner, request.spec.kind);
+      throw closedError();
+    }
+    return taken(core, request, result, req, sentAt, contended);
+  } finally {
+    core.attemptDone();
   }
-  if (core.closing) {
-    // close() began while the backend worked: nobody may get a lease now (close() waits for this).
-    if (result.acquired) await core.giveBack(name, owner, spec.kind);
-    throw closedError();
-  }
+}
+
+/** The backend's request for one attempt, with its owner: the caller's, the waiter's (`minted`), or a fresh one. */
+function acquireRequest(core: ServiceCore, request: CheckedRequest, queueMs: number, minted: string | undefined): AcquireRequest {
+  const { name } = request;
+  const owner = request.owner ?? minted ?? mintOwner();
+  if (request.owner !== undefined) checkOwnerFree(core, name, owner);
+  // Only a waiting writer passes a queueMs (acquireChecked).
+  return { key: name, owner, ttlMs: request.ttlMs, holder: core.holderOf(request.plugin), mode: request.mode, limit: request.limit, queueMs };
+}
+
+/** The error of an attempt the backend failed. */
+function failed(core: ServiceCore, request: CheckedRequest, req: AcquireRequest, err: unknown): LockhostError {
+  // A timed-out or cut-off acquire may still have been applied on the server. A minted owner
+  // is ours alone, so giving it back can delete nothing else; a caller's owner may name a
+  // lock someone holds already, so that one is left to its TTL (or the caller's release).
+  if (request.owner === undefined) void core.giveBack(req.key, req.owner, request.spec.kind);
+  return backendError(err);
+}
+
+/** What an attempt's answer makes: a held Lease, or the contended outcome. */
+function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireResult, req: AcquireRequest, sentAt: number, contended: (result: Contended) => C): Lease | C {
+  const { name, ttlMs, keepalive, spec } = request;
   if (!result.acquired) {
-    if ("limit" in result && result.limit !== undefined && KINDS[spec.kind].limit !== null) throw permitsMismatch(request, limit, result.limit);
+    if ("limit" in result && result.limit !== undefined && KINDS[spec.kind].limit !== null) throw permitsMismatch(request, request.limit, result.limit);
     core.contended++;
     return contended(result);
   }
   const { fence, acquiredAtMs, expiresAtMs } = result;
   const lease = new Lease({
-    name, owner, fence, ttlMs, holder, acquiredAtMs, expiresAtMs, deadline: sentAt + ttlMs, keepalive, hooks: core.hooks,
-    kind: spec.kind, mode,
+    name, owner: req.owner, fence, ttlMs, holder: req.holder, acquiredAtMs, expiresAtMs, deadline: sentAt + ttlMs, keepalive, hooks: core.hooks,
+    kind: spec.kind, mode: req.mode,
   });
-  core.hold(lease);
+  core.hold(lease, request.owner === undefined);
   return lease;
 }
 
@@ -150,7 +175,7 @@ async function wait(
       if (core.closing) throw closedError();
       const head = core.waits.isHead(queueKey, waiter);
       if (head && shouldTry) {
-        const result = await core.track(attempt(core, request, asIs, queue?.queueMs, queue?.owner));
+        const result = await attempt(core, request, asIs, queue?.queueMs, queue?.owner);
         if (result instanceof Lease) {
           acquired = true;
           return result;

@@ -13,11 +13,11 @@ export function close(core: ServiceCore, closeBackend: boolean): Promise<Lockhos
 /** Resolves to the errors of releases that failed (those locks end at their TTL). */
 async function closeOnce(core: ServiceCore, closeBackend: boolean): Promise<LockhostError[]> {
   core.closing = true;
-  // Waiting acquisitions end with CLOSED (they are counted in `acquiring` while they try).
+  // Waiting acquisitions end with CLOSED (they are counted in `inFlight` while they try).
   core.waits.wakeAll();
   core.sentinel.stop();
   // An acquisition that completes now gives its lock back itself (see attempt in acquire.ts).
-  await Promise.allSettled([...core.acquiring]);
+  await core.attemptsDrained();
   const failed = await releaseAll(core);
   core.renewals.close();
   core.closed = true;

@@ -5,10 +5,11 @@ import { ElectionSentinel } from "./election-sentinel.js";
 import { ELECTION } from "../../kit/kinds.js";
 import type { KeepaliveSettings } from "./options.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
-import type { LockBackend } from "../../kit/backend.js";
+import type { Holder, LockBackend } from "../../kit/backend.js";
 import type { Lease, LeaseHooks } from "./lease.js";
 import { LockEvents } from "./events.js";
 import { leases } from "./lease-control.js";
+import { HeldLeases } from "./held-leases.js";
 import { ReleasedOwners } from "./released-owners.js";
 import { RenewalManager, type RenewalHost } from "./renewal.js";
 import { verifyHeld } from "./verify.js";
@@ -37,7 +38,7 @@ export class ServiceCore {
   /** This host's node name, recorded as the holder of every lock it takes. */
   readonly node: string;
   /** Held leases by owner token (restore finds a lease this service holds by it). */
-  readonly held = new Map<string, Lease>();
+  readonly held = new HeldLeases();
   readonly renewals: RenewalManager;
   readonly waits: WaitQueues;
   /** The longest pause between two tries of a waiting acquisition (jittered). */
@@ -52,8 +53,14 @@ export class ServiceCore {
   readonly events = new LockEvents();
   /** Owner tokens released here, for restore's ALREADY_RELEASED. */
   readonly released = new ReleasedOwners();
-  /** Acquisitions still waiting on the backend; close() waits for them. */
-  readonly acquiring = new Set<Promise<unknown>>();
+  /**
+   * Acquisitions (and restores) waiting on the backend now; close() waits until none are. A
+   * count, not a set of their promises: tracking a promise took a Set entry, a closure and a
+   * `.then` per attempt.
+   */
+  inFlight = 0;
+  /** Resolves close()'s wait once inFlight drops to 0 (set only while close() waits). */
+  #drained: (() => void) | undefined = undefined;
   /** Set when close() starts: no new acquisitions; leases held can still renew and release. */
   closing = false;
   /** Set when close() is done: every call rejects with CLOSED. */
@@ -74,6 +81,9 @@ export class ServiceCore {
   readonly #mutexSteps: KindSteps | undefined;
   /** The other kinds' steps, asked for once each. */
   readonly #steps = new Map<LockKind, KindSteps>();
+  /** The holder record of each plugin that took a lock here (bounded: cleared when full), and the last one asked for. */
+  readonly #holders = new Map<string, Holder>();
+  #lastHolder: Holder | undefined = undefined;
 
   constructor(parts: ServiceParts) {
     this.backend = parts.backend;
@@ -106,22 +116,57 @@ export class ServiceCore {
     return steps;
   }
 
-  /** Takes a new lease into the service's books: held, counted, and renewed if it has keepalive. */
-  hold(lease: Lease): void {
-    this.held.set(lease.owner, lease);
+  /**
+   * Takes a new lease into the service's books: held, counted, and renewed if it has keepalive.
+   * `minted`: its owner token is one this service minted for it (not a caller's).
+   */
+  hold(lease: Lease, minted: boolean): void {
+    this.held.add(lease, minted);
     this.acquisitions++;
-    if (lease.keepalive) this.renewals.watch(lease);
+    if (lease.keepalive) this.renewals.start(lease);
     if (this.events.wants("acquired")) {
       this.events.emit({ type: "acquired", ...kindOf(lease), name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, ttlMs: lease.ttlMs, atMs: Date.now() });
     }
   }
 
-  /** Counts an acquisition in flight, so close() can wait for it. */
-  track<T>(acquisition: Promise<T>): Promise<T> {
-    this.acquiring.add(acquisition);
-    const forget = (): void => void this.acquiring.delete(acquisition);
-    acquisition.then(forget, forget);
-    return acquisition;
+  /**
+   * What every acquisition of `plugin` records as its holder: one frozen object per plugin,
+   * shared by its leases, rather than one per attempt. A host has a handful of plugins; the
+   * last one asked for is found without a lookup.
+   */
+  holderOf(plugin: string): Holder {
+    const last = this.#lastHolder;
+    if (last !== undefined && last.plugin === plugin) return last;
+    let holder = this.#holders.get(plugin);
+    if (holder === undefined) {
+      if (this.#holders.size >= KNOWN_HOLDERS) this.#holders.clear();
+      this.#holders.set(plugin, (holder = Object.freeze({ plugin, node: this.node })));
+    }
+    this.#lastHolder = holder;
+    return holder;
+  }
+
+  /** An acquisition (or restore) starts asking the backend: close() waits for it (pair with attemptDone). */
+  attemptStarted(): void {
+    this.inFlight++;
+  }
+
+  /** An acquisition that attemptStarted is over, lease handed out or given back. */
+  attemptDone(): void {
+    if (--this.inFlight === 0 && this.#drained !== undefined) {
+      const drained = this.#drained;
+      this.#drained = undefined;
+      drained();
+    }
+  }
+
+  /** Resolves once no acquisition is in flight (close(): no new ones start once `closing` is set). */
+  attemptsDrained(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const before = this.#drained;
+      this.#drained = before === undefined ? resolve : () => (before(), resolve());
+    });
   }
 
   /** Runs a backend step; any failure becomes BACKEND_UNAVAILABLE (not async: it is on the lock path). */
@@ -172,13 +217,21 @@ export class ServiceCore {
 
 const ignore = (): void => undefined;
 
+/** How many plugins' holder records holderOf keeps before it starts over. */
+const KNOWN_HOLDERS = 1_024;
+
 /** An event's kind field: absent for a mutex, so mutex events look as they always did. */
 export function kindOf(lease: { readonly kind: LockKind }): { kind?: LockKind } {
   return KINDS[lease.kind].isDefault ? {} : { kind: lease.kind };
 }
 
 function backendFailure(err: unknown): never {
-  throw toLockhostError(err, "BACKEND_UNAVAILABLE");
+  throw backendError(err);
+}
+
+/** What a failed backend step is to the caller: BACKEND_UNAVAILABLE, unless it already was a LockhostError. */
+export function backendError(err: unknown): LockhostError {
+  return toLockhostError(err, "BACKEND_UNAVAILABLE");
 }
 
 /** The error of every call made once the service is closing (acquisitions) or closed (the rest). */

@@ -47,9 +47,9 @@ export interface LeaseControl {
   markLost(lease: Lease, reason: LockhostError): void;
   /** The backend confirmed the release: the lease's signal aborts (ALREADY_RELEASED); onLost listeners are dropped. */
   markReleased(lease: Lease): void;
-  /** The renewal manager's entry for the lease, while it watches it. */
+  /** The renewal manager's slot for the lease while it watches it (its entry, or its place among pending leases). */
   renewalEntry(lease: Lease): unknown;
-  /** Sets (or clears, with undefined) the renewal manager's entry for the lease. */
+  /** Sets (or clears, with undefined) the renewal manager's slot for the lease. */
   setRenewalEntry(lease: Lease, entry: unknown): void;
 }
 
@@ -88,7 +88,7 @@ export class Lease {
   #controller: AbortController | undefined = undefined;
   #listeners: ((reason: LockhostError) => void)[] | undefined = undefined;
   #observed = false;
-  /** The renewal manager's entry while it watches this lease: release() finds it without a lookup. */
+  /** The renewal manager's slot while it watches this lease: release() finds it without a lookup. */
   #renewalEntry: unknown = undefined;
 
   static {

@@ -53,6 +53,12 @@ export async function tryRelease(core: ServiceCore, target: ReleaseTarget): Prom
   return releaseByOwner(core, target as Exclude<ReleaseTarget, Lease>);
 }
 
+/** Releases a lock by reference and owner token, throwing for every outcome but "released" (see LockService.release). */
+export async function releaseOrThrow(core: ServiceCore, target: Exclude<ReleaseTarget, Lease>): Promise<void> {
+  const outcome = await tryRelease(core, target);
+  if (outcome !== "released") throw outcomeError(outcome, target.name);
+}
+
 /** The error a throwing release raises for each outcome but "released". */
 export function outcomeError(outcome: Exclude<ReleaseOutcome, "released">, name: string): LockhostError {
   switch (outcome) {

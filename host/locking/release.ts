@@ -1,26 +1,33 @@
 // Giving locks back: one lease, one lease if still held (cleanup paths), or all of them.
 import { type LockhostError, toLockhostError } from "../../kit/errors.js";
-import { kindOf, lostError, type ServiceCore } from "./core.js";
+import type { ReleaseResult } from "../../kit/backend.js";
+import { backendError, kindOf, lostError, type ServiceCore } from "./core.js";
 import { waitKey } from "./kinds.js";
 import type { Lease } from "./lease.js";
 import { leases } from "./lease-control.js";
 import { setKeepalive } from "./renew.js";
 
-/** Releases `lease` (see LockService.release). */
+/**
+ * Releases `lease` (see LockService.release). The backend is awaited in place: no closure and
+ * no `.catch` promise per release.
+ */
 export async function release(core: ServiceCore, lease: Lease): Promise<void> {
   core.checkUsable(lease);
-  // Leave the map first: a concurrent releaseAll must not release the same lease again.
-  core.held.delete(lease.owner);
+  // Leave the books first: a concurrent releaseAll must not release the same lease again.
+  const minted = core.held.delete(lease.owner);
   core.renewals.forget(lease);
   leases.setState(lease, "released");
-  const result = await core.backendCall(() => core.steps(lease.kind).release(lease.name, lease.owner)).catch((err: unknown) => {
+  let result: ReleaseResult;
+  try {
+    result = await core.steps(lease.kind).release(lease.name, lease.owner);
+  } catch (err) {
     // The release did not happen: the lease is still ours until its TTL ends.
     leases.setState(lease, "held");
-    core.held.set(lease.owner, lease);
+    core.held.add(lease, minted);
     // Its renewals, or the watch on its end that its observers rely on, resume.
     if (lease.keepalive || lease.observed) core.renewals.watch(lease);
-    throw err;
-  });
+    throw backendError(err);
+  }
   if (result !== "released") {
     leases.setState(lease, "held");
     const e = lostError(lease, result);
@@ -54,7 +61,7 @@ export async function releaseIfHeld(core: ServiceCore, lease: Lease): Promise<Lo
 
 /** Releases every lease `core` holds; failures are returned, not thrown. */
 export async function releaseAll(core: ServiceCore): Promise<LockhostError[]> {
-  const held = [...core.held.values()];
+  const held = core.held.values();
   const settled = await Promise.allSettled(held.map((l) => release(core, l)));
   return settled.flatMap((s) => (s.status === "rejected" ? [toLockhostError(s.reason)] : []));
 }

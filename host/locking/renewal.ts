@@ -5,7 +5,10 @@
 // renewal that fails on I/O is retried a bounded number of times, spread over what is left
 // before the safety margin; one not confirmed by then, or refused by the backend, ends the
 // lease as lost. Leases without keepalive are watched only once someone observes them
-// (signal / onLost), and end as lost when their host-side deadline passes.
+// (signal / onLost), and end as lost when their host-side deadline passes. A new keepalive lease
+// waits in a bag (renewal-pending.ts) until one scan, queued in the same heap at the earliest
+// first renewal among them, moves the ones still held into the heap: a lease released before
+// then never costs an entry or a heap operation.
 import type { KeepaliveSettings } from "./options.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { RenewRequest, RenewResult } from "../../kit/backend.js";
@@ -13,6 +16,7 @@ import type { LockKind } from "./kinds.js";
 import { DeadlineQueue, type Timed } from "../../kit/deadline-queue.js";
 import type { Lease } from "./lease.js";
 import { leases } from "./lease-control.js";
+import { PendingLeases } from "./renewal-pending.js";
 
 /** What the renewal manager needs from its service. */
 export interface RenewalHost {
@@ -26,6 +30,11 @@ export interface RenewalHost {
   lost(lease: Lease, reason: LockhostError, stillHeld: boolean): void;
 }
 
+
+/** The one item of the queue that is no lease's: when due, the pending leases move into the heap. */
+interface ScanMark extends Timed {
+  readonly phase: "scan";
+}
 
 /** A watched lease's one place in the queue. */
 interface Entry extends Timed {
@@ -48,7 +57,11 @@ export class RenewalManager {
    * watched, so the lookup must not hash anything.
    */
   readonly #entries = new Set<Entry>();
-  readonly #queue: DeadlineQueue<Entry>;
+  readonly #queue: DeadlineQueue<Entry | ScanMark>;
+  /** New keepalive leases, before their first renewal is near (their renewal slot: their index there). */
+  readonly #pending = new PendingLeases();
+  /** Queued while leases are pending, at the earliest first renewal among those added since the last scan. */
+  readonly #scan: ScanMark = { phase: "scan", deadline: 0, heapIndex: -1 };
   /** Renewals taken from the queue in the current firing, sent together after it. */
   #batch: Entry[] = [];
   #batches = 0;
@@ -59,9 +72,9 @@ export class RenewalManager {
     this.#host = host;
     this.#settings = settings;
     const window = this.#settings.batchWindowMs;
-    this.#queue = new DeadlineQueue<Entry>((e) => this.#due(e), {
-      // Renewing a little early is harmless; declaring a lease lost early is not.
-      slackMs: (e) => (e.phase === "renew" ? Math.min(window, e.lease.ttlMs * 0.1) : 0),
+    this.#queue = new DeadlineQueue<Entry | ScanMark>((e) => (e.phase === "scan" ? this.#promotePending() : this.#due(e)), {
+      // Renewing (or scanning) a little early is harmless; declaring a lease lost early is not.
+      slackMs: (e) => (e.phase === "renew" ? Math.min(window, e.lease.ttlMs * 0.1) : e.phase === "scan" ? window : 0),
       afterFire: () => this.#flush(),
     });
   }
@@ -70,6 +83,7 @@ export class RenewalManager {
   get keepaliveCount(): number {
     let n = 0;
     for (const { lease } of this.#entries) if (lease.keepalive) n++;
+    for (const lease of this.#pending.all) if (lease.keepalive) n++;
     return n;
   }
 
@@ -83,39 +97,89 @@ export class RenewalManager {
     return this.#queue.timers;
   }
 
+  /**
+   * Starts renewing a new keepalive lease (one nothing watches yet): it waits in the bag until
+   * its first renewal is near. Costs a place in the bag, and a queue update only when it is due
+   * before every lease added since the last scan.
+   */
+  start(lease: Lease): void {
+    if (this.#closed || lease.state !== "held" || slotOf(lease) !== undefined) return;
+    if (!lease.keepalive) return this.watch(lease);
+    this.#pending.add(lease);
+    const due = this.#renewAt(lease);
+    const scan = this.#scan;
+    if (scan.heapIndex < 0 || due < scan.deadline) {
+      scan.deadline = due;
+      this.#queue.update(scan);
+    }
+  }
+
   /** Starts watching `lease`: renewals if it has keepalive, else its end. Idempotent. */
   watch(lease: Lease): void {
     if (this.#closed || lease.state !== "held") return;
-    let entry = entryOf(lease);
-    if (!entry) {
-      entry = { lease, phase: "end", inFlight: false, failures: 0, deadline: 0, heapIndex: -1 };
-      leases.setRenewalEntry(lease, entry);
-      this.#entries.add(entry);
+    const slot = slotOf(lease);
+    // A pending keepalive lease is watched already: the scan queues its renewal in time.
+    if (typeof slot === "number") {
+      if (lease.keepalive) return;
+      this.#pending.remove(lease, slot);
     }
+    let entry = entryOf(lease);
+    if (!entry) entry = this.#entryFor(lease);
     if (!entry.inFlight) this.#schedule(entry);
   }
 
   /** The lease's deadline moved (a manual renew) or its keepalive changed: re-plan it. */
   replan(lease: Lease): void {
-    const entry = entryOf(lease);
-    if (entry && !entry.inFlight) this.#schedule(entry);
+    const slot = slotOf(lease);
+    if (typeof slot === "number") {
+      // Rare (a manual renew, or keepalive turned off, before the first renewal): the lease
+      // leaves the bag for the heap, which plans it from its new deadline.
+      this.#pending.remove(lease, slot);
+      this.#schedule(this.#entryFor(lease));
+      return;
+    }
+    if (slot && !slot.inFlight) this.#schedule(slot);
   }
 
   /** Stops watching `lease` (released or lost); a renewal in flight for it is ignored. */
   forget(lease: Lease): void {
-    const entry = entryOf(lease);
-    if (!entry) return;
-    this.#drop(entry);
-    this.#queue.remove(entry);
+    const slot = slotOf(lease);
+    if (slot === undefined) return;
+    if (typeof slot === "number") return this.#pending.remove(lease, slot);
+    this.#drop(slot);
+    this.#queue.remove(slot);
   }
 
   /** Stops the timer and forgets every lease. */
   close(): void {
     this.#closed = true;
     this.#queue.clear();
+    this.#pending.takeAll();
     for (const entry of this.#entries) leases.setRenewalEntry(entry.lease, undefined);
     this.#entries.clear();
     this.#batch = [];
+  }
+
+  /** A new entry for `lease` (whose renewal slot is empty), not queued yet. */
+  #entryFor(lease: Lease): Entry {
+    const entry: Entry = { lease, phase: "end", inFlight: false, failures: 0, deadline: 0, heapIndex: -1 };
+    leases.setRenewalEntry(lease, entry);
+    this.#entries.add(entry);
+    return entry;
+  }
+
+  /**
+   * The scan: every pending lease moves into the heap, due or not, so each lease is scanned at
+   * most once. Those due within this firing's slack are taken in it (the queue re-reads its head).
+   */
+  #promotePending(): void {
+    for (const lease of this.#pending.takeAll()) if (lease.state === "held") this.#schedule(this.#entryFor(lease));
+  }
+
+  /** When `lease`'s next renewal is due: once renewAtRatio of its TTL has passed. */
+  #renewAt(lease: Lease): number {
+    // The lease started ttlMs before its deadline.
+    return lease.deadline - lease.ttlMs * (1 - this.#settings.renewAtRatio);
   }
 
   /** Forgets `entry` (its lease is released, lost, or no longer watched). */
@@ -129,8 +193,7 @@ export class RenewalManager {
     const { lease } = entry;
     if (lease.keepalive) {
       entry.phase = "renew";
-      // The lease started ttlMs before its deadline; renew once renewAtRatio of it has passed.
-      entry.deadline = lease.deadline - lease.ttlMs * (1 - this.#settings.renewAtRatio);
+      entry.deadline = this.#renewAt(lease);
     } else {
       entry.phase = "end";
       entry.deadline = lease.deadline;
@@ -251,7 +314,14 @@ export class RenewalManager {
   }
 }
 
-const entryOf = (lease: Lease): Entry | undefined => leases.renewalEntry(lease) as Entry | undefined;
+/** A lease's renewal slot: its entry (in the heap's care), its index in the pending bag, or nothing (not watched). */
+const slotOf = (lease: Lease): Entry | number | undefined => leases.renewalEntry(lease) as Entry | number | undefined;
+
+/** A lease's entry, if the heap watches it (not while it is pending). */
+const entryOf = (lease: Lease): Entry | undefined => {
+  const slot = slotOf(lease);
+  return typeof slot === "object" ? slot : undefined;
+};
 
 function lostError(lease: Lease, why: string): LockhostError {
   return new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) was lost: ${why}`);

@@ -33,8 +33,17 @@ export function restore(core: ServiceCore, ref: LockRefInput, owner: string, opt
   } catch (err) {
     return Promise.reject(err);
   }
-  // Tracked like an acquisition: close() waits for it, and it hands out no lease once closing.
-  return core.track(restoreNamed(core, checked, owner, options));
+  return restoreCounted(core, checked, owner, options);
+}
+
+/** Counted in flight like an acquisition: close() waits for it, and it hands out no lease once closing. */
+async function restoreCounted(core: ServiceCore, checked: CheckedRef, owner: string, options: RestoreOptions): Promise<Lease> {
+  core.attemptStarted();
+  try {
+    return await restoreNamed(core, checked, owner, options);
+  } finally {
+    core.attemptDone();
+  }
 }
 
 async function restoreNamed(core: ServiceCore, { name, kind }: CheckedRef, owner: string, options: RestoreOptions): Promise<Lease> {
@@ -72,7 +81,8 @@ async function restoreNamed(core: ServiceCore, { name, kind }: CheckedRef, owner
     kind,
     mode: record.mode,
   });
-  core.hold(lease);
+  // The owner token came from outside: not one this service minted.
+  core.hold(lease, false);
   return lease;
 }
 

@@ -13,7 +13,7 @@ import { closedError, ServiceCore } from "./core.js";
 import { Lease } from "./lease.js";
 import { DEFAULT_KEEPALIVE, resolveKeepalive, resolveWaiting } from "./options.js";
 import { release, releaseAll, releaseIfHeld } from "./release.js";
-import { outcomeError, releaseTarget, tryRelease, type ReleaseOptions, type ReleaseOutcome } from "./release-result.js";
+import { releaseOrThrow, releaseTarget, tryRelease, type ReleaseOptions, type ReleaseOutcome, type ReleaseTarget } from "./release-result.js";
 import { renew, renewalHost, setKeepalive } from "./renew.js";
 import { checkRequest, type CheckedRequest, type TryLockOptions } from "./request.js";
 import { restore, type RestoreOptions } from "./restore.js";
@@ -340,12 +340,18 @@ export class LockService {
    */
   release(lease: Lease): Promise<void>;
   release(key: string, owner: string, options?: ReleaseOptions): Promise<void>;
-  async release(target: Lease | string, owner?: string, options?: ReleaseOptions): Promise<void> {
-    const checked = releaseTarget(target, owner, options);
+  release(target: Lease | string, owner?: string, options?: ReleaseOptions): Promise<void> {
+    // Not async: release(lease) hands back the lease path's own promise, not a wrapper around it
+    // (an async function returning a promise costs its caller extra microtask turns).
+    let checked: ReleaseTarget;
+    try {
+      checked = releaseTarget(target, owner, options);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     // A Lease keeps its own messages (its fence, why it ended): the lease path throws them itself.
     if (checked instanceof Lease) return release(this.#core, checked);
-    const outcome = await tryRelease(this.#core, checked);
-    if (outcome !== "released") throw outcomeError(outcome, checked.name);
+    return releaseOrThrow(this.#core, checked);
   }
 
   /**

@@ -3,6 +3,7 @@
 // released or took over meanwhile is marked lost now, keepalive or not, instead of at its next
 // renewal or never (a lease without keepalive would otherwise look held until its TTL).
 import { LockhostError } from "../../kit/errors.js";
+import type { HeldLeases } from "./held-leases.js";
 import type { Lease } from "./lease.js";
 import { holds, waitKey, type LockKind } from "./kinds.js";
 import type { KindSteps } from "../../kit/steps.js";
@@ -12,7 +13,7 @@ export interface HeldBooks {
   /** The steps of each kind's store. */
   steps(kind: LockKind): KindSteps;
   /** Held leases by owner token. */
-  readonly held: ReadonlyMap<string, Lease>;
+  readonly held: Pick<HeldLeases, "get" | "values">;
   /** Names the service is force-releasing itself (it marks those leases with its own reason). */
   readonly forceReleasing: ReadonlySet<string>;
   markLost(lease: Lease, reason: LockhostError): void;
@@ -23,7 +24,7 @@ const AT_ONCE = 32;
 
 /** Checks every held lease with the backend; a missing or foreign record marks it lost. Never rejects. */
 export async function verifyHeld(core: HeldBooks): Promise<void> {
-  const leases = [...core.held.values()];
+  const leases = core.held.values();
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < leases.length) await verifyOne(core, leases[next++]!);

@@ -126,10 +126,11 @@ export class LockBook {
    */
   find(lock: HeldLock | undefined, key: string, owner: string): HeldLock | RenewResult | typeof ELSEWHERE {
     if (lock === undefined) return this.#ended.has(owner) ? NOT_FOUND : ELSEWHERE;
-    // Another name with the same id, or an acquisition not confirmed yet: this key is not held.
-    if (lock.key !== key || lock.state === "acquiring") return NOT_FOUND;
-    if (lock.owner !== owner) return MISMATCH;
-    return lock.state === "held" ? lock : NOT_FOUND;
+    // Another name with the same id, an acquisition not confirmed yet, or a lease that ended and
+    // is being unlocked (released or lost here, the unlock in flight): this key is not held, by
+    // this owner or any other. Only a held lock answers "another owner holds it".
+    if (lock.key !== key || lock.state !== "held") return NOT_FOUND;
+    return lock.owner === owner ? lock : MISMATCH;
   }
 
   /** Applies the answer of a renew of `lock` sent at `sentAt` (`expires`: the row's new expiry, or none). */

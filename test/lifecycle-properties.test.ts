@@ -2,10 +2,9 @@
 // cases): the one-timer deadline queue, and the renewal manager that relies on it.
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { KindSteps, LockBackend, RenewRequest, RenewResult } from "../kit/backend.js";
 import { DeadlineQueue, type Timed } from "../kit/deadline-queue.js";
 import { LockService } from "../host/locking/service.js";
-import { MemoryBackend } from "../plugins/backends/memory/index.js";
+import { renewalSpy } from "./support/renewal-spy.js";
 
 interface Item extends Timed {
   readonly id: number;
@@ -89,33 +88,9 @@ describe("properties (fake timers)", () => {
         fc.array(fc.integer({ min: 40, max: 3_000 }), { minLength: 1, maxLength: 25 }),
         fc.integer({ min: 0, max: 40 }),
         async (ttls, batchWindowMs) => {
-          // The backend's clock is the faked one too, so server and host agree on time.
-          const inner = new MemoryBackend({ now: () => performance.now() });
+          // The backend's clock is the faked one too, so server and host agree on time; its renewal batches counted.
           let batches = 0;
-          // The memory backend's mutexes, with their renewal batches counted.
-          const mutex = inner.steps("mutex");
-          const steps: KindSteps = {
-            kind: mutex.kind,
-            acquire: (req) => mutex.acquire(req),
-            renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
-              batches++;
-              return mutex.renewMany(reqs);
-            },
-            release: (key, owner) => mutex.release(key, owner),
-            leaveQueue: (key, owner) => mutex.leaveQueue(key, owner),
-            status: (key) => mutex.status(key),
-            forceRelease: (key) => mutex.forceRelease(key),
-            list: (req) => mutex.list(req),
-            watch: (key, listener) => mutex.watch(key, listener),
-          };
-          const backend: LockBackend = {
-            kind: inner.kind,
-            distributed: inner.distributed,
-            kinds: ["mutex"],
-            steps: () => steps,
-            ping: () => inner.ping(),
-            close: () => inner.close(),
-          };
+          const backend = renewalSpy(() => performance.now(), () => void batches++);
           const service = new LockService(backend, { node: "prop", keepalive: { batchWindowMs } });
           try {
             const leases = await Promise.all(ttls.map((ttlMs, i) => service.tryLock(`k${i}`, { ttlMs, keepalive: true })));

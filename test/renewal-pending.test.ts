@@ -3,37 +3,16 @@
 // timers, over the memory backend with its renewal calls counted.
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { KindSteps, LockBackend, RenewRequest, RenewResult } from "../kit/backend.js";
+import type { LockBackend } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
-import { MemoryBackend } from "../plugins/backends/memory/index.js";
+import { renewalSpy } from "./support/renewal-spy.js";
 
 /** The memory backend's mutexes (clock: the faked performance.now), with each renewed owner recorded. */
 function countingBackend(): { backend: LockBackend; renewed: string[] } {
-  const inner = new MemoryBackend({ now: () => performance.now() });
-  const mutex = inner.steps("mutex");
   const renewed: string[] = [];
-  const steps: KindSteps = {
-    kind: mutex.kind,
-    acquire: (req) => mutex.acquire(req),
-    renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
-      for (const r of reqs) renewed.push(r.owner);
-      return mutex.renewMany(reqs);
-    },
-    release: (key, owner) => mutex.release(key, owner),
-    leaveQueue: (key, owner) => mutex.leaveQueue(key, owner),
-    status: (key) => mutex.status(key),
-    forceRelease: (key) => mutex.forceRelease(key),
-    list: (req) => mutex.list(req),
-    watch: (key, listener) => mutex.watch(key, listener),
-  };
-  const backend: LockBackend = {
-    kind: inner.kind,
-    distributed: inner.distributed,
-    kinds: ["mutex"],
-    steps: () => steps,
-    ping: () => inner.ping(),
-    close: () => inner.close(),
-  };
+  const backend = renewalSpy(() => performance.now(), (reqs) => {
+    for (const r of reqs) renewed.push(r.owner);
+  });
   return { backend, renewed };
 }
 

@@ -12,5 +12,8 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Unhandled rejections fail the run (vitest's default); say it here so nobody turns it off.
     dangerouslyIgnoreUnhandledErrors: false,
+    // The CLI's notice on a Node older than 22 (CI runs the machine's Node 20) would be every
+    // spawned command's first stderr line; test/cli.test.ts checks the notice itself.
+    env: { LOCKHOST_NODE_NOTICE: "0" },
   },
 });

@@ -1,5 +1,6 @@
 // The lockhost CLI as an operator runs it: a real process, real signals.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { nodeNotice } from "../host/cli/node-notice.js";
 import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -81,6 +82,19 @@ describe("lockhost CLI", () => {
     }
     const help = lockhost("--help").stdout;
     for (const command of ["run", "check", "call", "status", "locks", "release"]) expect(help).toMatch(new RegExp(`^  ${command} `, "m"));
+  });
+
+  it("says first, on a Node older than 22, that it is end of life and how to get a newer one (LOCKHOST_NODE_NOTICE=0 silences it)", () => {
+    expect(nodeNotice("22.0.0")).toBeUndefined();
+    expect(nodeNotice("26.1.0")).toBeUndefined();
+    expect(nodeNotice("20.20.2")).toMatch(/^lockhost: Node 20\.20\.2 is end of life and unsupported; lockhost supports Node 22, 24 and 26\. Install one from https:\/\/nodejs\.org/);
+    const { LOCKHOST_NODE_NOTICE: _quiet, ...env } = process.env;
+    const told = spawnSync(process.execPath, [cli, "--version"], { cwd: root, encoding: "utf8", timeout: 20_000, env });
+    expect(told.status).toBe(0);
+    const notice = nodeNotice(process.versions.node);
+    if (notice === undefined) expect(told.stderr).toBe("");
+    else expect(told.stderr).toBe(`${notice}\n`);
+    expect(lockhost("--version").stderr).toBe("");
   });
 
   it("rejects an unknown command and a release without --force", () => {

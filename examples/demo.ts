@@ -3,8 +3,10 @@
 // whose ledger plugin writes to it with its lock's fence. LEDGER_URL tells the plugin's
 // [plugins.config] where the service listens, LEDGER_HOST its [plugins.http] allow-list. Extra arguments go to `lockhost run`.
 import { main } from "../host/cli/cli.js";
+import { sayIfOldNode } from "../host/cli/node-notice.js";
 import { startLedgerService } from "./ledger-service.js";
 
+sayIfOldNode();
 const ledger = await startLedgerService({ log: (line) => console.log(`ledger service: ${line}`) });
 console.log(`ledger service: listening on ${ledger.url}`);
 process.env.LEDGER_URL = ledger.url;

@@ -2,10 +2,9 @@
 // The `lockhost` command: runs the CLI (cli.ts) on this process's arguments and exits with its code.
 import { toLockhostError } from "../../kit/errors.js";
 import { main } from "./cli.js";
-import { nodeNotice } from "./node-notice.js";
+import { sayIfOldNode } from "./node-notice.js";
 
-const notice = process.env.LOCKHOST_NODE_NOTICE === "0" ? undefined : nodeNotice(process.versions.node);
-if (notice !== undefined) console.error(notice);
+sayIfOldNode();
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),

@@ -14,3 +14,9 @@ export function nodeNotice(version: string): string | undefined {
     `with the node package from npm: npx -y node@22 "$(command -v lockhost)" …  (LOCKHOST_NODE_NOTICE=0 silences this line)`
   );
 }
+
+/** Writes the notice to stderr on an unsupported Node, unless LOCKHOST_NODE_NOTICE=0 (the CLI's and the demo's first line). */
+export function sayIfOldNode(): void {
+  const notice = process.env.LOCKHOST_NODE_NOTICE === "0" ? undefined : nodeNotice(process.versions.node);
+  if (notice !== undefined) console.error(notice);
+}

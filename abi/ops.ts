@@ -108,6 +108,10 @@ const RUNTIMES: readonly Runtime[] = ["worker", "inline"];
 const TRY_CODES = ["INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE"] as const;
 /** What a waiting acquire of any kind can return: a try's codes, the wait running out, the host shutting down. */
 const WAIT_CODES = ["TIMEOUT", ...TRY_CODES, "CANCELLED"] as const;
+/** What a call on a held handle that reaches the backend returns (renew, proclaim). */
+const RENEW_CODES = ["LOST", "ALREADY_RELEASED", "INVALID_HANDLE", "INVALID_ARGUMENT", "BACKEND_UNAVAILABLE"] as const;
+/** What letting go of a handle returns (release, resign). */
+const RELEASE_CODES = ["LOST", "ALREADY_RELEASED", "INVALID_HANDLE", "BACKEND_UNAVAILABLE"] as const;
 
 /** Every operation of ABI version 1, in the order the docs list them. */
 export const OPS = [
@@ -141,7 +145,7 @@ export const OPS = [
     args: ["handle", "ttl"],
     result: "i32",
     flags: 0,
-    codes: ["LOST", "ALREADY_RELEASED", "INVALID_HANDLE", "INVALID_ARGUMENT", "BACKEND_UNAVAILABLE"],
+    codes: RENEW_CODES,
     runtimes: RUNTIMES,
     doc: "`OK` (0), or `-code`. Sets the lease to `ttl_ms` from now on the server's clock; `ttl_ms = 0` reuses the TTL the lock was taken with. `-LOST` if the lock expired or changed hands.",
     brief: "`0` or `-code`",
@@ -152,7 +156,7 @@ export const OPS = [
     args: ["handle"],
     result: "i32",
     flags: 0,
-    codes: ["LOST", "ALREADY_RELEASED", "INVALID_HANDLE", "BACKEND_UNAVAILABLE"],
+    codes: RELEASE_CODES,
     runtimes: RUNTIMES,
     doc: "`OK`, or `-code` (`-ALREADY_RELEASED`, `-INVALID_HANDLE`, `-LOST` when the lease had already ended: then nothing is deleted).",
     brief: "`0` or `-code`",
@@ -185,7 +189,7 @@ export const OPS = [
     args: ["key", "flags", "out"],
     result: "i32",
     flags: FLAG_GLOBAL | FLAG_RW | FLAG_SEMAPHORE | FLAG_FAIR,
-    codes: ["INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE"],
+    codes: TRY_CODES,
     runtimes: RUNTIMES,
     doc: "length of the status JSON of the key, or `-code`: a mutex's (`held`, `holder`, `fence`, times), or with `FLAG_RW` / `FLAG_SEMAPHORE` / `FLAG_FAIR` a read/write lock's, semaphore's or fair mutex's (`kind`, `limit`, `holders` each with `mode`, `fence`, holder and times, `queued`).",
     brief: "length of the status JSON",
@@ -404,7 +408,7 @@ export const OPS = [
     args: ["handle", "value"],
     result: "i32",
     flags: 0,
-    codes: ["LOST", "ALREADY_RELEASED", "INVALID_HANDLE", "INVALID_ARGUMENT", "BACKEND_UNAVAILABLE"],
+    codes: RENEW_CODES,
     runtimes: RUNTIMES,
     doc: "`OK`: the leader's value is now `value` (what `leader` and observers read); `-LOST` when this guest no longer leads; `-INVALID_HANDLE` for a handle that is not a leadership.",
     brief: "`0` or `-code`",
@@ -415,7 +419,7 @@ export const OPS = [
     args: ["handle"],
     result: "i32",
     flags: 0,
-    codes: ["LOST", "ALREADY_RELEASED", "INVALID_HANDLE", "BACKEND_UNAVAILABLE"],
+    codes: RELEASE_CODES,
     runtimes: RUNTIMES,
     doc: "`OK`: the leadership is released, so a waiting campaigner takes over at once; `-code` as `release` (`-INVALID_HANDLE` for a handle that is not a leadership).",
     brief: "`0` or `-code`",
@@ -426,7 +430,7 @@ export const OPS = [
     args: ["key", "flags", "out"],
     result: "i32",
     flags: FLAG_GLOBAL,
-    codes: ["INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE"],
+    codes: TRY_CODES,
     runtimes: RUNTIMES,
     doc: "length of the JSON of who leads the election now: `{\"key\", \"held\": false}`, or with `held` true the leader's `node`, `plugin`, `value`, `term` and `since_ms`.",
     brief: "length of the leader JSON",

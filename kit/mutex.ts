@@ -3,7 +3,7 @@
 // implements MutexStore, and MutexSteps serves it behind the one interface of kit/steps.ts. The
 // host never sees the difference; this is the only place the single record is mapped.
 import type { Acquired, Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./common.js";
-import { checkKind, isKindOf, isQueueKind, KINDS, LOCK_KINDS, MUTEX, type LockKind, type QueueKind } from "./kinds.js";
+import { checkKind, isQueueKind, KINDS, LOCK_KINDS, MUTEX, type LockKind, type QueueKind } from "./kinds.js";
 import type { AcquireRequest, AcquireResult, HolderRecord, KeyPage, KeyRecord, KindSteps } from "./steps.js";
 
 /** One mutex acquisition attempt (AcquireRequest without the fields a mutex has no use for). */
@@ -145,7 +145,7 @@ export class StepsByKind<Q extends KindSteps = KindSteps> {
   get(kind: LockKind): KindSteps {
     let steps = this.#made.get(kind);
     if (steps === undefined) {
-      if (!isKindOf(kind, LOCK_KINDS)) checkKind(kind, LOCK_KINDS);
+      checkKind(kind, LOCK_KINDS);
       if (isQueueKind(kind)) {
         const made = this.#queue(kind);
         this.#queues.push(made);

@@ -48,9 +48,11 @@ export function releaseTarget(target: unknown, owner: unknown, options: ReleaseO
 /** Releases `target`, telling what became of it (see LockService.tryRelease). */
 export async function tryRelease(core: ServiceCore, target: ReleaseTarget): Promise<ReleaseOutcome> {
   core.checkOpen();
-  const lease = target instanceof Lease ? target : core.held.get(target.owner);
-  if (lease !== undefined && lease.name === target.name && lease.kind === (target instanceof Lease ? lease.kind : target.kind)) return releaseLease(core, lease);
-  return releaseByOwner(core, target as Exclude<ReleaseTarget, Lease>);
+  if (target instanceof Lease) return releaseLease(core, target);
+  // By reference and owner: this service's own lease for it, if it holds one, keeps its messages.
+  const lease = core.held.get(target.owner);
+  if (lease !== undefined && lease.name === target.name && lease.kind === target.kind) return releaseLease(core, lease);
+  return releaseByOwner(core, target);
 }
 
 /** Releases a lock by reference and owner token, throwing for every outcome but "released" (see LockService.release). */

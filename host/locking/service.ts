@@ -216,7 +216,7 @@ export class LockService {
   async tryMany(keys: readonly string[], options: TryOptions): Promise<LockSet | null> {
     const spec = specOf(options);
     const ordered = canonicalKeys(keys, options);
-    return takeAll(ordered, { take: (key) => this.#tryAs(key, options, spec), release: (lease) => this.release(lease) });
+    return takeAll(ordered, { take: (key) => this.#try(key, options, spec), release: (lease) => this.release(lease) });
   }
 
   /**
@@ -237,26 +237,12 @@ export class LockService {
   }
 
   /** Every try of every kind. Not async: the lock path is measured in microseconds, and one more frame is one more microtask. */
-  #try(ref: LockRefInput, options: TryOptions): Promise<Lease | null> {
-    let spec: LockSpec;
-    try {
-      spec = specOf(options);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return this.#tryAs(ref, options, spec);
-  }
-
-  #tryAs(ref: LockRefInput, options: TryLockOptions, spec: LockSpec): Promise<Lease | null> {
+  /** Every try of every kind (`spec` when the caller read it already, else from `options`). Not async: one more frame is one more microtask. */
+  #try(ref: LockRefInput, options: TryOptions, spec?: LockSpec): Promise<Lease | null> {
     if (this.#core.closing) return Promise.reject(closedError());
     let request: CheckedRequest;
     try {
-      // A key (the common case) goes straight in: no object made on the lock path.
-      if (typeof ref === "string") request = checkRequest(ref, options, spec);
-      else {
-        const { key, options: scoped } = keyOf(ref, options);
-        request = checkRequest(key, scoped, spec);
-      }
+      request = requestOf(ref, options, spec ?? specOf(options));
     } catch (err) {
       return Promise.reject(err);
     }
@@ -265,8 +251,7 @@ export class LockService {
 
   async #acquire(ref: LockRefInput, options: AcquireOptions, spec: LockSpec): Promise<Lease> {
     if (this.#core.closing) throw closedError();
-    const { key, options: scoped } = keyOf(ref, options);
-    const request = checkRequest(key, scoped, spec);
+    const request = requestOf(ref, options, spec);
     const waitMs = validateWaitMs(options.waitMs);
     return acquireChecked(this.#core, request, waitMs, validateSignal(options.signal, "signal"));
   }
@@ -278,7 +263,7 @@ export class LockService {
     validateSignal(options.signal, "signal");
     const taking = { ...options, keepalive: validateFlag(options.keepalive, "keepalive") ?? DEFAULT_KEEPALIVE };
     options.signal?.throwIfAborted();
-    const lease = options.waitMs !== undefined && options.waitMs !== 0 ? await this.#acquire(ref, { ...taking, waitMs: options.waitMs }, spec) : await this.#tryAs(ref, taking, spec);
+    const lease = options.waitMs !== undefined && options.waitMs !== 0 ? await this.#acquire(ref, { ...taking, waitMs: options.waitMs }, spec) : await this.#try(ref, taking, spec);
     if (!lease) throw new LockhostError("CONTENDED", `lock ${kindName(spec.kind, nameOf(ref, options))} is held by someone else`);
     try {
       const signal = options.signal ? AbortSignal.any([lease.signal, options.signal]) : lease.signal;
@@ -524,6 +509,13 @@ export class LockService {
     const name = nameOf(electionKey(election), options);
     return observeLeader(this.#core, election, name, validateSignal(options?.signal, "signal"));
   }
+}
+
+/** The checked request of an acquisition of `ref` as `spec`; a key (the common case) goes straight in, with no object made on the lock path. */
+function requestOf(ref: LockRefInput, options: TryLockOptions, spec: LockSpec): CheckedRequest {
+  if (typeof ref === "string") return checkRequest(ref, options, spec);
+  const { key, options: scoped } = keyOf(ref, options);
+  return checkRequest(key, scoped, spec);
 }
 
 /** The status options, checked (INVALID_ARGUMENT naming a bad `elsewhere`). */

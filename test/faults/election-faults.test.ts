@@ -29,6 +29,7 @@ import { pgDefaults } from "../../plugins/backends/pg/config.js";
 import { RedisBackend } from "../../plugins/backends/redis/index.js";
 import { percentile } from "../../testing/election-contract.js";
 import { startPostgresServer, startRedisServer, type TestServer } from "../support/servers.js";
+import { killPgSessions, killRedisSessions } from "../support/kill-sessions.js";
 import { checkElection, type ChildEvent, type ElectionReport, type ElectionRun, type Observation, type Pause, type ServerFault } from "./election-checker.js";
 
 const FULL = process.env.LOCKHOST_FAULTS === "full";
@@ -94,35 +95,14 @@ const TARGETS: readonly Target[] = [
     start: startRedisServer,
     where: PREFIX,
     backend: (url) => new RedisBackend({ url, keyPrefix: PREFIX, commandTimeoutMs: 2_000, reclaimOwnLocks: false }, silent),
-    killSessions: async (url) => {
-      const { Redis } = await import("ioredis");
-      const admin = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0 });
-      admin.on("error", () => undefined);
-      try {
-        await admin.connect();
-        await admin.call("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes");
-        await admin.call("CLIENT", "KILL", "TYPE", "pubsub");
-      } finally {
-        admin.disconnect();
-      }
-    },
+    killSessions: killRedisSessions,
   },
   {
     name: "pg",
     start: () => startPostgresServer(),
     where: TABLE,
     backend: (url) => new PgBackend({ ...pgDefaults, url, table: TABLE }, silent),
-    killSessions: async (url) => {
-      const { default: pg } = await import("pg");
-      const admin = new pg.Client({ connectionString: url });
-      admin.on("error", () => undefined);
-      try {
-        await admin.connect();
-        await admin.query("select pg_terminate_backend(pid) from pg_stat_activity where backend_type = 'client backend' and pid <> pg_backend_pid()");
-      } finally {
-        await admin.end();
-      }
-    },
+    killSessions: killPgSessions,
   },
 ];
 

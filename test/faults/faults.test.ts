@@ -11,6 +11,7 @@
 // (LOCKHOST_FAULTS=full) runs each fault three times in a run of its own, then all of them mixed.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPostgresServer, startRedisServer, type TestServer } from "../support/servers.js";
+import { killPgSessions, killRedisSessions } from "../support/kill-sessions.js";
 import { runFaults, type Fault, type FaultRunOptions, type FaultRunResult } from "./fault-run.js";
 
 const FULL = process.env.LOCKHOST_FAULTS === "full";
@@ -75,32 +76,13 @@ function faultSuite(backend: "redis" | "pg", start: () => Promise<TestServer>, s
 faultSuite(
   "redis",
   startRedisServer,
-  (url) => async () => {
-    const { Redis } = await import("ioredis");
-    const admin = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0 });
-    try {
-      await admin.connect();
-      await admin.call("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes");
-      await admin.call("CLIENT", "KILL", "TYPE", "pubsub");
-    } finally {
-      admin.disconnect();
-    }
-  },
+  (url) => () => killRedisSessions(url),
   (url) => ({ backend: "redis", redis: { url } }),
 );
 
 faultSuite(
   "pg",
   () => startPostgresServer({ durableCommits: true }),
-  (url) => async () => {
-    const { default: pg } = await import("pg");
-    const admin = new pg.Client({ connectionString: url });
-    try {
-      await admin.connect();
-      await admin.query("select pg_terminate_backend(pid) from pg_stat_activity where backend_type = 'client backend' and pid <> pg_backend_pid()");
-    } finally {
-      await admin.end();
-    }
-  },
+  (url) => () => killPgSessions(url),
   (url) => ({ backend: "pg", pg: { url } }),
 );

@@ -150,6 +150,15 @@ describe("admin listener", () => {
       [40, "lock force-released through the admin listener", 1],
       [30, "force-release through the admin listener: the lock was not held", 0],
     ]);
+    // Every attempt is an audit line: who (address, token shown or not), which lock, what came of it.
+    const audited = capture.lines.filter((l) => l.audit === "force-release").map((l) => [l.lock, l.kind, l.outcome, l.from, l.token]);
+    expect(audited).toEqual([
+      [lease.name, "mutex", "refused", "127.0.0.1", "none"],
+      [lease.name, "mutex", "refused", "127.0.0.1", "wrong"],
+      [lease.name, "mutex", "refused", "127.0.0.1", "none"],
+      [lease.name, "mutex", "released", "127.0.0.1", "valid"],
+      [lease.name, "mutex", "not-held", "127.0.0.1", "valid"],
+    ]);
     // The token never reaches the log.
     expect(JSON.stringify(capture.lines)).not.toContain(TOKEN);
   });
@@ -221,7 +230,7 @@ describe("admin listener", () => {
     const headersOf = (res: Response, timed: boolean): Record<string, string> =>
       // A lock's age and TTL left change between the two requests, and with them the length.
       Object.fromEntries([...res.headers].filter(([name]) => !volatile.has(name) && !(timed && name === "content-length")));
-    for (const path of ["/", "/dashboard", "/dashboard.js", "/healthz", "/readyz", "/metrics", "/stats", "/locks", "/locks/global%3Aa", "/nope"]) {
+    for (const path of ["/", "/dashboard", "/dashboard/main.js", "/favicon.ico", "/healthz", "/readyz", "/metrics", "/stats", "/locks", "/locks/global%3Aa", "/nope"]) {
       const timed = path.startsWith("/locks");
       const got = await get(path);
       const head = await fetch(`${server.url}${path}`, { method: "HEAD" });

@@ -51,6 +51,39 @@ describe("an embedder's install of the packed lockhost", () => {
   });
 });
 
+describe("the packed lockhost's dashboard", () => {
+  it("ships compiled: the installed package serves its page, modules and icon (no TypeScript needed)", async () => {
+    await writeFile(
+      join(app, "dashboard.mjs"),
+      [
+        'import { pino } from "pino";',
+        'import { LockService, startAdminServer } from "lockhost";',
+        'import { MemoryBackend } from "lockhost/memory";',
+        'const service = new LockService(new MemoryBackend(), { node: "n" });',
+        'const server = await startAdminServer({ service, settings: { listen: { host: "127.0.0.1", port: 0 } }, log: pino({ level: "silent" }), node: "n" });',
+        "const got = {};",
+        'for (const path of ["/dashboard", "/dashboard/main.js", "/dashboard/locks.js", "/dashboard/dashboard.css", "/favicon.ico"]) {',
+        "  const res = await fetch(server.url + path);",
+        '  got[path] = [res.status, res.headers.get("content-type"), (await res.text()).length > 0];',
+        "}",
+        "console.log(JSON.stringify(got));",
+        "await server.close();",
+        "await service.close();",
+      ].join("\n"),
+    );
+    const { stdout } = await run(node, ["dashboard.mjs"], { cwd: app, timeout: 60_000 });
+    expect(JSON.parse(stdout)).toEqual({
+      "/dashboard": [200, "text/html; charset=utf-8", true],
+      "/dashboard/main.js": [200, "application/javascript; charset=utf-8", true],
+      "/dashboard/locks.js": [200, "application/javascript; charset=utf-8", true],
+      "/dashboard/dashboard.css": [200, "text/css; charset=utf-8", true],
+      "/favicon.ico": [200, "image/svg+xml", true],
+    });
+    const shipped = await readdir(join(app, "node_modules/lockhost/dist/host/admin/dashboard/client"));
+    expect(shipped.filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"))).toEqual([]);
+  });
+});
+
 describe("a third-party backend against the packed lockhost", () => {
   it("passes lockhost/testing, the contract suite every built-in backend runs", async () => {
     await writeFile(

@@ -1,48 +1,69 @@
-// What the dashboard shows live, gathered on the host: the recent lock events and schedule
-// ticks, counters per plugin, and per-second series of acquisitions and wait times over the
-// last minutes. Subscribers (the dashboard's event streams) get each item as it happens.
+// What the dashboard shows live, gathered on the host: the recent lock events, schedule ticks
+// and operators' actions (audit), counters per plugin, per-second series of acquisitions and
+// wait times, and the hold and wait durations its histograms bucket, over the last minutes.
+// Subscribers (the dashboard's event streams) get each item as it happens.
+import type { LockKind } from "../../kit/kinds.js";
 import type { LockEvent } from "../locking/events.js";
 import type { LockService } from "../locking/service.js";
 import type { TickEvent } from "../scheduler/scheduler.js";
+import type { DurationSample, PluginCounters, SeriesPoint } from "./dashboard/client/wire.js";
 
-/** One item of the feed: a lock event, or a schedule tick on this node. */
-export type FeedItem = LockEvent | ({ readonly type: "tick"; readonly atMs: number } & TickEvent);
-
-/** Counters of one plugin ("host" for host-side callers). */
-export interface PluginCounters {
-  acquired: number;
-  released: number;
-  lost: number;
-  waits: number;
-  timeouts: number;
+/** Who made an admin request, as far as the listener can tell. */
+export interface AdminCaller {
+  /** The peer's address (a proxy's, behind one). */
+  readonly address: string;
+  /** Whether the request carried the admin token ("valid"), a wrong one, or none. */
+  readonly token: "valid" | "wrong" | "none";
 }
 
-/** One second of the series: acquisitions that second, and waits that ended (count, total ms, longest). */
-export interface SeriesPoint {
-  readonly second: number;
-  acquired: number;
-  waits: number;
-  waitMsTotal: number;
-  waitMsMax: number;
+/** An operator's action through the admin listener: who, on which lock, with what outcome. */
+export interface AuditEntry {
+  readonly action: "force-release";
+  readonly name: string;
+  readonly kind: LockKind;
+  /** "refused": the token was missing or wrong (or none is configured); "failed": the backend's error. */
+  readonly outcome: "released" | "not-held" | "refused" | "failed";
+  /** Holders it took the lock from (released, not-held). */
+  readonly holders?: number;
+  readonly by: AdminCaller;
+  /** Why it was refused or failed. */
+  readonly detail?: string;
 }
+
+/** One item of the feed: a lock event, a schedule tick on this node, or an operator's action. */
+export type FeedItem =
+  | LockEvent
+  | ({ readonly type: "tick"; readonly atMs: number } & TickEvent)
+  | ({ readonly type: "audit"; readonly atMs: number } & AuditEntry);
+
+// Counters per plugin ("host" for host-side callers), a second of the series (acquisitions, and
+// waits that ended: count, total ms, longest) and a duration sample are sent to the page as they
+// are kept here: their one definition is the page's (its wire types).
+export type { DurationSample, PluginCounters, SeriesPoint };
 
 /** What a dashboard that connects is sent first. */
 export interface FeedSnapshot {
   readonly recent: readonly FeedItem[];
   readonly plugins: Readonly<Record<string, PluginCounters>>;
   readonly series: readonly SeriesPoint[];
+  /** How long locks were held (released on this host) and waits lasted, most recent last, within SERIES_SECONDS. */
+  readonly durations: { readonly held: readonly DurationSample[]; readonly waited: readonly DurationSample[] };
 }
 
 /** Items kept for a dashboard that connects later. */
 const RECENT = 200;
 /** Seconds of series kept: the plots' window. */
 export const SERIES_SECONDS = 300;
+/** Durations kept of each sort for a dashboard that connects later (the live page adds its own). */
+const DURATIONS = 2_000;
 
 /** The host's activity, for the dashboard. */
 export class ActivityFeed {
   readonly #recent: FeedItem[] = [];
   readonly #plugins = new Map<string, PluginCounters>();
   readonly #series: SeriesPoint[] = [];
+  readonly #held: DurationSample[] = [];
+  readonly #waited: DurationSample[] = [];
   readonly #subscribers = new Set<(item: FeedItem) => void>();
   readonly #stop: () => void;
 
@@ -55,10 +76,22 @@ export class ActivityFeed {
     this.#add({ type: "tick", atMs: Date.now(), ...event });
   }
 
+  /** Records an operator's action (the admin listener's audit line). */
+  audit(entry: AuditEntry): void {
+    this.#add({ type: "audit", atMs: Date.now(), ...entry });
+  }
+
   /** Everything a dashboard needs to start drawing. */
   snapshot(): FeedSnapshot {
-    this.#trim(Math.floor(Date.now() / 1000));
-    return { recent: [...this.#recent], plugins: Object.fromEntries(this.#plugins), series: this.#series.map((p) => ({ ...p })) };
+    const nowMs = Date.now();
+    this.#trim(Math.floor(nowMs / 1000));
+    const recent = (samples: readonly DurationSample[]): DurationSample[] => samples.filter(([atMs]) => atMs > nowMs - SERIES_SECONDS * 1000);
+    return {
+      recent: [...this.#recent],
+      plugins: Object.fromEntries(this.#plugins),
+      series: this.#series.map((p) => ({ ...p })),
+      durations: { held: recent(this.#held), waited: recent(this.#waited) },
+    };
   }
 
   /** Calls `subscriber` with each new item; returns the function that stops it. */
@@ -86,7 +119,9 @@ export class ActivityFeed {
       c[item.type]++;
     }
     if (item.type === "acquired") this.#point(item.atMs).acquired++;
+    if (item.type === "released") keep(this.#held, [item.atMs, item.heldMs]);
     if (item.type === "waited") {
+      keep(this.#waited, [item.atMs, item.waitedMs]);
       const point = this.#point(item.atMs);
       point.waits++;
       point.waitMsTotal += item.waitedMs;
@@ -122,6 +157,12 @@ export class ActivityFeed {
     while (drop < this.#series.length && this.#series[drop]!.second <= nowSecond - SERIES_SECONDS) drop++;
     if (drop > 0) this.#series.splice(0, drop);
   }
+}
+
+/** Adds `sample`, dropping the oldest beyond DURATIONS (in batches: one splice per DURATIONS / 4 samples). */
+function keep(samples: DurationSample[], sample: DurationSample): void {
+  samples.push(sample);
+  if (samples.length > DURATIONS * 1.25) samples.splice(0, samples.length - DURATIONS);
 }
 
 /** The plugin part of a fully qualified lock name ("billing:nightly" -> "billing"). */

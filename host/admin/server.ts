@@ -10,10 +10,13 @@ import { formatListen } from "../config/listen.js";
 import type { AdminSettings } from "../config/types.js";
 import { LockhostError, toLockhostError, type ErrorCode } from "../../kit/errors.js";
 import type { LockService } from "../locking/service.js";
+import type { ListPage } from "./dashboard/client/wire.js";
 import { dashboardRoutes } from "./dashboard/routes.js";
-import { ActivityFeed } from "./feed.js";
+import { audit } from "./audit.js";
+import { ActivityFeed, type AdminCaller } from "./feed.js";
 import { MAX_LIST_LIMIT } from "../locking/list.js";
 import { lockMetrics, type HostCounters } from "./metrics.js";
+import { readiness } from "./readiness.js";
 import { reply } from "./reply.js";
 import { checkKind, LOCK_KINDS, MUTEX, type LockKind } from "../../kit/kinds.js";
 import type { TickCounts } from "../scheduler/scheduler.js";
@@ -111,13 +114,8 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     if (path === "/healthz" || path === "/readyz") {
       if (!only(method, "GET", res)) return;
       // The host is of use only while its backend answers: asked afresh each time.
-      try {
-        await service.ping();
-        send(res, 200, { ok: true, backend: service.backendKind });
-      } catch (err) {
-        send(res, 503, { ok: false, backend: service.backendKind, message: toLockhostError(err).message });
-      }
-      return;
+      const ready = await readiness(service);
+      return send(res, ready.ok ? 200 : 503, ready);
     }
     if (path === "/stats") {
       if (!only(method, "GET", res)) return;
@@ -146,14 +144,14 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       const plugin = query.get("plugin");
       const cursor = query.get("cursor");
       const kind = query.get("kind");
-      return answer(res, () =>
+      return answer(res, (): Promise<ListPage> =>
         service.list({
           ...(limit !== undefined && { limit }), ...(prefix && { prefix }), ...(plugin && { plugin }), ...(cursor && { cursor }),
           ...(kind !== null && { kind: checkKind(kind, LOCK_KINDS) }),
         }),
       );
     }
-    if ((method === "GET" || method === "HEAD") && dashboard(path, req, res)) return;
+    if ((method === "GET" || method === "HEAD") && (await dashboard(path, req, res))) return;
     // ?kind=<kind>: the lock of that kind of the name (default: its mutex), as each row of /locks names it.
     const kindText = new URLSearchParams(target.slice(path.length + 1)).get("kind");
     let asked: LockKind | undefined;
@@ -167,13 +165,19 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     if (force) {
       if (!only(method, "POST", res)) return;
       const name = decode(force[1]!, res);
-      if (name === undefined || !authorized(req, res)) return;
+      if (name === undefined) return;
+      const by: AdminCaller = { address: req.socket.remoteAddress ?? "unknown", token: tokenOf(req) };
+      const refusal = refused(by.token, res);
+      if (refusal !== undefined) return audit(log, feed, { action: "force-release", name, kind, outcome: "refused", by, detail: refusal });
       return answer(res, async () => {
-        const holders = await service.forceRelease({ name }, { kind });
-        const who = { lock: name, kind, holders, from: req.socket.remoteAddress };
-        // A free lock was asked for, and nothing was taken from anyone: say that, not a release.
-        if (holders > 0) log.warn(who, "lock force-released through the admin listener");
-        else log.info(who, "force-release through the admin listener: the lock was not held");
+        let holders: number;
+        try {
+          holders = await service.forceRelease({ name }, { kind });
+        } catch (err) {
+          audit(log, feed, { action: "force-release", name, kind, outcome: "failed", by, detail: toLockhostError(err).message });
+          throw err;
+        }
+        audit(log, feed, { action: "force-release", name, kind, outcome: holders > 0 ? "released" : "not-held", holders, by });
         return { name, kind, released: holders > 0, holders };
       });
     }
@@ -183,37 +187,38 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       const name = decode(lock[1]!, res);
       if (name === undefined) return;
       // An owner token lets whoever has it release or restore the lock: shown only to the token's holder.
-      const showOwner = presentsToken(req);
+      const showOwner = tokenOf(req) === "valid";
       return answer(res, () => service.status({ name }, { kind, owners: showOwner }));
     }
     send(res, 404, { code: "NOT_FOUND", message: `no such endpoint: ${path}` });
   }
 
-  /** Whether the request carries the configured token (checked in constant time); never when none is configured. */
-  function presentsToken(req: IncomingMessage): boolean {
-    const match = req.headers.authorization === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization);
-    return tokenDigest !== undefined && match !== null && timingSafeEqual(digest(match[1]!), tokenDigest);
-  }
-
-  /** Checks the bearer token in constant time; answers 401/403 itself when it does not match. */
-  function authorized(req: IncomingMessage, res: ServerResponse): boolean {
-    if (tokenDigest === undefined) {
-      send(res, 403, { code: "PERMISSION_DENIED", message: "force-release through the admin listener is disabled: set [admin] token in the config" });
-      return false;
-    }
+  /** Whether the request carries the configured token (checked in constant time), a wrong one, or none; never "valid" when none is configured. */
+  function tokenOf(req: IncomingMessage): AdminCaller["token"] {
     const header = req.headers.authorization;
     const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match) {
+    if (match === null) return "none";
+    return tokenDigest !== undefined && timingSafeEqual(digest(match[1]!), tokenDigest) ? "valid" : "wrong";
+  }
+
+  /** Answers 401/403 itself and says why when a force-release may not go on; undefined when it may. */
+  function refused(token: AdminCaller["token"], res: ServerResponse): string | undefined {
+    if (tokenDigest === undefined) {
+      const message = "force-release through the admin listener is disabled: set [admin] token in the config";
+      send(res, 403, { code: "PERMISSION_DENIED", message });
+      return message;
+    }
+    if (token === "none") {
       res.setHeader("www-authenticate", 'Bearer realm="lockhost"');
-      send(res, 401, { code: "PERMISSION_DENIED", message: "force-release needs an Authorization: Bearer <token> header ([admin] token)" });
-      return false;
+      const message = "force-release needs an Authorization: Bearer <token> header ([admin] token)";
+      send(res, 401, { code: "PERMISSION_DENIED", message });
+      return message;
     }
-    if (!timingSafeEqual(digest(match[1]!), tokenDigest)) {
-      log.warn({ from: req.socket.remoteAddress }, "admin force-release refused: wrong token");
+    if (token === "wrong") {
       send(res, 403, { code: "PERMISSION_DENIED", message: "wrong admin token" });
-      return false;
+      return "wrong admin token";
     }
-    return true;
+    return undefined;
   }
 
   await listen(server, settings);

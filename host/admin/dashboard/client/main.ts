@@ -1,0 +1,59 @@
+// The dashboard's entry: connects to the listener's live feed (/events) and keeps every part of
+// the page current. Loaded as a module by index.html; nothing on the page runs inline (CSP).
+import { addActivity, resetActivity } from "./activity.js";
+import { keepToken } from "./force-release.js";
+import { byId } from "./dom.js";
+import { HealthView } from "./health.js";
+import { LocksView } from "./locks.js";
+import { count, renderCharts, renderPlugins, renderStats, seed, setStats } from "./numbers.js";
+import type { FeedItem, Health, Snapshot, Stats } from "./wire.js";
+
+const CHARTS_EVERY_MS = 1_000;
+const LOCKS_EVERY_MS = 3_000;
+
+const health = new HealthView();
+const locks = new LocksView();
+keepToken();
+
+function onHealth(now: Health): void {
+  const wasDown = health.down;
+  health.health(now);
+  locks.paused = health.down;
+  // Back: list at once rather than at the next round.
+  if (wasDown && !health.down) void locks.refresh();
+}
+
+function connect(): void {
+  const events = new EventSource("/events");
+  const on = <T>(name: string, handle: (data: T) => void): void =>
+    events.addEventListener(name, (e) => handle(JSON.parse((e as MessageEvent<string>).data) as T));
+  on<Snapshot>("snapshot", (s) => {
+    byId("where", HTMLElement).textContent = `node ${s.node} · backend ${s.backend}${s.distributed ? " (shared)" : " (this process)"}`;
+    seed(s);
+    resetActivity();
+    for (const item of s.feed.recent) addActivity(item, false);
+    if (s.health !== undefined) onHealth(s.health);
+    renderStats();
+    renderPlugins();
+    renderCharts();
+    void locks.refresh();
+  });
+  on<FeedItem>("item", (item) => {
+    count(item);
+    addActivity(item, true);
+    renderPlugins();
+    renderStats();
+    if (item.type !== "tick") locks.soon();
+  });
+  on<Stats>("stats", (s) => {
+    setStats(s);
+    renderStats();
+  });
+  on<Health>("health", onHealth);
+  events.onopen = () => health.connection("open");
+  events.onerror = () => health.connection("reconnecting");
+}
+
+setInterval(renderCharts, CHARTS_EVERY_MS);
+setInterval(() => void locks.refresh(), LOCKS_EVERY_MS);
+connect();

@@ -49,8 +49,8 @@ export class LocksView {
   #loading: Promise<void> | undefined;
   #again = false;
   #pending: ReturnType<typeof setTimeout> | undefined;
-  /** While the backend is down the list is left as it was (a listing would only fail). */
-  paused = false;
+  /** While the backend is down the list is left as it was, dimmed (a listing would only fail). */
+  #paused = false;
 
   readonly #table = byId("locks", HTMLTableElement);
   readonly #prefix = byId("filter", HTMLInputElement);
@@ -86,6 +86,14 @@ export class LocksView {
     last.addEventListener("click", () => this.#goTo(Number.MAX_SAFE_INTEGER));
   }
 
+  /** Stops listing (the backend is down) or lists again at once (it is back). */
+  pause(paused: boolean): void {
+    if (paused === this.#paused) return;
+    this.#paused = paused;
+    this.#table.classList.toggle("stale", paused);
+    if (!paused) void this.refresh();
+  }
+
   /** Lists again shortly (events come in bursts: one listing per burst). */
   soon(): void {
     clearTimeout(this.#pending);
@@ -94,7 +102,7 @@ export class LocksView {
 
   /** Lists the locks again (joining a listing under way, and listing once more after it). */
   refresh(): Promise<void> {
-    if (this.paused) return Promise.resolve();
+    if (this.#paused) return Promise.resolve();
     if (this.#loading !== undefined) {
       this.#again = true;
       return this.#loading;

@@ -16,11 +16,8 @@ const locks = new LocksView();
 keepToken();
 
 function onHealth(now: Health): void {
-  const wasDown = health.down;
   health.health(now);
-  locks.paused = health.down;
-  // Back: list at once rather than at the next round.
-  if (wasDown && !health.down) void locks.refresh();
+  locks.pause(health.down);
 }
 
 function connect(): void {

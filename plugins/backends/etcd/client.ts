@@ -114,11 +114,11 @@ export class EtcdClient {
     if (this.#members.length > 1) {
       this.#current = (this.#current + 1) % this.#members.length;
       this.#log.debug({ endpoint: this.#members[this.#current]!.address }, "etcd: using the next endpoint");
-      for (const listener of this.#failoverListeners) listener();
     }
+    for (const listener of this.#failoverListeners) listener();
   }
 
-  /** Calls `listener` whenever the client moves to another endpoint (streams follow). */
+  /** Calls `listener` whenever a stream or call found the endpoint in use stuck or unreachable (streams start over, on the next one if any). */
   onFailover(listener: () => void): void {
     this.#failoverListeners.push(listener);
   }
@@ -154,7 +154,8 @@ export class EtcdClient {
   }
 
   async #once(member: number, service: ServiceName, method: string, req: object, timeoutMs = this.#config.commandTimeoutMs): Promise<unknown> {
-    const meta = await this.#metadata();
+    // Authenticate itself goes without a token (it is how one is got).
+    const meta = service === "Auth" ? new this.#grpc.Metadata() : await this.#metadata();
     const stub = this.#members[member]!.services[service];
     return new Promise((resolve, reject) => {
       stub[method]!(req, meta, { deadline: Date.now() + timeoutMs }, (err, res) => (err ? reject(err) : resolve(res)));

@@ -15,7 +15,7 @@ export interface GrpcError {
 }
 
 /** etcd's messages for requests that are wrong in themselves: retrying the same request cannot help. */
-const INVALID = /request is too large|too many operations in txn request|key is not provided|duplicate key given in txn request/;
+const INVALID = /request is too large|received message larger than max|too many operations in txn request|key is not provided|duplicate key given in txn request/;
 /** Refusals that stay refusals however often the call is made. */
 const PERMANENT = /authentication failed|invalid user ID or password|user name is empty|permission denied|authentication is not enabled/;
 

@@ -180,13 +180,18 @@ export class EtcdQueueSteps implements KindSteps {
     return this.#c.book.add(owner, key, kv.create_revision, await this.#c.leases.leaseFor(stored.t), Math.max(0, stored.e - Date.now()), stored);
   }
 
-  /** Takes or keeps the waiter's place: written once, then kept by this host's timer (no write per attempt). */
+  /**
+   * Takes or keeps the waiter's place: written once, then kept by this host's timer (no write per
+   * attempt). It rides on the shortest lease this host has (the margin's class), not one as long
+   * as `queueMs`: a place matters only while its host lives, so a dead host's waiter stops
+   * standing in the queue within the margin.
+   */
   async #keepPlace(key: string, req: AcquireRequest): Promise<void> {
     const entry = this.#c.book.get(req.owner);
     if (entry?.key === key) return this.#c.book.refresh(entry, req.queueMs);
-    const lease = await this.#c.leases.leaseFor(req.queueMs);
+    const lease = await this.#c.leases.leaseFor(0);
     const now = Date.now();
-    const record = storedHolder(req.owner, "exclusive", 0, req.holder, now, endOf(now, req.queueMs, lease), req.queueMs);
+    const record = storedHolder(req.owner, "exclusive", 0, req.holder, now, now + req.queueMs, req.queueMs);
     const res = await this.#c.client.txn({
       compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: 0 }],
       success: [{ request_put: { key, value: encode(record), lease: lease.id! } }],

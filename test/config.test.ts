@@ -1047,7 +1047,7 @@ describe("loadConfig", () => {
 
 describe("the shipped example configs", () => {
   const root = resolve(import.meta.dirname, "..");
-  it.each(["lockhost.toml", "examples/redis.toml", "examples/pg.toml"])("%s loads, with wasm paths that exist", async (file) => {
+  it.each(["lockhost.toml", "examples/redis.toml", "examples/pg.toml", "examples/etcd.toml"])("%s loads, with wasm paths that exist", async (file) => {
     const config = await loadConfig(join(root, file), { LOCKHOST_NODE: "node-x" });
     expect(config.plugins.length).toBeGreaterThan(0);
     for (const p of config.plugins) expect(existsSync(p.wasm), p.wasm).toBe(true);

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEtcdCluster, type EtcdCluster } from "../support/etcd-servers.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 import type { TestServer } from "../support/servers.js";
-import { runFaults, type Fault } from "./fault-run.js";
+import { expectSafeAndLive, runFaults, type Fault } from "./fault-run.js";
 
 const TTL_MS = 1_000;
 const SHAPE = { nodes: 3, guestsPerNode: 4, keys: 3, holdMs: 20, ttlMs: TTL_MS, gapMs: 2_500 } as const;
@@ -89,22 +89,6 @@ describe("faults on etcd (three members)", () => {
         stall: (node, on) => proxies.get(group(node))!.forEach((p) => p.stall(on)),
       },
     });
-    const { report } = r;
-    const summary = {
-      acquisitions: report.acquisitions, overlaps: report.overlaps, unexplainedOverlaps: report.unexplainedOverlaps,
-      fenceRegressions: report.fenceRegressions, writes: report.writes, refusedWrites: report.refusedWrites,
-      unexplainedRefusals: report.unexplainedRefusals, perNodeAfterFaults: report.perNodeAfterFaults,
-      errors: r.stats.reduce((n, s) => n + s.errors, 0), errorSamples: r.stats.flatMap((s) => s.errorSamples.slice(0, 2)),
-    };
-    console.log(`faults etcd: ${JSON.stringify(summary)}`);
-    const why = `${JSON.stringify(summary)}\n${report.samples.join("\n")}`;
-    // etcd forgets nothing a fault can reach: no overlap but the frozen host's, never a fence back.
-    expect(report.unexplainedOverlaps, why).toBe(0);
-    expect(report.fenceRegressions, why).toBe(0);
-    expect(report.unmatchedExits, why).toBe(0);
-    expect(report.unexplainedRefusals, why).toBe(0);
-    expect(report.keysNotFreedAfterKill, why).toEqual([]);
-    for (const node of r.survivors) expect(report.perNodeAfterFaults[node] ?? 0, `${node} after the faults: ${why}`).toBeGreaterThan(0);
-    expect(report.acquisitions).toBeGreaterThan(100);
+    expectSafeAndLive("etcd", r);
   }, 240_000);
 });

@@ -4,6 +4,7 @@
 // (see exclusion-checker.ts), so the checker can tell an overlap a fault explains from a bug.
 import { appendFileSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
+import { expect } from "vitest";
 import { checkExclusion, type ExclusionReport } from "../cluster/exclusion-checker.js";
 import { startHammerNode, startTogether, withSectionLog, type HammerNode, type HammerOptions, type NodeStats } from "../cluster/cluster.js";
 import type { TestServer } from "../support/servers.js";
@@ -178,4 +179,26 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
       }
     }
   });
+}
+
+/** Asserts a run safe (no unexplained overlap, no fence back, no refused write to an untouched holder, a killed host's keys taken again) and live (every survivor entered after the faults); logs its counts. */
+export function expectSafeAndLive(name: string, r: FaultRunResult): void {
+  const { report } = r;
+  const summary = {
+    acquisitions: report.acquisitions, overlaps: report.overlaps, unexplainedOverlaps: report.unexplainedOverlaps,
+    fenceRegressions: report.fenceRegressions, writes: report.writes, refusedWrites: report.refusedWrites,
+    unexplainedRefusals: report.unexplainedRefusals, perNodeAfterFaults: report.perNodeAfterFaults,
+    errors: r.stats.reduce((n, s) => n + s.errors, 0), errorSamples: r.stats.flatMap((s) => s.errorSamples.slice(0, 2)),
+  };
+  // The counts go to the log for the closing note / CI output.
+  console.log(`faults ${name}: ${JSON.stringify(summary)}`);
+  const why = `${JSON.stringify(summary)}\n${report.samples.join("\n")}`;
+  expect(report.unexplainedOverlaps, why).toBe(0);
+  expect(report.fenceRegressions, why).toBe(0);
+  expect(report.unmatchedExits, why).toBe(0);
+  expect(report.unexplainedRefusals, why).toBe(0);
+  expect(report.keysNotFreedAfterKill, why).toEqual([]);
+  // Live after the faults: every host still running took locks once they were over.
+  for (const node of r.survivors) expect(report.perNodeAfterFaults[node] ?? 0, `${node} after the faults: ${why}`).toBeGreaterThan(0);
+  expect(report.acquisitions).toBeGreaterThan(100);
 }

@@ -7,12 +7,15 @@
 // without a notice, seen by another host's observer and campaigner), kinds (read/write locks and
 // semaphores on Redis and PostgreSQL, vs redis-semaphore's Semaphore and raw shared advisory locks),
 // http (a plugin's http client vs Node's global fetch and a bare undici Agent, on a local server),
-// service (the LockService's cost over its backend's bare steps, memory and Redis).
+// service (the LockService's cost over its backend's bare steps, memory and Redis), etcd (a
+// mutex pair vs a raw lock by transaction, and handoff to another host, on three members).
 //   npm run bench                 every part
 //   npm run bench -- redis pg     only those parts
 //   npm run bench -- --json       one JSON object per table row (part, path, p50Us, p99Us, opsPerSec, …)
-// REDIS_URL / DATABASE_URL choose the servers (loopback defaults); BENCH_ROUNDS the rounds.
+// REDIS_URL / DATABASE_URL / ETCD_ENDPOINTS choose the servers (loopback defaults; etcd: a
+// private cluster); BENCH_ROUNDS the rounds.
 import { electionBench } from "./election.js";
+import { etcdBench } from "./etcd.js";
 import { handoffBench, keepaliveBench } from "./lifecycle.js";
 import { httpBench } from "./http.js";
 import { lostBench } from "./lost.js";
@@ -27,6 +30,7 @@ const PARTS: Record<string, () => Promise<void>> = {
   memory: memoryBench,
   redis: redisBench,
   pg: pgBench,
+  etcd: etcdBench,
   handoff: handoffBench,
   keepalive: keepaliveBench,
   lost: lostBench,

@@ -54,4 +54,4 @@ export { createBackend, chosenBackend } from "./backends/create.js";
 export { backendDescriptor, backendNames, registerBackend } from "./backends/registry.js";
 export { loadBackendPackages } from "./backends/packages.js";
 export type { BackendDescriptor, BackendContext } from "../kit/descriptor.js";
-export { BUILTIN_BACKENDS, MemoryBackend, memoryBackend, pgBackend, redisBackend, type MemoryBackendOptions } from "../plugins/backends/index.js";
+export { BUILTIN_BACKENDS, MemoryBackend, etcdBackend, memoryBackend, pgBackend, redisBackend, type MemoryBackendOptions } from "../plugins/backends/index.js";

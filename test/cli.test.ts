@@ -17,6 +17,7 @@ import { createBackend } from "../host/backends/create.js";
 import { permitSpec, READ } from "../kit/kinds.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";
+import { etcdEndpoints } from "./support/etcd-servers.js";
 import { databaseUrl, freePort, redisUrl } from "./support/servers.js";
 import { guestWasm } from "./support/guests.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
@@ -708,11 +709,15 @@ function runCli(args: readonly string[], env?: NodeJS.ProcessEnv): CliRun {
 }
 
 describe("the README's two hosts, as written", () => {
-  it("runs two hosts on the example Redis config: one runner per tick, status and the admin listener answer", async () => {
+  it.each([
+    ["Redis", "redis", "examples/redis.toml"],
+    ["etcd", "etcd", "examples/etcd.toml"],
+  ])("runs two hosts on the example %s config: one runner per tick, status and the admin listener answer", async (_, backend, file) => {
     // README "Two hosts, one backend, one runner per tick", command for command (npx lockhost = this CLI).
-    const env = (extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv => ({ ...process.env, REDIS_URL: redisUrl(), ...extra });
-    const a = runCli(["run", "--config", "examples/redis.toml"], env({ LOCKHOST_NODE: "node-a" }));
-    const b = runCli(["run", "--config", "examples/redis.toml"], env({ LOCKHOST_NODE: "node-b", LOCKHOST_ADMIN_LISTEN: "127.0.0.1:9465" }));
+    const servers = { REDIS_URL: redisUrl(), ETCD_ENDPOINT: etcdEndpoints()[0] };
+    const env = (extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv => ({ ...process.env, ...servers, ...extra });
+    const a = runCli(["run", "--config", file], env({ LOCKHOST_NODE: "node-a" }));
+    const b = runCli(["run", "--config", file], env({ LOCKHOST_NODE: "node-b", LOCKHOST_ADMIN_LISTEN: "127.0.0.1:9465" }));
     try {
       const ran = (out: string): boolean => out.includes("schedule lock taken; running");
       const skipped = (out: string): boolean => out.includes("tick skipped: another node holds the schedule lock");
@@ -724,12 +729,12 @@ describe("the README's two hosts, as written", () => {
       }
       expect((ran(a.out()) && skipped(b.out())) || (ran(b.out()) && skipped(a.out())), a.out() + b.out()).toBe(true);
       expect(a.out() + b.out()).not.toContain("EADDRINUSE");
-      const status = await lockhostAsync(["status", "lockhost:schedule:report.run", "--config", "examples/redis.toml"], { env: { REDIS_URL: redisUrl() } });
+      const status = await lockhostAsync(["status", "lockhost:schedule:report.run", "--config", file], { env: servers });
       expect(status.status, status.stderr).toBe(0);
       expect(status.stdout).toMatch(/lockhost:schedule:report\.run: (held|not held)/);
       const counters = await lockhostAsync(["status", "--admin", "http://127.0.0.1:9464"]);
       expect(counters.status, counters.stderr).toBe(0);
-      expect(counters.stdout).toContain("node node-a, redis backend");
+      expect(counters.stdout).toContain(`node node-a, ${backend} backend`);
     } finally {
       a.child.kill("SIGTERM");
       b.child.kill("SIGTERM");

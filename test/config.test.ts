@@ -300,7 +300,7 @@ listen = "nowhere"
     // gets no id error; a ratio out of range gets no margin error; a bad backend name no more.
     const message = messageOf(`
 [locking]
-backend = "etcd"
+backend = "zookeeper"
 [locking.keepalive]
 renew_at_ratio = 2
 [[plugins]]
@@ -315,7 +315,7 @@ export = "run"
 schedule = "1s"
 `);
     expect(message.split("\n").slice(1)).toEqual([
-      `  lockhost.toml: [locking]: backend must be one of "memory", "redis", "pg", got "etcd"`,
+      `  lockhost.toml: [locking]: backend must be one of "memory", "redis", "pg", "etcd", got "zookeeper"`,
       "  lockhost.toml: [locking.keepalive]: renew_at_ratio must be a number greater than 0 and less than 1, got 2",
       expect.stringContaining(`  lockhost.toml: [[plugins]] #1 ("Report"): name must be 1 to 64 of lowercase letters`),
       "  lockhost.toml: [[scheduled]] #2: plugin is required",
@@ -374,7 +374,7 @@ memory_limit_mib = "16MB"
     ["a shutdown_timeout_ms with a unit", `[host]\nshutdown_timeout_ms = "10s"`, `[host]: shutdown_timeout_ms must be an integer from 0 to 3600000, got "10s"`],
     ["an unknown log_level", `[host]\nlog_level = "verbose"`, `lockhost.toml: [host]: log_level must be one of "trace", "debug", "info", "warn", "error", "fatal", "silent", got "verbose"`],
     // [locking]
-    ["an unknown backend", `[locking]\nbackend = "etcd"`, `lockhost.toml: [locking]: backend must be one of "memory", "redis", "pg", got "etcd"`],
+    ["an unknown backend", `[locking]\nbackend = "zookeeper"`, `lockhost.toml: [locking]: backend must be one of "memory", "redis", "pg", "etcd", got "zookeeper"`],
     ["a backend that is not a string", `[locking]\nbackend = 1`, "lockhost.toml: [locking]: backend must be a string, got 1"],
     ["[locking.redis] that is not a table", `[locking]\nredis = "redis://h"`, `lockhost.toml: [locking]: redis must be a table, got "redis://h"`],
     ["a redis url of another scheme", `[locking.redis]\nurl = "http://h:6379"`, `lockhost.toml: [locking.redis]: url must be a redis:// or rediss:// URL, got "http://h:6379"`],
@@ -1047,7 +1047,7 @@ describe("loadConfig", () => {
 
 describe("the shipped example configs", () => {
   const root = resolve(import.meta.dirname, "..");
-  it.each(["lockhost.toml", "examples/redis.toml", "examples/pg.toml"])("%s loads, with wasm paths that exist", async (file) => {
+  it.each(["lockhost.toml", "examples/redis.toml", "examples/pg.toml", "examples/etcd.toml"])("%s loads, with wasm paths that exist", async (file) => {
     const config = await loadConfig(join(root, file), { LOCKHOST_NODE: "node-x" });
     expect(config.plugins.length).toBeGreaterThan(0);
     for (const p of config.plugins) expect(existsSync(p.wasm), p.wasm).toBe(true);

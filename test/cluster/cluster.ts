@@ -25,7 +25,8 @@ export interface NodeStats {
 
 /** The shape of one exclusion run. */
 export interface HammerOptions {
-  readonly locking: NonNullable<ConfigInput["locking"]>;
+  /** The `[locking]` table of every node, or of each node by name (its own route to the backend). */
+  readonly locking: NonNullable<ConfigInput["locking"]> | ((node: string) => NonNullable<ConfigInput["locking"]>);
   readonly nodes: number;
   readonly guestsPerNode: number;
   readonly keys: number;
@@ -53,7 +54,7 @@ export function startHammerNode(run: HammerRun, node: string): HammerNode {
     dist: pathToFileURL(join(ROOT, "dist/host/index.js")).href,
     wasm: join(ROOT, "test/guests/build/hammer.wasm"),
     node,
-    locking: o.locking,
+    locking: typeof o.locking === "function" ? o.locking(node) : o.locking,
     guests: o.guestsPerNode,
     keys: o.keys,
     holdMs: o.holdMs,

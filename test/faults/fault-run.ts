@@ -4,6 +4,7 @@
 // (see exclusion-checker.ts), so the checker can tell an overlap a fault explains from a bug.
 import { appendFileSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
+import { expect } from "vitest";
 import { checkExclusion, type ExclusionReport } from "../cluster/exclusion-checker.js";
 import { startHammerNode, startTogether, withSectionLog, type HammerNode, type HammerOptions, type NodeStats } from "../cluster/cluster.js";
 import type { TestServer } from "../support/servers.js";
@@ -22,7 +23,22 @@ export type Fault =
   /** Host `node` (1-based) is frozen (SIGSTOP), its guests' threads with it, for `forMs`. */
   | { readonly kind: "host-pause"; readonly node: number; readonly forMs: number }
   /** Host `node` is killed (SIGKILL) and a new host takes its place. */
-  | { readonly kind: "host-kill"; readonly node: number };
+  | { readonly kind: "host-kill"; readonly node: number }
+  /** A member of a replicated server (`members`) dies for `downMs` and starts again: a number, or the current leader. */
+  | { readonly kind: "member-kill"; readonly member: number | "leader"; readonly downMs: number }
+  /** A member freezes (SIGSTOP) for `forMs`: member 0 is the one every host's client tries first. */
+  | { readonly kind: "member-pause"; readonly member: number; readonly forMs: number }
+  /** Host `node`'s network to the server stops delivering for `forMs` (the host keeps running). */
+  | { readonly kind: "host-stall"; readonly node: number; readonly forMs: number };
+
+/** The members of a replicated server, for the member faults. */
+export interface Members {
+  readonly members: readonly { readonly name: string; kill(): Promise<void>; start(): Promise<void>; pause(): void; resume(): void }[];
+  /** The index of the current leader. */
+  leader(): Promise<number>;
+  /** Stalls (true) or releases (false) the network between host `node` (its name) and the server. */
+  stall(node: string, on: boolean): void;
+}
 
 /** The shape of a fault run. */
 export interface FaultRunOptions extends Omit<HammerOptions, "durationMs"> {
@@ -32,6 +48,8 @@ export interface FaultRunOptions extends Omit<HammerOptions, "durationMs"> {
   readonly faults: readonly Fault[];
   /** Quiet time before the first fault, between faults, and after the last (liveness). */
   readonly gapMs: number;
+  /** The members, for a replicated server's faults (member-kill, member-pause, host-stall). */
+  readonly members?: Members;
 }
 
 /** What a fault run saw. */
@@ -67,6 +85,11 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
     }
     const stats = await Promise.all(all.map((n) => n.done));
     return { report: checkExclusion(readFileSync(log, "utf8")), stats, survivors: nodes.map((n) => n.node) };
+
+    function members(): Members {
+      if (o.members === undefined) throw new Error("member faults need FaultRunOptions.members");
+      return o.members;
+    }
 
     /**
      * Ends a server fault's window a little after the server is back: a call answered just
@@ -109,6 +132,35 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
           host.signal("SIGCONT");
           return;
         }
+        case "member-kill": {
+          const m = members();
+          const i = fault.member === "leader" ? await m.leader() : fault.member;
+          const name = `member-kill-${m.members[i]!.name}`;
+          mark(`F ${name}`);
+          await m.members[i]!.kill();
+          await sleep(fault.downMs);
+          await m.members[i]!.start();
+          await settled(name);
+          return;
+        }
+        case "member-pause": {
+          const m = members().members[fault.member]!;
+          mark(`F member-pause-${m.name}`);
+          m.pause();
+          await sleep(fault.forMs);
+          m.resume();
+          await settled(`member-pause-${m.name}`);
+          return;
+        }
+        case "host-stall": {
+          // Not marked as a fault: the host runs on, and its leases outlast what it believes it
+          // holds, so a stall must cause no overlap and no refused write at all.
+          const host = nodes[fault.node - 1]!;
+          members().stall(host.node, true);
+          await sleep(fault.forMs);
+          members().stall(host.node, false);
+          return;
+        }
         case "host-kill": {
           const host = nodes[fault.node - 1]!;
           // Frozen first, so it writes nothing after the mark, and its locks (held by a live
@@ -127,4 +179,26 @@ export async function runFaults(o: FaultRunOptions): Promise<FaultRunResult> {
       }
     }
   });
+}
+
+/** Asserts a run safe (no unexplained overlap, no fence back, no refused write to an untouched holder, a killed host's keys taken again) and live (every survivor entered after the faults); logs its counts. */
+export function expectSafeAndLive(name: string, r: FaultRunResult): void {
+  const { report } = r;
+  const summary = {
+    acquisitions: report.acquisitions, overlaps: report.overlaps, unexplainedOverlaps: report.unexplainedOverlaps,
+    fenceRegressions: report.fenceRegressions, writes: report.writes, refusedWrites: report.refusedWrites,
+    unexplainedRefusals: report.unexplainedRefusals, perNodeAfterFaults: report.perNodeAfterFaults,
+    errors: r.stats.reduce((n, s) => n + s.errors, 0), errorSamples: r.stats.flatMap((s) => s.errorSamples.slice(0, 2)),
+  };
+  // The counts go to the log for the closing note / CI output.
+  console.log(`faults ${name}: ${JSON.stringify(summary)}`);
+  const why = `${JSON.stringify(summary)}\n${report.samples.join("\n")}`;
+  expect(report.unexplainedOverlaps, why).toBe(0);
+  expect(report.fenceRegressions, why).toBe(0);
+  expect(report.unmatchedExits, why).toBe(0);
+  expect(report.unexplainedRefusals, why).toBe(0);
+  expect(report.keysNotFreedAfterKill, why).toEqual([]);
+  // Live after the faults: every host still running took locks once they were over.
+  for (const node of r.survivors) expect(report.perNodeAfterFaults[node] ?? 0, `${node} after the faults: ${why}`).toBeGreaterThan(0);
+  expect(report.acquisitions).toBeGreaterThan(100);
 }

@@ -9,10 +9,10 @@
 //
 // `npm test` runs the short version: each fault once, in one run per backend. `npm run faults`
 // (LOCKHOST_FAULTS=full) runs each fault three times in a run of its own, then all of them mixed.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { startPostgresServer, startRedisServer, type TestServer } from "../support/servers.js";
 import { killPgSessions, killRedisSessions } from "../support/kill-sessions.js";
-import { runFaults, type Fault, type FaultRunOptions, type FaultRunResult } from "./fault-run.js";
+import { expectSafeAndLive, runFaults, type Fault, type FaultRunOptions } from "./fault-run.js";
 
 const FULL = process.env.LOCKHOST_FAULTS === "full";
 const TTL_MS = 1_000;
@@ -32,27 +32,6 @@ const RUNS: ReadonlyArray<readonly [string, readonly Fault[]]> = [
   ...(FULL ? MIXED.map((f) => [f.kind, [f, f, f]] as const) : []),
   ["mixed", MIXED],
 ];
-
-function expectSafeAndLive(name: string, r: FaultRunResult): void {
-  const { report } = r;
-  const summary = {
-    acquisitions: report.acquisitions, overlaps: report.overlaps, unexplainedOverlaps: report.unexplainedOverlaps,
-    fenceRegressions: report.fenceRegressions, writes: report.writes, refusedWrites: report.refusedWrites,
-    unexplainedRefusals: report.unexplainedRefusals, perNodeAfterFaults: report.perNodeAfterFaults,
-    errors: r.stats.reduce((n, s) => n + s.errors, 0), errorSamples: r.stats.flatMap((s) => s.errorSamples.slice(0, 2)),
-  };
-  // The counts go to the log for the closing note / CI output.
-  console.log(`faults ${name}: ${JSON.stringify(summary)}`);
-  const why = `${JSON.stringify(summary)}\n${report.samples.join("\n")}`;
-  expect(report.unexplainedOverlaps, why).toBe(0);
-  expect(report.fenceRegressions, why).toBe(0);
-  expect(report.unmatchedExits, why).toBe(0);
-  expect(report.unexplainedRefusals, why).toBe(0);
-  expect(report.keysNotFreedAfterKill, why).toEqual([]);
-  // Live after the faults: every host still running took locks once they were over.
-  for (const node of r.survivors) expect(report.perNodeAfterFaults[node] ?? 0, `${node} after the faults: ${why}`).toBeGreaterThan(0);
-  expect(report.acquisitions).toBeGreaterThan(100);
-}
 
 function faultSuite(backend: "redis" | "pg", start: () => Promise<TestServer>, sessionKiller: (url: string) => () => Promise<void>, locking: (url: string) => FaultRunOptions["locking"]): void {
   describe(`faults on ${backend === "redis" ? "Redis (no persistence)" : "PostgreSQL"}`, () => {

@@ -8,6 +8,7 @@ import {
   databaseUrl, postgresAnswers, redisAnswers, redisUrl, startPostgresServer, startRedisServer,
   type TestServer,
 } from "./servers.js";
+import { startEtcdCluster } from "./etcd-servers.js";
 
 const started: TestServer[] = [];
 
@@ -36,9 +37,20 @@ export async function setup(): Promise<void> {
       problems.push(`PostgreSQL: nothing answers at ${redactUrlSecrets(pg)}, and a private server could not be started: ${(err as Error).message}`);
     }
   }
+  if (process.env.ETCD_ENDPOINTS === undefined) {
+    // No etcd runs as a machine service here: the run starts its own single member.
+    try {
+      const etcd = await startEtcdCluster(1);
+      started.push({ stop: () => etcd.stop() } as TestServer);
+      process.env.ETCD_ENDPOINTS = etcd.endpoints.join(",");
+      console.log(`[lockhost tests] started a private etcd at ${process.env.ETCD_ENDPOINTS}`);
+    } catch (err) {
+      problems.push(`etcd: a private member could not be started: ${(err as Error).message}`);
+    }
+  }
   if (problems.length > 0) {
     await teardown();
-    throw new Error(`the backend tests need Redis and PostgreSQL.\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    throw new Error(`the backend tests need Redis, PostgreSQL and etcd.\n${problems.map((p) => `  - ${p}`).join("\n")}`);
   }
 }
 

@@ -1,0 +1,220 @@
+// A small etcd v3 client over @grpc/grpc-js: the unary calls and the two streams this backend
+// uses, with a deadline on every call, endpoint failover, and user/password authentication.
+// Both gRPC packages are imported when a backend is created, never at a descriptor's load.
+import { readFile } from "node:fs/promises";
+import type * as Grpc from "@grpc/grpc-js";
+import type { Logger } from "pino";
+import { LockhostError } from "../../../kit/index.js";
+import type { EtcdConfig } from "./config.js";
+import { etcdError, isExpiredToken, isUnreachable } from "./errors.js";
+import type { LeaseGrantResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse } from "./messages.js";
+import { ETCD_PROTO } from "./proto.js";
+
+type Unary = (req: object, meta: Grpc.Metadata, opts: Grpc.CallOptions, cb: (err: Grpc.ServiceError | null, res: unknown) => void) => void;
+type ServiceClient = Grpc.Client & Record<string, Unary & ((meta: Grpc.Metadata, opts?: Grpc.CallOptions) => Grpc.ClientDuplexStream<object, unknown>)>;
+type ServiceName = "KV" | "Lease" | "Watch" | "Auth" | "Maintenance";
+
+/** One endpoint's channel and its service stubs. */
+interface Member {
+  readonly address: string;
+  readonly services: Record<ServiceName, ServiceClient>;
+}
+
+/** A bidirectional stream of etcd's (watch, lease keepalive). */
+export type EtcdStream = Grpc.ClientDuplexStream<object, unknown>;
+
+/** An etcd client for one backend instance. */
+export class EtcdClient {
+  readonly #grpc: typeof Grpc;
+  readonly #members: Member[];
+  readonly #config: EtcdConfig;
+  readonly #log: Logger;
+  #current = 0;
+  #token: Promise<string> | undefined;
+  #closed = false;
+  readonly #failoverListeners: (() => void)[] = [];
+
+  private constructor(grpc: typeof Grpc, members: Member[], config: EtcdConfig, log: Logger) {
+    this.#grpc = grpc;
+    this.#members = members;
+    this.#config = config;
+    this.#log = log;
+  }
+
+  /** Loads grpc-js and proto-loader, reads TLS files, and makes a channel per endpoint (connected lazily). */
+  static async open(config: EtcdConfig, log: Logger): Promise<EtcdClient> {
+    const [grpc, loader] = await Promise.all([importClient<typeof Grpc>("@grpc/grpc-js"), importClient<typeof import("@grpc/proto-loader")>("@grpc/proto-loader")]);
+    const definition = loader.fromJSON(ETCD_PROTO as never, { keepCase: true, longs: String, enums: String, bytes: Buffer, defaults: true, oneofs: true });
+    const pkg = grpc.loadPackageDefinition(definition) as unknown as { etcdserverpb: Record<ServiceName, new (address: string, creds: Grpc.ChannelCredentials, options: object) => ServiceClient> };
+    const credentials = await credentialsFor(grpc, config);
+    const options = {
+      // Pings find a dead connection under an idle stream; etcd refuses pings more often than every 5 s.
+      "grpc.keepalive_time_ms": 5_000,
+      "grpc.keepalive_timeout_ms": Math.max(1_000, config.commandTimeoutMs),
+      "grpc.keepalive_permit_without_calls": 1,
+      "grpc.initial_reconnect_backoff_ms": 100,
+      "grpc.max_reconnect_backoff_ms": 1_000,
+      "grpc.max_receive_message_length": 64 * 1024 * 1024,
+    };
+    const members = config.endpoints.map((endpoint): Member => {
+      const address = new URL(endpoint).host;
+      const channel = new grpc.Channel(address, credentials, options);
+      const make = (name: ServiceName): ServiceClient => new pkg.etcdserverpb[name](address, credentials, { ...options, channelOverride: channel });
+      return { address: endpoint, services: { KV: make("KV"), Lease: make("Lease"), Watch: make("Watch"), Auth: make("Auth"), Maintenance: make("Maintenance") } };
+    });
+    return new EtcdClient(grpc, members, config, log);
+  }
+
+  /** How messages name the cluster: the endpoint in use. */
+  get server(): string {
+    return `etcd at ${this.#members[this.#current]!.address}`;
+  }
+
+  range(req: RangeRequest): Promise<RangeResponse> {
+    return this.#call("KV", "Range", withBytes(req), true) as Promise<RangeResponse>;
+  }
+
+  /** A transaction; never retried (it may have been applied before a connection broke). */
+  txn(req: TxnRequest, what?: string): Promise<TxnResponse> {
+    const compare = req.compare?.map(withBytes);
+    const ops = (list: TxnRequest["success"]) => list?.map((op) => Object.fromEntries(Object.entries(op).map(([k, v]) => [k, withBytes(v as object)])));
+    return this.#call("KV", "Txn", { compare, success: ops(req.success), failure: ops(req.failure) }, false, what) as Promise<TxnResponse>;
+  }
+
+  /** A lease of `ttlS` seconds; resolves to its id and the TTL etcd granted (never below the server's minimum). */
+  async leaseGrant(ttlS: number): Promise<{ id: string; ttlS: number }> {
+    const res = (await this.#call("Lease", "LeaseGrant", { TTL: ttlS, ID: 0 }, false, "a lease grant")) as LeaseGrantResponse;
+    if (res.error) throw new LockhostError("BACKEND_UNAVAILABLE", `${this.server} refused a lease of ${ttlS} s: ${res.error}`);
+    return { id: res.ID, ttlS: Number(res.TTL) };
+  }
+
+  /** Revokes a lease (its keys go with it); a lease already gone is fine. */
+  async leaseRevoke(id: string): Promise<void> {
+    try {
+      await this.#call("Lease", "LeaseRevoke", { ID: id }, true, "a lease revoke");
+    } catch (err) {
+      if (!/lease not found/.test(String((err as Error).message))) throw err;
+    }
+  }
+
+  /** Resolves once a member answers a status request (ping). */
+  async status(timeoutMs = this.#config.dialTimeoutMs): Promise<void> {
+    await this.#call("Maintenance", "Status", {}, true, "a status request", timeoutMs);
+  }
+
+  /** Opens a bidirectional stream on the member in use (Watch.Watch or Lease.LeaseKeepAlive). */
+  async stream(service: "Watch" | "Lease"): Promise<EtcdStream> {
+    const meta = await this.#metadata();
+    const stub = this.#members[this.#current]!.services[service];
+    return stub[service === "Watch" ? "Watch" : "LeaseKeepAlive"]!(meta) as EtcdStream;
+  }
+
+  /** Moves to the next endpoint (after a stream or a call found this one unreachable). */
+  failover(): void {
+    if (this.#members.length > 1) {
+      this.#current = (this.#current + 1) % this.#members.length;
+      this.#log.debug({ endpoint: this.#members[this.#current]!.address }, "etcd: using the next endpoint");
+    }
+    for (const listener of this.#failoverListeners) listener();
+  }
+
+  /** Calls `listener` whenever a stream or call found the endpoint in use stuck or unreachable (streams start over, on the next one if any). */
+  onFailover(listener: () => void): void {
+    this.#failoverListeners.push(listener);
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const m of this.#members) for (const s of Object.values(m.services)) s.close();
+  }
+
+  async #call(service: ServiceName, method: string, req: object, retryable: boolean, what = "the request", timeoutMs = this.#config.commandTimeoutMs): Promise<unknown> {
+    if (this.#closed) throw new LockhostError("CLOSED", "the etcd backend is closed");
+    let attempts = retryable ? this.#members.length : 1;
+    let reauthenticated = false;
+    for (;;) {
+      const member = this.#current;
+      try {
+        return await this.#once(member, service, method, req, timeoutMs);
+      } catch (err) {
+        if (isExpiredToken(err) && !reauthenticated) {
+          // Refused before it was applied: a fresh token makes the same call safe to send again.
+          reauthenticated = true;
+          this.#token = undefined;
+          continue;
+        }
+        if (isUnreachable(err)) {
+          if (member === this.#current) this.failover();
+          if (--attempts > 0) continue;
+        }
+        throw etcdError(err, `etcd at ${this.#members[member]!.address}`, timeoutMs, what);
+      }
+    }
+  }
+
+  async #once(member: number, service: ServiceName, method: string, req: object, timeoutMs = this.#config.commandTimeoutMs): Promise<unknown> {
+    // Authenticate itself goes without a token (it is how one is got).
+    const meta = service === "Auth" ? new this.#grpc.Metadata() : await this.#metadata();
+    const stub = this.#members[member]!.services[service];
+    return new Promise((resolve, reject) => {
+      stub[method]!(req, meta, { deadline: Date.now() + timeoutMs }, (err, res) => (err ? reject(err) : resolve(res)));
+    });
+  }
+
+  /** Call metadata: the auth token when a user is configured. */
+  async #metadata(): Promise<Grpc.Metadata> {
+    const meta = new this.#grpc.Metadata();
+    if (this.#config.username !== "") meta.set("token", await this.#authToken());
+    return meta;
+  }
+
+  #authToken(): Promise<string> {
+    this.#token ??= (async () => {
+      const res = (await this.#once(this.#current, "Auth", "Authenticate", { name: this.#config.username, password: this.#config.password })) as { token: string };
+      return res.token;
+    })().catch((err: unknown) => {
+      this.#token = undefined;
+      throw etcdError(err, this.server, this.#config.commandTimeoutMs, "authentication");
+    });
+    return this.#token;
+  }
+}
+
+/** The message with its bytes fields (keys, range ends, values) as Buffers: protobufjs reads a string there as base64. */
+export function withBytes<T extends object>(message: T): T {
+  const out = { ...message } as Record<string, unknown>;
+  for (const field of ["key", "range_end", "value"]) {
+    const v = out[field];
+    if (typeof v === "string") out[field] = Buffer.from(v, "utf8");
+  }
+  return out as T;
+}
+
+/** Imports an optional client package, saying what to install when it is missing. */
+async function importClient<T>(name: string): Promise<T> {
+  try {
+    return (await import(name)) as T;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ERR_MODULE_NOT_FOUND") {
+      throw new LockhostError("BACKEND_UNAVAILABLE", `the etcd backend needs ${name}: npm install @grpc/grpc-js @grpc/proto-loader`, { details: { permanent: 1 } });
+    }
+    throw err;
+  }
+}
+
+/** Plain text for http:// endpoints; TLS (with the configured CA and client certificate) for https://. */
+async function credentialsFor(grpc: typeof Grpc, config: EtcdConfig): Promise<Grpc.ChannelCredentials> {
+  const tls = config.endpoints.some((e) => e.startsWith("https:"));
+  if (!tls) return grpc.credentials.createInsecure();
+  const read = async (file: string, key: string): Promise<Buffer | null> => {
+    if (file === "") return null;
+    try {
+      return await readFile(file);
+    } catch (err) {
+      throw new LockhostError("BACKEND_UNAVAILABLE", `[locking.etcd] ${key} ${file} cannot be read: ${(err as Error).message}`, { details: { permanent: 1 } });
+    }
+  };
+  const [ca, key, cert] = await Promise.all([read(config.caFile, "ca_file"), read(config.keyFile, "key_file"), read(config.certFile, "cert_file")]);
+  return grpc.credentials.createSsl(ca, key, cert);
+}

@@ -1,0 +1,58 @@
+// The value of a holder's key (and of a queue place's): who holds it and until when, as short
+// JSON. Times are this host's clock (etcd has none to read): `a` when it was taken, `e` when it
+// ends unless renewed, `t` the TTL of the latest acquire or renew.
+import type { Holder, HolderRecord, LockMode } from "../../../kit/index.js";
+import type { KeyValue } from "./messages.js";
+
+export interface StoredHolder {
+  /** owner token */
+  readonly o: string;
+  /** mode (queue kinds; absent: exclusive) */
+  readonly m?: "s";
+  /** limit the holder took the key with (semaphores; absent: 0) */
+  readonly l?: number;
+  readonly p: string;
+  readonly n: string;
+  readonly h?: string;
+  readonly a: number;
+  readonly e: number;
+  readonly t: number;
+  /** proclaimed value */
+  readonly v?: string;
+}
+
+export function storedHolder(owner: string, mode: LockMode, limit: number, holder: Holder, acquiredAtMs: number, expiresAtMs: number, ttlMs: number): StoredHolder {
+  return {
+    o: owner, ...(mode === "shared" && { m: "s" as const }), ...(limit > 0 && { l: limit }),
+    p: holder.plugin, n: holder.node, ...(holder.hostname !== undefined && { h: holder.hostname }),
+    a: acquiredAtMs, e: expiresAtMs, t: ttlMs,
+  };
+}
+
+/** The bytes of a stored holder. */
+export const encode = (stored: StoredHolder): string => JSON.stringify(stored);
+
+/** The stored holder of a key's value, or undefined for a value this backend did not write. */
+export function decodeHolder(value: Buffer): StoredHolder | undefined {
+  try {
+    const v = JSON.parse(value.toString("utf8")) as StoredHolder;
+    return typeof v?.o === "string" && typeof v.e === "number" ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A holder's record as status and list report it; its fence is its key's create revision. */
+export function holderRecord(kv: KeyValue, stored: StoredHolder, nowMs: number): HolderRecord {
+  return {
+    owner: stored.o,
+    mode: stored.m === "s" ? "shared" : "exclusive",
+    fence: Number(kv.create_revision),
+    holder: { plugin: stored.p, node: stored.n, ...(stored.h !== undefined && { hostname: stored.h }) },
+    acquiredAtMs: stored.a,
+    expiresAtMs: stored.e,
+    ttlMs: stored.t,
+    ttlRemainingMs: Math.max(0, stored.e - nowMs),
+    ...(stored.v !== undefined && { value: stored.v }),
+  };
+}

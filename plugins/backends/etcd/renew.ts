@@ -1,0 +1,58 @@
+// Renewal of holds this host took, for every kind: each holder's value rewritten with its new
+// end, on the lease of its new TTL's class, only if its key is still the one it created. A
+// tick's renewals go as one transaction (up to etcd's 128 operations): one round trip and one
+// Raft entry for the batch. Only when one of them no longer holds does the batch fail as a
+// whole, and then each is sent alone to learn which.
+import type { RenewResult } from "../../../kit/index.js";
+import { endOf, type EtcdContext } from "./context.js";
+import type { HeldEntry } from "./held.js";
+import type { ClassLease } from "./leases.js";
+import { CMP, TARGET, type Compare, type RequestOp } from "./messages.js";
+import { encode, type StoredHolder } from "./record.js";
+
+/** One hold to renew. */
+export interface HeldRenewal {
+  readonly entry: HeldEntry;
+  readonly ttlMs: number;
+}
+
+/** etcd's default --max-txn-ops. */
+const MAX_TXN_OPS = 128;
+
+/** Renews each hold; `refused(key)` says why a hold that failed its compare is not this owner's. */
+export async function renewHeld(c: EtcdContext, items: readonly HeldRenewal[], refused: (key: string) => Promise<"not_found" | "mismatch">): Promise<RenewResult[]> {
+  const leases: ClassLease[] = await Promise.all(items.map((it) => c.leases.leaseFor(it.ttlMs)));
+  const now = Date.now();
+  const planned = items.map((it, i) => {
+    const lease = leases[i]!;
+    const expiresAtMs = endOf(now, it.ttlMs, lease);
+    const record: StoredHolder = { ...it.entry.record, e: expiresAtMs, t: it.ttlMs };
+    const compare: Compare = { key: it.entry.key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: it.entry.fence };
+    const put: RequestOp = { request_put: { key: it.entry.key, value: encode(record), lease: lease.id! } };
+    return { ...it, lease, expiresAtMs, record, compare, put };
+  });
+  type Planned = (typeof planned)[number];
+  const landed = (p: Planned, revision: string): RenewResult => {
+    p.entry.record = p.record;
+    c.book.renewed(p.entry, revision, p.lease, p.ttlMs);
+    return { ok: true, expiresAtMs: p.expiresAtMs };
+  };
+  const alone = async (p: Planned): Promise<RenewResult> => {
+    const res = await c.client.txn({ compare: [p.compare], success: [p.put] }, "a renewal");
+    if (res.succeeded) return landed(p, res.header.revision);
+    if (c.book.get(p.entry.owner) === p.entry) c.book.drop(p.entry.owner);
+    return { ok: false, reason: await refused(p.entry.key) };
+  };
+  const results: RenewResult[] = [];
+  for (let i = 0; i < planned.length; i += MAX_TXN_OPS) {
+    const chunk = planned.slice(i, i + MAX_TXN_OPS);
+    if (chunk.length === 1) {
+      results.push(await alone(chunk[0]!));
+      continue;
+    }
+    const res = await c.client.txn({ compare: chunk.map((p) => p.compare), success: chunk.map((p) => p.put) }, "a batch of renewals");
+    if (res.succeeded) results.push(...chunk.map((p) => landed(p, res.header.revision)));
+    else results.push(...(await Promise.all(chunk.map(alone))));
+  }
+  return results;
+}

@@ -133,6 +133,25 @@ const OUTCOMES: Readonly<Record<string, readonly string[]>> = {
   [SERIES.scheduleRunTime.name]: ["ran", "failed"],
 };
 
+/** Each histogram's buckets are cumulative, in order of their bounds, and its +Inf bucket is its count. */
+function checkHistograms(metrics: Scrape): void {
+  const byLabelSet = new Map<string, { le: number; value: number }[]>();
+  for (const s of metrics.samples) {
+    if (!s.name.endsWith("_bucket") || metrics.types.get(s.family) !== "histogram") continue;
+    const { le, ...rest } = s.labels;
+    const key = `${s.family}${JSON.stringify(rest)}`;
+    byLabelSet.set(key, [...(byLabelSet.get(key) ?? []), { le: le === "+Inf" ? Infinity : Number(le), value: s.value }]);
+  }
+  expect(byLabelSet.size).toBeGreaterThan(0);
+  for (const [key, buckets] of byLabelSet) {
+    expect(buckets.map((b) => b.le), key).toEqual([...buckets.map((b) => b.le)].sort((x, y) => x - y));
+    expect(buckets.map((b) => b.value), key).toEqual([...buckets.map((b) => b.value)].sort((x, y) => x - y));
+    const family = key.slice(0, key.indexOf("{"));
+    const labels = JSON.parse(key.slice(family.length)) as Record<string, string>;
+    expect(buckets.at(-1), key).toEqual({ le: Infinity, value: metrics.value(`${family}_count`, labels) });
+  }
+}
+
 /** Every family is a row of the table, with its type; every sample has the row's labels, each of a bounded set. */
 function checkAgainstTable(host: Host, metrics: Scrape): void {
   const rows = new Map<string, SeriesRow>(allSeries().map((r) => [r.name, r]));
@@ -238,6 +257,7 @@ describe.each(BACKENDS)("/metrics on %s", (backendName, setUp) => {
     expect(metrics.has(`${PROCESS_PREFIX}nodejs_eventloop_lag_seconds`)).toBe(true);
 
     checkAgainstTable(host, metrics);
+    checkHistograms(metrics);
     // No lock's name, nor a host-side key, anywhere in the text.
     expect(names.size).toBeGreaterThanOrEqual(8);
     for (const name of [...names, ...Object.values(KEYS)]) expect(text, name).not.toContain(name);

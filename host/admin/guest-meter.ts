@@ -1,28 +1,25 @@
 // The guest series: each plugin's export calls by outcome and their duration, its traps, time
 // limits and restarts. A runtime is handed one GuestRecorder per plugin and knows nothing of
-// prom-client; the children of each (export, outcome) are made once and kept.
-import type { Counter, Histogram, Registry } from "prom-client";
+// prom-client; the cells of each (export, outcome) are made once and kept.
+import type { Registry } from "prom-client";
 import type { CallOutcome, GuestRecorder, RestartReason } from "../runtime/guest-recorder.js";
 import { SERIES } from "./metric-series.js";
-import { counterOf, histogramOf } from "./series-metric.js";
-
-type CounterChild = ReturnType<Counter["labels"]>;
-type HistogramChild = ReturnType<Histogram["labels"]>;
+import { counterTally, histogramTally, type Buckets, type CountCell } from "./tally.js";
 
 /** The guest series of one registry; recorder(plugin) gives each plugin's runtime its recorder. */
 export class GuestMeter {
-  readonly #calls: Counter;
-  readonly #callTime: Histogram;
-  readonly #traps: Counter;
-  readonly #timeouts: Counter;
-  readonly #restarts: Counter;
+  readonly #calls: ReturnType<typeof counterTally>;
+  readonly #callTime: ReturnType<typeof histogramTally>;
+  readonly #traps: ReturnType<typeof counterTally>;
+  readonly #timeouts: ReturnType<typeof counterTally>;
+  readonly #restarts: ReturnType<typeof counterTally>;
 
   constructor(registry: Registry) {
-    this.#calls = counterOf(registry, SERIES.guestCalls);
-    this.#callTime = histogramOf(registry, SERIES.guestCallTime);
-    this.#traps = counterOf(registry, SERIES.guestTraps);
-    this.#timeouts = counterOf(registry, SERIES.guestTimeouts);
-    this.#restarts = counterOf(registry, SERIES.guestRestarts);
+    this.#calls = counterTally(registry, SERIES.guestCalls);
+    this.#callTime = histogramTally(registry, SERIES.guestCallTime);
+    this.#traps = counterTally(registry, SERIES.guestTraps);
+    this.#timeouts = counterTally(registry, SERIES.guestTimeouts);
+    this.#restarts = counterTally(registry, SERIES.guestRestarts);
   }
 
   /**
@@ -30,32 +27,30 @@ export class GuestMeter {
    * so an alert on their rate has a series to read before the first one.
    */
   recorder(plugin: string): GuestRecorder {
-    const traps = this.#traps.labels({ plugin });
-    const timeouts = this.#timeouts.labels({ plugin });
-    for (const child of [traps, timeouts]) child.inc(0);
-    const restarts = new Map<RestartReason, CounterChild>();
-    for (const reason of ["trap", "timeout", "crash"] as const) {
-      const child = this.#restarts.labels({ plugin, reason });
-      child.inc(0);
-      restarts.set(reason, child);
-    }
+    const traps = this.#traps({ plugin });
+    const timeouts = this.#timeouts({ plugin });
+    const restarts: Readonly<Record<RestartReason, CountCell>> = {
+      trap: this.#restarts({ plugin, reason: "trap" }),
+      timeout: this.#restarts({ plugin, reason: "timeout" }),
+      crash: this.#restarts({ plugin, reason: "crash" }),
+    };
     // Export names are the module's declared exports (a call to any other is refused before it runs).
-    const calls = new Map<string, Map<CallOutcome, CounterChild>>();
-    const times = new Map<string, HistogramChild>();
+    const calls = new Map<string, Map<CallOutcome, CountCell>>();
+    const times = new Map<string, Buckets>();
     return {
       called: (exportName, outcome, ms) => {
         let byOutcome = calls.get(exportName);
         if (byOutcome === undefined) calls.set(exportName, (byOutcome = new Map()));
         let count = byOutcome.get(outcome);
-        if (count === undefined) byOutcome.set(outcome, (count = this.#calls.labels({ plugin, export: exportName, outcome })));
-        count.inc();
+        if (count === undefined) byOutcome.set(outcome, (count = this.#calls({ plugin, export: exportName, outcome })));
+        count.n++;
         let time = times.get(exportName);
-        if (time === undefined) times.set(exportName, (time = this.#callTime.labels({ plugin, export: exportName })));
+        if (time === undefined) times.set(exportName, (time = this.#callTime({ plugin, export: exportName })));
         time.observe(ms / 1000);
       },
-      trapped: () => traps.inc(),
-      timedOut: () => timeouts.inc(),
-      restarted: (reason) => restarts.get(reason)!.inc(),
+      trapped: () => void traps.n++,
+      timedOut: () => void timeouts.n++,
+      restarted: (reason) => void restarts[reason].n++,
     };
   }
 }

@@ -1,14 +1,14 @@
 // The lock series labelled by kind and plugin, counted from the lock service's events as they
 // happen: acquisitions, contended attempts, wait timeouts, releases, losses, and the wait and
-// hold-time histograms. Each (plugin, kind) pair's children are made once and kept, so an
-// event costs a map lookup and an increment, never a label object. Lock names are read by
-// nobody here: they never reach a label.
-import type { Counter, Histogram, Registry } from "prom-client";
+// hold-time histograms. Each (plugin, kind) pair's cells are made once and kept, so an event
+// costs two map lookups and an increment or a bucket scan, and no allocation. Lock names are
+// read by nobody here: they never reach a label.
+import type { Registry } from "prom-client";
 import type { LockKind } from "../../kit/kinds.js";
 import type { LockEvent, LockEventType } from "../locking/events.js";
 import type { LockService } from "../locking/service.js";
 import { SERIES } from "./metric-series.js";
-import { counterOf, histogramOf } from "./series-metric.js";
+import { counterTally, histogramTally, type Buckets, type CountCell } from "./tally.js";
 
 /** How many plugin label values the lock series take; later ones are counted under OTHER_PLUGIN. */
 export const MAX_PLUGIN_LABELS = 100;
@@ -21,40 +21,39 @@ export const OTHER_PLUGIN = "_other";
 /** The events the meter counts. */
 const COUNTED: readonly LockEventType[] = ["acquired", "contended", "waited", "released", "lost"];
 
-type CounterChild = ReturnType<Counter["labels"]>;
-type HistogramChild = ReturnType<Histogram["labels"]>;
-
-/** The children of one (plugin, kind) pair. */
-interface PairChildren {
-  readonly acquired: CounterChild;
-  readonly contended: CounterChild;
-  readonly timeouts: CounterChild;
-  readonly released: CounterChild;
-  readonly lost: CounterChild;
-  readonly waited: Readonly<Record<"acquired" | "timeout" | "failed", HistogramChild>>;
-  readonly held: Readonly<Record<"released" | "lost", HistogramChild>>;
+/** The cells of one (plugin, kind) pair. */
+interface PairCells {
+  readonly acquired: CountCell;
+  readonly contended: CountCell;
+  readonly timeouts: CountCell;
+  readonly released: CountCell;
+  readonly lost: CountCell;
+  readonly waited: Readonly<Record<"acquired" | "timeout" | "failed", Buckets>>;
+  readonly held: Readonly<Record<"released" | "lost", Buckets>>;
 }
+
+type Cells = ReturnType<typeof counterTally>;
 
 /** Counts one service's lock events into `registry`; stop() unsubscribes. */
 export class LockMeter {
-  readonly #acquired: Counter;
-  readonly #contended: Counter;
-  readonly #timeouts: Counter;
-  readonly #released: Counter;
-  readonly #lost: Counter;
-  readonly #waited: Histogram;
-  readonly #held: Histogram;
-  readonly #pairs = new Map<string, Map<LockKind, PairChildren>>();
+  readonly #acquired: Cells;
+  readonly #contended: Cells;
+  readonly #timeouts: Cells;
+  readonly #released: Cells;
+  readonly #lost: Cells;
+  readonly #waited: ReturnType<typeof histogramTally>;
+  readonly #held: ReturnType<typeof histogramTally>;
+  readonly #pairs = new Map<string, Map<LockKind, PairCells>>();
   readonly #stop: () => void;
 
   constructor(registry: Registry, service: LockService) {
-    this.#acquired = counterOf(registry, SERIES.acquisitions);
-    this.#contended = counterOf(registry, SERIES.contended);
-    this.#timeouts = counterOf(registry, SERIES.waitTimeouts);
-    this.#released = counterOf(registry, SERIES.releases);
-    this.#lost = counterOf(registry, SERIES.lost);
-    this.#waited = histogramOf(registry, SERIES.acquireWait);
-    this.#held = histogramOf(registry, SERIES.holdTime);
+    this.#acquired = counterTally(registry, SERIES.acquisitions);
+    this.#contended = counterTally(registry, SERIES.contended);
+    this.#timeouts = counterTally(registry, SERIES.waitTimeouts);
+    this.#released = counterTally(registry, SERIES.releases);
+    this.#lost = counterTally(registry, SERIES.lost);
+    this.#waited = histogramTally(registry, SERIES.acquireWait);
+    this.#held = histogramTally(registry, SERIES.holdTime);
     this.#stop = service.onEvent((event) => this.#count(event), COUNTED);
   }
 
@@ -67,28 +66,28 @@ export class LockMeter {
     const pair = this.#pair(event.plugin, event.kind ?? "mutex");
     switch (event.type) {
       case "acquired":
-        pair.acquired.inc();
+        pair.acquired.n++;
         break;
       case "contended":
-        pair.contended.inc();
+        pair.contended.n++;
         break;
       case "waited":
-        if (event.outcome === "timeout") pair.timeouts.inc();
+        if (event.outcome === "timeout") pair.timeouts.n++;
         pair.waited[event.outcome].observe(event.waitedMs / 1000);
         break;
       case "released":
-        pair.released.inc();
+        pair.released.n++;
         pair.held.released.observe(seconds(event.heldMs));
         break;
       case "lost":
-        pair.lost.inc();
+        pair.lost.n++;
         pair.held.lost.observe(seconds(event.heldMs));
         break;
     }
   }
 
-  /** The children of (plugin, kind), made on first use; past MAX_PLUGIN_LABELS plugins, OTHER_PLUGIN's. */
-  #pair(plugin: string, kind: LockKind): PairChildren {
+  /** The cells of (plugin, kind), made on first use; past MAX_PLUGIN_LABELS plugins, OTHER_PLUGIN's. */
+  #pair(plugin: string, kind: LockKind): PairCells {
     let kinds = this.#pairs.get(plugin);
     if (kinds === undefined) {
       if (this.#pairs.size >= MAX_PLUGIN_LABELS && plugin !== OTHER_PLUGIN) return this.#pair(OTHER_PLUGIN, kind);
@@ -97,14 +96,14 @@ export class LockMeter {
     let pair = kinds.get(kind);
     if (pair === undefined) {
       const labels = { kind, plugin };
-      const wait = (outcome: string): HistogramChild => this.#waited.labels({ ...labels, outcome });
-      const hold = (outcome: string): HistogramChild => this.#held.labels({ ...labels, outcome });
+      const wait = (outcome: string): Buckets => this.#waited({ ...labels, outcome });
+      const hold = (outcome: string): Buckets => this.#held({ ...labels, outcome });
       pair = {
-        acquired: this.#acquired.labels(labels),
-        contended: this.#contended.labels(labels),
-        timeouts: this.#timeouts.labels(labels),
-        released: this.#released.labels(labels),
-        lost: this.#lost.labels(labels),
+        acquired: this.#acquired(labels),
+        contended: this.#contended(labels),
+        timeouts: this.#timeouts(labels),
+        released: this.#released(labels),
+        lost: this.#lost(labels),
         waited: { acquired: wait("acquired"), timeout: wait("timeout"), failed: wait("failed") },
         held: { released: hold("released"), lost: hold("lost") },
       };

@@ -12,7 +12,8 @@ import { GuestMeter } from "./guest-meter.js";
 import { LockMeter } from "./lock-meter.js";
 import { SERIES, type SeriesRow } from "./metric-series.js";
 import { registerProcessMetrics } from "./process-metrics.js";
-import { counterOf, gaugeOf, histogramOf } from "./series-metric.js";
+import { counterOf, gaugeOf } from "./series-metric.js";
+import { histogramTally } from "./tally.js";
 
 /** A series read from the stats snapshot: one value per set of its labels. */
 type Shown = readonly [row: SeriesRow, values: readonly (readonly [labels: Readonly<Record<string, string>>, value: (s: LockStats) => number])[]];
@@ -79,7 +80,7 @@ export function lockMetrics(service: LockService, node: string): LockMetrics {
   }
   const locks = new LockMeter(registry, service);
   const guests = new GuestMeter(registry);
-  const runs = histogramOf(registry, SERIES.scheduleRunTime);
+  const runs = histogramTally(registry, SERIES.scheduleRunTime);
   registerProcessMetrics(registry);
   let host: HostCounters | undefined;
   return {
@@ -91,7 +92,7 @@ export function lockMetrics(service: LockService, node: string): LockMetrics {
       hostMetrics(registry, counters);
     },
     tick(event) {
-      if (event.runMs !== undefined) runs.observe({ schedule: event.id, outcome: event.outcome }, event.runMs / 1000);
+      if (event.runMs !== undefined) runs({ schedule: event.id, outcome: event.outcome }).observe(event.runMs / 1000);
     },
     async render() {
       snapshot = service.stats();

@@ -1,21 +1,16 @@
-// prom-client metrics made from rows of the series table: the one place a row's name, help,
-// labels and buckets become a metric.
-import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+// prom-client counters and gauges made from rows of the series table, their values set when
+// scraped: the one place a row's name, help and labels become one (histograms: tally.ts).
+import { Counter, Gauge, type Registry } from "prom-client";
 import type { SeriesRow } from "./metric-series.js";
 
 type Collect<M> = (this: M) => void;
 
-/** A counter of `row` in `registry`; with `collect`, its values are set at scrape time. */
-export function counterOf(registry: Registry, row: SeriesRow, collect?: Collect<Counter>): Counter {
-  return new Counter({ name: row.name, help: row.help, labelNames: row.labels, registers: [registry], ...(collect && { collect }) });
+/** A counter of `row` in `registry` whose values `collect` sets at scrape time. */
+export function counterOf(registry: Registry, row: SeriesRow, collect: Collect<Counter>): Counter {
+  return new Counter({ name: row.name, help: row.help, labelNames: row.labels, registers: [registry], collect });
 }
 
-/** A gauge of `row` in `registry`; with `collect`, its values are set at scrape time. */
-export function gaugeOf(registry: Registry, row: SeriesRow, collect?: Collect<Gauge>): Gauge {
-  return new Gauge({ name: row.name, help: row.help, labelNames: row.labels, registers: [registry], ...(collect && { collect }) });
-}
-
-/** A histogram of `row` (which has buckets) in `registry`. */
-export function histogramOf(registry: Registry, row: SeriesRow): Histogram {
-  return new Histogram({ name: row.name, help: row.help, labelNames: row.labels, buckets: [...(row.buckets ?? [])], registers: [registry] });
+/** A gauge of `row` in `registry` whose values `collect` sets at scrape time. */
+export function gaugeOf(registry: Registry, row: SeriesRow, collect: Collect<Gauge>): Gauge {
+  return new Gauge({ name: row.name, help: row.help, labelNames: row.labels, registers: [registry], collect });
 }

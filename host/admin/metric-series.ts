@@ -11,17 +11,19 @@ export type SeriesType = "counter" | "gauge" | "histogram";
 /** Where a series' values come from (the README groups them by it). */
 export type SeriesSource = "locks" | "guests" | "schedules" | "backend" | "process";
 
-/** One series. */
-export interface SeriesRow {
-  readonly name: string;
-  readonly type: SeriesType;
-  /** Its own labels (besides node and backend), in the order the text shows them. */
-  readonly labels: readonly string[];
-  readonly help: string;
-  readonly source: SeriesSource;
-  /** A histogram's bucket bounds, in seconds. */
-  readonly buckets?: readonly number[];
-}
+/**
+ * One series: its name, type and help text, its own labels (besides node and backend, in the
+ * order the text shows them), where its values come from, and a histogram's bucket bounds in
+ * seconds.
+ */
+export type SeriesRow = Readonly<{
+  name: string;
+  type: SeriesType;
+  labels: readonly string[];
+  help: string;
+  source: SeriesSource;
+  buckets?: readonly number[];
+}>;
 
 const row = (source: SeriesSource, type: SeriesType, name: string, labels: readonly string[], help: string, buckets?: readonly number[]): SeriesRow =>
   Object.freeze({ name, type, labels: Object.freeze([...labels]), help, source, ...(buckets && { buckets: Object.freeze([...buckets]) }) });

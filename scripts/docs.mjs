@@ -3,6 +3,7 @@
 //   README.md  config-reference  from the config declarations and every registered backend's
 //   README.md  abi-ops, abi-capability-ops  from abi/ops.ts, in brief
 //   README.md, abi/ABI.md  lock-kinds  from the kind table, kit/kinds.ts
+//   README.md  metrics  from the series table, host/admin/metric-series.ts
 //   abi/ABI.md abi-ops, abi-capability-ops  from abi/ops.ts
 //   abi/rust/src/sys.rs, abi/c/lockhost_abi.h  whole files, from abi/ops.ts and abi/status.ts
 // test/docs.test.ts fails when a block and its source disagree.
@@ -18,6 +19,7 @@ const { configReference } = await dist("docs/config-reference.js");
 const { abiBriefTable, abiSpecTable } = await dist("docs/abi-ops.js");
 const { cAbi, rustSys } = await dist("docs/guest-sdks.js");
 const { kindsTable } = await dist("docs/kinds-table.js");
+const { metricsTable } = await dist("docs/metrics-table.js");
 
 const write = (file, blocks) => {
   const at = path.join(ROOT, file);
@@ -26,7 +28,7 @@ const write = (file, blocks) => {
   writeFileSync(at, text);
   console.log(`${file}: ${blocks.map(([name]) => name).join(", ")} written`);
 };
-write("README.md", [["config-reference", configReference()], ["abi-ops", abiBriefTable("lock")], ["abi-capability-ops", abiBriefTable("capabilities")], ["lock-kinds", kindsTable()]]);
+write("README.md", [["config-reference", configReference()], ["abi-ops", abiBriefTable("lock")], ["abi-capability-ops", abiBriefTable("capabilities")], ["lock-kinds", kindsTable()], ["metrics", metricsTable()]]);
 write("abi/ABI.md", [["abi-ops", abiSpecTable("lock")], ["abi-capability-ops", abiSpecTable("capabilities")], ["lock-kinds", kindsTable()]]);
 
 const status = readFileSync(path.join(ROOT, "abi/status.ts"), "utf8");

@@ -10,6 +10,8 @@ import { abiBriefTable, abiSpecTable } from "../host/docs/abi-ops.js";
 import { withBlock } from "../host/docs/blocks.js";
 import { configReference } from "../host/docs/config-reference.js";
 import { kindsTable } from "../host/docs/kinds-table.js";
+import { metricsTable } from "../host/docs/metrics-table.js";
+import { allSeries } from "../host/admin/metric-series.js";
 import { LOCK_KINDS } from "../kit/kinds.js";
 import { cAbi, rustSys, statusConstants } from "../host/docs/guest-sdks.js";
 import { PROVIDED_IMPORTS } from "../host/runtime/guest-module.js";
@@ -48,6 +50,23 @@ describe("the kind table in the docs (npm run docs rewrites it)", () => {
       expect(text, file).toBe(withBlock(text, "lock-kinds", kindsTable()));
     }
     for (const kind of LOCK_KINDS) expect(kindsTable()).toContain(`| \`${kind}\` |`);
+  });
+});
+
+describe("the README's metrics (npm run docs rewrites the list)", () => {
+  it("lists every series of the series table, a row each", () => {
+    const readme = read("README.md");
+    expect(readme).toBe(withBlock(readme, "metrics", metricsTable()));
+    for (const row of allSeries()) expect(metricsTable()).toContain(`| \`${row.name}\` | ${row.type} |`);
+  });
+
+  it("alerts, in its rule example, only on series the table lists", () => {
+    const rules = /```yaml\n(groups:[\s\S]*?)```/.exec(read("README.md"))?.[1];
+    expect(rules).toBeDefined();
+    const named = new Set([...rules!.matchAll(/\b(lockhost_[a-z_]+)/g)].map((m) => m[1]!.replace(/_(bucket|sum|count)$/, "")));
+    expect(named.size).toBeGreaterThanOrEqual(3);
+    const series = new Set(allSeries().map((r) => r.name));
+    for (const name of named) expect(series.has(name), name).toBe(true);
   });
 });
 

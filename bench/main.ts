@@ -7,11 +7,13 @@
 // without a notice, seen by another host's observer and campaigner), kinds (read/write locks and
 // semaphores on Redis and PostgreSQL, vs redis-semaphore's Semaphore and raw shared advisory locks),
 // http (a plugin's http client vs Node's global fetch and a bare undici Agent, on a local server),
-// service (the LockService's cost over its backend's bare steps, memory and Redis).
+// service (the LockService's cost over its backend's bare steps, memory and Redis), contention
+// (16 callers of one key on one host taking turns, handoffs/s vs redis-semaphore's Mutex).
 //   npm run bench                 every part
 //   npm run bench -- redis pg     only those parts
 //   npm run bench -- --json       one JSON object per table row (part, path, p50Us, p99Us, opsPerSec, …)
 // REDIS_URL / DATABASE_URL choose the servers (loopback defaults); BENCH_ROUNDS the rounds.
+import { contentionBench } from "./contention.js";
 import { electionBench } from "./election.js";
 import { handoffBench, keepaliveBench } from "./lifecycle.js";
 import { httpBench } from "./http.js";
@@ -34,6 +36,7 @@ const PARTS: Record<string, () => Promise<void>> = {
   kinds: kindsBench,
   http: httpBench,
   service: serviceBench,
+  contention: contentionBench,
 };
 
 async function main(): Promise<void> {

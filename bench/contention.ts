@@ -9,7 +9,7 @@
 // node-redlock (default retry: 200 ms + jitter) only with BENCH_CONTENTION_REDLOCK=1, since its
 // handoffs each wait ~100 ms for a retry and a round would take a minute. With
 // BENCH_CONTENTION_BASE=<a checkout's root> (built: its dist/, node_modules in place) the LockService of that
-// checkout runs on Redis too, in the same rounds: a before/after of one run.
+// checkout runs on each backend too, in the same rounds: a before/after of one run.
 import { randomUUID } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import { Redis } from "ioredis";
@@ -79,14 +79,19 @@ function serviceTurn(locks: Pick<LockService, "acquire" | "release">): Turn {
   };
 }
 
-/** The LockService class and Redis backend of another checkout (BENCH_CONTENTION_BASE), for a same-run before/after. */
-async function baseService(root: string, prefix: string): Promise<{ locks: LockService; close: () => Promise<unknown> }> {
+/** LockServices of another checkout (BENCH_CONTENTION_BASE) on Redis, memory and PostgreSQL, for a same-run before/after. */
+async function baseServices(root: string, prefix: string, pgTable: string): Promise<Record<"redis" | "memory" | "pg", LockService>> {
   const load = (path: string): Promise<Record<string, unknown>> => import(pathToFileURL(`${root}/dist/${path}`).href) as Promise<Record<string, unknown>>;
   const { LockService: BaseService } = (await load("host/locking/service.js")) as { LockService: typeof LockService };
   const { RedisBackend: BaseRedis } = (await load("plugins/backends/redis/index.js")) as { RedisBackend: typeof RedisBackend };
-  const { redisDefaults: baseDefaults } = (await load("plugins/backends/redis/config.js")) as { redisDefaults: typeof redisDefaults };
-  const locks = new BaseService(new BaseRedis({ ...baseDefaults, url: REDIS_URL, keyPrefix: `${prefix}base:` }, benchLog), { node: "bench-base" });
-  return { locks, close: () => locks.close() };
+  const { MemoryBackend: BaseMemory } = (await load("plugins/backends/memory/index.js")) as { MemoryBackend: typeof MemoryBackend };
+  const { PgBackend: BasePg } = (await load("plugins/backends/pg/index.js")) as { PgBackend: typeof PgBackend };
+  const service = (backend: LockBackend): LockService => new BaseService(backend, { node: "bench-base" });
+  return {
+    redis: service(new BaseRedis({ ...redisDefaults, url: REDIS_URL, keyPrefix: `${prefix}base:` }, benchLog)),
+    memory: service(new BaseMemory()),
+    pg: service(new BasePg({ ...pgDefaults, url: DATABASE_URL, table: `${pgTable}_base` }, benchLog)),
+  };
 }
 
 interface Row {
@@ -107,12 +112,12 @@ export async function contentionBench(): Promise<void> {
     new PgBackend({ ...pgDefaults, url: DATABASE_URL, table: pgTable }, benchLog),
   ];
   const [onRedis, onMemory, onPg] = backends.map((b) => new LockService(b, { node: "bench" }));
-  const base = process.env.BENCH_CONTENTION_BASE ? await baseService(process.env.BENCH_CONTENTION_BASE, prefix) : undefined;
+  const base = process.env.BENCH_CONTENTION_BASE ? await baseServices(process.env.BENCH_CONTENTION_BASE, prefix, pgTable) : undefined;
   const redlock = new Redlock([peer], { retryCount: -1 });
   redlock.on("clientError", () => undefined);
   const rows: Row[] = [
     { name: "lockhost LockService, redis", turns: TURNS, redis: true, turn: serviceTurn(onRedis!) },
-    ...(base ? [{ name: "lockhost LockService, redis, base checkout", turns: TURNS, redis: true, turn: serviceTurn(base.locks) }] : []),
+    ...(base ? [{ name: "lockhost LockService, redis, base checkout", turns: TURNS, redis: true, turn: serviceTurn(base.redis) }] : []),
     {
       name: "redis-semaphore Mutex (retry every 10 ms)",
       turns: TURNS,
@@ -132,7 +137,9 @@ export async function contentionBench(): Promise<void> {
         }]
       : []),
     { name: "lockhost LockService, memory", turns: TURNS, redis: false, turn: serviceTurn(onMemory!) },
+    ...(base ? [{ name: "lockhost LockService, memory, base checkout", turns: TURNS, redis: false, turn: serviceTurn(base.memory) }] : []),
     { name: "lockhost LockService, pg", turns: TURNS, redis: false, turn: serviceTurn(onPg!) },
+    ...(base ? [{ name: "lockhost LockService, pg, base checkout", turns: TURNS, redis: false, turn: serviceTurn(base.pg) }] : []),
   ];
   const results = new Map<string, ContentionRound[]>(rows.map((r) => [r.name, []]));
   let round = 0;
@@ -156,7 +163,7 @@ export async function contentionBench(): Promise<void> {
     console.log(`\nlockhost on redis / redis-semaphore: ${fmt(ratio, 2)}x (target ≥ 5x: ${ratio >= 5 ? "met" : "not reached"}; moonshot 10x)`);
   } finally {
     await Promise.all([onRedis, onMemory, onPg].map((l) => l!.close()));
-    await base?.close();
+    if (base) await Promise.all(Object.values(base).map((l) => l.close()));
     const keys = await admin.keys(`${prefix}*`);
     if (keys.length > 0) await admin.del(...keys);
     admin.disconnect();

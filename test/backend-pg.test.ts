@@ -11,7 +11,7 @@ import type { MutexAcquireRequest, MutexAcquireResult } from "../kit/backend.js"
 import { LockService } from "../host/locking/service.js";
 import { PgBackend, type PgBackendOptions } from "../plugins/backends/pg/index.js";
 import { DeadlineQueue, type Timed } from "../kit/deadline-queue.js";
-import { advisoryKeyFromId, advisoryKeyOf } from "../plugins/backends/pg/key-hash.js";
+import { advisoryKeyFromId, advisoryKeyOf, waitLockOf } from "../plugins/backends/pg/key-hash.js";
 import { holdersTableOf, statementsFor } from "../plugins/backends/pg/sql.js";
 import { backendContract } from "../testing/index.js";
 import { dropPgTable } from "./support/cleanup.js";
@@ -19,6 +19,7 @@ import { captureLogger } from "./support/log.js";
 import { databaseUrl, freePort } from "./support/servers.js";
 import { type PgConfig, pgDefaults } from "../plugins/backends/pg/config.js";
 import { until } from "./support/until.js";
+import { v1Statements } from "./support/pg-v1-statements.js";
 
 const url = databaseUrl();
 const run = randomUUID().slice(0, 8);
@@ -380,6 +381,7 @@ describe("pg backend", () => {
       expect(denied).toBeInstanceOf(LockhostError);
       expect(denied).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
       expect((denied as Error).message).toContain(`ADD COLUMN IF NOT EXISTS ttl_ms`);
+      expect((denied as Error).message).toContain("CREATE TRIGGER lockhost_clock_fences");
 
       // Its owner's backend adds it (two hosts racing to) and records the TTL from then on.
       const [b1, b2] = [host({ table: t }), host({ table: t })];
@@ -396,6 +398,9 @@ describe("pg backend", () => {
       expect(legacy!.ttlMs).toBeGreaterThan(0);
       expect(legacy!.ttlMs).toBeLessThanOrEqual(4_000);
       expect(legacy!.ttlMs).toBeGreaterThanOrEqual(legacy!.ttlRemainingMs);
+      // And the clock-fences trigger, for hosts of the earlier version still writing fences.
+      const trigger = await admin.query(`select count(*)::int as n from pg_trigger where tgrelid = $1::regclass and tgname = 'lockhost_clock_fences'`, [h]);
+      expect(trigger.rows[0]).toEqual({ n: 1 });
       // The role can use the upgraded table.
       const roleHost = host({ url: roleUrl.toString(), table: t });
       const k2 = key();
@@ -624,6 +629,53 @@ describe("pg backend", () => {
     const two = req(again);
     expect((await a.acquire(two)).acquired).toBe(true);
     expect((await b.status(again))?.owner).toBe(two.owner);
+  });
+
+  it("shares its tables with the previous version in a rolling upgrade: never two holders, fences rising across both", async () => {
+    const v1 = v1Statements(table);
+    const old = new pg.Client({ connectionString: url }); // an earlier host's session
+    await old.connect();
+    try {
+      const backend = host();
+      await backend.ping(); // its tables are there
+      const k = key("upgrade");
+      const advisory = advisoryKeyOf(k);
+      const oldOwner = randomUUID();
+      const oldTake = async (): Promise<number | null> => {
+        const r = await old.query({ text: v1.acquire, values: [advisory.id, k, oldOwner, "old", "node-old", "old-host", 10_000], rowMode: "array" });
+        const row = r.rows[0] as unknown[] | undefined;
+        if (row === undefined || row[0] === null) return null;
+        const [fence, reserved] = row.map(Number) as [number, number];
+        if (fence <= reserved) return fence;
+        const reservedRow = (await old.query({ text: v1.reserve, values: [advisory.id, fence], rowMode: "array" })).rows[0] as unknown[];
+        return Number(reservedRow[0]);
+      };
+      const oldRelease = (): Promise<unknown> =>
+        old.query({ text: v1.release, values: [advisory.id, oldOwner, "lockhost_test_nobody", ...waitLockOf(advisory)], rowMode: "array" });
+
+      // An earlier host holds it: contended here, and shown with its fence.
+      const first = await oldTake();
+      expect(first).not.toBeNull();
+      expectContended(await backend.acquire(req(k)));
+      expect((await backend.status(k))?.fence).toBe(first);
+      await oldRelease();
+      // This version holds it: the earlier host is refused, and the fence is higher.
+      const mine = req(k);
+      const second = await backend.acquire(mine);
+      if (!second.acquired) throw new Error("not acquired");
+      expect(second.fence).toBeGreaterThan(first!);
+      expect(await oldTake()).toBeNull();
+      expect(await backend.release(k, mine.owner)).toBe("released");
+      // The earlier host after it: no row was written for that holding, yet its row + 1 is
+      // raised to the clock by the trigger, above this version's fence.
+      const third = await oldTake();
+      expect(third).toBeGreaterThan(second.fence);
+      await oldRelease();
+      const fourth = await backend.acquire(req(k));
+      expect(fourth.acquired && fourth.fence).toBeGreaterThan(third!);
+    } finally {
+      await old.end();
+    }
   });
 
   it("clears, on connecting, rows an ended session with the same pid left (so they never pass for its holdings)", async () => {

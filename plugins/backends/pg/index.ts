@@ -68,6 +68,7 @@ import { toRecord } from "./record.js";
 import { afterPublished, UNPUBLISHED, whenPublished } from "./published.js";
 import { channelsOf, statementsFor } from "./sql.js";
 import { Tables } from "./tables.js";
+import type { Session } from "./session.js";
 import { sharedObjectsOf, sharedStatementsFor } from "./queue-sql.js";
 import { PgQueueSteps, type QueueContext } from "./queue-steps.js";
 import { QueueTables } from "./queue-tables.js";
@@ -280,11 +281,20 @@ export class PgBackend implements LockBackend, MutexStore {
    * until it does (it may be gone: then its session, and the lock, are gone too) acquirers see
    * it contended.
    */
-  async release(key: string, owner: string): Promise<ReleaseResult> {
+  release(key: string, owner: string): Promise<ReleaseResult> {
     const book = this.#book;
-    if (book.closed) throw closedError();
+    if (book.closed) return Promise.reject(closedError());
     const advisory = book.keyOf(key);
     const session = book.sessionOf(advisory);
+    // The common case without an await: this owner's lock, held and within its lease.
+    const lock = session.held.get(advisory.id);
+    if (lock !== undefined && lock.state === "held" && lock.owner === owner && lock.key === key && performance.now() < lock.deadline) {
+      return book.unlock(session, lock, true);
+    }
+    return this.#release(book, advisory, session, key, owner);
+  }
+
+  async #release(book: LockBook, advisory: AdvisoryKey, session: Session, key: string, owner: string): Promise<ReleaseResult> {
     const found = book.find(await book.current(session, advisory.id), key, owner);
     if (found instanceof HeldLock) return book.unlock(session, found, true);
     if (found !== ELSEWHERE) return found.ok ? "not_found" : found.reason;

@@ -11,7 +11,7 @@ import { DeadlineQueue } from "../../../kit/index.js";
 import type { ReleaseResult, RenewResult } from "../../../kit/index.js";
 import { backendError, closedError, type ErrorContext } from "./errors.js";
 import { HeldLock } from "./held-lock.js";
-import { waitLockOf, type AdvisoryKey } from "./key-hash.js";
+import type { AdvisoryKey } from "./key-hash.js";
 import { Publisher } from "./publisher.js";
 import { Session, type Rows } from "./session.js";
 import type { Channels, Statement, Statements } from "./sql.js";
@@ -74,7 +74,7 @@ export class LockBook {
   readonly publisher: Publisher;
   /** Owner tokens of leases that ended here, oldest first: such a lease is over everywhere. */
   readonly #ended = new Set<string>();
-  /** The last fence handed out here per advisory id, oldest first. */
+  /** The last fence handed out here per advisory id, in order of first use. */
   readonly #fences = new Map<string, number>();
 
   constructor(options: LockBookOptions) {
@@ -122,9 +122,9 @@ export class LockBook {
   /** Records `fence` as handed out for `id`. */
   handedOut(id: string, fence: number): void {
     const fences = this.#fences;
-    fences.delete(id);
+    // Oldest taken first out: a name taken again keeps its place (cheaper than moving it).
+    if (fences.size >= FENCES_LIMIT && !fences.has(id)) fences.delete(fences.keys().next().value!);
     fences.set(id, fence);
-    if (fences.size > FENCES_LIMIT) fences.delete(fences.keys().next().value!);
   }
 
   /** The session of an advisory id. */
@@ -249,38 +249,23 @@ export class LockBook {
     const id = lock.advisory.id;
     // Set when the release statement ran: it notified any waiters itself.
     let notified = false;
-    const published = lock.published;
-    const plain = (): Promise<ReleaseResult> =>
-      session.run(this.sql.unlock, [id], true).then(
-        () => "released",
-        () => "not_found",
+    let unlocked: Promise<ReleaseResult>;
+    if (checkOwner) {
+      const { advisory, published } = lock;
+      // The key's wait lock (key-hash.ts waitLockOf) as two int4s.
+      const values: unknown[] = [id, lock.owner, this.channels.released, advisory.classid | 0, advisory.objid | 0];
+      if (published) values.push(lock.fence);
+      unlocked = session.run(published ? this.sql.releasePublished : this.sql.release, values).then(
+        (rows): ReleaseResult => {
+          notified = true;
+          return rows[0]?.[0] === true ? "released" : "not_found";
+        },
+        // The session lives (it still has this record): the lock is still held.
+        (): Promise<ReleaseResult> | ReleaseResult => (session.held.get(id) === lock ? this.#bareUnlock(session, lock) : "not_found"),
       );
-    // A published lock's row is cleared with the unlock. When that fails (a write needs a lock
-    // table entry for its transaction id: none with the server's lock table full), the unlock
-    // goes alone and the id is marked: this session's next holding of it is published at once.
-    const bare = (): Promise<ReleaseResult> =>
-      published
-        ? session.run(this.sql.unlockPublished, [id, lock.owner]).then(
-            () => "released",
-            (): Promise<ReleaseResult> | ReleaseResult => {
-              if (session.held.get(id) !== lock) return "not_found";
-              session.uncleared.add(id);
-              return plain();
-            },
-          )
-        : plain();
-    const values = [id, lock.owner, this.channels.released, ...waitLockOf(lock.advisory)];
-    if (published) values.push(lock.fence);
-    const unlocked = checkOwner
-      ? session.run(published ? this.sql.releasePublished : this.sql.release, values).then(
-          (rows): ReleaseResult => {
-            notified = true;
-            return rows[0]?.[0] === true ? "released" : "not_found";
-          },
-          // The session lives (it still has this record): the lock is still held.
-          (): Promise<ReleaseResult> | ReleaseResult => (session.held.get(id) === lock ? bare() : "not_found"),
-        )
-      : bare();
+    } else {
+      unlocked = this.#bareUnlock(session, lock);
+    }
     const done = unlocked.then((result) => {
       if (session.held.get(id) === lock) {
         session.held.delete(id);
@@ -290,6 +275,33 @@ export class LockBook {
     });
     lock.busy = done;
     return done;
+  }
+
+  /**
+   * Unlocks without the release statement. A published lock's row is cleared with the unlock;
+   * when that fails (a write needs a lock table entry for its transaction id: none with the
+   * server's lock table full), the unlock goes alone and the id is marked: this session's next
+   * holding of it is published at once.
+   */
+  #bareUnlock(session: Session, lock: HeldLock): Promise<ReleaseResult> {
+    const id = lock.advisory.id;
+    if (!lock.published) return this.#plainUnlock(session, id);
+    return session.run(this.sql.unlockPublished, [id, lock.owner]).then(
+      () => "released",
+      (): Promise<ReleaseResult> | ReleaseResult => {
+        if (session.held.get(id) !== lock) return "not_found";
+        session.uncleared.add(id);
+        return this.#plainUnlock(session, id);
+      },
+    );
+  }
+
+  /** pg_advisory_unlock alone: any failure of it drops the session, which frees the lock anyway. */
+  #plainUnlock(session: Session, id: string): Promise<ReleaseResult> {
+    return session.run(this.sql.unlock, [id], true).then(
+      () => "released",
+      () => "not_found",
+    );
   }
 
   /** Remembers that the lease of `owner` ended here (bounded, oldest out). */

@@ -46,7 +46,7 @@ export const FENCE_BLOCK = 1024;
 /** The setting this version's sessions carry, so the holders table's trigger leaves their writes alone. */
 export const CLOCK_FENCES_SETTING = "lockhost.clock_fences";
 
-/** The name of the holders table's trigger (one per table, so it names no table). */
+/** The name of the holders table's trigger, and of its function (one per schema). */
 const CLOCK_FENCES_TRIGGER = "lockhost_clock_fences";
 
 /** A named statement: node-postgres prepares it on first use on each connection. */
@@ -264,8 +264,9 @@ const idOfLock = (l: string): string => `((${l}.classid::int8 << 32) | ${l}.obji
 export function statementsFor(table: string): Statements {
   const t = quoteTable(table);
   const h = quoteTable(holdersTableOf(table));
-  const dot = table.lastIndexOf(".");
-  const fn = quoteTable(table.slice(0, dot + 1) + withSuffix(table.slice(dot + 1), "_clock_fences", table));
+  // One function per schema, whatever the table (its body names none): dropping a table
+  // leaves no function of its own behind.
+  const fn = quoteTable(table.slice(0, table.lastIndexOf(".") + 1) + CLOCK_FENCES_TRIGGER);
   const mark = sessionMarkOf(table);
   const clockFences = [
     // Earlier versions write fence = the row's + 1 (or `reserved` + 1): raised to the clock in

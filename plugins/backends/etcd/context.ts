@@ -25,3 +25,15 @@ export function endOf(nowMs: number, ttlMs: number, lease: ClassLease): number {
 export function isLeaseGone(err: unknown): boolean {
   return /requested lease not found|lease not found/.test(String((err as Error)?.message));
 }
+
+/**
+ * The hint of a contended acquisition: when the earliest holder's recorded end comes. None once
+ * it has passed: that holder's host deletes the key at its end (or its lease does, if the host
+ * is gone), and the deletion wakes the waiters through the watch; retrying at once would only
+ * find the key again until the deletion lands.
+ */
+export function retryAfter(ends: readonly number[]): { retryAfterMs?: number } {
+  if (ends.length === 0) return {};
+  const left = Math.min(...ends) - Date.now();
+  return left > 0 ? { retryAfterMs: left } : {};
+}

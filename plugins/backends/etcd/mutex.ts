@@ -4,7 +4,7 @@
 // of the acquiring transaction, above every revision before it in the whole cluster, durable
 // and the same on every member, so it never steps back, whatever restarts or elections happen.
 import type { ListRequest, LockPage, LockRecord, MutexAcquireRequest, MutexAcquireResult, MutexStore, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
-import { endOf, isLeaseGone, type EtcdContext } from "./context.js";
+import { endOf, isLeaseGone, retryAfter, type EtcdContext } from "./context.js";
 import type { HeldEntry } from "./held.js";
 import { mutexKey, prefixEnd } from "./keys.js";
 import { renewHeld, type HeldRenewal } from "./renew.js";
@@ -34,7 +34,7 @@ export class EtcdMutexStore implements MutexStore {
         }, "an acquisition");
         if (!res.succeeded) {
           const held = decodeHolder(res.responses[0]?.response_range?.kvs[0]?.value ?? Buffer.alloc(0));
-          return held === undefined ? { acquired: false } : { acquired: false, retryAfterMs: Math.max(0, held.e - Date.now()) };
+          return { acquired: false, ...retryAfter(held === undefined ? [] : [held.e]) };
         }
         const fence = res.header.revision;
         this.#c.book.add(req.owner, key, fence, lease, req.ttlMs, record);

@@ -7,7 +7,7 @@
 // every host, from etcd itself. The fence is the revision of the acquiring transaction.
 import type { AcquireRequest, AcquireResult, KeyPage, KeyRecord, KindSteps, ListRequest, QueueKind, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
 import { KINDS } from "../../../kit/index.js";
-import { endOf, isLeaseGone, type EtcdContext } from "./context.js";
+import { endOf, isLeaseGone, retryAfter, type EtcdContext } from "./context.js";
 import { escapeName, parseKey, prefixEnd, queueDir, queueRoot, unescapeName } from "./keys.js";
 import { CMP, TARGET, type KeyValue, type RequestOp } from "./messages.js";
 import type { HeldEntry } from "./held.js";
@@ -40,12 +40,12 @@ export class EtcdQueueSteps implements KindSteps {
     const dir = queueDir(this.#c.prefix, this.kind, req.key);
     const holderKey = `${dir}h/${req.owner}`;
     const placeKey = `${dir}w/${req.owner}`;
-    let retryAfterMs: number | undefined;
+    let retry: { retryAfterMs?: number } = {};
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const d = await this.#read(dir);
       const now = Date.now();
       if (d.holders.some((h) => h.stored.o === req.owner)) return { acquired: false };
-      if (d.holders.length > 0) retryAfterMs = Math.max(0, Math.min(...d.holders.map((h) => h.stored.e)) - now);
+      retry = retryAfter(d.holders.map((h) => h.stored.e));
       if (req.mode === "shared" && d.holders.length > 0) {
         const theirs = d.holders[0]!.stored.l ?? 0;
         if (theirs !== req.limit) return { acquired: false, limit: theirs };
@@ -55,7 +55,7 @@ export class EtcdQueueSteps implements KindSteps {
         : d.holders.every((h) => h.stored.m === "s") && d.places.length === 0 && (req.limit === 0 || d.holders.length < req.limit);
       if (!free) {
         if (req.mode === "exclusive" && req.queueMs > 0 && this.#queues) await this.#keepPlace(placeKey, req);
-        return retryAfterMs === undefined ? { acquired: false } : { acquired: false, retryAfterMs };
+        return { acquired: false, ...retry };
       }
       const lease = await this.#c.leases.leaseFor(req.ttlMs);
       const leaseId = lease.id!;

@@ -6,6 +6,7 @@ import type { LockService } from "../host/locking/service.js";
 import { prepareGuest, type GuestGrantOptions } from "../host/runtime/prepare-guest.js";
 import type { Runtime } from "../abi/ops.js";
 import type { GuestInstance } from "../host/runtime/guest-instance.js";
+import type { GuestRecorder } from "../host/runtime/guest-recorder.js";
 import { jspiAvailable } from "../host/runtime/jspi.js";
 import { startGuestInstance } from "../host/runtime/start-guest.js";
 import { medianRound, quantile, type Round } from "./stats.js";
@@ -67,7 +68,8 @@ export const INLINE = jspiAvailable();
 
 /**
  * Bench guests (test/guests/build/<guest>.wasm: bench, bench-caps, or the bench guest's twin
- * in another language: rust-bench, c-bench) in `runtime`, each its own instance, over one LockService.
+ * in another language: rust-bench, c-bench) in `runtime`, each its own instance, over one LockService;
+ * with `recorder`, each tells it of its calls (as the host's metrics are told).
  */
 export async function startBenchGuests(
   locks: LockService,
@@ -75,6 +77,7 @@ export async function startBenchGuests(
   runtime: Runtime = "worker",
   grants: Partial<GuestGrantOptions> = {},
   guest: string = "bench",
+  recorder?: GuestRecorder,
 ): Promise<GuestInstance[]> {
   const wasm = fileURLToPath(new URL(`../../test/guests/build/${guest}.wasm`, import.meta.url));
   return Promise.all(
@@ -83,6 +86,7 @@ export async function startBenchGuests(
         runtime,
         ...(await prepareGuest(locks, benchLog, { plugin: `bench-${runtime}${i}`, wasm, memoryLimitMib: 64, ...grants })),
         callTimeoutMs: 600_000,
+        ...(recorder && { recorder }),
       }),
     ),
   );

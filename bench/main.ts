@@ -8,7 +8,8 @@
 // semaphores on Redis and PostgreSQL, vs redis-semaphore's Semaphore and raw shared advisory locks),
 // http (a plugin's http client vs Node's global fetch and a bare undici Agent, on a local server),
 // service (the LockService's cost over its backend's bare steps, memory and Redis), etcd (a
-// mutex pair vs a raw lock by transaction, and handoff to another host, on three members).
+// mutex pair vs a raw lock by transaction, and handoff to another host, on three members),
+// metrics (what the host's metrics cost per lock operation and per guest call, metered vs plain).
 //   npm run bench                 every part
 //   npm run bench -- redis pg     only those parts
 //   npm run bench -- --json       one JSON object per table row (part, path, p50Us, p99Us, opsPerSec, …)
@@ -21,6 +22,7 @@ import { httpBench } from "./http.js";
 import { lostBench } from "./lost.js";
 import { kindsBench } from "./kinds.js";
 import { memoryBench } from "./memory.js";
+import { metricsBench } from "./metrics.js";
 import { pgBench } from "./pg.js";
 import { redisBench } from "./redis.js";
 import { serviceBench } from "./service.js";
@@ -38,6 +40,7 @@ const PARTS: Record<string, () => Promise<void>> = {
   kinds: kindsBench,
   http: httpBench,
   service: serviceBench,
+  metrics: metricsBench,
 };
 
 async function main(): Promise<void> {

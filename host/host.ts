@@ -4,8 +4,8 @@
 import { pino, type Logger } from "pino";
 import { ActivityFeed } from "./admin/feed.js";
 import { BackendHealth } from "./backend-health.js";
-import { startAdminServer, type AdminServer } from "./admin/server.js";
-import type { HostCounters } from "./admin/metrics.js";
+import { startAdminServer, type AdminServer, type AdminServerOptions } from "./admin/server.js";
+import { lockMetrics, type HostCounters, type LockMetrics } from "./admin/metrics.js";
 import { createBackend } from "./backends/create.js";
 import { formatListen, isLoopbackHost } from "./config/listen.js";
 import type { AdminSettings, LockhostConfig, PluginConfig, ScheduledConfig } from "./config/types.js";
@@ -15,6 +15,7 @@ import { LockService } from "./locking/service.js";
 import type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";
 import { prepareGuest } from "./runtime/prepare-guest.js";
 import type { HostFunctions } from "./runtime/capabilities/functions.js";
+import type { GuestRecorder } from "./runtime/guest-recorder.js";
 import { startGuestInstance } from "./runtime/start-guest.js";
 import { logLockEvents } from "./lock-log.js";
 import { NodePresence } from "./node-presence.js";
@@ -74,6 +75,8 @@ export class Host {
   readonly #health: BackendHealth;
   /** Warns when another live host uses this node name (distributed backends only). */
   readonly #presence: NodePresence | undefined;
+  /** What the admin listener's /metrics shows (with an [admin] table). */
+  readonly #metrics: LockMetrics | undefined;
 
   private constructor(
     config: LockhostConfig,
@@ -85,7 +88,9 @@ export class Host {
     health: BackendHealth,
     scheduler: Scheduler,
     schedules: readonly ScheduledConfig[],
+    metrics: LockMetrics | undefined,
   ) {
+    this.#metrics = metrics;
     this.schedules = schedules;
     this.#health = health;
     this.config = config;
@@ -115,6 +120,8 @@ export class Host {
     const { keepalive, waiting } = config.locking;
     const locks = new LockService(backend, { node: config.host.node, keepalive, waiting });
     logLockEvents(locks, log);
+    // Before any guest starts: its calls are counted from the first. Served by the admin listener only.
+    const metrics = config.admin ? lockMetrics(locks, config.host.node) : undefined;
     const guests = new Map<string, GuestInstance>();
     let admin: AdminServer | undefined;
     let feed: ActivityFeed | undefined;
@@ -126,19 +133,22 @@ export class Host {
       health = await BackendHealth.atStart(locks, log, `${config.source ?? "config"}: [locking.${backend.kind}]`);
       const functions = options.functions ?? {};
       checkFunctionGrants(config, functions);
-      for (const plugin of config.plugins) guests.set(plugin.name, await startPluginGuest(plugin, locks, log, functions).catch((e: unknown) => Promise.reject(inFile(e, config.source))));
+      for (const plugin of config.plugins) {
+        const guest = await startPluginGuest(plugin, locks, log, functions, metrics?.guest(plugin.name)).catch((e: unknown) => Promise.reject(inFile(e, config.source)));
+        guests.set(plugin.name, guest);
+      }
       schedules = await expandScheduled(config, guests);
       checkScheduledExports(config, guests, schedules);
       // Its ticks that an outage skips are said once, by the health, and counted.
       scheduler = new Scheduler(schedules, { locks, guest: (p) => guestOf(guests, p), log, health });
       // Last: an operator who can reach the listener can rely on the host behind it being up.
-      if (config.admin) {
+      if (config.admin && metrics) {
         feed = new ActivityFeed(locks);
-        const counters = hostCounters(scheduler, health);
-        admin = await startAdmin(config.admin, locks, log, config, feed, counters);
+        admin = await startAdmin(config.admin, locks, log, config, { feed, metrics, host: hostCounters(scheduler, health) });
       }
     } catch (err) {
       feed?.close();
+      metrics?.close();
       await Promise.all([...guests.values()].map((g) => g.close()));
       await locks.close({ closeBackend: !options.backend });
       throw err;
@@ -150,10 +160,11 @@ export class Host {
     if (config.plugins.length === 0) {
       log.warn(`${config.source ?? "the config"} declares no [[plugins]]: this host runs no guest and fires no schedule; it only serves lock calls made through its API${admin ? " and admin listener" : ""}`);
     }
-    const host = new Host(config, log, locks, guests, !options.backend, admin, health, scheduler, schedules);
+    const host = new Host(config, log, locks, guests, !options.backend, admin, health, scheduler, schedules, metrics);
     health.start();
     // The dashboard shows this node's schedule runs beside its lock events.
     if (feed) host.scheduler.on("tick", (tick) => feed.tick(tick));
+    if (metrics) host.scheduler.on("tick", (tick) => metrics.tick(tick));
     return host;
   }
 
@@ -199,6 +210,7 @@ export class Host {
     this.#presence?.stop();
     // First, so no admin request (a force-release above all) reaches a host that is shutting down.
     await this.admin?.close();
+    this.#metrics?.close();
     this.scheduler.stop();
     // Guests parked in a wait return now (-CANCELLED) rather than sit out their wait_ms.
     for (const guest of this.#guests.values()) guest.cancelWaits("the host is shutting down");
@@ -239,7 +251,10 @@ function hostCounters(scheduler: Scheduler, health: BackendHealth): HostCounters
   };
 }
 
-async function startAdmin(settings: AdminSettings, locks: LockService, log: Logger, config: LockhostConfig, feed: ActivityFeed, host: HostCounters): Promise<AdminServer> {
+/** What the host shows through its admin listener: its activity feed, its metrics and its own counters. */
+type AdminViews = Required<Pick<AdminServerOptions, "feed" | "metrics" | "host">>;
+
+async function startAdmin(settings: AdminSettings, locks: LockService, log: Logger, config: LockhostConfig, views: AdminViews): Promise<AdminServer> {
   const where = `${config.source ?? "config"}: [admin]`;
   if (settings.token === undefined && !isLoopbackHost(settings.listen.host)) {
     // Allowed (a trusted network, a firewall), but worth saying: anyone who can reach it reads
@@ -250,7 +265,7 @@ async function startAdmin(settings: AdminSettings, locks: LockService, log: Logg
     );
   }
   try {
-    return await startAdminServer({ service: locks, settings, log, node: config.host.node, feed, host });
+    return await startAdminServer({ service: locks, settings, log, node: config.host.node, ...views });
   } catch (err) {
     // The server names the table and key; the file is known only here.
     if (err instanceof LockhostError && err.code === "CONFIG_INVALID" && config.source !== undefined) {
@@ -302,8 +317,11 @@ export function checkFunctionGrants(config: LockhostConfig, functions: HostFunct
   }
 }
 
-/** Starts the guest of one [[plugins]] entry in its runtime, on `locks`, with the host functions it is granted. */
-export async function startPluginGuest(plugin: PluginConfig, locks: LockService, log: Logger, functions: HostFunctions = {}): Promise<GuestInstance> {
+/**
+ * Starts the guest of one [[plugins]] entry in its runtime, on `locks`, with the host functions
+ * it is granted; `recorder` is told of its calls and faults (the host's metrics).
+ */
+export async function startPluginGuest(plugin: PluginConfig, locks: LockService, log: Logger, functions: HostFunctions = {}, recorder?: GuestRecorder): Promise<GuestInstance> {
   const shell = await prepareGuest(locks, log, {
     plugin: plugin.name,
     wasm: plugin.wasm,
@@ -316,7 +334,7 @@ export async function startPluginGuest(plugin: PluginConfig, locks: LockService,
     ...(plugin.http && { http: plugin.http }),
     ...(plugin.logLevel && { logLevel: plugin.logLevel }),
   });
-  return startGuestInstance({ ...shell, runtime: plugin.runtime, callTimeoutMs: plugin.callTimeoutMs });
+  return startGuestInstance({ ...shell, runtime: plugin.runtime, callTimeoutMs: plugin.callTimeoutMs, ...(recorder && { recorder }) });
 }
 
 /** A CONFIG_INVALID raised without the file's name, with it in front. */

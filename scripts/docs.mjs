@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Writes the generated blocks of the docs from their sources (run after a build). Which file
-// holds which block is one table, host/docs/pages.ts (DOC_FILES): the config reference in
-// docs/operators.md, the import tables and status codes in docs/abi.md and abi/ABI.md, the kind
-// table in docs/lock-model.md and abi/ABI.md, and so on. Also writes two whole files:
+// holds which block is one table, host/docs/pages.ts (DOC_FILES): the config reference and the
+// metrics list in docs/operators.md, the import tables and status codes in docs/abi.md and
+// abi/ABI.md, the kind table in docs/lock-model.md and abi/ABI.md, and so on. Also writes two
+// whole files:
 //   abi/rust/src/sys.rs, abi/c/lockhost_abi.h  from abi/ops.ts and abi/status.ts
 // test/docs.test.ts fails when a block and its source disagree.
 import { readFileSync, writeFileSync } from "node:fs";

@@ -58,7 +58,7 @@ describe("admin listener", () => {
     await locks.release(lease);
   });
 
-  it("serves Prometheus metrics labelled with node and backend", async () => {
+  it("serves Prometheus metrics labelled with node and backend (and a lock's kind and plugin, never its name)", async () => {
     const lease = (await locks.tryLock("a", { ttlMs: 5_000 }))!;
     await locks.tryLock("a", { ttlMs: 5_000 });
     const res = await get("/metrics");
@@ -66,15 +66,17 @@ describe("admin listener", () => {
     const text = await res.text();
     expect(text).toContain("# TYPE lockhost_locks_held gauge");
     expect(text).toContain('lockhost_locks_held{node="node-admin",backend="memory"} 1');
-    expect(text).toContain('lockhost_acquisitions_total{node="node-admin",backend="memory"} 1');
-    expect(text).toContain('lockhost_contended_total{node="node-admin",backend="memory"} 1');
+    expect(text).toContain('lockhost_acquisitions_total{kind="mutex",plugin="host",node="node-admin",backend="memory"} 1');
+    expect(text).toContain('lockhost_contended_total{kind="mutex",plugin="host",node="node-admin",backend="memory"} 1');
     expect(text).toMatch(/lockhost_renewals_total\{result="ok",node="node-admin",backend="memory"\} 0/);
-    expect(text).toContain("# TYPE lockhost_wait_seconds_total counter");
+    expect(text).toContain("# TYPE lockhost_acquire_wait_seconds histogram");
+    expect(text).not.toContain(lease.name);
     await locks.release(lease);
     // Counters never go down between scrapes; gauges follow the state.
     const again = await (await get("/metrics")).text();
     expect(again).toContain('lockhost_locks_held{node="node-admin",backend="memory"} 0');
-    expect(again).toContain('lockhost_acquisitions_total{node="node-admin",backend="memory"} 1');
+    expect(again).toContain('lockhost_acquisitions_total{kind="mutex",plugin="host",node="node-admin",backend="memory"} 1');
+    expect(again).toContain('lockhost_releases_total{kind="mutex",plugin="host",node="node-admin",backend="memory"} 1');
   });
 
   it("serves the status of one lock by its URL-encoded name, its owner token only to the admin token's holder", async () => {
@@ -228,10 +230,11 @@ describe("admin listener", () => {
     await locks.tryLock("a", { ttlMs: 30_000 });
     const volatile = new Set(["date", "connection", "keep-alive"]);
     const headersOf = (res: Response, timed: boolean): Record<string, string> =>
-      // A lock's age and TTL left change between the two requests, and with them the length.
+      // A lock's age and TTL left change between the two requests, and with them the length;
+      // so do the process's metrics (CPU time, memory).
       Object.fromEntries([...res.headers].filter(([name]) => !volatile.has(name) && !(timed && name === "content-length")));
     for (const path of ["/", "/dashboard", "/dashboard/main.js", "/favicon.ico", "/healthz", "/readyz", "/metrics", "/stats", "/locks", "/locks/global%3Aa", "/nope"]) {
-      const timed = path.startsWith("/locks");
+      const timed = path.startsWith("/locks") || path === "/metrics";
       const got = await get(path);
       const head = await fetch(`${server.url}${path}`, { method: "HEAD" });
       expect([path, head.status], path).toEqual([path, got.status]);

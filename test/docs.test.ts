@@ -15,8 +15,10 @@ import * as S from "../abi/status.js";
 import { withBlock } from "../host/docs/blocks.js";
 import { configReference } from "../host/docs/config-reference.js";
 import { kindsTable } from "../host/docs/kinds-table.js";
+import { metricsTable } from "../host/docs/metrics-table.js";
 import { DOC_FILES } from "../host/docs/pages.js";
 import { statusCodesTable } from "../host/docs/status-codes.js";
+import { allSeries } from "../host/admin/metric-series.js";
 import { LOCK_KINDS } from "../kit/kinds.js";
 import { cAbi, rustSys, statusConstants } from "../host/docs/guest-sdks.js";
 import { PROVIDED_IMPORTS } from "../host/runtime/guest-module.js";
@@ -25,6 +27,8 @@ const root = join(import.meta.dirname, "..");
 const read = (file: string): string => readFileSync(join(root, file), "utf8");
 const ops = OPS as readonly OpSpec[];
 const run = promisify(execFile);
+/** The Markdown a reader navigates: the front page, the pages it links to, the ABI spec. */
+const pages = ["README.md", "abi/ABI.md", ...readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
 
 const status = read("abi/status.ts");
 
@@ -38,7 +42,6 @@ describe("generated doc blocks (npm run docs rewrites them; host/docs/pages.ts s
   );
 
   it("no page holds a block the table does not list for it (a moved block leaves no stale copy behind)", () => {
-    const pages = ["README.md", "abi/ABI.md", ...readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
     const found = pages.flatMap((file) => [...read(file).matchAll(/<!-- ([\w-]+):begin /g)].map((m) => `${file}: ${m[1]}`));
     const listed = DOC_FILES.flatMap(({ file, blocks }) => blocks.map((b) => `${file}: ${b.name}`));
     expect(found.sort()).toEqual(listed.sort());
@@ -61,6 +64,21 @@ describe("generated doc blocks (npm run docs rewrites them; host/docs/pages.ts s
 describe("the kind table in the docs (npm run docs rewrites it)", () => {
   it("has a row per kind", () => {
     for (const kind of LOCK_KINDS) expect(kindsTable()).toContain(`| \`${kind}\` |`);
+  });
+});
+
+describe("the operator guide's metrics (npm run docs rewrites the list in docs/operators.md)", () => {
+  it("lists every series of the series table, a row each", () => {
+    for (const row of allSeries()) expect(metricsTable()).toContain(`| \`${row.name}\` | ${row.type} |`);
+  });
+
+  it("alerts, in its rule example, only on series the table lists", () => {
+    const rules = /```yaml\n(groups:[\s\S]*?)```/.exec(read("docs/operators.md"))?.[1];
+    expect(rules).toBeDefined();
+    const named = new Set([...rules!.matchAll(/\b(lockhost_[a-z_]+)/g)].map((m) => m[1]!.replace(/_(bucket|sum|count)$/, "")));
+    expect(named.size).toBeGreaterThanOrEqual(3);
+    const series = new Set(allSeries().map((r) => r.name));
+    for (const name of named) expect(series.has(name), name).toBe(true);
   });
 });
 
@@ -117,7 +135,6 @@ describe("the operation table", () => {
 const byName = (a: { name?: string }, b: { name?: string }): number => (a.name! < b.name! ? -1 : 1);
 
 describe("links of the README and docs/ (every one resolves inside the packed package)", () => {
-  const pages = ["README.md", "abi/ABI.md", ...readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
   let packed: ReadonlySet<string>;
 
   beforeAll(async () => {

@@ -32,7 +32,8 @@ export interface AuditEntry {
 
 /** One item of the feed: a lock event, a schedule tick on this node, or an operator's action. */
 export type FeedItem =
-  | LockEvent
+  // The feed takes the default event set: no per-attempt "contended" events.
+  | Exclude<LockEvent, { readonly type: "contended" }>
   | ({ readonly type: "tick"; readonly atMs: number } & TickEvent)
   | ({ readonly type: "audit"; readonly atMs: number } & AuditEntry);
 
@@ -68,7 +69,9 @@ export class ActivityFeed {
   readonly #stop: () => void;
 
   constructor(locks: LockService) {
-    this.#stop = locks.onEvent((event) => this.#add(event));
+    this.#stop = locks.onEvent((event) => {
+      if (event.type !== "contended") this.#add(event);
+    });
   }
 
   /** Records a schedule tick of this node. */
@@ -126,8 +129,8 @@ export class ActivityFeed {
       point.waits++;
       point.waitMsTotal += item.waitedMs;
       point.waitMsMax = Math.max(point.waitMsMax, item.waitedMs);
-      const plugin = pluginOf(item.name);
-      const c = this.#counters(plugin);
+      // The waiter's own plugin (a global lock's name names no plugin).
+      const c = this.#counters(item.plugin);
       c.waits++;
       if (item.outcome === "timeout") c.timeouts++;
     }
@@ -163,10 +166,4 @@ export class ActivityFeed {
 function keep(samples: DurationSample[], sample: DurationSample): void {
   samples.push(sample);
   if (samples.length > DURATIONS * 1.25) samples.splice(0, samples.length - DURATIONS);
-}
-
-/** The plugin part of a fully qualified lock name ("billing:nightly" -> "billing"). */
-function pluginOf(name: string): string {
-  const colon = name.indexOf(":");
-  return colon < 0 ? name : name.slice(0, colon);
 }

@@ -1,47 +1,37 @@
-// Prometheus metrics of one LockService, read from its stats() snapshot when scraped: nothing
-// is counted twice, and the lock path pays nothing for metrics it does not know about.
-import { Counter, Gauge, Registry } from "prom-client";
+// The Prometheus metrics of one host, in a registry of its own (two hosts in one process never
+// clash), every series a row of host/admin/metric-series.ts, labelled with the node and the
+// backend kind. Three ways in: the lock service's state, read from one stats() snapshot per
+// scrape; what happens (locks, guest calls, schedule runs), counted by meters as it happens;
+// and the process's own metrics, made once per process.
+import { Registry } from "prom-client";
 import type { LockService } from "../locking/service.js";
 import type { LockStats } from "../locking/stats.js";
-import type { TickCounts } from "../scheduler/scheduler.js";
+import type { GuestRecorder } from "../runtime/guest-recorder.js";
+import type { TickCounts, TickEvent } from "../scheduler/scheduler.js";
+import { GuestMeter } from "./guest-meter.js";
+import { LockMeter } from "./lock-meter.js";
+import { SERIES, type SeriesRow } from "./metric-series.js";
+import { registerProcessMetrics } from "./process-metrics.js";
+import { counterOf, gaugeOf } from "./series-metric.js";
+import { histogramTally } from "./tally.js";
 
-type Stat = (s: LockStats) => number;
+/** A series read from the stats snapshot: one value per set of its labels. */
+type Shown = readonly [row: SeriesRow, values: readonly (readonly [labels: Readonly<Record<string, string>>, value: (s: LockStats) => number])[]];
 
-/** A metric, and the stats it shows: one value per set of labels, in the metric's unit. */
-interface Shown {
-  readonly name: string;
-  readonly help: string;
-  readonly kind: "gauge" | "counter";
-  readonly values: readonly (readonly [labels: Readonly<Record<string, string>>, value: Stat])[];
-}
-
-const gauge = (name: string, help: string, value: Stat): Shown => ({ name, help, kind: "gauge", values: [[{}, value]] });
-const counter = (name: string, help: string, value: Stat): Shown => ({ name, help, kind: "counter", values: [[{}, value]] });
+const one = (row: SeriesRow, value: (s: LockStats) => number): Shown => [row, [[{}, value]]];
 
 const SHOWN: readonly Shown[] = [
-  gauge("lockhost_locks_held", "Locks this host holds now.", (s) => s.held),
-  gauge("lockhost_locks_keepalive", "Locks this host keeps alive now (renewal manager).", (s) => s.keepalive),
-  counter("lockhost_acquisitions_total", "Acquisitions that succeeded (tryLock, acquire, restore).", (s) => s.acquisitions),
-  counter("lockhost_contended_total", "Attempts that found the key held by someone else.", (s) => s.contended),
-  {
-    name: "lockhost_renewals_total",
-    help: "Renewals, by result.",
-    kind: "counter",
-    values: [[{ result: "ok" }, (s) => s.renewalsOk], [{ result: "failed" }, (s) => s.renewalsFailed]],
-  },
-  counter("lockhost_locks_lost_total", "Leases lost: renewal refused or unconfirmed, or run out while watched.", (s) => s.lost),
-  gauge("lockhost_waiters", "Acquire calls waiting for a key now.", (s) => s.waiters),
-  counter("lockhost_waits_total", "Waits that ended (acquired, timed out or aborted).", (s) => s.waits),
-  counter("lockhost_wait_timeouts_total", "Waits that ended with TIMEOUT.", (s) => s.waitTimeouts),
-  counter("lockhost_wait_seconds_total", "Time spent waiting by the waits that ended.", (s) => s.waitTimeMsTotal / 1000),
-  counter("lockhost_renewal_batches_total", "Batched renewal round trips the renewal manager made.", (s) => s.renewalBatches),
-  gauge("lockhost_renewal_timers", "Timers the renewal manager has armed (0 or 1 per host).", (s) => s.renewalTimers),
+  one(SERIES.locksHeld, (s) => s.held),
+  one(SERIES.locksKeepalive, (s) => s.keepalive),
+  one(SERIES.waiters, (s) => s.waiters),
+  [SERIES.renewals, [[{ result: "ok" }, (s) => s.renewalsOk], [{ result: "failed" }, (s) => s.renewalsFailed]]],
+  one(SERIES.renewalBatches, (s) => s.renewalBatches),
+  one(SERIES.renewalTimers, (s) => s.renewalTimers),
 ];
 
 /**
- * What a host shows beside its lock service's counters: its schedules' ticks by outcome (the
- * skips of an outage among them: it is logged once, counted here) and whether its backend
- * answers.
+ * What a host shows beside its lock service's: its schedules' ticks by outcome (the skips of
+ * an outage among them: it is logged once, counted here) and whether its backend answers.
  */
 export interface HostCounters {
   /** Ticks by schedule id and outcome (Scheduler.ticks()). */
@@ -50,44 +40,60 @@ export interface HostCounters {
   readonly backendUp: boolean;
 }
 
-/** The metrics of one LockService. */
+/** The metrics of one host (or of a bare LockService). */
 export interface LockMetrics {
   readonly registry: Registry;
-  /** The Prometheus text exposition of one fresh stats() snapshot. */
+  /** The recorder `plugin`'s guest runtime tells its calls, traps, time limits and restarts. */
+  guest(plugin: string): GuestRecorder;
+  /** Shows the host's schedule ticks and backend health too (once: a second call is ignored). */
+  showHost(host: HostCounters): void;
+  /** Counts a schedule tick's run time (the Scheduler's "tick" event). */
+  tick(event: TickEvent): void;
+  /** The Prometheus text exposition, the service's series from one fresh stats() snapshot. */
   render(): Promise<string>;
+  /** Stops counting the service's lock events. */
+  close(): void;
 }
 
-/**
- * Metrics that show `service.stats()` at scrape time, labelled with the node and the backend
- * kind; with `host`, also its schedules' ticks and its backend's health.
- */
-export function lockMetrics(service: LockService, node: string, host?: HostCounters): LockMetrics {
+/** The metrics of `service` on `node`: its state and lock events, guests' and schedules' as they are added. */
+export function lockMetrics(service: LockService, node: string): LockMetrics {
   const registry = new Registry();
   registry.setDefaultLabels({ node, backend: service.backendKind });
-  // One scrape takes one snapshot, shared by every metric it renders.
+  // One scrape takes one snapshot, shared by every series it renders.
   let snapshot: LockStats | undefined;
   const current = (): LockStats => snapshot ?? service.stats();
-  for (const { name, help, kind, values } of SHOWN) {
-    const config = {
-      name,
-      help,
-      labelNames: Object.keys(values[0]![0]),
-      registers: [registry],
-      collect(this: Gauge | Counter): void {
-        const stats = current();
-        this.reset();
-        for (const [labels, value] of values) {
-          if (this instanceof Gauge) this.set(labels, value(stats));
-          else this.inc(labels, value(stats));
-        }
-      },
+  for (const [row, values] of SHOWN) {
+    const read = (put: (labels: Readonly<Record<string, string>>, n: number) => void): void => {
+      const stats = current();
+      for (const [labels, value] of values) put(labels, value(stats));
     };
-    if (kind === "gauge") new Gauge(config);
-    else new Counter(config);
+    if (row.type === "gauge") {
+      gaugeOf(registry, row, function () {
+        read((labels, n) => this.set(labels, n));
+      });
+    } else {
+      counterOf(registry, row, function () {
+        this.reset();
+        read((labels, n) => this.inc(labels, n));
+      });
+    }
   }
-  if (host) hostMetrics(registry, host);
+  const locks = new LockMeter(registry, service);
+  const guests = new GuestMeter(registry);
+  const runs = histogramTally(registry, SERIES.scheduleRunTime);
+  registerProcessMetrics(registry);
+  let host: HostCounters | undefined;
   return {
     registry,
+    guest: (plugin) => guests.recorder(plugin),
+    showHost(counters) {
+      if (host) return;
+      host = counters;
+      hostMetrics(registry, counters);
+    },
+    tick(event) {
+      if (event.runMs !== undefined) runs({ schedule: event.id, outcome: event.outcome }).observe(event.runMs / 1000);
+    },
     async render() {
       snapshot = service.stats();
       try {
@@ -96,29 +102,19 @@ export function lockMetrics(service: LockService, node: string, host?: HostCount
         snapshot = undefined;
       }
     },
+    close: () => locks.stop(),
   };
 }
 
 /** The host's series: read at scrape time, like the service's. Schedule ids come from the config, so their number is bounded. */
 function hostMetrics(registry: Registry, host: HostCounters): void {
-  new Gauge({
-    name: "lockhost_backend_up",
-    help: "1 while the backend answered the host's last check, 0 while it does not.",
-    registers: [registry],
-    collect(this: Gauge): void {
-      this.set(host.backendUp ? 1 : 0);
-    },
+  gaugeOf(registry, SERIES.backendUp, function () {
+    this.set(host.backendUp ? 1 : 0);
   });
-  new Counter({
-    name: "lockhost_schedule_ticks_total",
-    help: "Schedule ticks on this node, by outcome: ran, failed, skipped_contended, skipped_overlap, skipped_error (the backend failed, as in an outage).",
-    labelNames: ["schedule", "outcome"],
-    registers: [registry],
-    collect(this: Counter): void {
-      this.reset();
-      for (const [schedule, counts] of Object.entries(host.ticks())) {
-        for (const [outcome, n] of Object.entries(counts)) this.inc({ schedule, outcome }, n);
-      }
-    },
+  counterOf(registry, SERIES.scheduleTicks, function () {
+    this.reset();
+    for (const [schedule, counts] of Object.entries(host.ticks())) {
+      for (const [outcome, n] of Object.entries(counts)) this.inc({ schedule, outcome }, n);
+    }
   });
 }

@@ -15,7 +15,7 @@ import { dashboardRoutes } from "./dashboard/routes.js";
 import { audit } from "./audit.js";
 import { ActivityFeed, type AdminCaller } from "./feed.js";
 import { MAX_LIST_LIMIT } from "../locking/list.js";
-import { lockMetrics, type HostCounters } from "./metrics.js";
+import { lockMetrics, type HostCounters, type LockMetrics } from "./metrics.js";
 import { readiness } from "./readiness.js";
 import { reply } from "./reply.js";
 import { checkKind, LOCK_KINDS, MUTEX, type LockKind } from "../../kit/kinds.js";
@@ -39,6 +39,11 @@ export interface AdminServerOptions {
    * backend answers), shown in /stats and /metrics; absent for a bare lock service.
    */
   readonly host?: HostCounters;
+  /**
+   * The metrics /metrics renders (the host's, which its guests and scheduler feed too); when
+   * absent the listener makes the service's, and stops them with itself.
+   */
+  readonly metrics?: LockMetrics;
 }
 
 /** A running admin listener. */
@@ -87,7 +92,9 @@ const MAX_URL_LENGTH = 4_096;
  */
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
   const { service, settings, log, node } = options;
-  const metrics = lockMetrics(service, node, options.host);
+  const ownMetrics = options.metrics === undefined;
+  const metrics = options.metrics ?? lockMetrics(service, node);
+  if (options.host) metrics.showHost(options.host);
   const ownFeed = options.feed === undefined;
   const feed = options.feed ?? new ActivityFeed(service);
   const dashboard = dashboardRoutes({ service, feed, node });
@@ -221,7 +228,13 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     return undefined;
   }
 
-  await listen(server, settings);
+  try {
+    await listen(server, settings);
+  } catch (err) {
+    if (ownMetrics) metrics.close();
+    if (ownFeed) feed.close();
+    throw err;
+  }
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
@@ -232,6 +245,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     close() {
       closing ??= new Promise<void>((resolve) => {
         if (ownFeed) feed.close();
+        if (ownMetrics) metrics.close();
         server.close(() => resolve());
         server.closeAllConnections();
       });

@@ -4,6 +4,7 @@
 import { abiBriefTable, abiSpecTable } from "./abi-ops.js";
 import { configReference } from "./config-reference.js";
 import { kindsTable } from "./kinds-table.js";
+import { metricsTable } from "./metrics-table.js";
 import { statusCodesTable } from "./status-codes.js";
 
 /** The sources a block may need besides the modules it imports: abi/status.ts as text. */
@@ -25,7 +26,13 @@ export interface DocFile {
 
 /** Every file with generated blocks. A block name may appear in several files, each written alike. */
 export const DOC_FILES: readonly DocFile[] = [
-  { file: "docs/operators.md", blocks: [{ name: "config-reference", write: () => configReference() }] },
+  {
+    file: "docs/operators.md",
+    blocks: [
+      { name: "config-reference", write: () => configReference() },
+      { name: "metrics", write: () => metricsTable() },
+    ],
+  },
   {
     file: "docs/abi.md",
     blocks: [

@@ -123,6 +123,7 @@ function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireRes
   if (!result.acquired) {
     if ("limit" in result && result.limit !== undefined && KINDS[spec.kind].limit !== null) throw permitsMismatch(request, request.limit, result.limit);
     core.contended++;
+    if (core.events.wants("contended")) core.events.emit({ type: "contended", ...kindOf(spec), name, plugin: request.plugin, atMs: Date.now() });
     return contended(result);
   }
   const { fence, acquiredAtMs, expiresAtMs } = result;
@@ -205,7 +206,7 @@ async function wait(
     core.waitTimeMs += waitedMs;
     if (core.events.wants("waited")) {
       const outcome = acquired ? "acquired" : performance.now() >= deadline ? "timeout" : "failed";
-      core.events.emit({ type: "waited", ...kindOf(spec), name, waitedMs: Math.round(waitedMs), outcome, atMs: Date.now() });
+      core.events.emit({ type: "waited", ...kindOf(spec), name, plugin: request.plugin, waitedMs: Math.round(waitedMs), outcome, atMs: Date.now() });
     }
   }
 }

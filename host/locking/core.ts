@@ -210,7 +210,8 @@ export class ServiceCore {
     this.renewals.forget(lease);
     leases.markLost(lease, reason);
     if (this.events.wants("lost")) {
-      this.events.emit({ type: "lost", ...kindOf(lease), name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, reason: reason.message, atMs: Date.now() });
+      const atMs = Date.now();
+      this.events.emit({ type: "lost", ...kindOf(lease), name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, reason: reason.message, heldMs: atMs - lease.acquiredAtMs, atMs });
     }
   }
 }

@@ -8,9 +8,11 @@ import type { LockKind } from "../../kit/kinds.js";
 export type LockEvent = (
   | { readonly type: "acquired"; readonly name: string; readonly fence: number; readonly plugin: string; readonly ttlMs: number; readonly atMs: number }
   | { readonly type: "released"; readonly name: string; readonly fence: number; readonly plugin: string; readonly heldMs: number; readonly atMs: number }
-  | { readonly type: "lost"; readonly name: string; readonly fence: number; readonly plugin: string; readonly reason: string; readonly atMs: number }
+  | { readonly type: "lost"; readonly name: string; readonly fence: number; readonly plugin: string; readonly reason: string; readonly heldMs: number; readonly atMs: number }
   | { readonly type: "force-released"; readonly name: string; readonly found: boolean; readonly atMs: number }
-  | { readonly type: "waited"; readonly name: string; readonly waitedMs: number; readonly outcome: "acquired" | "timeout" | "failed"; readonly atMs: number }
+  | { readonly type: "waited"; readonly name: string; readonly plugin: string; readonly waitedMs: number; readonly outcome: "acquired" | "timeout" | "failed"; readonly atMs: number }
+  /** An attempt found the key held by someone else (each try of a waiting acquire is one): told only to a listener that names this type. */
+  | { readonly type: "contended"; readonly name: string; readonly plugin: string; readonly atMs: number }
 ) & {
   /** The kind of lock, for a read/write lock or a semaphore; absent for a mutex (the default kind). */
   readonly kind?: LockKind;
@@ -22,8 +24,14 @@ export type LockEventListener = (event: LockEvent) => void;
 /** The kinds of event. */
 export type LockEventType = LockEvent["type"];
 
-/** Every kind, for a listener that wants them all. */
+/**
+ * What a listener hears unless it names the types it wants: each lock's story. "contended" is
+ * left out (one per attempt that found a key held: a count, not a story); name it to hear it.
+ */
 export const LOCK_EVENT_TYPES: readonly LockEventType[] = ["acquired", "released", "lost", "force-released", "waited"];
+
+/** Every type a listener may name. */
+export const ALL_LOCK_EVENT_TYPES: readonly LockEventType[] = [...LOCK_EVENT_TYPES, "contended"];
 
 interface Subscription {
   readonly listener: LockEventListener;

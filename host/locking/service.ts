@@ -26,7 +26,7 @@ import { kindName, MUTEX, type LockSpec } from "./kinds.js";
 import { specOf, type SpecOptions } from "./spec.js";
 import { checkRef, keyOf, nameOf, type LockRefInput, type LockRefOptions } from "./ref.js";
 import { checkKind, ELECTION, LOCK_KINDS, type LockKind } from "../../kit/kinds.js";
-import { LOCK_EVENT_TYPES, type LockEventListener, type LockEventType } from "./events.js";
+import { ALL_LOCK_EVENT_TYPES, type LockEventListener, type LockEventType } from "./events.js";
 import { validateFlag, validateFunction, validateName, validateOptions, validateSignal, validateTtl, validateWaitMs } from "./validate.js";
 import { campaign, campaignWait, electionKey, electionRequest, type CampaignOptions, type Leadership } from "./election.js";
 import { observeLeader, readLeader, type LeaderInfo } from "./leader-watch.js";
@@ -366,13 +366,14 @@ export class LockService {
 
   /**
    * Tells `listener` what happens to locks on this service from now on: acquired, released,
-   * lost, force-released, and each wait's end (or only the `types` given). Returns the
-   * function that stops it. An event nobody listens to is never built.
+   * lost, force-released, and each wait's end (or only the `types` given; "contended", each
+   * attempt that found a key held, only when named). Returns the function that stops it. An
+   * event nobody listens to is never built.
    */
   onEvent(listener: LockEventListener, types?: readonly LockEventType[]): () => void {
     validateFunction(listener, "listener");
-    if (types !== undefined && (!Array.isArray(types) || types.some((t) => !LOCK_EVENT_TYPES.includes(t)))) {
-      throw new LockhostError("INVALID_ARGUMENT", `types must be an array of ${LOCK_EVENT_TYPES.map((t) => JSON.stringify(t)).join(", ")} when given`);
+    if (types !== undefined && (!Array.isArray(types) || types.some((t) => !ALL_LOCK_EVENT_TYPES.includes(t)))) {
+      throw new LockhostError("INVALID_ARGUMENT", `types must be an array of ${ALL_LOCK_EVENT_TYPES.map((t) => JSON.stringify(t)).join(", ")} when given`);
     }
     return this.#core.events.on(listener, types);
   }

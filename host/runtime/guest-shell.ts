@@ -16,6 +16,7 @@ import { PAGE_BYTES, VERSION_EXPORT, type GuestModule } from "./guest-module.js"
 import { didYouMean } from "../suggest.js";
 import type { FuncSignature } from "./wasm-binary.js";
 import { allocatorProblem, MAX_STRING_ARG_UNITS, stringFormOf, type GuestArg } from "./guest-strings.js";
+import { callOutcomeOf, NO_GUEST_RECORDER, type GuestRecorder } from "./guest-recorder.js";
 import { stringResultFormOf, type StringResultForm } from "./string-results.js";
 
 /** What every runtime's guest is started with. */
@@ -28,6 +29,8 @@ export interface GuestShellOptions {
   readonly grants: GuestGrants;
   /** The plugin's logger (a child carrying the plugin's name). */
   readonly log: Logger;
+  /** Told of its calls, traps, time limits and restarts (the host's metrics); default: nobody. */
+  readonly recorder?: GuestRecorder;
 }
 
 /** A lost-lock notification not delivered yet. */
@@ -48,6 +51,7 @@ export abstract class GuestShell implements GuestInstance {
   protected readonly calls: GuestCalls;
   protected readonly grants: GuestGrants;
   protected readonly log: Logger;
+  protected readonly recorder: GuestRecorder;
   /** Set once by close(): no call starts after it. */
   protected closed = false;
   /** Calls run one at a time, in order. */
@@ -64,6 +68,7 @@ export abstract class GuestShell implements GuestInstance {
     this.calls = { locks: opts.locks, caps: opts.caps };
     this.grants = opts.grants;
     this.log = opts.log;
+    this.recorder = opts.recorder ?? NO_GUEST_RECORDER;
     const onLost = opts.module.exports.get(LOST_EXPORT);
     if (onLost) {
       if (onLost.params.length === 1 && onLost.params[0] === "i32" && onLost.results.length === 0) {
@@ -180,11 +185,19 @@ export abstract class GuestShell implements GuestInstance {
    * instance that ended never reaches the next one).
    */
   async #run(name: string, args: readonly GuestArg[], scheduleLease: Lease | undefined, watchSchedule: boolean, forEpoch?: number, stringResult?: StringResultForm): Promise<GuestValue | string> {
-    await this.live();
-    if (forEpoch !== undefined && forEpoch !== this.locks.epoch) return undefined;
-    const detach = scheduleLease && this.locks.attachSchedule(scheduleLease, watchSchedule);
+    // Timed from its turn in the queue: waiting for a restarted instance is part of the call.
+    const started = performance.now();
+    let detach: (() => void) | undefined;
     try {
-      return await this.invoke(name, args, stringResult);
+      await this.live();
+      if (forEpoch !== undefined && forEpoch !== this.locks.epoch) return undefined;
+      detach = scheduleLease && this.locks.attachSchedule(scheduleLease, watchSchedule);
+      const value = await this.invoke(name, args, stringResult);
+      this.recorder.called(name, "ok", performance.now() - started);
+      return value;
+    } catch (err) {
+      this.recorder.called(name, err instanceof LockhostError ? callOutcomeOf(err.code) : "error", performance.now() - started);
+      throw err;
     } finally {
       detach?.();
     }
@@ -253,6 +266,9 @@ export abstract class GuestShell implements GuestInstance {
       { export: name, ...(abort && knownPlace(abort) && { file: abort.file, line: abort.line, column: abort.column }) },
       abort ? `guest abort: ${abort.message} ${placeOf(abort)}${limit}` : `guest trapped: ${message}${limit}`,
     );
+    // Both runtimes replace a trapped instance (the worker in its thread, inline on this one).
+    this.recorder.trapped();
+    this.recorder.restarted("trap");
     await this.locks.reset(`its export ${name} trapped`);
     const text = abort && !knownPlace(abort) ? message.replace(/ at null:0:0$/, ` ${placeOf(abort)}`) : message;
     return new LockhostError("GUEST_TRAP", `plugin ${this.plugin} export ${name} trapped: ${text}${limit}`);

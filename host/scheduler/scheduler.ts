@@ -49,6 +49,14 @@ export interface TickEvent {
    * confirmed, or, without keepalive, its TTL ran out): another node may have run the tick too.
    */
   readonly lockLost?: boolean;
+  /** How long the export ran, in ms, when it ran here (outcome ran or failed). */
+  readonly runMs?: number;
+}
+
+/** What running a tick's export came to. */
+interface Invoked {
+  readonly outcome: "ran" | "failed";
+  readonly runMs: number;
 }
 
 /** What the scheduler needs from its host. */
@@ -233,7 +241,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       log.info({ schedule: config.id, tickAtMs }, "tick skipped: another node holds the schedule lock");
       return this.#emit(config.id, tickAtMs, "skipped_contended");
     }
-    let outcome: TickOutcome = "failed";
+    let invoked: Invoked = { outcome: "failed", runMs: 0 };
     let lockLost = false;
     const running = lease;
     const stopWatching = running.onLost((reason) => {
@@ -245,7 +253,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     });
     try {
       log.info({ schedule: config.id, tickAtMs, lock: lease.name, fence: lease.fence }, "schedule lock taken; running");
-      outcome = await this.#invoke(config, lease);
+      invoked = await this.#invoke(config, lease);
     } finally {
       stopWatching();
       // Parked, the lock only has to outlive half a period: it needs no more renewals.
@@ -253,7 +261,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       // Whatever happened above, the lock is let go (after half a period).
       this.#park(lease, () => tickAtMs + (state.clock.next(tickAtMs) - tickAtMs) / 2);
     }
-    return this.#emit(config.id, tickAtMs, outcome, lease.fence, lockLost);
+    return this.#emit(config.id, tickAtMs, invoked, lease.fence, lockLost);
   }
 
   /** Whether a schedule's ticks go through its lock (prefer_global falls back once, loudly). */
@@ -270,14 +278,15 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     return false;
   }
 
-  async #invoke(config: ScheduledConfig, scheduleLease?: Lease): Promise<TickOutcome> {
+  async #invoke(config: ScheduledConfig, scheduleLease?: Lease): Promise<Invoked> {
+    const started = performance.now();
     try {
       await this.#deps.guest(config.plugin).call(config.export, [], scheduleLease && { scheduleLease });
-      return "ran";
+      return { outcome: "ran", runMs: performance.now() - started };
     } catch (err) {
       const e = toLockhostError(err);
       this.#deps.log.error({ schedule: config.id, code: e.code, err: e.message }, "scheduled call failed");
-      return "failed";
+      return { outcome: "failed", runMs: performance.now() - started };
     }
   }
 
@@ -311,7 +320,9 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     }
   }
 
-  #emit(id: string, tickAtMs: number, outcome: TickOutcome, fence?: number, lockLost = false): TickOutcome {
+  /** Counts and tells a tick's outcome (with its run time when its export ran); returns the outcome. */
+  #emit(id: string, tickAtMs: number, result: TickOutcome | Invoked, fence?: number, lockLost = false): TickOutcome {
+    const { outcome, runMs } = typeof result === "string" ? { outcome: result, runMs: undefined } : result;
     const counts = this.#counts.get(id);
     if (counts) counts[outcome]++;
     try {
@@ -319,6 +330,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
         id, tickAtMs, outcome,
         ...(fence !== undefined && { fence }),
         ...(lockLost && { lockLost }),
+        ...(runMs !== undefined && { runMs }),
       });
     } catch (err) {
       // A listener's bug must not fail the tick, nor (on the timer path) the process.

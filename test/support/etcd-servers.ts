@@ -66,7 +66,11 @@ export async function startEtcdCluster(size = 1): Promise<EtcdCluster> {
       },
       async start() {
         member.output = "";
-        child = spawn(bin, [
+        // etcd's tuning guide gives etcd a higher CPU priority than its neighbours (renice):
+        // a test run loads every core, and a starved member answers a Raft write in 100+ ms.
+        // Only root may raise a priority; others run it as is.
+        const [cmd, pre] = process.getuid?.() === 0 ? ["nice", ["-n", "-10", bin]] : [bin, []];
+        child = spawn(cmd, [...pre,
           "--name", name, "--data-dir", join(dir, name),
           "--listen-client-urls", endpoint, "--advertise-client-urls", endpoint,
           "--listen-peer-urls", `http://127.0.0.1:${ports[i]!.peer}`, "--initial-advertise-peer-urls", `http://127.0.0.1:${ports[i]!.peer}`,

@@ -17,6 +17,7 @@ import { checkAbiVersion } from "../guest-module.js";
 import type { FromWorker, ToWorker, WorkerInit } from "./messages.js";
 import type { GuestArg } from "../guest-strings.js";
 import type { StringResultForm } from "../string-results.js";
+import type { RestartReason } from "../guest-recorder.js";
 
 /** Options of a worker-isolated guest instance. */
 export interface WorkerGuestOptions extends GuestShellOptions {
@@ -239,8 +240,9 @@ export class WorkerGuest extends GuestShell {
     const name = gen.pending?.name;
     if (!gen.alive || name === undefined) return;
     this.log.error({ export: name, callTimeoutMs: this.#callTimeoutMs }, "guest call timed out; restarting the guest");
+    this.recorder.timedOut();
     const message = `plugin ${this.plugin} export ${name} ran past its time limit of ${this.#callTimeoutMs} ms and was stopped`;
-    await this.#replace(gen, new LockhostError("GUEST_TIMEOUT", message), "its call timed out");
+    await this.#replace(gen, new LockhostError("GUEST_TIMEOUT", message), "its call timed out", "timeout");
   }
 
   async #crashed(gen: Generation, why: string): Promise<void> {
@@ -248,11 +250,11 @@ export class WorkerGuest extends GuestShell {
     const name = gen.pending?.name;
     this.log.error({ export: name }, `guest worker died (${why}); restarting the guest`);
     const err = new LockhostError("GUEST_CRASHED", `plugin ${this.plugin} worker died during ${name ?? "no call"}: ${why}`);
-    await this.#replace(gen, err, "its worker died");
+    await this.#replace(gen, err, "its worker died", "crash");
   }
 
   /** Stops a generation, frees every lock it held, fails its call, and starts the next one. */
-  async #replace(gen: Generation, err: LockhostError, reason: string): Promise<void> {
+  async #replace(gen: Generation, err: LockhostError, reason: string, restart: RestartReason): Promise<void> {
     this.#retire(gen);
     // Before any await: a notice about this instance must not reach the next one.
     this.locks.invalidate(reason);
@@ -260,6 +262,7 @@ export class WorkerGuest extends GuestShell {
     gen.pending = undefined;
     if (pending) clearTimeout(pending.timer);
     if (!this.closed) {
+      this.recorder.restarted(restart);
       this.#ready = this.#spawn();
       this.#ready.catch((e: unknown) => {
         // close() ends a restart under way by terminating its worker: that start was cut

@@ -15,7 +15,6 @@ import { EtcdMutexStore } from "./mutex.js";
 import { EtcdQueueSteps } from "./queue.js";
 import { PrefixWatcher } from "./watcher.js";
 
-export { etcdBackend } from "./descriptor.js";
 export { etcdConfigSchema, etcdDefaults, type EtcdConfig } from "./config.js";
 
 export class EtcdBackend implements LockBackend {

@@ -9,12 +9,14 @@
 // http (a plugin's http client vs Node's global fetch and a bare undici Agent, on a local server),
 // service (the LockService's cost over its backend's bare steps, memory and Redis), etcd (a
 // mutex pair vs a raw lock by transaction, and handoff to another host, on three members),
-// metrics (what the host's metrics cost per lock operation and per guest call, metered vs plain).
+// metrics (what the host's metrics cost per lock operation and per guest call, metered vs plain),
+// contention (16 callers of one key on one host taking turns, handoffs/s vs redis-semaphore's Mutex).
 //   npm run bench                 every part
 //   npm run bench -- redis pg     only those parts
 //   npm run bench -- --json       one JSON object per table row (part, path, p50Us, p99Us, opsPerSec, …)
 // REDIS_URL / DATABASE_URL / ETCD_ENDPOINTS choose the servers (loopback defaults; etcd: a
 // private cluster); BENCH_ROUNDS the rounds.
+import { contentionBench } from "./contention.js";
 import { electionBench } from "./election.js";
 import { etcdBench } from "./etcd.js";
 import { handoffBench, keepaliveBench } from "./lifecycle.js";
@@ -41,6 +43,7 @@ const PARTS: Record<string, () => Promise<void>> = {
   http: httpBench,
   service: serviceBench,
   metrics: metricsBench,
+  contention: contentionBench,
 };
 
 async function main(): Promise<void> {

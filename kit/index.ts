@@ -5,6 +5,7 @@ export type {
   Acquired,
   AcquireRequest,
   AcquireResult,
+  HandoffResult,
   Holder,
   HolderRecord,
   KeyPage,
@@ -19,7 +20,7 @@ export type {
   RenewResult,
 } from "./backend.js";
 export { MAX_PERMITS } from "./common.js";
-export { MutexSteps, StepsByKind, type LockPage, type LockRecord, type MutexAcquireRequest, type MutexAcquireResult, type MutexStore } from "./mutex.js";
+export { MutexSteps, StepsByKind, type LockPage, type LockRecord, type MutexAcquireRequest, type MutexAcquireResult, type MutexHandoffResult, type MutexStore } from "./mutex.js";
 export {
   checkKind,
   isQueueKind,

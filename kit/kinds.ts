@@ -51,6 +51,14 @@ export interface KindRow {
   readonly namespace: string;
   /** Whether a waiting exclusive acquirer keeps a place in the key's queue (writer preference). */
   readonly queuesExclusive: boolean;
+  /**
+   * Whether a host serves its own contention on a key locally: while it holds or queues the key,
+   * a new attempt is contended (or waits in the host's line) without asking the backend, and a
+   * release hands the key to the host's next waiter in one step (KindSteps.handoff). Only for a
+   * kind with one exclusive holder and no queue across hosts, whose waiters are served by whoever
+   * asks first: the mutex. A fair mutex's order is the backend's queue, not a host's line.
+   */
+  readonly handsOffLocally: boolean;
   /** The `lock.status` flag that asks for this kind (abi/status.ts); 0 for the default, the mutex. */
   readonly statusFlag: number;
   /** The flag's name in abi/status.ts, for messages. */
@@ -75,6 +83,7 @@ export const KINDS = Object.freeze({
     elects: false,
     namespace: "",
     queuesExclusive: false,
+    handsOffLocally: true,
     statusFlag: 0,
     statusFlagName: "",
     ops: { exclusive: { try: "try", acquire: "acquire" } },
@@ -90,6 +99,7 @@ export const KINDS = Object.freeze({
     elects: false,
     namespace: "",
     queuesExclusive: true,
+    handsOffLocally: false,
     statusFlag: FLAG_RW,
     statusFlagName: "FLAG_RW",
     ops: { shared: { try: "try_read", acquire: "acquire_read" }, exclusive: { try: "try_write", acquire: "acquire_write" } },
@@ -105,6 +115,7 @@ export const KINDS = Object.freeze({
     elects: false,
     namespace: "",
     queuesExclusive: false,
+    handsOffLocally: false,
     statusFlag: FLAG_SEMAPHORE,
     statusFlagName: "FLAG_SEMAPHORE",
     ops: { shared: { try: "try_permit", acquire: "acquire_permit" } },
@@ -123,6 +134,7 @@ export const KINDS = Object.freeze({
     elects: false,
     namespace: "",
     queuesExclusive: true,
+    handsOffLocally: false,
     statusFlag: FLAG_FAIR,
     statusFlagName: "FLAG_FAIR",
     ops: { exclusive: { try: "try", acquire: "acquire", flag: FLAG_FAIR } },
@@ -141,6 +153,7 @@ export const KINDS = Object.freeze({
     elects: true,
     namespace: "\u0001leader:",
     queuesExclusive: false,
+    handsOffLocally: false,
     statusFlag: 0,
     statusFlagName: "",
     ops: { exclusive: { try: "try_campaign", acquire: "campaign" } },

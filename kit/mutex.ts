@@ -4,7 +4,7 @@
 // host never sees the difference; this is the only place the single record is mapped.
 import type { Acquired, Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./common.js";
 import { checkKind, isQueueKind, KINDS, LOCK_KINDS, MUTEX, type LockKind, type QueueKind } from "./kinds.js";
-import type { AcquireRequest, AcquireResult, HolderRecord, KeyPage, KeyRecord, KindSteps } from "./steps.js";
+import type { AcquireRequest, AcquireResult, HandoffResult, HolderRecord, KeyPage, KeyRecord, KindSteps } from "./steps.js";
 
 /** One mutex acquisition attempt (AcquireRequest without the fields a mutex has no use for). */
 export interface MutexAcquireRequest {
@@ -25,6 +25,11 @@ export type MutexAcquireResult =
       readonly retryAfterMs?: number;
     };
 
+/** What a mutex handoff did (MutexStore.handoff; KindSteps.handoff's result with a mutex acquisition). */
+export type MutexHandoffResult =
+  | { readonly released: "released"; readonly next: MutexAcquireResult }
+  | { readonly released: Exclude<ReleaseResult, "released"> };
+
 /** A mutex's one record: its key and its one holder (whose mode is always "exclusive"). */
 export interface LockRecord extends Omit<HolderRecord, "mode"> {
   readonly key: string;
@@ -41,6 +46,8 @@ export interface MutexStore {
   acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult>;
   renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]>;
   release(key: string, owner: string): Promise<ReleaseResult>;
+  /** Optional: release and the next owner's acquisition in one atomic step (KindSteps.handoff). */
+  handoff?(key: string, owner: string, next: MutexAcquireRequest): Promise<MutexHandoffResult>;
   status(key: string): Promise<LockRecord | null>;
   /** True when there was a holder. */
   forceRelease(key: string): Promise<boolean>;
@@ -62,6 +69,7 @@ export class MutexSteps implements KindSteps {
   readonly #store: MutexStore;
   readonly #ns: string;
   readonly proclaim?: (key: string, owner: string, value: string) => Promise<boolean>;
+  readonly handoff?: (key: string, owner: string, next: AcquireRequest) => Promise<HandoffResult>;
 
   constructor(store: MutexStore, kind: LockKind = MUTEX.kind) {
     if (KINDS[kind].store !== "single") throw new TypeError(`MutexSteps serves kinds stored as one record, not ${kind}`);
@@ -71,6 +79,10 @@ export class MutexSteps implements KindSteps {
     if (typeof store.proclaim === "function") {
       const proclaim = store.proclaim.bind(store);
       this.proclaim = this.#ns === "" ? proclaim : (key, owner, value) => proclaim(this.#ns + key, owner, value);
+    }
+    if (typeof store.handoff === "function") {
+      const handoff = store.handoff.bind(store);
+      this.handoff = this.#ns === "" ? handoff : (key, owner, next) => handoff(this.#ns + key, owner, { ...next, key: this.#ns + next.key });
     }
     if (this.#ns === "") {
       // The mutex's lock path goes straight to the store: no layer of its own per call.

@@ -47,6 +47,14 @@ export type AcquireResult =
       readonly limit?: number;
     };
 
+/**
+ * What a handoff did (KindSteps.handoff): the holder's release, and when it happened, the next
+ * owner's acquisition, made in the same atomic step.
+ */
+export type HandoffResult =
+  | { readonly released: "released"; readonly next: AcquireResult }
+  | { readonly released: Exclude<ReleaseResult, "released"> };
+
 /** One live holder of a key, as status and list report it. */
 export interface HolderRecord {
   readonly owner: string;
@@ -117,6 +125,15 @@ export interface KindSteps {
   renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]>;
   /** Removes `owner`'s hold on `key`: "released"; "not_found" or "mismatch" (someone else holds it) when it holds none. */
   release(key: string, owner: string): Promise<ReleaseResult>;
+  /**
+   * Optional, for a kind whose row says `handsOffLocally` (the mutex): `release(key, owner)` and,
+   * only if it released, `acquire(next)` for `next.key` === `key`, as one atomic step (Redis: one
+   * script, one round trip), so the key passes from one holder of this host to its next local
+   * waiter without ever being free: nobody else can take it in between, and its watchers are not
+   * woken (it was never free). The next owner gets a fence above the released holder's, as any
+   * acquisition does. A backend without it is served by a release, then an acquisition.
+   */
+  handoff?(key: string, owner: string, next: AcquireRequest): Promise<HandoffResult>;
   /** Drops `owner`'s queue place on `key`, if it has one (a waiter that gave up); nothing for a kind that does not queue. */
   leaveQueue(key: string, owner: string): Promise<void>;
   /** The key's live holders and queue, or null when it has neither. */

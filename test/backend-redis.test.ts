@@ -592,6 +592,88 @@ function v1Acquire(k: string, owner: string, ttlMs: number, node = "node-v1", in
   return admin.eval(V1_ACQUIRE, 2, layout.lock(k), layout.fence(k), owner, ttlMs, "v1-plugin", node, "v1-host", instance, reclaim) as Promise<number | number[]>;
 }
 
+describe("redis backend: handoff (a release and the next owner's acquisition in one script)", () => {
+  it("hands a held lock to the next owner with a higher fence and its own TTL, publishing nothing: the key was never free", async () => {
+    const backend = open();
+    const k = name();
+    const raw = await rawSubscriber(layout.released(k));
+    const seen = await watchCounting(open(), k);
+    try {
+      const held = req(k);
+      const first = await backend.acquire(held);
+      const next = req(k, { ttlMs: 7_000, holder: { plugin: "q", node: "node-b" } });
+      const result = await backend.handoff(k, held.owner, next);
+      expect(result.released).toBe("released");
+      const taken = result.released === "released" ? result.next : undefined;
+      expect(taken?.acquired).toBe(true);
+      if (!taken?.acquired || !first.acquired) return;
+      expect(taken.fence).toBeGreaterThan(first.fence);
+      expect(taken.expiresAtMs - taken.acquiredAtMs).toBe(7_000);
+      const status = await backend.status(k);
+      expect(status).toMatchObject({ owner: next.owner, fence: taken.fence, holder: { plugin: "q", node: "node-b", hostname: hostname() }, ttlMs: 7_000 });
+      expect(await admin.pttl(layout.lock(k))).toBeGreaterThan(6_000);
+      // The old owner holds nothing now; the new one releases as any holder does.
+      expect(await backend.release(k, held.owner)).toBe("mismatch");
+      // Messages on one channel arrive in order: had the handoff published, the release's would be the second.
+      expect(await seen.calledBy(() => backend.release(k, next.owner))).toBe("released");
+      await until(() => raw.count() >= 1);
+      expect(seen.count()).toBe(1);
+      expect(raw.count()).toBe(1);
+    } finally {
+      seen.watch.close();
+      raw.close();
+    }
+  });
+
+  it("changes nothing for an owner that does not hold the key, or a key nobody holds", async () => {
+    const backend = open();
+    const k = name();
+    const held = req(k);
+    const first = await backend.acquire(held);
+    expect(await backend.handoff(k, "someone-else", req(k))).toEqual({ released: "mismatch" });
+    expect((await backend.status(k))?.owner).toBe(held.owner);
+    expect((await backend.status(k))?.fence).toBe(first.acquired ? first.fence : -1);
+    const free = name();
+    const next = req(free);
+    expect(await backend.handoff(free, held.owner, next)).toEqual({ released: "not_found" });
+    expect(await admin.exists(layout.lock(free))).toBe(0);
+    expect(await backend.release(k, held.owner)).toBe("released");
+  });
+
+  it("leaves the holder's lock as it was when the fence counter cannot be read", async () => {
+    const backend = open();
+    const k = name();
+    const held = req(k);
+    expect((await backend.acquire(held)).acquired).toBe(true);
+    await admin.set(layout.fence(k), "not a number");
+    await expect(backend.handoff(k, held.owner, req(k))).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+    expect((await backend.status(k))?.owner).toBe(held.owner);
+    await admin.del(layout.fence(k));
+    expect(await backend.release(k, held.owner)).toBe("released");
+  });
+
+  it("hands over through the LockService: a handoff per release to a waiting caller, no waiter left to find the key held", async () => {
+    const locks = new LockService(open(), { node: "handoff", waiting: { pollIntervalMs: 10_000 } });
+    try {
+      const k = name();
+      const held = (await locks.tryLock(k, { ttlMs: 10_000 }))!;
+      const waiters = [0, 1, 2].map(() => locks.acquire(k, { ttlMs: 10_000, waitMs: 10_000 }));
+      while (locks.stats().waiters < 3) await sleep(2);
+      await sleep(200);
+      const before = locks.stats();
+      await locks.release(held);
+      for (const waiting of waiters) await locks.release(await waiting);
+      const after = locks.stats();
+      expect(after.handoffs - before.handoffs).toBe(3);
+      // Every handoff was made by the script: no attempt of a waiter found the key held.
+      expect(after.contended - before.contended).toBe(0);
+      expect(after.acquisitions - before.acquisitions).toBe(3);
+    } finally {
+      await locks.close();
+    }
+  });
+});
+
 describe("redis backend: rolling upgrade, against the scripts of the version before (one record format)", () => {
   it("refuses a name an earlier version holds, shows and lists its holder, and takes it with a higher fence once it expires", async () => {
     const backend = open();

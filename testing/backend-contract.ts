@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LockBackend, MutexAcquireRequest } from "../kit/backend.js";
 import { singleView, type SingleView } from "./mutex-view.js";
 import { ELECTION, LOCK_KINDS, QUEUE_KINDS } from "../kit/kinds.js";
+import { handoffContract } from "./handoff-contract.js";
 import { lifecycleContract } from "./lifecycle-contract.js";
 import { sharedContract } from "./shared-contract.js";
 import { electionContract } from "./election-contract.js";
@@ -25,6 +26,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  */
 export function backendContract(name: string, target: ContractTarget): void {
   lifecycleContract(name, target);
+  handoffContract(name, target);
   lockSetContract(name, target);
   if (target.sharedKinds !== false) sharedContract(name, target);
   if (target.election !== false) electionContract(name, target);

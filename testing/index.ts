@@ -2,10 +2,11 @@
 // the kinds the backend declares (LockBackend.kinds) and each kind's atomic steps
 // (LockBackend.steps: fences, compare-and-set renew and release, status, watch, force-release,
 // listing), the lease lifecycle LockService builds on them (keepalive, lost locks, waiting woken
-// by release, restore), lock sets (tryMany / acquireMany: all or nothing, no deadlock, rollback,
-// loss), and, unless its target says sharedKinds: false, the kinds with a queue (read/write
-// locks, semaphores, fair mutexes, and lock sets of them), and unless it says election: false,
-// leader election. Every built-in backend runs exactly this suite.
+// by release, restore), local contention (a host's own attempts queue without a round trip, a
+// release hands the key to its next waiter, other hosts' waiters are not starved), lock sets
+// (tryMany / acquireMany: all or nothing, no deadlock, rollback, loss), and, unless its target
+// says sharedKinds: false, the kinds with a queue (read/write locks, semaphores, fair mutexes, and
+// lock sets of them), and unless it says election: false, leader election. Every built-in backend runs exactly this suite.
 //
 //   import { backendContract } from "lockhost/testing";
 //   backendContract("acme", { create: () => new AcmeBackend(...) });

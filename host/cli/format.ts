@@ -59,6 +59,7 @@ const STAT_LABELS: Record<keyof LockStats, readonly [label: string, unit?: strin
   waits: ["waits ended"],
   waitTimeouts: ["wait timeouts"],
   waitTimeMsTotal: ["time waited", "ms"],
+  handoffs: ["local handoffs"],
   renewalTicks: ["renewal ticks"],
   renewalBatches: ["renewal batches"],
   renewalTimers: ["renewal timers"],

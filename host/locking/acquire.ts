@@ -1,9 +1,13 @@
 // Taking a lock: one atomic attempt that mints the owner token and the Lease, and the waiting
 // acquisition built on it. Waiters of one host on one key queue in arrival order (WaitQueues)
 // and only the head asks the backend; it sleeps until a release, the holder's lease end, or a
-// jittered poll. Written once here, above every backend.
+// jittered poll. For a kind whose row says handsOffLocally (the mutex), contention on this host
+// costs no round trip: while the host holds or queues the key a try is contended and an
+// acquire queues without asking the backend, and a release hands the key to the sleeping head
+// (handoff.ts). Written once here, above every backend.
 import { mintOwner } from "./owner-token.js";
 import { LockhostError } from "../../kit/errors.js";
+import type { Acquired } from "../../kit/common.js";
 import type { AcquireRequest, AcquireResult } from "../../kit/steps.js";
 import { kindName, waitKey } from "./kinds.js";
 import { KINDS } from "../../kit/kinds.js";
@@ -49,7 +53,25 @@ const asIs = (r: Contended): Contended => r;
 export function tryChecked(core: ServiceCore, request: CheckedRequest): Promise<Lease | null> {
   // Not async: the lock path is measured in microseconds, and one more frame is one more microtask.
   if (core.closing) return Promise.reject(closedError());
+  if (contendedHere(core, request)) return Promise.resolve(null);
   return attempt(core, request, contendedAsNull);
+}
+
+/**
+ * Whether this host holds or queues the request's key (a kind that hands off locally): then
+ * the attempt is contended without a round trip (counted as a contended attempt).
+ */
+function contendedHere(core: ServiceCore, request: CheckedRequest): boolean {
+  const { kind } = request.spec;
+  if (!KINDS[kind].handsOffLocally || !core.waits.heldHere(waitKey(kind, request.name))) return false;
+  countContended(core, request);
+  return true;
+}
+
+/** Counts an attempt that found the key held (and tells the listeners that asked for "contended" events). */
+export function countContended(core: ServiceCore, request: CheckedRequest): void {
+  core.contended++;
+  if (core.events.wants("contended")) core.events.emit({ type: "contended", ...kindOf(request.spec), name: request.name, plugin: request.plugin, atMs: Date.now() });
 }
 
 /** Takes a checked request's key, waiting up to `waitMs` (validated) for it (see LockService.acquire). */
@@ -61,7 +83,8 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
   // and keeps one owner for all its attempts: its place in the queue is that owner's.
   const writer = waitMs > 0 && KINDS[request.spec.kind].queuesExclusive && request.mode === "exclusive";
   const queue: Queueing | undefined = writer ? { queueMs: queueMsOf(core), owner: request.owner ?? mintOwner() } : undefined;
-  const first = await attempt(core, request, asIs, queue?.queueMs, queue?.owner);
+  // Held or queued here: straight into this host's line, where a release hands the key over.
+  const first = contendedHere(core, request) ? undefined : await attempt(core, request, asIs, queue?.queueMs, queue?.owner);
   if (first instanceof Lease) return first;
   if (waitMs === 0) throw timeoutError(request, 0, waitMs);
   return wait(core, request, first, started, waitMs, signal, queue);
@@ -100,7 +123,7 @@ async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended:
 }
 
 /** The backend's request for one attempt, with its owner: the caller's, the waiter's (`minted`), or a fresh one. */
-function acquireRequest(core: ServiceCore, request: CheckedRequest, queueMs: number, minted: string | undefined): AcquireRequest {
+export function acquireRequest(core: ServiceCore, request: CheckedRequest, queueMs: number, minted: string | undefined): AcquireRequest {
   const { name } = request;
   const owner = request.owner ?? minted ?? mintOwner();
   if (request.owner !== undefined) checkOwnerFree(core, name, owner);
@@ -109,7 +132,7 @@ function acquireRequest(core: ServiceCore, request: CheckedRequest, queueMs: num
 }
 
 /** The error of an attempt the backend failed. */
-function failed(core: ServiceCore, request: CheckedRequest, req: AcquireRequest, err: unknown): LockhostError {
+export function failed(core: ServiceCore, request: CheckedRequest, req: AcquireRequest, err: unknown): LockhostError {
   // A timed-out or cut-off acquire may still have been applied on the server. A minted owner
   // is ours alone, so giving it back can delete nothing else; a caller's owner may name a
   // lock someone holds already, so that one is left to its TTL (or the caller's release).
@@ -119,13 +142,18 @@ function failed(core: ServiceCore, request: CheckedRequest, req: AcquireRequest,
 
 /** What an attempt's answer makes: a held Lease, or the contended outcome. */
 function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireResult, req: AcquireRequest, sentAt: number, contended: (result: Contended) => C): Lease | C {
-  const { name, ttlMs, keepalive, spec } = request;
+  const { spec } = request;
   if (!result.acquired) {
     if ("limit" in result && result.limit !== undefined && KINDS[spec.kind].limit !== null) throw permitsMismatch(request, request.limit, result.limit);
-    core.contended++;
-    if (core.events.wants("contended")) core.events.emit({ type: "contended", ...kindOf(spec), name, plugin: request.plugin, atMs: Date.now() });
+    countContended(core, request);
     return contended(result);
   }
+  return leaseOf(core, request, result, req, sentAt);
+}
+
+/** The Lease of an acquisition the backend granted (an attempt's or a handoff's), taken into the service's books. */
+export function leaseOf(core: ServiceCore, request: CheckedRequest, result: Acquired, req: AcquireRequest, sentAt: number): Lease {
+  const { name, ttlMs, keepalive, spec } = request;
   const { fence, acquiredAtMs, expiresAtMs } = result;
   const lease = new Lease({
     name, owner: req.owner, fence, ttlMs, holder: req.holder, acquiredAtMs, expiresAtMs, deadline: sentAt + ttlMs, keepalive, hooks: core.hooks,
@@ -146,11 +174,11 @@ function checkOwnerFree(core: ServiceCore, name: string, owner: string): void {
   }
 }
 
-/** The waiting part of acquireChecked, after a first attempt found the key held. */
+/** The waiting part of acquireChecked, after a first attempt found the key held (or none was made: held or queued here). */
 async function wait(
   core: ServiceCore,
   request: CheckedRequest,
-  first: Contended,
+  first: Contended | undefined,
   started: number,
   waitMs: number,
   signal: AbortSignal | undefined,
@@ -161,24 +189,30 @@ async function wait(
   const steps = core.steps(spec.kind);
   const deadline = started + waitMs;
   // A queuing waiter asks the backend on its own: its place there, not this host's line, orders it.
-  const waiter = new Waiter(queue !== undefined);
+  const handsOff = KINDS[spec.kind].handsOffLocally;
+  // Only a waiter of such a kind can be handed the key: it carries its request for that.
+  const waiter = new Waiter(queue !== undefined, handsOff ? request : undefined, deadline);
   const onAbort = (): void => waiter.wake("release");
   signal?.addEventListener("abort", onAbort, { once: true });
-  let acquired = false;
+  let taken: Lease | undefined;
   try {
     // The subscription is bounded by the wait and its signal: polling covers a late one.
     await untilSettled(core.waits.join(queueKey, waiter, (listener) => steps.watch(name, listener)), deadline - performance.now(), signal);
-    let hint = first.retryAfterMs;
+    let hint = first?.retryAfterMs;
     // Subscribed now: one more try, or a release just before the subscription would be missed.
     let shouldTry = true;
     for (;;) {
       signal?.throwIfAborted();
       if (core.closing) throw closedError();
       const head = core.waits.isHead(queueKey, waiter);
-      if (head && shouldTry) {
+      // A lease of this host's line holds the key: it will be handed over, or released here.
+      const local = head && shouldTry && handsOff ? core.waits.localHolder(queueKey) : undefined;
+      if (local !== undefined) {
+        hint = local.deadline - performance.now();
+      } else if (head && shouldTry) {
         const result = await attempt(core, request, asIs, queue?.queueMs, queue?.owner);
         if (result instanceof Lease) {
-          acquired = true;
+          taken = result;
           return result;
         }
         hint = result.retryAfterMs;
@@ -192,13 +226,19 @@ async function wait(
       const poll = jittered(core.pollIntervalMs);
       const nap = head ? Math.min(left, hint === undefined ? poll : Math.min(poll, hint + 1)) : left;
       const why = await waiter.sleep(nap);
+      if (why === "handed") {
+        // A release handed it the key (handoff.ts): the lease is in the books already.
+        taken = waiter.takeHanded();
+        return taken;
+      }
       shouldTry = why !== "promoted";
       // The lease-end hint is used once: after that, polling or a release decides.
       if (why === "timer") hint = undefined;
     }
   } finally {
     signal?.removeEventListener("abort", onAbort);
-    core.waits.leave(queueKey, waiter, acquired);
+    core.waits.leave(queueKey, waiter, taken, handsOff);
+    const acquired = taken !== undefined;
     // A writer that gives up leaves the backend's queue now, so readers need not wait for its place to lapse.
     if (!acquired && queue) void steps.leaveQueue(name, queue.owner).catch(() => undefined);
     core.waitsDone++;

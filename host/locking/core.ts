@@ -76,6 +76,8 @@ export class ServiceCore {
   waitsDone = 0;
   waitTimeouts = 0;
   waitTimeMs = 0;
+  /** Releases that handed their key to this host's next waiter (handoff.ts). */
+  handoffs = 0;
 
   /** The mutex's steps, asked for on every acquisition, release and renewal: made at once, kept apart from the map. */
   readonly #mutexSteps: KindSteps | undefined;
@@ -209,6 +211,10 @@ export class ServiceCore {
     this.held.delete(lease.owner);
     this.renewals.forget(lease);
     leases.markLost(lease, reason);
+    // Its line's waiters no longer count it as this host's hold: the key's release notice (or the
+    // lease's end, for a lease that ran out) wakes them to try. Not woken here: the backend may
+    // still be letting go of it (PostgreSQL unlocks a force-released lock after telling the loss).
+    this.waits.forget(waitKey(lease.kind, lease.name), lease);
     if (this.events.wants("lost")) {
       const atMs = Date.now();
       this.events.emit({ type: "lost", ...kindOf(lease), name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, reason: reason.message, heldMs: atMs - lease.acquiredAtMs, atMs });

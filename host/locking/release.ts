@@ -1,47 +1,32 @@
 // Giving locks back: one lease, one lease if still held (cleanup paths), or all of them.
 import { type LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { ReleaseResult } from "../../kit/backend.js";
-import { backendError, kindOf, lostError, type ServiceCore } from "./core.js";
+import type { ServiceCore } from "./core.js";
+import { handOver } from "./handoff.js";
 import { waitKey } from "./kinds.js";
 import type { Lease } from "./lease.js";
-import { leases } from "./lease-control.js";
+import { leaveBooks, releaseDone, releaseFailed, releaseRefused } from "./release-books.js";
 import { setKeepalive } from "./renew.js";
 
 /**
- * Releases `lease` (see LockService.release). The backend is awaited in place: no closure and
- * no `.catch` promise per release.
+ * Releases `lease` (see LockService.release), or hands its key to this host's next waiter
+ * (handoff.ts). The backend is awaited in place: no closure and no `.catch` promise per release.
  */
 export async function release(core: ServiceCore, lease: Lease): Promise<void> {
   core.checkUsable(lease);
-  // Leave the books first: a concurrent releaseAll must not release the same lease again.
-  const minted = core.held.delete(lease.owner);
-  core.renewals.forget(lease);
-  leases.setState(lease, "released");
+  const minted = leaveBooks(core, lease);
+  const handing = handOver(core, lease, minted);
+  if (handing !== undefined) return handing;
   let result: ReleaseResult;
   try {
     result = await core.steps(lease.kind).release(lease.name, lease.owner);
   } catch (err) {
-    // The release did not happen: the lease is still ours until its TTL ends.
-    leases.setState(lease, "held");
-    core.held.add(lease, minted);
-    // Its renewals, or the watch on its end that its observers rely on, resume.
-    if (lease.keepalive || lease.observed) core.renewals.watch(lease);
-    throw backendError(err);
+    throw releaseFailed(core, lease, minted, err);
   }
-  if (result !== "released") {
-    leases.setState(lease, "held");
-    const e = lostError(lease, result);
-    core.markLost(lease, e);
-    throw e;
-  }
-  core.released.add(lease.owner);
-  leases.markReleased(lease);
+  if (result !== "released") throw releaseRefused(core, lease, result);
+  releaseDone(core, lease);
   // Waiters of this host need no round trip through the backend to hear about it.
-  core.waits.notify(waitKey(lease.kind, lease.name));
-  if (core.events.wants("released")) {
-    const atMs = Date.now();
-    core.events.emit({ type: "released", ...kindOf(lease), name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, heldMs: atMs - lease.acquiredAtMs, atMs });
-  }
+  core.waits.released(waitKey(lease.kind, lease.name), lease);
 }
 
 /** Releases `lease` if it is still held; resolves to the error of a release that failed (see LockService.releaseIfHeld). */

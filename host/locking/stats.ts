@@ -26,6 +26,8 @@ export interface LockStats {
   readonly waitTimeouts: number;
   /** Total time spent waiting by the waits that ended, in ms. */
   readonly waitTimeMsTotal: number;
+  /** Releases that handed the key straight to a waiter of this host (a mutex under local contention). */
+  readonly handoffs: number;
   /** Renewal manager ticks that sent at least one renewal. */
   readonly renewalTicks: number;
   /** Batched renewal calls (LockBackend.renewMany) the renewal manager made. */
@@ -49,6 +51,7 @@ export function statsOf(core: ServiceCore): LockStats {
     waits: core.waitsDone,
     waitTimeouts: core.waitTimeouts,
     waitTimeMsTotal: core.waitTimeMs,
+    handoffs: core.handoffs,
     // Each tick that renews sends exactly one batch.
     renewalTicks: renewals.batches,
     renewalBatches: renewals.batches,

@@ -23,6 +23,7 @@ const REDIS_PERMANENT = /WRONGPASS|NOAUTH|invalid password|invalid username|NOPE
 import type {
   MutexAcquireRequest,
   MutexAcquireResult,
+  MutexHandoffResult,
   Holder,
   ListRequest,
   LockBackend,
@@ -66,6 +67,11 @@ function toReleaseResult(reply: ReleaseReply): ReleaseResult {
 }
 
 const isDeleted = (reply: number): boolean => reply === DELETED;
+
+// A handoff whose holder did not hold the key: nothing changed (shared, frozen).
+const HANDOFF_NOT_FOUND: MutexHandoffResult = Object.freeze({ released: "not_found" });
+const HANDOFF_MISMATCH: MutexHandoffResult = Object.freeze({ released: "mismatch" });
+const handoffRefused = (reply: number): MutexHandoffResult => (reply === MISMATCH ? HANDOFF_MISMATCH : HANDOFF_NOT_FOUND);
 
 /**
  * The result of an acquire whose reply was one number (scripts.ts AcquireReply): > 0, acquired,
@@ -266,6 +272,17 @@ export class RedisBackend implements LockBackend, MutexStore {
     return this.#release(key, owner);
   }
 
+  /**
+   * Releases `owner`'s lock on `key` and takes it for `next.owner` in one script (KindSteps.handoff):
+   * one round trip, the key never free in between, nothing published on its release channel.
+   * Sent at once, not with the tick's batch: a handoff is the next waiter's whole wait.
+   */
+  handoff(key: string, owner: string, next: MutexAcquireRequest): Promise<MutexHandoffResult> {
+    if (!validTtl(next.ttlMs)) return ttlError(next.ttlMs);
+    if (this.#redis.status !== "ready" || this.#closed) return this.#conn.whenReady(() => this.#handoff(key, owner, next));
+    return this.#handoff(key, owner, next);
+  }
+
   /** The live holder of `key`, or null (LockBackend.status); the holder includes the hostname. */
   status(key: string): Promise<LockRecord | null> {
     return this.#conn.whenReady(() =>
@@ -402,6 +419,16 @@ export class RedisBackend implements LockBackend, MutexStore {
     return this.#redis
       .lockhostAcquireMany(args)
       .then((replies) => this.#perCall(replies, (reply, j) => this.#onAcquire(reply, reqs[j]!.ttlMs)), this.#fail);
+  }
+
+  #handoff(key: string, owner: string, next: MutexAcquireRequest): Promise<MutexHandoffResult> {
+    const { ttlMs, holder } = next;
+    return this.#redis
+      .lockhostHandoff(
+        this.#keys.lock(key), this.#keys.fence(key), owner, next.owner, ttlMs,
+        holder.plugin, holder.node, this.#hostname, this.instanceId, this.#keys.holderHead,
+      )
+      .then((reply) => (typeof reply === "number" && reply <= 0 ? handoffRefused(reply) : { released: "released" as const, next: this.#onAcquire(reply, ttlMs) }), this.#fail);
   }
 
   #renew(key: string, owner: string, ttlMs: number): Promise<RenewResult> {

@@ -245,6 +245,26 @@ end
 return out`;
 
 /**
+ * KEYS: lock, fence. ARGV: owner, next owner, ttlMs, plugin, node, hostname, instance, holder
+ * channel head. A handoff (KindSteps.handoff): releases `owner`'s lock and takes it for the next
+ * owner in one script, so the key is never free in between and its watchers are not told (it
+ * was not free): nothing is published on its release channel, and the holder's instance hears
+ * of it only when another instance took it, as release tells it. The fence counter is checked
+ * before anything changes, so the acquisition after the DEL cannot fail: it claims the key
+ * (HSETNX on a deleted key), with a fence above the released one. NOT_FOUND / MISMATCH (nothing
+ * changed), else an ACQUIRE reply for the next owner.
+ */
+const HANDOFF = `${ACQUIRE_STEP}
+local held = redis.call('HMGET', KEYS[1], 'owner', 'instance')
+if not held[1] then return ${NOT_FOUND} end
+if held[1] ~= ARGV[1] then return ${MISMATCH} end
+local last = redis.call('GET', KEYS[2])
+if last and not tonumber(last) then return redis.error_reply('ERR fence counter ' .. KEYS[2] .. ' is not a number') end
+if held[2] and held[2] ~= ARGV[7] then redis.call('PUBLISH', ARGV[8] .. held[2], ARGV[1]) end
+redis.call('DEL', KEYS[1])
+return acquire(KEYS[1], KEYS[2], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], '0')`;
+
+/**
  * KEYS: n locks. ARGV: owner and ttlMs of each, in KEYS order. RENEW for each lock, against
  * one reading of the clock, in one round trip; one reply per lock.
  */
@@ -321,6 +341,10 @@ export interface LockCommands {
   lockhostRelease(lockKey: string, watchedKey: string, owner: string, channel: string, instance: string, holderHead: string): Promise<ReleaseReply>;
   /** `args`: the number of keys 2n, lock and watched key of each, instance, holder channel head, then owner and release channel of each. */
   lockhostReleaseMany(args: readonly (string | number)[]): Promise<readonly (ReleaseReply | string)[]>;
+  lockhostHandoff(
+    lockKey: string, fenceKey: string, owner: string, nextOwner: string, ttlMs: number,
+    plugin: string, node: string, hostname: string, instance: string, holderHead: string,
+  ): Promise<AcquireReply>;
   lockhostStatus(lockKey: string): Promise<StatusReply>;
   lockhostForceRelease(lockKey: string, watchedKey: string, channel: string, holderHead: string): Promise<number>;
   lockhostProclaim(lockKey: string, watchedKey: string, owner: string, value: string, channel: string): Promise<number>;
@@ -336,6 +360,7 @@ const DEFINITIONS: Record<keyof LockCommands, ScriptDefinition> = {
   lockhostRenewMany: { lua: RENEW_MANY },
   lockhostRelease: { lua: RELEASE, numberOfKeys: 2 },
   lockhostReleaseMany: { lua: RELEASE_MANY },
+  lockhostHandoff: { lua: HANDOFF, numberOfKeys: 2 },
   lockhostStatus: { lua: STATUS, numberOfKeys: 1 },
   lockhostForceRelease: { lua: FORCE_RELEASE, numberOfKeys: 2 },
   lockhostProclaim: { lua: PROCLAIM, numberOfKeys: 2 },

@@ -11,14 +11,15 @@ import type { MutexAcquireRequest, MutexAcquireResult } from "../kit/backend.js"
 import { LockService } from "../host/locking/service.js";
 import { PgBackend, type PgBackendOptions } from "../plugins/backends/pg/index.js";
 import { DeadlineQueue, type Timed } from "../kit/deadline-queue.js";
-import { advisoryKeyFromId, advisoryKeyOf } from "../plugins/backends/pg/key-hash.js";
-import { FENCE_BLOCK, holdersTableOf, statementsFor } from "../plugins/backends/pg/sql.js";
+import { advisoryKeyFromId, advisoryKeyOf, waitLockOf } from "../plugins/backends/pg/key-hash.js";
+import { holdersTableOf, statementsFor } from "../plugins/backends/pg/sql.js";
 import { backendContract } from "../testing/index.js";
 import { dropPgTable } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";
 import { databaseUrl, freePort } from "./support/servers.js";
 import { type PgConfig, pgDefaults } from "../plugins/backends/pg/config.js";
 import { until } from "./support/until.js";
+import { v1Statements } from "./support/pg-v1-statements.js";
 
 const url = databaseUrl();
 const run = randomUUID().slice(0, 8);
@@ -89,7 +90,7 @@ async function holders(name: string): Promise<number[]> {
   return r.rows.map((row) => row.pid);
 }
 
-backendContract("pg", { create: () => host() });
+backendContract("pg", { create: () => host(), fences: "clock" });
 
 describe("pg backend", () => {
   it("maps names to advisory ids with the documented, stable hash (the same in SQL)", async () => {
@@ -194,53 +195,34 @@ describe("pg backend", () => {
     expectContended(await a.acquire(req(k1)));
   });
 
-  it("hands out dense fences within a reserved block and reserves the next block past it", async () => {
+  it("hands out fences from the server's clock in µs, above the stored fence and the host's last one", async () => {
     const backend = host();
     const k = key();
-    const a = req(k);
-    const first = await backend.acquire(a);
-    if (!first.acquired) throw new Error("not acquired");
-    expect(first.fence).toBe(1);
-    expect(await backend.release(k, a.owner)).toBe("released");
-    const reserved = async (): Promise<number> =>
-      Number((await admin.query(`select reserved from ${table} where id = $1`, [advisoryKeyOf(k).id])).rows[0].reserved);
-    expect(await reserved()).toBe(FENCE_BLOCK);
-    // Skip to the end of the block rather than take a thousand locks.
-    await admin.query(`update ${holdersTableOf(table)} set fence = $2 where key = $1`, [k, FENCE_BLOCK - 2]);
-    const fences: number[] = [];
-    for (let i = 0; i < 4; i++) {
+    const take = async (on: PgBackend = backend): Promise<number> => {
       const r = req(k);
-      const got = await backend.acquire(r);
+      const got = await on.acquire(r);
       if (!got.acquired) throw new Error("not acquired");
-      fences.push(got.fence);
-      await backend.release(k, r.owner);
-    }
-    expect(fences).toEqual([FENCE_BLOCK - 1, FENCE_BLOCK, FENCE_BLOCK + 1, FENCE_BLOCK + 2]);
-    expect(await reserved()).toBe(2 * FENCE_BLOCK);
-  });
-
-  it("takes the fence from the latest holders row, also one committed after the acquiring statement began", async () => {
-    // The statement's snapshot predates its pg_try_advisory_lock: a holder that commits in
-    // between must still be seen. Here a transaction holds the row while the acquire runs.
-    const backend = host();
-    const k = key();
-    const first = req(k);
-    expect((await backend.acquire(first)).acquired).toBe(true);
-    expect(await backend.release(k, first.owner)).toBe("released");
-    const writer = new pg.Client({ connectionString: url });
-    await writer.connect();
-    try {
-      await writer.query("begin");
-      await writer.query(`update ${holdersTableOf(table)} set fence = 500 where id = $1`, [advisoryKeyOf(k).id]);
-      const pending = backend.acquire(req(k));
-      await sleep(100);
-      await writer.query("commit");
-      const got = await pending;
-      expect(got.acquired).toBe(true);
-      if (got.acquired) expect(got.fence).toBe(501);
-    } finally {
-      await writer.end();
-    }
+      expect(await on.release(k, r.owner)).toBe("released");
+      return got.fence;
+    };
+    const clockUs = async (): Promise<number> =>
+      Number((await admin.query("select (extract(epoch from clock_timestamp()) * 1000000)::int8 as us")).rows[0].us);
+    const before = await clockUs();
+    const first = await take();
+    expect(first).toBeGreaterThanOrEqual(before);
+    expect(first).toBeLessThanOrEqual(await clockUs());
+    // A stored fence ahead of the clock (a clock that stepped back): the next one is above it.
+    const ahead = (await clockUs()) + 3_600_000_000;
+    const published = req(k);
+    expect((await backend.acquire(published)).acquired).toBe(true);
+    await until("its row is written", 2_000, async () => (await admin.query(`select 1 from ${holdersTableOf(table)} where key = $1 and owner = $2`, [k, published.owner])).rowCount === 1);
+    await backend.release(k, published.owner);
+    await admin.query(`update ${holdersTableOf(table)} set fence = $2 where key = $1`, [k, ahead]);
+    const other = host();
+    expect(await take(other)).toBe(ahead + 1);
+    // This host's own last fence is a floor too, even where the stored one is behind it.
+    await admin.query(`update ${holdersTableOf(table)} set fence = 5 where key = $1`, [k]);
+    expect(await take(other)).toBe(ahead + 2);
   });
 
   it("never repeats a fence when the holders table is emptied (as a server crash does) or dropped", async () => {
@@ -257,15 +239,26 @@ describe("pg backend", () => {
       expect(await on.release(k, r.owner)).toBe("released");
       return got.fence;
     };
-    expect([await take(backend), await take(backend), await take(backend)]).toEqual([1, 2, 3]);
-    // PostgreSQL empties unlogged tables in crash recovery: the next fence starts a new block.
+    // Held long enough to be published, so the emptied table had the last fence.
+    const takePublished = async (on: PgBackend): Promise<number> => {
+      const r = req(k);
+      const got = await on.acquire(r);
+      if (!got.acquired) throw new Error("not acquired");
+      await on.status(k);
+      expect(await on.release(k, r.owner)).toBe("released");
+      return got.fence;
+    };
+    const fences = [await take(backend), await takePublished(backend), await take(backend)];
+    // PostgreSQL empties unlogged tables in crash recovery: fences go on from the clock. A new
+    // backend (a restarted host) has no last fence of its own either.
     await admin.query(`truncate ${holdersTableOf(own)}`);
-    expect(await take(backend)).toBe(FENCE_BLOCK + 1);
-    expect(await take(backend)).toBe(FENCE_BLOCK + 2);
+    const restarted = host({ table: own });
+    fences.push(await take(restarted), await take(restarted));
+    for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]!);
 
     // Dropped under a live backend: the session that finds it gone is dropped (its locks are
-    // lost) and the next connection creates it again; fences go on above the reserved block.
-    expect(await take(b)).toBe(1);
+    // lost) and the next connection creates it again; fences go on from the clock.
+    const before = await take(b);
     const held = req(key());
     expect((await b.acquire(held)).acquired).toBe(true);
     await admin.query(`drop table ${holdersTableOf(other)}`);
@@ -274,7 +267,7 @@ describe("pg backend", () => {
       fence = await take(b).catch(() => 0);
       return fence > 0;
     });
-    expect(fence).toBe(FENCE_BLOCK + 1);
+    expect(fence).toBeGreaterThan(before);
     expect(await b.renew(held.key, held.owner, 1_000)).toEqual({ ok: false, reason: "not_found" });
   });
 
@@ -317,8 +310,9 @@ describe("pg backend", () => {
     const hosts = Array.from({ length: 6 }, () => host({ table: raced }));
     const results = await Promise.all(hosts.map((h, i) => h.acquire(req(key(`race${i}`)))));
     expect(results.every((r) => r.acquired)).toBe(true);
-    const r = await admin.query("select count(*)::int as n from " + holdersTableOf(raced));
-    expect(r.rows[0]).toEqual({ n: 6 });
+    // Each holder row is written a few ms after its acquisition.
+    await until("every holder row is written", 3_000, async () =>
+      (await admin.query("select count(*)::int as n from " + holdersTableOf(raced))).rows[0].n === 6);
   });
 
   it("creates its table in a schema when the config names one", async () => {
@@ -387,6 +381,7 @@ describe("pg backend", () => {
       expect(denied).toBeInstanceOf(LockhostError);
       expect(denied).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
       expect((denied as Error).message).toContain(`ADD COLUMN IF NOT EXISTS ttl_ms`);
+      expect((denied as Error).message).toContain("CREATE TRIGGER lockhost_clock_fences");
 
       // Its owner's backend adds it (two hosts racing to) and records the TTL from then on.
       const [b1, b2] = [host({ table: t }), host({ table: t })];
@@ -403,6 +398,9 @@ describe("pg backend", () => {
       expect(legacy!.ttlMs).toBeGreaterThan(0);
       expect(legacy!.ttlMs).toBeLessThanOrEqual(4_000);
       expect(legacy!.ttlMs).toBeGreaterThanOrEqual(legacy!.ttlRemainingMs);
+      // And the clock-fences trigger, for hosts of the earlier version still writing fences.
+      const trigger = await admin.query(`select count(*)::int as n from pg_trigger where tgrelid = $1::regclass and tgname = 'lockhost_clock_fences'`, [h]);
+      expect(trigger.rows[0]).toEqual({ n: 1 });
       // The role can use the upgraded table.
       const roleHost = host({ url: roleUrl.toString(), table: t });
       const k2 = key();
@@ -426,16 +424,18 @@ describe("pg backend", () => {
     expect(conns.rows.length).toBeLessThanOrEqual(8);
     expect(conns.rows.length).toBe(4);
     const pids = conns.rows.map((row) => row.pid);
-    const held = await admin.query<{ n: number }>(
-      "select count(*)::int as n from pg_locks where locktype = 'advisory' and granted and pid = any($1::int[])",
+    // The locks (int8 ids, objsubid 1), beside each session's mark (sql.ts sessionMarkOf, objsubid 2).
+    const held = await admin.query<{ n: number; marks: number }>(
+      `select count(*) filter (where objsubid = 1)::int as n, count(*) filter (where objsubid = 2)::int as marks
+         from pg_locks where locktype = 'advisory' and granted and pid = any($1::int[])`,
       [pids],
     );
-    expect(held.rows[0]!.n).toBe(1_000);
+    expect(held.rows[0]).toEqual({ n: 1_000, marks: 4 });
 
     const released = await Promise.all(reqs.map((r) => backend.release(r.key, r.owner)));
     expect(released.every((r) => r === "released")).toBe(true);
     const after = await admin.query<{ n: number }>(
-      "select count(*)::int as n from pg_locks where locktype = 'advisory' and pid = any($1::int[])",
+      "select count(*)::int as n from pg_locks where locktype = 'advisory' and objsubid = 1 and pid = any($1::int[])",
       [pids],
     );
     expect(after.rows[0]!.n).toBe(0);
@@ -536,6 +536,7 @@ describe("pg backend", () => {
     const k = key();
     const first = req(k);
     expect((await a.acquire(first)).acquired).toBe(true);
+    await a.status(k); // its row is written
     await admin.query(`update ${holdersTableOf(table)} set owner = null where id = $1`, [advisoryKeyOf(k).id]);
     expect(await a.renew(k, first.owner, 10_000)).toEqual({ ok: false, reason: "not_found" });
     await until("a unlocks it", 2_000, async () => (await holders(k)).length === 0);
@@ -544,6 +545,7 @@ describe("pg backend", () => {
     const k2 = key();
     const second = req(k2);
     expect((await a.acquire(second)).acquired).toBe(true);
+    await a.status(k2);
     await admin.query(`update ${holdersTableOf(table)} set owner = null where id = $1`, [advisoryKeyOf(k2).id]);
     expect(await a.release(k2, second.owner)).toBe("not_found");
     expect(await holders(k2)).toEqual([]);
@@ -567,19 +569,130 @@ describe("pg backend", () => {
     const a = host();
     const b = host();
     const k = key();
-    // Fails the row write, after pg_try_advisory_lock in the same statement succeeded.
-    await admin.query(`alter table ${holdersTableOf(table)} add constraint no_explode_${run} check (plugin <> 'explode')`);
-    try {
-      await expect(a.acquire(req(k, { holder: { plugin: "explode", node: "n" } }))).rejects.toMatchObject({
-        code: "BACKEND_UNAVAILABLE",
-        message: expect.stringContaining("23514"),
-      });
-      await until("the advisory lock is given back", 2_000, async () => (await holders(k)).length === 0);
-      expect((await b.acquire(req(k))).acquired).toBe(true);
-      expect((await a.acquire(req(key()))).acquired).toBe(true);
-    } finally {
-      await admin.query(`alter table ${holdersTableOf(table)} drop constraint no_explode_${run}`);
+    // The fence (stored + 1) would pass 2^53, found after pg_try_advisory_lock succeeded.
+    const first = req(k);
+    expect((await a.acquire(first)).acquired).toBe(true);
+    await a.status(k);
+    expect(await a.release(k, first.owner)).toBe("released");
+    await admin.query(`update ${holdersTableOf(table)} set fence = 9223372036854775807 where key = $1`, [k]);
+    await expect(b.acquire(req(k))).rejects.toMatchObject({
+      code: "BACKEND_UNAVAILABLE",
+      message: expect.stringContaining("would pass 2^53"),
+    });
+    await until("the advisory lock is given back", 2_000, async () => (await holders(k)).length === 0);
+    await admin.query(`update ${holdersTableOf(table)} set fence = 1 where key = $1`, [k]);
+    expect((await a.acquire(req(k))).acquired).toBe(true);
+    expect((await b.acquire(req(key()))).acquired).toBe(true);
+  });
+
+  it("writes a holder row only for a lock held past a few ms, and status, listing and force-release see a lock before its row", async () => {
+    const a = host();
+    const b = host();
+    const rows = async (k: string): Promise<number> =>
+      (await admin.query(`select 1 from ${holdersTableOf(table)} where key = $1 and owner is not null`, [k])).rowCount ?? 0;
+    // Released at once: no row ever.
+    const brief = key("brief");
+    const short = req(brief);
+    expect((await a.acquire(short)).acquired).toBe(true);
+    expect(await a.release(brief, short.owner)).toBe("released");
+    await sleep(50);
+    expect(await rows(brief)).toBe(0);
+    // Held: another host's status and listing show it at once, with its fence and times.
+    for (let i = 0; i < 5; i++) {
+      const k = key("fresh");
+      const r = req(k, { ttlMs: 7_000, holder: { plugin: "fresh", node: "node-f" } });
+      const got = await a.acquire(r);
+      if (!got.acquired) throw new Error("not acquired");
+      const seen = await b.status(k);
+      expect([seen?.owner, seen?.fence, seen?.holder.plugin, seen?.acquiredAtMs, seen?.expiresAtMs, seen?.ttlMs])
+        .toEqual([r.owner, got.fence, "fresh", got.acquiredAtMs, got.expiresAtMs, 7_000]);
+      const other = key("fresh");
+      const o = req(other);
+      expect((await a.acquire(o)).acquired).toBe(true);
+      const page = await b.list({ prefix: other, limit: 10 });
+      expect(page.locks.map((l) => [l.key, l.owner])).toEqual([[other, o.owner]]);
+      const third = key("fresh");
+      const t = req(third);
+      expect((await a.acquire(t)).acquired).toBe(true);
+      expect(await b.forceRelease(third)).toBe(true);
+      expect(await b.status(third)).toBeNull();
+      await a.release(k, r.owner);
+      await a.release(other, o.owner);
     }
+    // A published lock's release clears its row: its session taking it again is not shown as the old owner.
+    const again = key("again");
+    const one = req(again);
+    expect((await a.acquire(one)).acquired).toBe(true);
+    await until("its row is written", 2_000, async () => (await rows(again)) === 1);
+    expect(await a.release(again, one.owner)).toBe("released");
+    expect(await rows(again)).toBe(0);
+    const two = req(again);
+    expect((await a.acquire(two)).acquired).toBe(true);
+    expect((await b.status(again))?.owner).toBe(two.owner);
+  });
+
+  it("shares its tables with the previous version in a rolling upgrade: never two holders, fences rising across both", async () => {
+    const v1 = v1Statements(table);
+    const old = new pg.Client({ connectionString: url }); // an earlier host's session
+    await old.connect();
+    try {
+      const backend = host();
+      await backend.ping(); // its tables are there
+      const k = key("upgrade");
+      const advisory = advisoryKeyOf(k);
+      const oldOwner = randomUUID();
+      const oldTake = async (): Promise<number | null> => {
+        const r = await old.query({ text: v1.acquire, values: [advisory.id, k, oldOwner, "old", "node-old", "old-host", 10_000], rowMode: "array" });
+        const row = r.rows[0] as unknown[] | undefined;
+        if (row === undefined || row[0] === null) return null;
+        const [fence, reserved] = row.map(Number) as [number, number];
+        if (fence <= reserved) return fence;
+        const reservedRow = (await old.query({ text: v1.reserve, values: [advisory.id, fence], rowMode: "array" })).rows[0] as unknown[];
+        return Number(reservedRow[0]);
+      };
+      const oldRelease = (): Promise<unknown> =>
+        old.query({ text: v1.release, values: [advisory.id, oldOwner, "lockhost_test_nobody", ...waitLockOf(advisory)], rowMode: "array" });
+
+      // An earlier host holds it: contended here, and shown with its fence.
+      const first = await oldTake();
+      expect(first).not.toBeNull();
+      expectContended(await backend.acquire(req(k)));
+      expect((await backend.status(k))?.fence).toBe(first);
+      await oldRelease();
+      // This version holds it: the earlier host is refused, and the fence is higher.
+      const mine = req(k);
+      const second = await backend.acquire(mine);
+      if (!second.acquired) throw new Error("not acquired");
+      expect(second.fence).toBeGreaterThan(first!);
+      expect(await oldTake()).toBeNull();
+      expect(await backend.release(k, mine.owner)).toBe("released");
+      // The earlier host after it: no row was written for that holding, yet its row + 1 is
+      // raised to the clock by the trigger, above this version's fence.
+      const third = await oldTake();
+      expect(third).toBeGreaterThan(second.fence);
+      await oldRelease();
+      const fourth = await backend.acquire(req(k));
+      expect(fourth.acquired && fourth.fence).toBeGreaterThan(third!);
+    } finally {
+      await old.end();
+    }
+  });
+
+  it("clears, on connecting, rows an ended session with the same pid left (so they never pass for its holdings)", async () => {
+    const backend = host();
+    const k = key();
+    expect((await backend.acquire(req(k))).acquired).toBe(true); // the tables exist
+    const h = holdersTableOf(table);
+    const mine = key("stale");
+    const theirs = key("theirs");
+    const insert = `insert into ${h} (id, key, fence, reserved, owner, plugin, node, hostname, pid, acquired_at, expires_at)
+      values ($1, $2, 1, 1, 'gone', 'p', 'n', 'h', $3, now(), now() + interval '1 hour')`;
+    const pid = Number((await admin.query("select pg_backend_pid() as pid")).rows[0].pid);
+    await admin.query(insert, [advisoryKeyOf(mine).id, mine, pid]);
+    await admin.query(insert, [advisoryKeyOf(theirs).id, theirs, pid + 1]);
+    await admin.query(statementsFor(table).clearStale);
+    const rows = await admin.query(`select key, owner from ${h} where key = any($1) order by key`, [[mine, theirs]]);
+    expect(rows.rows).toEqual([{ key: mine, owner: null }, { key: theirs, owner: "gone" }].sort((x, y) => (x.key < y.key ? -1 : 1)));
   });
 
   it("keeps its session and locks on a slow server: calls fail at commandTimeoutMs, abandoned acquisitions are unlocked", async () => {

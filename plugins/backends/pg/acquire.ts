@@ -1,7 +1,7 @@
-// Acquisition (LockBackend.acquire): one statement takes the advisory lock, hands out the next
-// fence and writes the holder (sql.ts), plus a flushed fence reservation every FENCE_BLOCK-th
-// time. A session never asks the server twice for an id it has a record of: it answers
-// "contended" itself, unless that record is on its way out.
+// Acquisition (LockBackend.acquire): one statement takes the advisory lock and hands out the
+// next fence, writing nothing (sql.ts); the holder row follows PUBLISH_AFTER_MS later if the
+// lock is still held (publisher.ts). A session never asks the server twice for an id it has a
+// record of: it answers "contended" itself, unless that record is on its way out.
 import { LockhostError } from "../../../kit/index.js";
 import type { MutexAcquireRequest, MutexAcquireResult } from "../../../kit/index.js";
 import { backendError, closedError } from "./errors.js";
@@ -15,8 +15,6 @@ const NOT_ACQUIRED: MutexAcquireResult = Object.freeze({ acquired: false });
 /** What acquisitions need besides the bookkeeping. */
 export interface AcquireContext {
   readonly book: LockBook;
-  /** This machine's name, recorded with each lock. */
-  readonly hostname: string;
   /** Called when a lock is held: the control channel must be heard while this host holds locks. */
   readonly onHeld: () => void;
 }
@@ -34,42 +32,45 @@ export function acquire(ctx: AcquireContext, req: MutexAcquireRequest): Promise<
 
 function tryAcquire(ctx: AcquireContext, req: MutexAcquireRequest, advisory: AdvisoryKey, session: Session): Promise<MutexAcquireResult> {
   const { book } = ctx;
-  const lock = new HeldLock(req.key, req.owner, advisory);
+  const lock = new HeldLock(req.key, req.owner, advisory, req.holder);
   session.held.set(advisory.id, lock);
   const sentAt = performance.now();
-  const { plugin, node } = req.holder;
-  const values = [advisory.id, req.key, req.owner, plugin, node, ctx.hostname, req.ttlMs];
-  const acquired = session.run(book.sql.acquire, values).then(
+  const acquired = session.run(book.sql.acquire, [advisory.id]).then(
     (rows): MutexAcquireResult | Promise<MutexAcquireResult> => {
       checkStillOurs(book, session, lock);
-      const row = rows[0];
-      if (row === undefined || row[0] === null) {
+      const [stored, clockUs, left] = rows[0] ?? [];
+      if (stored === null || stored === undefined) {
         session.held.delete(advisory.id);
-        // The holder row's lease end, when the row was there (maybe an older version of it).
-        const left = Number(row?.[4]);
-        return left > 0 ? { acquired: false, retryAfterMs: left } : NOT_ACQUIRED;
+        // The holder row's lease end, when the row was there (maybe a stale one: a hint only).
+        const hint = Number(left);
+        return hint > 0 ? { acquired: false, retryAfterMs: hint } : NOT_ACQUIRED;
       }
-      const [fence, reserved, acquiredAt, expiresAt] = row.map(Number) as [number, number, number, number];
-      const held = (handedOut: number): MutexAcquireResult => {
-        lock.fence = handedOut;
-        book.hold(lock, sentAt + req.ttlMs, expiresAt);
-        ctx.onHeld();
-        return { acquired: true, fence: handedOut, acquiredAtMs: acquiredAt, expiresAtMs: expiresAt };
-      };
-      if (fence <= reserved) return held(fence);
-      // Past the reserved block: reserve the next one (flushed) before the fence goes out.
-      return session.run(book.sql.reserve, [advisory.id, fence]).then(
-        (reservedRows) => {
-          checkStillOurs(book, session, lock);
-          const raised = Number(reservedRows[0]?.[0]);
-          if (!Number.isSafeInteger(raised)) throw new Error("the fence reservation found no holders row");
-          return held(raised);
-        },
-        (err: unknown): never => {
-          if (session.held.get(advisory.id) === lock) void book.unlock(session, lock, false);
-          throw backendError(err, "acquire", book.errors);
-        },
-      );
+      const clock = Number(clockUs);
+      // Above the stored fence and this host's last one, whatever the clock did (sql.ts).
+      const fence = Math.max(clock, Number(stored) + 1, book.lastFence(advisory.id) + 1);
+      if (!Number.isSafeInteger(fence)) {
+        void book.unlock(session, lock, false);
+        throw new LockhostError("BACKEND_UNAVAILABLE", `PostgreSQL at ${book.errors.target}: the fence of ${req.key} would pass 2^53 (stored: ${String(stored)})`);
+      }
+      const acquiredAtMs = Math.floor(clock / 1000);
+      const expiresAtMs = acquiredAtMs + req.ttlMs;
+      lock.fence = fence;
+      lock.acquiredAtMs = acquiredAtMs;
+      lock.ttlMs = req.ttlMs;
+      book.handedOut(advisory.id, fence);
+      book.hold(lock, sentAt + req.ttlMs, expiresAtMs);
+      ctx.onHeld();
+      const result: MutexAcquireResult = { acquired: true, fence, acquiredAtMs, expiresAtMs };
+      if (!session.uncleared.has(advisory.id)) {
+        book.publisher.later(lock);
+        return result;
+      }
+      // Its row may still name this session with an earlier owner: written over before the
+      // lock is handed out, so it never passes for this holding.
+      return book.publisher.now(session, [lock]).then(() => {
+        if (lock.published) session.uncleared.delete(advisory.id);
+        return result;
+      });
     },
     (err: unknown): never => {
       if (session.held.get(advisory.id) === lock) {

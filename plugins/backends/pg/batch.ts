@@ -7,6 +7,7 @@ import { backendError, closedError } from "./errors.js";
 import { HeldLock } from "./held-lock.js";
 import type { AdvisoryKey } from "./key-hash.js";
 import { ELSEWHERE, MISMATCH, NOT_FOUND, type LockBook } from "./lock-book.js";
+import { afterPublished } from "./published.js";
 import type { Session } from "./session.js";
 
 /** One renewal of a statement: `lock` when this backend holds it, else undefined. */
@@ -18,6 +19,9 @@ export interface Renewal {
 
 /** Renews `renewals` (ids unique) on `session` in one statement; results in order. */
 export function renewAll(book: LockBook, session: Session, renewals: readonly Renewal[]): Promise<RenewResult[]> {
+  // Rows of locks held here that have none yet, first (same session, so before the renewal).
+  const unpublished = renewals.flatMap((r) => (r.lock !== undefined && !r.lock.published ? [r.lock] : []));
+  if (unpublished.length > 0) void book.publisher.now(session, unpublished);
   const sentAt = performance.now();
   const values = [
     renewals.map((r) => r.advisory.id),
@@ -44,6 +48,15 @@ export function renewAll(book: LockBook, session: Session, renewals: readonly Re
   );
 }
 
+/**
+ * Renews a lock this backend does not hold on its holders row, waiting for a row its holder has
+ * not written yet (published.ts); `first`: the answer a batch already had for it.
+ */
+export function renewUnheld(book: LockBook, session: Session, renewal: Renewal, first?: RenewResult): Promise<RenewResult> {
+  const step = async (): Promise<RenewResult> => (await renewAll(book, session, [renewal]))[0]!;
+  return afterPublished(book, "renew", renewal.advisory, step, (result) => !result.ok && result.reason === "not_found", first);
+}
+
 /** Sends batches of renewals, counting its statements. */
 export class BatchRenewer {
   readonly #book: LockBook;
@@ -64,6 +77,8 @@ export class BatchRenewer {
     if (book.closed) throw closedError();
     const results: RenewResult[] = new Array<RenewResult>(reqs.length);
     const bySession = new Map<Session, { renewal: Renewal; index: number }[]>();
+    /** Requests for locks not in this backend's bookkeeping. */
+    const elsewhere = new Set<number>();
     await Promise.all(
       reqs.map(async (req, index) => {
         const advisory = book.keyOf(req.key);
@@ -73,6 +88,7 @@ export class BatchRenewer {
           results[index] = found;
           return;
         }
+        if (found === ELSEWHERE) elsewhere.add(index);
         let list = bySession.get(session);
         if (list === undefined) bySession.set(session, (list = []));
         list.push({ renewal: { req, advisory, lock: found === ELSEWHERE ? undefined : found }, index });
@@ -100,6 +116,15 @@ export class BatchRenewer {
       }
     }
     await Promise.all(sent);
+    // Another host's lock it found no row for may be held unpublished: asked again one by one.
+    await Promise.all(
+      reqs.map(async (req, index) => {
+        const result = results[index]!;
+        if (result.ok || result.reason !== "not_found" || !elsewhere.has(index)) return;
+        const advisory = book.keyOf(req.key);
+        results[index] = await renewUnheld(book, book.sessionOf(advisory), { req, advisory, lock: undefined }, result);
+      }),
+    );
     return results;
   }
 }

@@ -1,15 +1,17 @@
 // Renew and release by owner token of a lock another process holds (LockService.restore): only
 // the session holding an advisory lock can unlock it, so these work on its holders row (its
-// live holder checked in pg_locks). A release also tells the holder on the table's control
+// live holder checked in pg_locks; a lock whose row its holder has not written yet is waited
+// for, published.ts). A release also tells the holder on the table's control
 // channel (payload `pid:id:fence`), and the holder, hearing it here, unlocks.
 import type { ReleaseResult, RenewResult } from "../../../kit/index.js";
-import { renewAll } from "./batch.js";
+import { renewUnheld } from "./batch.js";
 import type { AdvisoryKey } from "./key-hash.js";
 import type { LockBook } from "./lock-book.js";
+import { afterPublished } from "./published.js";
 import type { Session } from "./session.js";
 
 /** Renews (`key`, `owner`) on its holders row, for a lock not in this backend's bookkeeping. */
-export async function renewElsewhere(
+export function renewElsewhere(
   book: LockBook,
   session: Session,
   advisory: AdvisoryKey,
@@ -17,14 +19,17 @@ export async function renewElsewhere(
   owner: string,
   ttlMs: number,
 ): Promise<RenewResult> {
-  return (await renewAll(book, session, [{ req: { key, owner, ttlMs }, advisory, lock: undefined }]))[0]!;
+  return renewUnheld(book, session, { req: { key, owner, ttlMs }, advisory, lock: undefined });
 }
 
 /** Releases (`key`, `owner`) on its holders row and tells its holder, for a lock not in this backend's bookkeeping. */
 export async function releaseElsewhere(book: LockBook, advisory: AdvisoryKey, key: string, owner: string): Promise<ReleaseResult> {
-  const rows = await book.run("release", advisory, book.sql.releaseRemote, [advisory.id, key, owner, book.channels.control]);
-  const result = rows[0]?.[0];
-  return result === "released" || result === "mismatch" ? result : "not_found";
+  const step = async (): Promise<ReleaseResult> => {
+    const rows = await book.run("release", advisory, book.sql.releaseRemote, [advisory.id, key, owner, book.channels.control]);
+    const result = rows[0]?.[0];
+    return result === "released" || result === "mismatch" ? result : "not_found";
+  };
+  return afterPublished(book, "release", advisory, step, (result) => result === "not_found");
 }
 
 /**

@@ -3,6 +3,7 @@
 // first), and only a holder that does not has its session ended.
 import { ignore, type LockBook } from "./lock-book.js";
 import type { AdvisoryKey } from "./key-hash.js";
+import { afterPublished } from "./published.js";
 
 /** How often forceRelease looks whether a terminated holder has gone. */
 const GONE_POLL_MS = 5;
@@ -24,8 +25,10 @@ export async function forceRelease(book: LockBook, key: string): Promise<boolean
     // "not_found": the session ended meanwhile, so there was nothing left to release.
     return (await book.unlock(session, lock, true)) === "released";
   }
-  const rows = await book.run("forceRelease", advisory, book.sql.forceReleaseAsk, [advisory.id, key, advisory.classid, advisory.objid, book.channels.control]);
-  const row = rows[0];
+  // A holder on another host that has not written its row yet is waited for (published.ts).
+  const ask = async (): Promise<unknown[] | undefined> =>
+    (await book.run("forceRelease", advisory, book.sql.forceReleaseAsk, [advisory.id, key, advisory.classid, advisory.objid, book.channels.control]))[0];
+  const row = await afterPublished(book, "forceRelease", advisory, ask, (answer) => answer === undefined);
   if (row === undefined) return false;
   const pid = Number(row[0]);
   // The holder unlocks that one lock when it hears; a holder that cannot (paused, its listener

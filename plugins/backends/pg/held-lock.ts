@@ -3,7 +3,7 @@
 // do. A session keeps at most one per advisory id, from the moment an acquire is sent until
 // the lock is unlocked, and nobody sends pg_try_advisory_lock for an id that has one.
 import type { AdvisoryKey } from "./key-hash.js";
-import type { Timed } from "../../../kit/index.js";
+import type { Holder, Timed } from "../../../kit/index.js";
 
 /**
  * - "acquiring": the acquire statement is in flight (the server may already hold the lock);
@@ -27,6 +27,17 @@ export class HeldLock implements Timed {
   fence = 0;
   /** The lease's end on the server's clock as this host last set it (ms since the epoch). */
   expiresAtMs = 0;
+  /** The lease's start on the server's clock (ms since the epoch). */
+  acquiredAtMs = 0;
+  /** The TTL the lease was last set with. */
+  ttlMs = 0;
+  /**
+   * Whether its holder row has been sent (sql.ts publish): then every unlock clears the row's
+   * owner. Until then the lock is "unpublished" and no statement reads or writes its row.
+   */
+  published = false;
+  /** performance.now() from which the deferred publish writes its row (lock-book.ts). */
+  publishAt = 0;
   /** The statement in flight ("acquiring", "checking", "releasing"); may reject: callers waiting on it ignore how it ends. */
   busy: Promise<unknown> | undefined;
 
@@ -36,5 +47,7 @@ export class HeldLock implements Timed {
     /** The owner token the lock was acquired with. */
     readonly owner: string,
     readonly advisory: AdvisoryKey,
+    /** Who asked, recorded in the holder row. */
+    readonly holder: Holder,
   ) {}
 }

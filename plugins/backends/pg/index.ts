@@ -5,9 +5,12 @@
 //   sessions, so a name always lands on the same session). Advisory locks are re-entrant per
 //   session, so each session keeps a record per advisory id (HeldLock) and answers
 //   "contended" itself for an id it holds or is busy with: it never asks the server twice.
-// - Fences and holders: the statement that takes the lock also hands out the next fence and
-//   writes the holder (sql.ts: fences are reserved in flushed blocks, holders live in an
-//   unlogged table); release only reads and unlocks. One round trip each.
+// - Fences and holders: the statement that takes the lock also reads what the next fence is
+//   made of (the server's clock in µs, kept above the stored fence and this host's last one)
+//   and writes nothing; the holder row (an unlogged table) is written by a deferred step for a
+//   lock still held a few ms later (publisher.ts), and the steps that read rows wait for one
+//   another host has not written yet (published.ts). An unpublished lock's release only
+//   unlocks. One round trip each.
 // - Lease: advisory locks never expire, so the host ends each lease at its deadline (one
 //   timer for the backend, host/locking/deadline-queue.ts), counted from when the acquire or
 //   renew was sent. If the host dies, its sessions end and PostgreSQL frees their locks.
@@ -32,6 +35,7 @@
 //
 // This file is the LockBackend facade: it maps each step to its file. lock-book.ts keeps the
 // sessions and the locks held on them (lease ends, unlocks); acquire.ts takes locks;
+// publisher.ts writes holder rows, published.ts waits for other hosts' ones;
 // batch.ts renews in batches; by-owner.ts renews and releases locks another process holds and
 // handles control messages; force-release.ts, record.ts (status rows) and
 // tables.ts do the rest.
@@ -61,8 +65,10 @@ import { advisoryKeyFromId, advisoryKeyOf, waitLockOf, type AdvisoryKey } from "
 import { ReleaseListener } from "./listener.js";
 import { ELSEWHERE, NOT_FOUND, ignore, LockBook } from "./lock-book.js";
 import { toRecord } from "./record.js";
+import { afterPublished, UNPUBLISHED, whenPublished } from "./published.js";
 import { channelsOf, statementsFor } from "./sql.js";
 import { Tables } from "./tables.js";
+import type { Session } from "./session.js";
 import { sharedObjectsOf, sharedStatementsFor } from "./queue-sql.js";
 import { PgQueueSteps, type QueueContext } from "./queue-steps.js";
 import { QueueTables } from "./queue-tables.js";
@@ -146,6 +152,7 @@ export class PgBackend implements LockBackend, MutexStore {
       pipeline: true,
     };
     const channels = channelsOf(config.table);
+    const machine = hostname();
     const sharedTables = new QueueTables(
       sharedStatementsFor(config.table),
       sharedObjectsOf(config.table),
@@ -161,7 +168,12 @@ export class PgBackend implements LockBackend, MutexStore {
       errors,
       log,
       keyOf: options.advisoryKey ?? advisoryKeyOf,
-      prepare: (c, ms) => tables.prepare(c, ms),
+      hostname: machine,
+      prepare: async (c, ms) => {
+        const until = performance.now() + ms;
+        await tables.prepare(c, ms);
+        await c.query({ text: sql.clearStale, query_timeout: Math.max(1, Math.ceil(until - performance.now())) } as pg.QueryConfig);
+      },
       reconnectAfter: (err) => !sharedTables.isOurs(err) && tables.gone(err),
       onSessionLost: (owner) => this.#tellLost(owner),
     });
@@ -180,13 +192,13 @@ export class PgBackend implements LockBackend, MutexStore {
       errors,
       log,
     });
-    this.#acquire = { book: this.#book, hostname: hostname(), onHeld: () => void this.#listener.start() };
+    this.#acquire = { book: this.#book, onHeld: () => void this.#listener.start() };
     this.#batches = new BatchRenewer(this.#book);
     this.#shared = {
       book: this.#book,
       sql: sharedStatementsFor(config.table),
       tables: sharedTables,
-      hostname: this.#acquire.hostname,
+      hostname: machine,
       instance: this.#instance,
       onHeld: this.#acquire.onHeld,
       watch: (advisory, listener) => {
@@ -241,6 +253,8 @@ export class PgBackend implements LockBackend, MutexStore {
     if (found === ELSEWHERE) return renewElsewhere(book, session, advisory, key, owner, ttlMs);
     if (!(found instanceof HeldLock)) return found;
     const lock = found;
+    // Its row first (same session, so before the renew), if it has none yet.
+    if (!lock.published) void book.publisher.now(session, [lock]);
     const sentAt = performance.now();
     const values = [advisory.id, key, owner, ttlMs];
     return session.run(book.sql.renew, values).then(
@@ -267,11 +281,20 @@ export class PgBackend implements LockBackend, MutexStore {
    * until it does (it may be gone: then its session, and the lock, are gone too) acquirers see
    * it contended.
    */
-  async release(key: string, owner: string): Promise<ReleaseResult> {
+  release(key: string, owner: string): Promise<ReleaseResult> {
     const book = this.#book;
-    if (book.closed) throw closedError();
+    if (book.closed) return Promise.reject(closedError());
     const advisory = book.keyOf(key);
     const session = book.sessionOf(advisory);
+    // The common case without an await: this owner's lock, held and within its lease.
+    const lock = session.held.get(advisory.id);
+    if (lock !== undefined && lock.state === "held" && lock.owner === owner && lock.key === key && performance.now() < lock.deadline) {
+      return book.unlock(session, lock, true);
+    }
+    return this.#release(book, advisory, session, key, owner);
+  }
+
+  async #release(book: LockBook, advisory: AdvisoryKey, session: Session, key: string, owner: string): Promise<ReleaseResult> {
     const found = book.find(await book.current(session, advisory.id), key, owner);
     if (found instanceof HeldLock) return book.unlock(session, found, true);
     if (found !== ELSEWHERE) return found.ok ? "not_found" : found.reason;
@@ -296,9 +319,13 @@ export class PgBackend implements LockBackend, MutexStore {
     const book = this.#book;
     if (book.closed) throw closedError();
     const advisory = book.keyOf(key);
-    const rows = await book.run("status", advisory, book.sql.status, [advisory.id, key, advisory.classid, advisory.objid]);
-    const row = rows[0];
-    return row === undefined ? null : toRecord(key, row);
+    await this.#publishHere(advisory);
+    return whenPublished(book, "status", async () => {
+      const rows = await book.run("status", advisory, book.sql.status, [advisory.id, key, advisory.classid, advisory.objid]);
+      const row = rows.find((r) => r[0] === true) ?? rows[0];
+      if (row === undefined) return null;
+      return row[0] === true ? toRecord(key, row.slice(1)) : UNPUBLISHED;
+    });
   }
 
   /**
@@ -309,8 +336,17 @@ export class PgBackend implements LockBackend, MutexStore {
     const book = this.#book;
     if (book.closed) throw closedError();
     const advisory = book.keyOf(key);
-    const rows = await book.run("proclaim", advisory, book.sql.proclaim, [advisory.id, key, value, owner, advisory.classid, advisory.objid, book.channels.released]);
-    return rows.length > 0;
+    await this.#publishHere(advisory);
+    const step = async (): Promise<boolean> =>
+      (await book.run("proclaim", advisory, book.sql.proclaim, [advisory.id, key, value, owner, advisory.classid, advisory.objid, book.channels.released])).length > 0;
+    return afterPublished(book, "proclaim", advisory, step, (done) => !done);
+  }
+
+  /** Writes the row of `advisory`'s lock if this backend holds it unpublished (on its session, so before what follows). */
+  async #publishHere(advisory: AdvisoryKey): Promise<void> {
+    const session = this.#book.sessionOf(advisory);
+    const lock = session.held.get(advisory.id);
+    if (lock !== undefined && !lock.published) await this.#book.publisher.now(session, [lock]);
   }
 
   /** SELECT 1 on a session (LockBackend.ping); refused credentials or a missing database are permanent. */
@@ -329,9 +365,13 @@ export class PgBackend implements LockBackend, MutexStore {
     const book = this.#book;
     if (book.closed) throw closedError();
     const pattern = (req.prefix ?? "").replace(/[\\%_]/g, "\\$&") + "%";
+    await book.publisher.all(book.sessions);
     // One more than asked: whether a next page exists, without a second query.
-    const rows = await book.run("list", book.keyOf(req.cursor ?? ""), book.sql.list, [pattern, req.cursor ?? null, req.limit + 1]);
-    const locks = rows.slice(0, req.limit).map((row) => toRecord(String(row[0]), row.slice(1)));
+    const rows = await whenPublished(book, "list", async () => {
+      const all = await book.run("list", book.keyOf(req.cursor ?? ""), book.sql.list, [pattern, req.cursor ?? null, req.limit + 1]);
+      return all.some((row) => row[0] !== true) ? UNPUBLISHED : all;
+    });
+    const locks = rows.slice(0, req.limit).map((row) => toRecord(String(row[1]), row.slice(2)));
     return rows.length > req.limit ? { locks, cursor: locks[locks.length - 1]!.key } : { locks };
   }
 

@@ -1,7 +1,8 @@
 // The pg backend's bookkeeping of the locks it holds: its sessions (a name's advisory id
 // routes to one of them), the host deadline of each lease (one timer, a DeadlineQueue), how a
-// lease ends (at its deadline, unless another host renewed it by owner token meanwhile), unlocks,
-// and the owner tokens of leases that ended here. Every path of the backend (acquire.ts,
+// lease ends (at its deadline, unless another host renewed it by owner token meanwhile), unlocks
+// (a published lock's clear its row's owner too), the deferred holder rows (publisher.ts), the
+// last fence handed out per id, and the owner tokens of leases that ended here. Every path of the backend (acquire.ts,
 // by-owner.ts, batch.ts, index.ts) works through it, so the states of a HeldLock
 // (held-lock.ts) change in this file only.
 import type pg from "pg";
@@ -10,12 +11,15 @@ import { DeadlineQueue } from "../../../kit/index.js";
 import type { ReleaseResult, RenewResult } from "../../../kit/index.js";
 import { backendError, closedError, type ErrorContext } from "./errors.js";
 import { HeldLock } from "./held-lock.js";
-import { waitLockOf, type AdvisoryKey } from "./key-hash.js";
+import type { AdvisoryKey } from "./key-hash.js";
+import { Publisher } from "./publisher.js";
 import { Session, type Rows } from "./session.js";
 import type { Channels, Statement, Statements } from "./sql.js";
 
 /** How many ended leases' owner tokens are remembered (their renew and release need no round trip). */
 const ENDED_LIMIT = 4096;
+/** How many ids' last fences are remembered (a floor for the next one, whatever the clock does). */
+const FENCES_LIMIT = 4096;
 
 /** Shared results that carry no data. */
 export const NOT_FOUND: RenewResult = Object.freeze({ ok: false, reason: "not_found" });
@@ -40,6 +44,8 @@ export interface LockBookOptions {
   readonly log: Logger;
   /** Maps a lock name to its advisory lock id. */
   readonly keyOf: (name: string) => AdvisoryKey;
+  /** This machine's name, recorded with each lock. */
+  readonly hostname: string;
   /** Runs on every new session connection before its first statement (tables.ts). */
   readonly prepare: (client: pg.Client, timeoutMs: number) => Promise<void>;
   /** Whether a statement error still calls for a new connection (tables.ts). */
@@ -64,8 +70,12 @@ export class LockBook {
   readonly expiry = new DeadlineQueue<HeldLock>((lock) => this.expire(lock));
   /** Set when the backend closes: calls waiting on a statement then fail with CLOSED. */
   closed = false;
+  /** Writes the holder rows of locks held past PUBLISH_AFTER_MS. */
+  readonly publisher: Publisher;
   /** Owner tokens of leases that ended here, oldest first: such a lease is over everywhere. */
   readonly #ended = new Set<string>();
+  /** The last fence handed out here per advisory id, in order of first use. */
+  readonly #fences = new Map<string, number>();
 
   constructor(options: LockBookOptions) {
     this.sql = options.sql;
@@ -79,6 +89,7 @@ export class LockBook {
         new Session({
           index,
           client: options.client,
+          hello: options.sql.hello,
           commandTimeoutMs: options.errors.commandTimeoutMs,
           prepare: options.prepare,
           onLost: (locks) => {
@@ -95,6 +106,25 @@ export class LockBook {
           log: options.log,
         }),
     );
+    this.publisher = new Publisher({
+      publish: options.sql.publish,
+      hostname: options.hostname,
+      sessionOf: (advisory) => this.sessionOf(advisory),
+      log: options.log,
+    });
+  }
+
+  /** The last fence handed out here for `id`, or 0: the next one is above it. */
+  lastFence(id: string): number {
+    return this.#fences.get(id) ?? 0;
+  }
+
+  /** Records `fence` as handed out for `id`. */
+  handedOut(id: string, fence: number): void {
+    const fences = this.#fences;
+    // Oldest taken first out: a name taken again keeps its place (cheaper than moving it).
+    if (fences.size >= FENCES_LIMIT && !fences.has(id)) fences.delete(fences.keys().next().value!);
+    fences.set(id, fence);
   }
 
   /** The session of an advisory id. */
@@ -144,6 +174,7 @@ export class LockBook {
     }
     lock.deadline = sentAt + ttlMs;
     lock.expiresAtMs = Number(expires);
+    lock.ttlMs = ttlMs;
     this.expiry.update(lock);
     return { ok: true, expiresAtMs: Number(expires) };
   }
@@ -171,6 +202,12 @@ export class LockBook {
     const session = this.sessionOf(lock.advisory);
     const id = lock.advisory.id;
     if (session.held.get(id) !== lock) return;
+    if (!lock.published) {
+      // Nobody renewed it elsewhere: that needs its row.
+      this.log.debug({ key: lock.key }, "pg lock lease ended without renewal: released");
+      void this.unlock(session, lock, false);
+      return;
+    }
     lock.state = "checking";
     this.expiry.remove(lock);
     const sentAt = performance.now();
@@ -199,7 +236,8 @@ export class LockBook {
    * Unlocks `lock` on its session and forgets it when done; never rejects. With `checkOwner`,
    * the release statement also reads whether the row still names the owner; if it fails (a
    * statement timeout...), a bare unlock follows, and if even that fails the session is
-   * dropped, which frees the lock on the server in any case. Until then the id stays
+   * dropped, which frees the lock on the server in any case. A published lock's statements also
+   * clear its row's owner, so the row never outlives the holding. Until then the id stays
    * "releasing", so no caller here takes it before the server has let it go. Resolves to
    * "released" only when the server confirmed the unlock (and, with `checkOwner`, that the row
    * still named this owner: it does not after a force-release).
@@ -211,21 +249,23 @@ export class LockBook {
     const id = lock.advisory.id;
     // Set when the release statement ran: it notified any waiters itself.
     let notified = false;
-    const bare = (): Promise<ReleaseResult> =>
-      session.run(this.sql.unlock, [id], true).then(
-        () => "released",
-        () => "not_found",
+    let unlocked: Promise<ReleaseResult>;
+    if (checkOwner) {
+      const { advisory, published } = lock;
+      // The key's wait lock (key-hash.ts waitLockOf) as two int4s.
+      const values: unknown[] = [id, lock.owner, this.channels.released, advisory.classid | 0, advisory.objid | 0];
+      if (published) values.push(lock.fence);
+      unlocked = session.run(published ? this.sql.releasePublished : this.sql.release, values).then(
+        (rows): ReleaseResult => {
+          notified = true;
+          return rows[0]?.[0] === true ? "released" : "not_found";
+        },
+        // The session lives (it still has this record): the lock is still held.
+        (): Promise<ReleaseResult> | ReleaseResult => (session.held.get(id) === lock ? this.#bareUnlock(session, lock) : "not_found"),
       );
-    const unlocked = checkOwner
-      ? session.run(this.sql.release, [id, lock.owner, this.channels.released, ...waitLockOf(lock.advisory)]).then(
-          (rows): ReleaseResult => {
-            notified = true;
-            return rows[0]?.[0] === true ? "released" : "not_found";
-          },
-          // The session lives (it still has this record): the lock is still held.
-          (): Promise<ReleaseResult> | ReleaseResult => (session.held.get(id) === lock ? bare() : "not_found"),
-        )
-      : bare();
+    } else {
+      unlocked = this.#bareUnlock(session, lock);
+    }
     const done = unlocked.then((result) => {
       if (session.held.get(id) === lock) {
         session.held.delete(id);
@@ -235,6 +275,33 @@ export class LockBook {
     });
     lock.busy = done;
     return done;
+  }
+
+  /**
+   * Unlocks without the release statement. A published lock's row is cleared with the unlock;
+   * when that fails (a write needs a lock table entry for its transaction id: none with the
+   * server's lock table full), the unlock goes alone and the id is marked: this session's next
+   * holding of it is published at once.
+   */
+  #bareUnlock(session: Session, lock: HeldLock): Promise<ReleaseResult> {
+    const id = lock.advisory.id;
+    if (!lock.published) return this.#plainUnlock(session, id);
+    return session.run(this.sql.unlockPublished, [id, lock.owner]).then(
+      () => "released",
+      (): Promise<ReleaseResult> | ReleaseResult => {
+        if (session.held.get(id) !== lock) return "not_found";
+        session.uncleared.add(id);
+        return this.#plainUnlock(session, id);
+      },
+    );
+  }
+
+  /** pg_advisory_unlock alone: any failure of it drops the session, which frees the lock anyway. */
+  #plainUnlock(session: Session, id: string): Promise<ReleaseResult> {
+    return session.run(this.sql.unlock, [id], true).then(
+      () => "released",
+      () => "not_found",
+    );
   }
 
   /** Remembers that the lease of `owner` ended here (bounded, oldest out). */
@@ -263,6 +330,7 @@ export class LockBook {
   async close(): Promise<void> {
     this.closed = true;
     this.expiry.clear();
+    this.publisher.clear();
     await Promise.all(this.sessions.map((s) => s.close()));
   }
 }

@@ -31,6 +31,8 @@ export interface SessionOptions {
   readonly client: pg.ClientConfig;
   /** Bound on connecting, on each call, and on the server's silence (see the file header). */
   readonly commandTimeoutMs: number;
+  /** The first statement of every new connection -> [server pid, ...] (sql.ts hello). */
+  readonly hello: string;
   /** Runs on every new connection before its first statement (the backend creates its tables). */
   readonly prepare: (client: pg.Client, timeoutMs: number) => Promise<void>;
   /** Told which locks ended with the connection, before any caller hears of it. */
@@ -81,6 +83,11 @@ interface Connection {
 export class Session {
   /** The locks of this session by advisory id (see HeldLock). Cleared when the connection ends. */
   readonly held = new Map<string, HeldLock>();
+  /**
+   * Ids whose holder row may still name this connection with an owner (its clearing failed,
+   * lock-book.ts): a new holding of one is published at once. Cleared when the connection ends.
+   */
+  readonly uncleared = new Set<string>();
   readonly #options: SessionOptions;
   readonly #log: Logger;
   /** The connection, once it is set up and until it ends. */
@@ -305,7 +312,7 @@ export class Session {
     try {
       await client.connect();
       const pid = await client.query<[number]>({
-        text: "SELECT pg_backend_pid()",
+        text: this.#options.hello,
         rowMode: "array",
         query_timeout: left(),
       } as QueryConfig);
@@ -328,6 +335,7 @@ export class Session {
     destroy(conn.client);
     const lost = [...this.held.values()];
     this.held.clear();
+    this.uncleared.clear();
     this.#options.onLost(lost);
     for (const call of this.#waiting.splice(0)) this.#settle(call, reason);
     if (this.#closed) return;

@@ -6,31 +6,48 @@
 // (names whose ids collide share their rows, as they share their lock), hold what advisory
 // locks cannot:
 //
-// - `<table>` (logged): per id, `reserved`, a bound no fence ever handed out exceeds. It is
-//   raised a block at a time (FENCE_BLOCK), by a commit that is flushed to disk before the
-//   fence that needed it is handed out; so it survives any crash the server survives.
-// - `<table>_holders` (UNLOGGED): per id, the last fence handed out (and a copy of
-//   `reserved`) and the last holder: name, owner, plugin, node, hostname, session pid, times,
-//   and `ttl_ms`, the TTL the current lease was set with (acquire or the latest renew; NULL in
-//   rows an older version wrote, whose tables get the column from `addColumns`).
-//   Written on acquire and renew without flushing the WAL (an unlogged write needs no WAL);
-//   release only reads it. PostgreSQL empties unlogged tables after a crash, when every
-//   session and advisory lock is gone too; the next acquire then starts a new block above
-//   `reserved`, so fences never repeat, nor go back. So acquire is one round trip, and two
-//   (plus a flush) on a name's first acquisition, every FENCE_BLOCK-th, and after a crash.
+// - `<table>` (logged): per id, `reserved`, a fence bound earlier versions raised a block at a
+//   time (FENCE_BLOCK), flushed, so their fences survived a crash. This version's fences follow
+//   the clock, which a crash does not set back: it neither reads nor writes it.
+// - `<table>_holders` (UNLOGGED): per id, the last published fence and holder: name, owner,
+//   plugin, node, hostname, session pid, times, and `ttl_ms`, the TTL the current lease was set
+//   with (acquire or the latest renew; NULL in rows an older version wrote).
+//
+// The acquire writes nothing (no transaction id, no tuple, no commit: a row write costs ~65 µs,
+// more than the rest of the pair). Its fence is the server's clock in µs (clock_timestamp(),
+// read after the advisory lock was granted, so after the previous holder's unlock), kept above
+// the fence stored in the holders row and above the last fence this host handed out for the id. The holder row is written by a deferred step (publish), in one
+// statement per session for every lock held past PUBLISH_AFTER_MS (lock-book.ts), and at once
+// before anything else needs it on that session (renew, a local status or listing). Until
+// then the lock is "unpublished": pg_locks shows its session (which holds this table's session
+// mark, sessionMarkOf) holding the advisory lock with no current row, and status, listing,
+// force-release and the by-owner steps wait for the row (published.ts). A published lock's
+// release, lease end and unlock clear its row's owner in the same statement; an unpublished
+// lock's release only unlocks.
 //
 // A holders row describes a holding only while its `owner` is set AND the session `pid` it
 // names holds the advisory lock (pg_locks): a session that releases or ends (crash, network
-// loss, pg_terminate_backend) frees its locks at once, whatever its row still says. A row is
-// overwritten by the next acquisition of its id, so it can never describe an older holding
-// of a lock its pid took again, even for a colliding name (`key` is compared too).
+// loss, pg_terminate_backend) frees its locks at once, whatever its row still says. Rows left
+// with an owner by an ended session whose pid the server gave to a new one are cleared when
+// that one connects (clearStale).
+//
+// Hosts of earlier versions (a rolling upgrade) compute a fence as the row's + 1 in a row
+// write: a trigger on the holders table (clockFencesTrigger) raises what such a write stores
+// to the clock in µs too, so fences of both versions keep rising; this version's sessions set
+// `lockhost.clock_fences` and the trigger leaves their writes alone.
 //
 // Times are the server's: now() truncated to whole ms, so acquired/expires in ms since the
 // epoch are integers and differ by exactly the TTL.
 import { createHash } from "node:crypto";
 
-/** Fences reserved per flushed write: a crash makes a name's fences jump by up to this much. */
+/** Fences reserved per flushed write by the queue kinds (queue-sql.ts) and by earlier versions' mutexes. */
 export const FENCE_BLOCK = 1024;
+
+/** The setting this version's sessions carry, so the holders table's trigger leaves their writes alone. */
+export const CLOCK_FENCES_SETTING = "lockhost.clock_fences";
+
+/** The name of the holders table's trigger, and of its function (one per schema). */
+const CLOCK_FENCES_TRIGGER = "lockhost_clock_fences";
 
 /** A named statement: node-postgres prepares it on first use on each connection. */
 export interface Statement {
@@ -42,21 +59,33 @@ export interface Statement {
 export interface Statements {
   /**
    * [whether both tables exist, whether the holders table has every column this version
-   * writes]: checked first, so a role without CREATE can use tables made for it.
+   * writes, whether it has the clock-fences trigger]: checked first, so a role without CREATE
+   * can use tables made for it.
    */
   readonly tablesExist: { readonly text: string; readonly values: readonly string[] };
-  /** Creates both tables if missing (two statements, run one at a time). */
+  /** Creates both tables and the holders table's trigger if missing (run one at a time). */
   readonly createTables: readonly string[];
   /** Adds to an existing holders table (made by an earlier version) the columns it lacks. */
   readonly addColumns: readonly string[];
+  /** Puts the clock-fences trigger on a holders table an earlier version made (run one at a time). */
+  readonly addTrigger: readonly string[];
   /**
-   * $1 advisory id, $2 key, $3 owner, $4 plugin, $5 node, $6 hostname, $7 ttl ms ->
-   * [fence, reserved, acquired ms, expires ms, null] when taken; [null x 4, ms left of the
-   * holder row's lease] when contended and the row is there; else no row.
+   * Run once on each new session connection -> [pid]: sets CLOCK_FENCES_SETTING and takes the
+   * table's session mark (sessionMarkOf) shared, which tells other hosts this session publishes lazily.
+   */
+  readonly hello: string;
+  /**
+   * $1 advisory id -> [the stored fence or 0, the server's clock in µs, null] when taken;
+   * [null, clock µs, ms left of the holder row's lease or null] when contended. Writes nothing.
    */
   readonly acquire: Statement;
-  /** $1 advisory id, $2 fence just taken -> [the fence to hand out]; only while holding the lock. */
-  readonly reserve: Statement;
+  /** Clears rows that name this session's pid (left by an ended session with that pid): run once per connection. */
+  readonly clearStale: string;
+  /**
+   * Writes holder rows of locks this session holds, ids unique: $1 ids, $2 keys, $3 fences, $4
+   * owners, $5 plugins, $6 nodes, $7 hostname, $8 acquired ms, $9 expires ms, $10 ttl ms -> [].
+   */
+  readonly publish: Statement;
   /** $1 advisory id, $2 key, $3 owner, $4 ttl ms -> [expires ms] or no row. */
   readonly renew: Statement;
   /**
@@ -80,11 +109,17 @@ export interface Statements {
   /** $1 channel, $2 payload -> [] (pg_notify: delivered when the statement commits). */
   readonly notify: Statement;
   /**
-   * $1 advisory id, $2 owner, $3 released channel, $4 and $5 the key's wait lock (waitLockOf)
-   * -> [whether the row still named this owner, unlocked, null]; always unlocks, and notifies
-   * (payload: the advisory id) when a waiter holds the wait lock.
+   * An unpublished lock's release: $1 advisory id, $2 owner (unused), $3 released channel, $4
+   * and $5 the key's wait lock (waitLockOf) -> [unlocked, unlocked, null]; notifies (payload:
+   * the advisory id) when a waiter holds the wait lock.
    */
   readonly release: Statement;
+  /**
+   * A published lock's release, with release's arguments and $6 its fence -> [whether it was
+   * still this owner's (not force-released), unlocked, null]: also clears the row's owner;
+   * always unlocks.
+   */
+  readonly releasePublished: Statement;
   /**
    * $1, $2: int4 arrays, wait locks (waitLockOf) -> [k1, k2, taken] per lock: a waiter's
    * registration, held shared by the LISTEN connection while the key is watched. A waiter that
@@ -95,9 +130,17 @@ export interface Statements {
   readonly waitOff: Statement;
   /** $1 advisory id -> [unlocked]. */
   readonly unlock: Statement;
+  /** $1 advisory id, $2 owner -> [rows cleared, unlocked]: a published lock's bare unlock. */
+  readonly unlockPublished: Statement;
   /**
-   * $1 advisory id, $2 key, $3 classid, $4 objid -> [owner, fence, plugin, node, hostname,
-   * acquired ms, expires ms, remaining ms, ttl ms or null, value or null] or no row.
+   * $1 advisory id, $2 classid, $3 objid -> [whether a session with this table's session mark
+   * holds the lock with no holders row naming it yet (an unpublished lock)].
+   */
+  readonly unpublished: Statement;
+  /**
+   * $1 advisory id, $2 key, $3 classid, $4 objid -> [true, owner, fence, plugin, node, hostname,
+   * acquired ms, expires ms, remaining ms, ttl ms or null, value or null], or [false] when the
+   * lock is held unpublished, or no row.
    */
   readonly status: Statement;
   /**
@@ -109,7 +152,8 @@ export interface Statements {
   readonly terminate: Statement;
   /**
    * $1 LIKE pattern of the names, $2 the last name of the previous page or null, $3 limit ->
-   * [key, then the status columns], live holdings only, in name order.
+   * [true, key, then the status columns], live holdings only, in name order; then [false] if
+   * any session with this table's session mark holds an unpublished lock.
    */
   readonly list: Statement;
   /**
@@ -190,15 +234,58 @@ const advisoryLockOfId = (id: string): string =>
 
 const ms = (column: string): string => `(extract(epoch FROM ${column}) * 1000)::int8`;
 const serverNow = "date_trunc('milliseconds', now())";
+/** The server's clock in µs since the epoch, read when evaluated (not at the statement's start). */
+const clockUs = "(date_part('epoch', clock_timestamp()) * 1000000)::int8";
+/** Whole ms from timestamptz `from` to `to` (SQL expressions). */
+const msBetween = (to: string, from: string): string => `(date_part('epoch', ${to} - ${from}) * 1000)::int8`;
+/** ms since the epoch (an int8 expression) as a timestamptz, exactly. */
+const fromMs = (expr: string): string => `(timestamptz 'epoch' + ${expr} * interval '1 millisecond')`;
+
+/**
+ * The session mark of the configured `table`: an advisory lock in the two-int4 space (as
+ * [classid, objid], unsigned) that every session of this version holds shared, so a lock held
+ * by a marked session with no holders row naming it is known to be unpublished, not another
+ * application's advisory lock.
+ */
+export function sessionMarkOf(table: string): readonly [number, number] {
+  const digest = createHash("sha256").update(`\u0000lockhost-session\u0000${table}`, "utf8").digest();
+  return [digest.readUInt32BE(0), digest.readUInt32BE(4)];
+}
+
+/** Whether session `pid` (an SQL expression) holds the session mark [c, o]. */
+const marked = (pid: string, [c, o]: readonly [number, number]): string =>
+  `EXISTS (SELECT FROM pg_locks m WHERE m.pid = ${pid} AND m.locktype = 'advisory' AND m.granted AND m.objsubid = 2` +
+  ` AND m.classid = ${c}::oid AND m.objid = ${o}::oid AND m.database = (SELECT oid FROM pg_database WHERE datname = current_database()))`;
+
+/** The int8 advisory id of pg_locks row `l` (objsubid 1). */
+const idOfLock = (l: string): string => `((${l}.classid::int8 << 32) | ${l}.objid::int8)`;
 
 /** Builds the statements for the configured `table` (`name` or `schema.name`). */
 export function statementsFor(table: string): Statements {
   const t = quoteTable(table);
   const h = quoteTable(holdersTableOf(table));
+  // One function per schema, whatever the table (its body names none): dropping a table
+  // leaves no function of its own behind.
+  const fn = quoteTable(table.slice(0, table.lastIndexOf(".") + 1) + CLOCK_FENCES_TRIGGER);
+  const mark = sessionMarkOf(table);
+  const clockFences = [
+    // Earlier versions write fence = the row's + 1 (or `reserved` + 1): raised to the clock in
+    // µs, as this version's acquire computes them. Their renewals do not set `fence` and do not
+    // fire it; this version's sessions carry the setting.
+    `CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      BEGIN
+        IF coalesce(current_setting('${CLOCK_FENCES_SETTING}', true), '') <> 'on' THEN
+          NEW.fence := greatest(NEW.fence, ${clockUs});
+        END IF;
+        RETURN NEW;
+      END $fn$`,
+    `CREATE TRIGGER ${CLOCK_FENCES_TRIGGER} BEFORE INSERT OR UPDATE OF fence ON ${h} FOR EACH ROW EXECUTE FUNCTION ${fn}()`,
+  ];
   return {
     tablesExist: {
       text: `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL,
-          (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($2) AND attname IN ('ttl_ms', 'value') AND NOT attisdropped) = 2`,
+          (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($2) AND attname IN ('ttl_ms', 'value') AND NOT attisdropped) = 2,
+          EXISTS (SELECT FROM pg_trigger WHERE tgrelid = to_regclass($2) AND tgname = '${CLOCK_FENCES_TRIGGER}')`,
       values: [t, h],
     },
     createTables: [
@@ -218,59 +305,51 @@ export function statementsFor(table: string): Statements {
         ttl_ms bigint,
         value text
       )`,
+      ...clockFences,
     ],
     // Nullable, as in CREATE: rows of an earlier version (still running elsewhere) have none.
     // `value`: a leader's proclamation (proclaim), NULL until it makes one.
     addColumns: [`ALTER TABLE ${h} ADD COLUMN IF NOT EXISTS ttl_ms bigint`, `ALTER TABLE ${h} ADD COLUMN IF NOT EXISTS value text`],
-    // The advisory lock, the next fence and the holder in one statement. `l` is volatile, so
-    // it runs exactly once, and nothing is written unless it got the lock. When it did not,
-    // the holder row (maybe an older version: see below) tells how long its lease has left,
-    // a hint for waiters only.
-    // CAREFUL: the statement's snapshot is taken before pg_try_advisory_lock runs, so a plain
-    // read here may miss what the previous holder committed in between. The fence therefore
-    // comes from ON CONFLICT DO UPDATE, which works on the latest row version: last fence + 1.
-    // Only with no holders row at all (a new id, or emptied by a crash: then no holder
-    // committed anything since) is it taken from `reserved`. When the fence passes the
-    // row's copy of `reserved`, the caller runs `reserve` before handing the fence out.
+    addTrigger: clockFences,
+    hello: `SELECT pg_backend_pid(), set_config('${CLOCK_FENCES_SETTING}', 'on', false),
+      pg_try_advisory_lock_shared(${mark[0] | 0}, ${mark[1] | 0})`,
+    // The advisory lock and what the fence is made of; nothing is written. The subquery `l`
+    // (OFFSET 0 keeps it apart) runs first, once; the stored fence is read and the clock after
+    // it (left to right), so the clock is read after the previous holder's unlock, and so after
+    // its own clock read. The caller hands out max(clock µs, stored + 1, its last + 1). The
+    // stored fence is a floor for a clock that stepped back; the statement's snapshot predates
+    // the lock, so a row the previous holder published in the few µs between may be missed
+    // (the clock, later than that fence's, covers that). When not taken, the holder row (maybe
+    // a stale one) tells how long its lease has left, a hint for waiters only. Each read is a
+    // subquery run only on its branch: one index lookup either way.
     // A session-level advisory lock survives the rollback of a failed statement: the caller
     // unlocks after any error.
     acquire: {
       name: "lockhost_acquire",
-      text: `WITH l AS (SELECT pg_try_advisory_lock($1::int8) AS got),
-        r AS (SELECT coalesce((SELECT reserved FROM ${t} WHERE id = $1::int8), 0) AS reserved),
-        i AS (
-          INSERT INTO ${h} AS h (id, key, fence, reserved, owner, plugin, node, hostname, pid, acquired_at, expires_at, ttl_ms)
-          SELECT $1::int8, $2::text, r.reserved + 1, r.reserved, $3::text, $4::text, $5::text, $6::text, pg_backend_pid(),
-                 ${serverNow}, ${serverNow} + $7::int8 * interval '1 millisecond', $7::int8
-          FROM l, r WHERE l.got
-          ON CONFLICT (id) DO UPDATE SET fence = h.fence + 1, key = EXCLUDED.key, owner = EXCLUDED.owner,
-            plugin = EXCLUDED.plugin, node = EXCLUDED.node, hostname = EXCLUDED.hostname, pid = EXCLUDED.pid,
-            acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at, ttl_ms = EXCLUDED.ttl_ms, value = NULL
-          RETURNING fence, reserved, ${ms("acquired_at")} AS acquired, ${ms("expires_at")} AS expires
-        )
-        SELECT fence, reserved, acquired, expires, NULL::int8 FROM i
-        UNION ALL
-        SELECT NULL, NULL, NULL, NULL, ${ms("h.expires_at")} - ${ms(serverNow)}
-        FROM l, ${h} h WHERE NOT l.got AND h.id = $1::int8 AND h.owner IS NOT NULL`,
+      text: `SELECT CASE WHEN l.got THEN coalesce((SELECT h.fence FROM ${h} h WHERE h.id = $1::int8), 0) END,
+          ${clockUs},
+          CASE WHEN NOT l.got THEN (SELECT ${msBetween("h.expires_at", "now()")} FROM ${h} h WHERE h.id = $1::int8 AND h.owner IS NOT NULL) END
+        FROM (SELECT pg_try_advisory_lock($1::int8) AS got OFFSET 0) l`,
     },
-    // Reserves the next block for a fence the acquire just took past `reserved`, while the
-    // lock is held (so this statement's snapshot already sees every earlier holder's commits),
-    // and flushes it to disk (also on a server with synchronous_commit = off) before the fence
-    // is handed out. The fence is raised above `reserved` if it was not already.
-    reserve: {
-      name: "lockhost_reserve",
-      text: `WITH cur AS (
-          SELECT greatest($2::int8, coalesce((SELECT reserved FROM ${t} WHERE id = $1::int8), 0) + 1) AS fence
-        ),
-        f AS (
-          INSERT INTO ${t} AS f (id, reserved)
-          SELECT $1::int8, cur.fence + ${FENCE_BLOCK - 1} FROM cur
-          WHERE current_setting('synchronous_commit') <> 'off' OR set_config('synchronous_commit', 'on', true) = 'on'
-          ON CONFLICT (id) DO UPDATE SET reserved = greatest(f.reserved, EXCLUDED.reserved)
-          RETURNING reserved
-        )
-        UPDATE ${h} h SET fence = cur.fence, reserved = f.reserved FROM cur, f WHERE h.id = $1::int8
-        RETURNING h.fence`,
+    // Run on each new session connection: rows naming this session's pid with an owner are
+    // left by an ended session whose pid the server gave to this one (a published lock's every
+    // unlock clears its row, or its session is dropped). They would pass for this session's
+    // holdings until published over: cleared. A scan of the table once per connection.
+    clearStale: `UPDATE ${h} SET owner = NULL WHERE pid = pg_backend_pid() AND owner IS NOT NULL`,
+    // Only the session holding a lock publishes it, and only while its host's bookkeeping says
+    // held: its unlock goes out on the same connection after this, so the row is written while
+    // the lock is held. The trigger leaves it alone (the session's setting).
+    publish: {
+      name: "lockhost_publish",
+      text: `INSERT INTO ${h} AS h (id, key, fence, reserved, owner, plugin, node, hostname, pid, acquired_at, expires_at, ttl_ms)
+        SELECT q.id, q.key, q.fence, q.fence, q.owner, q.plugin, q.node, $7::text, pg_backend_pid(),
+          ${fromMs("q.acquired")}, ${fromMs("q.expires")}, q.ttl
+        FROM unnest($1::int8[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::text[], $8::int8[], $9::int8[], $10::int8[])
+          AS q(id, key, fence, owner, plugin, node, acquired, expires, ttl)
+        ON CONFLICT (id) DO UPDATE SET key = EXCLUDED.key, fence = EXCLUDED.fence, reserved = EXCLUDED.reserved,
+          owner = EXCLUDED.owner, plugin = EXCLUDED.plugin, node = EXCLUDED.node, hostname = EXCLUDED.hostname,
+          pid = EXCLUDED.pid, acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at,
+          ttl_ms = EXCLUDED.ttl_ms, value = NULL`,
     },
     // Runs on the holding session, so an answer proves the session (and with it the advisory
     // lock) alive: a session loses an advisory lock only by unlocking it, which the caller's
@@ -324,16 +403,24 @@ export function statementsFor(table: string): Statements {
         SELECT CASE WHEN EXISTS (SELECT FROM u) THEN 'released' WHEN EXISTS (SELECT FROM cur) THEN 'mismatch' ELSE 'not_found' END,
           (SELECT pg_notify($4, u.pid || ':' || $1::int8 || ':' || u.fence) FROM u)`,
     },
-    // Another host may have renewed the lease by owner (restore): then the row says a later
-    // expiry than the holder last knew, and the lease goes on. Only reads, as release does.
+    // A published lease's end (an unpublished one cannot have been renewed elsewhere: that
+    // waits for its row). Another host may have renewed the lease by owner (restore): then the
+    // row says a later expiry than the holder last knew, and the lease goes on. Otherwise the
+    // row's owner is cleared and the lock unlocked.
     expire: {
       name: "lockhost_expire",
       text: `WITH r AS (
           SELECT ${ms("expires_at")} - ${ms(serverNow)} AS remaining, ${ms("expires_at")} AS expires FROM ${h}
           WHERE id = $1::int8 AND key = $2 AND owner = $3 AND pid = pg_backend_pid()
             AND ${ms("expires_at")} > $4::int8 AND expires_at > now()
+        ),
+        c AS (
+          UPDATE ${h} SET owner = NULL
+          WHERE id = $1::int8 AND owner = $3 AND pid = pg_backend_pid() AND NOT EXISTS (SELECT FROM r)
+          RETURNING 1
         )
-        SELECT (SELECT remaining FROM r), (SELECT expires FROM r), CASE WHEN NOT EXISTS (SELECT FROM r) THEN pg_advisory_unlock($1::int8) END`,
+        SELECT (SELECT remaining FROM r), (SELECT expires FROM r),
+          CASE WHEN NOT EXISTS (SELECT FROM r) THEN (SELECT count(*) FROM c) >= 0 AND pg_advisory_unlock($1::int8) END`,
     },
     notify: { name: "lockhost_notify", text: "SELECT pg_notify($1, $2)" },
     // The NOTIFY for the key's waiters goes in the same statement (one round trip, one
@@ -343,16 +430,27 @@ export function statementsFor(table: string): Statements {
     // exclusive here tells that one does. The unlock runs first (OFFSET 0 keeps the subquery
     // apart): a waiter that registers after the check retries after the unlock and finds the
     // lock free. PostgreSQL delivers the NOTIFY at commit, after the unlock.
-    // Otherwise it only reads (no transaction id) and always unlocks: the caller's bookkeeping
-    // says this session holds the advisory lock. A row no longer naming this owner was
-    // force-released. The wait-lock check needs a lock table entry for an instant: with the
-    // server's lock table full it fails after the unlock ran, and the bare unlock the caller
-    // then sends confirms the release.
+    // An unpublished lock's release reads and writes no row: the caller's bookkeeping says this
+    // session holds the advisory lock, and nobody can have force-released it (that waits for
+    // its row). The wait-lock check needs a lock table entry for an instant: with the server's
+    // lock table full it fails after the unlock ran, and the bare unlock the caller then sends
+    // confirms the release.
     release: {
       name: "lockhost_release",
-      text: `SELECT u.ours, u.unlocked,
+      text: `SELECT u.unlocked, u.unlocked,
           CASE WHEN pg_try_advisory_xact_lock($4::int4, $5::int4) THEN NULL ELSE pg_notify($3, $1::int8::text) END
-        FROM (SELECT EXISTS (SELECT FROM ${h} WHERE id = $1::int8 AND owner = $2 AND pid = pg_backend_pid()) AS ours,
+        FROM (SELECT pg_advisory_unlock($1::int8) AS unlocked, $2::text OFFSET 0) u`,
+    },
+    // A published lock: its row's owner is cleared first, so the row never outlives the holding
+    // it describes. Its row with its fence no longer naming this owner was force-released; no
+    // row with its fence means its publish failed (and it was not force-released: that waits
+    // for the row), so the lock was ours.
+    releasePublished: {
+      name: "lockhost_release_published",
+      text: `WITH c AS (UPDATE ${h} SET owner = NULL WHERE id = $1::int8 AND owner = $2 AND pid = pg_backend_pid() RETURNING 1)
+        SELECT u.ours, u.unlocked,
+          CASE WHEN pg_try_advisory_xact_lock($4::int4, $5::int4) THEN NULL ELSE pg_notify($3, $1::int8::text) END
+        FROM (SELECT EXISTS (SELECT FROM c) OR NOT EXISTS (SELECT FROM ${h} WHERE id = $1::int8 AND fence = $6::int8) AS ours,
           pg_advisory_unlock($1::int8) AS unlocked OFFSET 0) u`,
     },
     waitOn: {
@@ -361,23 +459,47 @@ export function statementsFor(table: string): Statements {
     },
     waitOff: { name: "lockhost_wait_off", text: "SELECT pg_advisory_unlock_shared($1::int4, $2::int4)" },
     unlock: { name: "lockhost_unlock", text: "SELECT pg_advisory_unlock($1::int8)" },
+    unlockPublished: {
+      name: "lockhost_unlock_published",
+      text: `WITH c AS (UPDATE ${h} SET owner = NULL WHERE id = $1::int8 AND owner = $2 AND pid = pg_backend_pid() RETURNING 1)
+        SELECT (SELECT count(*) FROM c), pg_advisory_unlock($1::int8)`,
+    },
+    unpublished: {
+      name: "lockhost_unpublished",
+      text: `SELECT EXISTS (SELECT FROM pg_locks l WHERE ${advisoryLock("$2", "$3")} AND ${marked("l.pid", mark)}
+          AND NOT EXISTS (SELECT FROM ${h} h WHERE h.id = $1::int8 AND h.owner IS NOT NULL AND h.pid = l.pid))`,
+    },
+    // A live published holding of this name, or else [false] when a marked session holds the
+    // lock with no row naming it (unpublished: the caller waits for its row). A row for a
+    // colliding name names the holding session: then neither.
     status: {
       name: "lockhost_status",
-      text: `SELECT owner, fence, plugin, node, hostname, ${ms("acquired_at")}, ${ms("expires_at")},
+      text: `WITH holder AS MATERIALIZED (SELECT l.pid FROM pg_locks l WHERE ${advisoryLock("$3", "$4")})
+        SELECT true, owner, fence, plugin, node, hostname, ${ms("acquired_at")}, ${ms("expires_at")},
           greatest(0, ${ms("expires_at")} - ${ms(serverNow)}), ttl_ms, value
         FROM ${h} h
-        WHERE id = $1::int8 AND key = $2 AND owner IS NOT NULL
-          AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = h.pid AND ${advisoryLock("$3", "$4")})`,
+        WHERE id = $1::int8 AND key = $2 AND owner IS NOT NULL AND h.pid IN (SELECT pid FROM holder)
+        UNION ALL
+        SELECT false, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM holder x
+        WHERE ${marked("x.pid", mark)}
+          AND NOT EXISTS (SELECT FROM ${h} h WHERE h.id = $1::int8 AND h.owner IS NOT NULL AND h.pid = x.pid)`,
     },
     list: {
       name: "lockhost_list",
-      text: `SELECT h.key, owner, fence, plugin, node, hostname, ${ms("acquired_at")}, ${ms("expires_at")},
+      text: `(SELECT true, h.key, owner, fence, plugin, node, hostname, ${ms("acquired_at")}, ${ms("expires_at")},
           greatest(0, ${ms("expires_at")} - ${ms(serverNow)}), ttl_ms, value
         FROM ${h} h
         WHERE h.owner IS NOT NULL AND h.key LIKE $1 ESCAPE '\\' AND ($2::text IS NULL OR h.key > $2::text)
           AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = h.pid AND ${advisoryLockOfId("h.id")})
         ORDER BY h.key
-        LIMIT $3::int4`,
+        LIMIT $3::int4)
+        UNION ALL
+        SELECT false, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+        WHERE EXISTS (SELECT FROM pg_locks l
+          WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            AND ${marked("l.pid", mark)}
+            AND NOT EXISTS (SELECT FROM ${h} h WHERE h.id = ${idOfLock("l")} AND h.owner IS NOT NULL AND h.pid = l.pid))`,
     },
     forceReleaseAsk: {
       name: "lockhost_force_release_ask",

@@ -6,8 +6,11 @@ import { LockhostError } from "../../../kit/index.js";
 import { isServerError, type ErrorContext } from "./errors.js";
 import type { Statements } from "./sql.js";
 
-/** SQLSTATEs of a CREATE TABLE (or ADD COLUMN) IF NOT EXISTS that lost a race with another host's. */
-const CREATE_RACE_CODES = new Set(["23505", "42P07", "42710", "42701"]);
+/**
+ * SQLSTATEs of a CREATE TABLE (or ADD COLUMN) IF NOT EXISTS, CREATE OR REPLACE FUNCTION or
+ * CREATE TRIGGER that lost a race with another host's (XX000: "tuple concurrently updated").
+ */
+const CREATE_RACE_CODES = new Set(["23505", "42P07", "42710", "42701", "XX000"]);
 
 /** Whether the tables are known to be there, and the steps that make them so. */
 export class Tables {
@@ -39,15 +42,16 @@ export class Tables {
    * Makes sure the tables exist, once per backend. Existing tables are only looked up (an
    * operator may create them, DDL in sql.ts, for a role that may not create tables); missing
    * ones are created, and several hosts may race to do so. A holders table of an earlier
-   * version gets the columns it lacks (ALTER TABLE: needs the table's owner).
+   * version gets the columns it lacks and the clock-fences trigger (ALTER TABLE, CREATE
+   * TRIGGER: need the table's owner).
    */
   async prepare(client: pg.Client, timeoutMs: number): Promise<void> {
     if (this.#ready) return;
     const until = performance.now() + timeoutMs;
     const left = (): number => Math.max(1, until - performance.now());
     const { text, values } = this.#sql.tablesExist;
-    const exist = await client.query<[boolean, boolean]>({ text, values: [...values], rowMode: "array", query_timeout: left() } as pg.QueryArrayConfig);
-    const [tables, columns] = exist.rows[0] ?? [];
+    const exist = await client.query<[boolean, boolean, boolean]>({ text, values: [...values], rowMode: "array", query_timeout: left() } as pg.QueryArrayConfig);
+    const [tables, columns, trigger] = exist.rows[0] ?? [];
     const run = async (ddl: readonly string[]): Promise<void> => {
       for (const statement of ddl) {
         try {
@@ -64,6 +68,12 @@ export class Tables {
         throw this.#upgradeError(err);
       });
     }
+    // A holders table an earlier version made: its fences must follow the clock (sql.ts).
+    if (trigger !== true && tables === true) {
+      await run(this.#sql.addTrigger).catch((err: unknown) => {
+        throw this.#upgradeError(err);
+      });
+    }
     this.#ready = true;
   }
 
@@ -75,7 +85,7 @@ export class Tables {
       this.#errors.scrub(
         `PostgreSQL at ${this.#errors.target}: the lock holders table was made by an earlier lockhost version and ` +
           `adding its new columns failed (${err.message}, SQLSTATE ${err.code ?? "unknown"}); ` +
-          `have the table's owner run: ${this.#sql.addColumns.join("; ")}`,
+          `have the table's owner run: ${[...this.#sql.addColumns, ...this.#sql.addTrigger].join("; ")}`,
       ),
     );
   }

@@ -2,7 +2,7 @@
 // how they cross the boundary, its result, the error codes it returns, the flags it takes and
 // the runtimes that serve it. The guest import table, the worker channel's encoding, the host's
 // dispatch, the loader's list of provided imports and the operation tables of abi/ABI.md and
-// the README all derive from this table (test/docs.test.ts holds the docs and the
+// docs/abi.md all derive from this table (test/docs.test.ts holds the docs and the
 // AssemblyScript bindings to it). Adding an operation touches this table, its implementation
 // in host/runtime/lock-ops.ts (or the runtime's local imports), and its tests.
 import { FLAG_FAIR, FLAG_FENCE, FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, FLAG_RW, FLAG_SEMAPHORE, MAX_INPUT_BYTES, MAX_LEADER_VALUE_BYTES, MAX_KEY_BYTES, MAX_LOG_BYTES, MAX_REQUEST_HEAD_BYTES } from "./status.js";
@@ -94,7 +94,7 @@ export interface OpSpec {
   readonly takesLock?: boolean;
   /** The result, as ABI.md's operation table says it. */
   readonly doc: string;
-  /** The result in a few words, for the README's table. */
+  /** The result in a few words, for the brief table of docs/abi.md. */
   readonly brief: string;
 }
 

@@ -708,12 +708,12 @@ function runCli(args: readonly string[], env?: NodeJS.ProcessEnv): CliRun {
   };
 }
 
-describe("the README's two hosts, as written", () => {
+describe("the operator guide's two hosts, as written", () => {
   it.each([
     ["Redis", "redis", "examples/redis.toml"],
     ["etcd", "etcd", "examples/etcd.toml"],
   ])("runs two hosts on the example %s config: one runner per tick, status and the admin listener answer", async (_, backend, file) => {
-    // README "Two hosts, one backend, one runner per tick", command for command (npx lockhost = this CLI).
+    // docs/operators.md "Two hosts, one backend, one runner per tick" (and the README's quick start), command for command (npx lockhost = this CLI).
     const servers = { REDIS_URL: redisUrl(), ETCD_ENDPOINT: etcdEndpoints()[0] };
     const env = (extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv => ({ ...process.env, ...servers, ...extra });
     const a = runCli(["run", "--config", file], env({ LOCKHOST_NODE: "node-a" }));
@@ -732,6 +732,9 @@ describe("the README's two hosts, as written", () => {
       const status = await lockhostAsync(["status", "lockhost:schedule:report.run", "--config", file], { env: servers });
       expect(status.status, status.stderr).toBe(0);
       expect(status.stdout).toMatch(/lockhost:schedule:report\.run: (held|not held)/);
+      const locks = await lockhostAsync(["locks", "--config", file], { env: servers });
+      expect(locks.status, locks.stderr).toBe(0);
+      expect(locks.stdout).toMatch(/lockhost:node:node-[ab]/);
       const counters = await lockhostAsync(["status", "--admin", "http://127.0.0.1:9464"]);
       expect(counters.status, counters.stderr).toBe(0);
       expect(counters.stdout).toContain(`node node-a, ${backend} backend`);

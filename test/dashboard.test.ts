@@ -6,7 +6,7 @@
 // Redis down the page says so in a banner and stops saying "live". No page raises a console
 // error or meets a 404 it did not ask for. Screenshots go to a temporary folder of the test's
 // own (a test writes nothing into the tracked tree); `npm run screenshot` refreshes
-// docs/dashboard.png, which the README shows, on purpose.
+// docs/dashboard.png, which docs/operators.md shows, on purpose.
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -1,4 +1,4 @@
-// The operation tables of abi/ABI.md (the spec) and of the README (in brief), written from the
+// The operation tables of abi/ABI.md (the spec) and of docs/abi.md (in brief), written from the
 // one operation table, abi/ops.ts: one table for module `lock`, one for what a guest can do
 // under its lock (modules lockhost, http, config, log, and host functions).
 import { OPS, signatureOf, type OpSpec } from "../../abi/ops.js";
@@ -16,7 +16,7 @@ export function abiSpecTable(group: OpGroup = "lock"): string {
   ]);
 }
 
-/** The README's table: every import, its signature, its result in a few words. */
+/** The brief's table (docs/abi.md, docs/guests.md): every import, its signature, its result in a few words. */
 export function abiBriefTable(group: OpGroup = "lock"): string {
   return table(group, [group === "lock" ? "import (`lock`)" : "import", "signature", "result"], (op) => [op.brief]);
 }

@@ -1,5 +1,5 @@
-// The README's config reference, written from the declarations: every table, every key, its
-// default (or an example), its range and unit, and its doc line. A test holds the README to it,
+// The config reference of docs/operators.md, written from the declarations: every table, every
+// key, its default (or an example), its range and unit, and its doc line. A test holds the page to it,
 // so the reference cannot drift from what the reader accepts.
 import type { FieldSpec, TableSchema } from "../../kit/schema.js";
 import { tomlKey } from "../../kit/schema.js";

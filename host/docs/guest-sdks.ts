@@ -128,8 +128,11 @@ export function cAbi(statusSource: string): string {
   return lines.join("\n") + "\n";
 }
 
-/** The status codes proper: the constants between CONTENDED and the first flag. */
-function codes(statusSource: string): StatusConst[] {
+/**
+ * The status codes proper of abi/status.ts (its source text): `OK`, then the constants between
+ * CONTENDED and the first flag, in order of value.
+ */
+export function codes(statusSource: string): StatusConst[] {
   const all = statusConstants(statusSource);
   const from = all.findIndex((c) => c.name === "CONTENDED");
   const to = all.findIndex((c) => c.name.startsWith("FLAG_"));

@@ -1,4 +1,4 @@
-// The table of lock kinds in the README and ABI.md, written from the one kind table
+// The table of lock kinds in docs/lock-model.md and ABI.md, written from the one kind table
 // (kit/kinds.ts): what each kind is called, how it is held, how the host API, a guest and an
 // operator name it.
 import { KINDS, kindRow, LOCK_KINDS, roleOf, type LockKind } from "../../kit/kinds.js";

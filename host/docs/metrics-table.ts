@@ -1,4 +1,4 @@
-// The README's list of every series /metrics shows, written from the series table
+// The list of every series /metrics shows (docs/operators.md), written from the series table
 // (host/admin/metric-series.ts): where it comes from, name, type, labels and meaning.
 import { allSeries } from "../admin/metric-series.js";
 

@@ -148,6 +148,14 @@ function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireRes
     countContended(core, request);
     return contended(result);
   }
+  if (performance.now() >= sentAt + request.ttlMs) {
+    // The answer came after the lease's end as this host counts it (a server paused past the
+    // TTL with the request queued): no holder may be told it holds a lease with no time left,
+    // so it is given back and the attempt counts as contended.
+    void core.giveBack(req.key, req.owner, spec.kind);
+    countContended(core, request);
+    return contended({ acquired: false });
+  }
   return leaseOf(core, request, result, req, sentAt);
 }
 

@@ -84,7 +84,9 @@ export async function campaign(core: ServiceCore, election: string, request: Che
       await releaseIfHeld(core, lease);
       throw err;
     }
-    if (held) return new Leadership(core, election, lease, value);
+    // Held on the server and still within its lease here (a proclamation answered after the
+    // lease's end, a server paused past it, must not make a leader of a lease with no time left).
+    if (held && lease.state === "held" && performance.now() < lease.deadline) return new Leadership(core, election, lease, value);
     // Lost between winning and proclaiming (force-released, expired): not a leader; campaign on.
     if (lease.state === "held") core.markLost(lease, new LockhostError("LOST", `leadership of ${election} (term ${lease.fence}) ended before it was proclaimed`));
   }

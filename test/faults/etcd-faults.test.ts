@@ -13,7 +13,9 @@ import type { TestServer } from "../support/servers.js";
 import { expectSafeAndLive, runFaults, type Fault } from "./fault-run.js";
 
 const TTL_MS = 1_000;
-const SHAPE = { nodes: 3, guestsPerNode: 4, keys: 3, holdMs: 20, ttlMs: TTL_MS, gapMs: 2_500 } as const;
+// Quiet time between faults: longer than a killed host's locks last (TTL + lease margin, in whole
+// seconds: 2 s here), so every survivor can take locks after the last fault.
+const SHAPE = { nodes: 3, guestsPerNode: 4, keys: 3, holdMs: 20, ttlMs: TTL_MS, gapMs: 3_500 } as const;
 
 const FAULTS: readonly Fault[] = [
   { kind: "member-kill", member: 2, downMs: 1_500 },
@@ -81,7 +83,7 @@ describe("faults on etcd (three members)", () => {
       faults: FAULTS,
       locking: (node) => ({
         backend: "etcd",
-        etcd: { endpoints: proxies.get(group(node))!.map((p) => `http://127.0.0.1:${p.port}`), keyPrefix: "faults/", commandTimeoutMs: 1_000, leaseMarginMs: 2_000 },
+        etcd: { endpoints: proxies.get(group(node))!.map((p) => `http://127.0.0.1:${p.port}`), keyPrefix: "faults/", commandTimeoutMs: 1_000, leaseMarginMs: 1_000 },
       }),
       members: {
         members: cluster.members,

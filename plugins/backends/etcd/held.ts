@@ -7,7 +7,7 @@ import { DeadlineQueue, type Timed } from "../../../kit/index.js";
 import type { Logger } from "pino";
 import type { EtcdClient } from "./client.js";
 import type { ClassLease, Leases } from "./leases.js";
-import { CMP, TARGET } from "./messages.js";
+import { CMP, TARGET, type KeyValue } from "./messages.js";
 import type { StoredHolder } from "./record.js";
 
 /** One key this host wrote and still counts as its own. */
@@ -53,6 +53,18 @@ export class HeldBook {
     this.#leases.use(lease);
     this.#byOwner.set(owner, entry);
     this.#due.add(entry);
+    return entry;
+  }
+
+  /**
+   * Enters a holder's key this host did not take (a restored lock), as read from etcd. It stays on
+   * its lease (another host's, if it is not one of this host's) until a renewal moves it to this
+   * host's lease of its class.
+   */
+  async adopt(owner: string, key: string, kv: KeyValue, record: StoredHolder): Promise<HeldEntry> {
+    const lease = this.#leases.byId(kv.lease) ?? (await this.#leases.leaseFor(record.t));
+    const entry = this.add(owner, key, kv.create_revision, lease, Math.max(0, record.e - Date.now()), record);
+    entry.mod = kv.mod_revision;
     return entry;
   }
 

@@ -7,7 +7,7 @@ import type { ListRequest, LockPage, LockRecord, MutexAcquireRequest, MutexAcqui
 import { endOf, isLeaseGone, retryAfter, type EtcdContext } from "./context.js";
 import type { HeldEntry } from "./held.js";
 import { mutexKey, prefixEnd } from "./keys.js";
-import { renewHeld, type HeldRenewal } from "./renew.js";
+import { renewRequests, type Refusal } from "./renew.js";
 import { CMP, TARGET, type KeyValue } from "./messages.js";
 import { decodeHolder, encode, holderRecord, storedHolder, type StoredHolder } from "./record.js";
 
@@ -46,31 +46,22 @@ export class EtcdMutexStore implements MutexStore {
     }
   }
 
-  async renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
-    const results: (RenewResult | undefined)[] = new Array(reqs.length);
-    const held: HeldRenewal[] = [];
-    const at: number[] = [];
-    await Promise.all(reqs.map(async (r, i) => {
-      const key = mutexKey(this.#c.prefix, r.key);
-      let entry = this.#c.book.get(r.owner);
-      // Not taken by this instance (a restored lock): read it, then count it as held here.
-      if (entry?.key !== key) entry = (await this.#adopt(key, r.owner))?.entry;
-      if (entry === undefined) results[i] = { ok: false, reason: await this.#refused(key) };
-      else {
-        held.push({ entry, ttlMs: r.ttlMs });
-        at.push(i);
-      }
-    }));
-    const renewed = await renewHeld(this.#c, held, (key) => this.#refused(key));
-    renewed.forEach((r, j) => (results[at[j]!] = r));
-    return results as RenewResult[];
+  renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
+    return renewRequests(this.#c, reqs, (r) => mutexKey(this.#c.prefix, r.key), (key, owner) => this.#holderRead(key, owner), (key) => this.#refused(key));
   }
 
   async release(name: string, owner: string): Promise<ReleaseResult> {
     const key = mutexKey(this.#c.prefix, name);
-    const entry = this.#c.book.get(owner);
-    const fence = entry?.key === key ? entry.fence : (await this.#adopt(key, owner))?.kv.create_revision;
-    if (fence === undefined) return (await this.#read(key)) === undefined ? "not_found" : "mismatch";
+    const own = this.#c.book.get(owner);
+    let fence: string;
+    if (own?.key === key) fence = own.fence;
+    else {
+      // Not taken by this instance (a restored lock): one read says whose it is.
+      const found = await this.#read(key);
+      if (found === undefined) return "not_found";
+      if (found.stored.o !== owner) return "mismatch";
+      fence = found.kv.create_revision;
+    }
     // Forgotten first: the deletion's event is then no loss.
     this.#c.book.drop(owner);
     const res = await this.#c.client.txn({
@@ -115,12 +106,12 @@ export class EtcdMutexStore implements MutexStore {
 
   async proclaim(name: string, owner: string, value: string): Promise<boolean> {
     const key = mutexKey(this.#c.prefix, name);
-    const found = await this.#adopt(key, owner);
-    if (found === undefined) return false;
-    const { kv, entry } = found;
+    const own = this.#c.book.get(owner);
+    const entry = own?.key === key ? own : await this.#holderRead(key, owner);
+    if (typeof entry === "string") return false;
     const record: StoredHolder = { ...entry.record, v: value };
     const res = await this.#c.client.txn({
-      compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: kv.create_revision }],
+      compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: entry.fence }],
       success: [{ request_put: { key, value: encode(record), ignore_lease: true } }],
     }, "a proclamation");
     if (res.succeeded) {
@@ -131,27 +122,16 @@ export class EtcdMutexStore implements MutexStore {
   }
 
   /** Why `key` is not the caller's: held by someone else, or by no one. */
-  async #refused(key: string): Promise<"not_found" | "mismatch"> {
+  async #refused(key: string): Promise<Refusal> {
     return (await this.#read(key)) === undefined ? "not_found" : "mismatch";
   }
 
-  /** The key's holder if it is `owner`, entered in this instance's book if it was not. */
-  async #adopt(key: string, owner: string): Promise<{ kv: KeyValue; stored: StoredHolder; entry: HeldEntry } | undefined> {
+  /** The key's holder read from etcd, entered in this instance's book if it is `owner`. */
+  async #holderRead(key: string, owner: string): Promise<HeldEntry | Refusal> {
     const found = await this.#read(key);
-    if (found === undefined || found.stored.o !== owner) return undefined;
-    let entry = this.#c.book.get(owner);
-    if (entry === undefined || entry.key !== key || entry.fence !== found.kv.create_revision) {
-      const lease = this.#c.leases.byId(found.kv.lease);
-      if (lease === undefined) {
-        // On another host's lease: it stays there until a renewal moves it to one of this host's.
-        const mine = await this.#c.leases.leaseFor(found.stored.t);
-        entry = this.#c.book.add(owner, key, found.kv.create_revision, mine, Math.max(0, found.stored.e - Date.now()), found.stored);
-      } else {
-        entry = this.#c.book.add(owner, key, found.kv.create_revision, lease, Math.max(0, found.stored.e - Date.now()), found.stored);
-      }
-      entry.mod = found.kv.mod_revision;
-    }
-    return { ...found, entry };
+    if (found === undefined) return "not_found";
+    if (found.stored.o !== owner) return "mismatch";
+    return this.#c.book.adopt(owner, key, found.kv, found.stored);
   }
 
   async #read(key: string): Promise<{ kv: KeyValue; stored: StoredHolder } | undefined> {

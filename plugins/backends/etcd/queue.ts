@@ -12,7 +12,7 @@ import { escapeName, parseKey, prefixEnd, queueDir, queueRoot, unescapeName } fr
 import { CMP, TARGET, type KeyValue, type RequestOp } from "./messages.js";
 import type { HeldEntry } from "./held.js";
 import { decodeHolder, encode, holderRecord, storedHolder, type StoredHolder } from "./record.js";
-import { renewHeld, type HeldRenewal } from "./renew.js";
+import { renewRequests } from "./renew.js";
 
 /** How often an acquisition re-reads a directory another host changed under it before it says "not now". */
 const MAX_ATTEMPTS = 8;
@@ -83,21 +83,9 @@ export class EtcdQueueSteps implements KindSteps {
     return { acquired: false, retryAfterMs: 0 };
   }
 
-  async renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
-    const results: (RenewResult | undefined)[] = new Array(reqs.length);
-    const held: HeldRenewal[] = [];
-    const at: number[] = [];
-    await Promise.all(reqs.map(async (r, i) => {
-      const entry = await this.#entry(`${queueDir(this.#c.prefix, this.kind, r.key)}h/${r.owner}`, r.owner);
-      if (entry === undefined) results[i] = { ok: false, reason: "not_found" };
-      else {
-        held.push({ entry, ttlMs: r.ttlMs });
-        at.push(i);
-      }
-    }));
-    const renewed = await renewHeld(this.#c, held, async () => "not_found");
-    renewed.forEach((r, j) => (results[at[j]!] = r));
-    return results as RenewResult[];
+  renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
+    // A holder key names its owner: a key that is there is the caller's.
+    return renewRequests(this.#c, reqs, (r) => `${queueDir(this.#c.prefix, this.kind, r.key)}h/${r.owner}`, (key, owner) => this.#holderRead(key, owner), async () => "not_found");
   }
 
   async release(name: string, owner: string): Promise<ReleaseResult> {
@@ -170,14 +158,11 @@ export class EtcdQueueSteps implements KindSteps {
     return { ready: this.#c.watcher.ready, close: this.#c.watcher.listeners.add(queueDir(this.#c.prefix, this.kind, name), listener) };
   }
 
-  /** This instance's entry for a holder key; one taken elsewhere (a restored lock) is read and entered. */
-  async #entry(key: string, owner: string): Promise<HeldEntry | undefined> {
-    const entry = this.#c.book.get(owner);
-    if (entry?.key === key) return entry;
+  /** A holder key read from etcd (a restored lock), entered in this instance's book. */
+  async #holderRead(key: string, owner: string): Promise<HeldEntry | "not_found"> {
     const kv = (await this.#c.client.range({ key })).kvs[0];
     const stored = kv === undefined ? undefined : decodeHolder(kv.value);
-    if (kv === undefined || stored === undefined) return undefined;
-    return this.#c.book.add(owner, key, kv.create_revision, await this.#c.leases.leaseFor(stored.t), Math.max(0, stored.e - Date.now()), stored);
+    return kv === undefined || stored === undefined ? "not_found" : this.#c.book.adopt(owner, key, kv, stored);
   }
 
   /**

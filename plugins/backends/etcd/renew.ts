@@ -3,7 +3,7 @@
 // tick's renewals go as one transaction (up to etcd's 128 operations): one round trip and one
 // Raft entry for the batch. Only when one of them no longer holds does the batch fail as a
 // whole, and then each is sent alone to learn which.
-import type { RenewResult } from "../../../kit/index.js";
+import type { RenewRequest, RenewResult } from "../../../kit/index.js";
 import { endOf, type EtcdContext } from "./context.js";
 import type { HeldEntry } from "./held.js";
 import type { ClassLease } from "./leases.js";
@@ -11,16 +11,47 @@ import { CMP, TARGET, type Compare, type RequestOp } from "./messages.js";
 import { encode, type StoredHolder } from "./record.js";
 
 /** One hold to renew. */
-export interface HeldRenewal {
+interface HeldRenewal {
   readonly entry: HeldEntry;
   readonly ttlMs: number;
+}
+
+/** Why a hold is not the caller's: no holder, or another one. */
+export type Refusal = "not_found" | "mismatch";
+
+/**
+ * Renews by request, for every kind: each owner's entry in this host's book, or, for a hold this
+ * host did not take (a restored lock), what `readHolder` finds in etcd and enters.
+ */
+export async function renewRequests(
+  c: EtcdContext,
+  reqs: readonly RenewRequest[],
+  keyOf: (req: RenewRequest) => string,
+  readHolder: (key: string, owner: string) => Promise<HeldEntry | Refusal>,
+  refused: (key: string) => Promise<Refusal>,
+): Promise<RenewResult[]> {
+  const results: RenewResult[] = new Array(reqs.length);
+  const held: HeldRenewal[] = [];
+  const at: number[] = [];
+  await Promise.all(reqs.map(async (r, i) => {
+    const key = keyOf(r);
+    const own = c.book.get(r.owner);
+    const entry = own?.key === key ? own : await readHolder(key, r.owner);
+    if (typeof entry === "string") results[i] = { ok: false, reason: entry };
+    else {
+      held.push({ entry, ttlMs: r.ttlMs });
+      at.push(i);
+    }
+  }));
+  (await renewHeld(c, held, refused)).forEach((r, j) => (results[at[j]!] = r));
+  return results;
 }
 
 /** etcd's default --max-txn-ops. */
 const MAX_TXN_OPS = 128;
 
 /** Renews each hold; `refused(key)` says why a hold that failed its compare is not this owner's. */
-export async function renewHeld(c: EtcdContext, items: readonly HeldRenewal[], refused: (key: string) => Promise<"not_found" | "mismatch">): Promise<RenewResult[]> {
+async function renewHeld(c: EtcdContext, items: readonly HeldRenewal[], refused: (key: string) => Promise<Refusal>): Promise<RenewResult[]> {
   const leases: ClassLease[] = await Promise.all(items.map((it) => c.leases.leaseFor(it.ttlMs)));
   const now = Date.now();
   const planned = items.map((it, i) => {

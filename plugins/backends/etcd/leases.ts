@@ -42,6 +42,8 @@ export class Leases {
   readonly #marginMs: number;
   readonly #commandTimeoutMs: number;
   readonly #classes = new Map<number, ClassLease>();
+  /** Leases replaced in their class (not sure to last) that locks still ride on. */
+  readonly #retired = new Set<ClassLease>();
   /** Called with a lease id that etcd no longer has (the host stalled past it): its locks are gone. */
   readonly #onExpired: (id: string) => void;
   #stream: EtcdStream | undefined;
@@ -75,6 +77,13 @@ export class Leases {
   leaseFor(ttlMs: number): ClassLease | Promise<ClassLease> {
     const ttlS = this.classOf(ttlMs);
     let lease = this.#classes.get(ttlS);
+    if (lease !== undefined && lease.id !== undefined && lease.granting === undefined && lease.sureUntilMs < Date.now() + ttlMs) {
+      // Its keepalives went unconfirmed (a stuck stream, a paused member): a lock put on it now
+      // might outlive it on the server. New locks of the class take a fresh lease; this one
+      // keeps its keepalives while locks still ride on it.
+      this.#retired.add(lease);
+      lease = undefined;
+    }
     if (lease === undefined) {
       lease = { ttlS, id: undefined, sureUntilMs: 0, users: 0, idleSinceMs: performance.now(), granting: undefined };
       this.#classes.set(ttlS, lease);
@@ -88,6 +97,7 @@ export class Leases {
   /** The class lease `id` belongs to, if it is one of this host's. */
   byId(id: string): ClassLease | undefined {
     for (const lease of this.#classes.values()) if (lease.id === id) return lease;
+    for (const lease of this.#retired) if (lease.id === id) return lease;
     return undefined;
   }
 
@@ -109,7 +119,7 @@ export class Leases {
     this.#closed = true;
     clearInterval(this.#timer);
     this.#stream?.cancel();
-    await Promise.allSettled([...this.#classes.values()].flatMap((l) => (l.id === undefined ? [] : [this.#client.leaseRevoke(l.id)])));
+    await Promise.allSettled([...this.#classes.values(), ...this.#retired].flatMap((l) => (l.id === undefined ? [] : [this.#client.leaseRevoke(l.id)])));
   }
 
   async #grant(lease: ClassLease): Promise<void> {
@@ -140,6 +150,13 @@ export class Leases {
         continue;
       }
       this.#keepAlive(lease.id);
+    }
+    for (const lease of this.#retired) {
+      if (lease.users > 0 && lease.id !== undefined) this.#keepAlive(lease.id);
+      else {
+        this.#retired.delete(lease);
+        if (lease.id !== undefined) void this.#client.leaseRevoke(lease.id).catch(() => undefined);
+      }
     }
     this.#checkStalled();
   }

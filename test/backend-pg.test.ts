@@ -530,6 +530,43 @@ describe("pg backend", () => {
     expect((await a.acquire(req(key()))).acquired).toBe(true);
   });
 
+  it("force-releases a lock its holder's session takes again at once for someone else: only the asked holding ends", async () => {
+    // The holder's session unlocks when told, and a caller on the same host takes the key on
+    // the same session within a round trip: the force-release must see that the holding it
+    // asked to end is gone (its fence), not end the session that now holds the next one.
+    const a = host({ sessions: 1 });
+    const b = host();
+    for (let round = 0; round < 3; round++) {
+      const k = key();
+      const first = await a.acquire(req(k));
+      if (!first.acquired) throw new Error("not acquired");
+      const pid = a.sessionPids[0];
+      const next = req(k);
+      let stop = false;
+      const retaking = (async (): Promise<MutexAcquireResult | undefined> => {
+        while (!stop) {
+          const got = await a.acquire(next);
+          if (got.acquired) return got;
+          // This host's book answers "held" without a round trip: let I/O in.
+          await new Promise((r) => setImmediate(r));
+        }
+        return undefined;
+      })().catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
+      const warnsBefore = capture.lines.filter((l) => l.msg.includes("did not unlock")).length;
+      expect(await b.forceRelease(k)).toBe(true);
+      stop = true;
+      const second = await retaking;
+      if (second instanceof Error) throw second;
+      expect(second?.acquired).toBe(true);
+      if (second?.acquired) expect(second.fence).toBeGreaterThan(first.fence);
+      expect(capture.lines.filter((l) => l.msg.includes("did not unlock")).length).toBe(warnsBefore);
+      expect(a.sessionPids).toEqual([pid]);
+      expect(await a.renew(k, next.owner, 10_000)).toMatchObject({ ok: true });
+      expect((await b.status(k))?.owner).toBe(next.owner);
+      expect(await a.release(k, next.owner)).toBe("released");
+    }
+  });
+
   it("gives a lock up when its row no longer names the owner (force-released while the session lives on)", async () => {
     const a = host();
     const b = host();

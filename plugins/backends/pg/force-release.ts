@@ -28,14 +28,15 @@ export async function forceRelease(book: LockBook, key: string): Promise<boolean
   const row = rows[0];
   if (row === undefined) return false;
   const pid = Number(row[0]);
+  const fence = row[1] as string;
   // The holder unlocks that one lock when it hears; a holder that cannot (paused, its listener
   // gone) loses its whole session instead, so the lock is free either way.
   // A holder that unlocks tells the key's waiters itself (as any release does); for one whose
   // session had to end, this host does.
-  if (!(await untilGone(book, advisory, pid, Math.min(ASK_GRACE_MS, book.errors.commandTimeoutMs)))) {
+  if (!(await untilGone(book, advisory, pid, fence, Math.min(ASK_GRACE_MS, book.errors.commandTimeoutMs)))) {
     book.log.warn({ pid, key }, "pg force-release: the holder did not unlock when told; ending its session (every lock on it is lost)");
     const [terminated] = (await book.run("forceRelease", advisory, book.sql.terminate, [pid]))[0] ?? [];
-    if (terminated === true) await awaitGone(book, advisory, pid);
+    if (terminated === true) await awaitGone(book, advisory, pid, fence);
     book.notifyReleased(session, advisory.id);
   }
   return true;
@@ -44,11 +45,15 @@ export async function forceRelease(book: LockBook, key: string): Promise<boolean
 /** How long a told holder has to unlock before its session is ended. */
 const ASK_GRACE_MS = 1_000;
 
-/** Polls until session `pid` no longer holds the lock, for up to `ms`; whether it let go. */
-async function untilGone(book: LockBook, advisory: AdvisoryKey, pid: number, ms: number): Promise<boolean> {
+/**
+ * Polls until session `pid` no longer holds the lock as the holding with `fence`, for up to
+ * `ms`; whether it let go. (Having let go, the session may hold the lock again for another of
+ * its host's callers: a later fence, not the holding asked about.)
+ */
+async function untilGone(book: LockBook, advisory: AdvisoryKey, pid: number, fence: string, ms: number): Promise<boolean> {
   const until = performance.now() + ms;
   for (;;) {
-    const rows = await book.run("forceRelease", advisory, book.sql.heldBy, [advisory.classid, advisory.objid, pid]);
+    const rows = await book.run("forceRelease", advisory, book.sql.heldBy, [advisory.classid, advisory.objid, pid, advisory.id, fence]);
     if (rows[0]?.[0] !== true) return true;
     if (performance.now() >= until) return false;
     await new Promise((r) => setTimeout(r, GONE_POLL_MS));
@@ -56,8 +61,8 @@ async function untilGone(book: LockBook, advisory: AdvisoryKey, pid: number, ms:
 }
 
 /** Waits (up to commandTimeoutMs) until the terminated session `pid` no longer holds the lock. */
-async function awaitGone(book: LockBook, advisory: AdvisoryKey, pid: number): Promise<void> {
-  if (!(await untilGone(book, advisory, pid, book.errors.commandTimeoutMs))) {
+async function awaitGone(book: LockBook, advisory: AdvisoryKey, pid: number, fence: string): Promise<void> {
+  if (!(await untilGone(book, advisory, pid, fence, book.errors.commandTimeoutMs))) {
     book.log.warn({ pid }, "pg force-release: the terminated holder session has not exited yet");
   }
 }

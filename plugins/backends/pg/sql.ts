@@ -101,7 +101,7 @@ export interface Statements {
    */
   readonly status: Statement;
   /**
-   * $1 advisory id, $2 key, $3 classid, $4 objid, $5 control channel -> [holder pid] or no row:
+   * $1 advisory id, $2 key, $3 classid, $4 objid, $5 control channel -> [holder pid, fence] or no row:
    * clears the live holding's owner and tells the holder (`pid:id:fence`) to unlock it itself.
    */
   readonly forceReleaseAsk: Statement;
@@ -117,7 +117,11 @@ export interface Statements {
    * row when the live holding is `owner`'s: its value is set and the key's watchers notified.
    */
   readonly proclaim: Statement;
-  /** $1 classid, $2 objid, $3 pid -> [whether that pid still holds the lock]. */
+  /**
+   * $1 classid, $2 objid, $3 pid, $4 advisory id, $5 fence -> [whether that pid still holds
+   * the lock as the holding with that fence]: a session that unlocked and took the lock again
+   * (for another caller of its host) holds a later fence, and is not the holding asked about.
+   */
   readonly heldBy: Statement;
 }
 
@@ -387,7 +391,7 @@ export function statementsFor(table: string): Statements {
             AND pid IN (SELECT l.pid FROM pg_locks l WHERE ${advisoryLock("$3", "$4")})
           RETURNING pid, fence
         )
-        SELECT pid, pg_notify($5, pid || ':' || $1::int8 || ':' || fence) FROM u`,
+        SELECT pid, fence, pg_notify($5, pid || ':' || $1::int8 || ':' || fence) FROM u`,
     },
     terminate: {
       name: "lockhost_terminate",
@@ -408,7 +412,8 @@ export function statementsFor(table: string): Statements {
     },
     heldBy: {
       name: "lockhost_held_by",
-      text: `SELECT EXISTS (SELECT FROM pg_locks l WHERE l.pid = $3::int4 AND ${advisoryLock("$1", "$2")})`,
+      text: `SELECT EXISTS (SELECT FROM pg_locks l WHERE l.pid = $3::int4 AND ${advisoryLock("$1", "$2")})
+        AND EXISTS (SELECT FROM ${h} WHERE id = $4::int8 AND fence = $5::int8)`,
     },
   };
 }

@@ -5,9 +5,12 @@
 //             beside polling every 200 ms (node-redlock's default retry delay): real redlock
 //             on Redis, and lockhost's own tryLock polled at 200 ms on every backend
 //             (target on Redis: p50 ≤ 2 ms);
-//   keepalive 10,000 keepalive locks on Redis: timers, round trips per renewal tick and host
-//             CPU share, beside redis-semaphore's Mutex (a refresh timer per lock) on the same
-//             server (target: one timer, ≤ 10 round trips per tick).
+//   keepalive 10,000 keepalive locks on Redis: timers, network round trips per renewal tick
+//             (the waits: a tick's script calls are written together and answered in one
+//             wait), script calls per tick (≤ 1,000 renewals each, so no script stalls the
+//             server long), a tick's time from send to its last reply, and host CPU share,
+//             beside redis-semaphore's Mutex (a refresh timer per lock) on the same server
+//             (issue 25's target: one timer, ≤ 1.3 round trips per tick).
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import Redlock from "redlock";
@@ -207,7 +210,18 @@ export async function keepaliveBench(): Promise<void> {
   console.log(`\nlockhost bench: ${KEEPALIVE_LOCKS} keepalive locks on Redis (TTL ${KEEPALIVE_TTL_MS} ms, renewed at half; observed ${OBSERVE_MS} ms)\n`);
   const rows: string[][] = [];
   let lockhostTrips = NaN;
+  let lockhostWaits = NaN;
   let lockhostTimers = NaN;
+  // Each renewMany call's time from send to its last reply: its script calls go out in one
+  // write and are answered in one wait, so this is one network round trip plus their server time.
+  const tickMs: number[] = [];
+  const renewMany = backend.renewMany.bind(backend);
+  backend.renewMany = (reqs) => {
+    const sentAt = performance.now();
+    const replied = renewMany(reqs);
+    replied.then(() => tickMs.push(performance.now() - sentAt), () => undefined);
+    return replied;
+  };
   try {
     const leases: Lease[] = [];
     await pool(names, 256, async (name) => {
@@ -218,17 +232,20 @@ export async function keepaliveBench(): Promise<void> {
     await sleep(KEEPALIVE_TTL_MS); // into the steady state
     const s0 = locks.stats();
     const trips0 = backend.renewRoundTrips;
+    tickMs.length = 0;
     const seen = await observe(admin);
     const s1 = locks.stats();
     const ticks = s1.renewalTicks - s0.renewalTicks;
     const renewed = s1.renewalsOk - s0.renewalsOk;
     const trips = backend.renewRoundTrips - trips0;
     lockhostTrips = trips / Math.max(1, ticks);
+    lockhostWaits = (s1.renewalBatches - s0.renewalBatches) / Math.max(1, ticks);
     lockhostTimers = s1.renewalTimers;
     const lost = s1.lost;
     rows.push([
       "lockhost renewal manager", String(s1.renewalTimers), String(ticks), fmt(renewed / Math.max(1, ticks), 0),
-      fmt(lockhostTrips, 1), seen.scriptsPerS, seen.commands, seen.cpu, String(lost),
+      fmt(lockhostWaits, 1), fmt(lockhostTrips, 1), `${fmt(median(tickMs), 1)} / ${fmt(Math.max(...tickMs), 1)}`,
+      seen.scriptsPerS, seen.commands, seen.cpu, String(lost),
     ]);
     await pool(leases, 256, (lease) => locks.release(lease));
   } finally {
@@ -247,7 +264,7 @@ export async function keepaliveBench(): Promise<void> {
     const seen = await observe(admin);
     rows.push([
       "redis-semaphore Mutex (refresh timer per lock)", String(KEEPALIVE_LOCKS), "-", "1",
-      "1.0", seen.scriptsPerS, seen.commands, seen.cpu, "-",
+      "1.0", "1.0", "-", seen.scriptsPerS, seen.commands, seen.cpu, "-",
     ]);
     await pool(mutexes, 256, (m) => m.release());
   } finally {
@@ -256,9 +273,9 @@ export async function keepaliveBench(): Promise<void> {
     for (let i = 0; i < keys.length; i += 1_000) await admin.del(...keys.slice(i, i + 1_000));
     admin.disconnect();
   }
-  console.log(table(["renewer", "timers", "ticks", "renewals/tick", "round trips/tick", "scripts/s", "commands", "host CPU %", "lost"], rows));
+  console.log(table(["renewer", "timers", "ticks", "renewals/tick", "round trips/tick", "script calls/tick", "tick ms p50 / max", "scripts/s", "commands", "host CPU %", "lost"], rows));
   console.log(
-    `\nlockhost: ${lockhostTimers} timer(s), ${fmt(lockhostTrips, 1)} round trips per tick` +
-      ` (target one timer and ≤ 10: ${lockhostTimers <= 1 && lockhostTrips <= 10 ? "met" : "not reached (the closing note shows the floor)"})`,
+    `\nlockhost: ${lockhostTimers} timer(s), ${fmt(lockhostWaits, 1)} network round trip(s) per tick, its ${fmt(lockhostTrips, 1)} script calls written together` +
+      ` (target one timer and ≤ 1.3 round trips: ${lockhostTimers <= 1 && lockhostWaits <= 1.3 ? "met" : "not reached (the closing note shows the floor)"})`,
   );
 }

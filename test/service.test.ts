@@ -440,6 +440,91 @@ describe("LockService races and failures (review findings)", () => {
   });
 });
 
+describe("a lease lasts no longer than the backend granted", () => {
+  const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+  it("ends a lease granted for less than its TTL at the grant's end here", async () => {
+    const { backend: faulty, faults } = faultyBackend();
+    const service = new LockService(faulty, { node: "n" });
+    try {
+      faults.grantMs = 100;
+      const sentAt = performance.now();
+      const lease = (await service.tryLock("k", { ttlMs: 5_000, keepalive: false }))!;
+      expect(lease.deadline).toBeLessThanOrEqual(performance.now() + 100);
+      expect(lease.deadline).toBeGreaterThanOrEqual(sentAt + 100);
+      const signal = lease.signal;
+      await sleep(300);
+      expect(lease.state).toBe("lost");
+      expect(signal.aborted).toBe(true);
+    } finally {
+      await service.close();
+    }
+  });
+
+  it("keeps a keepalive lease granted for less than its TTL by renewing it before the grant ends", async () => {
+    const { backend: faulty, faults } = faultyBackend();
+    const service = new LockService(faulty, { node: "n" });
+    try {
+      faults.grantMs = 150;
+      const lease = (await service.tryLock("k", { ttlMs: 1_000, keepalive: true }))!;
+      await sleep(400);
+      expect(lease.state).toBe("held");
+      expect(service.stats().renewalsOk).toBeGreaterThanOrEqual(1);
+      await service.release(lease);
+    } finally {
+      await service.close();
+    }
+  });
+
+  it("hands no lease with no time left to this host's next waiter, who tries again after a backoff", async () => {
+    const { backend: faulty, inner, faults } = faultyBackend();
+    const service = new LockService(faulty, { node: "n" });
+    try {
+      const held = (await service.tryLock("k", { ttlMs: 5_000 }))!;
+      let got: Lease | undefined;
+      const waiting = service.acquire("k", { ttlMs: 5_000, waitMs: 3_000 }).then((l) => (got = l));
+      await sleep(20);
+      faults.grantMs = 0;
+      await service.release(held);
+      await sleep(200);
+      expect(got).toBeUndefined();
+      expect(service.stats().handoffs).toBe(0);
+      expect(await inner.steps("mutex").status("k")).toBeNull();
+      // Given back and tried again every ~50 ms, not at once on its own give-back's release notice.
+      const contended = service.stats().contended;
+      expect(contended).toBeGreaterThanOrEqual(1);
+      expect(contended).toBeLessThan(20);
+      faults.grantMs = undefined;
+      const lease = await waiting;
+      expect(lease.state).toBe("held");
+      await service.release(lease);
+    } finally {
+      await service.close();
+    }
+  });
+
+  for (const grantMs of [0, -5]) {
+    it(`gives back a grant with no time left (${grantMs} ms) and answers contended`, async () => {
+      const { backend: faulty, inner, faults } = faultyBackend();
+      const service = new LockService(faulty, { node: "n" });
+      try {
+        faults.grantMs = grantMs;
+        expect(await service.tryLock("k", { ttlMs: 5_000 })).toBeNull();
+        expect(service.stats().contended).toBe(1);
+        expect(service.heldCount).toBe(0);
+        await sleep(20);
+        expect(await inner.steps("mutex").status("k")).toBeNull();
+        faults.grantMs = undefined;
+        const lease = (await service.tryLock("k", { ttlMs: 5_000 }))!;
+        expect(lease.state).toBe("held");
+        await service.release(lease);
+      } finally {
+        await service.close();
+      }
+    });
+  }
+});
+
 describe("releaseIfHeld that fails (review finding)", () => {
   it("stops keeping the lease alive, so it ends at its TTL as the caller is told", async () => {
     const { backend: faulty, inner, faults } = faultyBackend();

@@ -49,6 +49,16 @@ function queueMsOf(core: ServiceCore): number {
 const contendedAsNull = (): null => null;
 const asIs = (r: Contended): Contended => r;
 
+/** The contended outcome of a grant given back for having no time left (hasTimeLeft). */
+const NO_TIME_LEFT: Contended = Object.freeze({ acquired: false });
+
+/**
+ * A waiter whose attempt was given back for having no time left tries again only this long
+ * (jittered) after: its own give-back's release notice would wake it at once, and a server
+ * answering that late, or granting nothing, is struggling.
+ */
+const NO_TIME_LEFT_BACKOFF_MS = 50;
+
 /** One attempt at a checked request: a Lease, or null when someone else holds the key. */
 export function tryChecked(core: ServiceCore, request: CheckedRequest): Promise<Lease | null> {
   // Not async: the lock path is measured in microseconds, and one more frame is one more microtask.
@@ -148,15 +158,32 @@ function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireRes
     countContended(core, request);
     return contended(result);
   }
-  if (performance.now() >= sentAt + request.ttlMs) {
-    // The answer came after the lease's end as this host counts it (a server paused past the
-    // TTL with the request queued): no holder may be told it holds a lease with no time left,
-    // so it is given back and the attempt counts as contended.
+  if (!hasTimeLeft(result, request.ttlMs, sentAt)) {
     void core.giveBack(req.key, req.owner, spec.kind);
     countContended(core, request);
-    return contended({ acquired: false });
+    return contended(NO_TIME_LEFT);
   }
   return leaseOf(core, request, result, req, sentAt);
+}
+
+/**
+ * How long a granted lease lasts from its request's send time: its TTL, or what the backend
+ * granted when that is less (`expiresAtMs - acquiredAtMs`, both by the server's clock: a
+ * lease the server ends sooner than asked, as etcd's may when its lease is not sure to last,
+ * must end sooner here too, or its holder would work on past the server's end).
+ */
+export function lifeOf(result: Acquired, ttlMs: number): number {
+  const granted = result.expiresAtMs - result.acquiredAtMs;
+  return granted < ttlMs ? granted : ttlMs;
+}
+
+/**
+ * Whether a grant answered now still has time left as this host counts it. An answer after the
+ * lease's end (a server paused past the TTL with the request queued), or a grant of nothing,
+ * must not make anyone a holder: the caller gives it back and counts it contended.
+ */
+export function hasTimeLeft(result: Acquired, ttlMs: number, sentAt: number): boolean {
+  return performance.now() < sentAt + lifeOf(result, ttlMs);
 }
 
 /** The Lease of an acquisition the backend granted (an attempt's or a handoff's), taken into the service's books. */
@@ -164,7 +191,7 @@ export function leaseOf(core: ServiceCore, request: CheckedRequest, result: Acqu
   const { name, ttlMs, keepalive, spec } = request;
   const { fence, acquiredAtMs, expiresAtMs } = result;
   const lease = new Lease({
-    name, owner: req.owner, fence, ttlMs, holder: req.holder, acquiredAtMs, expiresAtMs, deadline: sentAt + ttlMs, keepalive, hooks: core.hooks,
+    name, owner: req.owner, fence, ttlMs, holder: req.holder, acquiredAtMs, expiresAtMs, deadline: sentAt + lifeOf(result, ttlMs), keepalive, hooks: core.hooks,
     kind: spec.kind, mode: req.mode,
   });
   core.hold(lease, request.owner === undefined);
@@ -209,6 +236,8 @@ async function wait(
     let hint = first?.retryAfterMs;
     // Subscribed now: one more try, or a release just before the subscription would be missed.
     let shouldTry = true;
+    // No try before this (performance.now()), whatever wakes it: see NO_TIME_LEFT_BACKOFF_MS.
+    let notBefore = first === NO_TIME_LEFT ? performance.now() + jittered(NO_TIME_LEFT_BACKOFF_MS) : 0;
     for (;;) {
       signal?.throwIfAborted();
       if (core.closing) throw closedError();
@@ -224,6 +253,7 @@ async function wait(
           return result;
         }
         hint = result.retryAfterMs;
+        if (result === NO_TIME_LEFT) notBefore = performance.now() + jittered(NO_TIME_LEFT_BACKOFF_MS);
       }
       const left = deadline - performance.now();
       if (left <= 0) {
@@ -232,12 +262,17 @@ async function wait(
       }
       // The head sleeps until a release, the holder's lease end, or the next poll; the others until promoted.
       const poll = jittered(core.pollIntervalMs);
-      const nap = head ? Math.min(left, hint === undefined ? poll : Math.min(poll, hint + 1)) : left;
+      const backoff = notBefore - performance.now();
+      const nap = head ? Math.min(left, backoff > 0 ? backoff : hint === undefined ? poll : Math.min(poll, hint + 1)) : left;
       const why = await waiter.sleep(nap);
       if (why === "handed") {
         // A release handed it the key (handoff.ts): the lease is in the books already.
         taken = waiter.takeHanded();
         return taken;
+      }
+      if (why === "release" && performance.now() < notBefore) {
+        shouldTry = false;
+        continue;
       }
       shouldTry = why !== "promoted";
       // The lease-end hint is used once: after that, polling or a release decides.

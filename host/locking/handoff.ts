@@ -9,7 +9,7 @@
 // bound (MAX_LOCAL_HANDOFFS in a row) is WaitQueues.claimNext's.
 import type { AcquireRequest, AcquireResult, HandoffResult, ReleaseResult } from "../../kit/backend.js";
 import { KINDS } from "../../kit/kinds.js";
-import { acquireRequest, countContended, failed, leaseOf } from "./acquire.js";
+import { acquireRequest, countContended, failed, hasTimeLeft, leaseOf } from "./acquire.js";
 import type { ServiceCore } from "./core.js";
 import { waitKey } from "./kinds.js";
 import type { Lease } from "./lease.js";
@@ -75,9 +75,12 @@ async function handOverTo(core: ServiceCore, lease: Lease, minted: boolean, wait
     }
     releaseDone(core, lease);
     if (next?.acquired === true) {
-      // close() began meanwhile: nobody may get a lease now.
+      // close() began meanwhile: nobody may get a lease now. Nor a lease with no time left.
       if (core.closing) await core.giveBack(req.key, req.owner, lease.kind);
-      else handed = leaseOf(core, request, next, req, sentAt);
+      else if (!hasTimeLeft(next, request.ttlMs, sentAt)) {
+        void core.giveBack(req.key, req.owner, lease.kind);
+        countContended(core, request);
+      } else handed = leaseOf(core, request, next, req, sentAt);
     } else if (next !== undefined) {
       // Between the release and the attempt, another host took the key.
       countContended(core, request);

@@ -16,6 +16,11 @@ export interface Faults {
   loseAcquireReplies: number;
   /** The next N renewMany batches fail with BACKEND_UNAVAILABLE without reaching the store. */
   failRenewals: number;
+  /**
+   * When set, acquisitions report a lease of this many ms (expiresAtMs = acquiredAtMs +
+   * grantMs) whatever the TTL: a backend granting less than asked.
+   */
+  grantMs: number | undefined;
 }
 
 /** The steps of one kind of `inner` behind `faults`. */
@@ -29,7 +34,8 @@ function faultySteps(inner: KindSteps, faults: Faults): KindSteps {
         faults.loseAcquireReplies--;
         throw new LockhostError("BACKEND_UNAVAILABLE", "acquire timed out (injected fault: applied, reply lost)");
       }
-      return result;
+      const { grantMs } = faults;
+      return result.acquired && grantMs !== undefined ? { ...result, expiresAtMs: result.acquiredAtMs + grantMs } : result;
     },
     async renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
       if (faults.failRenewals > 0) {
@@ -61,7 +67,7 @@ function faultySteps(inner: KindSteps, faults: Faults): KindSteps {
  * their next renewal.
  */
 export function faultyBackend(inner = new MemoryBackend()): { backend: LockBackend; inner: MemoryBackend; faults: Faults } {
-  const faults: Faults = { acquireDelayMs: 0, failReleases: 0, loseAcquireReplies: 0, failRenewals: 0 };
+  const faults: Faults = { acquireDelayMs: 0, failReleases: 0, loseAcquireReplies: 0, failRenewals: 0, grantMs: undefined };
   const made = new Map<LockKind, KindSteps>();
   const backend: LockBackend = {
     kind: "faulty-memory",

@@ -6,6 +6,9 @@
 // script call is one, whatever it runs; the round trips, but for the calls one batch or
 // pipeline writes together) and the server's commands per handoff (INFO commandstats deltas,
 // commands run inside scripts included: every client's, so read them on a private Redis). Rows: the LockService on Redis, memory and PostgreSQL; redis-semaphore;
+// The floor row: the Redis backend's handoff step called back to back by one caller, nobody
+// waiting (one round trip and one script per handoff, as the LockService's handoff costs at
+// best): the most handoffs/s any design that asks the server once per handoff gets here.
 // node-redlock (default retry: 200 ms + jitter) only with BENCH_CONTENTION_REDLOCK=1, since its
 // handoffs each wait ~100 ms for a retry and a round would take a minute. With
 // BENCH_CONTENTION_BASE=<a checkout's root> (built: its dist/, node_modules in place) the LockService of that
@@ -15,7 +18,7 @@ import { pathToFileURL } from "node:url";
 import { Redis } from "ioredis";
 import Redlock from "redlock";
 import { Mutex } from "redis-semaphore";
-import type { LockBackend } from "../kit/backend.js";
+import type { KindSteps, LockBackend } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
@@ -56,16 +59,16 @@ async function serverCalls(admin: Redis): Promise<number> {
   return calls;
 }
 
-/** CALLERS callers of one fresh key, `turns` turns each; handoffs/s and (with `admin`) commands per handoff. */
-async function contend(turn: Turn, turns: number, key: string, admin?: Redis): Promise<ContentionRound> {
+/** `callers` callers of one fresh key, `turns` turns each; handoffs/s and (with `admin`) commands per handoff. */
+async function contend(turn: Turn, turns: number, key: string, admin?: Redis, callers = CALLERS): Promise<ContentionRound> {
   const before = admin ? await serverCalls(admin) : 0;
   const sentBefore = sent;
   const started = performance.now();
-  await Promise.all(Array.from({ length: CALLERS }, async () => {
+  await Promise.all(Array.from({ length: callers }, async () => {
     for (let i = 0; i < turns; i++) await turn(key);
   }));
   const ms = performance.now() - started;
-  const handoffs = CALLERS * turns;
+  const handoffs = callers * turns;
   const sentCalls = sent - sentBefore;
   const calls = admin ? (await serverCalls(admin)) - before : Number.NaN;
   return { handoffsPerSec: (handoffs * 1000) / ms, sentPerHandoff: admin ? sentCalls / handoffs : Number.NaN, serverPerHandoff: calls / handoffs };
@@ -76,6 +79,29 @@ function serviceTurn(locks: Pick<LockService, "acquire" | "release">): Turn {
   return async (key) => {
     const lease = await locks.acquire(key, { ttlMs: TTL_MS, waitMs: WAIT_MS });
     await locks.release(lease);
+  };
+}
+
+/**
+ * The floor: one caller hands a key from owner to owner through the backend's handoff step, back
+ * to back (its first turn on a key takes it).
+ */
+function handoffSteps(steps: KindSteps): Turn {
+  const holder = { plugin: "bench", node: "bench" };
+  let key: string | undefined;
+  let owner = "";
+  return async (k) => {
+    if (k !== key) {
+      key = k;
+      owner = randomUUID();
+      const got = await steps.acquire({ key: k, owner, ttlMs: TTL_MS, holder, mode: "exclusive", limit: 1, queueMs: 0 });
+      if (!got.acquired) throw new Error(`contention floor: ${k} not acquired`);
+      return;
+    }
+    const next = randomUUID();
+    const done = await steps.handoff!(k, owner, { key: k, owner: next, ttlMs: TTL_MS, holder, mode: "exclusive", limit: 1, queueMs: 0 });
+    if (done.released !== "released" || done.next?.acquired !== true) throw new Error(`contention floor: handoff of ${k} refused`);
+    owner = next;
   };
 }
 
@@ -99,6 +125,8 @@ interface Row {
   readonly turns: number;
   readonly redis: boolean;
   readonly turn: Turn;
+  /** Callers taking turns (CALLERS unless said). */
+  readonly callers?: number;
 }
 
 export async function contentionBench(): Promise<void> {
@@ -118,6 +146,13 @@ export async function contentionBench(): Promise<void> {
   const rows: Row[] = [
     { name: "lockhost LockService, redis", turns: TURNS, redis: true, turn: serviceTurn(onRedis!) },
     ...(base ? [{ name: "lockhost LockService, redis, base checkout", turns: TURNS, redis: true, turn: serviceTurn(base.redis) }] : []),
+    {
+      name: "floor: RedisBackend handoff step back to back, one caller",
+      turns: CALLERS * TURNS,
+      callers: 1,
+      redis: true,
+      turn: handoffSteps(backends[0]!.steps("mutex")),
+    },
     {
       name: "redis-semaphore Mutex (retry every 10 ms)",
       turns: TURNS,
@@ -143,7 +178,7 @@ export async function contentionBench(): Promise<void> {
   ];
   const results = new Map<string, ContentionRound[]>(rows.map((r) => [r.name, []]));
   let round = 0;
-  const measure = (r: Row): Promise<ContentionRound> => contend(r.turn, r.turns, `c${round}`, r.redis ? admin : undefined);
+  const measure = (r: Row): Promise<ContentionRound> => contend(r.turn, r.turns, `c${round}`, r.redis ? admin : undefined, r.callers);
   try {
     for (const r of rows) await measure(r); // warm-up: connections, scripts, subscriptions
     for (round = 1; round <= ROUNDS; round++) for (const r of rows) results.get(r.name)!.push(await measure(r));
@@ -160,7 +195,11 @@ export async function contentionBench(): Promise<void> {
       ),
     );
     const ratio = rate(rows[0]!.name) / mutex;
-    console.log(`\nlockhost on redis / redis-semaphore: ${fmt(ratio, 2)}x (target ≥ 5x: ${ratio >= 5 ? "met" : "not reached"}; moonshot 10x)`);
+    const floor = rate(rows.find((r) => r.name.startsWith("floor:"))!.name);
+    console.log(
+      `\nlockhost on redis / redis-semaphore: ${fmt(ratio, 2)}x (target ≥ 5x: ${ratio >= 5 ? "met" : "not reached"}; moonshot 10x);` +
+        ` ${fmt(rate(rows[0]!.name) / floor, 2)}x the floor of one handoff round trip after another (${fmt(floor / mutex, 2)}x redis-semaphore)`,
+    );
   } finally {
     await Promise.all([onRedis, onMemory, onPg].map((l) => l!.close()));
     if (base) await Promise.all(Object.values(base).map((l) => l.close()));

@@ -1,7 +1,8 @@
 // Bench part "pg", all on one PostgreSQL in one run:
 // 1. a guest's try+release through each runtime vs raw prepared pg_try_advisory_lock +
 //    pg_advisory_unlock on one connection, and vs the LockService called directly (inline
-//    target: ≤ 1.05x direct);
+//    target: ≤ 1.05x direct); the floor: the backend's own acquire and release statements
+//    alone on one connection (one row write per acquisition, for status and fences);
 // 2. holding 1,000 locks at once: lockhost (a few session connections) vs a connection per lock,
 //    in time and server connections.
 import { randomUUID } from "node:crypto";
@@ -11,7 +12,8 @@ import { LockService } from "../host/locking/service.js";
 import type { Lease } from "../host/locking/lease.js";
 import { redactUrlSecrets } from "../kit/redact.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
-import { holdersTableOf } from "../plugins/backends/pg/sql.js";
+import { holdersTableOf, statementsFor, type Statement } from "../plugins/backends/pg/sql.js";
+import { advisoryKeyOf, waitLockOf } from "../plugins/backends/pg/key-hash.js";
 import { benchLog, fmt, guestLoop, interleaved, NOT_MEASURED, ROUNDS, row, sequential, startBenchGuests, startInlineGuests, TTL_MS } from "./harness.js";
 import { median, table, type Round } from "./stats.js";
 import { pgDefaults } from "../plugins/backends/pg/config.js";
@@ -46,6 +48,20 @@ export async function pgBench(): Promise<void> {
     await raw.query({ name: "unlock", text: "select pg_advisory_unlock($1) as ok", values: ["4242"] });
   };
 
+  // The backend's statements alone, on a connection of their own, for a key of their own (its
+  // tables made by the backend's first acquisition, through the LockService above).
+  const stmt = new pg.Client({ connectionString: URL_ });
+  await stmt.connect();
+  const sql = statementsFor(table_);
+  const run = (s: Statement, values: unknown[]): Promise<pg.QueryArrayResult> => stmt.query({ name: s.name, text: s.text, values, rowMode: "array" });
+  const advisory = advisoryKeyOf("statements");
+  const stmtPair = async (): Promise<void> => {
+    const owner = randomUUID();
+    const got = await run(sql.acquire, [advisory.id, "statements", owner, "bench", "bench", "bench", TTL_MS]);
+    if (got.rows[0]?.[0] === null || got.rows[0] === undefined) throw new Error("statements: not acquired");
+    await run(sql.release, [advisory.id, owner, "lockhost_bench_none", ...waitLockOf(advisory)]);
+  };
+
   const directPair = async (): Promise<void> => {
     const lease = await locks.tryLock("direct", { ttlMs: TTL_MS });
     if (!lease) throw new Error("direct: not acquired");
@@ -53,24 +69,29 @@ export async function pgBench(): Promise<void> {
   };
 
   try {
+    await directPair(); // the backend makes its tables
     const measured = await interleaved({
       raw: () => sequential(OPS, rawPair),
+      statements: () => sequential(OPS, stmtPair),
       direct: () => sequential(OPS, directPair),
       guest: () => guestLoop(guest!, OPS, 0),
       ...(inline && { inline: () => guestLoop(inline, OPS, 0) }),
     });
-    const m = { inline: NOT_MEASURED, ...measured } as Record<"raw" | "direct" | "guest" | "inline", Round>;
+    const m = { inline: NOT_MEASURED, ...measured } as Record<"raw" | "statements" | "direct" | "guest" | "inline", Round>;
     console.log(`\nlockhost bench: pg at ${redactUrlSecrets(URL_)} (${ROUNDS} rounds x ${OPS} pairs, medians)\n`);
     console.log("try+release: guests through each runtime vs raw prepared advisory lock + unlock, and vs the LockService called directly (ratio: p50)\n");
     const both = (name: string, round: typeof m.raw): string[] => [...row(name, round!, m.raw), row(name, round!, m.direct)[4]!];
     console.log(table(["path", "pairs/s", "p50 µs", "p99 µs", "x raw", "x direct"], [
       both("raw pg_try_advisory_lock + pg_advisory_unlock, one connection", m.raw),
+      both("floor: the backend's acquire + release statements alone, one connection", m.statements),
       both("LockService direct", m.direct),
       both("guest via inline runtime", m.inline),
       both("guest via worker runtime", m.guest),
     ]));
     console.log(
-      `\ninline guest / LockService direct p50: ${fmt(m.inline.p50Us / m.direct!.p50Us, 2)}x (target ≤ 1.05x);` +
+      `\nLockService direct / raw p50: ${fmt(m.direct!.p50Us / m.raw!.p50Us, 2)}x (issue 25's target ≤ 1.5x: ${m.direct!.p50Us / m.raw!.p50Us <= 1.5 ? "met" : "not reached"});` +
+        ` the statements alone ${fmt(m.statements!.p50Us / m.raw!.p50Us, 2)}x raw, the LockService ${fmt(m.direct!.p50Us / m.statements!.p50Us, 2)}x the statements` +
+        `\ninline guest / LockService direct p50: ${fmt(m.inline.p50Us / m.direct!.p50Us, 2)}x (target ≤ 1.05x);` +
         ` worker guest / raw p50: ${fmt(m.guest!.p50Us / m.raw!.p50Us, 2)}x`,
     );
 
@@ -113,6 +134,7 @@ export async function pgBench(): Promise<void> {
     await Promise.all([guest?.close(), inline?.close()]);
     await locks.close();
     await raw.end();
+    await stmt.end();
     await admin.query(`drop table if exists ${table_}, ${holdersTableOf(table_)}`).catch(() => undefined);
     await admin.end();
   }

@@ -530,6 +530,65 @@ describe("pg backend", () => {
     expect((await a.acquire(req(key()))).acquired).toBe(true);
   });
 
+  it("hands a lock to the next owner on its session in one statement: the advisory lock is never let go", async () => {
+    const a = host({ sessions: 1 });
+    const b = host();
+    const k = key();
+    const first = req(k);
+    const got = await a.acquire(first);
+    if (!got.acquired) throw new Error("not acquired");
+    const pid = a.sessionPids[0];
+    const next = req(k, { holder: { plugin: "pgtest", node: "node-next" }, ttlMs: 7_000 });
+    let woken = 0;
+    const watch = b.watch(k, () => woken++);
+    await watch.ready;
+    const done = await a.handoff(k, first.owner, next);
+    expect(done.released).toBe("released");
+    if (done.released !== "released" || !done.next.acquired) throw new Error("not handed over");
+    expect(done.next.fence).toBeGreaterThan(got.fence);
+    expect(done.next.expiresAtMs - done.next.acquiredAtMs).toBe(7_000);
+    // The same session holds it throughout; another host sees the next owner, and is contended.
+    expect(await holders(k)).toEqual([pid]);
+    expect(await b.status(k)).toMatchObject({ owner: next.owner, fence: done.next.fence, ttlMs: 7_000, holder: { plugin: "pgtest", node: "node-next" } });
+    expect((await b.acquire(req(k))).acquired).toBe(false);
+    // The first owner's lease is over (another owner holds the key); the next owner's renews and releases.
+    expect(await a.renew(k, first.owner, 10_000)).toEqual({ ok: false, reason: "mismatch" });
+    expect(await a.release(k, first.owner)).toBe("mismatch");
+    expect(await a.renew(k, next.owner, 10_000)).toMatchObject({ ok: true });
+    await sleep(100);
+    // The key was never free: nobody was told it might be.
+    expect(woken).toBe(0);
+    expect(await a.release(k, next.owner)).toBe("released");
+    await until("the release reaches the watcher", 3_000, () => woken > 0);
+    watch.close();
+  });
+
+  it("hands nothing over once another host force-released the lock, and lets the lock go", async () => {
+    const a = host({ sessions: 1 });
+    const b = host();
+    const k = key();
+    const first = req(k);
+    expect((await a.acquire(first)).acquired).toBe(true);
+    // The force-release's first step: the row's owner is cleared (the holder is told next).
+    await admin.query(`update ${holdersTableOf(table)} set owner = null where id = $1`, [advisoryKeyOf(k).id]);
+    expect(await a.handoff(k, first.owner, req(k))).toEqual({ released: "not_found" });
+    await until("a unlocks it", 2_000, async () => (await holders(k)).length === 0);
+    expect((await b.acquire(req(k))).acquired).toBe(true);
+  });
+
+  it("hands off a lock another process holds by releasing it by owner, then attempting for the next owner", async () => {
+    const a = host({ sessions: 1 });
+    const b = host();
+    const k = key();
+    const first = req(k);
+    expect((await a.acquire(first)).acquired).toBe(true);
+    const done = await b.handoff(k, first.owner, req(k));
+    expect(done.released).toBe("released");
+    // The holder unlocks when told; the key is free or the next owner's.
+    await until("a unlocks it", 2_000, async () => !(await holders(k)).includes(a.sessionPids[0]!));
+    expect(await b.handoff(k, randomUUID(), req(k))).toMatchObject({ released: expect.stringMatching(/not_found|mismatch/) });
+  });
+
   it("force-releases a lock its holder's session takes again at once for someone else: only the asked holding ends", async () => {
     // The holder's session unlocks when told, and a caller on the same host takes the key on
     // the same session within a round trip: the force-release must see that the holding it

@@ -19,6 +19,8 @@ export interface NodeStats {
   readonly contended: number;
   readonly errors: number;
   readonly errorSamples: readonly string[];
+  /** Errors by what they were (a sample's text): how many of each. */
+  readonly errorKinds: Readonly<Record<string, number>>;
   /** The test killed it (SIGKILL) before it could report. */
   readonly killed?: boolean;
 }
@@ -130,7 +132,7 @@ function startNode(script: string, options: object, node: string): HammerNode {
     child.once("error", reject);
     child.once("exit", (code) => {
       if (killed) {
-        resolvePromise({ node, killed: true, attempts: 0, acquired: 0, contended: 0, errors: 0, errorSamples: [] });
+        resolvePromise({ node, killed: true, attempts: 0, acquired: 0, contended: 0, errors: 0, errorSamples: [], errorKinds: {} });
         return;
       }
       const last = out.trim().split("\n").pop() ?? "";

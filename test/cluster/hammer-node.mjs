@@ -21,7 +21,13 @@ const plugins = Array.from({ length: opts.guests }, (_, i) => ({
 const config = resolveConfig({ host: { node: opts.node, logLevel: "warn" }, locking: opts.locking, plugins });
 const host = await Host.start(config, { logger: pino({ level: "warn" }, pino.destination(2)) });
 const fd = openSync(opts.log, "a");
-const stats = { node: opts.node, attempts: 0, acquired: 0, contended: 0, errors: 0, errorSamples: /** @type {string[]} */ ([]) };
+const stats = { node: opts.node, attempts: 0, acquired: 0, contended: 0, errors: 0, errorSamples: /** @type {string[]} */ ([]), errorKinds: /** @type {Record<string, number>} */ ({}) };
+/** Counts an error by what it was (its sample text), and keeps the first few samples. */
+function error(what) {
+  stats.errors++;
+  stats.errorKinds[what] = (stats.errorKinds[what] ?? 0) + 1;
+  if (stats.errorSamples.length < 5) stats.errorSamples.push(what);
+}
 
 // Start together: say ready, then wait for the parent's go with the common deadline, since
 // hosts take different times to start their guests.
@@ -43,8 +49,7 @@ await Promise.all(plugins.map(async (p) => {
         ? await host.call(p.name, "enter", [keyId, opts.ttlMs])
         : await host.call(p.name, "enterAs", [keyId, opts.ttlMs, mode, opts.kind?.permits ?? 0]));
     } catch (err) {
-      stats.errors++;
-      if (stats.errorSamples.length < 5) stats.errorSamples.push(String(err));
+      error(String(err));
       continue;
     }
     if (fence === 0) {
@@ -54,8 +59,7 @@ await Promise.all(plugins.map(async (p) => {
       continue;
     }
     if (fence < 0) {
-      stats.errors++;
-      if (stats.errorSamples.length < 5) stats.errorSamples.push(`enter returned ${fence}`);
+      error(`enter returned ${fence}`);
       continue;
     }
     stats.acquired++;
@@ -71,10 +75,7 @@ await Promise.all(plugins.map(async (p) => {
     } catch (err) {
       left = String(err);
     }
-    if (left !== 0) {
-      stats.errors++;
-      if (stats.errorSamples.length < 5) stats.errorSamples.push(`leave returned ${left}`);
-    }
+    if (left !== 0) error(`leave returned ${left}`);
   }
 }));
 closeSync(fd);

@@ -49,27 +49,7 @@ function tryAcquire(ctx: AcquireContext, req: MutexAcquireRequest, advisory: Adv
         const left = Number(row?.[4]);
         return left > 0 ? { acquired: false, retryAfterMs: left } : NOT_ACQUIRED;
       }
-      const [fence, reserved, acquiredAt, expiresAt] = row.map(Number) as [number, number, number, number];
-      const held = (handedOut: number): MutexAcquireResult => {
-        lock.fence = handedOut;
-        book.hold(lock, sentAt + req.ttlMs, expiresAt);
-        ctx.onHeld();
-        return { acquired: true, fence: handedOut, acquiredAtMs: acquiredAt, expiresAtMs: expiresAt };
-      };
-      if (fence <= reserved) return held(fence);
-      // Past the reserved block: reserve the next one (flushed) before the fence goes out.
-      return session.run(book.sql.reserve, [advisory.id, fence]).then(
-        (reservedRows) => {
-          checkStillOurs(book, session, lock);
-          const raised = Number(reservedRows[0]?.[0]);
-          if (!Number.isSafeInteger(raised)) throw new Error("the fence reservation found no holders row");
-          return held(raised);
-        },
-        (err: unknown): never => {
-          if (session.held.get(advisory.id) === lock) void book.unlock(session, lock, false);
-          throw backendError(err, "acquire", book.errors);
-        },
-      );
+      return grant(ctx, session, lock, row, sentAt, req.ttlMs);
     },
     (err: unknown): never => {
       if (session.held.get(advisory.id) === lock) {
@@ -85,8 +65,40 @@ function tryAcquire(ctx: AcquireContext, req: MutexAcquireRequest, advisory: Adv
   return acquired;
 }
 
+/**
+ * Hands out the lock `lock` its session now holds, from the answer `row` of the statement that
+ * took it ([fence, reserved, acquired ms, expires ms]): held until `sentAt + ttlMs` here. A fence
+ * past the reserved block first reserves the next one (flushed); if that fails, the lock is
+ * unlocked and the failure thrown.
+ */
+export function grant(ctx: AcquireContext, session: Session, lock: HeldLock, row: readonly unknown[], sentAt: number, ttlMs: number): MutexAcquireResult | Promise<MutexAcquireResult> {
+  const { book } = ctx;
+  const { advisory } = lock;
+  const [fence, reserved, acquiredAt, expiresAt] = row.map(Number) as [number, number, number, number];
+  const held = (handedOut: number): MutexAcquireResult => {
+    lock.fence = handedOut;
+    book.hold(lock, sentAt + ttlMs, expiresAt);
+    ctx.onHeld();
+    return { acquired: true, fence: handedOut, acquiredAtMs: acquiredAt, expiresAtMs: expiresAt };
+  };
+  if (fence <= reserved) return held(fence);
+  // Past the reserved block: reserve the next one (flushed) before the fence goes out.
+  return session.run(book.sql.reserve, [advisory.id, fence]).then(
+    (reservedRows) => {
+      checkStillOurs(book, session, lock);
+      const raised = Number(reservedRows[0]?.[0]);
+      if (!Number.isSafeInteger(raised)) throw new Error("the fence reservation found no holders row");
+      return held(raised);
+    },
+    (err: unknown): never => {
+      if (session.held.get(advisory.id) === lock) void book.unlock(session, lock, false);
+      throw backendError(err, "acquire", book.errors);
+    },
+  );
+}
+
 /** Throws when `lock` is no longer its session's record: the session ended (or the backend closed) under it. */
-function checkStillOurs(book: LockBook, session: Session, lock: HeldLock): void {
+export function checkStillOurs(book: LockBook, session: Session, lock: HeldLock): void {
   if (session.held.get(lock.advisory.id) === lock) return;
   if (book.closed) throw closedError();
   throw new LockhostError("BACKEND_UNAVAILABLE", `PostgreSQL at ${book.errors.target}: the session ended during acquire`);

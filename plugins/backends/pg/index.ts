@@ -7,7 +7,8 @@
 //   "contended" itself for an id it holds or is busy with: it never asks the server twice.
 // - Fences and holders: the statement that takes the lock also hands out the next fence and
 //   writes the holder (sql.ts: fences are reserved in flushed blocks, holders live in an
-//   unlogged table); release only reads and unlocks. One round trip each.
+//   unlogged table); release only reads and unlocks. One round trip each. A handoff to a
+//   waiter of this host keeps the session's lock and moves the holder row (handoff.ts).
 // - Lease: advisory locks never expire, so the host ends each lease at its deadline (one
 //   timer for the backend, host/locking/deadline-queue.ts), counted from when the acquire or
 //   renew was sent. If the host dies, its sessions end and PostgreSQL frees their locks.
@@ -32,6 +33,7 @@
 //
 // This file is the LockBackend facade: it maps each step to its file. lock-book.ts keeps the
 // sessions and the locks held on them (lease ends, unlocks); acquire.ts takes locks;
+// handoff.ts hands one on;
 // batch.ts renews in batches; by-owner.ts renews and releases locks another process holds and
 // handles control messages; force-release.ts, record.ts (status rows) and
 // tables.ts do the rest.
@@ -49,13 +51,14 @@ const PING = { name: "lockhost_ping", text: "SELECT 1" };
  * not among them: it may resolve soon (a Kubernetes service not up yet).
  */
 const PG_PERMANENT = /SQLSTATE (28P01|28000|3D000)|password authentication failed|no pg_hba\.conf entry|database "[^"]*" does not exist/i;
-import type { MutexAcquireRequest, MutexAcquireResult, ListRequest, LockBackend, LockPage, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult, KindSteps, LockKind, MutexStore } from "../../../kit/index.js";
+import type { MutexAcquireRequest, MutexAcquireResult, MutexHandoffResult, ListRequest, LockBackend, LockPage, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult, KindSteps, LockKind, MutexStore } from "../../../kit/index.js";
 import { LOCK_KINDS, StepsByKind } from "../../../kit/index.js";
 import { acquire, type AcquireContext } from "./acquire.js";
 import { BatchRenewer } from "./batch.js";
 import { onControl, releaseElsewhere, renewElsewhere } from "./by-owner.js";
 import { backendError, closedError } from "./errors.js";
 import { forceRelease } from "./force-release.js";
+import { handOver } from "./handoff.js";
 import { HeldLock } from "./held-lock.js";
 import { advisoryKeyFromId, advisoryKeyOf, waitLockOf, type AdvisoryKey } from "./key-hash.js";
 import { ReleaseListener } from "./listener.js";
@@ -276,6 +279,23 @@ export class PgBackend implements LockBackend, MutexStore {
     if (found instanceof HeldLock) return book.unlock(session, found, true);
     if (found !== ELSEWHERE) return found.ok ? "not_found" : found.reason;
     return releaseElsewhere(book, advisory, key, owner);
+  }
+
+  /**
+   * Releases `owner`'s lock on `key` and takes it for `next` in one step (MutexStore.handoff):
+   * a lock this backend holds stays locked on its session while its row moves to `next` (one
+   * statement, the key never free); any other is released as release() would, then `next`
+   * attempts.
+   */
+  async handoff(key: string, owner: string, next: MutexAcquireRequest): Promise<MutexHandoffResult> {
+    const book = this.#book;
+    if (book.closed) throw closedError();
+    const advisory = book.keyOf(key);
+    const session = book.sessionOf(advisory);
+    const found = book.find(await book.current(session, advisory.id), key, owner);
+    if (found instanceof HeldLock) return handOver(this.#acquire, session, found, next);
+    const released = found !== ELSEWHERE ? (found.ok ? "not_found" : found.reason) : await releaseElsewhere(book, advisory, key, owner);
+    return released === "released" ? { released, next: await this.acquire(next) } : { released };
   }
 
   /**

@@ -237,6 +237,29 @@ export class LockBook {
     return done;
   }
 
+  /**
+   * Starts handing held `lock` to another owner on its session (handoff.ts): its lease ends
+   * here (no deadline, no renewal applies) while `busy`, the statement moving its row, is in
+   * flight; an attempt on its id waits for that.
+   */
+  handingOver(lock: HeldLock, busy: Promise<unknown>): void {
+    lock.state = "releasing";
+    this.expiry.remove(lock);
+    lock.busy = busy;
+  }
+
+  /**
+   * The row of `lock` names `next` now: `next` takes its place on the session (the advisory lock
+   * never let go), "acquiring" until granted. False when the session ended meanwhile.
+   */
+  handedOver(session: Session, lock: HeldLock, next: HeldLock): boolean {
+    const id = lock.advisory.id;
+    if (session.held.get(id) !== lock) return false;
+    this.#remember(lock.owner);
+    session.held.set(id, next);
+    return true;
+  }
+
   /** Remembers that the lease of `owner` ended here (bounded, oldest out). */
   #remember(owner: string): void {
     this.#ended.add(owner);

@@ -57,6 +57,13 @@ export interface Statements {
   readonly acquire: Statement;
   /** $1 advisory id, $2 fence just taken -> [the fence to hand out]; only while holding the lock. */
   readonly reserve: Statement;
+  /**
+   * A handoff on the holding session (MutexStore.handoff): $1 advisory id, $2 key, $3 owner,
+   * $4 next owner, $5 plugin, $6 node, $7 hostname, $8 ttl ms -> [fence, reserved, acquired ms,
+   * expires ms] when the row still named `owner` on this session (it is the next owner's now),
+   * else no row.
+   */
+  readonly handoff: Statement;
   /** $1 advisory id, $2 key, $3 owner, $4 ttl ms -> [expires ms] or no row. */
   readonly renew: Statement;
   /**
@@ -275,6 +282,16 @@ export function statementsFor(table: string): Statements {
         )
         UPDATE ${h} h SET fence = cur.fence, reserved = f.reserved FROM cur, f WHERE h.id = $1::int8
         RETURNING h.fence`,
+    },
+    // A handoff keeps the session's advisory lock (the key is never free) and moves the holder
+    // row to the next owner with the next fence. Only while the row names the owner on this
+    // session: a force-release clears the owner first, and then nothing is handed over.
+    handoff: {
+      name: "lockhost_handoff",
+      text: `UPDATE ${h} SET fence = fence + 1, owner = $4::text, plugin = $5::text, node = $6::text, hostname = $7::text,
+          acquired_at = ${serverNow}, expires_at = ${serverNow} + $8::int8 * interval '1 millisecond', ttl_ms = $8::int8, value = NULL
+        WHERE id = $1::int8 AND key = $2 AND owner = $3 AND pid = pg_backend_pid()
+        RETURNING fence, reserved, ${ms("acquired_at")}, ${ms("expires_at")}`,
     },
     // Runs on the holding session, so an answer proves the session (and with it the advisory
     // lock) alive: a session loses an advisory lock only by unlocking it, which the caller's

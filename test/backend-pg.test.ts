@@ -563,6 +563,32 @@ describe("pg backend", () => {
     watch.close();
   });
 
+  it("a handoff that fails lets the lock go and says so, never leaving the old owner believing it holds a free lock", async () => {
+    const slow = `lockhost_test_${run}_slowhand`;
+    tables.push(slow);
+    const a = host({ table: slow, sessions: 1, commandTimeoutMs: 400 });
+    const b = host({ table: slow });
+    const k = key();
+    const first = req(k);
+    expect((await a.acquire(first)).acquired).toBe(true);
+    // The handoff's UPDATE blocks on the row until the server would cancel it: the call times out.
+    const locker = new pg.Client({ connectionString: url });
+    await locker.connect();
+    await locker.query("begin");
+    await locker.query(`select * from ${holdersTableOf(slow)} where id = $1 for update`, [advisoryKeyOf(k).id]);
+    const handing = a.handoff(k, first.owner, req(k)).catch((err: unknown) => err);
+    await sleep(800);
+    await locker.query("rollback");
+    await locker.end();
+    const done = await handing;
+    // Not an error: the old holding is over either way, and the next owner was not granted.
+    expect(done).not.toBeInstanceOf(Error);
+    expect(["released", "not_found"]).toContain((done as { released: string }).released);
+    if ((done as { released: string }).released === "released") expect(done).toMatchObject({ next: { acquired: false } });
+    await until("the lock is let go", 10_000, async () => (await holders(k)).length === 0);
+    expect((await b.acquire(req(k))).acquired).toBe(true);
+  });
+
   it("hands nothing over once another host force-released the lock, and lets the lock go", async () => {
     const a = host({ sessions: 1 });
     const b = host();
@@ -582,6 +608,8 @@ describe("pg backend", () => {
     const k = key();
     const first = req(k);
     expect((await a.acquire(first)).acquired).toBe(true);
+    // The holder hears release-by-owner on its LISTEN connection, opened with its first lock.
+    await until("a listens", 2_000, () => a.listenerPid !== undefined);
     const done = await b.handoff(k, first.owner, req(k));
     expect(done.released).toBe("released");
     // The holder unlocks when told; the key is free or the next owner's.

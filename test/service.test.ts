@@ -503,6 +503,28 @@ describe("a lease lasts no longer than the backend granted", () => {
     }
   });
 
+  it("a waiter whose first attempt got a grant with no time left tries again only after the backoff", async () => {
+    const { backend: faulty, faults } = faultyBackend();
+    const tries: number[] = [];
+    const counted: LockBackend = {
+      ...faulty,
+      steps: (kind) => {
+        const steps = faulty.steps(kind);
+        return { ...steps, acquire: (req) => (tries.push(performance.now()), steps.acquire(req)) };
+      },
+    };
+    const service = new LockService(counted, { node: "n" });
+    try {
+      faults.grantMs = 0;
+      const waiting = service.acquire("k", { ttlMs: 5_000, waitMs: 300 }).catch((err: unknown) => err);
+      expect(await waiting).toMatchObject({ code: "TIMEOUT" });
+      expect(tries.length).toBeGreaterThanOrEqual(2);
+      for (let i = 1; i < tries.length; i++) expect(tries[i]! - tries[i - 1]!).toBeGreaterThanOrEqual(20);
+    } finally {
+      await service.close();
+    }
+  });
+
   for (const grantMs of [0, -5]) {
     it(`gives back a grant with no time left (${grantMs} ms) and answers contended`, async () => {
       const { backend: faulty, inner, faults } = faultyBackend();

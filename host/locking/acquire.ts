@@ -57,7 +57,7 @@ const NO_TIME_LEFT: Contended = Object.freeze({ acquired: false });
  * (jittered) after: its own give-back's release notice would wake it at once, and a server
  * answering that late, or granting nothing, is struggling.
  */
-const NO_TIME_LEFT_BACKOFF_MS = 50;
+export const NO_TIME_LEFT_BACKOFF_MS = 50;
 
 /** One attempt at a checked request: a Lease, or null when someone else holds the key. */
 export function tryChecked(core: ServiceCore, request: CheckedRequest): Promise<Lease | null> {
@@ -246,7 +246,7 @@ async function wait(
       const local = head && shouldTry && handsOff ? core.waits.localHolder(queueKey) : undefined;
       if (local !== undefined) {
         hint = local.deadline - performance.now();
-      } else if (head && shouldTry) {
+      } else if (head && shouldTry && performance.now() >= notBefore) {
         const result = await attempt(core, request, asIs, queue?.queueMs, queue?.owner);
         if (result instanceof Lease) {
           taken = result;

@@ -9,12 +9,12 @@
 // bound (MAX_LOCAL_HANDOFFS in a row) is WaitQueues.claimNext's.
 import type { AcquireRequest, AcquireResult, HandoffResult, ReleaseResult } from "../../kit/backend.js";
 import { KINDS } from "../../kit/kinds.js";
-import { acquireRequest, countContended, failed, hasTimeLeft, leaseOf } from "./acquire.js";
+import { acquireRequest, countContended, failed, hasTimeLeft, leaseOf, NO_TIME_LEFT_BACKOFF_MS } from "./acquire.js";
 import type { ServiceCore } from "./core.js";
 import { waitKey } from "./kinds.js";
 import type { Lease } from "./lease.js";
 import { releaseDone, releaseFailed, releaseRefused } from "./release-books.js";
-import type { Waiter } from "./waiting.js";
+import { jittered, timerMs, type Waiter } from "./waiting.js";
 
 /**
  * Releases `lease` (out of the books already: `minted` as leaveBooks said) by handing its key to
@@ -40,6 +40,8 @@ async function handOverTo(core: ServiceCore, lease: Lease, minted: boolean, wait
   const request = waiter.request!;
   const steps = core.steps(lease.kind);
   let handed: Lease | undefined;
+  // Set when the head's grant came with no time left: it tries itself only after a backoff.
+  let backoff = false;
   // close() waits for it as for an attempt: the head may get a lease from it.
   core.attemptStarted();
   try {
@@ -80,6 +82,7 @@ async function handOverTo(core: ServiceCore, lease: Lease, minted: boolean, wait
       else if (!hasTimeLeft(next, request.ttlMs, sentAt)) {
         void core.giveBack(req.key, req.owner, lease.kind);
         countContended(core, request);
+        backoff = true;
       } else handed = leaseOf(core, request, next, req, sentAt);
     } else if (next !== undefined) {
       // Between the release and the attempt, another host took the key.
@@ -87,8 +90,10 @@ async function handOverTo(core: ServiceCore, lease: Lease, minted: boolean, wait
     }
   } finally {
     core.attemptDone();
-    // No lease: the head tries itself (the key may be free, or the release failed).
-    waiter.deliver(handed);
+    // No lease: the head tries itself (the key may be free, or the release failed); after a
+    // grant with no time left, not before a backoff (as an attempt of its own would wait).
+    if (backoff) setTimeout(() => waiter.deliver(undefined), timerMs(jittered(NO_TIME_LEFT_BACKOFF_MS)));
+    else waiter.deliver(handed);
   }
   if (handed !== undefined) core.handoffs++;
 }

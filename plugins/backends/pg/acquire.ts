@@ -98,7 +98,7 @@ export function grant(ctx: AcquireContext, session: Session, lock: HeldLock, row
 }
 
 /** Throws when `lock` is no longer its session's record: the session ended (or the backend closed) under it. */
-export function checkStillOurs(book: LockBook, session: Session, lock: HeldLock): void {
+function checkStillOurs(book: LockBook, session: Session, lock: HeldLock): void {
   if (session.held.get(lock.advisory.id) === lock) return;
   if (book.closed) throw closedError();
   throw new LockhostError("BACKEND_UNAVAILABLE", `PostgreSQL at ${book.errors.target}: the session ended during acquire`);

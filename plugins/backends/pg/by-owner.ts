@@ -36,9 +36,20 @@ export function onControl(book: LockBook, payload: string, lost: (owner: string)
   const [pid, id, fence] = payload.split(":");
   const session = book.sessions.find((s) => s.pid !== undefined && String(s.pid) === pid);
   const lock = id === undefined ? undefined : session?.held.get(id);
-  if (session === undefined || lock === undefined || String(lock.fence) !== fence) return;
-  if (lock.state !== "held") return;
+  if (session === undefined || lock === undefined) return;
+  if (lock.state !== "held" && lock.busy !== undefined) {
+    // An acquisition or handoff whose answer has not been read yet (the message came on the
+    // LISTEN connection, ahead of it): the holding it names may be the one being granted. Heard
+    // again once that settles; else the force-release would end the whole session.
+    lock.busy.then(retry, retry);
+    return;
+  }
+  if (String(lock.fence) !== fence || lock.state !== "held") return;
   book.log.info({ key: lock.key, fence: lock.fence }, "pg lock released by another host: unlocked");
   lost(lock.owner);
   void book.unlock(session, lock, true);
+
+  function retry(): void {
+    if (!book.closed) onControl(book, payload, lost);
+  }
 }

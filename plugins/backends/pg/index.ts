@@ -295,7 +295,9 @@ export class PgBackend implements LockBackend, MutexStore {
     const found = book.find(await book.current(session, advisory.id), key, owner);
     if (found instanceof HeldLock) return handOver(this.#acquire, session, found, next);
     const released = found !== ELSEWHERE ? (found.ok ? "not_found" : found.reason) : await releaseElsewhere(book, advisory, key, owner);
-    return released === "released" ? { released, next: await this.acquire(next) } : { released };
+    if (released !== "released") return { released };
+    // Released: a failed attempt for the next owner does not undo that (it tries again itself).
+    return { released, next: await this.acquire(next).catch((): MutexAcquireResult => ({ acquired: false })) };
   }
 
   /**

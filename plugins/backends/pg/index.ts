@@ -63,6 +63,7 @@ import { HeldLock } from "./held-lock.js";
 import { advisoryKeyFromId, advisoryKeyOf, waitLockOf, type AdvisoryKey } from "./key-hash.js";
 import { ReleaseListener } from "./listener.js";
 import { ELSEWHERE, NOT_FOUND, ignore, LockBook } from "./lock-book.js";
+import type { Session } from "./session.js";
 import { toRecord } from "./record.js";
 import { channelsOf, statementsFor } from "./sql.js";
 import { Tables } from "./tables.js";
@@ -225,6 +226,15 @@ export class PgBackend implements LockBackend, MutexStore {
     return this.#batches.statements;
   }
 
+  /** What renew, release and handoff of (`key`, `owner`) act on: its id, session and record (LockBook.find). */
+  async #locate(key: string, owner: string): Promise<{ book: LockBook; advisory: AdvisoryKey; session: Session; found: ReturnType<LockBook["find"]> }> {
+    const book = this.#book;
+    if (book.closed) throw closedError();
+    const advisory = book.keyOf(key);
+    const session = book.sessionOf(advisory);
+    return { book, advisory, session, found: book.find(await book.current(session, advisory.id), key, owner) };
+  }
+
   /** Takes `req.key` if no session anywhere holds it, with the next fence (LockBackend.acquire). */
   acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
     return acquire(this.#acquire, req);
@@ -236,11 +246,7 @@ export class PgBackend implements LockBackend, MutexStore {
    * its holder sees the later expiry before it would end the lease.
    */
   async renew(key: string, owner: string, ttlMs: number): Promise<RenewResult> {
-    const book = this.#book;
-    if (book.closed) throw closedError();
-    const advisory = book.keyOf(key);
-    const session = book.sessionOf(advisory);
-    const found = book.find(await book.current(session, advisory.id), key, owner);
+    const { book, advisory, session, found } = await this.#locate(key, owner);
     if (found === ELSEWHERE) return renewElsewhere(book, session, advisory, key, owner, ttlMs);
     if (!(found instanceof HeldLock)) return found;
     const lock = found;
@@ -271,11 +277,7 @@ export class PgBackend implements LockBackend, MutexStore {
    * it contended.
    */
   async release(key: string, owner: string): Promise<ReleaseResult> {
-    const book = this.#book;
-    if (book.closed) throw closedError();
-    const advisory = book.keyOf(key);
-    const session = book.sessionOf(advisory);
-    const found = book.find(await book.current(session, advisory.id), key, owner);
+    const { book, advisory, session, found } = await this.#locate(key, owner);
     if (found instanceof HeldLock) return book.unlock(session, found, true);
     if (found !== ELSEWHERE) return found.ok ? "not_found" : found.reason;
     return releaseElsewhere(book, advisory, key, owner);
@@ -288,11 +290,7 @@ export class PgBackend implements LockBackend, MutexStore {
    * attempts.
    */
   async handoff(key: string, owner: string, next: MutexAcquireRequest): Promise<MutexHandoffResult> {
-    const book = this.#book;
-    if (book.closed) throw closedError();
-    const advisory = book.keyOf(key);
-    const session = book.sessionOf(advisory);
-    const found = book.find(await book.current(session, advisory.id), key, owner);
+    const { book, advisory, session, found } = await this.#locate(key, owner);
     if (found instanceof HeldLock) return handOver(this.#acquire, session, found, next);
     const released = found !== ELSEWHERE ? (found.ok ? "not_found" : found.reason) : await releaseElsewhere(book, advisory, key, owner);
     if (released !== "released") return { released };

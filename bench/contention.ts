@@ -16,6 +16,7 @@
 import { randomUUID } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import { Redis } from "ioredis";
+import pg from "pg";
 import Redlock from "redlock";
 import { Mutex } from "redis-semaphore";
 import type { KindSteps, LockBackend } from "../kit/backend.js";
@@ -25,6 +26,7 @@ import { PgBackend } from "../plugins/backends/pg/index.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
 import { pgDefaults } from "../plugins/backends/pg/config.js";
+import { holdersTableOf } from "../plugins/backends/pg/sql.js";
 import { DATABASE_URL, REDIS_URL, ROUNDS, TTL_MS, benchLog, fmt } from "./harness.js";
 import { median, table } from "./stats.js";
 
@@ -207,5 +209,10 @@ export async function contentionBench(): Promise<void> {
     if (keys.length > 0) await admin.del(...keys);
     admin.disconnect();
     peer.disconnect();
+    // The PostgreSQL rows' tables, this checkout's and the base's.
+    const db = new pg.Client({ connectionString: DATABASE_URL });
+    await db.connect();
+    for (const t of [pgTable, `${pgTable}_base`]) await db.query(`drop table if exists ${t}, ${holdersTableOf(t)}`).catch(() => undefined);
+    await db.end();
   }
 }

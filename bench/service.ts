@@ -7,6 +7,7 @@
 // a share of the bare steps'. Times are wall time over whole loops, not per-call samples: a
 // performance.now() pair per call would be a tenth of what is measured.
 import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
 import type { LockBackend } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
@@ -77,6 +78,11 @@ export async function serviceBench(): Promise<void> {
   const prefix = `lockhost-bench-service:${randomUUID().slice(0, 8)}:`;
   const redisOps = Number(process.env.BENCH_REDIS_OPS ?? 2_000);
   const red = await rounds(new RedisBackend({ ...redisDefaults, url: REDIS_URL, keyPrefix: prefix }, benchLog), { seq: redisOps, each: redisOps / 4 });
+  // The fence counters outlive their locks on purpose: this run's go with it.
+  const admin = new Redis(REDIS_URL);
+  const left = await admin.keys(`${prefix}*`);
+  if (left.length > 0) await admin.del(...left);
+  admin.disconnect();
 
   console.log(`\nlockhost bench: the LockService over its backend's bare steps, try+release pairs (${ROUNDS} interleaved rounds, medians; µs per pair from wall time)\n`);
   const memRow = (c: "1" | "16"): string[] => {

@@ -47,10 +47,10 @@ function queueMsOf(core: ServiceCore): number {
 }
 
 const contendedAsNull = (): null => null;
-const asIs = (r: Contended): Contended => r;
+export const asIs = (r: Contended): Contended => r;
 
-/** The contended outcome of a grant given back for having no time left (hasTimeLeft). */
-const NO_TIME_LEFT: Contended = Object.freeze({ acquired: false });
+/** The contended outcome of a grant given back for having no time left (taken). */
+export const NO_TIME_LEFT: Contended = Object.freeze({ acquired: false });
 
 /**
  * A waiter whose attempt was given back for having no time left tries again only this long
@@ -150,20 +150,26 @@ export function failed(core: ServiceCore, request: CheckedRequest, req: AcquireR
   return backendError(err);
 }
 
-/** What an attempt's answer makes: a held Lease, or the contended outcome. */
-function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireResult, req: AcquireRequest, sentAt: number, contended: (result: Contended) => C): Lease | C {
+/**
+ * What an answer makes (an attempt's, or a handoff's for the waiter it was made for): a held
+ * Lease, or the contended outcome. A grant with no time left as this host counts it (an answer
+ * after the lease's end: a server paused past the TTL with the request queued; or a grant of
+ * nothing) must not make anyone a holder: it is given back and counts as contended (NO_TIME_LEFT).
+ */
+export function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireResult, req: AcquireRequest, sentAt: number, contended: (result: Contended) => C): Lease | C {
   const { spec } = request;
   if (!result.acquired) {
     if ("limit" in result && result.limit !== undefined && KINDS[spec.kind].limit !== null) throw permitsMismatch(request, request.limit, result.limit);
     countContended(core, request);
     return contended(result);
   }
-  if (!hasTimeLeft(result, request.ttlMs, sentAt)) {
+  const deadline = sentAt + lifeOf(result, request.ttlMs);
+  if (performance.now() >= deadline) {
     void core.giveBack(req.key, req.owner, spec.kind);
     countContended(core, request);
     return contended(NO_TIME_LEFT);
   }
-  return leaseOf(core, request, result, req, sentAt);
+  return leaseOf(core, request, result, req, deadline);
 }
 
 /**
@@ -172,26 +178,17 @@ function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireRes
  * lease the server ends sooner than asked, as etcd's may when its lease is not sure to last,
  * must end sooner here too, or its holder would work on past the server's end).
  */
-export function lifeOf(result: Acquired, ttlMs: number): number {
+function lifeOf(result: Acquired, ttlMs: number): number {
   const granted = result.expiresAtMs - result.acquiredAtMs;
   return granted < ttlMs ? granted : ttlMs;
 }
 
-/**
- * Whether a grant answered now still has time left as this host counts it. An answer after the
- * lease's end (a server paused past the TTL with the request queued), or a grant of nothing,
- * must not make anyone a holder: the caller gives it back and counts it contended.
- */
-export function hasTimeLeft(result: Acquired, ttlMs: number, sentAt: number): boolean {
-  return performance.now() < sentAt + lifeOf(result, ttlMs);
-}
-
-/** The Lease of an acquisition the backend granted (an attempt's or a handoff's), taken into the service's books. */
-export function leaseOf(core: ServiceCore, request: CheckedRequest, result: Acquired, req: AcquireRequest, sentAt: number): Lease {
+/** The Lease of a granted acquisition, ending here at `deadline` (performance.now()), taken into the service's books. */
+function leaseOf(core: ServiceCore, request: CheckedRequest, result: Acquired, req: AcquireRequest, deadline: number): Lease {
   const { name, ttlMs, keepalive, spec } = request;
   const { fence, acquiredAtMs, expiresAtMs } = result;
   const lease = new Lease({
-    name, owner: req.owner, fence, ttlMs, holder: req.holder, acquiredAtMs, expiresAtMs, deadline: sentAt + lifeOf(result, ttlMs), keepalive, hooks: core.hooks,
+    name, owner: req.owner, fence, ttlMs, holder: req.holder, acquiredAtMs, expiresAtMs, deadline, keepalive, hooks: core.hooks,
     kind: spec.kind, mode: req.mode,
   });
   core.hold(lease, request.owner === undefined);

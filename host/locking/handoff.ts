@@ -9,10 +9,10 @@
 // bound (MAX_LOCAL_HANDOFFS in a row) is WaitQueues.claimNext's.
 import type { AcquireRequest, AcquireResult, HandoffResult, ReleaseResult } from "../../kit/backend.js";
 import { KINDS } from "../../kit/kinds.js";
-import { acquireRequest, countContended, failed, hasTimeLeft, leaseOf, NO_TIME_LEFT_BACKOFF_MS } from "./acquire.js";
+import { acquireRequest, asIs, failed, NO_TIME_LEFT, NO_TIME_LEFT_BACKOFF_MS, taken } from "./acquire.js";
 import type { ServiceCore } from "./core.js";
 import { waitKey } from "./kinds.js";
-import type { Lease } from "./lease.js";
+import { Lease } from "./lease.js";
 import { releaseDone, releaseFailed, releaseRefused } from "./release-books.js";
 import { jittered, timerMs, type Waiter } from "./waiting.js";
 
@@ -76,17 +76,14 @@ async function handOverTo(core: ServiceCore, lease: Lease, minted: boolean, wait
       }
     }
     releaseDone(core, lease);
-    if (next?.acquired === true) {
-      // close() began meanwhile: nobody may get a lease now. Nor a lease with no time left.
-      if (core.closing) await core.giveBack(req.key, req.owner, lease.kind);
-      else if (!hasTimeLeft(next, request.ttlMs, sentAt)) {
-        void core.giveBack(req.key, req.owner, lease.kind);
-        countContended(core, request);
-        backoff = true;
-      } else handed = leaseOf(core, request, next, req, sentAt);
-    } else if (next !== undefined) {
-      // Between the release and the attempt, another host took the key.
-      countContended(core, request);
+    // close() began meanwhile: nobody may get a lease now.
+    if (next?.acquired === true && core.closing) await core.giveBack(req.key, req.owner, lease.kind);
+    else if (next !== undefined) {
+      // As an attempt's answer: a lease, or contended (another host took the key between a
+      // release and the attempt; or a grant with no time left, given back).
+      const outcome = taken(core, request, next, req, sentAt, asIs);
+      if (outcome instanceof Lease) handed = outcome;
+      else backoff = outcome === NO_TIME_LEFT;
     }
   } finally {
     core.attemptDone();

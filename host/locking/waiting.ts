@@ -196,9 +196,7 @@ export class WaitQueues {
     if (holds && taken !== undefined) queue.holder = taken;
     if (queue.waiters.length === 0) {
       queue.handoffs = 0;
-      // The subscription outlives the line while its holder holds: the holder's next contender
-      // (often the holder itself, coming back) queues at once, already subscribed.
-      if (!live(queue.holder)) this.#drop(name, queue);
+      this.#dropIfIdle(name, queue);
       return;
     }
     if (i === 0) queue.waiters[0]!.wake(taken !== undefined ? "promoted" : "release");
@@ -252,12 +250,9 @@ export class WaitQueues {
     const queue = this.#queues.get(name);
     if (queue === undefined) return;
     if (queue.holder === lease) queue.holder = undefined;
-    if (queue.waiters.length === 0) {
-      if (!live(queue.holder)) this.#drop(name, queue);
-      return;
-    }
+    if (queue.waiters.length === 0) this.#dropIfIdle(name, queue);
     // Yielding: the backend's notice wakes the head (notify).
-    if (!queue.yielding) this.notify(name);
+    else if (!queue.yielding) this.notify(name);
   }
 
   /** `lease` of `name` was lost: no longer the line's holder (its waiters wake on the key's notices). */
@@ -266,10 +261,16 @@ export class WaitQueues {
     const queue = this.#queues.get(name);
     if (queue === undefined || queue.holder !== lease) return;
     queue.holder = undefined;
-    if (queue.waiters.length === 0) this.#drop(name, queue);
+    this.#dropIfIdle(name, queue);
   }
 
-  #drop(name: string, queue: KeyQueue): void {
+  /**
+   * Drops a line nobody waits in and no live lease of it holds. The subscription outlives the
+   * waiters while the line's holder holds: its next contender (often the holder itself, coming
+   * back) queues at once, already subscribed.
+   */
+  #dropIfIdle(name: string, queue: KeyQueue): void {
+    if (queue.waiters.length > 0 || live(queue.holder)) return;
     this.#queues.delete(name);
     queue.watch?.close();
   }

@@ -6,6 +6,7 @@ import type { LockKind } from "../../kit/kinds.js";
 import type { LockEvent } from "../locking/events.js";
 import type { LockService } from "../locking/service.js";
 import type { TickEvent } from "../scheduler/scheduler.js";
+import { countItem, noCounts, type FeedCounts } from "./dashboard/client/feed-count.js";
 import type { DurationSample, PluginCounters, SeriesPoint } from "./dashboard/client/wire.js";
 
 /** Who made an admin request, as far as the listener can tell. */
@@ -112,38 +113,21 @@ export class ActivityFeed {
   #add(item: FeedItem): void {
     this.#recent.push(item);
     if (this.#recent.length > RECENT) this.#recent.splice(0, this.#recent.length - RECENT);
-    this.#count(item);
+    countItem(this.#counts, item);
     for (const subscriber of this.#subscribers) subscriber(item);
   }
 
-  #count(item: FeedItem): void {
-    if (item.type === "acquired" || item.type === "released" || item.type === "lost") {
-      const c = this.#counters(item.plugin);
-      c[item.type]++;
-    }
-    if (item.type === "acquired") this.#point(item.atMs).acquired++;
-    if (item.type === "released") keep(this.#held, [item.atMs, item.heldMs]);
-    if (item.type === "waited") {
-      keep(this.#waited, [item.atMs, item.waitedMs]);
-      const point = this.#point(item.atMs);
-      point.waits++;
-      point.waitMsTotal += item.waitedMs;
-      point.waitMsMax = Math.max(point.waitMsMax, item.waitedMs);
-      // The waiter's own plugin (a global lock's name names no plugin).
-      const c = this.#counters(item.plugin);
-      c.waits++;
-      if (item.outcome === "timeout") c.timeouts++;
-    }
-  }
-
-  #counters(plugin: string): PluginCounters {
-    let c = this.#plugins.get(plugin);
-    if (!c) {
-      c = { acquired: 0, released: 0, lost: 0, waits: 0, timeouts: 0 };
-      this.#plugins.set(plugin, c);
-    }
-    return c;
-  }
+  /** Where #add counts (feed-count.ts, shared with the open page). */
+  readonly #counts: FeedCounts = {
+    counters: (plugin) => {
+      let c = this.#plugins.get(plugin);
+      if (!c) this.#plugins.set(plugin, (c = noCounts()));
+      return c;
+    },
+    point: (atMs) => this.#point(atMs),
+    held: (sample) => keep(this.#held, sample),
+    waited: (sample) => keep(this.#waited, sample),
+  };
 
   #point(atMs: number): SeriesPoint {
     const second = Math.floor(atMs / 1000);

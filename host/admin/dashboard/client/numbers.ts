@@ -1,11 +1,13 @@
 // The host's numbers: the counter cards, the per-plugin table, the per-second plots and the
 // duration histograms. The snapshot seeds them; each live item adds to them as the host's feed
-// adds to its own (host/admin/feed.ts), so a page open for a while shows what a fresh one would.
+// adds to its own (host/admin/feed.ts, the same countItem), so a page open for a while counts
+// what a fresh one would.
 import { bodyOf, byId, cell, emptyRow } from "./dom.js";
 import { countScale, durationScale } from "./axes.js";
 import { trim } from "./format.js";
 import { histogram } from "./histogram.js";
 import { drawHistogram, drawSeries, type Line } from "./plot.js";
+import { countItem, noCounts, type FeedCounts } from "./feed-count.js";
 import type { DurationSample, FeedItem, PluginCounters, SeriesPoint, Snapshot, Stats } from "./wire.js";
 
 /** Seconds the plots and histograms cover. */
@@ -32,26 +34,17 @@ export function setStats(next: Stats): void {
   stats = next;
 }
 
-/** Counts a live item. */
+/** Counts a live item, as the host's feed counted the snapshot's (feed-count.ts). */
 export function count(item: FeedItem): void {
-  if (item.type === "acquired" || item.type === "released" || item.type === "lost") counters(item.plugin)[item.type]++;
-  if (item.type === "acquired") point(item.atMs).acquired++;
-  if (item.type === "released") held.push([item.atMs, item.heldMs]);
-  if (item.type === "waited") {
-    waited.push([item.atMs, item.waitedMs]);
-    const p = point(item.atMs);
-    p.waits++;
-    p.waitMsTotal += item.waitedMs;
-    p.waitMsMax = Math.max(p.waitMsMax, item.waitedMs);
-    const c = counters(item.name.split(":")[0] ?? item.name);
-    c.waits++;
-    if (item.outcome === "timeout") c.timeouts++;
-  }
+  countItem(live, item);
 }
 
-function counters(plugin: string): PluginCounters {
-  return (plugins[plugin] ??= { acquired: 0, released: 0, lost: 0, waits: 0, timeouts: 0 });
-}
+const live: FeedCounts = {
+  counters: (plugin) => (plugins[plugin] ??= noCounts()),
+  point,
+  held: (sample) => void held.push(sample),
+  waited: (sample) => void waited.push(sample),
+};
 
 function point(atMs: number): SeriesPoint {
   const second = Math.floor(atMs / 1000);

@@ -24,7 +24,7 @@ export type FeedItem =
   | { readonly type: "released"; readonly name: string; readonly fence: number; readonly plugin: string; readonly heldMs: number; readonly atMs: number; readonly kind?: Kind }
   | { readonly type: "lost"; readonly name: string; readonly fence: number; readonly plugin: string; readonly reason: string; readonly atMs: number; readonly kind?: Kind }
   | { readonly type: "force-released"; readonly name: string; readonly found: boolean; readonly atMs: number; readonly kind?: Kind }
-  | { readonly type: "waited"; readonly name: string; readonly waitedMs: number; readonly outcome: string; readonly atMs: number; readonly kind?: Kind }
+  | { readonly type: "waited"; readonly name: string; readonly plugin: string; readonly waitedMs: number; readonly outcome: string; readonly atMs: number; readonly kind?: Kind }
   | { readonly type: "tick"; readonly atMs: number; readonly id: string; readonly tickAtMs: number; readonly outcome: string; readonly fence?: number }
   | Audit;
 

@@ -80,10 +80,9 @@ export class MutexSteps implements KindSteps {
       const proclaim = store.proclaim.bind(store);
       this.proclaim = this.#ns === "" ? proclaim : (key, owner, value) => proclaim(this.#ns + key, owner, value);
     }
-    if (typeof store.handoff === "function") {
-      const handoff = store.handoff.bind(store);
-      this.handoff = this.#ns === "" ? handoff : (key, owner, next) => handoff(this.#ns + key, owner, { ...next, key: this.#ns + next.key });
-    }
+    // Only a kind that hands off locally is ever handed off (host/locking/handoff.ts): the mutex,
+    // whose names go to the store as they are.
+    if (typeof store.handoff === "function" && KINDS[kind].handsOffLocally && this.#ns === "") this.handoff = store.handoff.bind(store);
     if (this.#ns === "") {
       // The mutex's lock path goes straight to the store: no layer of its own per call.
       this.acquire = (req) => store.acquire(req);

@@ -8,7 +8,7 @@ import { LockhostError } from "../../../kit/index.js";
 const GRPC = { CANCELLED: 1, DEADLINE_EXCEEDED: 4, PERMISSION_DENIED: 7, UNAVAILABLE: 14, UNAUTHENTICATED: 16 } as const;
 
 /** A gRPC error as grpc-js gives it. */
-export interface GrpcError {
+interface GrpcError {
   readonly code?: number;
   readonly details?: string;
   readonly message?: string;
@@ -20,7 +20,7 @@ const INVALID = /request is too large|received message larger than max|too many 
 const PERMANENT = /authentication failed|invalid user ID or password|user name is empty|permission denied|authentication is not enabled/;
 
 /** The error text of a grpc-js error: its details (etcd's own message) when there are any. */
-export function detailsOf(err: unknown): string {
+function detailsOf(err: unknown): string {
   const e = err as GrpcError;
   return e?.details || e?.message || String(err);
 }

@@ -110,11 +110,6 @@ export class HeldBook {
     for (const entry of [...this.#byOwner.values()]) if (entry.leaseId === id) this.deleted(entry.owner, entry.key);
   }
 
-  /** Every entry (status checks after a watch was compacted). */
-  entries(): IterableIterator<HeldEntry> {
-    return this.#byOwner.values();
-  }
-
   clear(): void {
     for (const owner of [...this.#byOwner.keys()]) this.drop(owner);
     this.#due.clear();

@@ -66,7 +66,7 @@ export class Leases {
   }
 
   /** The TTL class (whole seconds) whose lease covers a lock of `ttlMs`. */
-  classOf(ttlMs: number): number {
+  #classOf(ttlMs: number): number {
     return Math.max(this.#minTtlS, Math.ceil((ttlMs + this.#marginMs) / 1000));
   }
 
@@ -75,7 +75,7 @@ export class Leases {
    * that costs a round trip). The caller counts itself a user (use/unuse).
    */
   leaseFor(ttlMs: number): ClassLease | Promise<ClassLease> {
-    const ttlS = this.classOf(ttlMs);
+    const ttlS = this.#classOf(ttlMs);
     let lease = this.#classes.get(ttlS);
     if (lease !== undefined && lease.id !== undefined && lease.granting === undefined && lease.sureUntilMs < Date.now() + ttlMs) {
       // Its keepalives went unconfirmed (a stuck stream, a paused member): a lock put on it now

@@ -8,8 +8,8 @@ import { endOf, isLeaseGone, retryAfter, type EtcdContext } from "./context.js";
 import type { HeldEntry } from "./held.js";
 import { mutexKey, prefixEnd } from "./keys.js";
 import { renewRequests, type Refusal } from "./renew.js";
-import { CMP, TARGET, type KeyValue } from "./messages.js";
-import { decodeHolder, encode, holderRecord, storedHolder, type StoredHolder } from "./record.js";
+import { CMP, TARGET } from "./messages.js";
+import { decodeHolder, encode, holderRecord, readHolder, storedHolder, type StoredHolder } from "./record.js";
 
 export class EtcdMutexStore implements MutexStore {
   readonly #c: EtcdContext;
@@ -57,7 +57,7 @@ export class EtcdMutexStore implements MutexStore {
     if (own?.key === key) fence = own.fence;
     else {
       // Not taken by this instance (a restored lock): one read says whose it is.
-      const found = await this.#read(key);
+      const found = await readHolder(this.#c.client, key);
       if (found === undefined) return "not_found";
       if (found.stored.o !== owner) return "mismatch";
       fence = found.kv.create_revision;
@@ -74,7 +74,7 @@ export class EtcdMutexStore implements MutexStore {
   }
 
   async status(name: string): Promise<LockRecord | null> {
-    const found = await this.#read(mutexKey(this.#c.prefix, name));
+    const found = await readHolder(this.#c.client, mutexKey(this.#c.prefix, name));
     return found === undefined ? null : { key: name, ...withoutMode(holderRecord(found.kv, found.stored, Date.now())) };
   }
 
@@ -101,7 +101,7 @@ export class EtcdMutexStore implements MutexStore {
   }
 
   watch(name: string, listener: () => void): ReleaseWatch {
-    return { ready: this.#c.watcher.ready, close: this.#c.watcher.listeners.add(mutexKey(this.#c.prefix, name), listener) };
+    return this.#c.watcher.watch(mutexKey(this.#c.prefix, name), listener);
   }
 
   async proclaim(name: string, owner: string, value: string): Promise<boolean> {
@@ -123,22 +123,17 @@ export class EtcdMutexStore implements MutexStore {
 
   /** Why `key` is not the caller's: held by someone else, or by no one. */
   async #refused(key: string): Promise<Refusal> {
-    return (await this.#read(key)) === undefined ? "not_found" : "mismatch";
+    return (await readHolder(this.#c.client, key)) === undefined ? "not_found" : "mismatch";
   }
 
   /** The key's holder read from etcd, entered in this instance's book if it is `owner`. */
   async #holderRead(key: string, owner: string): Promise<HeldEntry | Refusal> {
-    const found = await this.#read(key);
+    const found = await readHolder(this.#c.client, key);
     if (found === undefined) return "not_found";
     if (found.stored.o !== owner) return "mismatch";
     return this.#c.book.adopt(owner, key, found.kv, found.stored);
   }
 
-  async #read(key: string): Promise<{ kv: KeyValue; stored: StoredHolder } | undefined> {
-    const kv = (await this.#c.client.range({ key })).kvs[0];
-    const stored = kv === undefined ? undefined : decodeHolder(kv.value);
-    return kv === undefined || stored === undefined ? undefined : { kv, stored };
-  }
 }
 
 function withoutMode<T extends { mode: unknown }>(record: T): Omit<T, "mode"> {

@@ -11,7 +11,7 @@ import { endOf, isLeaseGone, retryAfter, type EtcdContext } from "./context.js";
 import { escapeName, parseKey, prefixEnd, queueDir, queueRoot, unescapeName } from "./keys.js";
 import { CMP, TARGET, type KeyValue, type RequestOp } from "./messages.js";
 import type { HeldEntry } from "./held.js";
-import { decodeHolder, encode, holderRecord, storedHolder, type StoredHolder } from "./record.js";
+import { decodeHolder, encode, holderRecord, readHolder, storedHolder, type StoredHolder } from "./record.js";
 import { renewRequests } from "./renew.js";
 
 /** How often an acquisition re-reads a directory another host changed under it before it says "not now". */
@@ -40,12 +40,10 @@ export class EtcdQueueSteps implements KindSteps {
     const dir = queueDir(this.#c.prefix, this.kind, req.key);
     const holderKey = `${dir}h/${req.owner}`;
     const placeKey = `${dir}w/${req.owner}`;
-    let retry: { retryAfterMs?: number } = {};
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const d = await this.#read(dir);
       const now = Date.now();
       if (d.holders.some((h) => h.stored.o === req.owner)) return { acquired: false };
-      retry = retryAfter(d.holders.map((h) => h.stored.e));
       if (req.mode === "shared" && d.holders.length > 0) {
         const theirs = d.holders[0]!.stored.l ?? 0;
         if (theirs !== req.limit) return { acquired: false, limit: theirs };
@@ -55,7 +53,7 @@ export class EtcdQueueSteps implements KindSteps {
         : d.holders.every((h) => h.stored.m === "s") && d.places.length === 0 && (req.limit === 0 || d.holders.length < req.limit);
       if (!free) {
         if (req.mode === "exclusive" && req.queueMs > 0 && this.#queues) await this.#keepPlace(placeKey, req);
-        return { acquired: false, ...retry };
+        return { acquired: false, ...retryAfter(d.holders.map((h) => h.stored.e)) };
       }
       const lease = await this.#c.leases.leaseFor(req.ttlMs);
       const leaseId = lease.id!;
@@ -80,7 +78,8 @@ export class EtcdQueueSteps implements KindSteps {
       this.#c.book.add(req.owner, holderKey, fence, lease, req.ttlMs, record);
       return { acquired: true, fence: Number(fence), acquiredAtMs: now, expiresAtMs };
     }
-    return { acquired: false, retryAfterMs: 0 };
+    // The directory kept changing under every decision: contended, with no hint (a hint is > 0).
+    return { acquired: false };
   }
 
   renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
@@ -155,14 +154,13 @@ export class EtcdQueueSteps implements KindSteps {
   }
 
   watch(name: string, listener: () => void): ReleaseWatch {
-    return { ready: this.#c.watcher.ready, close: this.#c.watcher.listeners.add(queueDir(this.#c.prefix, this.kind, name), listener) };
+    return this.#c.watcher.watch(queueDir(this.#c.prefix, this.kind, name), listener);
   }
 
   /** A holder key read from etcd (a restored lock), entered in this instance's book. */
   async #holderRead(key: string, owner: string): Promise<HeldEntry | "not_found"> {
-    const kv = (await this.#c.client.range({ key })).kvs[0];
-    const stored = kv === undefined ? undefined : decodeHolder(kv.value);
-    return kv === undefined || stored === undefined ? "not_found" : this.#c.book.adopt(owner, key, kv, stored);
+    const found = await readHolder(this.#c.client, key);
+    return found === undefined ? "not_found" : this.#c.book.adopt(owner, key, found.kv, found.stored);
   }
 
   /**

@@ -2,6 +2,7 @@
 // JSON. Times are this host's clock (etcd has none to read): `a` when it was taken, `e` when it
 // ends unless renewed, `t` the TTL of the latest acquire or renew.
 import type { Holder, HolderRecord, LockMode } from "../../../kit/index.js";
+import type { EtcdClient } from "./client.js";
 import type { KeyValue } from "./messages.js";
 
 export interface StoredHolder {
@@ -55,4 +56,11 @@ export function holderRecord(kv: KeyValue, stored: StoredHolder, nowMs: number):
     ttlRemainingMs: Math.max(0, stored.e - nowMs),
     ...(stored.v !== undefined && { value: stored.v }),
   };
+}
+
+/** The holder stored at `key`, with its key-value; undefined when there is none (or it is not a holder's). */
+export async function readHolder(client: EtcdClient, key: string): Promise<{ kv: KeyValue; stored: StoredHolder } | undefined> {
+  const kv = (await client.range({ key })).kvs[0];
+  const stored = kv === undefined ? undefined : decodeHolder(kv.value);
+  return kv === undefined || stored === undefined ? undefined : { kv, stored };
 }

@@ -5,7 +5,7 @@
 // seen, on the next endpoint, so no release is missed; when etcd has compacted that revision
 // away, `missed` is called (the host then checks every lock it holds) and every waiter is woken.
 import type { Logger } from "pino";
-import { ReleaseListeners } from "../../../kit/index.js";
+import { ReleaseListeners, type ReleaseWatch } from "../../../kit/index.js";
 import { withBytes, type EtcdClient, type EtcdStream } from "./client.js";
 import { parseKey, prefixEnd } from "./keys.js";
 import type { KeyValue, WatchResponse } from "./messages.js";
@@ -24,7 +24,7 @@ export class PrefixWatcher {
   readonly #log: Logger;
   readonly #prefix: string;
   readonly #sink: WatchSink;
-  readonly listeners = new ReleaseListeners();
+  readonly #listeners = new ReleaseListeners();
   #stream: EtcdStream | undefined;
   /** The last revision whose events were delivered; a new stream starts after it. */
   #revision = 0;
@@ -46,6 +46,11 @@ export class PrefixWatcher {
     void this.#open();
   }
 
+  /** Calls `listener` when a key under `watchKey` (a lock's key or directory) may have become free. */
+  watch(watchKey: string, listener: () => void): ReleaseWatch {
+    return { ready: this.#ready, close: this.#listeners.add(watchKey, listener) };
+  }
+
   /** Settles once the watch is established (at once when it is). */
   get ready(): Promise<void> {
     return this.#ready;
@@ -55,7 +60,7 @@ export class PrefixWatcher {
     this.#closed = true;
     clearTimeout(this.#retryTimer);
     this.#markReady();
-    this.listeners.clear();
+    this.#listeners.clear();
     this.#drop();
   }
 
@@ -96,7 +101,7 @@ export class PrefixWatcher {
         this.#log.warn({ compactRevision: res.compact_revision }, "etcd: the watch's revision was compacted; checking every held lock");
         this.#revision = 0;
         this.#sink.missed();
-        this.listeners.wakeAll();
+        this.#listeners.wakeAll();
       }
       return this.#broken(false);
     }
@@ -113,10 +118,10 @@ export class PrefixWatcher {
     if (deleted) {
       const owner = ref.type === "mutex" ? (prev === null ? undefined : decodeHolder(prev.value)?.o) : ref.owner;
       if (owner !== undefined) this.#sink.deleted(owner, key);
-      this.listeners.wake(ref.watchKey);
+      this.#listeners.wake(ref.watchKey);
     } else if (ref.type === "mutex" && prev !== null && prev.create_revision === kv.create_revision && decodeHolder(prev.value)?.v !== decodeHolder(kv.value)?.v) {
       // A holder proclaimed a new value in place (a leader): its election's observers hear of it.
-      this.listeners.wake(ref.watchKey);
+      this.#listeners.wake(ref.watchKey);
     }
   }
 

@@ -1,6 +1,7 @@
 // The operation tables of abi/ABI.md (the spec) and of docs/abi.md (in brief), written from the
 // one operation table, abi/ops.ts: one table for module `lock`, one for what a guest can do
 // under its lock (modules lockhost, http, config, log, and host functions).
+import { markdownTable } from "./blocks.js";
 import { OPS, signatureOf, type OpSpec } from "../../abi/ops.js";
 
 /** Which rows a table shows: the lock module's, or every other module's. */
@@ -25,5 +26,5 @@ function table(group: OpGroup, header: readonly string[], rest: (op: OpSpec) => 
   const rows = (OPS as readonly OpSpec[])
     .filter(inGroup(group))
     .map((op) => [`\`${group === "lock" ? op.name : `${op.module}.${op.name}`}\``, `\`${signatureOf(op)}\``, ...rest(op)]);
-  return [header, header.map(() => "---"), ...rows].map((cells) => `| ${cells.join(" | ")} |`).join("\n");
+  return markdownTable(header, rows);
 }

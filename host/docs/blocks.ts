@@ -15,3 +15,8 @@ export function withBlock(text: string, name: string, content: string): string {
   if (from < 0 || to < from) throw new Error(`no ${begin} … ${end} block`);
   return `${text.slice(0, from + begin.length)}\n${content}\n${text.slice(to)}`;
 }
+
+/** A Markdown table of `header` and `rows` (cells as they are: a caller escapes a `|` in its text). */
+export function markdownTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  return [header, header.map(() => "---"), ...rows].map((cells) => `| ${cells.join(" | ")} |`).join("\n");
+}

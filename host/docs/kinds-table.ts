@@ -1,6 +1,7 @@
 // The table of lock kinds in docs/lock-model.md and ABI.md, written from the one kind table
 // (kit/kinds.ts): what each kind is called, how it is held, how the host API, a guest and an
 // operator name it.
+import { markdownTable } from "./blocks.js";
 import { KINDS, kindRow, LOCK_KINDS, roleOf, type LockKind } from "../../kit/kinds.js";
 
 /** The host API options that take `kind` (what a spec says), or the verb that takes it. */
@@ -40,5 +41,5 @@ export function kindsTable(): string {
       row.statusFlagName === "" ? (row.elects ? "`leader` op" : "none") : `\`${row.statusFlagName}\``,
     ];
   });
-  return [header, header.map(() => "---"), ...rows].map((cells) => `| ${cells.join(" | ")} |`).join("\n");
+  return markdownTable(header, rows);
 }

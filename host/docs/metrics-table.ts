@@ -1,5 +1,6 @@
 // The list of every series /metrics shows (docs/operators.md), written from the series table
 // (host/admin/metric-series.ts): where it comes from, name, type, labels and meaning.
+import { markdownTable } from "./blocks.js";
 import { allSeries } from "../admin/metric-series.js";
 
 /** The series as a Markdown table. */
@@ -12,5 +13,5 @@ export function metricsTable(): string {
     row.labels.map((l) => `\`${l}\``).join(", ") || "—",
     row.help.replaceAll("|", "\\|"),
   ]);
-  return [header, header.map(() => "---"), ...rows].map((cells) => `| ${cells.join(" | ")} |`).join("\n");
+  return markdownTable(header, rows);
 }

@@ -1,6 +1,7 @@
 // Axes a reader can trust: ticks at round numbers (1, 2 or 5 times a power of ten) from zero to
 // at least the largest value, each labelled with its unit, so a plot of waits of up to 1 ms reads
 // "0 ms, 0.5 ms, 1 ms", never "1 / 1 / 0". Pure functions (the unit tests import them in Node).
+import { formatCount } from "./format.js";
 
 /** A value axis: its top, and its ticks from 0 up to the top. */
 export interface Axis {
@@ -69,5 +70,5 @@ export function durationScale(maxMs: number): Scale {
 /** An axis of whole counts up to `max`, labelled with `suffix`: "0/s, 2/s, 4/s, 6/s". */
 export function countScale(max: number, suffix = ""): Scale {
   const axis = niceAxis(max, { integer: true });
-  return { axis, labels: axis.ticks.map((t) => `${t.toLocaleString("en-US")}${suffix}`) };
+  return { axis, labels: axis.ticks.map((t) => `${formatCount(t)}${suffix}`) };
 }

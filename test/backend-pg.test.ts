@@ -55,6 +55,17 @@ function expectContended(result: MutexAcquireResult, ttlMs = 10_000): void {
   expect(Object.keys(result).every((f) => f === "acquired" || f === "retryAfterMs")).toBe(true);
 }
 
+/** Host a (one session) holding a fresh key as `first`, and another host b. */
+async function heldOnA(): Promise<{ a: PgBackend; b: PgBackend; k: string; first: MutexAcquireRequest; got: Extract<MutexAcquireResult, { acquired: true }> }> {
+  const a = host({ sessions: 1 });
+  const b = host();
+  const k = key();
+  const first = req(k);
+  const got = await a.acquire(first);
+  if (!got.acquired) throw new Error("not acquired");
+  return { a, b, k, first, got };
+}
+
 let admin: pg.Client;
 beforeAll(async () => {
   admin = new pg.Client({ connectionString: url });
@@ -509,12 +520,7 @@ describe("pg backend", () => {
   });
 
   it("force-releases another host's lock by telling its session to unlock it; that host learns it lost the lock", async () => {
-    const a = host({ sessions: 1 });
-    const b = host();
-    const k = key();
-    const first = req(k);
-    const got = await a.acquire(first);
-    if (!got.acquired) throw new Error("not acquired");
+    const { a, b, k, first, got } = await heldOnA();
     expect((await b.status(k))?.owner).toBe(first.owner);
 
     expect(await b.forceRelease(k)).toBe(true);
@@ -531,12 +537,7 @@ describe("pg backend", () => {
   });
 
   it("hands a lock to the next owner on its session in one statement: the advisory lock is never let go", async () => {
-    const a = host({ sessions: 1 });
-    const b = host();
-    const k = key();
-    const first = req(k);
-    const got = await a.acquire(first);
-    if (!got.acquired) throw new Error("not acquired");
+    const { a, b, k, first, got } = await heldOnA();
     const pid = a.sessionPids[0];
     const next = req(k, { holder: { plugin: "pgtest", node: "node-next" }, ttlMs: 7_000 });
     let woken = 0;
@@ -590,11 +591,7 @@ describe("pg backend", () => {
   });
 
   it("hands nothing over once another host force-released the lock, and lets the lock go", async () => {
-    const a = host({ sessions: 1 });
-    const b = host();
-    const k = key();
-    const first = req(k);
-    expect((await a.acquire(first)).acquired).toBe(true);
+    const { a, b, k, first } = await heldOnA();
     // The force-release's first step: the row's owner is cleared (the holder is told next).
     await admin.query(`update ${holdersTableOf(table)} set owner = null where id = $1`, [advisoryKeyOf(k).id]);
     expect(await a.handoff(k, first.owner, req(k))).toEqual({ released: "not_found" });
@@ -603,11 +600,7 @@ describe("pg backend", () => {
   });
 
   it("hands off a lock another process holds by releasing it by owner, then attempting for the next owner", async () => {
-    const a = host({ sessions: 1 });
-    const b = host();
-    const k = key();
-    const first = req(k);
-    expect((await a.acquire(first)).acquired).toBe(true);
+    const { a, b, k, first } = await heldOnA();
     // The holder hears release-by-owner on its LISTEN connection, opened with its first lock.
     await until("a listens", 2_000, () => a.listenerPid !== undefined);
     const done = await b.handoff(k, first.owner, req(k));

@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LockBackend } from "../kit/backend.js";
 import { LockService, type LeaderInfo } from "../host/locking/service.js";
-import type { ContractTarget } from "./target.js";
+import { closeBackends, hostBackends, type ContractTarget } from "./target.js";
 import { ELECTION } from "../kit/kinds.js";
 import { singleView } from "./mutex-view.js";
 
@@ -30,17 +30,15 @@ export function electionContract(name: string, target: ContractTarget): void {
     const key = (): string => `elect-${run}-${++n}`;
 
     beforeAll(async () => {
-      const first = await target.create();
-      backends.push(first);
       // Three "hosts": three backend instances (connections) when distributed, else one shared.
-      for (let i = 1; i < 3; i++) backends.push(first.distributed ? await target.create() : first);
+      backends.push(...(await hostBackends(target, 3)));
       for (let i = 0; i < 3; i++) {
         services.push(new LockService(backends[i]!, { node: `node-${i}`, keepalive: { batchWindowMs: 5 }, waiting: { pollIntervalMs: 10_000 } }));
       }
     });
     afterAll(async () => {
       for (const s of services) await s.close({ closeBackend: false });
-      for (const b of new Set(backends)) await b.close();
+      await closeBackends(backends);
       await target.dispose?.();
     });
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AcquireRequest, KindSteps, LockBackend } from "../kit/backend.js";
 import type { Lease } from "../host/locking/lease.js";
 import { LockService, type LockServiceOptions } from "../host/locking/service.js";
-import type { ContractTarget } from "./target.js";
+import { closeBackends, hostBackends, type ContractTarget } from "./target.js";
 import { rejection } from "./rejection.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -70,9 +70,8 @@ export function handoffContract(name: string, target: ContractTarget): void {
     const key = (): string => `handoff-${run}-${++n}`;
 
     beforeAll(async () => {
-      const first = await target.create();
-      const second = first.distributed ? await target.create() : first;
-      backends.push(first, second);
+      backends.push(...(await hostBackends(target, 2)));
+      const [first, second] = backends as [LockBackend, LockBackend];
       counted = new Counted(first);
       a = new LockService(counted.backend, { node: "host-a", ...OPTIONS });
       b = new LockService(second, { node: "host-b", ...OPTIONS });
@@ -80,7 +79,7 @@ export function handoffContract(name: string, target: ContractTarget): void {
     afterAll(async () => {
       await a?.close({ closeBackend: false });
       await b?.close({ closeBackend: false });
-      for (const backend of new Set(backends)) await backend.close();
+      await closeBackends(backends);
     });
 
     /** Until `service` has `count` waiters queued. */

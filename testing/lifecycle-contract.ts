@@ -11,7 +11,7 @@ import { LockhostError } from "../kit/errors.js";
 import type { LockBackend } from "../kit/backend.js";
 import type { Lease } from "../host/locking/lease.js";
 import { LockService, type LockServiceOptions } from "../host/locking/service.js";
-import type { ContractTarget } from "./target.js";
+import { closeBackends, hostBackends, type ContractTarget } from "./target.js";
 import { rejection } from "./rejection.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -39,16 +39,15 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
     const key = (): string => `life-${run}-${++n}`;
 
     beforeAll(async () => {
-      const first = await target.create();
-      const second = first.distributed ? await target.create() : first;
-      backends.push(first, second);
+      backends.push(...(await hostBackends(target, 2)));
+      const [first, second] = backends as [LockBackend, LockBackend];
       a = new LockService(first, { node: "host-a", ...OPTIONS });
       b = new LockService(second, { node: "host-b", ...OPTIONS });
     });
     afterAll(async () => {
       await a?.close({ closeBackend: false });
       await b?.close({ closeBackend: false });
-      for (const backend of new Set(backends)) await backend.close();
+      await closeBackends(backends);
     });
 
     it("keeps a keepalive lock well past its TTL, with batched renewals on one timer", async () => {

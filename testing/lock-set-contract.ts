@@ -11,7 +11,7 @@ import { LockhostError } from "../kit/errors.js";
 import type { LockBackend } from "../kit/backend.js";
 import { FAIR, MUTEX, permitSpec, READ, WRITE, type LockSpec } from "../kit/kinds.js";
 import { LockService, type LockSet, type TryLockOptions } from "../host/locking/service.js";
-import type { ContractTarget } from "./target.js";
+import { closeBackends, hostBackends, type ContractTarget } from "./target.js";
 import { rejection } from "./rejection.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -60,16 +60,15 @@ export function lockSetContract(name: string, target: ContractTarget): void {
     };
 
     beforeAll(async () => {
-      const first = await target.create();
-      const second = first.distributed ? await target.create() : first;
-      backends.push(first, second);
+      backends.push(...(await hostBackends(target, 2)));
+      const [first, second] = backends as [LockBackend, LockBackend];
       a = new LockService(first, { node: "host-a" });
       b = new LockService(second, { node: "host-b" });
     });
     afterAll(async () => {
       await a?.close({ closeBackend: false });
       await b?.close({ closeBackend: false });
-      for (const backend of new Set(backends)) await backend.close();
+      await closeBackends(backends);
     });
 
     describe.each(exclusive)("%s", (_, spec) => {

@@ -26,3 +26,19 @@ export interface ContractTarget {
    */
   readonly election?: boolean;
 }
+
+/**
+ * The backends of `count` "hosts": separate instances (connections) of a distributed backend,
+ * else one instance shared (an in-process backend is one host's).
+ */
+export async function hostBackends(target: ContractTarget, count: number): Promise<LockBackend[]> {
+  const first = await target.create();
+  const all = [first];
+  for (let i = 1; i < count; i++) all.push(first.distributed ? await target.create() : first);
+  return all;
+}
+
+/** Closes each backend of `backends` once. */
+export async function closeBackends(backends: readonly LockBackend[]): Promise<void> {
+  for (const backend of new Set(backends)) await backend.close();
+}

@@ -119,7 +119,11 @@ export class PrefixWatcher {
       const owner = ref.type === "mutex" ? (prev === null ? undefined : decodeHolder(prev.value)?.o) : ref.owner;
       if (owner !== undefined) this.#sink.deleted(owner, key);
       this.#listeners.wake(ref.watchKey);
-    } else if (ref.type === "mutex" && prev !== null && prev.create_revision === kv.create_revision && decodeHolder(prev.value)?.v !== decodeHolder(kv.value)?.v) {
+    } else if (
+      ref.type === "mutex" && prev !== null && prev.create_revision === kv.create_revision &&
+      // Every renewal is a put too: only one someone here watches is decoded.
+      this.#listeners.has(ref.watchKey) && decodeHolder(prev.value)?.v !== decodeHolder(kv.value)?.v
+    ) {
       // A holder proclaimed a new value in place (a leader): its election's observers hear of it.
       this.#listeners.wake(ref.watchKey);
     }

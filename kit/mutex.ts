@@ -26,9 +26,7 @@ export type MutexAcquireResult =
     };
 
 /** What a mutex handoff did (MutexStore.handoff; KindSteps.handoff's result with a mutex acquisition). */
-export type MutexHandoffResult =
-  | { readonly released: "released"; readonly next: MutexAcquireResult }
-  | { readonly released: Exclude<ReleaseResult, "released"> };
+export type MutexHandoffResult = HandoffResult<MutexAcquireResult>;
 
 /** A mutex's one record: its key and its one holder (whose mode is always "exclusive"). */
 export interface LockRecord extends Omit<HolderRecord, "mode"> {

@@ -51,8 +51,8 @@ export type AcquireResult =
  * What a handoff did (KindSteps.handoff): the holder's release, and when it happened, the next
  * owner's acquisition, made in the same atomic step.
  */
-export type HandoffResult =
-  | { readonly released: "released"; readonly next: AcquireResult }
+export type HandoffResult<R = AcquireResult> =
+  | { readonly released: "released"; readonly next: R }
   | { readonly released: Exclude<ReleaseResult, "released"> };
 
 /** One live holder of a key, as status and list report it. */

@@ -3,6 +3,7 @@
 // whose ledger plugin writes to it with its lock's fence. LEDGER_URL tells the plugin's
 // [plugins.config] where the service listens, LEDGER_HOST its [plugins.http] allow-list. Extra arguments go to `lockhost run`.
 import { main } from "../host/cli/cli.js";
+import { exitWhenFlushed } from "../host/cli/exit.js";
 import { sayIfOldNode } from "../host/cli/node-notice.js";
 import { startLedgerService } from "./ledger-service.js";
 
@@ -13,4 +14,4 @@ process.env.LEDGER_URL = ledger.url;
 process.env.LEDGER_HOST = new URL(ledger.url).host;
 const code = await main(["run", "--config", "lockhost.toml", "--local-nodes", "2", ...process.argv.slice(2)]);
 await ledger.close();
-process.exit(code);
+await exitWhenFlushed(code);

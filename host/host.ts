@@ -10,7 +10,8 @@ import { lockMetrics, type HostCounters, type LockMetrics } from "./admin/metric
 import { createBackend } from "./backends/create.js";
 import { formatListen, isLoopbackHost } from "./config/listen.js";
 import type { AdminSettings, LockhostConfig, PluginConfig, ScheduledConfig } from "./config/types.js";
-import { LockhostError } from "../kit/errors.js";
+import { LockhostError, type ErrorCode } from "../kit/errors.js";
+import type { LockKind } from "../kit/kinds.js";
 import type { LockBackend } from "../kit/backend.js";
 import { LockService } from "./locking/service.js";
 import type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";
@@ -254,16 +255,18 @@ export class Host {
 export interface UnreleasedLock {
   /** The full lock name, as the logs and `lockhost status` show it. */
   readonly name: string;
-  readonly kind: string;
+  readonly kind: LockKind;
   readonly fence: number;
   /** Why the last release attempt failed (BACKEND_UNAVAILABLE, TIMEOUT...). */
-  readonly code: string;
+  readonly code: ErrorCode;
+  /** The last attempt's error message. */
   readonly error: string;
 }
 
+/** The lock a failed release names in its details (see LockService.close's releaseTimeoutMs). */
 function unreleasedOf(e: LockhostError): UnreleasedLock {
   const d = e.details ?? {};
-  return { name: String(d.lock ?? "?"), kind: String(d.kind ?? "?"), fence: Number(d.fence ?? 0), code: e.code, error: e.message };
+  return { name: String(d.lock), kind: d.kind as LockKind, fence: Number(d.fence), code: e.code, error: e.message };
 }
 
 /** The running instance of `plugin` among `guests`; INVALID_ARGUMENT naming the configured ones when there is none. */

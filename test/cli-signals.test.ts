@@ -91,11 +91,11 @@ afterAll(async () => {
 });
 
 /** A config on the private Redis: the report plugin ticking every second (its schedule lock held between ticks), node `node`. */
-async function config(node: string, extra = ""): Promise<string> {
+async function config(node: string, extra = "", shutdownTimeoutMs = 3000): Promise<string> {
   const file = join(dir, `${node}.toml`);
   await writeFile(
     file,
-    `[host]\nnode = "${node}"\nshutdown_timeout_ms = 3000\n` +
+    `[host]\nnode = "${node}"\nshutdown_timeout_ms = ${shutdownTimeoutMs}\n` +
       `[locking]\nbackend = "redis"\n[locking.redis]\nurl = "${redis.url}"\ncommand_timeout_ms = 500\n` +
       `[[plugins]]\nname = "report"\nwasm = "${guestWasm("report", "example")}"\n` +
       `[[plugins]]\nname = "lifecycle"\nwasm = "${guestWasm("lifecycle")}"\n` +
@@ -156,6 +156,22 @@ describe("lockhost run: shutdown tells the truth", () => {
 });
 
 describe("lockhost run: no signal kills a host with locks held", () => {
+  it("a second SIGTERM while the stop waits on a frozen Redis exits 1 at once, saying the locks not released end at their TTL", async () => {
+    const run = start(["run", "--config", await config("twice-a", "", 60_000)]);
+    await nodeLockHeld(run, "twice-a");
+    redis.pause();
+    run.child.kill("SIGTERM");
+    await run.until((out) => out.includes("shutting down: no new ticks"));
+    run.child.kill("SIGTERM");
+    const { code } = await run.exit;
+    redis.resume();
+    const second = run.lines().find((l) => l.msg.startsWith("second signal"));
+    expect(second?.msg, run.out()).toBe("second signal: exiting without waiting; a lock not released yet is held until its TTL ends");
+    expect(run.lines().some((l) => l.msg.includes("every lock released"))).toBe(false);
+    expect(code).toBe(1);
+  }, 120_000);
+
+
   it("SIGHUP, SIGUSR2 and SIGALRM are logged and ignored, SIGPIPE is ignored, every lock is kept; SIGQUIT then stops gracefully", async () => {
     const run = start(["run", "--config", await config("hup-a")]);
     await nodeLockHeld(run, "hup-a");

@@ -68,7 +68,7 @@ export async function call(config: LockhostConfig, request: CallRequest, format:
       void host.stop();
     },
     force: (signal) => {
-      log.warn({ signal, held: host.locks.heldCount }, "second signal: exiting without waiting; the locks still held end at their TTL");
+      log.warn({ signal }, "second signal: exiting without waiting; a lock not released yet is held until its TTL ends");
       forced?.(1);
     },
   });

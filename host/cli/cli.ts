@@ -381,6 +381,21 @@ function parseLocalNodes(text: string, config: LockhostConfig): number {
 async function run(config: LockhostConfig, localNodes: number, format: LogFormat | undefined): Promise<number> {
   const hosts: Host[] = [];
   const root = await cliLogger(config.host.logLevel, format, {});
+  // Every signal that would end the process stops it gracefully or is ignored (signals.ts),
+  // from before the first host takes a lock (a stop asked for during the start waits for it).
+  // They stay installed until the process exits: a signal after the stop changes nothing.
+  let askStop!: (signal: NodeJS.Signals) => void;
+  const stopAsked = new Promise<NodeJS.Signals>((resolve) => (askStop = resolve));
+  let forced!: (code: number) => void;
+  const force = new Promise<number>((resolve) => (forced = resolve));
+  handleSignals(root, {
+    stop: (signal) => askStop(signal),
+    force(signal) {
+      // A lock whose release is on its way is not counted as held, and may or may not be released.
+      root.warn({ signal }, "second signal: exiting without waiting; a lock not released yet is held until its TTL ends");
+      forced(1);
+    },
+  });
   if (localNodes === 1) {
     hosts.push(await Host.start(config, { logger: root.child({ node: config.host.node }) }));
   } else {
@@ -397,28 +412,18 @@ async function run(config: LockhostConfig, localNodes: number, format: LogFormat
   for (const host of hosts) host.scheduler.start();
   const log = hosts[0]!.log;
   logSummary(root, config, hosts, (format ?? (process.stdout.isTTY ? "pretty" : "json")) === "pretty");
-  // Every signal that would end the process stops it gracefully or is ignored (signals.ts).
-  // They stay installed until the process exits: a signal after the stop changes nothing.
-  return new Promise<number>((resolve) => {
-    handleSignals(log, {
-      stop(signal) {
-        log.info({ signal }, "shutting down: no new ticks, waiting for running calls");
-        // 1 when a lock could not be released (each host has named its locks in an ERROR line).
-        Promise.all(hosts.map((h) => h.stop())).then(
-          (unreleased) => resolve(unreleased.some((u) => u.length > 0) ? 1 : 0),
-          (err: unknown) => {
-            log.error({ err: (err as Error).message }, "shutdown failed");
-            resolve(1);
-          },
-        );
-      },
-      force(signal) {
-        const held = hosts.reduce((n, h) => n + h.locks.heldCount, 0);
-        log.warn({ signal, held }, `second signal: exiting without waiting; ${held} lock${held === 1 ? "" : "s"} still held, each until its TTL ends`);
-        resolve(1);
-      },
-    });
+  const stopped = stopAsked.then(async (signal) => {
+    log.info({ signal }, "shutting down: no new ticks, waiting for running calls");
+    try {
+      // 1 when a lock could not be released (each host has named its locks in an ERROR line).
+      const unreleased = await Promise.all(hosts.map((h) => h.stop()));
+      return unreleased.some((u) => u.length > 0) ? 1 : 0;
+    } catch (err) {
+      log.error({ err: (err as Error).message }, "shutdown failed");
+      return 1;
+    }
   });
+  return Promise.race([stopped, force]);
 }
 
 /** What status, release and locks read or do: the backend through a LockService, or a running host's admin listener. */

@@ -1,6 +1,7 @@
 // The host: wires a validated config to one LockService (shared by every guest), one guest
 // instance per plugin, and the scheduler. Embedders use it directly; the CLI's `run` is a
 // thin wrapper around it.
+import { performance } from "node:perf_hooks";
 import { pino, type Logger } from "pino";
 import { ActivityFeed } from "./admin/feed.js";
 import { BackendHealth } from "./backend-health.js";
@@ -9,7 +10,8 @@ import { lockMetrics, type HostCounters, type LockMetrics } from "./admin/metric
 import { createBackend } from "./backends/create.js";
 import { formatListen, isLoopbackHost } from "./config/listen.js";
 import type { AdminSettings, LockhostConfig, PluginConfig, ScheduledConfig } from "./config/types.js";
-import { LockhostError } from "../kit/errors.js";
+import { LockhostError, type ErrorCode } from "../kit/errors.js";
+import type { LockKind } from "../kit/kinds.js";
 import type { LockBackend } from "../kit/backend.js";
 import { LockService } from "./locking/service.js";
 import type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";
@@ -70,7 +72,7 @@ export class Host {
   readonly #ownsBackend: boolean;
   /** host.call() calls not settled yet; they never reject. stop() waits for them. */
   readonly #calls = new Set<Promise<void>>();
-  #stopping?: Promise<void>;
+  #stopping?: Promise<readonly UnreleasedLock[]>;
   /** Checks the backend every few seconds and logs when it goes down or comes back. */
   readonly #health: BackendHealth;
   /** Warns when another live host uses this node name (distributed backends only). */
@@ -197,15 +199,20 @@ export class Host {
 
   /**
    * Stops ticking and refuses new host.call() calls, lets in-flight calls (scheduled ticks
-   * and host.call() calls) finish for up to `timeoutMs` (default: the config's
-   * shutdown_timeout_ms), then stops every guest, releases every lock and closes the backend.
+   * and host.call() calls) finish, stops every guest, releases every lock and closes the
+   * backend, all within `timeoutMs` (default: the config's shutdown_timeout_ms): a release the
+   * backend fails is tried again until that budget is spent. Resolves to the locks it could
+   * not release (logged as one ERROR line naming each; they end at their TTL): empty when
+   * every lock was released.
    */
-  stop(timeoutMs: number = this.config.host.shutdownTimeoutMs): Promise<void> {
+  stop(timeoutMs: number = this.config.host.shutdownTimeoutMs): Promise<readonly UnreleasedLock[]> {
     this.#stopping ??= this.#stop(timeoutMs);
     return this.#stopping;
   }
 
-  async #stop(timeoutMs: number): Promise<void> {
+  async #stop(timeoutMs: number): Promise<readonly UnreleasedLock[]> {
+    // One budget for the whole shutdown: calls finishing, then releases and their retries.
+    const deadline = performance.now() + timeoutMs;
     this.#health.stop();
     this.#presence?.stop();
     // First, so no admin request (a force-release above all) reaches a host that is shutting down.
@@ -215,23 +222,51 @@ export class Host {
     // Guests parked in a wait return now (-CANCELLED) rather than sit out their wait_ms.
     for (const guest of this.#guests.values()) guest.cancelWaits("the host is shutting down");
     let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
+    const callsEnd = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), Math.max(0, deadline - performance.now()))));
     // Neither idle() nor the call trackers reject; no new calls start once #stopping is set.
     const inFlight = Promise.all([this.scheduler.idle(), ...this.#calls]).then(() => "idle" as const);
-    const finished = await Promise.race([inFlight, deadline]);
+    const finished = await Promise.race([inFlight, callsEnd]);
     clearTimeout(timer);
     if (finished === "timeout") this.log.warn({ timeoutMs }, "shutdown: in-flight calls did not finish in time; stopping their guests");
     await Promise.all([...this.#guests.values()].map((g) => g.close()));
     await this.scheduler.releaseParked();
-    const failed = await this.locks.close({ closeBackend: this.#ownsBackend });
+    const failed = await this.locks.close({ closeBackend: this.#ownsBackend, releaseTimeoutMs: Math.max(0, Math.round(deadline - performance.now())) });
+    const unreleased: UnreleasedLock[] = [];
     for (const e of failed) {
       // LOST: the lock was gone already (it expired, or the server lost it in an outage): there
       // was nothing left to release, so nothing for an operator to do.
       if (e.code === "LOST") this.log.debug({ code: e.code, err: e.message }, "shutdown: a lock was gone already; nothing to release");
-      else this.log.warn({ code: e.code, err: e.message }, "shutdown: a lock could not be released; it expires at its TTL");
+      else unreleased.push(unreleasedOf(e));
     }
-    this.log.info("lockhost host stopped; every lock released");
+    if (unreleased.length === 0) {
+      this.log.info("lockhost host stopped; every lock released");
+    } else {
+      const names = unreleased.map((l) => `${l.name} (${l.kind}, fence ${l.fence})`).join(", ");
+      this.log.error(
+        { timeoutMs, unreleased },
+        `lockhost host stopped; ${unreleased.length} lock${unreleased.length === 1 ? "" : "s"} not released within shutdown_timeout_ms (${timeoutMs} ms), each held until its TTL ends: ${names}`,
+      );
+    }
+    return unreleased;
   }
+}
+
+/** A lock Host.stop() could not release: it stays held until its TTL ends. */
+export interface UnreleasedLock {
+  /** The full lock name, as the logs and `lockhost status` show it. */
+  readonly name: string;
+  readonly kind: LockKind;
+  readonly fence: number;
+  /** Why the last release attempt failed (BACKEND_UNAVAILABLE, TIMEOUT...). */
+  readonly code: ErrorCode;
+  /** The last attempt's error message. */
+  readonly error: string;
+}
+
+/** The lock a failed release names in its details (see LockService.close's releaseTimeoutMs). */
+function unreleasedOf(e: LockhostError): UnreleasedLock {
+  const d = e.details ?? {};
+  return { name: String(d.lock), kind: d.kind as LockKind, fence: Number(d.fence), code: e.code, error: e.message };
 }
 
 /** The running instance of `plugin` among `guests`; INVALID_ARGUMENT naming the configured ones when there is none. */

@@ -7,7 +7,7 @@ import { registerBackend } from "./backends/registry.js";
 for (const descriptor of BUILTIN_BACKENDS) registerBackend(descriptor);
 
 export * as status from "../abi/status.js";
-export { Host, type HostOptions } from "./host.js";
+export { Host, type HostOptions, type UnreleasedLock } from "./host.js";
 export { loadConfig, parseConfig, resolveConfig } from "./config/load.js";
 export type * from "./config/types.js";
 export { LockhostError, type ErrorCode, type AbiErrorCode, isCode, isRetryable } from "../kit/errors.js";

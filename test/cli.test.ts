@@ -169,8 +169,8 @@ describe("lockhost CLI", () => {
     expect(lines.find((l) => l.msg === "lockhost running")).toMatchObject({
       backend: "memory",
       nodes: ["vm-1", "vm-2"],
-      plugins: [{ name: "report", runtime: "worker" }, { name: "ledger", runtime: "worker" }],
-      schedules: [{ id: "report.run", every: "2s", hint: "require_global" }, { id: "ledger.every-3s" }],
+      plugins: [{ name: "report", runtime: "worker" }],
+      schedules: [{ id: "report.run", every: "2s", hint: "require_global" }],
     });
   });
 
@@ -183,8 +183,10 @@ describe("lockhost CLI", () => {
     expect(r.stdout).toContain("  ok   backend memory answers");
     expect(r.stdout).toContain("Would run:\n  node vm, backend memory\n    plugins:   report  worker runtime");
     // What each plugin may do: config keys, never their values (the default URL is not shown).
-    expect(r.stdout).toContain("  plugin ledger may: config ledger_url; http to 127.0.0.1:8787 (POST); functions none");
-    expect(r.stdout).not.toContain("http://127.0.0.1:8787");
+    const demo = lockhost("check", "--config", "examples/demo.toml");
+    expect(demo.status, demo.stdout + demo.stderr).toBe(0);
+    expect(demo.stdout).toContain("  plugin ledger may: config ledger_url; http to 127.0.0.1:8787 (POST); functions none");
+    expect(demo.stdout).not.toContain("http://127.0.0.1:8787");
   });
 
   it("`call` runs an export once and prints what it returned: numbers, strings, --string, --json; logs on stderr", async () => {

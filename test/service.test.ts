@@ -130,6 +130,42 @@ describe("LockService close with acquisitions in flight", () => {
     expect(await service.tryLock("orphan", { ttlMs: 60_000 })).not.toBeNull();
     await service.close();
   });
+
+  it("with releaseTimeoutMs, tries a release the backend failed again until it succeeds", async () => {
+    const { backend: flaky, inner, faults } = faultyBackend();
+    const service = new LockService(flaky, { node: "node-a" });
+    const lease = (await service.tryLock("flaky", { ttlMs: 60_000 }))!;
+    faults.failReleases = 3;
+    expect(await service.close({ closeBackend: false, releaseTimeoutMs: 30_000 })).toEqual([]);
+    expect(faults.failReleases).toBe(0);
+    expect(lease.state).toBe("released");
+    expect(inner.size).toBe(0);
+  });
+
+  it("with releaseTimeoutMs, gives up when it is spent and names each lock left (lock, kind, fence); without it, one attempt", async () => {
+    const { backend: down, inner, faults } = faultyBackend();
+    const service = new LockService(down, { node: "node-a" });
+    const a = (await service.tryLock("down-a", { ttlMs: 60_000 }))!;
+    const b = (await service.tryLock({ name: "p:down-b" }, { ttlMs: 60_000, kind: "semaphore", permits: 2 }))!;
+    faults.failReleases = Number.MAX_SAFE_INTEGER;
+    const failed = await service.close({ closeBackend: false, releaseTimeoutMs: 300 });
+    expect(failed.map((e) => e.details).sort((x, y) => String(x!.lock).localeCompare(String(y!.lock)))).toEqual([
+      { lock: "global:down-a", kind: "mutex", fence: a.fence },
+      { lock: "p:down-b", kind: "semaphore", fence: b.fence },
+    ]);
+    for (const e of failed) expect(e).toMatchObject({ code: "BACKEND_UNAVAILABLE", message: expect.stringMatching(/^lock (global:down-a \(mutex|p:down-b \(semaphore), fence \d+\): release failed \(injected fault\)$/) });
+    // Tried more than once each.
+    expect(Number.MAX_SAFE_INTEGER - faults.failReleases).toBeGreaterThan(2);
+    expect(inner.size).toBeGreaterThan(0); // the mutex (the store counts mutex keys)
+
+    const once = faultyBackend();
+    const other = new LockService(once.backend, { node: "node-b" });
+    await other.tryLock("down-c", { ttlMs: 60_000 });
+    once.faults.failReleases = Number.MAX_SAFE_INTEGER;
+    expect(await other.close({ closeBackend: false })).toHaveLength(1);
+    expect(Number.MAX_SAFE_INTEGER - once.faults.failReleases).toBe(1);
+    await expect(new LockService(new MemoryBackend(), { node: "n" }).close({ releaseTimeoutMs: Infinity })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+  });
 });
 
 describe("full lock names", () => {

@@ -12,6 +12,7 @@ import type { LockhostConfig } from "../config/types.js";
 import { Host } from "../host.js";
 import type { GuestArg, GuestValue } from "../runtime/guest-instance.js";
 import { cliLogger, type LogFormat } from "./logger.js";
+import { handleSignals } from "./signals.js";
 
 /** What the call is asked for, checked. */
 export interface CallRequest {
@@ -56,21 +57,50 @@ export async function call(config: LockhostConfig, request: CallRequest, format:
   if (!chosenBackend(config.locking).distributed) {
     log.warn({ backend: config.locking.backend }, `the ${config.locking.backend} backend's locks live in this process: this call's locks do not exclude a running host's`);
   }
-  const host = await Host.start({ ...withoutAdmin, host: { ...config.host, node } }, { logger: log });
-  // Ctrl-C stops the host as `run` does: waits end, the call may finish, every lock is released.
-  const stop = (): void => void host.stop();
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
+  // Signals do what they do to `run` (signals.ts), from before the host takes a lock: Ctrl-C
+  // stops the host (waits end, the call may finish, every lock is released), SIGHUP is ignored,
+  // a second Ctrl-C exits now.
+  let host: Host | undefined;
+  let stopAsked = false;
+  let forced: ((code: number) => void) | undefined;
+  const force = new Promise<number>((resolve) => (forced = resolve));
+  const removeSignals = handleSignals(log, {
+    stop: (signal) => {
+      log.info({ signal }, "stopping: waits end, the call may finish, every lock is released");
+      stopAsked = true;
+      void host?.stop();
+    },
+    force: (signal) => {
+      log.warn({ signal }, "second signal: exiting without waiting; a lock not released yet is held until its TTL ends");
+      forced?.(1);
+    },
+  });
   try {
-    const value = request.string ? await host.guest(request.plugin).callString(request.export, request.args) : await host.call(request.plugin, request.export, request.args);
-    print(value, request.json);
-    return 0;
+    host = await Host.start({ ...withoutAdmin, host: { ...config.host, node } }, { logger: log });
   } catch (err) {
-    return failed(err, log);
+    removeSignals();
+    throw err;
+  }
+  const started = host;
+  // Stopped before the call could start: it did not run.
+  if (stopAsked) void started.stop();
+  const outcome = (async (): Promise<number> => {
+    let code: number;
+    try {
+      const value = request.string ? await started.guest(request.plugin).callString(request.export, request.args) : await started.call(request.plugin, request.export, request.args);
+      print(value, request.json);
+      code = 0;
+    } catch (err) {
+      code = failed(err, log);
+    }
+    // A lock left held (named in the host's ERROR line) makes it 1.
+    const unreleased = await started.stop();
+    return code === 0 && unreleased.length > 0 ? 1 : code;
+  })();
+  try {
+    return await Promise.race([outcome, force]);
   } finally {
-    process.off("SIGINT", stop);
-    process.off("SIGTERM", stop);
-    await host.stop();
+    removeSignals();
   }
 }
 

@@ -20,6 +20,7 @@ import { checkKind, kindRow, LOCK_KINDS, type LockKind } from "../../kit/kinds.j
 import { check } from "./check.js";
 import { call, parseCallArg } from "./call.js";
 import { cliLogger, parseLogFormat, type LogFormat } from "./logger.js";
+import { handleSignals } from "./signals.js";
 import { logSummary } from "./summary.js";
 import { MAX_LIST_LIMIT } from "../locking/list.js";
 import type { ListOptions } from "../locking/service.js";
@@ -51,9 +52,12 @@ plugins with their runtime, schedules, admin URL) and logs to stdout: readable l
 terminal, JSON lines (pino) when piped or with --log-format json.
 With an [admin] table in the config it also starts the admin listener (stats, Prometheus
 metrics, lock status, force-release) and logs its URL ("admin listener started").
-On SIGINT or SIGTERM it stops ticking, ends the waits guests are parked in (-CANCELLED), lets
-running calls finish for up to [host].shutdown_timeout_ms, releases every lock it holds and
-exits 0.
+On SIGINT, SIGTERM or SIGQUIT it stops ticking, ends the waits guests are parked in
+(-CANCELLED), lets running calls finish and releases every lock it holds, all within
+[host].shutdown_timeout_ms (a release the backend fails is tried again meanwhile), and exits 0.
+A lock still held then is named (name, kind, fence) in one ERROR line and the exit code is 1.
+A second such signal exits at once (1). SIGHUP is logged and ignored (reload is not supported
+yet), as are SIGUSR2 and the other signals that would end it (docs/operators.md, "Signals").
 
 Options:
   -c, --config FILE     the TOML config (default: lockhost.toml)
@@ -75,8 +79,9 @@ Each ARG is a number when it reads as one (7, -1, 2.5), passed as the export's i
 and otherwise a string (a JSON string, '"42"', for text that reads as a number). Put "--"
 before arguments that start with "-" (lockhost call p e -- -1).
 An unknown export gets the one it most likely meant ("did you mean").
-Exit codes: 0 the export returned, 1 it failed (trapped, timed out...), 2 bad usage, config,
-plugin, export or arguments.
+Signals act as on 'lockhost run' (Ctrl-C stops, waits end, every lock is released; SIGHUP is
+ignored). Exit codes: 0 the export returned, 1 it failed (trapped, timed out...) or a lock it
+took could not be released, 2 bad usage, config, plugin, export or arguments.
 
 Options:
   -c, --config FILE     the TOML config (default: lockhost.toml)
@@ -376,6 +381,21 @@ function parseLocalNodes(text: string, config: LockhostConfig): number {
 async function run(config: LockhostConfig, localNodes: number, format: LogFormat | undefined): Promise<number> {
   const hosts: Host[] = [];
   const root = await cliLogger(config.host.logLevel, format, {});
+  // Every signal that would end the process stops it gracefully or is ignored (signals.ts),
+  // from before the first host takes a lock (a stop asked for during the start waits for it).
+  // They stay installed until the process exits: a signal after the stop changes nothing.
+  let askStop!: (signal: NodeJS.Signals) => void;
+  const stopAsked = new Promise<NodeJS.Signals>((resolve) => (askStop = resolve));
+  let forced!: (code: number) => void;
+  const force = new Promise<number>((resolve) => (forced = resolve));
+  handleSignals(root, {
+    stop: (signal) => askStop(signal),
+    force(signal) {
+      // A lock whose release is on its way is not counted as held, and may or may not be released.
+      root.warn({ signal }, "second signal: exiting without waiting; a lock not released yet is held until its TTL ends");
+      forced(1);
+    },
+  });
   if (localNodes === 1) {
     hosts.push(await Host.start(config, { logger: root.child({ node: config.host.node }) }));
   } else {
@@ -392,26 +412,18 @@ async function run(config: LockhostConfig, localNodes: number, format: LogFormat
   for (const host of hosts) host.scheduler.start();
   const log = hosts[0]!.log;
   logSummary(root, config, hosts, (format ?? (process.stdout.isTTY ? "pretty" : "json")) === "pretty");
-  return new Promise<number>((resolve) => {
-    let signals = 0;
-    const onSignal = (signal: NodeJS.Signals): void => {
-      if (++signals > 1) {
-        log.warn({ signal }, "second signal: exiting without waiting");
-        resolve(1);
-        return;
-      }
-      log.info({ signal }, "shutting down: no new ticks, waiting for running calls");
-      Promise.all(hosts.map((h) => h.stop())).then(
-        () => resolve(0),
-        (err: unknown) => {
-          log.error({ err: (err as Error).message }, "shutdown failed");
-          resolve(1);
-        },
-      );
-    };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
+  const stopped = stopAsked.then(async (signal) => {
+    log.info({ signal }, "shutting down: no new ticks, waiting for running calls");
+    try {
+      // 1 when a lock could not be released (each host has named its locks in an ERROR line).
+      const unreleased = await Promise.all(hosts.map((h) => h.stop()));
+      return unreleased.some((u) => u.length > 0) ? 1 : 0;
+    } catch (err) {
+      log.error({ err: (err as Error).message }, "shutdown failed");
+      return 1;
+    }
   });
+  return Promise.race([stopped, force]);
 }
 
 /** What status, release and locks read or do: the backend through a LockService, or a running host's admin listener. */

@@ -1,16 +1,18 @@
 #!/usr/bin/env node
-// The `lockhost` command: runs the CLI (cli.ts) on this process's arguments and exits with its code.
+// The `lockhost` command: runs the CLI (cli.ts) on this process's arguments and exits with its
+// code once its output is written (exit.ts).
 import { toLockhostError } from "../../kit/errors.js";
 import { main } from "./cli.js";
+import { exitWhenFlushed } from "./exit.js";
 import { sayIfOldNode } from "./node-notice.js";
 
 sayIfOldNode();
 
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  (code) => exitWhenFlushed(code),
   (err: unknown) => {
     const e = toLockhostError(err);
     console.error(`lockhost: ${e.code}: ${e.message}`);
-    process.exit(e.code === "CONFIG_INVALID" || e.code === "ABI_UNSUPPORTED" ? 2 : 1);
+    return exitWhenFlushed(e.code === "CONFIG_INVALID" || e.code === "ABI_UNSUPPORTED" ? 2 : 1);
   },
 );

@@ -30,7 +30,7 @@ export const HOST_SCHEMA = table<HostSettings>({
       // The node name is shown as a lock's holder, in status output and logs.
       check: (v) => (v.length === 0 || v.length > 255 || /\p{Cc}/u.test(v) ? "must be 1 to 255 characters without control characters" : undefined),
     }),
-    shutdownTimeoutMs: field.int({ default: 10_000, min: 0, max: 3_600_000, unit: "ms", doc: "how long running calls may finish on shutdown" }),
+    shutdownTimeoutMs: field.int({ default: 10_000, min: 0, max: 3_600_000, unit: "ms", doc: "the whole shutdown's budget: running calls finish, then locks are released (a failed release retried) within it" }),
     logLevel: field.oneOf(LOG_LEVELS, { default: "info", doc: LOG_LEVELS.join(" | ") }),
   },
 });

@@ -456,15 +456,23 @@ export class LockService {
    * in flight, releases every lease, then closes the backend (unless `closeBackend: false`).
    * Later calls reject with CLOSED. Calling it again returns the first call's promise.
    * Resolves to the errors of releases that failed; those locks end at their TTL.
+   *
+   * `releaseTimeoutMs`: a release the backend failed (BACKEND_UNAVAILABLE, TIMEOUT) is tried
+   * again, with a growing pause, for up to this long (each lease's first attempt is awaited
+   * whatever the time left); each error then names its lock (details `lock`, `kind`, `fence`).
+   * Without it each lease is released once.
    */
-  close(options: { closeBackend?: boolean } = {}): Promise<LockhostError[]> {
+  close(options: { closeBackend?: boolean; releaseTimeoutMs?: number } = {}): Promise<LockhostError[]> {
     try {
       validateOptions(options, "options");
       validateFlag(options.closeBackend, "closeBackend");
+      if (options.releaseTimeoutMs !== undefined && validateWaitMs(options.releaseTimeoutMs, "releaseTimeoutMs") === Infinity) {
+        throw new LockhostError("INVALID_ARGUMENT", "releaseTimeoutMs must be a finite number of milliseconds, got Infinity");
+      }
     } catch (err) {
       return Promise.reject(err);
     }
-    return close(this.#core, options.closeBackend ?? true);
+    return close(this.#core, options.closeBackend ?? true, options.releaseTimeoutMs);
   }
 
   // Leader election (issue 24), the kind-table row "leader": a leader holds its election's key

@@ -4,7 +4,10 @@
 // holds the mutex `lockhost:node:<name>` while it runs, kept alive. A host that finds it held
 // by another (or loses it to another: a reclaim) does not fight for it: it looks again once a
 // hold left by a run that ended without releasing it would have lapsed, and warns, naming the
-// node, if it is still held (a live host renews its hold). One try and one or two status reads
+// node, if it is still held (a live host renews its hold). A hold of its own that outlived an
+// outage (its renewals failed, so this host counts it lost, but the backend kept the key: etcd
+// keeps a live host's lease, Redis a key that has not expired yet) is known by its owner token:
+// released and taken again, never taken for a twin. One try and one or two status reads
 // per start, one renewal per half TTL, all through the public LockService API; a mutex, so a
 // pg backend needs none of the read/write lock tables for it.
 import type { Logger } from "pino";
@@ -28,6 +31,8 @@ export class NodePresence {
   readonly #log: Logger;
   readonly #ttlMs: number;
   #lease: Lease | undefined;
+  /** The owner tokens of this host's holds: a holder with one of them is this host, not a twin. */
+  readonly #mine = new Set<string>();
   #claiming: Promise<void> | undefined;
   #recheck: NodeJS.Timeout | undefined;
   /** Set once another live holder was found: warned once, and no more claims (it would only fight over the lock). */
@@ -64,6 +69,7 @@ export class NodePresence {
       const lease = await this.#locks.try(presenceKey(this.#locks.node), { ttlMs: this.#ttlMs, scope: SCOPE, plugin: SCOPE.plugin, keepalive: true });
       if (lease) {
         this.#lease = lease;
+        this.#mine.add(lease.owner);
         // Lost to another holder (a reclaim by a host of this name), or lapsed in an outage.
         lease.onLost(() => void this.#look(true));
         return;
@@ -83,10 +89,18 @@ export class NodePresence {
     this.#recheck = undefined;
     if (this.#stopped || this.#warned) return;
     try {
-      const { holders } = await this.#locks.status(presenceKey(this.#locks.node), { scope: SCOPE, elsewhere: false });
+      const key = presenceKey(this.#locks.node);
+      const { holders } = await this.#locks.status(key, { scope: SCOPE, elsewhere: false, owners: true });
       const holder = holders[0];
       if (holder === undefined) return mayClaim ? await this.#claim(false) : undefined;
       if (this.#lease?.state === "held" && holder.fence === this.#lease.fence) return;
+      if (holder.owner !== undefined && this.#mine.has(holder.owner)) {
+        // This host's own hold, which it counted lost in an outage while the backend kept it:
+        // let it go and take the name again (a release by owner deletes only that hold).
+        await this.#locks.tryRelease(key, holder.owner, { scope: SCOPE });
+        this.#mine.delete(holder.owner);
+        return await this.#claim(false);
+      }
       if (first) {
         this.#recheck = setTimeout(() => void this.#look(false), holder.ttlRemainingMs + RECHECK_MARGIN_MS);
         this.#recheck.unref();

@@ -22,7 +22,7 @@ export interface LeaderInfo {
   readonly node?: string;
   /** The leader's plugin ("host" for host-side callers). */
   readonly plugin?: string;
-  /** What the leader proclaimed ("" until its proclamation lands). */
+  /** What the leader proclaimed (leader(): "" until its proclamation lands; observe() shows a term only once it has). */
   readonly value?: string;
   /** The leader's term: its lease's fence. */
   readonly term?: number;
@@ -125,6 +125,11 @@ export async function* observeLeader(core: ServiceCore, election: string, name: 
       const dueMs = remainingMs === undefined ? Infinity : overdueReads > 0 ? 2 ** Math.min(overdueReads - 1, 30) : remainingMs + 1;
       nextReadMs = Math.min(dueMs, core.pollIntervalMs);
       const id = identity(info);
+      // A leader between winning the key and proclaiming (a campaign is two writes: observers
+      // read when the old leader's release wakes them, as the new one wins) is no leader yet:
+      // campaign returns only once the proclamation landed, and the proclamation wakes this
+      // observer. Shown now, it would be a term with a value its leader did not campaign with.
+      if (info.held && record?.holders[0]?.value === undefined) continue;
       if (id !== last) {
         last = id;
         yield info;

@@ -1,39 +1,57 @@
 // What this backend instance holds in etcd: one entry per owner (a lock's holder key, or a
-// waiter's queue place), with the revisions that prove it is still the one this host wrote.
-// The entry ends the hold at its own TTL with this host's timer (one timer for all, kit's
-// DeadlineQueue), so a lock that nobody renews ends on time while the host lives; and it tells
-// the backend's loss listeners when etcd deleted a key it did not delete itself.
+// waiter's queue place), with the create revision that proves it is still the one this host
+// wrote. The entry ends the hold at its own TTL with this host's timer (one timer for all, kit's
+// DeadlineQueue), so a lock that nobody renews ends on time while the host lives, whatever failed
+// around it: a release that failed leaves the entry (and its timer) in place, and the end reads
+// the key before deleting it, so a renewal or proclamation that timed out but was applied moves
+// the end to what the key says rather than leaving the key to the class lease (which this host's
+// other locks keep alive). It also tells the backend's loss listeners when etcd deleted a key it
+// did not delete itself.
 import { DeadlineQueue, type Timed } from "../../../kit/index.js";
 import type { Logger } from "pino";
 import type { EtcdClient } from "./client.js";
 import type { ClassLease, Leases } from "./leases.js";
 import { CMP, TARGET, type KeyValue } from "./messages.js";
-import type { StoredHolder } from "./record.js";
+import { readHolder, type StoredHolder } from "./record.js";
 
 /** One key this host wrote and still counts as its own. */
 export interface HeldEntry extends Timed {
   readonly owner: string;
   readonly key: string;
-  /** The key's create revision: the fence of a holder. */
+  /** The key's create revision: the fence of a holder ("" for an acquisition whose answer was lost). */
   readonly fence: string;
-  /** The key's latest mod revision as this host wrote it. */
-  mod: string;
   lease: ClassLease;
   leaseId: string;
   /** A queue place rather than a holder: not a loss when it goes. */
   readonly place: boolean;
   /** The key's value as this host last wrote it (a renewal rewrites it with a new end). */
   record: StoredHolder;
+  /** This host is deleting the key itself (a release, or the end at its TTL): its deletion is no loss. */
+  lettingGo: boolean;
+  /** etcd deleted the key while this host was letting it go. */
+  gone: boolean;
 }
+
+/** How often the end of a hold is tried again while etcd does not answer (1 s apart). */
+const END_ATTEMPTS = 60;
+/** A key whose recorded end is this close counts as ended (the timer runs on whole ms). */
+const END_SLACK_MS = 5;
 
 /** The entries of one backend instance. */
 export class HeldBook {
   readonly #byOwner = new Map<string, HeldEntry>();
+  /**
+   * Acquisitions whose answer was lost (a timeout, a dropped connection): the key may have been
+   * written, on a lease this host keeps alive. Nobody holds them; each is ended at its TTL if
+   * the key is there with its owner token.
+   */
+  readonly #unsure = new Set<HeldEntry>();
   readonly #client: EtcdClient;
   readonly #leases: Leases;
   readonly #log: Logger;
   readonly #lost: (owner: string) => void;
   readonly #due = new DeadlineQueue<HeldEntry>((entry) => this.#expire(entry), { slackMs: () => 1 });
+  #closed = false;
 
   constructor(client: EtcdClient, leases: Leases, log: Logger, lost: (owner: string) => void) {
     this.#client = client;
@@ -49,9 +67,24 @@ export class HeldBook {
   /** Records a key this host just wrote; it ends `ttlMs` from now unless renewed. */
   add(owner: string, key: string, fence: string, lease: ClassLease, ttlMs: number, record: StoredHolder, place = false): HeldEntry {
     this.drop(owner);
-    const entry: HeldEntry = { owner, key, fence, mod: fence, lease, leaseId: lease.id!, place, record, deadline: performance.now() + ttlMs, heapIndex: -1 };
-    this.#leases.use(lease);
+    const entry = this.#entry(owner, key, fence, lease, ttlMs, record, place);
     this.#byOwner.set(owner, entry);
+    return entry;
+  }
+
+  /**
+   * An acquisition of `key` by `owner` on `lease` got no answer: it may have been applied. The
+   * key is ended at `ttlMs` from now if it is there with `owner`'s token (the host's give-back
+   * may fail on the same fault), and never told as a loss.
+   */
+  unsure(owner: string, key: string, lease: ClassLease, ttlMs: number, record: StoredHolder): void {
+    if (this.#closed) return;
+    this.#unsure.add(this.#entry(owner, key, "", lease, ttlMs, record, false));
+  }
+
+  #entry(owner: string, key: string, fence: string, lease: ClassLease, ttlMs: number, record: StoredHolder, place: boolean): HeldEntry {
+    const entry: HeldEntry = { owner, key, fence, lease, leaseId: lease.id!, place, record, lettingGo: false, gone: false, deadline: performance.now() + ttlMs, heapIndex: -1 };
+    this.#leases.use(lease);
     this.#due.add(entry);
     return entry;
   }
@@ -63,14 +96,13 @@ export class HeldBook {
    */
   async adopt(owner: string, key: string, kv: KeyValue, record: StoredHolder): Promise<HeldEntry> {
     const lease = this.#leases.byId(kv.lease) ?? (await this.#leases.leaseFor(record.t));
-    const entry = this.add(owner, key, kv.create_revision, lease, Math.max(0, record.e - Date.now()), record);
-    entry.mod = kv.mod_revision;
-    return entry;
+    return this.add(owner, key, kv.create_revision, lease, Math.max(0, record.e - Date.now()), record);
   }
 
   /** A renewal landed: the hold ends `ttlMs` from now, on `lease` (the same one unless the TTL class changed). */
-  renewed(entry: HeldEntry, mod: string, lease: ClassLease, ttlMs: number): void {
-    entry.mod = mod;
+  renewed(entry: HeldEntry, lease: ClassLease, ttlMs: number): void {
+    if (this.#byOwner.get(entry.owner) !== entry) return; // released or ended meanwhile
+    entry.lettingGo = false;
     if (lease !== entry.lease) {
       this.#leases.unuse(entry.lease);
       this.#leases.use(lease);
@@ -87,51 +119,120 @@ export class HeldBook {
     this.#due.update(entry);
   }
 
-  /** Forgets `owner` before this host deletes its key itself (a release): its deletion is then no loss. */
-  drop(owner: string): HeldEntry | undefined {
+  /**
+   * This host is about to delete `owner`'s key itself (a release): its deletion is then no loss.
+   * The entry stays, with its timer, until the deletion is confirmed (`drop`) or fails (`kept`).
+   */
+  lettingGo(owner: string): HeldEntry | undefined {
     const entry = this.#byOwner.get(owner);
-    if (entry === undefined) return undefined;
-    this.#byOwner.delete(owner);
-    this.#due.remove(entry);
-    this.#leases.unuse(entry.lease);
+    if (entry !== undefined) entry.lettingGo = true;
     return entry;
   }
 
-  /** etcd deleted `key` (at `modRevision`): if it was a holder this host did not release, its owner lost it. */
+  /**
+   * The deletion of `entry`'s key failed (etcd did not answer): true when etcd deleted it anyway
+   * (its event came), else the hold is this host's again and ends at its TTL by the timer.
+   */
+  kept(entry: HeldEntry): boolean {
+    if (entry.gone) return true;
+    entry.lettingGo = false;
+    return false;
+  }
+
+  /** Ends `entry`'s hold at once (a queue place whose host gave it up but whose deletion failed). */
+  endNow(entry: HeldEntry): void {
+    if (this.#byOwner.get(entry.owner) !== entry) return;
+    entry.deadline = performance.now();
+    this.#due.update(entry);
+  }
+
+  /** Forgets `owner` (its key was deleted, or is not its own). */
+  drop(owner: string): HeldEntry | undefined {
+    const entry = this.#byOwner.get(owner);
+    if (entry === undefined) return undefined;
+    this.#forget(entry);
+    return entry;
+  }
+
+  #forget(entry: HeldEntry): void {
+    if (entry.fence === "") {
+      if (!this.#unsure.delete(entry)) return;
+    } else {
+      if (this.#byOwner.get(entry.owner) !== entry) return;
+      this.#byOwner.delete(entry.owner);
+    }
+    this.#due.remove(entry);
+    this.#leases.unuse(entry.lease);
+  }
+
+  /** etcd deleted `key`: if it was a holder this host did not let go, its owner lost it. */
   deleted(owner: string, key: string): void {
     const entry = this.#byOwner.get(owner);
     if (entry === undefined || entry.key !== key) return;
     this.drop(owner);
-    if (!entry.place) this.#lost(owner);
+    if (entry.lettingGo) entry.gone = true;
+    else if (!entry.place) this.#lost(owner);
   }
 
   /** etcd said lease `id` expired: every key on it is gone. */
   leaseExpired(id: string): void {
     for (const entry of [...this.#byOwner.values()]) if (entry.leaseId === id) this.deleted(entry.owner, entry.key);
+    for (const entry of [...this.#unsure]) if (entry.leaseId === id) this.#forget(entry);
   }
 
   clear(): void {
+    this.#closed = true;
     for (const owner of [...this.#byOwner.keys()]) this.drop(owner);
+    for (const entry of [...this.#unsure]) this.#forget(entry);
     this.#due.clear();
   }
 
-  /** The hold reached its end unrenewed: delete the key if it is still the one this host wrote. */
+  /** The hold reached its end unrenewed: the key goes, if it is still the one this host wrote and its recorded end has come. */
   #expire(entry: HeldEntry): void {
-    if (this.#byOwner.get(entry.owner) !== entry) return;
-    this.drop(entry.owner);
-    void this.#deleteIfUnchanged(entry.key, entry.mod, 0);
+    entry.lettingGo = true;
+    void this.#end(entry, 0);
   }
 
-  async #deleteIfUnchanged(key: string, mod: string, attempt: number): Promise<void> {
+  #current(entry: HeldEntry): boolean {
+    return !this.#closed && (entry.fence === "" ? this.#unsure.has(entry) : this.#byOwner.get(entry.owner) === entry);
+  }
+
+  async #end(entry: HeldEntry, attempt: number): Promise<void> {
     try {
-      await this.#client.txn({
-        compare: [{ key, target: TARGET.MOD, result: CMP.EQUAL, mod_revision: mod }],
-        success: [{ request_delete_range: { key } }],
-      }, "the deletion of an expired lock");
+      for (;;) {
+        if (!this.#current(entry) || entry.heapIndex >= 0) return; // released, or renewed back into the queue
+        const found = await readHolder(this.#client, entry.key);
+        if (!this.#current(entry) || entry.heapIndex >= 0) return;
+        if (found === undefined || found.stored.o !== entry.owner || (entry.fence !== "" && found.kv.create_revision !== entry.fence)) {
+          this.#forget(entry); // not (or no longer) this hold's key
+          return;
+        }
+        const leftMs = found.stored.e - Date.now();
+        if (!entry.place && leftMs > END_SLACK_MS) {
+          // A renewal (or proclamation) landed that this host never heard answered: the key says
+          // it ends later. It ends then, by this timer, not with the class lease.
+          entry.lettingGo = false;
+          entry.deadline = performance.now() + leftMs;
+          this.#due.add(entry);
+          return;
+        }
+        const res = await this.#client.txn({
+          compare: [{ key: entry.key, target: TARGET.MOD, result: CMP.EQUAL, mod_revision: found.kv.mod_revision }],
+          success: [{ request_delete_range: { key: entry.key } }],
+        }, "the deletion of an expired lock");
+        if (res.succeeded) {
+          this.#forget(entry);
+          return;
+        }
+        // Written since the read (a late renewal): read it again.
+      }
     } catch (err) {
       // Its lease would keep it while this host lives: try again until etcd answers.
-      if (attempt < 60) setTimeout(() => void this.#deleteIfUnchanged(key, mod, attempt + 1), 1_000).unref();
-      else this.#log.warn({ err: (err as Error).message }, "etcd: could not delete an expired lock; it ends with its lease");
+      if (attempt < END_ATTEMPTS && !this.#closed) setTimeout(() => void this.#end(entry, attempt + 1), 1_000).unref();
+      else {
+        this.#forget(entry);
+        this.#log.warn({ err: (err as Error).message }, "etcd: could not delete an expired lock; it ends with its lease");
+      }
     }
   }
 }

@@ -40,7 +40,11 @@ export class EtcdMutexStore implements MutexStore {
         this.#c.book.add(req.owner, key, fence, lease, req.ttlMs, record);
         return { acquired: true, fence: Number(fence), acquiredAtMs: now, expiresAtMs };
       } catch (err) {
-        if (!isLeaseGone(err) || attempt > 0) throw err;
+        if (!isLeaseGone(err) || attempt > 0) {
+          // Its answer was lost, not its request perhaps: the key may be there, on a lease this host keeps alive.
+          this.#c.book.unsure(req.owner, key, lease, req.ttlMs, record);
+          throw err;
+        }
         this.#c.leases.forget(lease, leaseId); // expired behind this host's back: grant a new one
       }
     }
@@ -53,22 +57,31 @@ export class EtcdMutexStore implements MutexStore {
   async release(name: string, owner: string): Promise<ReleaseResult> {
     const key = mutexKey(this.#c.prefix, name);
     const own = this.#c.book.get(owner);
-    let fence: string;
-    if (own?.key === key) fence = own.fence;
+    let entry: HeldEntry;
+    if (own?.key === key) entry = own;
     else {
-      // Not taken by this instance (a restored lock): one read says whose it is.
+      // Not taken by this instance (a restored lock, or an acquisition whose answer was lost): one
+      // read says whose it is, and it is entered so that it ends at its TTL if the deletion fails.
       const found = await readHolder(this.#c.client, key);
       if (found === undefined) return "not_found";
       if (found.stored.o !== owner) return "mismatch";
-      fence = found.kv.create_revision;
+      entry = await this.#c.book.adopt(owner, key, found.kv, found.stored);
     }
-    // Forgotten first: the deletion's event is then no loss.
-    this.#c.book.drop(owner);
-    const res = await this.#c.client.txn({
-      compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: fence }],
-      success: [{ request_delete_range: { key } }],
-      failure: [{ request_range: { key, count_only: true } }],
-    }, "a release");
+    // Let go first, not forgotten: the deletion's event is then no loss, and if the deletion
+    // fails the hold still ends at its TTL by this host's timer.
+    this.#c.book.lettingGo(owner);
+    let res;
+    try {
+      res = await this.#c.client.txn({
+        compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: entry.fence }],
+        success: [{ request_delete_range: { key } }],
+        failure: [{ request_range: { key, count_only: true } }],
+      }, "a release");
+    } catch (err) {
+      if (this.#c.book.kept(entry)) return "released"; // its deletion was seen: it was applied
+      throw err;
+    }
+    if (this.#c.book.get(owner) === entry) this.#c.book.drop(owner);
     if (res.succeeded) return "released";
     return Number(res.responses[0]?.response_range?.count ?? 0) > 0 ? "mismatch" : "not_found";
   }
@@ -114,10 +127,7 @@ export class EtcdMutexStore implements MutexStore {
       compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: entry.fence }],
       success: [{ request_put: { key, value: encode(record), ignore_lease: true } }],
     }, "a proclamation");
-    if (res.succeeded) {
-      entry.record = record;
-      entry.mod = res.header.revision;
-    }
+    if (res.succeeded) entry.record = record;
     return res.succeeded;
   }
 

@@ -69,7 +69,11 @@ export class EtcdQueueSteps implements KindSteps {
           success,
         }, "an acquisition");
       } catch (err) {
-        if (!isLeaseGone(err)) throw err;
+        if (!isLeaseGone(err)) {
+          // Its answer was lost, not its request perhaps: the key may be there, on a lease this host keeps alive.
+          this.#c.book.unsure(req.owner, holderKey, lease, req.ttlMs, record);
+          throw err;
+        }
         this.#c.leases.forget(lease, leaseId);
         continue;
       }
@@ -89,11 +93,29 @@ export class EtcdQueueSteps implements KindSteps {
 
   async release(name: string, owner: string): Promise<ReleaseResult> {
     const key = `${queueDir(this.#c.prefix, this.kind, name)}h/${owner}`;
-    if (this.#c.book.get(owner)?.key === key) this.#c.book.drop(owner);
-    const res = await this.#c.client.txn({
-      compare: [{ key, target: TARGET.CREATE, result: CMP.GREATER, create_revision: 0 }],
-      success: [{ request_delete_range: { key } }],
-    }, "a release");
+    const own = this.#c.book.get(owner);
+    let entry = own?.key === key ? own : undefined;
+    if (entry === undefined) {
+      // Not taken by this instance (a restored lock, or an acquisition whose answer was lost):
+      // entered so that it ends at its TTL if the deletion fails.
+      const found = await readHolder(this.#c.client, key);
+      if (found === undefined) return "not_found";
+      entry = await this.#c.book.adopt(owner, key, found.kv, found.stored);
+    }
+    // Let go first, not forgotten: the deletion's event is then no loss, and if the deletion
+    // fails the hold still ends at its TTL by this host's timer.
+    this.#c.book.lettingGo(owner);
+    let res;
+    try {
+      res = await this.#c.client.txn({
+        compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: entry.fence }],
+        success: [{ request_delete_range: { key } }],
+      }, "a release");
+    } catch (err) {
+      if (this.#c.book.kept(entry)) return "released"; // its deletion was seen: it was applied
+      throw err;
+    }
+    if (this.#c.book.get(owner) === entry) this.#c.book.drop(owner);
     return res.succeeded ? "released" : "not_found";
   }
 
@@ -101,8 +123,15 @@ export class EtcdQueueSteps implements KindSteps {
     const key = `${queueDir(this.#c.prefix, this.kind, name)}w/${owner}`;
     const entry = this.#c.book.get(owner);
     if (entry?.key !== key) return; // only this host writes its waiters' places
-    this.#c.book.drop(owner);
-    await this.#c.client.txn({ success: [{ request_delete_range: { key } }] }, "leaving a queue");
+    this.#c.book.lettingGo(owner);
+    try {
+      await this.#c.client.txn({ success: [{ request_delete_range: { key } }] }, "leaving a queue");
+    } catch (err) {
+      // The place would stay while this host's shortest lease lives: its timer ends it now, retrying.
+      if (!this.#c.book.kept(entry)) this.#c.book.endNow(entry);
+      throw err;
+    }
+    if (this.#c.book.get(owner) === entry) this.#c.book.drop(owner);
   }
 
   async status(name: string): Promise<KeyRecord | null> {
@@ -178,8 +207,15 @@ export class EtcdQueueSteps implements KindSteps {
     const res = await this.#c.client.txn({
       compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: 0 }],
       success: [{ request_put: { key, value: encode(record), lease: lease.id! } }],
+      failure: [{ request_range: { key } }],
     }, "taking a queue place");
     if (res.succeeded) this.#c.book.add(req.owner, key, res.header.revision, lease, req.queueMs, record, true);
+    else {
+      // There already (an earlier write of this waiter's whose answer was lost): kept by this host's timer all the same.
+      const kv = res.responses[0]?.response_range?.kvs[0];
+      const there = kv === undefined ? undefined : decodeHolder(kv.value);
+      if (kv !== undefined && there?.o === req.owner) this.#c.book.add(req.owner, key, kv.create_revision, this.#c.leases.byId(kv.lease) ?? lease, req.queueMs, record, true);
+    }
   }
 
   async #read(dir: string): Promise<Dir> {

@@ -63,14 +63,14 @@ async function renewHeld(c: EtcdContext, items: readonly HeldRenewal[], refused:
     return { ...it, lease, expiresAtMs, record, compare, put };
   });
   type Planned = (typeof planned)[number];
-  const landed = (p: Planned, revision: string): RenewResult => {
+  const landed = (p: Planned): RenewResult => {
     p.entry.record = p.record;
-    c.book.renewed(p.entry, revision, p.lease, p.ttlMs);
+    c.book.renewed(p.entry, p.lease, p.ttlMs);
     return { ok: true, expiresAtMs: p.expiresAtMs };
   };
   const alone = async (p: Planned): Promise<RenewResult> => {
     const res = await c.client.txn({ compare: [p.compare], success: [p.put] }, "a renewal");
-    if (res.succeeded) return landed(p, res.header.revision);
+    if (res.succeeded) return landed(p);
     if (c.book.get(p.entry.owner) === p.entry) c.book.drop(p.entry.owner);
     return { ok: false, reason: await refused(p.entry.key) };
   };
@@ -82,7 +82,7 @@ async function renewHeld(c: EtcdContext, items: readonly HeldRenewal[], refused:
       continue;
     }
     const res = await c.client.txn({ compare: chunk.map((p) => p.compare), success: chunk.map((p) => p.put) }, "a batch of renewals");
-    if (res.succeeded) results.push(...chunk.map((p) => landed(p, res.header.revision)));
+    if (res.succeeded) results.push(...chunk.map((p) => landed(p)));
     else results.push(...(await Promise.all(chunk.map(alone))));
   }
   return results;

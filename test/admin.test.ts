@@ -28,17 +28,27 @@ const forceRelease = (name: string, headers: Record<string, string> = {}): Promi
   fetch(`${server.url}/locks/${encodeURIComponent(name)}/force-release`, { method: "POST", headers });
 
 describe("admin listener", () => {
-  it("listens on loopback and answers /healthz and /readyz while the backend answers", async () => {
+  it("listens on loopback and answers /livez, /healthz and /readyz while the backend answers", async () => {
     expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(await (await get("/healthz")).json()).toEqual({ ok: true, backend: "memory" });
-    expect((await get("/readyz")).status).toBe(200);
+    expect(await (await get("/livez")).json()).toEqual({ ok: true });
+    expect(await (await get("/healthz")).json()).toEqual({ ok: true });
+    expect(await (await get("/readyz")).json()).toEqual({ ok: true, backend: "memory" });
   });
 
-  it("answers /healthz with 503 and the backend's error while the backend does not answer", async () => {
+  it("while the backend does not answer: /livez and /healthz 200 (no restart), /readyz 503 with the backend's error; /readyz 503 'starting' until the host says it started", async () => {
     const down = new LockService(unreachableBackend(), { node: "n" });
-    const other = await startAdminServer({ service: down, settings: { listen: { host: "127.0.0.1", port: 0 } }, log: capture.logger, node: "n" });
+    let started = false;
+    const other = await startAdminServer({ service: down, settings: { listen: { host: "127.0.0.1", port: 0 } }, log: capture.logger, node: "n", started: () => started });
     try {
-      const res = await fetch(`${other.url}/healthz`);
+      for (const path of ["/livez", "/healthz"]) {
+        const res = await fetch(`${other.url}${path}`);
+        expect([path, res.status, await res.json()]).toEqual([path, 200, { ok: true }]);
+      }
+      const starting = await fetch(`${other.url}/readyz`);
+      expect(starting.status).toBe(503);
+      expect(await starting.json()).toEqual({ ok: false, status: "starting", backend: "unreachable", message: "the host is loading its plugins" });
+      started = true;
+      const res = await fetch(`${other.url}/readyz`);
       expect(res.status).toBe(503);
       expect(await res.json()).toEqual({ ok: false, backend: "unreachable", message: "backend unreachable (test)" });
     } finally {
@@ -233,7 +243,7 @@ describe("admin listener", () => {
       // A lock's age and TTL left change between the two requests, and with them the length;
       // so do the process's metrics (CPU time, memory).
       Object.fromEntries([...res.headers].filter(([name]) => !volatile.has(name) && !(timed && name === "content-length")));
-    for (const path of ["/", "/dashboard", "/dashboard/main.js", "/favicon.ico", "/healthz", "/readyz", "/metrics", "/stats", "/locks", "/locks/global%3Aa", "/nope"]) {
+    for (const path of ["/", "/dashboard", "/dashboard/main.js", "/favicon.ico", "/livez", "/healthz", "/readyz", "/metrics", "/stats", "/locks", "/locks/global%3Aa", "/nope"]) {
       const timed = path.startsWith("/locks") || path === "/metrics";
       const got = await get(path);
       const head = await fetch(`${server.url}${path}`, { method: "HEAD" });
@@ -266,7 +276,8 @@ describe("admin listener", () => {
     expect(tooLong.status).toBe(400);
     expect(await tooLong.json()).toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringMatching(/^name is \d+ bytes/) });
     expect((await get(`/locks/${"x".repeat(5_000)}`)).status).toBe(414);
-    expect((await get("/healthz")).status).toBe(200);
+    expect((await get("/dashboard/nope.js")).status).toBe(404);
+    expect((await get("/livez")).status).toBe(200);
   });
 
   it("reports a listen address it cannot use as CONFIG_INVALID naming [admin] listen", async () => {

@@ -11,7 +11,7 @@ import { KEEPALIVE_SCHEMA, marginFits, WAITING_SCHEMA } from "../locking/options
 import { PLUGIN_NAME_PATTERN, RESERVED_PLUGIN_NAMES } from "../locking/scope.js";
 import { CONFIG_DEFAULTS } from "./defaults.js";
 import { parseDuration } from "./duration.js";
-import { checkHost, parseListen } from "./listen.js";
+import { checkHost, isLoopbackHost, parseListen } from "./listen.js";
 import { checkKeys, keyOf, readFields, readTable } from "./read-table.js";
 import { allProblems, isTable, type Key, type Table } from "./reader.js";
 import type { LockhostError } from "../../kit/errors.js";
@@ -121,9 +121,19 @@ function adminSettings(t: Table | undefined): AdminSettings | undefined {
   const since = t.recorded;
   checkKeys(t, ADMIN_SCHEMA);
   const listen = t.attempt(() => listenAddress(t));
-  const token = t.attempt(() => readFields(t, ADMIN_SCHEMA).token);
+  const fields = t.attempt(() => readFields(t, ADMIN_SCHEMA));
   t.stopIfFailedSince(since);
-  return { listen: listen!, ...(token !== undefined && { token }) };
+  const { token, auth, metricsOpen, certFile, keyFile, clientCaFile } = fields!;
+  const file = (path: string | undefined): string | undefined => (path === undefined ? undefined : resolve(t.ctx.baseDir, path));
+  return {
+    listen: listen!,
+    ...(token !== undefined && { token }),
+    // Beyond loopback, reading lock holders is not for whoever can reach the port.
+    auth: auth ?? (isLoopbackHost(listen!.host) ? "writes" : "all"),
+    metricsOpen,
+    ...(certFile !== undefined && { certFile: file(certFile)!, keyFile: file(keyFile)! }),
+    ...(clientCaFile !== undefined && { clientCaFile: file(clientCaFile)! }),
+  };
 }
 
 function listenAddress(t: Table): ListenAddress {

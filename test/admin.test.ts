@@ -1,11 +1,14 @@
 // The admin listener over a memory-backed LockService: stats, Prometheus metrics, lock status,
 // force-release behind the token, and bad requests that get a code and never hurt the host.
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { request as httpRequest } from "node:http";
 import { runInNewContext } from "node:vm";
 import { setFlagsFromString } from "node:v8";
 import { request as httpsRequest } from "node:https";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Agent, fetch as undiciFetch } from "undici";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { AdminSettings } from "../host/config/types.js";
 import { startAdminServer, type AdminServer } from "../host/admin/server.js";
 import { LockService, type LockListPage } from "../host/locking/service.js";
@@ -14,6 +17,8 @@ import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { unreachableBackend } from "./support/failing-backend.js";
 import { captureLogger } from "./support/log.js";
 import { until } from "./support/until.js";
+import { makeTestCerts, type TestCerts } from "./support/certs.js";
+import { findBinary } from "./support/servers.js";
 
 // The heap is measured after a full collection.
 setFlagsFromString("--expose-gc");
@@ -462,5 +467,84 @@ describe("event streams that are not read", () => {
     } finally {
       stalled.kill();
     }
+  });
+});
+
+describe("HTTPS: [admin] cert_file, key_file, client_ca_file", () => {
+  let certs: TestCerts;
+  beforeAll(() => {
+    certs = makeTestCerts();
+  });
+  afterAll(() => certs.remove());
+  // Asynchronous: the listener runs in this process.
+  const curl = (args: string[]): Promise<{ status: number; out: string; err: string }> =>
+    new Promise((resolve) => {
+      execFile(findBinary("curl", [], "install curl"), ["-sS", "--max-time", "20", ...args], { encoding: "utf8" }, (err, out, stderr) => {
+        resolve({ status: err === null ? 0 : typeof err.code === "number" ? err.code : -1, out, err: stderr });
+      });
+    });
+
+  it("serves HTTPS only, to curl and undici that trust its CA; a client that does not trust it is refused by its own check", async () => {
+    const tls = await startAdminServer({ service: locks, settings: { listen: { host: "127.0.0.1", port: 0 }, token: TOKEN, certFile: certs.serverCert, keyFile: certs.serverKey }, log: capture.logger, node: "n" });
+    try {
+      expect(tls.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+      expect(JSON.parse((await curl(["--cacert", certs.ca, `${tls.url}/livez`])).out)).toEqual({ ok: true });
+      expect(JSON.parse((await curl(["--cacert", certs.ca, "-H", `authorization: Bearer ${TOKEN}`, `${tls.url}/locks/global%3Ax`])).out)).toMatchObject({ held: false });
+      // By name too (the certificate names localhost).
+      expect(JSON.parse((await curl(["--cacert", certs.ca, `${tls.url.replace("127.0.0.1", "localhost")}/readyz`])).out)).toEqual({ ok: true, backend: "memory" });
+      const untrusted = await curl(["--cacert", certs.otherCa, `${tls.url}/livez`]);
+      expect(untrusted.status).toBe(60);
+      // Plain HTTP to the HTTPS port gets no answer of the admin listener.
+      expect((await curl([`${tls.url.replace("https:", "http:")}/livez`])).out).not.toContain('"ok"');
+      const agent = new Agent({ connect: { ca: readFileSync(certs.ca, "utf8") } });
+      try {
+        const res = await undiciFetch(`${tls.url}/stats`, { dispatcher: agent });
+        expect(res.status).toBe(200);
+        expect(await res.json()).toMatchObject({ node: "n", backend: "memory" });
+      } finally {
+        await agent.close();
+      }
+      await expect(undiciFetch(`${tls.url}/livez`)).rejects.toThrow();
+    } finally {
+      await tls.close();
+    }
+  });
+
+  it("with client_ca_file, serves only clients that show a certificate the CA signed (mutual TLS)", async () => {
+    const tls = await startAdminServer({
+      service: locks,
+      settings: { listen: { host: "127.0.0.1", port: 0 }, certFile: certs.serverCert, keyFile: certs.serverKey, clientCaFile: certs.ca },
+      log: capture.logger,
+      node: "n",
+    });
+    try {
+      expect((await curl(["--cacert", certs.ca, `${tls.url}/livez`])).out).not.toContain('"ok"');
+      expect(JSON.parse((await curl(["--cacert", certs.ca, "--cert", certs.clientCert, "--key", certs.clientKey, `${tls.url}/livez`])).out)).toEqual({ ok: true });
+      const agent = new Agent({ connect: { ca: readFileSync(certs.ca, "utf8"), cert: readFileSync(certs.clientCert, "utf8"), key: readFileSync(certs.clientKey, "utf8") } });
+      try {
+        expect((await undiciFetch(`${tls.url}/stats`, { dispatcher: agent })).status).toBe(200);
+      } finally {
+        await agent.close();
+      }
+      const without = new Agent({ connect: { ca: readFileSync(certs.ca, "utf8") } });
+      try {
+        await expect(undiciFetch(`${tls.url}/stats`, { dispatcher: without })).rejects.toThrow();
+      } finally {
+        await without.close();
+      }
+    } finally {
+      await tls.close();
+    }
+  });
+
+  it("refuses to start on a file it cannot use: CONFIG_INVALID naming the key, the file and why", async () => {
+    const start = (s: Partial<AdminSettings>): Promise<AdminServer> =>
+      startAdminServer({ service: locks, settings: { listen: { host: "127.0.0.1", port: 0 }, certFile: certs.serverCert, keyFile: certs.serverKey, ...s }, log: capture.logger, node: "n" });
+    const missing = join(certs.dir, "nope.pem");
+    await expect(start({ certFile: missing })).rejects.toMatchObject({ code: "CONFIG_INVALID", message: `[admin] cert_file: cannot read ${missing} (ENOENT)` });
+    await expect(start({ keyFile: certs.serverCert })).rejects.toMatchObject({ code: "CONFIG_INVALID", message: `[admin] key_file: ${certs.serverCert} holds no PEM private key (-----BEGIN ...PRIVATE KEY-----)` });
+    // A key of another certificate: OpenSSL's reason.
+    await expect(start({ keyFile: certs.clientKey })).rejects.toMatchObject({ code: "CONFIG_INVALID", message: expect.stringMatching(new RegExp(`^\\[admin\\] cert_file ${certs.serverCert} and key_file ${certs.clientKey}: not usable \\(.*(mismatch|values)`)) });
+    await expect(start({ clientCaFile: certs.serverKey })).rejects.toMatchObject({ code: "CONFIG_INVALID", message: expect.stringContaining(`[admin] client_ca_file: ${certs.serverKey} holds no PEM certificate`) });
   });
 });

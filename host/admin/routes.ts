@@ -87,7 +87,7 @@ const live = ({ res }: RouteContext): void => send(res, 200, { ok: true });
 /** Every admin route. The order matters only where two patterns could match one path: none do. */
 export const ADMIN_ROUTES: readonly AdminRoute[] = [
   { method: "GET", path: "/livez", pattern: /^\/livez$/, access: "open", doc: "liveness: 200 `{\"ok\":true}` while the process and its event loop work, whatever the backend does", handle: live },
-  { method: "GET", path: "/healthz", pattern: /^\/healthz$/, access: "open", doc: "the same as `/livez` (before 0.2 it was readiness: a liveness probe on it restarted every pod in a backend outage)", handle: live },
+  { method: "GET", path: "/healthz", pattern: /^\/healthz$/, access: "open", doc: "the same as `/livez`, for older probes (it used to answer 503 while the backend was down, so a liveness probe on it restarted every pod in a backend outage)", handle: live },
   {
     method: "GET",
     path: "/readyz",

@@ -11,7 +11,7 @@ import { KEEPALIVE_SCHEMA, marginFits, WAITING_SCHEMA } from "../locking/options
 import { PLUGIN_NAME_PATTERN, RESERVED_PLUGIN_NAMES } from "../locking/scope.js";
 import { CONFIG_DEFAULTS } from "./defaults.js";
 import { parseDuration } from "./duration.js";
-import { checkHost, isLoopbackHost, parseListen } from "./listen.js";
+import { checkHost, parseListen } from "./listen.js";
 import { checkKeys, keyOf, readFields, readTable } from "./read-table.js";
 import { allProblems, isTable, type Key, type Table } from "./reader.js";
 import type { LockhostError } from "../../kit/errors.js";
@@ -128,9 +128,9 @@ function adminSettings(t: Table | undefined): AdminSettings | undefined {
   return {
     listen: listen!,
     ...(token !== undefined && { token }),
-    // Beyond loopback, reading lock holders is not for whoever can reach the port.
-    auth: auth ?? (isLoopbackHost(listen!.host) ? "writes" : "all"),
-    metricsOpen,
+    // Absent: the listener decides by where it listens (AdminAccess: "all" beyond loopback).
+    ...(auth !== undefined && { auth }),
+    ...(metricsOpen !== undefined && { metricsOpen }),
     ...(certFile !== undefined && { certFile: file(certFile)!, keyFile: file(keyFile)! }),
     ...(clientCaFile !== undefined && { clientCaFile: file(clientCaFile)! }),
   };

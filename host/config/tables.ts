@@ -56,7 +56,7 @@ export const ADMIN_SCHEMA = table<{ listen: string; token: string; auth: AdminAu
       optional: true,
       example: "${LOCKHOST_ADMIN_TOKEN}",
       env: "LOCKHOST_ADMIN_TOKEN",
-      doc: "16+ printable characters; force-release needs it; never logged",
+      doc: "16+ printable characters; force-release needs it, and so does every route but the probes and the page's files with auth = \"all\"; never logged",
       // Neither message shows the token, nor any part of it.
       check: (token) =>
         token.length < 16 || token.length > 4096
@@ -69,9 +69,10 @@ export const ADMIN_SCHEMA = table<{ listen: string; token: string; auth: AdminAu
     auth: field.oneOf(ADMIN_AUTHS, {
       optional: true,
       defaultDoc: '"all" when listen is beyond loopback, else "writes"',
+      example: "all",
       doc: 'which routes need the token: "writes" (force-release) or "all" (every route but /livez, /readyz, /healthz and the dashboard\'s files); without a token, what needs it is refused',
     }),
-    metricsOpen: field.bool({ default: false, doc: 'serve /metrics without the token even when auth = "all" (for a Prometheus that sends none)' }),
+    metricsOpen: field.bool({ optional: true, defaultDoc: "false", example: false, doc: 'serve /metrics without the token even when auth = "all" (for a Prometheus that sends none)' }),
     // Resolved against the config file's folder by the reader; read (and checked) when the listener starts.
     certFile: field.string({ optional: true, example: "/etc/lockhost/admin.crt", doc: "PEM certificate (chain) of the listener: with key_file, it serves HTTPS only" }),
     keyFile: field.string({ optional: true, example: "/etc/lockhost/admin.key", doc: "PEM private key of cert_file" }),

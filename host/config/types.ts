@@ -68,8 +68,8 @@ export interface AdminSettings {
   readonly token?: string;
   /**
    * Which routes need the token: "writes" (force-release) or "all" (every route but the probes
-   * and the dashboard's files). The reader always sets it; absent (settings built by code):
-   * "all" when listen is beyond loopback, else "writes".
+   * and the dashboard's files). Absent: "all" when listen is beyond loopback, else "writes"
+   * (the listener decides, host/admin/access.ts).
    */
   readonly auth?: AdminAuth;
   /** /metrics answers without the token even when auth is "all" (default false). */

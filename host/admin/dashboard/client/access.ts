@@ -25,7 +25,8 @@ export function setAccess(now: Access): void {
   const before = access?.forceRelease;
   access = now;
   form.hidden = !now.forceRelease;
-  if (before !== now.forceRelease) for (const f of changed) f();
+  // A listener restarted with another config: list again, with or without buttons (not on the first snapshot).
+  if (before !== undefined && before !== now.forceRelease) for (const f of changed) f();
 }
 
 /** The listener refused a read for its token: the field shows (with `why`) so the operator can type it. */

@@ -7,6 +7,8 @@ import { ActivityFeed } from "./admin/feed.js";
 import { BackendHealth } from "./backend-health.js";
 import { startAdminServer, type AdminServer, type AdminServerOptions } from "./admin/server.js";
 import { lockMetrics, type HostCounters, type LockMetrics } from "./admin/metrics.js";
+import { AdminAccess } from "./admin/access.js";
+import { ADMIN_ROUTES } from "./admin/routes.js";
 import { createBackend } from "./backends/create.js";
 import { formatListen, isLoopbackHost } from "./config/listen.js";
 import type { AdminSettings, LockhostConfig, PluginConfig, ScheduledConfig } from "./config/types.js";
@@ -130,7 +132,14 @@ export class Host {
     let health: BackendHealth | undefined;
     let schedules: ScheduledConfig[] = [];
     let scheduler: Scheduler | undefined;
+    let started = false;
     try {
+      // First, so /livez answers while the backend is asked and plugins load (/readyz: "starting").
+      if (config.admin && metrics) {
+        feed = new ActivityFeed(locks);
+        const counters: HostCounters = { ticks: () => scheduler?.ticks() ?? {}, get backendUp() { return health?.up ?? false; } };
+        admin = await startAdmin(config.admin, locks, log, config, { feed, metrics, host: counters, started: () => started });
+      }
       // Before any guest: a backend that refuses this host for good fails the start at once.
       health = await BackendHealth.atStart(locks, log, `${config.source ?? "config"}: [locking.${backend.kind}]`);
       const functions = options.functions ?? {};
@@ -143,12 +152,9 @@ export class Host {
       checkScheduledExports(config, guests, schedules);
       // Its ticks that an outage skips are said once, by the health, and counted.
       scheduler = new Scheduler(schedules, { locks, guest: (p) => guestOf(guests, p), log, health });
-      // Last: an operator who can reach the listener can rely on the host behind it being up.
-      if (config.admin && metrics) {
-        feed = new ActivityFeed(locks);
-        admin = await startAdmin(config.admin, locks, log, config, { feed, metrics, host: hostCounters(scheduler, health) });
-      }
+      started = true;
     } catch (err) {
+      await admin?.close();
       feed?.close();
       metrics?.close();
       await Promise.all([...guests.values()].map((g) => g.close()));
@@ -276,28 +282,25 @@ function guestOf(guests: ReadonlyMap<string, GuestInstance>, plugin: string): Gu
   return guest;
 }
 
-/** What the admin listener shows of the host beside its lock service: ticks by outcome, backend up. */
-function hostCounters(scheduler: Scheduler, health: BackendHealth): HostCounters {
-  return {
-    ticks: () => scheduler.ticks(),
-    get backendUp() {
-      return health.up;
-    },
-  };
-}
-
 /** What the host shows through its admin listener: its activity feed, its metrics and its own counters. */
-type AdminViews = Required<Pick<AdminServerOptions, "feed" | "metrics" | "host">>;
+type AdminViews = Required<Pick<AdminServerOptions, "feed" | "metrics" | "host" | "started">>;
 
 async function startAdmin(settings: AdminSettings, locks: LockService, log: Logger, config: LockhostConfig, views: AdminViews): Promise<AdminServer> {
   const where = `${config.source ?? "config"}: [admin]`;
-  if (settings.token === undefined && !isLoopbackHost(settings.listen.host)) {
-    // Allowed (a trusted network, a firewall), but worth saying: anyone who can reach it reads
-    // every lock's holder. Force-release stays refused without a token.
-    log.warn(
-      { listen: formatListen(settings.listen) },
-      `${where}: the admin listener listens beyond this machine without a token: anyone who can reach it can read lock status and metrics (force-release stays disabled); set token, or listen on 127.0.0.1`,
-    );
+  if (!isLoopbackHost(settings.listen.host)) {
+    // Allowed (a trusted network, a firewall, an orchestrator's probes), but worth saying
+    // exactly what anyone who can reach it gets without the token.
+    const access = new AdminAccess(settings);
+    const open = ADMIN_ROUTES.filter((r) => !access.needsToken(r.access));
+    const data = open.filter((r) => r.access !== "open").map((r) => r.path.split("?", 1)[0]!);
+    const problems = [
+      ...(data.length > 0 ? [`anyone who can reach it reads ${data.join(", ")} without a token`] : []),
+      ...(settings.token === undefined ? [`no [admin] token is set, so every route but ${open.map((r) => r.path).join(", ")} is refused`] : []),
+      ...(settings.token !== undefined && settings.certFile === undefined ? ["it speaks plain HTTP, so the token crosses the network in clear text (set cert_file and key_file)"] : []),
+    ];
+    if (problems.length > 0) {
+      log.warn({ listen: formatListen(settings.listen), auth: access.auth, open: open.map((r) => r.path) }, `${where}: the admin listener listens beyond this machine${settings.token === undefined ? " without a token" : ""}: ${problems.join("; ")}`);
+    }
   }
   try {
     return await startAdminServer({ service: locks, settings, log, node: config.host.node, ...views });

@@ -7,10 +7,10 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
 import type { LockingConfig } from "../host/config/types.js";
-import { resolveConfig } from "../host/config/load.js";
+import { resolveConfig, type ConfigInput } from "../host/config/load.js";
 import { Host } from "../host/host.js";
 import { LockService } from "../host/locking/service.js";
 import { createBackend } from "../host/backends/create.js";
@@ -20,6 +20,7 @@ import { captureLogger } from "./support/log.js";
 import { etcdEndpoints } from "./support/etcd-servers.js";
 import { databaseUrl, freePort, redisUrl } from "./support/servers.js";
 import { guestWasm } from "./support/guests.js";
+import { makeTestCerts, type TestCerts } from "./support/certs.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
 import { pgDefaults } from "../plugins/backends/pg/config.js";
 
@@ -674,6 +675,86 @@ describe("lockhost status and release --force through a running host's admin lis
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout.trim()).toBe("released global:cli-force-cfg");
     expect((await h.locks.status({ name: lease.name })).held).toBe(false);
+  });
+});
+
+describe("lockhost status, locks and release --admin against a listener with auth = \"all\" over HTTPS", () => {
+  const TOKEN = "cli-tls-token-0123456789abc";
+  let certs: TestCerts;
+  let host: Host | undefined;
+  beforeAll(() => {
+    certs = makeTestCerts();
+  });
+  afterAll(() => certs.remove());
+  afterEach(async () => {
+    await host?.stop(1_000);
+    host = undefined;
+  });
+  const start = async (admin: Record<string, unknown>): Promise<Host> => {
+    host = await Host.start(resolveConfig({ host: { node: "cli-tls-node" }, admin: { listen: "127.0.0.1:0", token: TOKEN, auth: "all", certFile: certs.serverCert, keyFile: certs.serverKey, ...admin } } as ConfigInput), {
+      logger: captureLogger().logger,
+    });
+    return host;
+  };
+
+  it("sends the token on reads (config or environment), trusts --admin-ca or the config's cert_file, and says why it is refused without it", async () => {
+    const h = await start({});
+    await h.locks.tryLock("cli-tls-k", { ttlMs: 60_000 });
+    const url = h.admin!.url;
+    expect(url).toMatch(/^https:\/\//);
+    const env = { LOCKHOST_ADMIN_TOKEN: TOKEN };
+    for (const args of [["status"], ["status", "global:cli-tls-k"], ["locks"]]) {
+      const r = await lockhostAsync([...args, "--admin", url, "--admin-ca", certs.ca, "--json"], { cwd: tmpdir(), env });
+      expect(r.status, `${args.join(" ")}: ${r.stderr}`).toBe(0);
+    }
+    const without = await lockhostAsync(["locks", "--admin", url, "--admin-ca", certs.ca], { cwd: tmpdir() });
+    expect(without.status).toBe(1);
+    expect(without.stderr).toContain("GET /locks needs an Authorization: Bearer <token> header");
+    expect(without.stderr).toContain("set LOCKHOST_ADMIN_TOKEN");
+    // The config names the listener (https, as it has cert_file), its certificate and the token.
+    const file = await configFile(
+      `[admin]\nlisten = "${url.replace("https://", "")}"\ntoken = "\${CLI_TLS_TOKEN}"\nauth = "all"\ncert_file = "${certs.serverCert}"\nkey_file = "${certs.serverKey}"\n`,
+    );
+    const stats = await lockhostAsync(["status", "--config", file, "--json"], { env: { CLI_TLS_TOKEN: TOKEN } });
+    expect(stats.status, stats.stderr).toBe(0);
+    expect(JSON.parse(stats.stdout)).toMatchObject({ node: "cli-tls-node", stats: { held: 1 } });
+    const release = await lockhostAsync(["release", "--force", "global:cli-tls-k", "--config", file], { env: { CLI_TLS_TOKEN: TOKEN } });
+    expect(release.status, release.stderr).toBe(0);
+    expect(release.stdout.trim()).toBe("released global:cli-tls-k");
+  });
+
+  it("exits 2 naming the file and the reason: a CA file that is missing or not a certificate, a CA that did not sign the listener's certificate", async () => {
+    const h = await start({});
+    const url = h.admin!.url;
+    const missing = join(certs.dir, "missing.pem");
+    const gone = await lockhostAsync(["status", "--admin", url, "--admin-ca", missing], { cwd: tmpdir() });
+    expect(gone.status).toBe(2);
+    expect(gone.stderr).toContain(`CONFIG_INVALID: --admin-ca: cannot read ${missing} (ENOENT)`);
+    const key = await lockhostAsync(["status", "--admin", url, "--admin-ca", certs.serverKey], { cwd: tmpdir() });
+    expect(key.status).toBe(2);
+    expect(key.stderr).toContain(`CONFIG_INVALID: --admin-ca: ${certs.serverKey} holds no PEM certificate`);
+    const other = await lockhostAsync(["status", "--admin", url, "--admin-ca", certs.otherCa], { cwd: tmpdir(), env: { LOCKHOST_ADMIN_TOKEN: TOKEN } });
+    expect(other.status).toBe(2);
+    expect(other.stderr).toContain(`CONFIG_INVALID: the admin listener at ${url} shows a certificate that --admin-ca ${certs.otherCa} does not vouch for`);
+    // No CA at all: the system's CAs do not know the test CA.
+    const none = await lockhostAsync(["status", "--admin", url], { cwd: tmpdir(), env: { LOCKHOST_ADMIN_TOKEN: TOKEN } });
+    expect(none.status).toBe(2);
+    expect(none.stderr).toContain("pass --admin-ca FILE");
+  });
+
+  it("shows a client certificate with --admin-cert and --admin-key to a listener with client_ca_file", async () => {
+    const h = await start({ clientCaFile: certs.ca });
+    const args = ["status", "--admin", h.admin!.url, "--admin-ca", certs.ca, "--json"];
+    const env = { LOCKHOST_ADMIN_TOKEN: TOKEN };
+    const ok = await lockhostAsync([...args, "--admin-cert", certs.clientCert, "--admin-key", certs.clientKey], { cwd: tmpdir(), env });
+    expect(ok.status, ok.stderr).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ node: "cli-tls-node" });
+    const without = await lockhostAsync(args, { cwd: tmpdir(), env });
+    expect(without.status).toBe(2);
+    expect(without.stderr).toContain("pass --admin-cert and --admin-key");
+    const half = await lockhostAsync([...args, "--admin-cert", certs.clientCert], { cwd: tmpdir(), env });
+    expect(half.status).toBe(2);
+    expect(half.stderr).toContain("--admin-cert and --admin-key go together");
   });
 });
 

@@ -6,6 +6,7 @@ import { hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { MAX_TTL_MS } from "../abi/status.js";
+import { AdminAccess } from "../host/admin/access.js";
 import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
 import { formatListen, isLoopbackHost, parseListen } from "../host/config/listen.js";
 import { parseDuration } from "../host/config/duration.js";
@@ -1000,6 +1001,28 @@ describe("loadConfig", () => {
     expect(config.host.node).toBe("from-env");
     expect(config.plugins[0]?.wasm).toBe(join(dir, "guests", "report.wasm"));
     expectDeepFrozen(config);
+  });
+
+  it("[admin] auth defaults to \"all\" beyond loopback and \"writes\" on it; TLS files resolve against the config's folder and go together", async () => {
+    dir = await mkdtemp(join(tmpdir(), "lockhost-config-"));
+    const path = join(dir, "lockhost.toml");
+    const load = async (admin: string) => {
+      await writeFile(path, `[admin]\n${admin}\n`);
+      return loadConfig(path, {});
+    };
+    const auth = async (admin: string) => new AdminAccess((await load(admin)).admin!).auth;
+    expect(await auth(`listen = "0.0.0.0:9464"`)).toBe("all");
+    expect(await auth(`listen = "[::]:9464"`)).toBe("all");
+    expect(await auth(`listen = "admin.internal.example:9464"`)).toBe("all");
+    expect(await auth(`listen = "localhost:9464"`)).toBe("writes");
+    expect(await auth(`listen = "127.0.0.1:9464"`)).toBe("writes");
+    expect((await load(`listen = "0.0.0.0:9464"\nauth = "writes"\nmetrics_open = true`)).admin).toMatchObject({ auth: "writes", metricsOpen: true });
+    expect((await load(`cert_file = "tls/admin.crt"\nkey_file = "/etc/admin.key"\nclient_ca_file = "ca.pem"`)).admin).toMatchObject({
+      certFile: join(dir, "tls/admin.crt"), keyFile: "/etc/admin.key", clientCaFile: join(dir, "ca.pem"),
+    });
+    await expect(load(`auth = "reads"`)).rejects.toThrow(`[admin]: auth must be one of "writes", "all", got "reads"`);
+    await expect(load(`cert_file = "a.crt"`)).rejects.toThrow("[admin]: key_file cert_file and key_file go together");
+    await expect(load(`client_ca_file = "ca.pem"`)).rejects.toThrow("[admin]: client_ca_file needs cert_file and key_file");
   });
 
   it("with secrets \"if-set\" (for commands that only read), leaves out a secret whose variable is unset; other problems stay errors", async () => {

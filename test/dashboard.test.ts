@@ -322,3 +322,61 @@ describe("the dashboard while the backend is down", () => {
     }
   });
 });
+
+describe("what the page offers follows the listener's access", () => {
+  let other: Host | undefined;
+  afterEach(async () => {
+    await other?.stop(1_000);
+    other = undefined;
+  });
+
+  it("without a token configured: locks are listed with no force-release button and no token field", async () => {
+    other = await Host.start(resolveConfig({ host: { node: "node-open" }, admin: { listen: "127.0.0.1:0" } }), { logger: captureLogger().logger });
+    const lease = (await other.locks.tryLock("open/a", { ttlMs: 60_000 }))!;
+    const p = await openPage(other.admin!.url);
+    try {
+      await expect.poll(() => p.locator("#live").textContent(), POLL).toBe("live");
+      const rowOf = p.locator("#locks tbody tr", { hasText: "global:open/a" });
+      await expect.poll(() => rowOf.count(), POLL).toBe(1);
+      expect(await rowOf.locator("button").count()).toBe(0);
+      expect(await p.locator("#locks tbody button").count()).toBe(0);
+      expect(await p.locator("#token-form").isVisible()).toBe(false);
+      expect(takeTrouble(p)).toEqual({ errors: [], failed: [] });
+    } finally {
+      await p.close();
+      await other.locks.release(lease);
+    }
+  });
+
+  it('with auth = "all": the page asks for the token, then shows the host live with it, force-release included', async () => {
+    other = await Host.start(resolveConfig({ host: { node: "node-all" }, admin: { listen: "127.0.0.1:0", token: TOKEN, auth: "all" } } as ConfigInput), { logger: captureLogger().logger });
+    const lease = (await other.locks.tryLock("all/a", { ttlMs: 60_000 }))!;
+    const p = await openPage(other.admin!.url);
+    try {
+      await expect.poll(() => p.locator("#live").textContent(), POLL).toBe("admin token needed");
+      expect(await p.locator("#token-form").isVisible()).toBe(true);
+      expect(await p.locator("#message").textContent()).toContain("the listener refused (401)");
+      // The page's own requests were refused for the token, and nothing else failed.
+      const refused = takeTrouble(p);
+      for (const failed of refused.failed) expect(failed).toMatch(/^401 \/(events|locks)/);
+      await p.locator("#token").fill(TOKEN);
+      await expect.poll(() => p.locator("#live").textContent(), POLL).toBe("live");
+      const rowOf = p.locator("#locks tbody tr", { hasText: "global:all/a" });
+      await expect.poll(() => rowOf.count(), POLL).toBe(1);
+      expect(await p.locator("#where").textContent()).toContain("node node-all");
+      // The feed is live with the token: a new lock shows without a reload.
+      const later = (await other.locks.tryLock("all/b", { ttlMs: 60_000 }))!;
+      await expect.poll(() => p.locator("#feed tbody tr", { hasText: "global:all/b" }).count(), POLL).toBeGreaterThan(0);
+      // Force-release goes with the same token.
+      await rowOf.locator("button").click();
+      await p.locator("#confirm-ok").click();
+      await expect.poll(() => p.locator("#message").textContent(), POLL).toBe("force-released global:all/a");
+      expect((await other.locks.status({ name: "global:all/a" })).held).toBe(false);
+      await other.locks.release(later);
+      expect(takeTrouble(p).failed).toEqual([]);
+    } finally {
+      await p.close();
+      await other.locks.release(lease).catch(() => undefined);
+    }
+  });
+});

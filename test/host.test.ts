@@ -288,10 +288,43 @@ describe("Host", () => {
     expect(JSON.stringify(log.lines)).not.toContain(token);
   });
 
+  it("starts its admin listener before the backend is asked and plugins load: /livez answers, /readyz is 503 'starting' until the host has started", async () => {
+    const log = captureLogger();
+    const backend = new MemoryBackend();
+    let answer!: () => void;
+    const gate = new Promise<void>((resolve) => (answer = resolve));
+    const ping = backend.ping.bind(backend);
+    backend.ping = async () => {
+      await gate;
+      return ping();
+    };
+    const starting = Host.start(resolveConfig({ plugins: [locker], admin: { listen: "127.0.0.1:0" } }), { logger: log.logger, backend });
+    try {
+      await until("the admin listener starts", 20_000, () => log.lines.some((l) => l.msg === "admin listener started"));
+      const url = log.lines.find((l) => l.msg === "admin listener started")!.url as string;
+      expect(await (await fetch(`${url}/livez`)).json()).toEqual({ ok: true });
+      const ready = await fetch(`${url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toMatchObject({ ok: false, status: "starting" });
+    } finally {
+      answer();
+    }
+    const host = await starting;
+    hosts.push(host);
+    expect(await (await fetch(`${host.admin!.url}/readyz`)).json()).toEqual({ ok: true, backend: "memory" });
+  });
+
+  it("a start that fails closes the admin listener it had started", async () => {
+    const log = captureLogger();
+    await expect(Host.start(resolveConfig({ plugins: [{ name: "bad", wasm: "/nonexistent/bad.wasm" }], admin: { listen: "127.0.0.1:0" } }), { logger: log.logger, backend: new MemoryBackend() })).rejects.toThrow();
+    const url = log.lines.find((l) => l.msg === "admin listener started")!.url as string;
+    await expect(fetch(`${url}/livez`)).rejects.toThrow();
+  });
+
   it("listens on IPv6 loopback", async () => {
     const { host } = await start({ admin: { listen: "[::1]:0" } });
     expect(host.admin?.url).toMatch(/^http:\/\/\[::1\]:[1-9][0-9]*$/);
-    expect(await (await fetch(`${host.admin!.url}/healthz`)).json()).toEqual({ ok: true, backend: "memory" });
+    expect(await (await fetch(`${host.admin!.url}/readyz`)).json()).toEqual({ ok: true, backend: "memory" });
   });
 
   it("warns when the admin listener listens beyond loopback without a token, and not otherwise", async () => {
@@ -302,6 +335,12 @@ describe("Host", () => {
     const local = await start({ admin: { listen: "127.0.0.1:0" } });
     const guarded = await start({ admin: { listen: "0.0.0.0:0", token: "guarded-token-0123456789" } });
     for (const { log } of [local, guarded]) expect(log.lines.some((l) => l.msg.includes("without a token"))).toBe(false);
+    // It says exactly what is open: with auth = "all" (the default there) only the probes and the page's files.
+    expect(warning?.msg).toContain("no [admin] token is set, so every route but /livez, /healthz, /readyz, /, /dashboard/<file>, /favicon.ico is refused");
+    // A token over plain HTTP beyond loopback is said too; reads opened on purpose are named.
+    expect(guarded.log.lines.find((l) => l.level === 40 && l.msg.includes("[admin]"))?.msg).toContain("it speaks plain HTTP, so the token crosses the network in clear text (set cert_file and key_file)");
+    const reads = await start({ admin: { listen: "0.0.0.0:0", token: "guarded-token-0123456789", auth: "writes", metricsOpen: true } });
+    expect(reads.log.lines.find((l) => l.level === 40 && l.msg.includes("[admin]"))?.msg).toContain("anyone who can reach it reads /stats, /metrics, /locks, /locks/<name>, /events without a token");
   });
 
   it("refuses to start when the admin address is taken, naming the file and [admin] listen, and leaves nothing running", async () => {

@@ -1,25 +1,24 @@
-// The admin HTTP listener: stats, Prometheus metrics, the status of a lock and force-release,
-// for operators and for `lockhost status` / `lockhost release --force --admin`. It listens on
-// loopback unless told otherwise, and force-release needs the bearer token from the config:
-// reading is harmless, deleting someone's lock is not.
-import { createHash, timingSafeEqual } from "node:crypto";
+// The admin listener: probes, stats, Prometheus metrics, the status of a lock, force-release
+// and the dashboard, for operators, orchestrators and for `lockhost status` / `lockhost release
+// --force --admin`. Its routes are one table (routes.ts); who may use which is access.ts's
+// (the token, [admin] auth, the Host header of a loopback listener). It listens on loopback
+// unless told otherwise, and over HTTPS when given a certificate (tls.ts).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import { formatListen } from "../config/listen.js";
 import type { AdminSettings } from "../config/types.js";
-import { LockhostError, toLockhostError, type ErrorCode } from "../../kit/errors.js";
+import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { LockService } from "../locking/service.js";
-import type { ListPage } from "./dashboard/client/wire.js";
-import { dashboardRoutes } from "./dashboard/routes.js";
-import { audit } from "./audit.js";
+import { AdminAccess } from "./access.js";
+import { Dashboard } from "./dashboard/routes.js";
 import { ActivityFeed, type AdminCaller } from "./feed.js";
-import { MAX_LIST_LIMIT } from "../locking/list.js";
 import { lockMetrics, type HostCounters, type LockMetrics } from "./metrics.js";
-import { readiness } from "./readiness.js";
-import { reply } from "./reply.js";
-import { checkKind, LOCK_KINDS, MUTEX, type LockKind } from "../../kit/kinds.js";
-import type { TickCounts } from "../scheduler/scheduler.js";
+import { ADMIN_ROUTES, send, type AdminDeps, type AdminRoute, type RouteContext } from "./routes.js";
+import { adminTls } from "./tls.js";
+
+export type { AdminStatsBody } from "./routes.js";
 
 /** What startAdminServer needs. */
 export interface AdminServerOptions {
@@ -44,69 +43,51 @@ export interface AdminServerOptions {
    * absent the listener makes the service's, and stops them with itself.
    */
   readonly metrics?: LockMetrics;
+  /**
+   * Whether the host has loaded its plugins: until it says so /readyz answers 503 "starting"
+   * (the host starts its listener first, so /livez answers while plugins load). Default: ready.
+   */
+  readonly started?: () => boolean;
 }
 
 /** A running admin listener. */
 export interface AdminServer {
-  /** Base URL, e.g. "http://127.0.0.1:9464" (the real port when the config said 0). */
+  /** Base URL, e.g. "http://127.0.0.1:9464" or "https://…" (the real port when the config said 0). */
   readonly url: string;
   /** Stops listening and ends open connections. Idempotent. */
   close(): Promise<void>;
 }
 
-/** The body of GET /stats. */
-export interface AdminStatsBody {
-  readonly node: string;
-  readonly backend: string;
-  readonly distributed: boolean;
-  readonly stats: ReturnType<LockService["stats"]>;
-  /** With a host: whether its backend answered its last check. */
-  readonly backendUp?: boolean;
-  /** With a host: its schedules' ticks by id and outcome (an outage's skips are skipped_error). */
-  readonly schedules?: Readonly<Record<string, TickCounts>>;
-}
-
-const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
-  INVALID_ARGUMENT: 400,
-  PERMISSION_DENIED: 403,
-  NOT_FOUND: 404,
-  BACKEND_UNAVAILABLE: 503,
-  CLOSED: 503,
-};
-
 /** The longest request target served; lock names are at most ~600 bytes, encoded at most 3x. */
 const MAX_URL_LENGTH = 4_096;
 
 /**
- * Starts the admin listener. Endpoints: `GET /healthz` and `GET /readyz` (200 while the
- * backend answers, 503 with its error when it does not), `GET /stats` (JSON, AdminStatsBody:
- * with a host, its schedules' ticks by outcome and whether its backend answers),
- * `GET /metrics` (Prometheus text), `GET /locks?prefix=&plugin=&limit=&cursor=&kind=` (one page of
- * held locks of every kind or of `kind`, LockListPage), `GET /locks/<name>?kind=` (the lock's status, name URL-encoded; its owner
- * token only with the bearer token; `heldElsewhere` when free), the
- * dashboard (`GET /` or `/dashboard`, and `GET /events`: its live feed as server-sent events)
- * and `POST /locks/<name>/force-release` (needs `Authorization: Bearer <token>`: 401 without
- * it, 403 with a wrong one or when the config sets no token). Every GET route answers HEAD too,
- * with the same status and headers and no body (monitors and load balancers probe with it).
- * Rejects with CONFIG_INVALID when the address cannot be listened on.
+ * Starts the admin listener: the routes of ADMIN_ROUTES (docs/operators.md lists them), each
+ * GET route answering HEAD too, with the same status and headers and no body. A route the
+ * settings protect needs `Authorization: Bearer <token>`: 401 without it, 403 with a wrong one
+ * or when the config sets no token. Rejects with CONFIG_INVALID when the address cannot be
+ * listened on or a TLS file cannot be used.
  */
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
   const { service, settings, log, node } = options;
+  const tls = adminTls(settings);
+  const access = new AdminAccess(settings);
   const ownMetrics = options.metrics === undefined;
   const metrics = options.metrics ?? lockMetrics(service, node);
   if (options.host) metrics.showHost(options.host);
   const ownFeed = options.feed === undefined;
   const feed = options.feed ?? new ActivityFeed(service);
-  const dashboard = dashboardRoutes({ service, feed, node });
-  const tokenDigest = settings.token === undefined ? undefined : digest(settings.token);
-  const server = createServer((req, res) => {
+  const dashboard = new Dashboard({ service, feed, node, log, access: { forceRelease: access.hasToken, auth: access.auth } });
+  const deps: AdminDeps = { service, feed, metrics, dashboard, log, node, ...(options.host && { host: options.host }), started: options.started ?? (() => true) };
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     handle(req, res).catch((err: unknown) => {
       // A handler bug must not take the host down; the client gets a 500.
       log.error({ err: toLockhostError(err).message, url: req.url }, "admin request failed");
       if (!res.headersSent) send(res, 500, { code: "INTERNAL", message: "internal error" });
       else res.destroy();
     });
-  });
+  };
+  const server: Server = tls === undefined ? createServer(onRequest) : createHttpsServer(tls, onRequest);
   server.keepAliveTimeout = 5_000;
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
@@ -116,116 +97,29 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     req.resume();
     const target = req.url ?? "/";
     if (target.length > MAX_URL_LENGTH) return send(res, 414, { code: "INVALID_ARGUMENT", message: "request target too long" });
-    const path = target.split("?", 1)[0]!;
+    const wrongHost = access.hostRefusal(req);
+    if (wrongHost) return send(res, wrongHost.status, { code: wrongHost.code, message: wrongHost.message });
+    const q = target.indexOf("?");
+    const path = q < 0 ? target : target.slice(0, q);
     const method = req.method ?? "GET";
-    if (path === "/healthz" || path === "/readyz") {
-      if (!only(method, "GET", res)) return;
-      // The host is of use only while its backend answers: asked afresh each time.
-      const ready = await readiness(service);
-      return send(res, ready.ok ? 200 : 503, ready);
+    const matching = ADMIN_ROUTES.filter((r) => r.pattern.test(path));
+    if (matching.length === 0) return send(res, 404, { code: "NOT_FOUND", message: `no such endpoint: ${path}` });
+    const route = matching.find((r) => r.method === method || (r.method === "GET" && method === "HEAD"));
+    if (route === undefined) {
+      const allowed = [...new Set(matching.flatMap((r) => (r.method === "GET" ? ["GET", "HEAD"] : [r.method])))].join(", ");
+      return send(res, 405, { code: "INVALID_ARGUMENT", message: `use ${allowed}` }, { allow: allowed });
     }
-    if (path === "/stats") {
-      if (!only(method, "GET", res)) return;
-      const { host } = options;
-      const body: AdminStatsBody = {
-        node, backend: service.backendKind, distributed: service.distributed, stats: service.stats(),
-        ...(host && { backendUp: host.backendUp, schedules: host.ticks() }),
-      };
-      return send(res, 200, body);
-    }
-    if (path === "/metrics") {
-      if (!only(method, "GET", res)) return;
-      const text = await metrics.render();
-      reply(res, 200, { "content-type": metrics.registry.contentType }, text);
+    const params = decodeAll(route.pattern.exec(path)!.slice(1));
+    if (params === undefined) return send(res, 400, { code: "INVALID_ARGUMENT", message: "the lock name is not valid percent-encoding" });
+    const caller: AdminCaller = { address: req.socket.remoteAddress ?? "unknown", token: access.tokenOf(req) };
+    const ctx: RouteContext = { req, res, query: new URLSearchParams(q < 0 ? "" : target.slice(q + 1)), params, caller, deps };
+    const refusal = access.refusal(route.access, caller.token, describe(route));
+    if (refusal) {
+      send(res, refusal.status, { code: refusal.code, message: refusal.message }, refusal.headers);
+      route.refused?.(ctx, refusal.message);
       return;
     }
-    if (path === "/locks") {
-      if (!only(method, "GET", res)) return;
-      const query = new URLSearchParams(target.slice(path.length + 1));
-      const limitText = query.get("limit");
-      const limit = limitText === null ? undefined : Number(limitText);
-      if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= MAX_LIST_LIMIT)) {
-        return send(res, 400, { code: "INVALID_ARGUMENT", message: `limit must be an integer from 1 to ${MAX_LIST_LIMIT}, got ${JSON.stringify(limitText)}` });
-      }
-      const prefix = query.get("prefix");
-      const plugin = query.get("plugin");
-      const cursor = query.get("cursor");
-      const kind = query.get("kind");
-      return answer(res, (): Promise<ListPage> =>
-        service.list({
-          ...(limit !== undefined && { limit }), ...(prefix && { prefix }), ...(plugin && { plugin }), ...(cursor && { cursor }),
-          ...(kind !== null && { kind: checkKind(kind, LOCK_KINDS) }),
-        }),
-      );
-    }
-    if ((method === "GET" || method === "HEAD") && (await dashboard(path, req, res))) return;
-    // ?kind=<kind>: the lock of that kind of the name (default: its mutex), as each row of /locks names it.
-    const kindText = new URLSearchParams(target.slice(path.length + 1)).get("kind");
-    let asked: LockKind | undefined;
-    try {
-      asked = kindText === null ? undefined : checkKind(kindText, LOCK_KINDS);
-    } catch (err) {
-      return send(res, 400, { code: "INVALID_ARGUMENT", message: (err as Error).message });
-    }
-    const kind = asked ?? MUTEX.kind;
-    const force = /^\/locks\/([^/]+)\/force-release$/.exec(path);
-    if (force) {
-      if (!only(method, "POST", res)) return;
-      const name = decode(force[1]!, res);
-      if (name === undefined) return;
-      const by: AdminCaller = { address: req.socket.remoteAddress ?? "unknown", token: tokenOf(req) };
-      const refusal = refused(by.token, res);
-      if (refusal !== undefined) return audit(log, feed, { action: "force-release", name, kind, outcome: "refused", by, detail: refusal });
-      return answer(res, async () => {
-        let holders: number;
-        try {
-          holders = await service.forceRelease({ name }, { kind });
-        } catch (err) {
-          audit(log, feed, { action: "force-release", name, kind, outcome: "failed", by, detail: toLockhostError(err).message });
-          throw err;
-        }
-        audit(log, feed, { action: "force-release", name, kind, outcome: holders > 0 ? "released" : "not-held", holders, by });
-        return { name, kind, released: holders > 0, holders };
-      });
-    }
-    const lock = /^\/locks\/([^/]+)$/.exec(path);
-    if (lock) {
-      if (!only(method, "GET", res)) return;
-      const name = decode(lock[1]!, res);
-      if (name === undefined) return;
-      // An owner token lets whoever has it release or restore the lock: shown only to the token's holder.
-      const showOwner = tokenOf(req) === "valid";
-      return answer(res, () => service.status({ name }, { kind, owners: showOwner }));
-    }
-    send(res, 404, { code: "NOT_FOUND", message: `no such endpoint: ${path}` });
-  }
-
-  /** Whether the request carries the configured token (checked in constant time), a wrong one, or none; never "valid" when none is configured. */
-  function tokenOf(req: IncomingMessage): AdminCaller["token"] {
-    const header = req.headers.authorization;
-    const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (match === null) return "none";
-    return tokenDigest !== undefined && timingSafeEqual(digest(match[1]!), tokenDigest) ? "valid" : "wrong";
-  }
-
-  /** Answers 401/403 itself and says why when a force-release may not go on; undefined when it may. */
-  function refused(token: AdminCaller["token"], res: ServerResponse): string | undefined {
-    if (tokenDigest === undefined) {
-      const message = "force-release through the admin listener is disabled: set [admin] token in the config";
-      send(res, 403, { code: "PERMISSION_DENIED", message });
-      return message;
-    }
-    if (token === "none") {
-      res.setHeader("www-authenticate", 'Bearer realm="lockhost"');
-      const message = "force-release needs an Authorization: Bearer <token> header ([admin] token)";
-      send(res, 401, { code: "PERMISSION_DENIED", message });
-      return message;
-    }
-    if (token === "wrong") {
-      send(res, 403, { code: "PERMISSION_DENIED", message: "wrong admin token" });
-      return "wrong admin token";
-    }
-    return undefined;
+    await route.handle(ctx);
   }
 
   try {
@@ -237,8 +131,11 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
   }
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
-  const url = `http://${host}:${address.port}`;
-  log.info({ url, forceRelease: tokenDigest !== undefined }, "admin listener started");
+  const url = `${tls === undefined ? "http" : "https"}://${host}:${address.port}`;
+  log.info(
+    { url, auth: access.auth, open: access.openRoutes(ADMIN_ROUTES), forceRelease: access.hasToken, tls: tls === undefined ? "off" : tls.requestCert ? "mutual" : "on" },
+    "admin listener started",
+  );
   let closing: Promise<void> | undefined;
   return {
     url,
@@ -252,6 +149,11 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       return closing;
     },
   };
+}
+
+/** What a refusal calls the route ("force-release", "GET /stats"). */
+function describe(route: AdminRoute): string {
+  return route.access === "write" ? "force-release" : `${route.method} ${route.path.split("?", 1)[0]}`;
 }
 
 function listen(server: Server, settings: AdminSettings): Promise<void> {
@@ -274,39 +176,10 @@ function listen(server: Server, settings: AdminSettings): Promise<void> {
   });
 }
 
-/** Runs a service call and answers with its result, or with its error's code and message. */
-async function answer(res: ServerResponse, call: () => Promise<unknown>): Promise<void> {
+function decodeAll(segments: readonly string[]): string[] | undefined {
   try {
-    send(res, 200, await call());
-  } catch (err) {
-    const e = toLockhostError(err);
-    send(res, HTTP_STATUS[e.code] ?? 500, { code: e.code, message: e.message });
-  }
-}
-
-/** Whether `method` may be used on a route that takes `allowed` (HEAD wherever GET is); answers 405 when not. */
-function only(method: string, allowed: "GET" | "POST", res: ServerResponse): boolean {
-  if (method === allowed || (allowed === "GET" && method === "HEAD")) return true;
-  const methods = allowed === "GET" ? "GET, HEAD" : allowed;
-  res.setHeader("allow", methods);
-  send(res, 405, { code: "INVALID_ARGUMENT", message: `use ${methods}` });
-  return false;
-}
-
-function decode(segment: string, res: ServerResponse): string | undefined {
-  try {
-    return decodeURIComponent(segment);
+    return segments.map((s) => decodeURIComponent(s));
   } catch {
-    send(res, 400, { code: "INVALID_ARGUMENT", message: "the lock name is not valid percent-encoding" });
     return undefined;
   }
-}
-
-function send(res: ServerResponse, status: number, body: unknown): void {
-  reply(res, status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" }, JSON.stringify(body));
-}
-
-
-function digest(token: string): Buffer {
-  return createHash("sha256").update(token).digest();
 }

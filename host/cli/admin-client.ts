@@ -1,9 +1,12 @@
-// The CLI's side of the admin listener: which URL to talk to, and the three requests the CLI
-// makes (stats, a lock's status, force-release). Every way of not reaching a listener ends in
+// The CLI's side of the admin listener: which URL to talk to (http, or https when the config
+// gives the listener a certificate), what to trust there, and the requests the CLI makes (stats,
+// the list, a lock's status, force-release), each with the token when it has one. Every way of not reaching a listener ends in
 // AdminUnreachable, so the CLI can tell the operator how to enable one instead of printing a
 // socket error.
+import { readFileSync } from "node:fs";
 import { request as httpRequestRaw } from "node:http";
 import { request as httpsRequest } from "node:https";
+import { createSecureContext, rootCertificates } from "node:tls";
 import { text as readText } from "node:stream/consumers";
 import type { AdminStatsBody } from "../admin/server.js";
 import { formatListen } from "../config/listen.js";
@@ -58,27 +61,95 @@ export function adminUrl(flag: string | undefined, admin: AdminSettings | undefi
   }
   // A host listening on every interface is reachable on loopback.
   const host = admin.listen.host === "0.0.0.0" ? "127.0.0.1" : admin.listen.host === "::" ? "::1" : admin.listen.host;
-  return `http://${formatListen({ host, port: admin.listen.port })}`;
+  return `${admin.certFile === undefined ? "http" : "https"}://${formatListen({ host, port: admin.listen.port })}`;
+}
+
+/** The TLS files the CLI uses toward an https listener: what it trusts, and its own certificate for mutual TLS. */
+export interface AdminTlsFiles {
+  /** --admin-ca: PEM CA bundle that signed the listener's certificate. */
+  readonly ca?: string;
+  /** --admin-cert and --admin-key: the CLI's client certificate ([admin] client_ca_file). */
+  readonly cert?: string;
+  readonly key?: string;
+}
+
+/** The https options of an admin client. */
+export interface AdminTlsOptions {
+  readonly ca?: string[];
+  readonly cert?: string;
+  readonly key?: string;
+  readonly allowPartialTrustChain?: boolean;
+}
+
+/**
+ * Reads and checks the TLS files the CLI was given: --admin-ca, else (talking to the config's
+ * own listener) its [admin] cert_file, trusted as itself beside the system's CAs (pinned: it
+ * may be self-signed or signed by a CA this machine does not know); --admin-cert/--admin-key.
+ *
+ * @throws LockhostError CONFIG_INVALID naming the option or key, the file and why it cannot be used.
+ */
+export function adminTls(files: AdminTlsFiles, admin: AdminSettings | undefined): AdminTlsOptions {
+  const pinned = files.ca === undefined && admin?.certFile !== undefined;
+  const caFile = files.ca ?? admin?.certFile;
+  const caName = files.ca !== undefined ? "--admin-ca" : "[admin] cert_file";
+  const ca = caFile === undefined ? undefined : pem(caName, caFile, "CERTIFICATE");
+  if ((files.cert === undefined) !== (files.key === undefined)) {
+    throw new LockhostError("CONFIG_INVALID", "--admin-cert and --admin-key go together: give both for a client certificate, or neither");
+  }
+  const cert = files.cert === undefined ? undefined : pem("--admin-cert", files.cert, "CERTIFICATE");
+  const key = files.key === undefined ? undefined : pem("--admin-key", files.key, "PRIVATE KEY");
+  const options: AdminTlsOptions = {
+    ...(ca !== undefined && { ca: pinned ? [...rootCertificates, ca] : [ca] }),
+    ...(pinned && { allowPartialTrustChain: true }),
+    ...(cert !== undefined && { cert, key: key! }),
+  };
+  try {
+    createSecureContext(options);
+  } catch (err) {
+    const named = cert !== undefined ? `--admin-cert ${files.cert} and --admin-key ${files.key}` : `${caName} ${caFile}`;
+    throw new LockhostError("CONFIG_INVALID", `${named}: not usable (${(err as Error).message})`);
+  }
+  return options;
+}
+
+function pem(option: string, path: string, label: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new LockhostError("CONFIG_INVALID", `${option}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  if (!new RegExp(`-----BEGIN [A-Z ]*${label}-----`).test(text)) {
+    throw new LockhostError("CONFIG_INVALID", `${option}: ${path} holds no PEM ${label.toLowerCase()} (-----BEGIN ...${label}-----)`);
+  }
+  return text;
 }
 
 /** A client of one admin listener. */
 export class AdminClient {
   constructor(
     readonly url: string,
-    /** Sent as a bearer token on force-release only; never printed. Absent: the listener answers 401. */
+    /**
+     * Sent as a bearer token with every request (a listener with [admin] auth = "all" asks for
+     * it on reads too); never printed. Absent: the listener answers 401 where it needs one.
+     */
     private readonly token: string | undefined,
+    /** For an https URL: what to trust, and the client certificate (adminTls). */
+    private readonly tls: AdminTlsOptions = {},
+    /** Named when the listener's certificate is not trusted (e.g. "--admin-ca /etc/ca.pem"). */
+    private readonly trusting = "the system's CAs (pass --admin-ca FILE)",
   ) {}
 
   /** GET /stats. */
   stats(): Promise<AdminStatsBody> {
-    return this.#request("GET", "/stats") as Promise<AdminStatsBody>;
+    return this.#request("GET", "/stats", this.token) as Promise<AdminStatsBody>;
   }
 
   /** GET /locks?…: one page of held locks. */
   list(options: ListOptions): Promise<LockListPage> {
     const query = new URLSearchParams();
     for (const [name, value] of Object.entries(options)) if (value !== undefined) query.set(name, String(value));
-    return this.#request("GET", `/locks?${query}`) as Promise<LockListPage>;
+    return this.#request("GET", `/locks?${query}`, this.token) as Promise<LockListPage>;
   }
 
   /**
@@ -92,7 +163,7 @@ export class AdminClient {
 
   /** GET /locks/<name>?kind=…: when the lock is free, the locks of its key held in the other scope or of another kind. */
   async heldElsewhere(name: string, kind: LockKind): Promise<readonly LockRef[]> {
-    const body = (await this.#request("GET", lockPath(name, kind))) as { held?: unknown; heldElsewhere?: readonly LockRef[] };
+    const body = (await this.#request("GET", lockPath(name, kind), this.token)) as { held?: unknown; heldElsewhere?: readonly LockRef[] };
     return body.held === false && Array.isArray(body.heldElsewhere) ? body.heldElsewhere : [];
   }
 
@@ -110,9 +181,16 @@ export class AdminClient {
       res = await httpRequest(method, `${this.url}${path}`, {
         accept: "application/json",
         ...(token !== undefined && { authorization: `Bearer ${token}` }),
-      });
+      }, this.tls);
     } catch (err) {
       const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      // A certificate problem is the operator's files', not a listener that is not there.
+      if (/ALERT/i.test(why)) {
+        throw new LockhostError("CONFIG_INVALID", `the admin listener at ${this.url} refused this client's TLS handshake (${why}): it may ask for a client certificate ([admin] client_ca_file): pass --admin-cert and --admin-key`);
+      }
+      if (/CERT|SELF_SIGNED|UNABLE_TO|VERIFY|ERR_TLS|ERR_SSL/i.test(why)) {
+        throw new LockhostError("CONFIG_INVALID", `the admin listener at ${this.url} shows a certificate that ${this.trusting} does not vouch for (${why}: ${(err as Error).message})`);
+      }
       throw new AdminUnreachable(`no admin listener answers at ${this.url} (${why}). Is 'lockhost run' running, with an [admin] table in its config?\n${ENABLE_ADMIN_HINT}`);
     }
     let body: unknown;
@@ -140,10 +218,11 @@ export class AdminClient {
  * One request with node:http(s) rather than fetch, which refuses ports on the WHATWG "bad
  * port" list (6000, 6665, ...) that an operator may well listen on.
  */
-function httpRequest(method: string, url: string, headers: Record<string, string>): Promise<{ status: number; text: string }> {
+function httpRequest(method: string, url: string, headers: Record<string, string>, tls: AdminTlsOptions): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const send = url.startsWith("https:") ? httpsRequest : httpRequestRaw;
-    const req = send(url, { method, headers, timeout: REQUEST_TIMEOUT_MS }, (res) => {
+    const https = url.startsWith("https:");
+    const send = https ? httpsRequest : httpRequestRaw;
+    const req = send(url, { method, headers, timeout: REQUEST_TIMEOUT_MS, ...(https && tls) }, (res) => {
       readText(res).then((body) => resolve({ status: res.statusCode ?? 0, text: body }), reject);
     });
     req.on("timeout", () => req.destroy(Object.assign(new Error(`no answer in ${REQUEST_TIMEOUT_MS} ms`), { code: "ETIMEDOUT" })));

@@ -14,7 +14,7 @@ import type { LockhostConfig } from "../config/types.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import { Host } from "../host.js";
 import { LockService } from "../locking/service.js";
-import { AdminClient, AdminUnreachable, adminUrl } from "./admin-client.js";
+import { AdminClient, AdminUnreachable, adminTls, adminUrl, type AdminTlsFiles } from "./admin-client.js";
 import { formatLocks, formatStats, formatStatus } from "./format.js";
 import { checkKind, kindRow, LOCK_KINDS, type LockKind } from "../../kit/kinds.js";
 import { check } from "./check.js";
@@ -105,13 +105,18 @@ live inside the 'lockhost run' process) and the config has an [admin] table. Whe
 it, says where a lock of the same key is held if one is: in the other scope ("global:KEY" for
 "KEY", and back) or of another kind (a read/write lock or semaphore of the name).
 
-It only reads, so it never needs the admin token: a \${VAR} in [admin] token that is not set
-is ignored (the token is used, when there is one, only to show an owner with --show-owner
-through the admin listener).
+Through the admin listener it sends the admin token when it has one (LOCKHOST_ADMIN_TOKEN,
+else [admin] token): a listener with [admin] auth = "all" (the default beyond loopback)
+refuses reads without it; an owner shows with --show-owner only with it. A \${VAR} in [admin]
+token that is not set is ignored (the backend itself needs no token to read).
 
 Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
       --admin URL     the admin listener, e.g. http://127.0.0.1:9464 (default: [admin] listen)
+      --admin-ca FILE   PEM CA that signed an https listener's certificate (default: the
+                      system's CAs, and the config's [admin] cert_file itself)
+      --admin-cert FILE, --admin-key FILE
+                      the client certificate for a listener with [admin] client_ca_file
       --kind K        the lock of that kind of the name (default: mutex); rw, semaphore or fair: the
                       read/write lock, semaphore or fair mutex, its holders (mode, fence, holder, times),
                       permits and queued writers
@@ -141,11 +146,16 @@ tokens are never listed. Read from the redis or pg backend directly (Redis: SCAN
 prefix, on every master of a cluster; PostgreSQL: the holders table); through the admin
 listener with --admin, or when the backend is memory and the config has an [admin] table.
 One page at a time: when there are more, the last line is the command for the next page.
-It only reads, so it never needs the admin token (a \${VAR} in [admin] token may be unset).
+Through the admin listener it sends the admin token when it has one: a listener with
+[admin] auth = "all" refuses reads without it (a \${VAR} in [admin] token may be unset otherwise).
 
 Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
       --admin URL     the admin listener, e.g. http://127.0.0.1:9464
+      --admin-ca FILE   PEM CA that signed an https listener's certificate (default: the
+                      system's CAs, and the config's [admin] cert_file itself)
+      --admin-cert FILE, --admin-key FILE
+                      the client certificate for a listener with [admin] client_ca_file
       --kind K        only locks of that kind: ${LOCK_KINDS.join(", ")}
       --prefix P      only names starting with P ("billing:", "global:jobs/", "lockhost:schedule:")
       --plugin NAME   only locks taken by this plugin ("host" for host-side callers)
@@ -166,12 +176,16 @@ password or ACL user, a PostgreSQL role): whoever can reach the backend with the
 any lock, and the admin token plays no part. With --admin, or when the backend is memory and the
 config has an [admin] table, the running host does it through its admin listener, which needs
 the admin token: LOCKHOST_ADMIN_TOKEN, else [admin] token from the config (its \${VAR} must be
-set then); without it the listener refuses (401/403). 'status' and 'locks' only read and never
-need the token.
+set then); without it the listener refuses (401/403). 'status' and 'locks' only read: they
+need the token only from a listener with [admin] auth = "all".
 
 Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin)
       --admin URL     the admin listener, e.g. http://127.0.0.1:9464
+      --admin-ca FILE   PEM CA that signed an https listener's certificate (default: the
+                      system's CAs, and the config's [admin] cert_file itself)
+      --admin-cert FILE, --admin-key FILE
+                      the client certificate for a listener with [admin] client_ca_file
   -f, --force         required
       --kind K        that kind's lock of the name (default: mutex)
   -h, --help          this help`,
@@ -209,6 +223,9 @@ export async function main(argv: string[]): Promise<number> {
       options: {
         config: { type: "string", short: "c" },
         admin: { type: "string" },
+        "admin-ca": { type: "string" },
+        "admin-cert": { type: "string" },
+        "admin-key": { type: "string" },
         help: { type: "boolean", short: "h" },
         json: { type: "boolean" },
         force: { type: "boolean", short: "f" },
@@ -228,6 +245,11 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const { values, positionals } = parsed;
+  adminTlsFiles = {
+    ...(values["admin-ca"] !== undefined && { ca: values["admin-ca"] }),
+    ...(values["admin-cert"] !== undefined && { cert: values["admin-cert"] }),
+    ...(values["admin-key"] !== undefined && { key: values["admin-key"] }),
+  };
   if (values.help) {
     console.log(HELP[command]);
     return 0;
@@ -352,10 +374,17 @@ async function cliConfig(file: string | undefined, hasAdminFlag: boolean, secret
   return load(DEFAULT_CONFIG);
 }
 
+/** --admin-ca, --admin-cert and --admin-key of this run. */
+let adminTlsFiles: AdminTlsFiles = {};
+
 function adminClient(config: LockhostConfig | undefined, flag: string | undefined): AdminClient {
   // The environment first: it lets an operator use a token without writing it in a file.
   const token = process.env[ADMIN_SCHEMA.fields.token.env!] || config?.admin?.token;
-  return new AdminClient(adminUrl(flag, config?.admin, config?.source), token);
+  const url = adminUrl(flag, config?.admin, config?.source);
+  // Checked before any request, so a wrong file is said as such (exit 2), not as a TLS failure.
+  const tls = adminTls(adminTlsFiles, config?.admin);
+  const trusting = adminTlsFiles.ca !== undefined ? `--admin-ca ${adminTlsFiles.ca}` : config?.admin?.certFile !== undefined ? `[admin] cert_file ${config.admin.certFile} (or the system's CAs)` : "the system's CAs (pass --admin-ca FILE)";
+  return new AdminClient(url, token, tls, trusting);
 }
 
 async function showStats(config: LockhostConfig | undefined, flag: string | undefined, json: boolean): Promise<number> {

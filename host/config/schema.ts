@@ -121,9 +121,19 @@ function adminSettings(t: Table | undefined): AdminSettings | undefined {
   const since = t.recorded;
   checkKeys(t, ADMIN_SCHEMA);
   const listen = t.attempt(() => listenAddress(t));
-  const token = t.attempt(() => readFields(t, ADMIN_SCHEMA).token);
+  const fields = t.attempt(() => readFields(t, ADMIN_SCHEMA));
   t.stopIfFailedSince(since);
-  return { listen: listen!, ...(token !== undefined && { token }) };
+  const { token, auth, metricsOpen, certFile, keyFile, clientCaFile } = fields!;
+  const file = (path: string | undefined): string | undefined => (path === undefined ? undefined : resolve(t.ctx.baseDir, path));
+  return {
+    listen: listen!,
+    ...(token !== undefined && { token }),
+    // Absent: the listener decides by where it listens (AdminAccess: "all" beyond loopback).
+    ...(auth !== undefined && { auth }),
+    ...(metricsOpen !== undefined && { metricsOpen }),
+    ...(certFile !== undefined && { certFile: file(certFile)!, keyFile: file(keyFile)! }),
+    ...(clientCaFile !== undefined && { clientCaFile: file(clientCaFile)! }),
+  };
 }
 
 function listenAddress(t: Table): ListenAddress {

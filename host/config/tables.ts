@@ -5,7 +5,7 @@ import { hostname } from "node:os";
 import { MAX_INPUT_BYTES, MAX_REPLY_BYTES, MAX_TTL_MS } from "../../abi/status.js";
 import { field, table } from "../../kit/schema.js";
 import { LISTEN_FORM } from "./listen.js";
-import type { HostSettings, Isolation, LockingHint, LogLevel, PluginConfig, ScheduledConfig } from "./types.js";
+import type { AdminAuth, HostSettings, Isolation, LockingHint, LogLevel, PluginConfig, ScheduledConfig } from "./types.js";
 import type { HttpGrant } from "../runtime/capabilities/http/index.js";
 import { cidrProblem, hostPatternProblem, methodProblem } from "../runtime/capabilities/http/index.js";
 import { NAMESPACE_PATTERN, RESERVED_NAMESPACES } from "../runtime/capabilities/functions.js";
@@ -14,6 +14,7 @@ import { NAMESPACE_PATTERN, RESERVED_NAMESPACES } from "../runtime/capabilities/
 // here until the loader accepts it.
 const ISOLATIONS = keysOf<Isolation>({ worker: 1, inline: 1, auto: 1 });
 const HINTS = keysOf<LockingHint>({ node_local: 1, require_global: 1, prefer_global: 1, leader_only: 1 });
+const ADMIN_AUTHS = keysOf<AdminAuth>({ writes: 1, all: 1 });
 const LOG_LEVELS = keysOf<LogLevel>({ trace: 1, debug: 1, info: 1, warn: 1, error: 1, fatal: 1, silent: 1 });
 
 /** `[host]` */
@@ -46,8 +47,8 @@ export const LOCKING_SCHEMA = table<{ backend: string; packages: readonly string
 });
 
 /** `[admin]`: the optional admin HTTP listener. */
-export const ADMIN_SCHEMA = table<{ listen: string; token: string }>({
-  doc: "optional: the admin HTTP listener (stats, metrics, status, force-release)",
+export const ADMIN_SCHEMA = table<{ listen: string; token: string; auth: AdminAuth; metricsOpen: boolean; certFile: string; keyFile: string; clientCaFile: string }>({
+  doc: "optional: the admin HTTP listener (probes, stats, metrics, status, force-release)",
   fields: {
     // Parsed by the reader: TOML has the text, code may pass { host, port }.
     listen: field.custom({ toml: '"127.0.0.1:9464"', doc: `${LISTEN_FORM}; loopback by default` }),
@@ -55,7 +56,7 @@ export const ADMIN_SCHEMA = table<{ listen: string; token: string }>({
       optional: true,
       example: "${LOCKHOST_ADMIN_TOKEN}",
       env: "LOCKHOST_ADMIN_TOKEN",
-      doc: "16+ printable characters; force-release needs it; never logged",
+      doc: "16+ printable characters; force-release needs it, and so does every route but the probes and the page's files with auth = \"all\"; never logged",
       // Neither message shows the token, nor any part of it.
       check: (token) =>
         token.length < 16 || token.length > 4096
@@ -65,7 +66,24 @@ export const ADMIN_SCHEMA = table<{ listen: string; token: string }>({
             ? "must be printable ASCII without spaces, as it is sent in an Authorization header (the value is not shown: it is a secret)"
             : undefined,
     }),
+    auth: field.oneOf(ADMIN_AUTHS, {
+      optional: true,
+      defaultDoc: '"all" when listen is beyond loopback, else "writes"',
+      example: "all",
+      doc: 'which routes need the token: "writes" (force-release) or "all" (every route but /livez, /readyz, /healthz and the dashboard\'s files); without a token, what needs it is refused',
+    }),
+    metricsOpen: field.bool({ optional: true, defaultDoc: "false", example: false, doc: 'serve /metrics without the token even when auth = "all" (for a Prometheus that sends none)' }),
+    // Resolved against the config file's folder by the reader; read (and checked) when the listener starts.
+    certFile: field.string({ optional: true, example: "/etc/lockhost/admin.crt", doc: "PEM certificate (chain) of the listener: with key_file, it serves HTTPS only" }),
+    keyFile: field.string({ optional: true, example: "/etc/lockhost/admin.key", doc: "PEM private key of cert_file" }),
+    clientCaFile: field.string({ optional: true, example: "/etc/lockhost/clients-ca.crt", doc: "PEM CA bundle: with it, a client must show a certificate it signed (mutual TLS)" }),
   },
+  check: (a) =>
+    (a.certFile === undefined) !== (a.keyFile === undefined)
+      ? { key: a.certFile === undefined ? "certFile" : "keyFile", problem: "cert_file and key_file go together: set both for HTTPS, or neither" }
+      : a.clientCaFile !== undefined && a.certFile === undefined
+        ? { key: "clientCaFile", problem: "needs cert_file and key_file: client certificates are asked for over TLS only" }
+        : undefined,
 });
 
 /** One `[[plugins]]` entry. */

@@ -66,7 +66,23 @@ export interface AdminSettings {
    * Never logged.
    */
   readonly token?: string;
+  /**
+   * Which routes need the token: "writes" (force-release) or "all" (every route but the probes
+   * and the dashboard's files). Absent: "all" when listen is beyond loopback, else "writes"
+   * (the listener decides, host/admin/access.ts).
+   */
+  readonly auth?: AdminAuth;
+  /** /metrics answers without the token even when auth is "all" (default false). */
+  readonly metricsOpen?: boolean;
+  /** HTTPS: absolute paths of the PEM certificate and key (both or neither). */
+  readonly certFile?: string;
+  readonly keyFile?: string;
+  /** Mutual TLS: absolute path of the PEM CA bundle that signs the clients' certificates. */
+  readonly clientCaFile?: string;
 }
+
+/** Which admin routes need the token. */
+export type AdminAuth = "writes" | "all";
 
 /** One `[[plugins]]` entry. */
 export interface PluginConfig {
@@ -208,5 +224,5 @@ export interface ConfigInput {
   };
   readonly plugins?: readonly PluginInput[];
   readonly scheduled?: readonly ScheduledInput[];
-  readonly admin?: { readonly listen?: Partial<ListenAddress> | string; readonly token?: string };
+  readonly admin?: { readonly listen?: Partial<ListenAddress> | string; readonly token?: string; readonly auth?: AdminAuth; readonly metricsOpen?: boolean; readonly certFile?: string; readonly keyFile?: string; readonly clientCaFile?: string };
 }

@@ -2,6 +2,7 @@
 // `npm run docs` (scripts/docs.mjs) writes from and test/docs.test.ts holds the files to. A block
 // moves to another page by moving its row here and its markers there.
 import { abiBriefTable, abiSpecTable } from "./abi-ops.js";
+import { adminRoutesTable } from "./admin-routes.js";
 import { configReference } from "./config-reference.js";
 import { kindsTable } from "./kinds-table.js";
 import { metricsTable } from "./metrics-table.js";
@@ -31,6 +32,7 @@ export const DOC_FILES: readonly DocFile[] = [
     blocks: [
       { name: "config-reference", write: () => configReference() },
       { name: "metrics", write: () => metricsTable() },
+      { name: "admin-routes", write: () => adminRoutesTable() },
     ],
   },
   {

@@ -2,12 +2,12 @@
 // holder: the holder loses it at once), then the request goes through the listener's
 // token-checked endpoint with the token typed in the header. The listener logs and feeds the
 // audit line (who, when, which lock), granted or refused.
+import { tokenHeaders } from "./access.js";
 import { byId } from "./dom.js";
 import type { ErrorBody, Listing } from "./wire.js";
 
 const dialog = byId("confirm", HTMLDialogElement);
 const question = byId("confirm-text", HTMLElement);
-const token = byId("token", HTMLInputElement);
 
 /** Asks the operator to confirm: resolves to whether they did. */
 function confirmed(lock: Listing): Promise<boolean> {
@@ -22,18 +22,8 @@ function confirmed(lock: Listing): Promise<boolean> {
 /** Confirms, then force-releases `lock` (its kind goes along: each kind has its own names); resolves to what to tell the operator, or undefined when cancelled. */
 export async function forceRelease(lock: Listing): Promise<string | undefined> {
   if (!(await confirmed(lock))) return undefined;
-  const headers: Record<string, string> = {};
-  if (token.value !== "") headers.authorization = `Bearer ${token.value}`;
-  const res = await fetch(`/locks/${encodeURIComponent(lock.name)}/force-release?kind=${encodeURIComponent(lock.kind)}`, { method: "POST", headers });
+  const res = await fetch(`/locks/${encodeURIComponent(lock.name)}/force-release?kind=${encodeURIComponent(lock.kind)}`, { method: "POST", headers: tokenHeaders() });
   const body = (await res.json().catch(() => ({}))) as ErrorBody & { readonly released?: boolean };
   if (!res.ok) return `force-release refused (${res.status}): ${body.message ?? res.statusText}`;
   return body.released === true ? `force-released ${lock.name}` : `${lock.name} was not held`;
-}
-
-/** Keeps the token for this browser tab only. */
-export function keepToken(): void {
-  token.value = sessionStorage.getItem("lockhost-token") ?? "";
-  token.addEventListener("input", () => sessionStorage.setItem("lockhost-token", token.value));
-  // A password field belongs in a form (browsers say so otherwise); Enter must not load another page.
-  byId("token-form", HTMLFormElement).addEventListener("submit", (e) => e.preventDefault());
 }

@@ -6,7 +6,7 @@ import { formatTime } from "./format.js";
 import type { Health } from "./wire.js";
 
 /** The feed's connection, as the stream's events tell it. */
-export type Connection = "connecting" | "open" | "reconnecting";
+export type Connection = "connecting" | "open" | "reconnecting" | "token";
 
 /** What the header and banner show. */
 export class HealthView {
@@ -33,6 +33,7 @@ export class HealthView {
   #render(): void {
     const [text, state] =
       this.#connection === "reconnecting" ? ["reconnecting", "off"]
+      : this.#connection === "token" ? ["admin token needed", "off"]
       : this.#connection === "connecting" ? ["connecting…", "off"]
       : this.#health === undefined ? ["checking backend…", "wait"]
       : this.#health.ok ? ["live", "on"]

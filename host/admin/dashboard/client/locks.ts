@@ -4,6 +4,7 @@
 // shows PAGE_SIZE rows at a time.
 import { bodyOf, byId, cell, emptyRow } from "./dom.js";
 import { formatCount, formatMs } from "./format.js";
+import { canForceRelease, tokenHeaders } from "./access.js";
 import { forceRelease } from "./force-release.js";
 import { KINDS, type ErrorBody, type Kind, type Listing, type ListPage } from "./wire.js";
 
@@ -132,7 +133,7 @@ export class LocksView {
     try {
       do {
         if (cursor !== undefined) query.set("cursor", cursor);
-        const res = await fetch(`/locks?${query.toString()}`);
+        const res = await fetch(`/locks?${query.toString()}`, { headers: tokenHeaders() });
         const body = (await res.json()) as ListPage & ErrorBody;
         if (!res.ok) throw new Error(body.message ?? res.statusText);
         locks.push(...body.locks);
@@ -227,6 +228,8 @@ export class LocksView {
     bar.title = `${formatMs(lock.ttlRemainingMs)} of ${formatMs(lock.ttlMs)}`;
     row.insertCell().appendChild(bar);
     cell(row, String(lock.waiters));
+    // Without a token configured the listener refuses every force-release: no button offers one.
+    if (!canForceRelease()) return;
     const button = document.createElement("button");
     button.type = "button";
     button.className = "danger";

@@ -67,6 +67,8 @@ export interface Snapshot {
   readonly node: string;
   readonly backend: string;
   readonly distributed: boolean;
+  /** What the page may offer. */
+  readonly access: Access;
   readonly stats: Stats;
   readonly feed: {
     readonly recent: readonly FeedItem[];
@@ -107,4 +109,12 @@ export interface ListPage {
 export interface ErrorBody {
   readonly code?: string;
   readonly message?: string;
+}
+
+/** What the listener lets the page do: force-release only when a token is configured. */
+export interface Access {
+  /** A token is configured: force-release goes with it (and is refused without). */
+  readonly forceRelease: boolean;
+  /** Which routes need the token ([admin] auth): with "all", the page sends it on every request. */
+  readonly auth: "writes" | "all";
 }

@@ -19,6 +19,8 @@ async function closeOnce(core: ServiceCore, closeBackend: boolean): Promise<Lock
   // An acquisition that completes now gives its lock back itself (see attempt in acquire.ts).
   await core.attemptsDrained();
   const failed = await releaseAll(core);
+  // Locks left by calls that failed get one more try while the backend is still open.
+  await core.unsettled.close();
   core.renewals.close();
   core.closed = true;
   if (closeBackend) await core.backend.close();

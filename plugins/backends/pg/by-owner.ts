@@ -1,7 +1,9 @@
 // Renew and release by owner token of a lock another process holds (LockService.restore): only
 // the session holding an advisory lock can unlock it, so these work on its holders row (its
 // live holder checked in pg_locks). A release also tells the holder on the table's control
-// channel (payload `pid:id:fence`), and the holder, hearing it here, unlocks.
+// channel (payload `pid:id:fence`), and the holder, hearing it here, unlocks. A holder whose
+// LISTEN connection was not open yet (it opens with the first lock) or was away hears nothing:
+// it reads the holders rows of the locks it holds each time LISTEN starts (recheckHeld).
 import type { ReleaseResult, RenewResult } from "../../../kit/index.js";
 import { renewAll } from "./batch.js";
 import type { AdvisoryKey } from "./key-hash.js";
@@ -52,4 +54,30 @@ export function onControl(book: LockBook, payload: string, lost: (owner: string)
   function retry(): void {
     if (!book.closed) onControl(book, payload, lost);
   }
+}
+
+/**
+ * Reads the holders row of every lock this host holds and unlocks (as a control message would)
+ * each one whose row no longer names it: released or force-released by another host while this
+ * host's LISTEN connection was not open yet, or was away. Called each time LISTEN is confirmed,
+ * so nothing sent before it is missed. Never rejects (a lock whose read fails stays as it is:
+ * its renewals, or its lease's end, decide).
+ */
+export async function recheckHeld(book: LockBook, lost: (owner: string) => void): Promise<void> {
+  const reads: Promise<void>[] = [];
+  for (const session of book.sessions) {
+    for (const lock of session.held.values()) {
+      if (lock.state !== "held" || session.pid === undefined) continue;
+      const { advisory, key, owner, fence } = lock;
+      const payload = `${session.pid}:${advisory.id}:${fence}`;
+      reads.push(
+        book.run("status", advisory, book.sql.status, [advisory.id, key, advisory.classid, advisory.objid]).then((rows) => {
+          const row = rows[0];
+          if (row !== undefined && row[0] === owner && Number(row[1]) === fence) return;
+          onControl(book, payload, lost);
+        }, () => undefined),
+      );
+    }
+  }
+  await Promise.all(reads);
 }

@@ -55,7 +55,7 @@ import type { MutexAcquireRequest, MutexAcquireResult, MutexHandoffResult, ListR
 import { LOCK_KINDS, StepsByKind } from "../../../kit/index.js";
 import { acquire, type AcquireContext } from "./acquire.js";
 import { BatchRenewer } from "./batch.js";
-import { onControl, releaseElsewhere, renewElsewhere } from "./by-owner.js";
+import { onControl, recheckHeld, releaseElsewhere, renewElsewhere } from "./by-owner.js";
 import { backendError, closedError } from "./errors.js";
 import { forceRelease } from "./force-release.js";
 import { handOver } from "./handoff.js";
@@ -176,6 +176,8 @@ export class PgBackend implements LockBackend, MutexStore {
       waitOn: sql.waitOn,
       waitOff: sql.waitOff,
       onNotification: (channel, payload) => this.#notified(channel, payload),
+      // A release by owner of a lock held here, sent before LISTEN, was not heard.
+      onListening: () => void recheckHeld(this.#book, this.#tellLost),
       onReconnect: () => {
         this.#watchers.wakeAll();
         this.#sharedWatchers.wakeAll();

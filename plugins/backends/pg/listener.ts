@@ -30,6 +30,8 @@ export interface ListenerOptions {
   readonly onNotification: (channel: string, payload: string) => void;
   /** Called after the connection came back: notifications may have been missed meanwhile. */
   readonly onReconnect: () => void;
+  /** Called each time LISTEN is confirmed (the first time too): what was sent before it was not heard. */
+  readonly onListening: () => void;
   /** Takes wait locks shared (sql.ts waitOn), and lets one go (waitOff). */
   readonly waitOn: Statement;
   readonly waitOff: Statement;
@@ -143,6 +145,7 @@ export class ReleaseListener {
       this.#settledOnce = true;
       if (this.#failures > 0) log.info({ pid: this.#pid }, "pg listener connected again");
       this.#failures = 0;
+      this.#options.onListening();
       if (reconnected) this.#options.onReconnect();
     } catch (err) {
       this.#opening = undefined;

@@ -28,8 +28,12 @@ import { warnIfEvictingFences } from "./policy.js";
 
 /** What a call's error says of the client while Redis is down (a refusal for good says otherwise: index.ts ping). */
 export const RECONNECTING = "reconnecting in the background";
-/** While Redis stays unreachable, the same error is logged again at most this often. */
-const REPEAT_LOG_MS = 60_000;
+/**
+ * While Redis stays unreachable, it is said again (at warn) at most this often, whatever the
+ * errors look like meanwhile: a frozen server fails each reconnect attempt in turn with a
+ * connect timeout, a socket timeout and a command timeout, and each was one more line.
+ */
+export const REPEAT_LOG_MS = 5 * 60_000;
 
 /**
  * starting: first attempt running; up: ready; reconnecting: dropped, first reconnect attempt
@@ -246,9 +250,10 @@ export class RedisConnection {
   };
 
   /**
-   * ioredis repeats an error on every reconnect attempt: while down, a new message is logged
-   * at once and a repeated one at most every REPEAT_LOG_MS. Before that, an error comes just
-   * ahead of the 'close' it causes, and is logged with the state change, as its reason.
+   * ioredis repeats an error on every reconnect attempt: while down, each is logged at debug,
+   * and at warn at most every REPEAT_LOG_MS (the outage was said when it began). Before that,
+   * an error comes just ahead of the 'close' it causes, and is logged with the state change,
+   * as its reason.
    */
   readonly #onError = (err: unknown): void => {
     const message = this.#scrub(errorText(err));
@@ -258,7 +263,11 @@ export class RedisConnection {
       return;
     }
     const now = Date.now();
-    if (message === this.#lastLogged && now - this.#lastLoggedAt < REPEAT_LOG_MS) return;
+    if (now - this.#lastLoggedAt < REPEAT_LOG_MS) {
+      if (message !== this.#lastLogged) this.#log.debug({ url: this.url, error: message, downMs: now - this.#downSince }, `${this.#server} still unreachable: ${message}`);
+      this.#lastLogged = message;
+      return;
+    }
     this.#lastLogged = message;
     this.#lastLoggedAt = now;
     this.#log.warn({ url: this.url, error: message, downMs: now - this.#downSince }, `${this.#server} still unreachable: ${message}`);

@@ -62,6 +62,7 @@ import { handOver } from "./handoff.js";
 import { HeldLock } from "./held-lock.js";
 import { advisoryKeyFromId, advisoryKeyOf, waitLockOf, type AdvisoryKey } from "./key-hash.js";
 import { ReleaseListener } from "./listener.js";
+import { OutageLog } from "./outage-log.js";
 import { ELSEWHERE, NOT_FOUND, ignore, LockBook } from "./lock-book.js";
 import type { Session } from "./session.js";
 import { toRecord } from "./record.js";
@@ -157,7 +158,9 @@ export class PgBackend implements LockBackend, MutexStore {
       errors,
       log,
     );
+    const outage = new OutageLog();
     this.#book = new LockBook({
+      outage,
       sessions: config.sessions,
       client,
       sql,
@@ -185,6 +188,7 @@ export class PgBackend implements LockBackend, MutexStore {
       },
       errors,
       log,
+      outage,
     });
     this.#acquire = { book: this.#book, hostname: hostname(), onHeld: () => void this.#listener.start() };
     this.#batches = new BatchRenewer(this.#book);

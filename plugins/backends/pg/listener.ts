@@ -7,6 +7,7 @@
 // and a NOTIFY is sent only then. The locks go with the connection; a new one takes them again.
 import pg from "pg";
 import type { Logger } from "pino";
+import type { OutageLog } from "./outage-log.js";
 import { backendError, type ErrorContext } from "./errors.js";
 import { backoffMs, destroy } from "./session.js";
 import type { Statement } from "./sql.js";
@@ -37,6 +38,8 @@ export interface ListenerOptions {
   readonly waitOff: Statement;
   readonly errors: ErrorContext;
   readonly log: Logger;
+  /** Says an outage once for every connection of the backend. */
+  readonly outage: OutageLog;
 }
 
 /**
@@ -143,7 +146,7 @@ export class ReleaseListener {
       await this.#take([...this.#waits.values()].map((w) => w.lock));
       const reconnected = this.#settledOnce;
       this.#settledOnce = true;
-      if (this.#failures > 0) log.info({ pid: this.#pid }, "pg listener connected again");
+      if (this.#failures > 0) this.#options.outage.up(log, { pid: this.#pid }, "pg listener connected again");
       this.#failures = 0;
       this.#options.onListening();
       if (reconnected) this.#options.onReconnect();
@@ -155,7 +158,7 @@ export class ReleaseListener {
       // One warning per outage; waiters poll meanwhile.
       if (this.#failures === 0) {
         const failure = backendError(err, "listen", this.#options.errors);
-        log.warn({ err: failure.message }, "pg listener cannot connect: waiters poll until it is back");
+        this.#options.outage.down(log, { err: failure.message }, "pg listener cannot connect: waiters poll until it is back");
       }
       this.#failures++;
       this.#schedule();

@@ -796,6 +796,9 @@ describe("pg backend: batched renewals, release notifications, owner tokens from
   async function heldByA(ttlMs: number) {
     const [a, b, c] = [host(), host(), host()];
     const k = key();
+    // b and c connected first: on a loaded machine opening a session (connect, tables) took
+    // longer than a short lease, which then ended before b's first call.
+    await Promise.all([b.status(k), c.status(k)]);
     const first = req(k, { ttlMs });
     expect((await a.acquire(first)).acquired).toBe(true);
     const [pid] = await holders(k);

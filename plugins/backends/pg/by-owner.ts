@@ -57,27 +57,29 @@ export function onControl(book: LockBook, payload: string, lost: (owner: string)
 }
 
 /**
- * Reads the holders row of every lock this host holds and unlocks (as a control message would)
- * each one whose row no longer names it: released or force-released by another host while this
- * host's LISTEN connection was not open yet, or was away. Called each time LISTEN is confirmed,
- * so nothing sent before it is missed. Never rejects (a lock whose read fails stays as it is:
- * its renewals, or its lease's end, decide).
+ * Reads the holders rows of the locks this host holds (one statement per session) and unlocks,
+ * as a control message would, each one whose row no longer names it: released or
+ * force-released by another host while this host's LISTEN connection was not open yet, or was
+ * away. Called each time LISTEN is confirmed, so nothing sent before it is missed. Never
+ * rejects (a lock whose read fails stays as it is: its renewals, or its lease's end, decide).
  */
 export async function recheckHeld(book: LockBook, lost: (owner: string) => void): Promise<void> {
-  const reads: Promise<void>[] = [];
-  for (const session of book.sessions) {
-    for (const lock of session.held.values()) {
-      if (lock.state !== "held" || session.pid === undefined) continue;
-      const { advisory, key, owner, fence } = lock;
-      const payload = `${session.pid}:${advisory.id}:${fence}`;
-      reads.push(
-        book.run("status", advisory, book.sql.status, [advisory.id, key, advisory.classid, advisory.objid]).then((rows) => {
-          const row = rows[0];
-          if (row !== undefined && row[0] === owner && Number(row[1]) === fence) return;
-          onControl(book, payload, lost);
-        }, () => undefined),
-      );
-    }
+  await Promise.all(book.sessions.map((session) => recheckSession(book, session, lost)));
+}
+
+async function recheckSession(book: LockBook, session: Session, lost: (owner: string) => void): Promise<void> {
+  const pid = session.pid;
+  // What each lock was when asked: a lock handed on or taken again meanwhile has another fence.
+  const asked = [...session.held.values()].filter((l) => l.state === "held").map((l) => ({ id: l.advisory.id, owner: l.owner, fence: l.fence }));
+  if (pid === undefined || asked.length === 0) return;
+  let rows: unknown[][];
+  try {
+    rows = await session.run(book.sql.heldRows, [asked.map((a) => a.id)]);
+  } catch {
+    return;
   }
-  await Promise.all(reads);
+  const named = new Map(rows.map((r) => [String(r[0]), `${String(r[1])}:${Number(r[2])}`]));
+  for (const { id, owner, fence } of asked) {
+    if (named.get(id) !== `${owner}:${fence}`) onControl(book, `${pid}:${id}:${fence}`, lost);
+  }
 }

@@ -43,6 +43,7 @@ export function unsettledHost(core: ServiceCore): UnsettledHost {
   return {
     release: (kind, name, owner) => core.steps(kind).release(name, owner),
     owes: (lease) => lease.state === "held" && core.held.get(lease.owner) === lease,
+    inUse: (owner) => core.held.get(owner) !== undefined,
     settleLease: (lease) => settleLease(core, lease),
   };
 }

@@ -45,6 +45,8 @@ export interface UnsettledHost {
   settleLease(lease: Lease): Promise<"released" | "ended" | "failed">;
   /** Whether `lease` is still held here with its release owed (not released or lost meanwhile). */
   owes(lease: Lease): boolean;
+  /** Whether a lease held here now has `owner` (then its lock is that lease's, not one left behind). */
+  inUse(owner: string): boolean;
 }
 
 interface Entry {
@@ -170,6 +172,8 @@ export class UnsettledLocks {
         const settled = this.#host.owes(entry.lease) ? await this.#host.settleLease(entry.lease) : "ended";
         cleaned = settled === "released";
         done = settled !== "failed";
+      } else if (this.#host.inUse(entry.owner)) {
+        done = true;
       } else {
         const result = await this.#host.release(entry.kind, entry.name, entry.owner);
         cleaned = result === "released";

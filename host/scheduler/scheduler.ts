@@ -318,11 +318,12 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     if (!e) return;
     const { health, log } = this.#deps;
     if (health && isOutage(e)) {
-      // Expiring at its TTL is what a lock does in an outage; the outage itself was said once.
-      log.debug({ lock: lease.name, code: e.code, err: e.message }, "schedule lock not released (the backend is unavailable); it expires at its TTL");
+      // The lock service releases it once the backend answers (at the latest, it expires at its
+      // TTL); the outage itself was said once.
+      log.debug({ lock: lease.name, code: e.code, err: e.message }, "schedule lock not released (the backend is unavailable); it is released once the backend answers");
       health.unavailable(e);
     } else {
-      log.warn({ lock: lease.name, code: e.code, err: e.message }, "schedule lock release failed; it expires at its TTL");
+      log.warn({ lock: lease.name, code: e.code, err: e.message }, "schedule lock release failed; it is released once the backend answers, or expires at its TTL");
     }
   }
 

@@ -139,5 +139,7 @@ describe.each(["redis", "pg"] as const)("%s frozen and resumed", (name) => {
     const clientDown = warnings.filter((m) => !m.startsWith(`the ${name} backend stopped answering`));
     expect(clientDown.length, clientDown.join("\n")).toBeLessThanOrEqual(1);
     expect(warnings.filter((m) => m.includes("still unreachable") || m.includes("still running"))).toEqual([]);
+    const clientBack = at(30).map((l) => l.msg).filter((m) => /recovered|reconnected|connected again/.test(m));
+    expect(clientBack.length, clientBack.join("\n")).toBeLessThanOrEqual(1);
   }, 60_000);
 });

@@ -9,8 +9,21 @@ import type { LockService } from "./locking/service.js";
 export function logLockEvents(locks: LockService, log: Logger): () => void {
   if (!log.isLevelEnabled("info")) return () => undefined;
   const types: readonly LockEventType[] = log.isLevelEnabled("debug") ? LOCK_EVENT_TYPES : ["lost", "force-released"];
-  return locks.onEvent((event) => logEvent(log, event), types);
+  const stopEvents = locks.onEvent((event) => logEvent(log, event), types);
+  // One line per round of cleanup (after an outage: one line), naming a few of the locks.
+  const stopCleanups = locks.onCleanup((cleaned) => {
+    const names = cleaned.slice(0, SHOWN_NAMES).map((c) => c.name);
+    const more = cleaned.length > SHOWN_NAMES ? ` and ${cleaned.length - SHOWN_NAMES} more` : "";
+    log.info({ count: cleaned.length, locks: names }, `released ${cleaned.length} lock(s) left behind by calls that failed with the backend (${names.join(", ")}${more}): their acquisition or release had timed out but ran on the server`);
+  });
+  return () => {
+    stopEvents();
+    stopCleanups();
+  };
 }
+
+/** How many lock names a cleanup line names. */
+const SHOWN_NAMES = 5;
 
 function logEvent(log: Logger, e: LockEvent): void {
   switch (e.type) {

@@ -796,6 +796,9 @@ describe("pg backend: batched renewals, release notifications, owner tokens from
   async function heldByA(ttlMs: number) {
     const [a, b, c] = [host(), host(), host()];
     const k = key();
+    // b and c connected first: on a loaded machine opening a session (connect, tables) took
+    // longer than a short lease, which then ended before b's first call.
+    await Promise.all([b.status(k), c.status(k)]);
     const first = req(k, { ttlMs });
     expect((await a.acquire(first)).acquired).toBe(true);
     const [pid] = await holders(k);
@@ -963,6 +966,33 @@ describe("pg backend: batched renewals, release notifications, owner tokens from
     expect(await a.renew(k, first.owner, 1_000)).toEqual({ ok: false, reason: "not_found" });
     // c holds it now: not that owner's any more, from anywhere.
     expect(await b.release(k, first.owner)).toBe("mismatch");
+  });
+
+  it("releases by owner token sent right after the holder's first acquisition, before its LISTEN connection is open: the holder unlocks all the same", async () => {
+    const [a, b, c] = [host(), host(), host()];
+    const k = key();
+    await b.status(k); // b's session is open: its release goes out at once
+    const first = req(k, { ttlMs: 30_000 });
+    expect((await a.acquire(first)).acquired).toBe(true);
+    // Sent without waiting for a's listener, which opens with this first lock.
+    expect(await b.release(k, first.owner)).toBe("released");
+    await until("a unlocks, long before its 30 s lease ends", 10_000, async () => (await holders(k)).length === 0);
+    expect((await c.acquire(req(k))).acquired).toBe(true);
+    expect(a.heldCount).toBe(0);
+  });
+
+  it("releases by owner token while the holder's LISTEN connection is away: the holder unlocks once it is back", async () => {
+    const [a, b] = [host(), host()];
+    const k = key();
+    await b.status(k);
+    const first = req(k, { ttlMs: 30_000 });
+    expect((await a.acquire(first)).acquired).toBe(true);
+    await until("a listens", 10_000, () => a.listenerPid !== undefined);
+    const pid = a.listenerPid!;
+    await admin.query("select pg_terminate_backend($1)", [pid]);
+    expect(await b.release(k, first.owner)).toBe("released");
+    await until("a unlocks, long before its 30 s lease ends", 10_000, async () => (await holders(k)).length === 0);
+    expect(a.heldCount).toBe(0);
   });
 
   it("renews by owner token from another instance: the holder keeps the lock past its own deadline", async () => {

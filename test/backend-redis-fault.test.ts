@@ -542,6 +542,32 @@ describe("redis backend: a refused password", () => {
   });
 });
 
+describe("redis backend: a database the server does not have", () => {
+  it("fails every call for good (permanent), naming [locking.redis] url and the database without the password, and writes nothing to database 0", async () => {
+    const admin = new Redis(server.url);
+    await admin.config("SET", "requirepass", "s3cret-db");
+    admin.disconnect();
+    const capture = captureLogger();
+    const cfg = config({ url: `${server.url.replace("redis://", "redis://:s3cret-db@")}/99` });
+    const backend = new RedisBackend(cfg, capture.logger);
+    const fix = new Redis(server.url, { password: "s3cret-db" });
+    try {
+      const err = await backend.ping().then(() => null, (e: unknown) => e);
+      expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE", retryable: false, details: { permanent: 1, database: 99 } });
+      expect((err as Error).message).toMatch(/^\[locking\.redis\] url redis:\/\/\S+\/99 names database 99, which redis at \S+ does not have \(ERR DB index is out of range\)/);
+      expect((err as Error).message).not.toContain("s3cret");
+      await expect(backend.acquire({ key: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } })).rejects.toMatchObject({ details: { permanent: 1 } });
+      expect(await fix.keys(`${cfg.keyPrefix}*`)).toEqual([]);
+      expect(JSON.stringify(capture.lines)).not.toContain("s3cret");
+      expect(capture.lines.filter((l) => l.level >= 50).map((l) => l.msg)).toEqual([(err as Error).message]);
+    } finally {
+      await backend.close();
+      await fix.config("SET", "requirepass", "");
+      fix.disconnect();
+    }
+  });
+});
+
 describe("redis backend: startup against a server that never answers", () => {
   it("waits for the first connection at most commandTimeoutMs, then fails fast", async () => {
     // Accepts TCP connections and never says a word, as a hung server or a wrong port behind a proxy.

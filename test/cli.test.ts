@@ -266,6 +266,16 @@ describe("lockhost CLI", () => {
     expect(s.stdout).toMatch(/FAIL schedules: every export exists and takes no arguments\n {7}CONFIG_INVALID: .*\[\[scheduled\]\] "locker\.nope": plugin locker has no export "nope"/);
   });
 
+  it("exits 2 from check and run when the Redis URL names a database the server does not have, naming [locking.redis] url and the database", async () => {
+    const file = await configFile(`[locking]\nbackend = "redis"\n[locking.redis]\nurl = "${redisUrl()}/99"\ncommand_timeout_ms = 2000\n`);
+    const c = lockhost("check", "--config", file);
+    expect(c.status).toBe(2);
+    expect(c.stdout).toMatch(/FAIL backend redis answers\n {7}CONFIG_INVALID: .*\[locking\.redis\] url \S+\/99 names database 99, which redis at \S+ does not have/);
+    const r = lockhost("run", "--config", file);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/CONFIG_INVALID: .*\[locking\.redis\]: the redis backend refused this host for good.*names database 99/);
+  });
+
   it("logs readable lines with --log-format pretty, starting with a one-screen summary", async () => {
     const run = runCli(["run", "--config", "lockhost.toml", "--log-format", "pretty"]);
     await run.until((out) => out.includes("schedule lock taken; running"));

@@ -49,6 +49,8 @@ export const SERIES = Object.freeze({
   renewals: row("locks", "counter", "lockhost_renewals_total", ["result"], "Renewals, by result (ok, failed)."),
   renewalBatches: row("locks", "counter", "lockhost_renewal_batches_total", [], "Batched renewal round trips the renewal manager made."),
   renewalTimers: row("locks", "gauge", "lockhost_renewal_timers", [], "Timers the renewal manager has armed (0 or 1 per host)."),
+  cleanups: row("locks", "counter", "lockhost_cleanups_total", [], "Locks found held after an acquisition or release that failed with its outcome unknown (timed out), released by owner once the backend answered."),
+  unsettled: row("locks", "gauge", "lockhost_unsettled_locks", [], "Owner tokens of acquisitions and releases that failed with their outcome unknown, waiting for the backend to answer so they can be released."),
   // What happens to locks, counted from the service's events as it happens.
   acquisitions: row("locks", "counter", "lockhost_acquisitions_total", LOCK, "Acquisitions that succeeded (try, acquire, restore, campaign)."),
   contended: row("locks", "counter", "lockhost_contended_total", LOCK, "Attempts that found the key held by someone else (each try of a waiting acquire counts)."),

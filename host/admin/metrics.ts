@@ -27,6 +27,8 @@ const SHOWN: readonly Shown[] = [
   [SERIES.renewals, [[{ result: "ok" }, (s) => s.renewalsOk], [{ result: "failed" }, (s) => s.renewalsFailed]]],
   one(SERIES.renewalBatches, (s) => s.renewalBatches),
   one(SERIES.renewalTimers, (s) => s.renewalTimers),
+  one(SERIES.cleanups, (s) => s.cleanups),
+  one(SERIES.unsettled, (s) => s.unsettled),
 ];
 
 /**

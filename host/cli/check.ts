@@ -3,7 +3,7 @@
 // closed), each schedule's export, and the backend (connected to, asked, closed). Prints what
 // would run, or every fault found with its code.
 import { pino } from "pino";
-import { toLockhostError } from "../../kit/errors.js";
+import { isPermanent, LockhostError, toLockhostError } from "../../kit/errors.js";
 import { createBackend } from "../backends/create.js";
 import { formatListen } from "../config/listen.js";
 import type { LockhostConfig, ScheduledConfig } from "../config/types.js";
@@ -31,7 +31,11 @@ export function grantLines(config: LockhostConfig): string[] {
   });
 }
 
-/** Runs the checks and prints the result; 0 when all is well, 1 when something is not. */
+/**
+ * Runs the checks and prints the result; 0 when all is well, 1 when something is not, 2 when
+ * the backend refuses this config for good (as `run` exits then: a wrong password, a Redis
+ * database the server does not have).
+ */
 export async function check(config: LockhostConfig): Promise<number> {
   const findings: Finding[] = [];
   const quiet = pino({ level: "silent" });
@@ -65,10 +69,15 @@ export async function check(config: LockhostConfig): Promise<number> {
   await Promise.all([...guests.values()].map((g) => g.close()));
   await scratch.close();
 
+  let refused = false;
   await attempt(`backend ${config.locking.backend} answers`, async () => {
     const locks = new LockService(await createBackend(config.locking, quiet, config.source), { node: config.host.node });
     try {
       await locks.ping();
+    } catch (err) {
+      if (!isPermanent(err)) throw err;
+      refused = true;
+      throw new LockhostError("CONFIG_INVALID", `${config.source ?? "config"}: [locking.${config.locking.backend}]: the backend refused this config for good, so retrying cannot help: ${toLockhostError(err).message}`);
     } finally {
       await locks.close();
     }
@@ -84,5 +93,5 @@ export async function check(config: LockhostConfig): Promise<number> {
     for (const line of summaryLines(config, [config.host.node], admin, schedules)) if (!line.includes("Ctrl-C")) console.log(`  ${line}`);
     for (const line of grantLines(config)) console.log(`  ${line}`);
   }
-  return faults.length === 0 ? 0 : 1;
+  return refused ? 2 : faults.length === 0 ? 0 : 1;
 }

@@ -60,6 +60,8 @@ const STAT_LABELS: Record<keyof LockStats, readonly [label: string, unit?: strin
   waitTimeouts: ["wait timeouts"],
   waitTimeMsTotal: ["time waited", "ms"],
   handoffs: ["local handoffs"],
+  cleanups: ["left-behind locks released"],
+  unsettled: ["owed releases now"],
   renewalTicks: ["renewal ticks"],
   renewalBatches: ["renewal batches"],
   renewalTimers: ["renewal timers"],

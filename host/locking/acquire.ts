@@ -119,11 +119,11 @@ async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended:
     try {
       result = await steps.acquire(req);
     } catch (err) {
-      throw failed(core, request, req, err);
+      throw failed(core, request, req, err, minted !== undefined);
     }
     if (core.closing) {
       // close() began while the backend worked: nobody may get a lease now (close() waits for this).
-      if (result.acquired) await core.giveBack(req.key, req.owner, request.spec.kind);
+      if (result.acquired) await core.giveBack(req.key, req.owner, request.spec.kind, true);
       throw closedError();
     }
     return taken(core, request, result, req, sentAt, contended);
@@ -141,12 +141,20 @@ export function acquireRequest(core: ServiceCore, request: CheckedRequest, queue
   return { key: name, owner, ttlMs: request.ttlMs, holder: core.holderOf(request.plugin), mode: request.mode, limit: request.limit, queueMs };
 }
 
-/** The error of an attempt the backend failed. */
-export function failed(core: ServiceCore, request: CheckedRequest, req: AcquireRequest, err: unknown): LockhostError {
-  // A timed-out or cut-off acquire may still have been applied on the server. A minted owner
-  // is ours alone, so giving it back can delete nothing else; a caller's owner may name a
-  // lock someone holds already, so that one is left to its TTL (or the caller's release).
-  if (request.owner === undefined) void core.giveBack(req.key, req.owner, request.spec.kind);
+/**
+ * The error of an attempt the backend failed. `reused`: its owner is a waiting writer's, which
+ * its next attempts use again: given back once, not until the backend answers, or a later
+ * try could release the lock that writer's next attempt took.
+ */
+export function failed(core: ServiceCore, request: CheckedRequest, req: AcquireRequest, err: unknown, reused = false): LockhostError {
+  // A timed-out or cut-off acquire may still have been applied on the server, or be applied
+  // later (a paused server runs it when it resumes): it is given back by owner now and, until
+  // the backend answers, again (unsettled.ts). A minted owner is ours alone, so giving it back
+  // can delete nothing else; a caller's owner may name a lock someone holds already, so that
+  // one is left to its TTL (or the caller's release).
+  if (request.owner !== undefined) return backendError(err);
+  if (reused) void core.backendCall(() => core.steps(request.spec.kind).release(req.key, req.owner)).catch(() => undefined);
+  else void core.giveBack(req.key, req.owner, request.spec.kind);
   return backendError(err);
 }
 
@@ -165,7 +173,7 @@ export function taken<C>(core: ServiceCore, request: CheckedRequest, result: Acq
   }
   const deadline = sentAt + lifeOf(result, request.ttlMs);
   if (performance.now() >= deadline) {
-    void core.giveBack(req.key, req.owner, spec.kind);
+    void core.giveBack(req.key, req.owner, spec.kind, true);
     countContended(core, request);
     return contended(NO_TIME_LEFT);
   }

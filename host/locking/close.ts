@@ -32,6 +32,10 @@ async function closeOnce(core: ServiceCore, closeBackend: boolean, releaseTimeou
   core.sentinel.stop();
   // An acquisition that completes now gives its lock back itself (see attempt in acquire.ts).
   await core.attemptsDrained();
+  // Locks left by calls that failed before get one more try while the backend is still open.
+  // The book closes first: from here on, a release that fails is retried by the loop below
+  // (with a deadline) or named to the caller, never by the book's timer behind its back.
+  await core.unsettled.close();
   const failed = deadline === undefined ? await releaseAll(core) : await releaseAllUntil(core, deadline);
   core.renewals.close();
   core.closed = true;

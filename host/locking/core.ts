@@ -11,6 +11,7 @@ import { LockEvents } from "./events.js";
 import { leases } from "./lease-control.js";
 import { HeldLeases } from "./held-leases.js";
 import { ReleasedOwners } from "./released-owners.js";
+import { UnsettledLocks, type UnsettledHost } from "./unsettled.js";
 import { RenewalManager, type RenewalHost } from "./renewal.js";
 import { verifyHeld } from "./verify.js";
 import { WaitQueues } from "./waiting.js";
@@ -30,6 +31,8 @@ export interface ServiceParts {
   readonly electionPollMs: number;
   /** The renewal manager's events, applied to the core being made (renew.ts). */
   readonly renewalHost: (core: ServiceCore) => RenewalHost;
+  /** What the book of unsettled locks asks of the core being made (release-books.ts). */
+  readonly unsettledHost: (core: ServiceCore) => UnsettledHost;
 }
 
 /** Internal to host/locking: one LockService's shared state and its common steps. */
@@ -53,6 +56,8 @@ export class ServiceCore {
   readonly events = new LockEvents();
   /** Owner tokens released here, for restore's ALREADY_RELEASED. */
   readonly released = new ReleasedOwners();
+  /** Locks whose acquisition or release failed with the outcome unknown, released by owner once the backend answers. */
+  readonly unsettled: UnsettledLocks;
   /**
    * Acquisitions (and restores) waiting on the backend now; close() waits until none are. A
    * count, not a set of their promises: tracking a promise took a Set entry, a closure and a
@@ -98,6 +103,7 @@ export class ServiceCore {
     const silentEnds = parts.backend.distributed && parts.backend.endsOnlyAtExpiry !== true;
     this.sentinel = new ElectionSentinel((name) => this.steps(ELECTION).status(name), silentEnds ? parts.electionPollMs : 0);
     this.renewals = new RenewalManager(parts.renewalHost(this), parts.keepalive);
+    this.unsettled = new UnsettledLocks(parts.unsettledHost(this));
     this.hooks = { observe: (lease) => this.renewals.watch(lease) };
     // Told by the backend that a lock was taken from under us: the lease is lost now, not at its next renewal.
     parts.backend.onLost?.(
@@ -182,11 +188,12 @@ export class ServiceCore {
 
   /**
    * Releases a lock this service may have taken but hands to nobody. Only we know `owner`, so
-   * this can delete only that orphan, never another holder's lock; if it fails, the lock ends
-   * at its TTL.
+   * this can delete only that orphan, never another holder's lock; if the backend does not
+   * answer, it is released as soon as it does (unsettled.ts). `granted`: the backend granted it
+   * (not a failed acquisition). Resolves after the first try; never rejects.
    */
-  giveBack(name: string, owner: string, kind: LockKind = MUTEX.kind): Promise<void> {
-    return this.steps(kind).release(name, owner).then(ignore, ignore);
+  giveBack(name: string, owner: string, kind: LockKind = MUTEX.kind, granted = false): Promise<void> {
+    return this.unsettled.giveBack(kind, name, owner, granted);
   }
 
   /** Throws CLOSED once close() is done. */
@@ -221,8 +228,6 @@ export class ServiceCore {
     }
   }
 }
-
-const ignore = (): void => undefined;
 
 /** How many plugins' holder records holderOf keeps before it starts over. */
 const KNOWN_HOLDERS = 1_024;

@@ -5,6 +5,8 @@ import type { ReleaseResult } from "../../kit/backend.js";
 import { backendError, kindOf, lostError, type ServiceCore } from "./core.js";
 import type { Lease } from "./lease.js";
 import { leases } from "./lease-control.js";
+import { waitKey } from "./kinds.js";
+import type { UnsettledHost } from "./unsettled.js";
 
 /**
  * Takes `lease` out of the books before its release is sent, so a concurrent releaseAll cannot
@@ -17,13 +19,53 @@ export function leaveBooks(core: ServiceCore, lease: Lease): boolean {
   return minted;
 }
 
-/** The release did not happen (the backend failed): the lease is ours again until its TTL; the error to throw. */
+/**
+ * The release failed (the backend did not answer, or not in time: it may or may not have run):
+ * the lease is held again until the release is owed no more, and the release is tried again as
+ * soon as the backend answers (unsettled.ts); the error to throw.
+ */
 export function releaseFailed(core: ServiceCore, lease: Lease, minted: boolean, err: unknown): LockhostError {
+  keepHeld(core, lease, minted);
+  core.unsettled.releaseOwed(lease);
+  return backendError(err);
+}
+
+/** Puts a lease whose release did not happen back into the books as held. */
+function keepHeld(core: ServiceCore, lease: Lease, minted: boolean): void {
   leases.setState(lease, "held");
   core.held.add(lease, minted);
   // Its renewals, or the watch on its end that its observers rely on, resume.
   if (lease.keepalive || lease.observed) core.renewals.watch(lease);
-  return backendError(err);
+}
+
+/** What the book of unsettled locks (unsettled.ts) asks of `core`. */
+export function unsettledHost(core: ServiceCore): UnsettledHost {
+  return {
+    release: (kind, name, owner) => core.steps(kind).release(name, owner),
+    owes: (lease) => lease.state === "held" && core.held.get(lease.owner) === lease,
+    inUse: (owner) => core.held.get(owner) !== undefined,
+    settleLease: (lease) => settleLease(core, lease),
+  };
+}
+
+/**
+ * The owed release of `lease`, tried again. Whatever the backend answers, the lease ends as
+ * released: released now, or found gone or under another owner (the earlier try ran after
+ * all, or the lock ran out, and someone took the key since). Its holder let go of it already:
+ * a loss would tell nobody anything.
+ */
+async function settleLease(core: ServiceCore, lease: Lease): Promise<"released" | "ended" | "failed"> {
+  const minted = leaveBooks(core, lease);
+  let result: ReleaseResult;
+  try {
+    result = await core.steps(lease.kind).release(lease.name, lease.owner);
+  } catch {
+    keepHeld(core, lease, minted);
+    return "failed";
+  }
+  releaseDone(core, lease);
+  core.waits.released(waitKey(lease.kind, lease.name), lease);
+  return result === "released" ? "released" : "ended";
 }
 
 /** The backend found the lock no longer held by the lease: it is lost; the error to throw. */

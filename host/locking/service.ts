@@ -13,6 +13,8 @@ import { closedError, ServiceCore } from "./core.js";
 import { Lease } from "./lease.js";
 import { DEFAULT_KEEPALIVE, resolveKeepalive, resolveWaiting } from "./options.js";
 import { release, releaseAll, releaseIfHeld } from "./release.js";
+import { unsettledHost } from "./release-books.js";
+import type { CleanedLock } from "./unsettled.js";
 import { releaseOrThrow, releaseTarget, tryRelease, type ReleaseOptions, type ReleaseOutcome, type ReleaseTarget } from "./release-result.js";
 import { renew, renewalHost, setKeepalive } from "./renew.js";
 import { checkRequest, type CheckedRequest, type TryLockOptions } from "./request.js";
@@ -37,6 +39,7 @@ export type { RestoreOptions } from "./restore.js";
 export type { HolderStatus, LockStatus, StatusOptions } from "./status.js";
 export type { LockRefInput, LockRefOptions } from "./ref.js";
 export type { LockRef } from "./elsewhere.js";
+export type { CleanedLock } from "./unsettled.js";
 export type { ReleaseOptions, ReleaseOutcome } from "./release-result.js";
 export type { ListOptions, LockListing, LockListPage } from "./list.js";
 export type { LockEvent, LockEventListener, LockEventType } from "./events.js";
@@ -100,6 +103,7 @@ export class LockService {
       pollIntervalMs: waiting.pollIntervalMs,
       electionPollMs: waiting.electionPollMs,
       renewalHost,
+      unsettledHost,
     });
   }
 
@@ -376,6 +380,16 @@ export class LockService {
       throw new LockhostError("INVALID_ARGUMENT", `types must be an array of ${ALL_LOCK_EVENT_TYPES.map((t) => JSON.stringify(t)).join(", ")} when given`);
     }
     return this.#core.events.on(listener, types);
+  }
+
+  /**
+   * Tells `listener` of the locks this service released by owner because a call that left them
+   * behind failed (an acquisition or release that timed out in the client and ran on the
+   * server all the same), once per round of such releases. Returns the function that stops it.
+   */
+  onCleanup(listener: (cleaned: readonly CleanedLock[]) => void): () => void {
+    validateFunction(listener, "listener");
+    return this.#core.unsettled.onCleaned(listener);
   }
 
   /**

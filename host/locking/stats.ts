@@ -28,6 +28,10 @@ export interface LockStats {
   readonly waitTimeMsTotal: number;
   /** Releases that handed the key straight to a waiter of this host (a mutex under local contention). */
   readonly handoffs: number;
+  /** Locks found held after a call that failed with its outcome unknown (timed out), and released by owner once the backend answered. */
+  readonly cleanups: number;
+  /** Owner tokens of such calls waiting for the backend to answer now. */
+  readonly unsettled: number;
   /** Renewal manager ticks that sent at least one renewal. */
   readonly renewalTicks: number;
   /** Batched renewal calls (LockBackend.renewMany) the renewal manager made. */
@@ -52,6 +56,8 @@ export function statsOf(core: ServiceCore): LockStats {
     waitTimeouts: core.waitTimeouts,
     waitTimeMsTotal: core.waitTimeMs,
     handoffs: core.handoffs,
+    cleanups: core.unsettled.cleaned,
+    unsettled: core.unsettled.size,
     // Each tick that renews sends exactly one batch.
     renewalTicks: renewals.batches,
     renewalBatches: renewals.batches,

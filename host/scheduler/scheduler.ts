@@ -81,6 +81,8 @@ interface State {
   timer?: NodeJS.Timeout;
   /** The running tick; never rejects. */
   running?: Promise<void>;
+  /** The running tick is still waiting for the backend to answer for its lock. */
+  locking?: boolean;
 }
 
 /** The longest delay setTimeout honours. */
@@ -185,9 +187,10 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   async #fire(state: State, tickAtMs: number): Promise<TickOutcome> {
     const { id } = state.config;
     if (state.running) {
-      // While the backend is down the previous tick is most likely waiting on it: the outage
-      // was said once already.
-      const quiet = this.#deps.health?.up === false;
+      // While the backend is down, or slow to answer for the previous tick's lock (a frozen
+      // server, not known down yet), the previous tick waits on it: the outage is said once, by
+      // the host's health.
+      const quiet = this.#deps.health?.up === false || state.locking === true;
       this.#deps.log[quiet ? "debug" : "warn"]({ schedule: id, tickAtMs }, "tick skipped: the previous tick of this schedule is still running");
       return this.#emit(id, tickAtMs, "skipped_overlap");
     }
@@ -216,6 +219,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     if (!this.#coordinated(config)) return this.#emit(config.id, tickAtMs, await this.#invoke(config));
 
     let lease: Lease | null;
+    state.locking = true;
     try {
       lease = await locks.tryLock(scheduleLockKey(config.id), {
         ttlMs: config.ttlMs,
@@ -236,6 +240,8 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
         log.error({ schedule: config.id, tickAtMs, code: e.code, err: e.message }, "tick skipped: the schedule lock could not be taken");
       }
       return this.#emit(config.id, tickAtMs, "skipped_error");
+    } finally {
+      state.locking = false;
     }
     if (!lease) {
       log.info({ schedule: config.id, tickAtMs }, "tick skipped: another node holds the schedule lock");
@@ -312,11 +318,12 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     if (!e) return;
     const { health, log } = this.#deps;
     if (health && isOutage(e)) {
-      // Expiring at its TTL is what a lock does in an outage; the outage itself was said once.
-      log.debug({ lock: lease.name, code: e.code, err: e.message }, "schedule lock not released (the backend is unavailable); it expires at its TTL");
+      // The lock service releases it once the backend answers (at the latest, it expires at its
+      // TTL); the outage itself was said once.
+      log.debug({ lock: lease.name, code: e.code, err: e.message }, "schedule lock not released (the backend is unavailable); it is released once the backend answers");
       health.unavailable(e);
     } else {
-      log.warn({ lock: lease.name, code: e.code, err: e.message }, "schedule lock release failed; it expires at its TTL");
+      log.warn({ lock: lease.name, code: e.code, err: e.message }, "schedule lock release failed; it is released once the backend answers, or expires at its TTL");
     }
   }
 

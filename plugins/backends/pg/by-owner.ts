@@ -1,7 +1,9 @@
 // Renew and release by owner token of a lock another process holds (LockService.restore): only
 // the session holding an advisory lock can unlock it, so these work on its holders row (its
 // live holder checked in pg_locks). A release also tells the holder on the table's control
-// channel (payload `pid:id:fence`), and the holder, hearing it here, unlocks.
+// channel (payload `pid:id:fence`), and the holder, hearing it here, unlocks. A holder whose
+// LISTEN connection was not open yet (it opens with the first lock) or was away hears nothing:
+// it reads the holders rows of the locks it holds each time LISTEN starts (recheckHeld).
 import type { ReleaseResult, RenewResult } from "../../../kit/index.js";
 import { renewAll } from "./batch.js";
 import type { AdvisoryKey } from "./key-hash.js";
@@ -51,5 +53,33 @@ export function onControl(book: LockBook, payload: string, lost: (owner: string)
 
   function retry(): void {
     if (!book.closed) onControl(book, payload, lost);
+  }
+}
+
+/**
+ * Reads the holders rows of the locks this host holds (one statement per session) and unlocks,
+ * as a control message would, each one whose row no longer names it: released or
+ * force-released by another host while this host's LISTEN connection was not open yet, or was
+ * away. Called each time LISTEN is confirmed, so nothing sent before it is missed. Never
+ * rejects (a lock whose read fails stays as it is: its renewals, or its lease's end, decide).
+ */
+export async function recheckHeld(book: LockBook, lost: (owner: string) => void): Promise<void> {
+  await Promise.all(book.sessions.map((session) => recheckSession(book, session, lost)));
+}
+
+async function recheckSession(book: LockBook, session: Session, lost: (owner: string) => void): Promise<void> {
+  const pid = session.pid;
+  // What each lock was when asked: a lock handed on or taken again meanwhile has another fence.
+  const asked = [...session.held.values()].filter((l) => l.state === "held").map((l) => ({ id: l.advisory.id, owner: l.owner, fence: l.fence }));
+  if (pid === undefined || asked.length === 0) return;
+  let rows: unknown[][];
+  try {
+    rows = await session.run(book.sql.heldRows, [asked.map((a) => a.id)]);
+  } catch {
+    return;
+  }
+  const named = new Map(rows.map((r) => [String(r[0]), `${String(r[1])}:${Number(r[2])}`]));
+  for (const { id, owner, fence } of asked) {
+    if (named.get(id) !== `${owner}:${fence}`) onControl(book, `${pid}:${id}:${fence}`, lost);
   }
 }

@@ -55,13 +55,14 @@ import type { MutexAcquireRequest, MutexAcquireResult, MutexHandoffResult, ListR
 import { LOCK_KINDS, StepsByKind } from "../../../kit/index.js";
 import { acquire, type AcquireContext } from "./acquire.js";
 import { BatchRenewer } from "./batch.js";
-import { onControl, releaseElsewhere, renewElsewhere } from "./by-owner.js";
+import { onControl, recheckHeld, releaseElsewhere, renewElsewhere } from "./by-owner.js";
 import { backendError, closedError } from "./errors.js";
 import { forceRelease } from "./force-release.js";
 import { handOver } from "./handoff.js";
 import { HeldLock } from "./held-lock.js";
 import { advisoryKeyFromId, advisoryKeyOf, waitLockOf, type AdvisoryKey } from "./key-hash.js";
 import { ReleaseListener } from "./listener.js";
+import { OutageLog } from "./outage-log.js";
 import { ELSEWHERE, NOT_FOUND, ignore, LockBook } from "./lock-book.js";
 import type { Session } from "./session.js";
 import { toRecord } from "./record.js";
@@ -157,7 +158,9 @@ export class PgBackend implements LockBackend, MutexStore {
       errors,
       log,
     );
+    const outage = new OutageLog();
     this.#book = new LockBook({
+      outage,
       sessions: config.sessions,
       client,
       sql,
@@ -176,6 +179,8 @@ export class PgBackend implements LockBackend, MutexStore {
       waitOn: sql.waitOn,
       waitOff: sql.waitOff,
       onNotification: (channel, payload) => this.#notified(channel, payload),
+      // A release by owner of a lock held here, sent before LISTEN, was not heard.
+      onListening: () => void recheckHeld(this.#book, this.#tellLost),
       onReconnect: () => {
         this.#watchers.wakeAll();
         this.#sharedWatchers.wakeAll();
@@ -183,6 +188,7 @@ export class PgBackend implements LockBackend, MutexStore {
       },
       errors,
       log,
+      outage,
     });
     this.#acquire = { book: this.#book, hostname: hostname(), onHeld: () => void this.#listener.start() };
     this.#batches = new BatchRenewer(this.#book);

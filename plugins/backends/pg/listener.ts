@@ -7,6 +7,7 @@
 // and a NOTIFY is sent only then. The locks go with the connection; a new one takes them again.
 import pg from "pg";
 import type { Logger } from "pino";
+import type { OutageLog } from "./outage-log.js";
 import { backendError, type ErrorContext } from "./errors.js";
 import { backoffMs, destroy } from "./session.js";
 import type { Statement } from "./sql.js";
@@ -30,11 +31,15 @@ export interface ListenerOptions {
   readonly onNotification: (channel: string, payload: string) => void;
   /** Called after the connection came back: notifications may have been missed meanwhile. */
   readonly onReconnect: () => void;
+  /** Called each time LISTEN is confirmed (the first time too): what was sent before it was not heard. */
+  readonly onListening: () => void;
   /** Takes wait locks shared (sql.ts waitOn), and lets one go (waitOff). */
   readonly waitOn: Statement;
   readonly waitOff: Statement;
   readonly errors: ErrorContext;
   readonly log: Logger;
+  /** Says an outage once for every connection of the backend. */
+  readonly outage: OutageLog;
 }
 
 /**
@@ -141,8 +146,9 @@ export class ReleaseListener {
       await this.#take([...this.#waits.values()].map((w) => w.lock));
       const reconnected = this.#settledOnce;
       this.#settledOnce = true;
-      if (this.#failures > 0) log.info({ pid: this.#pid }, "pg listener connected again");
+      if (this.#failures > 0) this.#options.outage.up(log, { pid: this.#pid }, "pg listener connected again");
       this.#failures = 0;
+      this.#options.onListening();
       if (reconnected) this.#options.onReconnect();
     } catch (err) {
       this.#opening = undefined;
@@ -152,7 +158,7 @@ export class ReleaseListener {
       // One warning per outage; waiters poll meanwhile.
       if (this.#failures === 0) {
         const failure = backendError(err, "listen", this.#options.errors);
-        log.warn({ err: failure.message }, "pg listener cannot connect: waiters poll until it is back");
+        this.#options.outage.down(log, { err: failure.message }, "pg listener cannot connect: waiters poll until it is back");
       }
       this.#failures++;
       this.#schedule();

@@ -6,6 +6,7 @@
 // (held-lock.ts) change in this file only.
 import type pg from "pg";
 import type { Logger } from "pino";
+import type { OutageLog } from "./outage-log.js";
 import { DeadlineQueue } from "../../../kit/index.js";
 import type { ReleaseResult, RenewResult } from "../../../kit/index.js";
 import { backendError, closedError, type ErrorContext } from "./errors.js";
@@ -38,6 +39,8 @@ export interface LockBookOptions {
   readonly channels: Channels;
   readonly errors: ErrorContext;
   readonly log: Logger;
+  /** Says an outage once for every connection of the backend (shared with the listener). */
+  readonly outage: OutageLog;
   /** Maps a lock name to its advisory lock id. */
   readonly keyOf: (name: string) => AdvisoryKey;
   /** Runs on every new session connection before its first statement (tables.ts). */
@@ -93,6 +96,7 @@ export class LockBook {
           reconnectAfter: options.reconnectAfter,
           errors: options.errors,
           log: options.log,
+          outage: options.outage,
         }),
     );
   }

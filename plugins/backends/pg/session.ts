@@ -18,6 +18,7 @@
 //   locked) keeps its sessions, and their locks.
 import pg from "pg";
 import type { Logger } from "pino";
+import type { OutageLog } from "./outage-log.js";
 import { LockhostError } from "../../../kit/index.js";
 import { backendError, closedError, endsSession, type ErrorContext } from "./errors.js";
 import type { HeldLock } from "./held-lock.js";
@@ -39,6 +40,8 @@ export interface SessionOptions {
   readonly reconnectAfter: (err: unknown) => boolean;
   readonly errors: ErrorContext;
   readonly log: Logger;
+  /** Says an outage once for every connection of the backend. */
+  readonly outage: OutageLog;
 }
 
 /** Rows of a statement run in array mode. */
@@ -268,7 +271,7 @@ export class Session {
           destroy(conn.client);
           throw closedError();
         }
-        if (this.#failures > 0) this.#log.info({ pid: conn.pid }, "pg session reconnected");
+        if (this.#failures > 0) this.#options.outage.up(this.#log, { pid: conn.pid }, "pg session reconnected");
         else this.#log.debug({ pid: conn.pid }, "pg session connected");
         this.#conn = conn;
         this.#failures = 0;
@@ -284,7 +287,7 @@ export class Session {
         this.#retryAt = performance.now() + backoffMs(this.#failures++);
         this.#lastFailure = failure;
         // One warning per outage, not one per attempt.
-        if (this.#failures === 1) this.#log.warn({ err: failure.message }, "pg session cannot connect");
+        if (this.#failures === 1) this.#options.outage.down(this.#log, { err: failure.message }, "pg session cannot connect");
         throw failure;
       },
     );
@@ -333,7 +336,7 @@ export class Session {
     if (this.#closed) return;
     const why = this.#options.errors.scrub(reason instanceof Error ? reason.message : String(reason));
     const fields = { pid: conn.pid, locks: lost.length, err: why };
-    if (lost.length > 0) this.#log.warn(fields, "pg session ended: its locks are lost");
+    if (lost.length > 0) this.#options.outage.down(this.#log, fields, "pg session ended: its locks are lost", "info");
     else this.#log.info(fields, "pg session ended");
   }
 }

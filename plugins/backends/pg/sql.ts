@@ -108,6 +108,11 @@ export interface Statements {
    */
   readonly status: Statement;
   /**
+   * $1 int8[] advisory ids -> [id as text, owner or null, fence] per holders row: what the rows
+   * say of the locks a session holds (a holder that was not listening checks it missed nothing).
+   */
+  readonly heldRows: Statement;
+  /**
    * $1 advisory id, $2 key, $3 classid, $4 objid, $5 control channel -> [holder pid, fence] or no row:
    * clears the live holding's owner and tells the holder (`pid:id:fence`) to unlock it itself.
    */
@@ -382,6 +387,7 @@ export function statementsFor(table: string): Statements {
     },
     waitOff: { name: "lockhost_wait_off", text: "SELECT pg_advisory_unlock_shared($1::int4, $2::int4)" },
     unlock: { name: "lockhost_unlock", text: "SELECT pg_advisory_unlock($1::int8)" },
+    heldRows: { name: "lockhost_held_rows", text: `SELECT id::text, owner, fence FROM ${h} WHERE id = ANY($1::int8[])` },
     status: {
       name: "lockhost_status",
       text: `SELECT owner, fence, plugin, node, hostname, ${ms("acquired_at")}, ${ms("expires_at")},

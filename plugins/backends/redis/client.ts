@@ -26,10 +26,17 @@ import { createClient, type LockClient } from "./connect.js";
 import { backendError, unreachableMessage, type ErrorContext } from "./errors.js";
 import { warnIfEvictingFences } from "./policy.js";
 
+/** The server's refusal of SELECT for a database number it does not have. */
+const NO_SUCH_DATABASE = /DB index is out of range|invalid DB index/i;
+
 /** What a call's error says of the client while Redis is down (a refusal for good says otherwise: index.ts ping). */
 export const RECONNECTING = "reconnecting in the background";
-/** While Redis stays unreachable, the same error is logged again at most this often. */
-const REPEAT_LOG_MS = 60_000;
+/**
+ * While Redis stays unreachable, it is said again (at warn) at most this often, whatever the
+ * errors look like meanwhile: a frozen server fails each reconnect attempt in turn with a
+ * connect timeout, a socket timeout and a command timeout, and each was one more line.
+ */
+export const REPEAT_LOG_MS = 5 * 60_000;
 
 /**
  * starting: first attempt running; up: ready; reconnecting: dropped, first reconnect attempt
@@ -69,6 +76,12 @@ export class RedisConnection {
   #checkedPolicy = false;
   /** Set when ioredis stopped for good (it could not even open a socket): no reconnect will come. */
   #ended = false;
+  /**
+   * Set when the server refused the URL's database (SELECT failed: a number past its
+   * `databases`): every call fails with it, for good. ioredis goes on to 'ready' all the same,
+   * and its commands would land in database 0.
+   */
+  #refused: LockhostError | undefined;
   #closed?: Promise<void>;
 
   /**
@@ -110,6 +123,7 @@ export class RedisConnection {
    */
   whenReady<T>(run: () => Promise<T>): Promise<T> {
     if (this.#state === "closed") return Promise.reject(this.#closedError());
+    if (this.#refused !== undefined) return Promise.reject(this.#refused);
     if (this.redis.status === "ready") return run();
     // "up" but not ready: the connection just dropped and its 'close' event is on its way.
     if (this.#state === "down") return Promise.reject(this.#downError());
@@ -170,6 +184,30 @@ export class RedisConnection {
     return new LockhostError("BACKEND_UNAVAILABLE", unreachableMessage(this.#context(), `has been unreachable${since}; ${next}`));
   }
 
+  /**
+   * The server refused this config for good: said once, as an error; the client stops (nothing
+   * to reconnect for: its commands would go to another database) and every call fails with `err`.
+   */
+  #refuse(err: LockhostError): void {
+    if (this.#refused !== undefined || this.#state === "closed") return;
+    this.#refused = err;
+    this.#state = "down";
+    this.#log.error({ url: this.url }, err.message);
+    this.#failWaiters(err);
+    this.redis.disconnect();
+  }
+
+  /** The error of a URL whose database the server does not have (`message`: the server's refusal). */
+  #noSuchDatabase(message: string): LockhostError {
+    const db = (this.redis as { options?: { db?: number } }).options?.db;
+    return new LockhostError(
+      "BACKEND_UNAVAILABLE",
+      `[locking.redis] url ${this.url} names database ${db ?? "?"}, which ${this.#server} does not have (${message}); ` +
+        "name one below the server's `databases` setting (0 to 15 by default), or leave the path out for database 0",
+      { details: { permanent: 1, database: db ?? -1 } },
+    );
+  }
+
   #closedError(): LockhostError {
     return new LockhostError("BACKEND_UNAVAILABLE", `the ${this.#kind} backend (${this.url}) is closed`);
   }
@@ -206,6 +244,8 @@ export class RedisConnection {
 
   readonly #onReady = (): void => {
     if (this.#state === "closed") return;
+    // Refused for good (#refuse): 'ready' came after the refusal, and the client is stopped.
+    if (this.#refused !== undefined) return;
     const downMs = Date.now() - this.#downSince;
     if (this.#state === "starting") {
       this.#log.info({ url: this.url }, `${this.#kind} connected at ${this.url}`);
@@ -229,6 +269,7 @@ export class RedisConnection {
 
   /** Every dropped connection and every failed attempt ends in 'close'. */
   readonly #onClose = (): void => {
+    if (this.#refused !== undefined) return;
     switch (this.#state) {
       case "up":
         // Maybe only an idle connection the server closed: wait for the first reconnect attempt to tell.
@@ -246,19 +287,26 @@ export class RedisConnection {
   };
 
   /**
-   * ioredis repeats an error on every reconnect attempt: while down, a new message is logged
-   * at once and a repeated one at most every REPEAT_LOG_MS. Before that, an error comes just
-   * ahead of the 'close' it causes, and is logged with the state change, as its reason.
+   * ioredis repeats an error on every reconnect attempt: while down, each is logged at debug,
+   * and at warn at most every REPEAT_LOG_MS (the outage was said when it began). Before that,
+   * an error comes just ahead of the 'close' it causes, and is logged with the state change,
+   * as its reason.
    */
   readonly #onError = (err: unknown): void => {
     const message = this.#scrub(errorText(err));
     this.#lastError = message;
+    if (NO_SUCH_DATABASE.test(message)) return this.#refuse(this.#noSuchDatabase(message));
+    if (this.#refused !== undefined) return;
     if (this.#state !== "down") {
       if (this.#state !== "closed") this.#log.debug({ url: this.url, error: message }, `${this.#kind} client error: ${message}`);
       return;
     }
     const now = Date.now();
-    if (message === this.#lastLogged && now - this.#lastLoggedAt < REPEAT_LOG_MS) return;
+    if (now - this.#lastLoggedAt < REPEAT_LOG_MS) {
+      if (message !== this.#lastLogged) this.#log.debug({ url: this.url, error: message, downMs: now - this.#downSince }, `${this.#server} still unreachable: ${message}`);
+      this.#lastLogged = message;
+      return;
+    }
     this.#lastLogged = message;
     this.#lastLoggedAt = now;
     this.#log.warn({ url: this.url, error: message, downMs: now - this.#downSince }, `${this.#server} still unreachable: ${message}`);
@@ -266,7 +314,7 @@ export class RedisConnection {
 
   /** The reconnect strategy never gives up, so 'end' without close() means ioredis could not even open a socket. */
   readonly #onEnd = (): void => {
-    if (this.#state === "closed") return;
+    if (this.#state === "closed" || this.#refused !== undefined) return;
     this.#state = "down";
     this.#ended = true;
     this.#downSince ||= Date.now();

@@ -43,3 +43,4 @@ export { LockhostError, isCode, isPermanent, isRetryable, markPermanent, toLockh
 export { DeadlineQueue, type Timed } from "./deadline-queue.js";
 export { ReleaseListeners } from "./release-listeners.js";
 export { redactUrlSecrets, scrubberFor, type Scrubber } from "./redact.js";
+export { readTlsFiles, tlsFields, tlsOptionsOf, tlsProblem, tlsRefusal, TLS_REFUSED, TLS_REFUSED_PATTERN, type TlsConfig, type TlsFiles } from "./tls.js";

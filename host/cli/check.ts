@@ -3,7 +3,7 @@
 // closed), each schedule's export, and the backend (connected to, asked, closed). Prints what
 // would run, or every fault found with its code.
 import { pino } from "pino";
-import { toLockhostError } from "../../kit/errors.js";
+import { isPermanent, LockhostError, toLockhostError } from "../../kit/errors.js";
 import { createBackend } from "../backends/create.js";
 import { formatListen } from "../config/listen.js";
 import type { LockhostConfig, ScheduledConfig } from "../config/types.js";
@@ -31,7 +31,11 @@ export function grantLines(config: LockhostConfig): string[] {
   });
 }
 
-/** Runs the checks and prints the result; 0 when all is well, 1 when something is not. */
+/**
+ * Runs the checks and prints the result; 0 when all is well, 2 when the backend's table is wrong
+ * (a TLS file that cannot be read) or its server refuses this host for good (a wrong password, a
+ * refused certificate: `run` would exit 2 at start too), else 1 when something is not.
+ */
 export async function check(config: LockhostConfig): Promise<number> {
   const findings: Finding[] = [];
   const quiet = pino({ level: "silent" });
@@ -65,12 +69,21 @@ export async function check(config: LockhostConfig): Promise<number> {
   await Promise.all([...guests.values()].map((g) => g.close()));
   await scratch.close();
 
+  let backendRefused = false;
   await attempt(`backend ${config.locking.backend} answers`, async () => {
-    const locks = new LockService(await createBackend(config.locking, quiet, config.source), { node: config.host.node });
     try {
-      await locks.ping();
-    } finally {
-      await locks.close();
+      const locks = new LockService(await createBackend(config.locking, quiet, config.source), { node: config.host.node });
+      try {
+        await locks.ping();
+      } finally {
+        await locks.close();
+      }
+    } catch (err) {
+      const e = toLockhostError(err);
+      backendRefused = e.code === "CONFIG_INVALID" || isPermanent(e);
+      if (!isPermanent(e)) throw e;
+      // As run's start says it (host/backend-health.ts).
+      throw new LockhostError("CONFIG_INVALID", `[locking.${config.locking.backend}]: the ${config.locking.backend} backend refused this host for good, so retrying cannot help: ${e.message}`, { cause: e });
     }
   });
 
@@ -84,5 +97,5 @@ export async function check(config: LockhostConfig): Promise<number> {
     for (const line of summaryLines(config, [config.host.node], admin, schedules)) if (!line.includes("Ctrl-C")) console.log(`  ${line}`);
     for (const line of grantLines(config)) console.log(`  ${line}`);
   }
-  return faults.length === 0 ? 0 : 1;
+  return faults.length === 0 ? 0 : backendRefused ? 2 : 1;
 }

@@ -17,8 +17,11 @@ import { LockService } from "../host/locking/service.js";
 import type { LockBackend } from "../kit/backend.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import type { RedisConfig } from "../plugins/backends/redis/config.js";
+import { PgBackend } from "../plugins/backends/pg/index.js";
+import type { PgConfig } from "../plugins/backends/pg/config.js";
+import { resolveConfig } from "../host/config/load.js";
 import { makeTestCerts, type TestCerts } from "./support/certs.js";
-import { startRedisServer, type RedisServer } from "./support/servers.js";
+import { startPostgresServer, startRedisServer, type PgServer, type RedisServer } from "./support/servers.js";
 
 const silent = pino({ level: "silent" });
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -72,7 +75,8 @@ function runCli(command: "check" | "run", toml: string): { status: number | null
 let certs: TestCerts;
 
 beforeAll(() => {
-  certs = makeTestCerts();
+  // CN postgres: PostgreSQL's cert auth takes the client certificate's CN as the user.
+  certs = makeTestCerts("postgres");
 });
 afterAll(() => certs?.remove());
 
@@ -194,4 +198,113 @@ describe("redis over TLS with client certificates", () => {
     expect(ok.output).toContain("ok   backend redis answers");
     expect(ok.status).toBe(0);
   }, 120_000);
+});
+
+describe("pg over TLS with client certificates (hostssl … cert)", () => {
+  let server: PgServer;
+  const table = `lockhost_tls_${process.pid}`;
+  beforeAll(async () => {
+    server = await startPostgresServer({ tls: { cert: certs.serverCert, key: certs.serverKey, ca: certs.ca } });
+  }, 60_000);
+  afterAll(async () => server?.stop());
+
+  const config = (over: Partial<PgConfig> = {}): PgConfig => ({
+    url: server.url, sessions: 1, table, commandTimeoutMs: 5_000,
+    caFile: certs.ca, certFile: certs.clientCert, keyFile: certs.clientKey, ...over,
+  });
+
+  it("connects with ca_file, cert_file and key_file, and takes a lock", async () => {
+    const locks = new LockService(new PgBackend(config(), silent), { node: "tls-test" });
+    try {
+      await locks.ping();
+      const lease = await locks.tryLock("tls-key", { ttlMs: 5_000 });
+      expect(lease).not.toBeNull();
+      await locks.release(lease!);
+    } finally {
+      await locks.close();
+    }
+  });
+
+  it("takes sslmode=verify-full in the url beside the files (removed before node-postgres reads it)", async () => {
+    const backend = new PgBackend(config({ url: `${server.url}?sslmode=verify-full&application_name=x` }), silent);
+    try {
+      await backend.ping();
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it("refuses a server whose certificate another CA signed, for good at start, naming ca_file and the reason", async () => {
+    const backend = new PgBackend(config({ caFile: certs.otherCa }), silent);
+    try {
+      const err = await rejection(backend.ping());
+      expect(isPermanent(err)).toBe(true);
+      expect(err.message).toContain(`PostgreSQL at ${server.url}: TLS refused: this host refused the server's certificate`);
+      expect(err.message).toMatch(/self[- ]signed certificate in certificate chain|unable to (verify|get local issuer)/);
+      expect(err.message).toContain(`[locking.pg] ca_file "${certs.otherCa}"`);
+    } finally {
+      await backend.close();
+    }
+    const atStart = await rejection(startCheck(new PgBackend(config({ caFile: certs.otherCa }), silent), "[locking.pg]"));
+    expect(atStart.code).toBe("CONFIG_INVALID");
+    expect(atStart.message).toContain("lockhost.toml: [locking.pg]: the pg backend refused this host for good");
+  });
+
+  it("a certificate not for the servername is refused for good (node-postgres sets its own servername: checked all the same)", async () => {
+    const backend = new PgBackend(config({ servername: "db.example.com" }), silent);
+    try {
+      const err = await rejection(backend.ping());
+      expect(isPermanent(err)).toBe(true);
+      expect(err.message).toContain(`[locking.pg] servername ("db.example.com")`);
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it("without a client certificate the server's refusal is permanent", async () => {
+    const backend = new PgBackend(config({ certFile: "", keyFile: "" }), silent);
+    try {
+      const err = await rejection(backend.ping());
+      expect(isPermanent(err)).toBe(true);
+      expect(err.message).toMatch(/certificate/);
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it("sslmode=require alone (no TLS fields) verifies the server's certificate, as node-postgres reads it: an unknown CA is refused", async () => {
+    const backend = new PgBackend({ url: `${server.url}?sslmode=require`, sessions: 1, table, commandTimeoutMs: 5_000 }, silent);
+    try {
+      const err = await rejection(backend.ping());
+      expect(isPermanent(err)).toBe(true);
+      expect(err.message).toContain("TLS refused: this host refused the server's certificate");
+      expect(err.message).toContain("[locking.pg] ca_file (not set: the system's CAs)");
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it("the url's TLS parameters may not contradict the fields, nor name a file twice; files need TLS on", () => {
+    const bad = (pg: Record<string, unknown>): string => {
+      try {
+        resolveConfig({ locking: { backend: "pg", pg } } as never);
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return "no error";
+    };
+    expect(bad({ url: "postgres://db/x?sslrootcert=/etc/ca.pem", caFile: "/etc/ca.pem" })).toContain("url has sslrootcert=/etc/ca.pem: give the file as ca_file only");
+    expect(bad({ url: "postgres://db/x?sslmode=disable", tls: true })).toContain("url has sslmode=disable: it contradicts");
+    expect(bad({ url: "postgres://db/x?sslmode=no-verify", caFile: "/etc/ca.pem" })).toContain("url has sslmode=no-verify");
+    expect(bad({ url: "postgres://db/x", caFile: "/etc/ca.pem" })).toContain("caFile is set, but TLS is off: set tls = true (or sslmode=verify-full in url), or remove it");
+    expect(bad({ url: "postgres://db/x", tls: true, certFile: "/c.pem" })).toContain("keyFile is needed with cert_file");
+    expect(bad({ url: "postgres://db/x?sslmode=verify-full", caFile: "/etc/ca.pem" })).toBe("no error");
+  });
+
+  it("a TLS file that cannot be read is a config error naming the option and the path", () => {
+    const missing = join(certs.dir, "nope.key");
+    const err = thrown(() => new PgBackend(config({ keyFile: missing }), silent));
+    expect(err.code).toBe("CONFIG_INVALID");
+    expect(err.message).toContain(`[locking.pg] key_file "${missing}" cannot be read: ENOENT`);
+  });
 });

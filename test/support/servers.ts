@@ -2,7 +2,7 @@
 // on PATH, owned by the test that started them. Fault tests kill and restart them; the global
 // setup starts one of each when nothing answers at REDIS_URL / DATABASE_URL.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 import { tmpdir } from "node:os";
@@ -210,6 +210,12 @@ export interface PgServerOptions {
    * last commits (fsync stays off either way: the machine itself does not crash in a test).
    */
   readonly durableCommits?: boolean;
+  /**
+   * TLS (ssl = on) with this certificate and key; clients on 127.0.0.1 must then come over TLS
+   * with a client certificate the CA signed, whose CN is the user (`hostssl … cert`). The
+   * helper's own plain connection to database postgres as postgres stays allowed.
+   */
+  readonly tls?: ServerTls;
 }
 
 /**
@@ -238,6 +244,18 @@ export async function startPostgresServer(options: PgServerOptions = {}): Promis
   const [initCmd, initArgs] = wrap(initdb, ["-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"]);
   const init = spawnSync(initCmd, initArgs, { encoding: "utf8" });
   if (init.status !== 0) throw new Error(`initdb failed (${init.status}):\n${init.stdout}\n${init.stderr}`);
+  const tlsArgs: string[] = [];
+  if (options.tls) {
+    // PostgreSQL reads its key only when the server's user owns it, mode 0600.
+    const files = { cert: join(dir, "server.crt"), key: join(dir, "server.key"), ca: join(dir, "ca.crt") };
+    for (const k of ["cert", "key", "ca"] as const) {
+      copyFileSync(options.tls[k], files[k]);
+      chmodSync(files[k], 0o600);
+      if (asRoot) chownSync(files[k], Number(spawnSync("id", ["-u", "postgres"], { encoding: "utf8" }).stdout.trim()), Number(spawnSync("id", ["-g", "postgres"], { encoding: "utf8" }).stdout.trim()));
+    }
+    writeFileSync(join(data, "pg_hba.conf"), "local all all trust\nhostnossl postgres postgres 127.0.0.1/32 trust\nhostssl all all 127.0.0.1/32 cert\n");
+    tlsArgs.push("-c", "ssl=on", "-c", `ssl_cert_file=${files.cert}`, "-c", `ssl_key_file=${files.key}`, "-c", `ssl_ca_file=${files.ca}`);
+  }
 
   let child: ChildProcess | undefined;
   let output = "";
@@ -246,6 +264,7 @@ export async function startPostgresServer(options: PgServerOptions = {}): Promis
     const [cmd, args] = wrap(postgres, [
       "-D", data, "-p", String(port), "-k", dir, "-c", "listen_addresses=127.0.0.1",
       "-c", "fsync=off", "-c", `synchronous_commit=${options.durableCommits === true ? "on" : "off"}`, "-c", "full_page_writes=off",
+      ...tlsArgs,
     ]);
     child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
     child.stdout?.on("data", (d: Buffer) => void (output += d.toString()));

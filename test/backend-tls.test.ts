@@ -20,7 +20,10 @@ import type { RedisConfig } from "../plugins/backends/redis/config.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
 import type { PgConfig } from "../plugins/backends/pg/config.js";
 import { resolveConfig } from "../host/config/load.js";
+import { EtcdBackend } from "../plugins/backends/etcd/index.js";
+import { etcdDefaults, type EtcdConfig } from "../plugins/backends/etcd/config.js";
 import { makeTestCerts, type TestCerts } from "./support/certs.js";
+import { startEtcdCluster, type EtcdCluster } from "./support/etcd-servers.js";
 import { startPostgresServer, startRedisServer, type PgServer, type RedisServer } from "./support/servers.js";
 
 const silent = pino({ level: "silent" });
@@ -306,5 +309,69 @@ describe("pg over TLS with client certificates (hostssl … cert)", () => {
     const err = thrown(() => new PgBackend(config({ keyFile: missing }), silent));
     expect(err.code).toBe("CONFIG_INVALID");
     expect(err.message).toContain(`[locking.pg] key_file "${missing}" cannot be read: ENOENT`);
+  });
+});
+
+describe("etcd over TLS with client certificates (--client-cert-auth)", () => {
+  let cluster: EtcdCluster;
+  beforeAll(async () => {
+    cluster = await startEtcdCluster(1, { tls: { cert: certs.serverCert, key: certs.serverKey, ca: certs.ca } });
+  }, 60_000);
+  afterAll(async () => cluster?.stop());
+
+  const config = (over: Partial<EtcdConfig> = {}): EtcdConfig => ({
+    ...etcdDefaults, endpoints: cluster.endpoints, keyPrefix: `lockhost-tls-${process.pid}/`, dialTimeoutMs: 5_000, commandTimeoutMs: 5_000,
+    caFile: certs.ca, certFile: certs.clientCert, keyFile: certs.clientKey, ...over,
+  });
+
+  it("connects with ca_file, cert_file and key_file, and takes a lock", async () => {
+    const locks = new LockService(await EtcdBackend.open(config(), silent), { node: "tls-test" });
+    try {
+      await locks.ping();
+      const lease = await locks.tryLock("tls-key", { ttlMs: 5_000 });
+      expect(lease).not.toBeNull();
+      await locks.release(lease!);
+    } finally {
+      await locks.close();
+    }
+  });
+
+  it("refuses a member whose certificate another CA signed, for good at start, naming ca_file and the reason", async () => {
+    const backend = await EtcdBackend.open(config({ caFile: certs.otherCa }), silent);
+    try {
+      const err = await rejection(backend.ping());
+      expect(isPermanent(err)).toBe(true);
+      expect(err.message).toContain(`etcd at ${cluster.endpoints[0]}: TLS refused: this host refused the server's certificate`);
+      expect(err.message).toContain(`[locking.etcd] ca_file "${certs.otherCa}"`);
+    } finally {
+      await backend.close();
+    }
+    const atStart = await rejection(startCheck(await EtcdBackend.open(config({ caFile: certs.otherCa }), silent), "[locking.etcd]"));
+    expect(atStart.code).toBe("CONFIG_INVALID");
+    expect(atStart.message).toContain("lockhost.toml: [locking.etcd]: the etcd backend refused this host for good");
+  });
+
+  it("servername names the certificate's name in place of the endpoint's host", async () => {
+    const good = await EtcdBackend.open(config({ servername: "localhost" }), silent);
+    try {
+      await good.ping();
+    } finally {
+      await good.close();
+    }
+    const bad = await EtcdBackend.open(config({ servername: "etcd.example.com" }), silent);
+    try {
+      const err = await rejection(bad.ping());
+      expect(isPermanent(err)).toBe(true);
+      expect(err.message).toContain("TLS refused");
+    } finally {
+      await bad.close();
+    }
+  });
+
+  it("a TLS file that cannot be read is a config error naming the option and the path", async () => {
+    const missing = join(certs.dir, "nope.pem");
+    const err = await rejection(EtcdBackend.open(config({ certFile: missing }), silent));
+    expect(err.code).toBe("CONFIG_INVALID");
+    expect(err.message).toContain(`[locking.etcd] cert_file "${missing}" cannot be read: ENOENT`);
   });
 });

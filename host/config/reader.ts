@@ -291,7 +291,11 @@ export class Table {
     const wanted = schemes.map((s) => `${s}://`).join(" or ");
     const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(value)?.[1]?.toLowerCase();
     if (scheme === undefined || !schemes.includes(scheme)) this.fail(key, `must be a ${wanted} URL, got ${this.show(value)}`);
-    if (!URL.canParse(value)) this.fail(key, `is not a valid URL, got ${this.show(value)}`);
+    // A password's "/", "?" or "#" ends the host part early for the URL parsers the drivers use
+    // (the URL does not parse, or names the wrong host): an "@" in the path means that happened.
+    const encode = 'percent-encode "/", "?", "#" and "@" in a user name or password (%2F, %3F, %23, %40)';
+    if (!URL.canParse(value)) this.fail(key, `is not a valid URL (${encode}), got ${this.show(value)}`);
+    else if (new URL(value).pathname.includes("@")) this.fail(key, `has an "@" after its host (${encode}), got ${this.show(value)}`);
     return value;
   }
 

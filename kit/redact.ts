@@ -14,17 +14,52 @@
 
 /** The text after `scheme://` up to the end of the line or the next `scheme://`. */
 const URL_START = /\b[a-z][a-z0-9+.-]*:\/\//gi;
-/** A query parameter that carries a password (`password=`, `sslpassword=`) and its value. */
-const PASSWORD_PARAM = /([?&;][a-z_]*password=)[^&#\r\n]*/gi;
+/**
+ * A query parameter that carries a password (`password=`, `sslpassword=`) and its value. In one
+ * URL (maskUrl) the value runs to the next `&name=` or the end: an unencoded "#", "&" or space
+ * in it is meant as part of the password, whatever a parser would make of it. In a longer text
+ * (redactUrlSecrets) it stops at the next "&" or white space as well, so the message after a
+ * URL survives; a password given there must be percent-encoded to be masked whole, as the
+ * drivers need it to be read whole anyway.
+ */
+const PASSWORD_PARAM_TEXT = /([?&;][a-z_]*password=)[^&\s]*/gi;
+const PASSWORD_PARAM_URL = /([?&;][a-z_]*password=)(?:(?!&[a-z_][a-z0-9_]*=).)*/gi;
 
-/** The masked form of the text after one `scheme://` (`rest`): its userinfo's password and password parameters. */
-function maskAfterScheme(rest: string): string {
-  const at = rest.lastIndexOf("@");
-  if (at < 0) return rest.replace(PASSWORD_PARAM, "$1***");
-  const userinfo = rest.slice(0, at);
-  const colon = userinfo.indexOf(":");
-  const user = colon < 0 ? userinfo : `${userinfo.slice(0, colon)}:***`;
-  return `${user}${rest.slice(at).replace(PASSWORD_PARAM, "$1***")}`;
+/**
+ * The masked form of the text after one `scheme://` (`rest`): its userinfo's password and its
+ * password parameters' values, both found in the text as given and masked together (a password
+ * may hold "@" or "password=", so neither masking may run on the other's output).
+ */
+function maskAfterScheme(rest: string, params: RegExp, userinfo = true): string {
+  const ranges: [number, number][] = [];
+  const at = userinfo ? rest.lastIndexOf("@") : -1;
+  const colon = rest.indexOf(":");
+  if (at >= 0 && colon >= 0 && colon < at) ranges.push([colon + 1, at]);
+  for (const m of rest.matchAll(params)) ranges.push([m.index + m[1]!.length, m.index + m[0].length]);
+  if (ranges.length === 0) return rest;
+  ranges.sort((a, b) => a[0] - b[0]);
+  let out = "";
+  let from = 0;
+  let end = -1;
+  for (const [start, stop] of ranges) {
+    if (start > end) {
+      if (end >= 0) out += "***";
+      out += rest.slice(from, start);
+    }
+    end = Math.max(end, stop);
+    from = end;
+  }
+  return `${out}***${rest.slice(end)}`;
+}
+
+/**
+ * One connection URL (a config value) with its secrets masked: the password of `user:pass@`
+ * (from the first ":" after "://" to the last "@") and every `password=` parameter's value.
+ */
+export function maskUrl(url: string): string {
+  const start = url.indexOf("://");
+  if (start < 0) return maskAfterScheme(url, PASSWORD_PARAM_URL, false);
+  return url.slice(0, start + 3) + maskAfterScheme(url.slice(start + 3), PASSWORD_PARAM_URL);
 }
 
 /**
@@ -42,12 +77,12 @@ export function redactUrlSecrets(text: string): string {
     .split(/(\r?\n)/)
     .map((line) => {
       const starts = [...line.matchAll(URL_START)];
-      if (starts.length === 0) return line.replace(PASSWORD_PARAM, "$1***");
+      if (starts.length === 0) return maskAfterScheme(line, PASSWORD_PARAM_TEXT, false);
       let out = line.slice(0, starts[0]!.index);
       starts.forEach((m, i) => {
         const from = m.index + m[0].length;
         const to = i + 1 < starts.length ? starts[i + 1]!.index : line.length;
-        out += m[0] + maskAfterScheme(line.slice(from, to));
+        out += m[0] + maskAfterScheme(line.slice(from, to), PASSWORD_PARAM_TEXT);
       });
       return out;
     })
@@ -99,7 +134,7 @@ function secretsOf(url: string): string[] {
     const colon = rest.indexOf(":");
     if (at >= 0 && colon >= 0 && colon < at) add(rest.slice(colon + 1, at));
   }
-  for (const m of url.matchAll(/[?&;][a-z_]*password=([^&#]*)/gi)) add(m[1]);
+  for (const m of url.matchAll(/[?&;][a-z_]*password=([^&]*)/gi)) add(m[1]);
   try {
     const parsed = new URL(url);
     add(parsed.password);

@@ -6,7 +6,7 @@
 // a number or a boolean belongs, read as one after substitution (so a port or a time limit can
 // come from the environment too), its type checked then.
 import { LockhostError } from "../../kit/errors.js";
-import { redactUrlSecrets } from "../../kit/redact.js";
+import { maskUrl, redactUrlSecrets } from "../../kit/redact.js";
 import { expandEnv, isUnsetVariable, variablesIn } from "./env.js";
 import { didYouMean } from "../suggest.js";
 
@@ -380,7 +380,7 @@ export function isTable(value: unknown): value is Raw {
 export function show(value: unknown, mode: Ctx["mode"]): string {
   if (typeof value === "string") {
     // Masked before shortening: a URL cut inside its password no longer matches the mask.
-    const safe = redactUrlSecrets(value);
+    const safe = maskUrl(value);
     return JSON.stringify(safe.length > 80 ? `${safe.slice(0, 77)}...` : safe);
   }
   if (value === undefined) return "nothing";

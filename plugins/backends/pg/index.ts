@@ -42,7 +42,7 @@ import { hostname } from "node:os";
 import type pg from "pg";
 import type { Logger } from "pino";
 import { pgTlsFields, pgTlsOn, withoutSslParams, type PgConfig } from "./config.js";
-import { markPermanent, readTlsFiles, redactUrlSecrets, ReleaseListeners, scrubberFor, tlsOptionsOf, TLS_REFUSED_PATTERN } from "../../../kit/index.js";
+import { markPermanent, maskUrl, readTlsFiles, ReleaseListeners, scrubberFor, tlsOptionsOf, TLS_REFUSED_PATTERN } from "../../../kit/index.js";
 
 const PING = { name: "lockhost_ping", text: "SELECT 1" };
 /**
@@ -132,7 +132,7 @@ export class PgBackend implements LockBackend, MutexStore {
     // TLS from the fields: files read once, here; the url's own TLS parameters (only those that
     // agree, config.ts) are removed, since node-postgres would let them replace these settings.
     const tlsFiles = pgTlsFields(config) ? readTlsFiles("[locking.pg]", config) : undefined;
-    const errors = { target: redactUrlSecrets(config.url), commandTimeoutMs: timeout, scrub, tls: tlsFiles !== undefined || pgTlsOn(config), tlsFiles };
+    const errors = { target: maskUrl(config.url), commandTimeoutMs: timeout, scrub, tls: tlsFiles !== undefined || pgTlsOn(config), tlsFiles };
     const sql = statementsFor(config.table);
     const tables = new Tables(sql, errors, log);
     const applicationName = options.applicationName ?? `lockhost:${process.pid}`;

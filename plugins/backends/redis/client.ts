@@ -22,7 +22,7 @@
 import type { ConnectionOptions } from "node:tls";
 import type { Logger } from "pino";
 import { redisTlsOn, type RedisConfig } from "./config.js";
-import { LockhostError, readTlsFiles, type Scrubber, scrubberFor, tlsOptionsOf, tlsRefusal, type TlsConfig, type TlsFiles } from "../../../kit/index.js";
+import { LockhostError, maskUrl, readTlsFiles, type Scrubber, scrubberFor, tlsOptionsOf, tlsRefusal, type TlsConfig, type TlsFiles } from "../../../kit/index.js";
 import { createClient, type LockClient } from "./connect.js";
 import { backendError, unreachableMessage, type ErrorContext } from "./errors.js";
 import { warnIfEvictingFences } from "./policy.js";
@@ -82,7 +82,7 @@ export class RedisConnection {
    */
   constructor(config: Pick<RedisConfig, "url" | "commandTimeoutMs" | "cluster"> & Partial<TlsConfig>, log: Logger) {
     this.#scrub = scrubberFor(config.url);
-    this.url = this.#scrub(config.url);
+    this.url = this.#scrub(maskUrl(config.url));
     this.#tlsFiles = redisTlsOn(config) ? readTlsFiles("[locking.redis]", config) : undefined;
     this.tls = this.#tlsFiles && tlsOptionsOf(this.#tlsFiles);
     this.#cluster = config.cluster === true;

@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isPermanent, LockhostError, toLockhostError } from "../kit/errors.js";
+import { readTlsFiles, tlsRefusal } from "../kit/tls.js";
 import { BackendHealth } from "../host/backend-health.js";
 import { LockService } from "../host/locking/service.js";
 import type { LockBackend } from "../kit/backend.js";
@@ -82,6 +83,34 @@ beforeAll(() => {
   certs = makeTestCerts("postgres");
 });
 afterAll(() => certs?.remove());
+
+describe("what a refused handshake says (kit/tls.ts)", () => {
+  const files = () => readTlsFiles("[locking.x]", { caFile: certs.ca, certFile: certs.clientCert, keyFile: certs.clientKey });
+  const tlsError = (code: string, message: string): Error => Object.assign(new Error(message), { code });
+
+  it("names the side that refused, the reason and the key to check; an outage is none", () => {
+    expect(tlsRefusal(tlsError("CERT_HAS_EXPIRED", "certificate has expired"), files(), "[locking.x]")).toBe(
+      `TLS refused: this host refused the server's certificate: certificate has expired (CERT_HAS_EXPIRED); check [locking.x] ca_file "${certs.ca}"`,
+    );
+    expect(tlsRefusal(tlsError("ERR_TLS_CERT_ALTNAME_INVALID", "Hostname/IP does not match certificate's altnames: Host: db. is not in the cert's altnames: DNS:localhost"), files(), "[locking.x]")).toContain(
+      "check [locking.x] servername (not set: the host connected to) or the host name you connect to",
+    );
+    expect(tlsRefusal(tlsError("ERR_SSL_TLSV1_ALERT_UNKNOWN_CA", "...:tlsv1 alert unknown ca:..."), files(), "[locking.x]")).toContain(
+      `TLS refused: the server refused this host's client certificate: ...:tlsv1 alert unknown ca:... (ERR_SSL_TLSV1_ALERT_UNKNOWN_CA); check [locking.x] cert_file "${certs.clientCert}" and key_file`,
+    );
+    expect(tlsRefusal(new Error("The server does not support SSL connections"), undefined, "[locking.pg]")).toContain("TLS refused: the server does not speak TLS there");
+    // gRPC passes text only.
+    expect(tlsRefusal("No connection established. Last error: Error: self-signed certificate in certificate chain", undefined, "[locking.etcd]")).toContain("check [locking.etcd] ca_file (not set: the system's CAs)");
+    expect(tlsRefusal(tlsError("ECONNREFUSED", "connect ECONNREFUSED 127.0.0.1:6380"), files(), "[locking.x]")).toBeUndefined();
+    expect(tlsRefusal(tlsError("ECONNRESET", "write ECONNRESET"), files(), "[locking.x]")).toBeUndefined();
+  });
+
+  it("a key that does not belong to its certificate is a config error naming both files", () => {
+    const err = thrown(() => readTlsFiles("[locking.x]", { certFile: certs.clientCert, keyFile: certs.serverKey }));
+    expect(err.code).toBe("CONFIG_INVALID");
+    expect(err.message).toContain(`[locking.x] cert_file "${certs.clientCert}" with key_file "${certs.serverKey}" cannot be used`);
+  });
+});
 
 describe("redis over TLS with client certificates", () => {
   let server: RedisServer;

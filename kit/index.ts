@@ -42,4 +42,5 @@ export { completeDefaultsOf, defaultsOf, field, table, tomlKey, type FieldKind, 
 export { LockhostError, isCode, isPermanent, isRetryable, markPermanent, toLockhostError, type AbiErrorCode, type ErrorCode } from "./errors.js";
 export { DeadlineQueue, type Timed } from "./deadline-queue.js";
 export { ReleaseListeners } from "./release-listeners.js";
-export { redactUrlSecrets, scrubberFor, type Scrubber } from "./redact.js";
+export { maskUrl, redactUrlSecrets, scrubberFor, type Scrubber } from "./redact.js";
+export { readTlsFiles, tlsFields, tlsOptionsOf, tlsProblem, tlsRefusal, TLS_REFUSED, TLS_REFUSED_PATTERN, type TlsConfig, type TlsFiles } from "./tls.js";

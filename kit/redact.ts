@@ -1,18 +1,92 @@
-// One masking rule for every place a connection URL can surface (config errors, the Redis and
-// PostgreSQL backends' errors, the logs), so a password hidden in one is hidden in all.
+// One masking rule for every place a connection URL can surface (config errors, `lockhost
+// check`, /readyz, the logs, the run summary), so a password hidden in one is hidden in all.
+//
+// Where a URL's password ends is read as the URL parsers themselves read it: the user
+// information ends at the LAST "@" of the authority (WHATWG's URL and node-postgres both take
+// the last one, so a password may hold "@"). WHATWG's parser itself cannot be trusted to find it:
+// it ends the authority at the first "/", "?" or "#", which an unencoded password may hold too
+// ("redis://user:Acl/Pass@w0rd@host" does not parse at all, and "redis://u:12/34@host" parses as
+// host "u", port 12 and path "/34@host"), and a masking rule that followed it would print the
+// rest. So the user information is taken to run from "://" to the last "@" of the URL (of its
+// line, in a longer text), and the password from the first ":" in it: a password with any
+// printable character, encoded or not, is masked whole. The price is that an "@" later in the
+// URL (a query value) masks a little more than the password; never less.
+
+/** The text after `scheme://` up to the end of the line or the next `scheme://`. */
+const URL_START = /\b[a-z][a-z0-9+.-]*:\/\//gi;
+/**
+ * A query parameter that carries a password (`password=`, `sslpassword=`) and its value. In one
+ * URL (maskUrl) the value runs to the next `&name=` or the end: an unencoded "#", "&" or space
+ * in it is meant as part of the password, whatever a parser would make of it. In a longer text
+ * (redactUrlSecrets) it stops at the next "&" or white space as well, so the message after a
+ * URL survives; a password given there must be percent-encoded to be masked whole, as the
+ * drivers need it to be read whole anyway.
+ */
+const PASSWORD_PARAM_TEXT = /([?&;][a-z_]*password=)[^&\s]*/gi;
+const PASSWORD_PARAM_URL = /([?&;][a-z_]*password=)(?:(?!&[a-z_][a-z0-9_]*=).)*/gi;
 
 /**
- * Masks the secrets a connection URL can carry (`user:pass@` and a `password=` query
- * parameter) anywhere in `text`, for messages and logs. The user name, host, path and other
- * parameters are kept, since they are what an operator needs to tell which URL is meant.
+ * The masked form of the text after one `scheme://` (`rest`): its userinfo's password and its
+ * password parameters' values, both found in the text as given and masked together (a password
+ * may hold "@" or "password=", so neither masking may run on the other's output).
+ */
+function maskAfterScheme(rest: string, params: RegExp, userinfo = true): string {
+  const ranges: [number, number][] = [];
+  const at = userinfo ? rest.lastIndexOf("@") : -1;
+  const colon = rest.indexOf(":");
+  if (at >= 0 && colon >= 0 && colon < at) ranges.push([colon + 1, at]);
+  for (const m of rest.matchAll(params)) ranges.push([m.index + m[1]!.length, m.index + m[0].length]);
+  if (ranges.length === 0) return rest;
+  ranges.sort((a, b) => a[0] - b[0]);
+  let out = "";
+  let from = 0;
+  let end = -1;
+  for (const [start, stop] of ranges) {
+    if (start > end) {
+      if (end >= 0) out += "***";
+      out += rest.slice(from, start);
+    }
+    end = Math.max(end, stop);
+    from = end;
+  }
+  return `${out}***${rest.slice(end)}`;
+}
+
+/**
+ * One connection URL (a config value) with its secrets masked: the password of `user:pass@`
+ * (from the first ":" after "://" to the last "@") and every `password=` parameter's value.
+ */
+export function maskUrl(url: string): string {
+  const start = url.indexOf("://");
+  if (start < 0) return maskAfterScheme(url, PASSWORD_PARAM_URL, false);
+  return url.slice(0, start + 3) + maskAfterScheme(url.slice(start + 3), PASSWORD_PARAM_URL);
+}
+
+/**
+ * Masks the secrets a connection URL can carry (the password of `user:pass@`, and a `password=`
+ * query parameter) everywhere in `text`, for messages and logs. The user name, host, path and
+ * other parameters are kept, since they are what an operator needs to tell which URL is meant.
+ * Each URL is taken to run to the end of its line or the next `scheme://` (see the file's
+ * header for why).
  *
- * Shared by the config loader, the Redis and PostgreSQL backends and the logs: use it on any
- * text that may quote a connection URL before it leaves the process.
+ * Shared by the config loader, the backends, the CLI and the logs: use it on any text that may
+ * quote a connection URL before it leaves the process.
  */
 export function redactUrlSecrets(text: string): string {
   return text
-    .replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^\s/@:"'`]*):[^\s/"'`]*@/gi, "$1:***@")
-    .replace(/([?&]password=)[^&#\s"'`]*/gi, "$1***");
+    .split(/(\r?\n)/)
+    .map((line) => {
+      const starts = [...line.matchAll(URL_START)];
+      if (starts.length === 0) return maskAfterScheme(line, PASSWORD_PARAM_TEXT, false);
+      let out = line.slice(0, starts[0]!.index);
+      starts.forEach((m, i) => {
+        const from = m.index + m[0].length;
+        const to = i + 1 < starts.length ? starts[i + 1]!.index : line.length;
+        out += m[0] + maskAfterScheme(line.slice(from, to), PASSWORD_PARAM_TEXT);
+      });
+      return out;
+    })
+    .join("");
 }
 
 /** A function that masks secrets in any text; the text unchanged when there are none. */
@@ -23,17 +97,19 @@ const MIN_BARE_SECRET = 4;
 
 /**
  * The scrubber a backend applies to everything it writes: redactUrlSecrets, plus the password
- * of `url` itself (raw and percent-decoded, in the userinfo or a `password=` parameter)
- * wherever a driver or server message might echo it bare (ioredis errors carry the AUTH
- * arguments, for one), so no message's shape decides whether a password leaks.
+ * of `url` itself (as written, percent-decoded, and as WHATWG's parser re-encodes it; in the
+ * userinfo or a `password=` parameter) wherever a driver or server message might echo it bare
+ * (ioredis errors carry the AUTH arguments, for one), so no message's shape decides whether a
+ * password leaks.
  */
 export function scrubberFor(url: string): Scrubber {
   const secrets = secretsOf(url).filter((s) => s.length >= MIN_BARE_SECRET);
   if (secrets.length === 0) return redactUrlSecrets;
   return (text) => {
-    let out = redactUrlSecrets(text);
+    let out = text;
+    // The bare secrets first: masking the URL first could cut one in two.
     for (const secret of secrets) out = out.split(secret).join("***");
-    return out;
+    return redactUrlSecrets(out);
   };
 }
 
@@ -48,14 +124,23 @@ function secretsOf(url: string): string[] {
     } catch {
       // Not valid percent-encoding: the raw form is the one that can appear.
     }
+    found.add(encodeURIComponent(s));
   };
+  const start = url.indexOf("://");
+  if (start >= 0) {
+    // The rule of redactUrlSecrets: from the first ":" of the userinfo to the last "@".
+    const rest = url.slice(start + 3);
+    const at = rest.lastIndexOf("@");
+    const colon = rest.indexOf(":");
+    if (at >= 0 && colon >= 0 && colon < at) add(rest.slice(colon + 1, at));
+  }
+  for (const m of url.matchAll(/[?&;][a-z_]*password=([^&]*)/gi)) add(m[1]);
   try {
     const parsed = new URL(url);
     add(parsed.password);
-    add(parsed.searchParams.get("password"));
+    for (const [key, value] of parsed.searchParams) if (/password$/i.test(key)) add(value);
   } catch {
-    // Not a URL the WHATWG parser takes: fall back to the userinfo between "://" and "@".
-    add(/^[a-z][a-z0-9+.-]*:\/\/[^/@]*?:([^/@]*)@/i.exec(url)?.[1]);
+    // Not a URL the WHATWG parser takes: the text rules above found what there is.
   }
   return [...found].sort((a, b) => b.length - a.length);
 }

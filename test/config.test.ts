@@ -121,8 +121,8 @@ schedule = "  */15 * * * *  "
       host: { node: "node-a", shutdownTimeoutMs: 2500, logLevel: "debug" },
       locking: {
         backend: "redis",
-        redis: { url: "rediss://cache.internal:6380/2", keyPrefix: "app:", commandTimeoutMs: 500, reclaimOwnLocks: true, cluster: false },
-        pg: { url: "postgresql://app@db.internal:5432/locks", sessions: 8, table: "locks.lockhost", commandTimeoutMs: 750 },
+        redis: { url: "rediss://cache.internal:6380/2", keyPrefix: "app:", commandTimeoutMs: 500, reclaimOwnLocks: true, cluster: false, tls: false, caFile: "", certFile: "", keyFile: "", servername: "" },
+        pg: { url: "postgresql://app@db.internal:5432/locks", sessions: 8, table: "locks.lockhost", commandTimeoutMs: 750, tls: false, caFile: "", certFile: "", keyFile: "", servername: "" },
         keepalive: { renewAtRatio: 0.6, maxRetries: 5, safetyMarginRatio: 0.2, batchWindowMs: 50 },
         waiting: { pollIntervalMs: 250, electionPollMs: 20 },
       },
@@ -196,13 +196,13 @@ schedule = "  */15 * * * *  "
   it("fills a named backend's settings with defaults when its table is left out", () => {
     expect(parse(`[locking]\nbackend = "redis"`).locking).toEqual({
       backend: "redis",
-      redis: { url: "redis://127.0.0.1:6379", keyPrefix: "lockhost:", commandTimeoutMs: 2000, reclaimOwnLocks: false, cluster: false },
+      redis: { url: "redis://127.0.0.1:6379", keyPrefix: "lockhost:", commandTimeoutMs: 2000, reclaimOwnLocks: false, cluster: false, tls: false, caFile: "", certFile: "", keyFile: "", servername: "" },
       keepalive: KEEPALIVE,
       waiting: WAITING,
     });
     expect(parse(`[locking]\nbackend = "pg"`).locking).toEqual({
       backend: "pg",
-      pg: { url: "postgres://postgres@127.0.0.1:5432/test", sessions: 4, table: "lockhost_locks", commandTimeoutMs: 2000 },
+      pg: { url: "postgres://postgres@127.0.0.1:5432/test", sessions: 4, table: "lockhost_locks", commandTimeoutMs: 2000, tls: false, caFile: "", certFile: "", keyFile: "", servername: "" },
       keepalive: KEEPALIVE,
       waiting: WAITING,
     });
@@ -211,7 +211,7 @@ schedule = "  */15 * * * *  "
   it("validates a backend's table whatever the backend, filling its missing keys", () => {
     expect(parse(`[locking.redis]\nkey_prefix = "x:"`).locking).toEqual({
       backend: "memory",
-      redis: { url: "redis://127.0.0.1:6379", keyPrefix: "x:", commandTimeoutMs: 2000, reclaimOwnLocks: false, cluster: false },
+      redis: { url: "redis://127.0.0.1:6379", keyPrefix: "x:", commandTimeoutMs: 2000, reclaimOwnLocks: false, cluster: false, tls: false, caFile: "", certFile: "", keyFile: "", servername: "" },
       keepalive: KEEPALIVE,
       waiting: WAITING,
     });
@@ -380,7 +380,7 @@ memory_limit_mib = "16MB"
     ["[locking.redis] that is not a table", `[locking]\nredis = "redis://h"`, `lockhost.toml: [locking]: redis must be a table, got "redis://h"`],
     ["a redis url of another scheme", `[locking.redis]\nurl = "http://h:6379"`, `lockhost.toml: [locking.redis]: url must be a redis:// or rediss:// URL, got "http://h:6379"`],
     ["a redis url without //", `[locking.redis]\nurl = "redis:h"`, "[locking.redis]: url must be a redis:// or rediss:// URL"],
-    ["a redis url that does not parse", `[locking.redis]\nurl = "redis://h:99999"`, `lockhost.toml: [locking.redis]: url is not a valid URL, got "redis://h:99999"`],
+    ["a redis url that does not parse", `[locking.redis]\nurl = "redis://h:99999"`, `lockhost.toml: [locking.redis]: url is not a valid URL (percent-encode "/", "?", "#" and "@" in a user name or password (%2F, %3F, %23, %40)), got "redis://h:99999"`],
     ["a redis url that is not a string", `[locking.redis]\nurl = 6379`, "lockhost.toml: [locking.redis]: url must be a string, got 6379"],
     ["a key_prefix that is not a string", `[locking.redis]\nkey_prefix = 5`, "lockhost.toml: [locking.redis]: key_prefix must be a string, got 5"],
     ["a key_prefix with a brace", `[locking.redis]\nkey_prefix = "a{b}:"`, `lockhost.toml: [locking.redis]: key_prefix must not contain "{" or "}", got "a{b}:"`],
@@ -715,7 +715,7 @@ describe("passwords never appear in messages", () => {
 
   it("masks the password of a URL that does not parse", () => {
     const message = messageOf(`[locking.pg]\nurl = "postgres://app:s3cr%t@db:99999/x"`);
-    expect(message).toContain(`[locking.pg]: url is not a valid URL, got "postgres://app:***@db:99999/x"`);
+    expect(message).toContain(`[locking.pg]: url is not a valid URL (percent-encode "/", "?", "#" and "@" in a user name or password (%2F, %3F, %23, %40)), got "postgres://app:***@db:99999/x"`);
     expect(message).not.toContain("s3cr");
   });
 
@@ -921,8 +921,8 @@ describe("resolveConfig", () => {
       host: { node: "n", shutdownTimeoutMs: 10000, logLevel: "info" },
       locking: {
         backend: "pg",
-        redis: { url: "redis://127.0.0.1:6379", keyPrefix: "k:", commandTimeoutMs: 2000, reclaimOwnLocks: false, cluster: false },
-        pg: { url: "postgres://postgres@127.0.0.1:5432/test", sessions: 4, table: "lockhost_locks", commandTimeoutMs: 2000 },
+        redis: { url: "redis://127.0.0.1:6379", keyPrefix: "k:", commandTimeoutMs: 2000, reclaimOwnLocks: false, cluster: false, tls: false, caFile: "", certFile: "", keyFile: "", servername: "" },
+        pg: { url: "postgres://postgres@127.0.0.1:5432/test", sessions: 4, table: "lockhost_locks", commandTimeoutMs: 2000, tls: false, caFile: "", certFile: "", keyFile: "", servername: "" },
         keepalive: KEEPALIVE,
         waiting: WAITING,
       },
@@ -966,7 +966,7 @@ describe("resolveConfig", () => {
       `embed: plugins[0] ("a"): unknown key "memoryLimitMB" (did you mean "memoryLimitMib"?`,
     );
     expect(bad({ locking: { redis: { url: "redis://u:pw@h:0x" } } })).toBe(
-      `config: locking.redis: url is not a valid URL, got "redis://u:***@h:0x"`,
+      `config: locking.redis: url is not a valid URL (percent-encode "/", "?", "#" and "@" in a user name or password (%2F, %3F, %23, %40)), got "redis://u:***@h:0x"`,
     );
     expect(bad({ host: { logLevel: "loud" } })).toContain("config: host: logLevel must be one of");
     expect(bad({ plugins: [{ name: "a", wasm: "a.wasm" }], scheduled: [{ plugin: "a", export: "run", schedule: { kind: "interval", everyMs: 0 } }] })).toContain(

@@ -32,9 +32,10 @@ export function grantLines(config: LockhostConfig): string[] {
 }
 
 /**
- * Runs the checks and prints the result; 0 when all is well, 1 when something is not, 2 when
- * the backend refuses this config for good (as `run` exits then: a wrong password, a Redis
- * database the server does not have).
+ * Runs the checks and prints the result; 0 when all is well, 2 when the backend's table is wrong
+ * (a TLS file that cannot be read) or its server refuses this host for good (a wrong password, a
+ * refused certificate, a Redis database the server does not have: `run` would exit 2 at start
+ * too), else 1 when something is not.
  */
 export async function check(config: LockhostConfig): Promise<number> {
   const findings: Finding[] = [];
@@ -69,17 +70,21 @@ export async function check(config: LockhostConfig): Promise<number> {
   await Promise.all([...guests.values()].map((g) => g.close()));
   await scratch.close();
 
-  let refused = false;
+  let backendRefused = false;
   await attempt(`backend ${config.locking.backend} answers`, async () => {
-    const locks = new LockService(await createBackend(config.locking, quiet, config.source), { node: config.host.node });
     try {
-      await locks.ping();
+      const locks = new LockService(await createBackend(config.locking, quiet, config.source), { node: config.host.node });
+      try {
+        await locks.ping();
+      } finally {
+        await locks.close();
+      }
     } catch (err) {
-      if (!isPermanent(err)) throw err;
-      refused = true;
-      throw new LockhostError("CONFIG_INVALID", `${config.source ?? "config"}: [locking.${config.locking.backend}]: the backend refused this config for good, so retrying cannot help: ${toLockhostError(err).message}`);
-    } finally {
-      await locks.close();
+      const e = toLockhostError(err);
+      backendRefused = e.code === "CONFIG_INVALID" || isPermanent(e);
+      if (!isPermanent(e)) throw e;
+      // As run's start says it (host/backend-health.ts).
+      throw new LockhostError("CONFIG_INVALID", `[locking.${config.locking.backend}]: the ${config.locking.backend} backend refused this host for good, so retrying cannot help: ${e.message}`, { cause: e });
     }
   });
 
@@ -93,5 +98,5 @@ export async function check(config: LockhostConfig): Promise<number> {
     for (const line of summaryLines(config, [config.host.node], admin, schedules)) if (!line.includes("Ctrl-C")) console.log(`  ${line}`);
     for (const line of grantLines(config)) console.log(`  ${line}`);
   }
-  return refused ? 2 : faults.length === 0 ? 0 : 1;
+  return faults.length === 0 ? 0 : backendRefused ? 2 : 1;
 }

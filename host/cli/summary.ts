@@ -1,14 +1,14 @@
 // What `lockhost run` says first: one screen with the backend, the nodes, each plugin with the
 // runtime it got, each schedule, and the admin URL. In JSON the same facts as fields of one line.
 import type { Logger } from "pino";
-import { redactUrlSecrets } from "../../kit/redact.js";
+import { maskUrl } from "../../kit/redact.js";
 import type { LockhostConfig, ScheduledConfig } from "../config/types.js";
 import type { Host } from "../host.js";
 
 /** The backend's table's url, redacted, when it has one. */
 function backendTarget(config: LockhostConfig): string | undefined {
   const table = (config.locking as unknown as Record<string, unknown>)[config.locking.backend] as { url?: unknown } | undefined;
-  return typeof table?.url === "string" ? redactUrlSecrets(table.url) : undefined;
+  return typeof table?.url === "string" ? maskUrl(table.url) : undefined;
 }
 
 /**

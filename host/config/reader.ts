@@ -6,7 +6,7 @@
 // a number or a boolean belongs, read as one after substitution (so a port or a time limit can
 // come from the environment too), its type checked then.
 import { LockhostError } from "../../kit/errors.js";
-import { redactUrlSecrets } from "../../kit/redact.js";
+import { maskUrl, redactUrlSecrets } from "../../kit/redact.js";
 import { expandEnv, isUnsetVariable, variablesIn } from "./env.js";
 import { didYouMean } from "../suggest.js";
 
@@ -291,7 +291,11 @@ export class Table {
     const wanted = schemes.map((s) => `${s}://`).join(" or ");
     const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(value)?.[1]?.toLowerCase();
     if (scheme === undefined || !schemes.includes(scheme)) this.fail(key, `must be a ${wanted} URL, got ${this.show(value)}`);
-    if (!URL.canParse(value)) this.fail(key, `is not a valid URL, got ${this.show(value)}`);
+    // A password's "/", "?" or "#" ends the host part early for the URL parsers the drivers use
+    // (the URL does not parse, or names the wrong host): an "@" in the path means that happened.
+    const encode = 'percent-encode "/", "?", "#" and "@" in a user name or password (%2F, %3F, %23, %40)';
+    if (!URL.canParse(value)) this.fail(key, `is not a valid URL (${encode}), got ${this.show(value)}`);
+    else if (new URL(value).pathname.includes("@")) this.fail(key, `has an "@" after its host (${encode}), got ${this.show(value)}`);
     return value;
   }
 
@@ -376,7 +380,7 @@ export function isTable(value: unknown): value is Raw {
 export function show(value: unknown, mode: Ctx["mode"]): string {
   if (typeof value === "string") {
     // Masked before shortening: a URL cut inside its password no longer matches the mask.
-    const safe = redactUrlSecrets(value);
+    const safe = maskUrl(value);
     return JSON.stringify(safe.length > 80 ? `${safe.slice(0, 77)}...` : safe);
   }
   if (value === undefined) return "nothing";

@@ -5,10 +5,11 @@
 // timeout 500 ms) so a lost leader is replaced in well under a second; etcd's smallest lease is
 // then 1 s (1.5 election timeouts, in whole seconds).
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { findBinary, freePort } from "./servers.js";
+import { findBinary, freePort, type ServerTls } from "./servers.js";
 
 /** One member a test may kill, restart (same data), pause and resume. */
 export interface EtcdMember {
@@ -35,8 +36,23 @@ export const etcdEndpoints = (): string[] => (process.env.ETCD_ENDPOINTS ?? "htt
 const START_TIMEOUT_MS = 20_000;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Whether the member at `endpoint` says it is healthy (it has a leader). */
-export async function etcdHealthy(endpoint: string): Promise<boolean> {
+/**
+ * Whether the member at `endpoint` says it is healthy (it has a leader); over https with `tls`,
+ * presenting the server's own certificate as the client's (the CA signed it).
+ */
+export async function etcdHealthy(endpoint: string, tls?: ServerTls): Promise<boolean> {
+  if (tls) {
+    return new Promise((resolve) => {
+      const req = request(`${endpoint}/health`, { ca: readFileSync(tls.ca), cert: readFileSync(tls.cert), key: readFileSync(tls.key), timeout: 500 }, (res) => {
+        let body = "";
+        res.on("data", (d: Buffer) => void (body += d.toString()));
+        res.on("end", () => resolve(res.statusCode === 200 && /"health":\s*"true"/.test(body)));
+      });
+      req.on("error", () => resolve(false));
+      req.on("timeout", () => req.destroy());
+      req.end();
+    });
+  }
   try {
     const res = await fetch(`${endpoint}/health`, { signal: AbortSignal.timeout(500) });
     return res.ok && ((await res.json()) as { health?: string }).health === "true";
@@ -45,8 +61,13 @@ export async function etcdHealthy(endpoint: string): Promise<boolean> {
   }
 }
 
-/** Starts `size` members on loopback and waits until all of them are healthy. */
-export async function startEtcdCluster(size = 1): Promise<EtcdCluster> {
+/**
+ * Starts `size` members on loopback and waits until all of them are healthy. With `tls`, the
+ * client URLs are https:// and clients must present a certificate the CA signed
+ * (--client-cert-auth); peers still talk plain http among themselves.
+ */
+export async function startEtcdCluster(size = 1, options: { readonly tls?: ServerTls } = {}): Promise<EtcdCluster> {
+  const tls = options.tls;
   const bin = findBinary("etcd", ["/usr/bin"], "install etcd (Debian: apt install etcd-server) or set ETCD_ENDPOINTS to a running cluster");
   // In memory where the machine has it: etcd fsyncs every write, and these tests are about the
   // protocol, not the disk (a slow disk made single writes take 0.6 s here).
@@ -58,7 +79,7 @@ export async function startEtcdCluster(size = 1): Promise<EtcdCluster> {
   const initialCluster = names.map((n, i) => `${n}=http://127.0.0.1:${ports[i]!.peer}`).join(",");
   const members = names.map((name, i): EtcdMember & { output: string } => {
     let child: ChildProcess | undefined;
-    const endpoint = `http://127.0.0.1:${ports[i]!.client}`;
+    const endpoint = `${tls ? "https" : "http"}://127.0.0.1:${ports[i]!.client}`;
     const member = {
       name, endpoint, output: "",
       get pid() {
@@ -76,6 +97,7 @@ export async function startEtcdCluster(size = 1): Promise<EtcdCluster> {
           "--listen-peer-urls", `http://127.0.0.1:${ports[i]!.peer}`, "--initial-advertise-peer-urls", `http://127.0.0.1:${ports[i]!.peer}`,
           "--initial-cluster", initialCluster, "--initial-cluster-token", token, "--initial-cluster-state", "new",
           "--heartbeat-interval", "50", "--election-timeout", "500", "--log-level", "error", "--logger", "zap",
+          ...(tls ? ["--cert-file", tls.cert, "--key-file", tls.key, "--trusted-ca-file", tls.ca, "--client-cert-auth"] : []),
         ], { stdio: ["ignore", "pipe", "pipe"] });
         child.stdout?.on("data", (d: Buffer) => void (member.output = (member.output + d.toString()).slice(-4000)));
         child.stderr?.on("data", (d: Buffer) => void (member.output = (member.output + d.toString()).slice(-4000)));
@@ -99,7 +121,7 @@ export async function startEtcdCluster(size = 1): Promise<EtcdCluster> {
   await Promise.all(members.map((m) => m.start()));
   const deadline = Date.now() + START_TIMEOUT_MS;
   for (const m of members) {
-    while (!(await etcdHealthy(m.endpoint))) {
+    while (!(await etcdHealthy(m.endpoint, tls))) {
       if (Date.now() > deadline) {
         await Promise.all(members.map((x) => x.kill()));
         throw new Error(`etcd member ${m.name} did not become healthy at ${m.endpoint}:\n${m.output}`);

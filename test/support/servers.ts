@@ -2,8 +2,9 @@
 // on PATH, owned by the test that started them. Fault tests kill and restart them; the global
 // setup starts one of each when nothing answers at REDIS_URL / DATABASE_URL.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, Socket } from "node:net";
+import { connect as tlsConnect } from "node:tls";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 
@@ -126,8 +127,20 @@ function signalTree(child: ChildProcess | undefined, signal: NodeJS.Signals): vo
   }
 }
 
-/** Starts a private redis-server (no persistence) on a free port. */
-export async function startRedisServer(): Promise<RedisServer> {
+/** TLS of a private server: its certificate and key, and the CA whose client certificates it requires. */
+export interface ServerTls {
+  readonly cert: string;
+  readonly key: string;
+  /** Clients must present a certificate this CA signed. */
+  readonly ca: string;
+}
+
+/**
+ * Starts a private redis-server (no persistence) on a free port. With `tls`, it listens only
+ * for TLS (`--port 0 --tls-port`) and requires client certificates; its url is rediss://.
+ */
+export async function startRedisServer(options: { readonly tls?: ServerTls } = {}): Promise<RedisServer> {
+  const tls = options.tls;
   const bin = findBinary("redis-server", [], "install Redis (Debian: apt install redis-server) or set REDIS_URL to a running server");
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), "lockhost-redis-"));
@@ -135,12 +148,15 @@ export async function startRedisServer(): Promise<RedisServer> {
   let output = "";
   const start = async (): Promise<void> => {
     output = "";
-    child = spawn(bin, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], {
+    const listen = tls
+      ? ["--port", "0", "--tls-port", String(port), "--tls-cert-file", tls.cert, "--tls-key-file", tls.key, "--tls-ca-cert-file", tls.ca, "--tls-auth-clients", "yes"]
+      : ["--port", String(port)];
+    child = spawn(bin, [...listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], {
       stdio: ["ignore", "pipe", "pipe"],
     });
     child.stdout?.on("data", (d: Buffer) => void (output += d.toString()));
     child.stderr?.on("data", (d: Buffer) => void (output += d.toString()));
-    await waitUntil(`redis-server on port ${port}`, () => redisPing(port), () => child, () => output);
+    await waitUntil(`redis-server on port ${port}`, () => redisPing(port, tls), () => child, () => output);
   };
   const kill = async (): Promise<void> => {
     child?.kill("SIGKILL");
@@ -148,7 +164,7 @@ export async function startRedisServer(): Promise<RedisServer> {
   };
   await start();
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: `${tls ? "rediss" : "redis"}://127.0.0.1:${port}`,
     port,
     kill,
     start,
@@ -161,10 +177,15 @@ export async function startRedisServer(): Promise<RedisServer> {
   };
 }
 
-/** Whether a Redis on `port` answers PING with PONG (a bare TCP accept is not enough while loading). */
-function redisPing(port: number): Promise<boolean> {
+/**
+ * Whether a Redis on `port` answers PING with PONG (a bare TCP accept is not enough while
+ * loading); over TLS with `tls`, presenting its certificate as the client's (its CA signed it).
+ */
+function redisPing(port: number, tls?: ServerTls): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = new Socket();
+    const socket = tls
+      ? tlsConnect({ host: "127.0.0.1", port, ca: readFileSync(tls.ca), cert: readFileSync(tls.cert), key: readFileSync(tls.key) })
+      : new Socket();
     let reply = "";
     const done = (ok: boolean): void => {
       socket.destroy();
@@ -176,7 +197,8 @@ function redisPing(port: number): Promise<boolean> {
       reply += d.toString();
       if (reply.includes("\r\n")) done(reply.startsWith("+PONG"));
     });
-    socket.connect(port, "127.0.0.1", () => socket.write("PING\r\n"));
+    if (tls) socket.once("secureConnect", () => socket.write("PING\r\n"));
+    else socket.connect(port, "127.0.0.1", () => socket.write("PING\r\n"));
   });
 }
 
@@ -188,6 +210,12 @@ export interface PgServerOptions {
    * last commits (fsync stays off either way: the machine itself does not crash in a test).
    */
   readonly durableCommits?: boolean;
+  /**
+   * TLS (ssl = on) with this certificate and key; clients on 127.0.0.1 must then come over TLS
+   * with a client certificate the CA signed, whose CN is the user (`hostssl … cert`). The
+   * helper's own plain connection to database postgres as postgres stays allowed.
+   */
+  readonly tls?: ServerTls;
 }
 
 /**
@@ -216,6 +244,18 @@ export async function startPostgresServer(options: PgServerOptions = {}): Promis
   const [initCmd, initArgs] = wrap(initdb, ["-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"]);
   const init = spawnSync(initCmd, initArgs, { encoding: "utf8" });
   if (init.status !== 0) throw new Error(`initdb failed (${init.status}):\n${init.stdout}\n${init.stderr}`);
+  const tlsArgs: string[] = [];
+  if (options.tls) {
+    // PostgreSQL reads its key only when the server's user owns it, mode 0600.
+    const files = { cert: join(dir, "server.crt"), key: join(dir, "server.key"), ca: join(dir, "ca.crt") };
+    for (const k of ["cert", "key", "ca"] as const) {
+      copyFileSync(options.tls[k], files[k]);
+      chmodSync(files[k], 0o600);
+      if (asRoot) chownSync(files[k], Number(spawnSync("id", ["-u", "postgres"], { encoding: "utf8" }).stdout.trim()), Number(spawnSync("id", ["-g", "postgres"], { encoding: "utf8" }).stdout.trim()));
+    }
+    writeFileSync(join(data, "pg_hba.conf"), "local all all trust\nhostnossl postgres postgres 127.0.0.1/32 trust\nhostssl all all 127.0.0.1/32 cert\n");
+    tlsArgs.push("-c", "ssl=on", "-c", `ssl_cert_file=${files.cert}`, "-c", `ssl_key_file=${files.key}`, "-c", `ssl_ca_file=${files.ca}`);
+  }
 
   let child: ChildProcess | undefined;
   let output = "";
@@ -224,6 +264,7 @@ export async function startPostgresServer(options: PgServerOptions = {}): Promis
     const [cmd, args] = wrap(postgres, [
       "-D", data, "-p", String(port), "-k", dir, "-c", "listen_addresses=127.0.0.1",
       "-c", "fsync=off", "-c", `synchronous_commit=${options.durableCommits === true ? "on" : "off"}`, "-c", "full_page_writes=off",
+      ...tlsArgs,
     ]);
     child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
     child.stdout?.on("data", (d: Buffer) => void (output += d.toString()));

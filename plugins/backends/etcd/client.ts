@@ -1,11 +1,10 @@
 // A small etcd v3 client over @grpc/grpc-js: the unary calls and the two streams this backend
 // uses, with a deadline on every call, endpoint failover, and user/password authentication.
 // Both gRPC packages are imported when a backend is created, never at a descriptor's load.
-import { readFile } from "node:fs/promises";
 import type * as Grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import { LockhostError } from "../../../kit/index.js";
-import type { EtcdConfig } from "./config.js";
+import { LockhostError, readTlsFiles, type TlsFiles } from "../../../kit/index.js";
+import { etcdTlsOn, type EtcdConfig } from "./config.js";
 import { etcdError, isExpiredToken, isUnreachable } from "./errors.js";
 import type { LeaseGrantResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse } from "./messages.js";
 import { ETCD_PROTO } from "./proto.js";
@@ -29,12 +28,15 @@ export class EtcdClient {
   readonly #members: Member[];
   readonly #config: EtcdConfig;
   readonly #log: Logger;
+  /** The TLS files (https:// endpoints), for messages about a refused handshake. */
+  readonly #tls: TlsFiles | undefined;
   #current = 0;
   #token: Promise<string> | undefined;
   #closed = false;
   readonly #failoverListeners: (() => void)[] = [];
 
-  private constructor(grpc: typeof Grpc, members: Member[], config: EtcdConfig, log: Logger) {
+  private constructor(grpc: typeof Grpc, members: Member[], config: EtcdConfig, log: Logger, tls: TlsFiles | undefined) {
+    this.#tls = tls;
     this.#grpc = grpc;
     this.#members = members;
     this.#config = config;
@@ -46,8 +48,11 @@ export class EtcdClient {
     const [grpc, loader] = await Promise.all([importClient<typeof Grpc>("@grpc/grpc-js"), importClient<typeof import("@grpc/proto-loader")>("@grpc/proto-loader")]);
     const definition = loader.fromJSON(ETCD_PROTO as never, { keepCase: true, longs: String, enums: String, bytes: Buffer, defaults: true, oneofs: true });
     const pkg = grpc.loadPackageDefinition(definition) as unknown as { etcdserverpb: Record<ServiceName, new (address: string, creds: Grpc.ChannelCredentials, options: object) => ServiceClient> };
-    const credentials = await credentialsFor(grpc, config);
+    const tls = etcdTlsOn(config) ? readTlsFiles("[locking.etcd]", config) : undefined;
+    const credentials = tls ? grpc.credentials.createSsl(tls.ca ?? null, tls.key ?? null, tls.cert ?? null) : grpc.credentials.createInsecure();
     const options = {
+      // The name the members' certificates must carry, in place of the endpoint's host.
+      ...(tls?.servername !== undefined && { "grpc.ssl_target_name_override": tls.servername, "grpc.default_authority": tls.servername }),
       // Pings find a dead connection under an idle stream; etcd refuses pings more often than every 5 s.
       "grpc.keepalive_time_ms": 5_000,
       "grpc.keepalive_timeout_ms": Math.max(1_000, config.commandTimeoutMs),
@@ -62,7 +67,7 @@ export class EtcdClient {
       const make = (name: ServiceName): ServiceClient => new pkg.etcdserverpb[name](address, credentials, { ...options, channelOverride: channel });
       return { address: endpoint, services: { KV: make("KV"), Lease: make("Lease"), Watch: make("Watch"), Auth: make("Auth"), Maintenance: make("Maintenance") } };
     });
-    return new EtcdClient(grpc, members, config, log);
+    return new EtcdClient(grpc, members, config, log, tls);
   }
 
   /** How messages name the cluster: the endpoint in use. */
@@ -148,7 +153,7 @@ export class EtcdClient {
           if (member === this.#current) this.failover();
           if (--attempts > 0) continue;
         }
-        throw etcdError(err, `etcd at ${this.#members[member]!.address}`, timeoutMs, what);
+        throw etcdError(err, `etcd at ${this.#members[member]!.address}`, timeoutMs, what, this.#tls);
       }
     }
   }
@@ -175,7 +180,7 @@ export class EtcdClient {
       return res.token;
     })().catch((err: unknown) => {
       this.#token = undefined;
-      throw etcdError(err, this.server, this.#config.commandTimeoutMs, "authentication");
+      throw etcdError(err, this.server, this.#config.commandTimeoutMs, "authentication", this.#tls);
     });
     return this.#token;
   }
@@ -201,20 +206,4 @@ async function importClient<T>(name: string): Promise<T> {
     }
     throw err;
   }
-}
-
-/** Plain text for http:// endpoints; TLS (with the configured CA and client certificate) for https://. */
-async function credentialsFor(grpc: typeof Grpc, config: EtcdConfig): Promise<Grpc.ChannelCredentials> {
-  const tls = config.endpoints.some((e) => e.startsWith("https:"));
-  if (!tls) return grpc.credentials.createInsecure();
-  const read = async (file: string, key: string): Promise<Buffer | null> => {
-    if (file === "") return null;
-    try {
-      return await readFile(file);
-    } catch (err) {
-      throw new LockhostError("BACKEND_UNAVAILABLE", `[locking.etcd] ${key} ${file} cannot be read: ${(err as Error).message}`, { details: { permanent: 1 } });
-    }
-  };
-  const [ca, key, cert] = await Promise.all([read(config.caFile, "ca_file"), read(config.keyFile, "key_file"), read(config.certFile, "cert_file")]);
-  return grpc.credentials.createSsl(ca, key, cert);
 }

@@ -1,20 +1,18 @@
 // `[locking.etcd]`: every field declared once; the host's config reader, the defaults and the
 // README's config reference come from this schema.
-import { completeDefaultsOf, field, table } from "../../../kit/index.js";
+import { completeDefaultsOf, field, table, tlsFields, tlsProblem, type TlsConfig } from "../../../kit/index.js";
 
-/** `[locking.etcd]` */
-export interface EtcdConfig {
+/**
+ * `[locking.etcd]`. The TLS fields (kit/tls.ts) apply to every member; https:// endpoints turn
+ * TLS on. Absent in a config built in code means off / empty.
+ */
+export interface EtcdConfig extends Partial<TlsConfig> {
   /** Client URLs of the cluster's members (http:// or https://, all the same); the client fails over in order. */
   readonly endpoints: readonly string[];
   /** Empty: no authentication. */
   readonly username: string;
   /** Never logged. */
   readonly password: string;
-  /** https endpoints: the CA that signed the members' certificates (empty: the system's). */
-  readonly caFile: string;
-  /** https endpoints with client certificates: this host's certificate and key (both or neither). */
-  readonly certFile: string;
-  readonly keyFile: string;
   /** Prepended to every key this backend writes. */
   readonly keyPrefix: string;
   /** Longest the host's start and health checks wait for a member to answer. */
@@ -54,9 +52,6 @@ export const etcdConfigSchema = table<EtcdConfig>({
     }),
     username: field.string({ default: "", doc: "etcd user (empty: no authentication)" }),
     password: field.secret({ default: "", doc: "the user's password; never logged" }),
-    caFile: field.string({ default: "", doc: "https: CA certificate file (PEM); empty: the system's CAs" }),
-    certFile: field.string({ default: "", doc: "https: client certificate file (PEM), with key_file" }),
-    keyFile: field.string({ default: "", doc: "https: client key file (PEM), with cert_file" }),
     keyPrefix: field.string({ default: "lockhost/", nonEmpty: true, doc: "prepended to every key" }),
     dialTimeoutMs: field.int({ default: 5_000, min: 1, max: 600_000, unit: "ms", doc: "longest the start and health checks wait for a member" }),
     commandTimeoutMs: field.int({ default: 2_000, min: 1, max: 600_000, unit: "ms", doc: "longest a lock call waits on etcd before BACKEND_UNAVAILABLE" }),
@@ -64,8 +59,18 @@ export const etcdConfigSchema = table<EtcdConfig>({
       default: 2_000, min: 200, max: 600_000, unit: "ms",
       doc: "how far leases are kept ahead of their locks: a dead host's lock lasts at most TTL + this, in whole seconds",
     }),
+    ...tlsFields("https:// endpoints"),
+  },
+  check: (c) => {
+    if (c.tls === true && !etcdTlsOn(c)) return { key: "endpoints", problem: "are http://, but tls = true: write them as https://" };
+    return tlsProblem(c, etcdTlsOn(c), "https:// endpoints");
   },
 });
+
+/** Whether the members are reached over TLS: https:// endpoints (all alike). */
+export function etcdTlsOn(c: Pick<EtcdConfig, "endpoints">): boolean {
+  return c.endpoints.some((e) => e.startsWith("https:"));
+}
 
 /** `[locking.etcd]` as a config that leaves it out gets it: every field at its default. */
 export const etcdDefaults: Readonly<EtcdConfig> = completeDefaultsOf(etcdConfigSchema);

@@ -2,7 +2,7 @@
 // in operator terms and names the endpoint: BACKEND_UNAVAILABLE (with `permanent` where retrying
 // cannot help: wrong credentials, no permission, a TLS file that cannot be read) or
 // INVALID_ARGUMENT (a request etcd refuses for its size).
-import { LockhostError } from "../../../kit/index.js";
+import { LockhostError, tlsRefusal, type TlsFiles } from "../../../kit/index.js";
 
 /** gRPC status codes this file tells apart (grpc-js's `status` enum, without importing it). */
 const GRPC = { CANCELLED: 1, DEADLINE_EXCEEDED: 4, PERMISSION_DENIED: 7, UNAVAILABLE: 14, UNAUTHENTICATED: 16 } as const;
@@ -37,7 +37,7 @@ export function isUnreachable(err: unknown): boolean {
 }
 
 /** The LockhostError for a failed call to `server` ("etcd at http://127.0.0.1:2379"). */
-export function etcdError(err: unknown, server: string, commandTimeoutMs: number, what = "the request"): LockhostError {
+export function etcdError(err: unknown, server: string, commandTimeoutMs: number, what = "the request", tls?: TlsFiles): LockhostError {
   if (err instanceof LockhostError) return err;
   const code = (err as GrpcError)?.code;
   const text = detailsOf(err);
@@ -48,7 +48,11 @@ export function etcdError(err: unknown, server: string, commandTimeoutMs: number
   if (code === GRPC.DEADLINE_EXCEEDED) {
     return new LockhostError("BACKEND_UNAVAILABLE", `${server} did not answer within ${commandTimeoutMs} ms (command_timeout_ms); ${what} may still have been applied`);
   }
-  if (code === GRPC.UNAVAILABLE) return new LockhostError("BACKEND_UNAVAILABLE", `${server} is not reachable: ${text}`);
+  if (code === GRPC.UNAVAILABLE) {
+    // gRPC passes on a refused handshake as text only ("No connection established. Last error: ...").
+    const refused = tls ? tlsRefusal(text, tls, "[locking.etcd]") : undefined;
+    return new LockhostError("BACKEND_UNAVAILABLE", refused ? `${server}: ${refused}` : `${server} is not reachable: ${text}`);
+  }
   if (code === GRPC.CANCELLED) return new LockhostError("BACKEND_UNAVAILABLE", `the call to ${server} was cancelled (closing or connection lost): ${text}`);
   return new LockhostError("BACKEND_UNAVAILABLE", `${server}: ${text}`);
 }

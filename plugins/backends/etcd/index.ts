@@ -4,7 +4,7 @@
 // wake on one watch over the prefix (watcher.ts); locks ride on this host's leases, one per TTL
 // class (leases.ts), and end at their own TTL by this host's timer (held.ts).
 import type { Logger } from "pino";
-import { LOCK_KINDS, StepsByKind } from "../../../kit/index.js";
+import { LOCK_KINDS, markPermanent, StepsByKind, TLS_REFUSED_PATTERN } from "../../../kit/index.js";
 import type { KindSteps, LockBackend, LockKind } from "../../../kit/index.js";
 import { EtcdClient } from "./client.js";
 import type { EtcdConfig } from "./config.js";
@@ -62,8 +62,13 @@ export class EtcdBackend implements LockBackend {
     if (missed !== undefined) this.#missedListeners.push(missed);
   }
 
+  /** A status request (LockBackend.ping); a refused TLS handshake is permanent (errors.ts says so for refused credentials). */
   async ping(): Promise<void> {
-    await this.#client.status();
+    try {
+      await this.#client.status();
+    } catch (err) {
+      throw markPermanent(err, TLS_REFUSED_PATTERN);
+    }
   }
 
   /** Revokes this host's leases (whatever it still holds is freed at once) and closes the connections. */

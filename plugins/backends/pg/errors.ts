@@ -1,7 +1,7 @@
 // How driver and server errors become LockhostErrors: which ones end a session, and messages
 // that say what failed where, without ever carrying the connection password.
 import pg from "pg";
-import { LockhostError } from "../../../kit/index.js";
+import { LockhostError, tlsRefusal, type TlsFiles } from "../../../kit/index.js";
 
 /** What an error message may say about the server, fixed per backend. */
 export interface ErrorContext {
@@ -11,6 +11,10 @@ export interface ErrorContext {
   readonly commandTimeoutMs: number;
   /** Removes secrets from any text before it leaves the backend. */
   readonly scrub: (text: string) => string;
+  /** Whether connections use TLS (a refused handshake is then told as such). */
+  readonly tls?: boolean;
+  /** The TLS files, when the fields set them (for messages). */
+  readonly tlsFiles?: TlsFiles | undefined;
 }
 
 /** The error of any call on a closed backend. */
@@ -56,6 +60,8 @@ function describe(err: unknown, what: string, ctx: ErrorContext): string {
         return `${where}: ${what} failed: ${err.message} (SQLSTATE ${err.code ?? "unknown"})`;
     }
   }
+  const refused = ctx.tls ? tlsRefusal(err, ctx.tlsFiles, "[locking.pg]") : undefined;
+  if (refused) return `${where}: ${refused}`;
   const message = err instanceof Error ? err.message : String(err);
   if (message === "Query read timeout") {
     return `${where} did not answer ${what} within commandTimeoutMs (${ctx.commandTimeoutMs} ms); the session was closed`;

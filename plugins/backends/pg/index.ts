@@ -41,8 +41,8 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type pg from "pg";
 import type { Logger } from "pino";
-import type { PgConfig } from "./config.js";
-import { markPermanent, redactUrlSecrets, ReleaseListeners, scrubberFor } from "../../../kit/index.js";
+import { pgTlsFields, pgTlsOn, withoutSslParams, type PgConfig } from "./config.js";
+import { markPermanent, maskUrl, readTlsFiles, ReleaseListeners, scrubberFor, tlsOptionsOf, TLS_REFUSED_PATTERN } from "../../../kit/index.js";
 
 const PING = { name: "lockhost_ping", text: "SELECT 1" };
 /**
@@ -50,7 +50,7 @@ const PING = { name: "lockhost_ping", text: "SELECT 1" };
  * 3D000 (no such database), answers of the server itself. A host name that does not resolve is
  * not among them: it may resolve soon (a Kubernetes service not up yet).
  */
-const PG_PERMANENT = /SQLSTATE (28P01|28000|3D000)|password authentication failed|no pg_hba\.conf entry|database "[^"]*" does not exist/i;
+const PG_PERMANENT = new RegExp(`SQLSTATE (28P01|28000|3D000)|password authentication failed|no pg_hba\\.conf entry|database "[^"]*" does not exist|${TLS_REFUSED_PATTERN.source}`, "i");
 import type { MutexAcquireRequest, MutexAcquireResult, MutexHandoffResult, ListRequest, LockBackend, LockPage, LockRecord, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult, KindSteps, LockKind, MutexStore } from "../../../kit/index.js";
 import { LOCK_KINDS, StepsByKind } from "../../../kit/index.js";
 import { acquire, type AcquireContext } from "./acquire.js";
@@ -130,13 +130,17 @@ export class PgBackend implements LockBackend, MutexStore {
   constructor(config: PgConfig, log: Logger, options: PgBackendOptions = {}) {
     const timeout = config.commandTimeoutMs;
     const scrub = scrubberFor(config.url);
-    const errors = { target: redactUrlSecrets(config.url), commandTimeoutMs: timeout, scrub };
+    // TLS from the fields: files read once, here; the url's own TLS parameters (only those that
+    // agree, config.ts) are removed, since node-postgres would let them replace these settings.
+    const tlsFiles = pgTlsFields(config) ? readTlsFiles("[locking.pg]", config) : undefined;
+    const errors = { target: maskUrl(config.url), commandTimeoutMs: timeout, scrub, tls: tlsFiles !== undefined || pgTlsOn(config), tlsFiles };
     const sql = statementsFor(config.table);
     const tables = new Tables(sql, errors, log);
     const applicationName = options.applicationName ?? `lockhost:${process.pid}`;
     // Settings of every connection: the sessions' and the listener's.
     const connection = {
-      connectionString: config.url,
+      connectionString: tlsFiles ? withoutSslParams(config.url) : config.url,
+      ...(tlsFiles && { ssl: tlsOptionsOf(tlsFiles) }),
       connectionTimeoutMillis: timeout,
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,

@@ -19,9 +19,10 @@
 // no node answers. ioredis drops a failed node's connection and opens a new one on the next
 // call for one of its slots (a call then waits for that attempt, at most commandTimeoutMs;
 // connect.ts says why the cluster client's own queue stays on for that).
+import type { ConnectionOptions } from "node:tls";
 import type { Logger } from "pino";
-import type { RedisConfig } from "./config.js";
-import { LockhostError, type Scrubber, scrubberFor } from "../../../kit/index.js";
+import { redisTlsOn, type RedisConfig } from "./config.js";
+import { LockhostError, maskUrl, readTlsFiles, type Scrubber, scrubberFor, tlsOptionsOf, tlsRefusal, type TlsConfig, type TlsFiles } from "../../../kit/index.js";
 import { createClient, type LockClient } from "./connect.js";
 import { backendError, unreachableMessage, type ErrorContext } from "./errors.js";
 import { warnIfEvictingFences } from "./policy.js";
@@ -57,6 +58,9 @@ export class RedisConnection {
   readonly redis: LockClient;
   /** The server's URL (a cluster's: its seed's) with its password masked: the only form that is logged or quoted. */
   readonly url: string;
+  /** The TLS options of every connection (the subscriber's too) when [locking.redis] sets any; files read once, here. */
+  readonly tls: ConnectionOptions | undefined;
+  readonly #tlsFiles: TlsFiles | undefined;
   /** How log lines name what they are about. */
   readonly #kind: "redis" | "redis cluster";
   /** `${kind} at ${url}`: how messages name the server. */
@@ -87,11 +91,13 @@ export class RedisConnection {
   /**
    * Starts connecting in the background; never throws for an unreachable server.
    * @throws LockhostError CONFIG_INVALID for a URL ioredis cannot parse, or (cluster) one that
-   *   cannot seed a cluster.
+   *   cannot seed a cluster, or a TLS file that cannot be read.
    */
-  constructor(config: Pick<RedisConfig, "url" | "commandTimeoutMs" | "cluster">, log: Logger) {
+  constructor(config: Pick<RedisConfig, "url" | "commandTimeoutMs" | "cluster"> & Partial<TlsConfig>, log: Logger) {
     this.#scrub = scrubberFor(config.url);
-    this.url = this.#scrub(config.url);
+    this.url = this.#scrub(maskUrl(config.url));
+    this.#tlsFiles = redisTlsOn(config) ? readTlsFiles("[locking.redis]", config) : undefined;
+    this.tls = this.#tlsFiles && tlsOptionsOf(this.#tlsFiles);
     this.#cluster = config.cluster === true;
     this.#kind = this.#cluster ? "redis cluster" : "redis";
     this.#server = `${this.#kind} at ${this.url}`;
@@ -99,7 +105,7 @@ export class RedisConnection {
     this.#timeoutMs = config.commandTimeoutMs;
     let client: LockClient;
     try {
-      client = createClient(config, this.url);
+      client = createClient(config, this.url, this.tls);
     } catch (err) {
       if (err instanceof LockhostError) throw err;
       // Only a malformed URL gets here; its message may quote the URL.
@@ -267,6 +273,12 @@ export class RedisConnection {
     }
   };
 
+  /** The message of a client error, a refused TLS handshake told as such. */
+  #describe(err: unknown): string {
+    const tlsOn = this.#tlsFiles !== undefined || /^rediss:/i.test(this.url);
+    return errorText(err, (e) => (tlsOn ? tlsRefusal(e, this.#tlsFiles, "[locking.redis]") : undefined));
+  }
+
   /** Every dropped connection and every failed attempt ends in 'close'. */
   readonly #onClose = (): void => {
     if (this.#refused !== undefined) return;
@@ -293,7 +305,7 @@ export class RedisConnection {
    * as its reason.
    */
   readonly #onError = (err: unknown): void => {
-    const message = this.#scrub(errorText(err));
+    const message = this.#scrub(this.#describe(err));
     this.#lastError = message;
     if (NO_SUCH_DATABASE.test(message)) return this.#refuse(this.#noSuchDatabase(message));
     if (this.#refused !== undefined) return;
@@ -328,7 +340,7 @@ export class RedisConnection {
    */
   readonly #onNodeError = (err: unknown, node: unknown): void => {
     if (this.#state === "closed") return;
-    const message = this.#scrub(`${String(node)}: ${errorText(err)}`);
+    const message = this.#scrub(`${String(node)}: ${this.#describe(err)}`);
     this.#lastError = message;
     this.#log.debug({ url: this.url, node: String(node), error: message }, `redis cluster node error: ${message}`);
   };
@@ -337,12 +349,14 @@ export class RedisConnection {
 /**
  * An error's message. A cluster client that reached none of its nodes says only "Failed to
  * refresh slots cache."; the reason is on its `lastNodeError` (ioredis does not export the
- * class), and is told here in operator terms.
+ * class), and is told here in operator terms. A refused TLS handshake says who refused and
+ * which option to check (`tls`: how, see kit/tls.ts).
  */
-function errorText(err: unknown): string {
+function errorText(err: unknown, tls: (err: unknown) => string | undefined): string {
   if (!(err instanceof Error)) return String(err);
   const last: unknown = (err as { lastNodeError?: unknown }).lastNodeError;
-  return last instanceof Error ? `no node answered CLUSTER SLOTS (last node error: ${last.message})` : err.message;
+  if (last instanceof Error) return `no node answered CLUSTER SLOTS (last node error: ${tls(last) ?? last.message})`;
+  return tls(err) ?? err.message;
 }
 
 function noop(): void {}

@@ -1,9 +1,12 @@
 // `[locking.redis]`: every field declared once; the host's config reader, the defaults and the
 // README's config reference come from this schema.
-import { completeDefaultsOf, field, table } from "../../../kit/index.js";
+import { completeDefaultsOf, field, table, tlsFields, tlsProblem, type TlsConfig } from "../../../kit/index.js";
 
-/** `[locking.redis]` */
-export interface RedisConfig {
+/**
+ * `[locking.redis]`. The TLS fields (kit/tls.ts) apply to the one server or to every node of a
+ * cluster; absent in a config built in code means off / empty.
+ */
+export interface RedisConfig extends Partial<TlsConfig> {
   /** May carry a password; never logged. */
   readonly url: string;
   /** Prepended to every Redis key; never contains `{` or `}` (the hash tag is the lock name). */
@@ -53,8 +56,15 @@ export const redisConfigSchema = table<RedisConfig>({
     }),
     reclaimOwnLocks: field.bool({ default: false, doc: "a restarted node takes back its own stale locks at once" }),
     cluster: field.bool({ default: false, doc: "true: url is a seed node of a Redis Cluster" }),
+    ...tlsFields("a rediss:// url"),
   },
+  check: (c) => tlsProblem(c, redisTlsOn(c), "use a rediss:// url"),
 });
+
+/** Whether the backend connects over TLS: `tls = true` or a rediss:// url. */
+export function redisTlsOn(c: Pick<RedisConfig, "url" | "tls">): boolean {
+  return c.tls === true || /^rediss:/i.test(c.url);
+}
 
 /** `[locking.redis]` as a config that leaves it out gets it: every field at its default. */
 export const redisDefaults: Readonly<RedisConfig> = completeDefaultsOf(redisConfigSchema);

@@ -2,6 +2,7 @@
 // when `[locking.redis] cluster = true`. Both are tuned to the same rule (see client.ts): a lock
 // call never waits on a dead server for long and a command whose connection died is never
 // sent again, while the client keeps reconnecting by itself.
+import type { ConnectionOptions } from "node:tls";
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
 import type { RedisConfig } from "./config.js";
 import { defineLockCommands, type LockCommands } from "./scripts.js";
@@ -47,8 +48,11 @@ const reconnectOnReadonly = (err: Error): boolean => err.message.startsWith("REA
  * server's lock connection replaces commandTimeout and socketTimeout by a watchdog
  * (stall-watch.ts) that does the same with one timer.
  */
-function connectionOptions(config: Pick<RedisConfig, "commandTimeoutMs">) {
+function connectionOptions(config: Pick<RedisConfig, "commandTimeoutMs">, tls: ConnectionOptions | undefined) {
   return {
+    // TLS from [locking.redis] (its files read once at start, client.ts); undefined: plain TCP,
+    // unless the url is rediss:// (ioredis then uses TLS with the system's CAs).
+    ...(tls && { tls }),
     lazyConnect: true, // listeners first: an 'error' without one would go to console.error
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
@@ -64,18 +68,44 @@ function connectionOptions(config: Pick<RedisConfig, "commandTimeoutMs">) {
 /**
  * The client for `config`, not yet connected (call connect() once listeners are on).
  * @param shown the URL with its password masked, for errors.
+ * @param tls the TLS options of every connection, when TLS is on (client.ts tlsOf).
  * @throws for a URL ioredis cannot parse; LockhostError CONFIG_INVALID for a URL that cannot
  *   seed a cluster.
  */
-export function createClient(config: Pick<RedisConfig, "url" | "commandTimeoutMs" | "cluster">, shown: string): LockClient {
-  const client = config.cluster ? clusterClient(config, shown) : singleClient(config);
-  return defineQueueCommands(defineLockCommands(client));
+export function createClient(config: Pick<RedisConfig, "url" | "commandTimeoutMs" | "cluster">, shown: string, tls?: ConnectionOptions): LockClient {
+  const client = config.cluster ? clusterClient(config, shown, tls) : singleClient(config, tls);
+  return defineQueueCommands(defineLockCommands(guardSocketErrors(client)));
 }
 
+/**
+ * ioredis listens to a socket's 'error' only once, but a TLS socket can emit two (a server that
+ * refuses the client's certificate under TLS 1.3: the write fails with ECONNRESET, then the read
+ * finds its alert), and an 'error' without a listener ends the process. Every socket of
+ * `client` (of each node, on a cluster) gets a listener of its own as its connector makes it;
+ * ioredis still hears the first error and reconnects as usual.
+ */
+function guardSocketErrors<C extends Redis | Cluster>(client: C): C {
+  const guard = (redis: Redis): void => {
+    const connector = (redis as unknown as { connector?: { connect?: (...args: unknown[]) => Promise<NodeJS.EventEmitter> } }).connector;
+    const connect = connector?.connect?.bind(connector);
+    if (!connector || !connect) return;
+    connector.connect = async (...args) => {
+      const stream = await connect(...args);
+      stream.on("error", noop);
+      return stream;
+    };
+  };
+  if (client instanceof Cluster) client.on("+node", guard);
+  else guard(client as Redis);
+  return client;
+}
+
+function noop(): void {}
+
 /** One server's client: its commands time out through one watchdog (stall-watch.ts), not a timer each. */
-function singleClient(config: Pick<RedisConfig, "url" | "commandTimeoutMs">): Redis {
+function singleClient(config: Pick<RedisConfig, "url" | "commandTimeoutMs">, tls: ConnectionOptions | undefined): Redis {
   const client = new Redis(config.url, {
-    ...connectionOptions(config),
+    ...connectionOptions(config, tls),
     commandTimeout: undefined,
     socketTimeout: undefined,
     enableOfflineQueue: false,
@@ -94,19 +124,21 @@ function singleClient(config: Pick<RedisConfig, "url" | "commandTimeoutMs">): Re
  * every channel on each reconnect, also those whose SUBSCRIBE failed while Redis was down,
  * which ioredis's autoResubscribe would forget. Not connected yet, like createClient's.
  */
-export function createSubscriber(config: Pick<RedisConfig, "url" | "commandTimeoutMs" | "cluster">, shown: string): Redis | Cluster {
-  if (config.cluster) return clusterClient(config, shown);
-  return new Redis(config.url, {
-    ...connectionOptions(config),
+export function createSubscriber(config: Pick<RedisConfig, "url" | "commandTimeoutMs" | "cluster">, shown: string, tls?: ConnectionOptions): Redis | Cluster {
+  if (config.cluster) return guardSocketErrors(clusterClient(config, shown, tls));
+  return guardSocketErrors(new Redis(config.url, {
+    ...connectionOptions(config, tls),
     socketTimeout: undefined, // a subscriber waits for messages as long as it takes
     connectionName: "lockhost-watch",
     autoResubscribe: false,
     retryStrategy: reconnectDelay,
-  });
+  }));
 }
 
-function clusterClient(config: Pick<RedisConfig, "url" | "commandTimeoutMs">, shown: string): Cluster {
+function clusterClient(config: Pick<RedisConfig, "url" | "commandTimeoutMs">, shown: string, tls: ConnectionOptions | undefined): Cluster {
   const seed = clusterSeed(config.url, shown);
+  // rediss:// without TLS options (a client built in code): TLS with the system's CAs.
+  const nodeTls = tls ?? (seed.tls ? {} : undefined);
   const options: ClusterOptions = {
     lazyConnect: true,
     // Unlike a single server, the cluster client's own queue must stay on: with it off, ioredis
@@ -127,12 +159,11 @@ function clusterClient(config: Pick<RedisConfig, "url" | "commandTimeoutMs">, sh
     slotsRefreshTimeout: Math.max(SLOTS_REFRESH_MIN_MS, config.commandTimeoutMs),
     // Over TLS the seed is reached by its name, not the address it resolves to, so the
     // certificate is checked against the name it was issued for.
-    ...(seed.tls && { dnsLookup: keepHostname }),
+    ...(nodeTls && { dnsLookup: keepHostname }),
     redisOptions: {
-      ...connectionOptions(config),
+      ...connectionOptions(config, nodeTls),
       ...(seed.username !== undefined && { username: seed.username }),
       ...(seed.password !== undefined && { password: seed.password }),
-      ...(seed.tls && { tls: {} }),
     },
   };
   return new Cluster([{ host: seed.host, port: seed.port }], options);

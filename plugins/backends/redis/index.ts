@@ -16,10 +16,13 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Logger } from "pino";
 import type { RedisConfig } from "./config.js";
-import { isPermanent, LockhostError, markPermanent, scrubberFor } from "../../../kit/index.js";
+import { isPermanent, LockhostError, markPermanent, scrubberFor, TLS_REFUSED_PATTERN } from "../../../kit/index.js";
 
-/** Connection errors that retrying cannot cure: credentials refused (not a name that does not resolve yet). */
-const REDIS_PERMANENT = /WRONGPASS|NOAUTH|invalid password|invalid username|NOPERM/i;
+/**
+ * Connection errors that retrying cannot cure: credentials refused, a TLS handshake refused (a
+ * certificate does not fix itself); not a name that does not resolve yet.
+ */
+const REDIS_PERMANENT = new RegExp(`WRONGPASS|NOAUTH|invalid password|invalid username|NOPERM|${TLS_REFUSED_PATTERN.source}`, "i");
 import type {
   MutexAcquireRequest,
   MutexAcquireResult,
@@ -192,7 +195,7 @@ export class RedisBackend implements LockBackend, MutexStore {
     const shown = this.#conn.url;
     this.#flags = new WatchFlags(this.#conn, this.#keys, log);
     this.#watcher = new ReleaseWatcher({
-      create: () => createSubscriber(config, shown),
+      create: () => createSubscriber(config, shown, this.#conn.tls),
       commandTimeoutMs: config.commandTimeoutMs,
       log,
       url: shown,

@@ -13,7 +13,8 @@ import { LockhostError } from "../kit/errors.js";
 import type { LockBackend } from "../kit/backend.js";
 import { LockService } from "./locking/service.js";
 import type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";
-import { prepareGuest } from "./runtime/prepare-guest.js";
+import { prepareGuests } from "./runtime/prepare-guest.js";
+import { GuestPool } from "./runtime/guest-pool.js";
 import type { HostFunctions } from "./runtime/capabilities/functions.js";
 import type { GuestRecorder } from "./runtime/guest-recorder.js";
 import { startGuestInstance } from "./runtime/start-guest.js";
@@ -319,22 +320,35 @@ export function checkFunctionGrants(config: LockhostConfig, functions: HostFunct
 
 /**
  * Starts the guest of one [[plugins]] entry in its runtime, on `locks`, with the host functions
- * it is granted; `recorder` is told of its calls and faults (the host's metrics).
+ * it is granted: a pool of its `instances` (one module, each instance its own memory, handles and
+ * locks); `recorder` is told of every instance's calls and faults (the host's metrics, per plugin).
  */
-export async function startPluginGuest(plugin: PluginConfig, locks: LockService, log: Logger, functions: HostFunctions = {}, recorder?: GuestRecorder): Promise<GuestInstance> {
-  const shell = await prepareGuest(locks, log, {
-    plugin: plugin.name,
-    wasm: plugin.wasm,
-    memoryLimitMib: plugin.memoryLimitMib,
-    globalKeys: plugin.globalKeys,
-    wasi: plugin.wasi,
-    functions: plugin.functions,
-    hostFunctions: functions,
-    config: plugin.config,
-    ...(plugin.http && { http: plugin.http }),
-    ...(plugin.logLevel && { logLevel: plugin.logLevel }),
-  });
-  return startGuestInstance({ ...shell, runtime: plugin.runtime, callTimeoutMs: plugin.callTimeoutMs, ...(recorder && { recorder }) });
+export async function startPluginGuest(plugin: PluginConfig, locks: LockService, log: Logger, functions: HostFunctions = {}, recorder?: GuestRecorder): Promise<GuestPool> {
+  const shells = await prepareGuests(
+    locks,
+    log,
+    {
+      plugin: plugin.name,
+      wasm: plugin.wasm,
+      memoryLimitMib: plugin.memoryLimitMib,
+      globalKeys: plugin.globalKeys,
+      wasi: plugin.wasi,
+      functions: plugin.functions,
+      hostFunctions: functions,
+      config: plugin.config,
+      ...(plugin.http && { http: plugin.http }),
+      ...(plugin.logLevel && { logLevel: plugin.logLevel }),
+    },
+    plugin.instances,
+  );
+  const started = await Promise.allSettled(shells.map((shell) => startGuestInstance({ ...shell, runtime: plugin.runtime, callTimeoutMs: plugin.callTimeoutMs, ...(recorder && { recorder }) })));
+  const members = started.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === "rejected");
+  if (failed) {
+    await Promise.all(members.map((m) => m.close()));
+    throw failed.reason;
+  }
+  return new GuestPool(members);
 }
 
 /** A CONFIG_INVALID raised without the file's name, with it in front. */

@@ -1,6 +1,8 @@
-// Runs scheduled exports. With a global hint, a tick runs only on the node that wins the
-// schedule's lock; the lock is then held until half a period after the tick, so a node whose
-// timer fires a little late cannot run the same tick again.
+// Runs scheduled exports. A tick first reserves a free instance of its plugin (none free: it is
+// skipped as an overlap, and takes no lock). With a global hint it then runs only on the node
+// that wins the schedule's lock, and only if the lock is still held, with time left, when the
+// export is entered; the lock is held until half a period after the tick, so a node whose timer
+// fires a little late cannot run the same tick again. A job never runs without its lock.
 import { EventEmitter } from "node:events";
 import type { Logger } from "pino";
 import type { ScheduledConfig } from "../config/types.js";
@@ -8,7 +10,7 @@ import { toLockhostError } from "../../kit/errors.js";
 import { isOutage, type OutageReporter } from "../backend-health.js";
 import type { Lease } from "../locking/lease.js";
 import type { LockService } from "../locking/service.js";
-import type { GuestInstance } from "../runtime/guest-instance.js";
+import type { GuestInstance, GuestReservation } from "../runtime/guest-instance.js";
 import { tickClock, type TickClock } from "./next-tick.js";
 import { Leaders } from "./leaders.js";
 
@@ -20,13 +22,21 @@ export type TickOutcome =
   | "failed"
   /** Another node holds the schedule's lock (leader_only: another node leads). */
   | "skipped_contended"
-  /** The previous tick of this schedule is still running here. */
+  /**
+   * The previous tick of this schedule is still running here, or every instance of its plugin is
+   * busy (`instances`): the tick took no lock.
+   */
   | "skipped_overlap"
+  /**
+   * The schedule lock (or leadership) was lost, or had no time left, when the export was about
+   * to be entered: the export was not called.
+   */
+  | "skipped_lost"
   /** The backend failed; the tick was not run. */
   | "skipped_error";
 
 /** Every TickOutcome, in a record so that a new outcome fails to compile here until listed. */
-export const TICK_OUTCOMES = Object.keys({ ran: 1, failed: 1, skipped_contended: 1, skipped_overlap: 1, skipped_error: 1 } satisfies Record<TickOutcome, 1>) as readonly TickOutcome[];
+export const TICK_OUTCOMES = Object.keys({ ran: 1, failed: 1, skipped_contended: 1, skipped_overlap: 1, skipped_error: 1, skipped_lost: 1 } satisfies Record<TickOutcome, 1>) as readonly TickOutcome[];
 
 /** How many ticks of one schedule had each outcome on this node since its scheduler was made. */
 export type TickCounts = Readonly<Record<TickOutcome, number>>;
@@ -53,17 +63,17 @@ export interface TickEvent {
   readonly runMs?: number;
 }
 
-/** What running a tick's export came to. */
+/** What running a tick's export came to (skipped_lost: it was not entered). */
 interface Invoked {
-  readonly outcome: "ran" | "failed";
-  readonly runMs: number;
+  readonly outcome: "ran" | "failed" | "skipped_lost";
+  readonly runMs?: number;
 }
 
 /** What the scheduler needs from its host. */
 export interface SchedulerDeps {
   /** Where schedule locks are taken (as plugin scope "lockhost"). */
   readonly locks: LockService;
-  /** The running guest instance of a plugin. */
+  /** The running guest of a plugin (its pool of instances): a tick reserves a free one. */
   readonly guest: (plugin: string) => GuestInstance;
   /** Where skipped, failed and contended ticks are logged. */
   readonly log: Logger;
@@ -211,9 +221,14 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       // No lock per tick: the leadership, held in the background, is the schedule's lock (handle 0).
       const leadership = this.#leaders.leadership(electionOf(config));
       if (!leadership) return this.#emit(config.id, tickAtMs, "skipped_contended");
-      return this.#emit(config.id, tickAtMs, await this.#invoke(config, leadership.lease), leadership.term);
+      const instance = this.#reserve(config, tickAtMs);
+      if (!instance) return this.#emit(config.id, tickAtMs, "skipped_overlap");
+      return this.#emit(config.id, tickAtMs, await this.#invoke(config, tickAtMs, instance, leadership.lease), leadership.term);
     }
-    if (!this.#coordinated(config)) return this.#emit(config.id, tickAtMs, await this.#invoke(config));
+    // Before the lock: a tick that could not run now must not hold it (another node may run it).
+    const instance = this.#reserve(config, tickAtMs);
+    if (!instance) return this.#emit(config.id, tickAtMs, "skipped_overlap");
+    if (!this.#coordinated(config)) return this.#emit(config.id, tickAtMs, await this.#invoke(config, tickAtMs, instance));
 
     let lease: Lease | null;
     try {
@@ -226,6 +241,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
         fair: config.fair,
       });
     } catch (err) {
+      instance.cancel();
       const e = toLockhostError(err);
       const { health } = this.#deps;
       if (health && isOutage(e)) {
@@ -238,6 +254,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       return this.#emit(config.id, tickAtMs, "skipped_error");
     }
     if (!lease) {
+      instance.cancel();
       log.info({ schedule: config.id, tickAtMs }, "tick skipped: another node holds the schedule lock");
       return this.#emit(config.id, tickAtMs, "skipped_contended");
     }
@@ -253,7 +270,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     });
     try {
       log.info({ schedule: config.id, tickAtMs, lock: lease.name, fence: lease.fence }, "schedule lock taken; running");
-      invoked = await this.#invoke(config, lease);
+      invoked = await this.#invoke(config, tickAtMs, instance, lease);
     } finally {
       stopWatching();
       // Parked, the lock only has to outlive half a period: it needs no more renewals.
@@ -261,7 +278,22 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       // Whatever happened above, the lock is let go (after half a period).
       this.#park(lease, () => tickAtMs + (state.clock.next(tickAtMs) - tickAtMs) / 2);
     }
-    return this.#emit(config.id, tickAtMs, invoked, lease.fence, lockLost);
+    // Lost before the export was entered: said once, as a tick not run.
+    return this.#emit(config.id, tickAtMs, invoked, lease.fence, lockLost && invoked.outcome !== "skipped_lost");
+  }
+
+  /** A free instance of the tick's plugin, reserved for it; undefined (said) when every one is busy. */
+  #reserve(config: ScheduledConfig, tickAtMs: number): GuestReservation | undefined {
+    const guest = this.#deps.guest(config.plugin);
+    const reserved = guest.reserve();
+    if (reserved) return reserved;
+    // While the backend is down the busy instances most likely wait on it: the outage was said once already.
+    const quiet = this.#deps.health?.up === false;
+    this.#deps.log[quiet ? "debug" : "warn"](
+      { schedule: config.id, tickAtMs, plugin: config.plugin, instances: guest.size },
+      `tick skipped: every instance of plugin ${config.plugin} is busy (instances = ${guest.size}); it took no lock. More instances let its schedules run beside each other`,
+    );
+    return undefined;
   }
 
   /** Whether a schedule's ticks go through its lock (prefer_global falls back once, loudly). */
@@ -278,13 +310,18 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     return false;
   }
 
-  async #invoke(config: ScheduledConfig, scheduleLease?: Lease): Promise<Invoked> {
+  /** Calls the tick's export on its reserved instance (under `scheduleLease`, checked at entry). */
+  async #invoke(config: ScheduledConfig, tickAtMs: number, instance: GuestReservation, scheduleLease?: Lease): Promise<Invoked> {
     const started = performance.now();
     try {
-      await this.#deps.guest(config.plugin).call(config.export, [], scheduleLease && { scheduleLease });
+      await instance.call(config.export, [], scheduleLease && { scheduleLease });
       return { outcome: "ran", runMs: performance.now() - started };
     } catch (err) {
       const e = toLockhostError(err);
+      if (e.code === "LOST" && e.details?.entered === 0) {
+        this.#deps.log.error({ schedule: config.id, tickAtMs, lock: scheduleLease?.name, fence: scheduleLease?.fence, err: e.message }, "tick not run: its schedule lock was gone when the job was to start");
+        return { outcome: "skipped_lost" };
+      }
       this.#deps.log.error({ schedule: config.id, code: e.code, err: e.message }, "scheduled call failed");
       return { outcome: "failed", runMs: performance.now() - started };
     }

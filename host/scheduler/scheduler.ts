@@ -9,6 +9,7 @@ import type { ScheduledConfig } from "../config/types.js";
 import { toLockhostError } from "../../kit/errors.js";
 import { isOutage, type OutageReporter } from "../backend-health.js";
 import type { Lease } from "../locking/lease.js";
+import { qualify } from "../locking/scope.js";
 import type { LockService } from "../locking/service.js";
 import type { GuestInstance, GuestReservation } from "../runtime/guest-instance.js";
 import { tickClock, type TickClock } from "./next-tick.js";
@@ -101,6 +102,15 @@ export const electionOf = (config: ScheduledConfig): string => config.election ?
 
 /** The lock name a schedule's ticks are coordinated on. */
 export const scheduleLockKey = (id: string): string => `schedule:${id}`;
+
+/** The full name of schedule `id`'s lock, as status and the logs show it: "lockhost:schedule:<id>". */
+export const scheduleLockName = (id: string): string => qualify(scheduleLockKey(id), { plugin: "lockhost" });
+
+/** The schedule id whose lock `name` (a full lock name) is, or undefined when it is no schedule's lock. */
+export function scheduleOfLock(name: string): string | undefined {
+  const prefix = scheduleLockName("");
+  return name.startsWith(prefix) && name.length > prefix.length ? name.slice(prefix.length) : undefined;
+}
 
 /** Fires every configured schedule; emits "tick" with a TickEvent. */
 export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {

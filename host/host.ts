@@ -1,6 +1,6 @@
-// The host: wires a validated config to one LockService (shared by every guest), one guest
-// instance per plugin, and the scheduler. Embedders use it directly; the CLI's `run` is a
-// thin wrapper around it.
+// The host: wires a validated config to one LockService (shared by every guest), one pool of
+// guest instances per plugin (`instances`, default 1), and the scheduler. Embedders use it
+// directly; the CLI's `run` is a thin wrapper around it.
 import { pino, type Logger } from "pino";
 import { ActivityFeed } from "./admin/feed.js";
 import { BackendHealth } from "./backend-health.js";
@@ -169,7 +169,7 @@ export class Host {
     return host;
   }
 
-  /** The running instance of `plugin`. */
+  /** The running guest of `plugin`: its pool of `instances` (size 1 by default); a call takes a free instance. */
   guest(plugin: string): GuestInstance {
     return guestOf(this.#guests, plugin);
   }

@@ -92,6 +92,32 @@ interface State {
   timer?: NodeJS.Timeout;
   /** The running tick; never rejects. */
   running?: Promise<void>;
+  /** Ticks skipped in a row for want of a free instance: the first is said at warn, the rest at debug. */
+  busySkips: number;
+}
+
+/**
+ * A free instance of `guest` reserved now, or as soon as one is free within `waitMs`; undefined
+ * when none is by then, or when `signal` aborts first.
+ */
+function reserveWithin(guest: GuestInstance, waitMs: number, signal: AbortSignal): Promise<GuestReservation | undefined> {
+  const now = guest.reserve();
+  if (now || !(waitMs > 0) || signal.aborted) return Promise.resolve(now);
+  return new Promise((resolve) => {
+    const done = (r: GuestReservation | undefined): void => {
+      clearTimeout(timer);
+      stopListening();
+      signal.removeEventListener("abort", abort);
+      resolve(r);
+    };
+    const abort = (): void => done(undefined);
+    const stopListening = guest.onFree(() => {
+      const r = guest.reserve();
+      if (r) done(r);
+    });
+    const timer = setTimeout(() => done(guest.reserve()), waitMs);
+    signal.addEventListener("abort", abort, { once: true });
+  });
 }
 
 /** The longest delay setTimeout honours. */
@@ -122,13 +148,17 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   #warnedLocal = false;
   /** The campaigns of leader_only schedules. */
   readonly #leaders: Leaders;
+  /** Ends the waits of ticks for a free instance when the scheduler stops. */
+  #stopping = new AbortController();
+  /** Per plugin, ticks holding a reserved instance while they wait for the backend to give their lock. */
+  readonly #locking = new Map<string, number>();
   /** Ticks by schedule and outcome: an outage's skips are counted here rather than logged one by one. */
   readonly #counts = new Map<string, Record<TickOutcome, number>>();
 
   constructor(schedules: readonly ScheduledConfig[], deps: SchedulerDeps) {
     super();
     this.#deps = deps;
-    this.#states = schedules.map((config) => ({ config, clock: tickClock(config.schedule) }));
+    this.#states = schedules.map((config) => ({ config, clock: tickClock(config.schedule), busySkips: 0 }));
     for (const { id } of schedules) this.#counts.set(id, Object.fromEntries(TICK_OUTCOMES.map((o) => [o, 0])) as Record<TickOutcome, number>);
     this.#leaders = new Leaders(deps.locks, deps.log, deps.health);
   }
@@ -142,6 +172,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   start(): void {
     if (this.#started) return;
     this.#started = true;
+    if (this.#stopping.signal.aborted) this.#stopping = new AbortController();
     this.#leaders.start(this.#states.filter((s) => s.config.hint === "leader_only").map(({ config }) => ({ name: electionOf(config), ttlMs: config.ttlMs, plugin: config.plugin })));
     for (const state of this.#states) this.#arm(state, Date.now());
   }
@@ -149,6 +180,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   /** Stops firing new ticks; running ticks go on (see idle()). Leaderships are kept until releaseParked(). */
   stop(): void {
     this.#started = false;
+    this.#stopping.abort();
     for (const state of this.#states) clearTimeout(state.timer);
   }
 
@@ -231,16 +263,17 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       // No lock per tick: the leadership, held in the background, is the schedule's lock (handle 0).
       const leadership = this.#leaders.leadership(electionOf(config));
       if (!leadership) return this.#emit(config.id, tickAtMs, "skipped_contended");
-      const instance = this.#reserve(config, tickAtMs);
+      const instance = await this.#reserve(state, tickAtMs);
       if (!instance) return this.#emit(config.id, tickAtMs, "skipped_overlap");
       return this.#emit(config.id, tickAtMs, await this.#invoke(config, tickAtMs, instance, leadership.lease), leadership.term);
     }
     // Before the lock: a tick that could not run now must not hold it (another node may run it).
-    const instance = this.#reserve(config, tickAtMs);
+    const instance = await this.#reserve(state, tickAtMs);
     if (!instance) return this.#emit(config.id, tickAtMs, "skipped_overlap");
     if (!this.#coordinated(config)) return this.#emit(config.id, tickAtMs, await this.#invoke(config, tickAtMs, instance));
 
     let lease: Lease | null;
+    this.#locking.set(config.plugin, (this.#locking.get(config.plugin) ?? 0) + 1);
     try {
       lease = await locks.tryLock(scheduleLockKey(config.id), {
         ttlMs: config.ttlMs,
@@ -262,6 +295,8 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
         log.error({ schedule: config.id, tickAtMs, code: e.code, err: e.message }, "tick skipped: the schedule lock could not be taken");
       }
       return this.#emit(config.id, tickAtMs, "skipped_error");
+    } finally {
+      this.#locking.set(config.plugin, this.#locking.get(config.plugin)! - 1);
     }
     if (!lease) {
       instance.cancel();
@@ -292,13 +327,29 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     return this.#emit(config.id, tickAtMs, invoked, lease.fence, lockLost && invoked.outcome !== "skipped_lost");
   }
 
-  /** A free instance of the tick's plugin, reserved for it; undefined (said) when every one is busy. */
-  #reserve(config: ScheduledConfig, tickAtMs: number): GuestReservation | undefined {
+  /**
+   * A free instance of the tick's plugin, reserved for it. Ticks that fire together on one plugin
+   * take turns: a tick waits for an instance up to a quarter of its period after its fire time
+   * (never holding its lock meanwhile; well inside the half period a winner keeps the lock, so a
+   * late start cannot run a tick twice). None by then, or the scheduler stopped: undefined, said.
+   */
+  async #reserve(state: State, tickAtMs: number): Promise<GuestReservation | undefined> {
+    const { config } = state;
     const guest = this.#deps.guest(config.plugin);
-    const reserved = guest.reserve();
-    if (reserved) return reserved;
-    // While the backend is down the busy instances most likely wait on it: the outage was said once already.
-    const quiet = this.#deps.health?.up === false;
+    let waitMs: number;
+    try {
+      waitMs = tickAtMs + (state.clock.next(tickAtMs) - tickAtMs) / 4 - Date.now();
+    } catch {
+      waitMs = 0;
+    }
+    const reserved = await reserveWithin(guest, waitMs, this.#stopping.signal);
+    if (reserved) {
+      state.busySkips = 0;
+      return reserved;
+    }
+    // Said once per run of skips; quiet when the backend is down, or when the busy instance is
+    // held by a tick waiting for its lock from the backend (a slow backend, said by the health).
+    const quiet = state.busySkips++ > 0 || this.#deps.health?.up === false || (this.#locking.get(config.plugin) ?? 0) > 0;
     this.#deps.log[quiet ? "debug" : "warn"](
       { schedule: config.id, tickAtMs, plugin: config.plugin, instances: guest.size },
       `tick skipped: every instance of plugin ${config.plugin} is busy (instances = ${guest.size}); it took no lock. More instances let its schedules run beside each other`,

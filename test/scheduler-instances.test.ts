@@ -139,6 +139,30 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime: Runtime) => {
     expect(quickEntries(a)).toEqual([]);
   });
 
+  it("ticks that fire together on one instance take turns: both run, one after the other, each under its lock", async () => {
+    const backend = new MemoryBackend();
+    const other: ScheduledInput = { ...QUICK, id: "quick2" };
+    const a = await node("a", backend, 1, [QUICK, other]);
+    const tick = Date.now();
+    expect(await Promise.all([a.host.scheduler.runTick("quick", tick), a.host.scheduler.runTick("quick2", tick)])).toEqual(["ran", "ran"]);
+    expect(quickEntries(a)).toEqual([S.STATE_HELD, S.STATE_HELD]);
+  });
+
+  it("a tick waiting for a busy instance gives up when the scheduler stops (skipped_overlap, no lock)", async () => {
+    const backend = new MemoryBackend();
+    // A period of 1 h: the tick could wait up to 15 min for the instance.
+    const a = await node("a", backend, 1, [LONG, { ...QUICK, schedule: "1h" }]);
+    const long = await startLong(a);
+    const waiting = a.host.scheduler.runTick("quick");
+    await sleep(100);
+    a.host.scheduler.stop();
+    const first = await Promise.race([waiting.then((o) => `quick ${o}`), long.outcome.then((o) => `long ${o}`)]);
+    expect(first).toBe("quick skipped_overlap");
+    expect((await a.host.locks.status({ name: QUICK_LOCK })).held).toBe(false);
+    expect(await long.outcome).toBe("ran");
+    expect(quickEntries(a)).toEqual([]);
+  });
+
   it("instances = 2: the quick schedule and a call run beside the long job", async () => {
     const backend = new MemoryBackend();
     const a = await node("a", backend, 2);

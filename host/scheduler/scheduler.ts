@@ -1,5 +1,6 @@
-// Runs scheduled exports. A tick first reserves a free instance of its plugin (none free: it is
-// skipped as an overlap, and takes no lock). With a global hint it then runs only on the node
+// Runs scheduled exports. A tick first reserves a free instance of its plugin, waiting for one
+// up to a quarter of its period (none free by then: it is skipped as an overlap, and takes no
+// lock). With a global hint it then runs only on the node
 // that wins the schedule's lock, and only if the lock is still held, with time left, when the
 // export is entered; the lock is held until half a period after the tick, so a node whose timer
 // fires a little late cannot run the same tick again. A job never runs without its lock.

@@ -1,6 +1,6 @@
-// The host: wires a validated config to one LockService (shared by every guest), one guest
-// instance per plugin, and the scheduler. Embedders use it directly; the CLI's `run` is a
-// thin wrapper around it.
+// The host: wires a validated config to one LockService (shared by every guest), one pool of
+// guest instances per plugin (`instances`, default 1), and the scheduler. Embedders use it
+// directly; the CLI's `run` is a thin wrapper around it.
 import { performance } from "node:perf_hooks";
 import { pino, type Logger } from "pino";
 import { ActivityFeed } from "./admin/feed.js";
@@ -17,7 +17,8 @@ import type { LockKind } from "../kit/kinds.js";
 import type { LockBackend } from "../kit/backend.js";
 import { LockService } from "./locking/service.js";
 import type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";
-import { prepareGuest } from "./runtime/prepare-guest.js";
+import { prepareGuests } from "./runtime/prepare-guest.js";
+import { GuestPool } from "./runtime/guest-pool.js";
 import type { HostFunctions } from "./runtime/capabilities/functions.js";
 import type { GuestRecorder } from "./runtime/guest-recorder.js";
 import { startGuestInstance } from "./runtime/start-guest.js";
@@ -176,7 +177,7 @@ export class Host {
     return host;
   }
 
-  /** The running instance of `plugin`. */
+  /** The running guest of `plugin`: its pool of `instances` (size 1 by default); a call takes a free instance. */
   guest(plugin: string): GuestInstance {
     return guestOf(this.#guests, plugin);
   }
@@ -357,22 +358,35 @@ export function checkFunctionGrants(config: LockhostConfig, functions: HostFunct
 
 /**
  * Starts the guest of one [[plugins]] entry in its runtime, on `locks`, with the host functions
- * it is granted; `recorder` is told of its calls and faults (the host's metrics).
+ * it is granted: a pool of its `instances` (one module, each instance its own memory, handles and
+ * locks); `recorder` is told of every instance's calls and faults (the host's metrics, per plugin).
  */
-export async function startPluginGuest(plugin: PluginConfig, locks: LockService, log: Logger, functions: HostFunctions = {}, recorder?: GuestRecorder): Promise<GuestInstance> {
-  const shell = await prepareGuest(locks, log, {
-    plugin: plugin.name,
-    wasm: plugin.wasm,
-    memoryLimitMib: plugin.memoryLimitMib,
-    globalKeys: plugin.globalKeys,
-    wasi: plugin.wasi,
-    functions: plugin.functions,
-    hostFunctions: functions,
-    config: plugin.config,
-    ...(plugin.http && { http: plugin.http }),
-    ...(plugin.logLevel && { logLevel: plugin.logLevel }),
-  });
-  return startGuestInstance({ ...shell, runtime: plugin.runtime, callTimeoutMs: plugin.callTimeoutMs, ...(recorder && { recorder }) });
+export async function startPluginGuest(plugin: PluginConfig, locks: LockService, log: Logger, functions: HostFunctions = {}, recorder?: GuestRecorder): Promise<GuestPool> {
+  const shells = await prepareGuests(
+    locks,
+    log,
+    {
+      plugin: plugin.name,
+      wasm: plugin.wasm,
+      memoryLimitMib: plugin.memoryLimitMib,
+      globalKeys: plugin.globalKeys,
+      wasi: plugin.wasi,
+      functions: plugin.functions,
+      hostFunctions: functions,
+      config: plugin.config,
+      ...(plugin.http && { http: plugin.http }),
+      ...(plugin.logLevel && { logLevel: plugin.logLevel }),
+    },
+    plugin.instances,
+  );
+  const started = await Promise.allSettled(shells.map((shell) => startGuestInstance({ ...shell, runtime: plugin.runtime, callTimeoutMs: plugin.callTimeoutMs, ...(recorder && { recorder }) })));
+  const members = started.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === "rejected");
+  if (failed) {
+    await Promise.all(members.map((m) => m.close()));
+    throw failed.reason;
+  }
+  return new GuestPool(members);
 }
 
 /** A CONFIG_INVALID raised without the file's name, with it in front. */

@@ -21,6 +21,7 @@ const GUEST_SUITES = [
   "test/abi.test.ts",
   "test/host.test.ts",
   "test/scheduler.test.ts",
+  "test/scheduler-instances.test.ts",
   "test/metrics.test.ts",
 ];
 

@@ -276,6 +276,35 @@ describe("lockhost CLI", () => {
     expect(r.stderr).toMatch(/CONFIG_INVALID: .*\[locking\.redis\]: the redis backend refused this host for good.*names database 99/);
   });
 
+  it("`check` still checks the schedules when a plugin fails to load: each of its schedules is a fault, the others' exports are checked", async () => {
+    const file = await configFile(
+      `[[plugins]]\nname = "ghost"\nwasm = "missing.wasm"\n[[plugins]]\nname = "locker"\nwasm = "${guestWasm("locker")}"\n` +
+        `[[scheduled]]\nid = "haunt"\nplugin = "ghost"\nexport = "boo"\nschedule = "1s"\n` +
+        `[[scheduled]]\nplugin = "ghost"\n` +
+        `[[scheduled]]\nplugin = "locker"\nexport = "nope"\nschedule = "1s"\n` +
+        `[[scheduled]]\nplugin = "locker"\nexport = "noop"\nschedule = "1s"\n`,
+    );
+    const r = lockhost("check", "--config", file);
+    expect(r.status, r.stdout + r.stderr).toBe(1);
+    expect(r.stdout).toMatch(/lockhost\.toml: 2 fault\(s\)/);
+    expect(r.stdout).toMatch(/FAIL plugin ghost: /);
+    expect(r.stdout).toMatch(/FAIL schedules: every export exists and takes no arguments\n {7}CONFIG_INVALID: .*lockhost\.toml: 3 errors:/);
+    expect(r.stdout).toMatch(/\[\[scheduled\]\] "haunt": plugin ghost did not load \(its fault is above\), so this schedule would not run and its export boo is not checked/);
+    expect(r.stdout).toMatch(/\[\[scheduled\]\] "ghost": plugin ghost did not load .* its export \(every one it declares\) is not checked/);
+    expect(r.stdout).toMatch(/\[\[scheduled\]\] "locker\.nope": plugin locker has no export "nope"/);
+    expect(r.stdout).not.toContain("locker.noop");
+  });
+
+  it("`check` and the summary show a plugin's instances and what they cost", async () => {
+    const file = await configFile(`[[plugins]]\nname = "locker"\nwasm = "${guestWasm("locker")}"\ninstances = 3\nmemory_limit_mib = 8\n`);
+    const r = lockhost("check", "--config", file);
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/locker {2}worker runtime, 8 MiB, 5000 ms per call, 3 instances \(one call each at a time; up to 24 MiB in all\)/);
+    const bad = lockhost("check", "--config", await configFile(`[[plugins]]\nname = "locker"\nwasm = "${guestWasm("locker")}"\ninstances = 65\n`));
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/\[\[plugins\]\] #1.*instances.*65/);
+  });
+
   it("logs readable lines with --log-format pretty, starting with a one-screen summary", async () => {
     const run = runCli(["run", "--config", "lockhost.toml", "--log-format", "pretty"]);
     await run.until((out) => out.includes("schedule lock taken; running"));
@@ -347,6 +376,29 @@ describe.each([
       expect(taken.stdout, taken.stderr).toBe("1\n");
       // Kept by the guest, released when the call's host stopped.
       expect((await locks.status({ name: "shapes:free" })).held).toBe(false);
+    } finally {
+      await locks.close();
+    }
+  });
+
+  it("says what a schedule lock's status means: held from a tick until half a period after it, so 'not held' between ticks", async () => {
+    const file = await configFile(toml());
+    const locks = new LockService(await createBackend(locking(), captureLogger().logger), { node: "cli-holder" });
+    try {
+      const lease = (await locks.tryLock("schedule:cli-job", { ttlMs: 30_000, scope: { plugin: "lockhost" } }))!;
+      const held = lockhost("status", "lockhost:schedule:cli-job", "--config", file);
+      expect(held.status, held.stderr).toBe(0);
+      expect(held.stdout).toContain("lockhost:schedule:cli-job: held\n");
+      expect(held.stdout).toContain("  schedule:      cli-job: the holder took it for the tick at acquired_at and holds it until half a period after that tick (or until its job ends, if later)");
+      await locks.release(lease);
+      const free = lockhost("status", "lockhost:schedule:cli-job", "--config", file);
+      expect(free.status, free.stderr).toBe(0);
+      expect(free.stdout).toContain("lockhost:schedule:cli-job: not held\n  schedule cli-job: its lock is held only from a tick until half a period after it");
+      expect(free.stdout).toContain("which node ran each tick: the hosts' logs");
+      // Data stays data: --json is the status alone.
+      expect(JSON.parse(lockhost("status", "lockhost:schedule:cli-job", "--config", file, "--json").stdout)).toMatchObject({ name: "lockhost:schedule:cli-job", held: false });
+      // Any other lock reads as before.
+      expect(lockhost("status", "global:cli-not-a-schedule", "--config", file).stdout).toBe("global:cli-not-a-schedule: not held\n");
     } finally {
       await locks.close();
     }

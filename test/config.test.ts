@@ -94,6 +94,7 @@ wasm = "plugins/guests/build/report.wasm"
 isolation = "auto"
 memory_limit_mib = 64
 call_timeout_ms = 1000
+instances = 4
 global_keys = ["ledger", "shared-*"]
 wasi = true
 
@@ -135,6 +136,7 @@ schedule = "  */15 * * * *  "
           runtime: "worker",
           memoryLimitMib: 64,
           callTimeoutMs: 1000,
+          instances: 4,
           globalKeys: ["ledger", "shared-*"],
           functions: [],
           config: {},
@@ -147,6 +149,7 @@ schedule = "  */15 * * * *  "
           runtime: "worker",
           memoryLimitMib: 16,
           callTimeoutMs: 5000,
+          instances: 1,
           globalKeys: [],
           functions: [],
           config: {},
@@ -412,6 +415,8 @@ memory_limit_mib = "16MB"
     ["a memory_limit_mib over 4096", `${PLUGIN}memory_limit_mib = 4097`, "memory_limit_mib must be an integer from 1 to 4096, got 4097"],
     ["a fractional memory_limit_mib", `${PLUGIN}memory_limit_mib = 1.5`, "memory_limit_mib must be an integer from 1 to 4096, got 1.5"],
     ["a call_timeout_ms of 0", `${PLUGIN}call_timeout_ms = 0`, `("report"): call_timeout_ms must be an integer from 1 to 3600000, got 0`],
+    ["instances of 0", `${PLUGIN}instances = 0`, `("report"): instances must be an integer from 1 to 64, got 0`],
+    ["instances of 65", `${PLUGIN}instances = 65`, `("report"): instances must be an integer from 1 to 64, got 65`],
     ["a call_timeout_ms over an hour", `${PLUGIN}call_timeout_ms = 3_600_001`, "call_timeout_ms must be an integer from 1 to 3600000, got 3600001"],
     ["a boolean call_timeout_ms", `${PLUGIN}call_timeout_ms = true`, "call_timeout_ms must be an integer from 1 to 3600000, got true"],
     ["global_keys that are not an array", `${PLUGIN}global_keys = "ledger"`, `("report"): global_keys must be an array of strings, got "ledger"`],
@@ -927,7 +932,7 @@ describe("resolveConfig", () => {
         waiting: WAITING,
       },
       plugins: [
-        { name: "report", wasm: resolve(BASE, "r.wasm"), isolation: "worker", runtime: "worker", memoryLimitMib: 32, callTimeoutMs: 5000, globalKeys: ["g"], functions: [], config: {}, wasi: false },
+        { name: "report", wasm: resolve(BASE, "r.wasm"), isolation: "worker", runtime: "worker", memoryLimitMib: 32, callTimeoutMs: 5000, instances: 1, globalKeys: ["g"], functions: [], config: {}, wasi: false },
       ],
       scheduled: [
         { id: "report.run", plugin: "report", export: "run", schedule: { kind: "interval", everyMs: 60000, text: "1m" }, hint: "require_global", ttlMs: 5000, keepalive: false, fair: false },

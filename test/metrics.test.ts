@@ -129,7 +129,7 @@ const OUTCOMES: Readonly<Record<string, readonly string[]>> = {
   [SERIES.acquireWait.name]: ["acquired", "timeout", "failed"],
   [SERIES.holdTime.name]: ["released", "lost"],
   [SERIES.guestCalls.name]: ["ok", "trap", "timeout", "crash", "closed", "error"],
-  [SERIES.scheduleTicks.name]: ["ran", "failed", "skipped_contended", "skipped_overlap", "skipped_error"],
+  [SERIES.scheduleTicks.name]: ["ran", "failed", "skipped_contended", "skipped_overlap", "skipped_error", "skipped_lost"],
   [SERIES.scheduleRunTime.name]: ["ran", "failed"],
 };
 

@@ -66,7 +66,7 @@ export const SERIES = Object.freeze({
   guestTimeouts: row("guests", "counter", "lockhost_guest_timeouts_total", ["plugin"], "Export calls stopped at their time limit (worker runtime)."),
   guestRestarts: row("guests", "counter", "lockhost_guest_restarts_total", ["plugin", "reason"], "Guest instances replaced by a fresh one, by why: trap, timeout, crash."),
   // The host: its schedules and its backend's health.
-  scheduleTicks: row("schedules", "counter", "lockhost_schedule_ticks_total", ["schedule", "outcome"], "Schedule ticks on this node, by outcome: ran, failed, skipped_contended (another node holds the tick, or leads), skipped_overlap (the previous tick still runs), skipped_error (the backend failed, as in an outage)."),
+  scheduleTicks: row("schedules", "counter", "lockhost_schedule_ticks_total", ["schedule", "outcome"], "Schedule ticks on this node, by outcome: ran, failed, skipped_contended (another node holds the tick, or leads), skipped_overlap (the previous tick still runs, or no instance of its plugin is free), skipped_error (the backend failed, as in an outage), skipped_lost (the schedule lock was lost, or had no time left, when the export was to be entered: not called)."),
   scheduleRunTime: row("schedules", "histogram", "lockhost_schedule_run_seconds", ["schedule", "outcome"], "Time a tick's export ran on this node, by outcome (ran, failed).", RUN_BUCKETS),
   backendUp: row("backend", "gauge", "lockhost_backend_up", [], "1 while the backend answered the host's last check, 0 while it does not."),
 } satisfies Record<string, SeriesRow>);

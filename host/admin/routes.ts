@@ -105,7 +105,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     path: "/stats",
     pattern: /^\/stats$/,
     access: "read",
-    doc: "`{ node, backend, distributed, stats, backendUp, schedules }`: `LockService.stats()`, whether the backend answered the host's last check, and each schedule's ticks on this node by outcome (`ran`, `failed`, `skipped_contended`, `skipped_overlap`, `skipped_error`)",
+    doc: "`{ node, backend, distributed, stats, backendUp, schedules }`: `LockService.stats()`, whether the backend answered the host's last check, and each schedule's ticks on this node by outcome (`ran`, `failed`, `skipped_contended`, `skipped_overlap`, `skipped_error`, `skipped_lost`)",
     handle({ res, deps }) {
       const { host, service, node } = deps;
       const body: AdminStatsBody = {

@@ -4,6 +4,8 @@
 // would run, or every fault found with its code.
 import { pino } from "pino";
 import { isPermanent, LockhostError, toLockhostError } from "../../kit/errors.js";
+import { allProblems } from "../config/reader.js";
+import { ALL_DECLARED } from "../config/schema.js";
 import { createBackend } from "../backends/create.js";
 import { formatListen } from "../config/listen.js";
 import type { LockhostConfig, ScheduledConfig } from "../config/types.js";
@@ -32,6 +34,31 @@ export function grantLines(config: LockhostConfig): string[] {
 }
 
 /**
+ * The schedules that would run, their exports checked against the plugins that loaded; every
+ * schedule whose plugin did not load is a fault of its own (its export cannot be checked, and it
+ * would not run), beside every fault of the others.
+ * @throws LockhostError CONFIG_INVALID naming each schedule at fault.
+ */
+async function checkSchedules(config: LockhostConfig, guests: ReadonlyMap<string, GuestInstance>): Promise<ScheduledConfig[]> {
+  const file = config.source ?? "config";
+  const problems: LockhostError[] = config.scheduled
+    .filter((s) => !guests.has(s.plugin))
+    .map((s) => new LockhostError("CONFIG_INVALID", `${file}: [[scheduled]] "${s.id}": plugin ${s.plugin} did not load (its fault is above), so this schedule would not run and its export ${s.export === ALL_DECLARED ? "(every one it declares)" : s.export} is not checked`));
+  const loaded: LockhostConfig = { ...config, scheduled: config.scheduled.filter((s) => guests.has(s.plugin)) };
+  let expanded: ScheduledConfig[] = [];
+  try {
+    expanded = await expandScheduled(loaded, guests);
+    checkScheduledExports(loaded, guests, expanded);
+  } catch (err) {
+    const e = toLockhostError(err);
+    // Several faults at once arrive as one error whose cause lists them.
+    problems.push(...(e.cause instanceof AggregateError ? (e.cause.errors as LockhostError[]) : [e]));
+  }
+  if (problems.length > 0) throw allProblems(file, problems);
+  return expanded;
+}
+
+/**
  * Runs the checks and prints the result; 0 when all is well, 2 when the backend's table is wrong
  * (a TLS file that cannot be read) or its server refuses this host for good (a wrong password, a
  * refused certificate, a Redis database the server does not have: `run` would exit 2 at start
@@ -57,14 +84,13 @@ export async function check(config: LockhostConfig): Promise<number> {
   let schedules: ScheduledConfig[] | undefined;
   for (const plugin of config.plugins) {
     await attempt(`plugin ${plugin.name}: ${plugin.wasm} loads and instantiates in the ${plugin.runtime} runtime (ABI checked)`, async () => {
-      guests.set(plugin.name, await startPluginGuest(plugin, scratch, quiet));
+      // One instance tells whether the module loads; a pool's others are the same module.
+      guests.set(plugin.name, await startPluginGuest({ ...plugin, instances: 1 }, scratch, quiet));
     });
   }
-  if (config.plugins.every((p) => guests.has(p.name)) && config.scheduled.length > 0) {
+  if (config.scheduled.length > 0) {
     await attempt(`schedules: every export exists and takes no arguments`, async () => {
-      const expanded = await expandScheduled(config, guests);
-      checkScheduledExports(config, guests, expanded);
-      schedules = expanded;
+      schedules = await checkSchedules(config, guests);
     });
   }
   await Promise.all([...guests.values()].map((g) => g.close()));

@@ -48,8 +48,11 @@ Run 'lockhost <command> --help' for a command's options; 'lockhost --version' pr
   run: `Usage: lockhost run --config FILE [--local-nodes N] [--log-format json|pretty]
 
 Loads every [[plugins]] entry, starts the [[scheduled]] jobs, prints a summary (backend, nodes,
-plugins with their runtime, schedules, admin URL) and logs to stdout: readable lines on a
-terminal, JSON lines (pino) when piped or with --log-format json.
+plugins with their runtime and instances, schedules, admin URL) and logs to stdout: readable
+lines on a terminal, JSON lines (pino) when piped or with --log-format json.
+A plugin runs [[plugins]] instances = N guest instances (default 1), each one call at a time;
+a tick that finds none free is skipped (skipped_overlap) and takes no lock, and a tick whose
+lock is gone when its export is to start is not run (skipped_lost).
 With an [admin] table in the config it also starts the admin listener (stats, Prometheus
 metrics, lock status, force-release) and logs its URL ("admin listener started").
 On SIGINT, SIGTERM or SIGQUIT it stops ticking, ends the waits guests are parked in
@@ -74,6 +77,7 @@ takes its locks as it would there), prints what it returned on stdout and stops,
 every lock. It starts no schedule and no admin listener, and holds its locks as node
 "<[host] node>/call", so a running host of the same config tells its locks apart and is never
 reclaimed from. Logs go to stderr. With the memory backend its locks live in this process only.
+Its host starts each plugin's instances (instances = N); the export runs on a free one.
 
 Each ARG is a number when it reads as one (7, -1, 2.5), passed as the export's i32, f32 or f64,
 and otherwise a string (a JSON string, '"42"', for text that reads as a number). Put "--"
@@ -93,13 +97,17 @@ Options:
 
 Without KEY: asks the running host's admin listener for its counters (locks held and kept
 alive, acquisitions, contention, renewals, lost leases, waits; each schedule's ticks by
-outcome, skipped_error counting those an outage skipped) and prints them. The listener
+outcome: skipped_error counting those an outage skipped, skipped_overlap those that found
+every instance of their plugin busy, skipped_lost those whose lock was gone when the export
+was to start) and prints them. The listener
 is the config's [admin] listen address, or --admin URL. Exits 2 when none is configured or
 none answers.
 
 With KEY: shows the holder, fence, acquisition and expiry times of the lock KEY. KEY is the
 full lock name as the logs show it: "<plugin>:<key>" for a plugin's key, "global:<key>" for a
-global one, "lockhost:schedule:<id>" for a schedule's lock. Read from the redis or pg backend
+global one, "lockhost:schedule:<id>" for a schedule's lock (held only from a tick until half a
+period after it, or until its job ends if later: between ticks it reads "not held", and status
+says so). Read from the redis or pg backend
 directly; through the admin listener with --admin, or when the backend is memory (whose locks
 live inside the 'lockhost run' process) and the config has an [admin] table. When nobody holds
 it, says where a lock of the same key is held if one is: in the other scope ("global:KEY" for
@@ -129,7 +137,9 @@ Options:
 Does everything 'lockhost run' does before it runs anything, and stops there: validates the
 config; loads every plugin (compiles it, checks its ABI version, imports and memory, and
 instantiates it in the runtime its isolation resolves to on this Node), checks that every
-schedule's export exists and takes no arguments, and connects to the backend and asks it.
+schedule's export exists and takes no arguments (a schedule whose plugin did not load is a
+fault of its own; the other plugins' schedules are still checked), and connects to the backend
+and asks it.
 Prints each check, then what would run: the plugins, and every schedule with its interval or
 cron expression, those a plugin declares included. Takes no lock and fires no schedule.
 Exit codes: 0 all well, 1 a fault found (each is printed with its code), 2 a config error.

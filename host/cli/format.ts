@@ -4,6 +4,7 @@ import type { AdminStatsBody } from "../admin/server.js";
 import type { LockListPage, LockRef, LockStatus } from "../locking/service.js";
 import { kindRow, roleOf } from "../../kit/kinds.js";
 import type { LockStats } from "../locking/stats.js";
+import { scheduleOfLock } from "../scheduler/scheduler.js";
 
 /**
  * A lock's status as `lockhost status` prints it: a lock with one holder (a mutex, a leader) one
@@ -14,7 +15,10 @@ export function formatStatus(s: LockStatus): string {
   const row = kindRow(s.kind);
   const what = row.isDefault ? s.name : `${row.label} ${s.name}`;
   const waiting = `${row.roles.exclusive ?? "waiter"}(s) queued`;
-  if (!s.held) return [`${what}: not held${s.queued > 0 ? ` (${s.queued} ${waiting})` : ""}`, ...elsewhereLines(s.heldElsewhere ?? [])].join("\n");
+  const schedule = row.isDefault ? scheduleOfLock(s.name) : undefined;
+  if (!s.held) {
+    return [`${what}: not held${s.queued > 0 ? ` (${s.queued} ${waiting})` : ""}`, ...elsewhereLines(s.heldElsewhere ?? []), ...(schedule !== undefined ? scheduleLines(schedule, false) : [])].join("\n");
+  }
   const iso = (ms: number): string => new Date(ms).toISOString();
   const one = s.holders[0]!;
   if (row.store === "single") {
@@ -28,6 +32,7 @@ export function formatStatus(s: LockStatus): string {
       `  expires_at:    ${iso(one.expiresAtMs)}`,
       `  ttl_remaining: ${one.ttlRemainingMs} ms`,
       `  ttl:           ${one.ttlMs} ms (the lease's length, as last set)`,
+      ...(schedule !== undefined ? scheduleLines(schedule, true) : []),
     ].join("\n");
   }
   const lines = [`${what}: held by ${s.holders.length}${row.limit ? ` of ${s.limit} ${row.limit.field}` : ""}${row.queuesExclusive ? `, ${s.queued} ${waiting}` : ""}`];
@@ -36,6 +41,22 @@ export function formatStatus(s: LockStatus): string {
     lines.push(`  ${mode.padEnd(6)} fence ${h.fence}  plugin ${h.plugin} on node ${h.node}  acquired ${iso(h.acquiredAtMs)}  ttl_remaining ${h.ttlRemainingMs} ms of ${h.ttlMs} ms`);
   }
   return lines.join("\n");
+}
+
+/**
+ * What a schedule lock's status means: the lock is held only from a tick until half a period
+ * after it (longer while the job runs), so between ticks "not held" is the normal answer, not a
+ * fault, and which node ran the last tick is in the hosts' tick counters and logs.
+ */
+function scheduleLines(id: string, held: boolean): string[] {
+  return [
+    held
+      ? `  schedule:      ${id}: the holder took it for the tick at acquired_at and holds it until half a period after that tick (or until its job ends, if later)`
+      : `  schedule ${id}: its lock is held only from a tick until half a period after it (or until the job ends, if later), so between ticks it is not held;`,
+    ...(held
+      ? []
+      : [`  which node ran each tick: the hosts' logs ("schedule lock taken; running"), lockhost status --admin URL (ticks by outcome), lockhost_schedule_ticks_total`]),
+  ];
 }
 
 /** A line per lock of the key held elsewhere, with the command that shows it. */

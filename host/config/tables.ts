@@ -9,6 +9,7 @@ import type { AdminAuth, HostSettings, Isolation, LockingHint, LogLevel, PluginC
 import type { HttpGrant } from "../runtime/capabilities/http/index.js";
 import { cidrProblem, hostPatternProblem, methodProblem } from "../runtime/capabilities/http/index.js";
 import { NAMESPACE_PATTERN, RESERVED_NAMESPACES } from "../runtime/capabilities/functions.js";
+import { MAX_INSTANCES } from "../runtime/guest-pool.js";
 
 // Records keyed by the union types, so adding a member to a union in types.ts fails to compile
 // here until the loader accepts it.
@@ -97,6 +98,12 @@ export const PLUGIN_SCHEMA = table<Omit<PluginConfig, "runtime" | "config" | "ht
     isolation: field.oneOf(ISOLATIONS, { default: "worker", doc: "worker (own thread, time limit) | inline (host's thread, needs JSPI) | auto (inline where JSPI exists and call_timeout_ms is not set)" }),
     memoryLimitMib: field.int({ default: 16, min: 1, max: 4096, unit: "MiB", doc: "cap of the guest's memory" }),
     callTimeoutMs: field.int({ default: 5000, min: 1, max: 3_600_000, unit: "ms", doc: "a call running longer is stopped and the guest restarted; worker runtime only" }),
+    instances: field.int({
+      default: 1,
+      min: 1,
+      max: MAX_INSTANCES,
+      doc: "guest instances run side by side (each runs one call at a time; each costs its own memory, up to memory_limit_mib, and a worker thread in the worker runtime); a scheduled tick finding none free is skipped as an overlap",
+    }),
     globalKeys: field.stringList({ default: [], example: ["ledger", "jobs/*"], doc: "global keys it may use; * matches anything" }),
     functions: field.stringList({
       default: [],

@@ -100,6 +100,11 @@ export interface PluginConfig {
    * has no time limit: the field keeps its default there and is not enforced.
    */
   readonly callTimeoutMs: number;
+  /**
+   * Guest instances run side by side (1..64): each runs one call at a time, with its own memory
+   * and handles; a call takes a free one.
+   */
+  readonly instances: number;
   /** Global keys the plugin may use; `*` matches any run of characters. */
   readonly globalKeys: readonly string[];
   /** Host function namespaces its guest may import (the embedder registers the functions). */
@@ -185,6 +190,7 @@ export interface PluginInput {
   readonly runtime?: GuestRuntime;
   readonly memoryLimitMib?: number;
   readonly callTimeoutMs?: number;
+  readonly instances?: number;
   readonly globalKeys?: readonly string[];
   readonly functions?: readonly string[];
   readonly logLevel?: LogLevel;

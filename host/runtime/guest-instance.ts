@@ -1,5 +1,5 @@
-// The runtime-neutral face of a running guest. The worker runtime implements it today; an
-// inline runtime can implement it later without any change to the lock code.
+// The runtime-neutral face of a running guest: one instance (either runtime, guest-shell.ts) or
+// a plugin's pool of them (guest-pool.ts, `instances = N`), alike to the host and the scheduler.
 
 import type { Lease } from "../locking/lease.js";
 import type { FuncSignature } from "./wasm-binary.js";
@@ -20,6 +20,19 @@ export interface CallOptions {
   readonly scheduleLease?: Lease;
 }
 
+/**
+ * One call's claim on a free guest instance (GuestInstance.reserve): nothing else starts on that
+ * instance until the call made through it has ended, or the claim is given back.
+ */
+export interface GuestReservation {
+  /** Makes the reserved call (as GuestInstance.call); once only. */
+  call(exportName: string, args?: readonly GuestArg[], options?: CallOptions): Promise<GuestValue>;
+  /** Makes the reserved call of a string-returning export (as GuestInstance.callString); once only. */
+  callString(exportName: string, args?: readonly GuestArg[]): Promise<string>;
+  /** Gives the instance back without calling it (a no-op once a call was made). */
+  cancel(): void;
+}
+
 /** The export a guest may provide to hear that a lock it holds was lost: `(handle: i32) -> ()`. */
 export const LOST_EXPORT = "lockhost_on_lost";
 
@@ -27,8 +40,10 @@ export const LOST_EXPORT = "lockhost_on_lost";
 export interface GuestInstance {
   /** The plugin this instance runs. */
   readonly plugin: string;
-  /** How many locks the instance holds right now (kept locks included). */
+  /** How many locks the instance holds right now (kept locks included; a pool: all of its instances'). */
   readonly heldLocks: number;
+  /** How many calls it can run at once: 1 for one instance, N for a pool (`instances = N`). */
+  readonly size: number;
   /** Whether the module exports a callable function of that name. */
   hasExport(name: string): boolean;
   /** The parameter and result types of a callable export, or undefined. */
@@ -39,10 +54,13 @@ export interface GuestInstance {
    * Calls an export with its arguments: numbers as the export's i32/f32/f64, and strings written
    * into guest memory through the guest's allocator export: as UTF-8 `(ptr, len)`, two i32
    * parameters, to a guest exporting `lockhost_alloc_utf8` (Rust, C), else as an AssemblyScript
-   * string pointer, one i32, through `lockhost_alloc`. Calls are queued: one runs at a time. When the call
+   * string pointer, one i32, through `lockhost_alloc`. Calls are queued: one runs at a time on an
+   * instance (a pool runs each on a free instance, in order of arrival). When the call
    * returns, its locks not taken with FLAG_KEEP are released; when it traps, times out or its
    * worker dies, the instance restarts and every lock it held is released. Rejects with
-   * UNKNOWN_EXPORT, GUEST_TRAP, GUEST_TIMEOUT, GUEST_CRASHED or CLOSED. Lost-lock
+   * UNKNOWN_EXPORT, GUEST_TRAP, GUEST_TIMEOUT, GUEST_CRASHED or CLOSED, and with LOST (details
+   * `entered` = 0) when `options.scheduleLease` is no longer held, or has no time left, at the
+   * moment the export would be entered: the export is not called then. Lost-lock
    * notifications (`lockhost_on_lost`) due are delivered before the call starts.
    */
   call(exportName: string, args?: readonly GuestArg[], options?: CallOptions): Promise<GuestValue>;
@@ -54,6 +72,17 @@ export interface GuestInstance {
    * of UTF-8, or not UTF-8); the guest keeps running then.
    */
   callString(exportName: string, args?: readonly GuestArg[]): Promise<string>;
+  /**
+   * Claims an instance that is free now (no call running or queued on it) for one call, so that
+   * nothing else starts on it in between (the scheduler reserves one before it takes a tick's
+   * lock); undefined when every instance is busy or the plugin is closed.
+   */
+  reserve(): GuestReservation | undefined;
+  /**
+   * Calls `listener` each time an instance becomes free (its last queued call ended); returns
+   * what stops it. A pool waits on this for its queued calls.
+   */
+  onFree(listener: () => void): () => void;
   /**
    * The host is shutting down: the guest's waiting lock.acquire calls, now and later, end at
    * once with -CANCELLED, so its running call can return.

@@ -6,7 +6,7 @@
 import type { Logger } from "pino";
 import { LockhostError } from "../../kit/errors.js";
 import type { Lease } from "../locking/lease.js";
-import { LOST_EXPORT, type CallOptions, type GuestInstance, type GuestValue } from "./guest-instance.js";
+import { LOST_EXPORT, type CallOptions, type GuestInstance, type GuestReservation, type GuestValue } from "./guest-instance.js";
 import type { AbortInfo } from "./guest-env.js";
 import type { GuestLocks } from "./guest-locks.js";
 import type { GuestCapabilities } from "./capabilities/guest-capabilities.js";
@@ -56,6 +56,10 @@ export abstract class GuestShell implements GuestInstance {
   protected closed = false;
   /** Calls run one at a time, in order. */
   #queue: Promise<unknown> = Promise.resolve();
+  /** Jobs queued or running (calls, reservations, lost-lock deliveries): free at 0. */
+  #pending = 0;
+  /** Told each time #pending drops to 0 (a pool waiting for a free instance). */
+  readonly #freeListeners = new Set<() => void>();
   /** Lost-lock notifications waiting for the guest to be between calls. */
   #lost: LostNotice[] = [];
   /** Whether a delivery of #lost is queued already. */
@@ -101,6 +105,10 @@ export abstract class GuestShell implements GuestInstance {
     return this.locks.heldCount;
   }
 
+  get size(): number {
+    return 1;
+  }
+
   hasExport(name: string): boolean {
     return this.exportSignature(name) !== undefined;
   }
@@ -114,41 +122,90 @@ export abstract class GuestShell implements GuestInstance {
   }
 
   call(exportName: string, args: readonly GuestArg[] = [], options: CallOptions = {}): Promise<GuestValue> {
-    if (this.closed) return Promise.reject(this.closedError());
     try {
-      this.#checkArgs(exportName, args);
+      return this.#enqueue(this.#callJob(exportName, args, options));
     } catch (err) {
       return Promise.reject(err);
     }
-    const run = (): Promise<GuestValue> => this.#run(exportName, args, options.scheduleLease, true) as Promise<GuestValue>;
-    // A loss the guest has not heard of yet comes before its next piece of work.
-    return this.#enqueue(() => (this.#lost.length > 0 ? this.#deliverLost().then(run) : run()));
   }
 
   callString(exportName: string, args: readonly GuestArg[] = []): Promise<string> {
-    if (this.closed) return Promise.reject(this.closedError());
-    let form: StringResultForm | undefined;
     try {
-      this.#checkArgs(exportName, args);
-      const sig = this.exportSignature(exportName)!;
-      form = stringResultFormOf(sig.results);
-      if (!form) {
-        throw new LockhostError(
-          "INVALID_ARGUMENT",
-          `export ${exportName} of plugin ${this.plugin} must return a string (an i32 pointer to an AssemblyScript string, or an i64 len << 32 | ptr of UTF-8), but returns ${sig.results.join(", ") || "nothing"}`,
-        );
-      }
+      return this.#enqueue(this.#callStringJob(exportName, args));
     } catch (err) {
       return Promise.reject(err);
     }
+  }
+
+  reserve(): GuestReservation | undefined {
+    if (this.closed || this.#pending > 0) return undefined;
+    // A slot in the queue that runs the job it is given (or nothing, when given back): calls
+    // queued after it wait for it, so nothing starts on the instance in between.
+    let fill!: (job: (() => Promise<unknown>) | undefined) => void;
+    const job = new Promise<(() => Promise<unknown>) | undefined>((resolve) => (fill = resolve));
+    const slot = this.#enqueue(async () => (await job)?.());
+    let used = false;
+    const use = <T>(make: () => () => Promise<T>): Promise<T> => {
+      if (used) return Promise.reject(new LockhostError("INVALID_ARGUMENT", `a reservation of plugin ${this.plugin} was used already`));
+      used = true;
+      try {
+        fill(make());
+      } catch (err) {
+        fill(undefined);
+        return Promise.reject(err);
+      }
+      return slot as Promise<T>;
+    };
+    return {
+      call: (exportName, args = [], options = {}) => use(() => this.#callJob(exportName, args, options)),
+      callString: (exportName, args = []) => use(() => this.#callStringJob(exportName, args)),
+      cancel: () => {
+        if (used) return;
+        used = true;
+        fill(undefined);
+      },
+    };
+  }
+
+  onFree(listener: () => void): () => void {
+    this.#freeListeners.add(listener);
+    return () => this.#freeListeners.delete(listener);
+  }
+
+  /** An export call, checked now (throws what call() rejects with), to run at its turn. */
+  #callJob(exportName: string, args: readonly GuestArg[], options: CallOptions): () => Promise<GuestValue> {
+    if (this.closed) throw this.closedError();
+    this.#checkArgs(exportName, args);
+    const run = (): Promise<GuestValue> => this.#run(exportName, args, options.scheduleLease, true) as Promise<GuestValue>;
+    // A loss the guest has not heard of yet comes before its next piece of work.
+    return () => (this.#lost.length > 0 ? this.#deliverLost().then(run) : run());
+  }
+
+  /** A string-returning export call, checked now (throws what callString() rejects with), to run at its turn. */
+  #callStringJob(exportName: string, args: readonly GuestArg[]): () => Promise<string> {
+    if (this.closed) throw this.closedError();
+    this.#checkArgs(exportName, args);
+    const sig = this.exportSignature(exportName)!;
+    const form = stringResultFormOf(sig.results);
+    if (!form) {
+      throw new LockhostError(
+        "INVALID_ARGUMENT",
+        `export ${exportName} of plugin ${this.plugin} must return a string (an i32 pointer to an AssemblyScript string, or an i64 len << 32 | ptr of UTF-8), but returns ${sig.results.join(", ") || "nothing"}`,
+      );
+    }
     const run = (): Promise<string> => this.#run(exportName, args, undefined, false, undefined, form) as Promise<string>;
-    return this.#enqueue(() => (this.#lost.length > 0 ? this.#deliverLost().then(run) : run()));
+    return () => (this.#lost.length > 0 ? this.#deliverLost().then(run) : run());
   }
 
   /** Runs `job` after every call queued before it. */
   #enqueue<T>(job: () => Promise<T>): Promise<T> {
+    this.#pending++;
     const run = this.#queue.then(job);
-    this.#queue = run.catch(() => undefined);
+    const settled = (): void => {
+      if (--this.#pending > 0) return;
+      for (const listener of [...this.#freeListeners]) listener();
+    };
+    this.#queue = run.then(settled, settled);
     return run;
   }
 
@@ -191,11 +248,17 @@ export abstract class GuestShell implements GuestInstance {
     try {
       await this.live();
       if (forEpoch !== undefined && forEpoch !== this.locks.epoch) return undefined;
+      if (watchSchedule && scheduleLease) {
+        const notHeld = leaseAtEntryProblem(scheduleLease);
+        // Not a call: the export is never entered without its lock (not counted as a guest call).
+        if (notHeld) throw new NotEntered(`plugin ${this.plugin} export ${name} was not called: its schedule lock ${scheduleLease.name} ${notHeld}`);
+      }
       detach = scheduleLease && this.locks.attachSchedule(scheduleLease, watchSchedule);
       const value = await this.invoke(name, args, stringResult);
       this.recorder.called(name, "ok", performance.now() - started);
       return value;
     } catch (err) {
+      if (err instanceof NotEntered) throw err;
       this.recorder.called(name, err instanceof LockhostError ? callOutcomeOf(err.code) : "error", performance.now() - started);
       throw err;
     } finally {
@@ -282,6 +345,21 @@ export abstract class GuestShell implements GuestInstance {
   protected closedError(detail?: string): LockhostError {
     return new LockhostError("CLOSED", `plugin ${this.plugin} was closed${detail ? ` ${detail}` : ""}`);
   }
+}
+
+/** LOST for a scheduled call whose lock is gone (or has no time left) when its export would be entered. */
+class NotEntered extends LockhostError {
+  constructor(message: string) {
+    super("LOST", message, { details: { entered: 0 } });
+  }
+}
+
+/** Why a schedule's lease cannot cover a call entered now, or undefined when it can. */
+export function leaseAtEntryProblem(lease: Lease): string | undefined {
+  if (lease.state !== "held") return `was ${lease.state} before the call could start`;
+  const leftMs = lease.deadline - performance.now();
+  if (leftMs <= 0) return `had no time left (its lease ended ${Math.round(-leftMs)} ms before the call could start)`;
+  return undefined;
 }
 
 /** Whether an abort or trap message says the guest ran out of memory (AssemblyScript's allocator, or a failed grow). */

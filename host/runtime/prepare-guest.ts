@@ -12,7 +12,7 @@ import { GuestCapabilities } from "./capabilities/guest-capabilities.js";
 import { createHttpClient, type HttpGrant } from "./capabilities/http/index.js";
 import { grantedCapabilities } from "./capabilities/table.js";
 import { GuestLocks } from "./guest-locks.js";
-import { loadGuestModule } from "./guest-module.js";
+import { loadGuestModule, type GuestModule } from "./guest-module.js";
 import type { GuestShellOptions } from "./guest-shell.js";
 
 /** What a guest is loaded with. */
@@ -38,11 +38,32 @@ export interface GuestGrantOptions {
 
 /** The module and services of one guest instance, checked against its grants. */
 export async function prepareGuest(service: LockService, log: Logger, o: GuestGrantOptions): Promise<GuestShellOptions> {
+  return (await prepareGuests(service, log, o, 1))[0]!;
+}
+
+/**
+ * What each of `count` instances of one plugin runs with (a pool, `instances = N`): one module,
+ * compiled and checked once, and for each instance its own view of the lock service (its handles
+ * and held locks) and capabilities; with more than one, each logs with its `instance` number.
+ */
+export async function prepareGuests(service: LockService, log: Logger, o: GuestGrantOptions, count: number): Promise<GuestShellOptions[]> {
   const granted = o.functions ?? [];
   const registered = o.hostFunctions ?? {};
   const namespaces = new Map(granted.filter((ns) => Object.hasOwn(registered, ns)).map((ns) => [ns, new Set(Object.keys(registered[ns]!))] as const));
   const module = await loadGuestModule(o.plugin, o.wasm, o.memoryLimitMib * 2 ** 20, { functions: namespaces, granted, wasi: o.wasi ?? false });
-  const guestLog = log.child({ plugin: o.plugin }, o.logLevel ? { level: o.logLevel } : {});
+  return Array.from({ length: count }, (_, i) => instanceShell(service, log, o, module, registered, [...namespaces.keys()], count > 1 ? i : undefined));
+}
+
+function instanceShell(
+  service: LockService,
+  log: Logger,
+  o: GuestGrantOptions,
+  module: GuestModule,
+  registered: HostFunctions,
+  namespaces: readonly string[],
+  instance: number | undefined,
+): GuestShellOptions {
+  const guestLog = log.child({ plugin: o.plugin, ...(instance !== undefined && { instance }) }, o.logLevel ? { level: o.logLevel } : {});
   const locks = new GuestLocks(service, { plugin: o.plugin, allowsGlobal: globalKeyMatcher(o.globalKeys ?? []) }, guestLog);
   const caps = new GuestCapabilities({
     plugin: o.plugin,
@@ -53,7 +74,7 @@ export async function prepareGuest(service: LockService, log: Logger, o: GuestGr
     functions: module.functions.map((f) => ({ ...f, fn: registered[f.module]![f.name]!, qualified: `${f.module}.${f.name}` })),
   });
   const grants = {
-    capabilities: grantedCapabilities({ ...(o.http && { http: o.http }), functions: [...namespaces.keys()] }),
+    capabilities: grantedCapabilities({ ...(o.http && { http: o.http }), functions: [...namespaces] }),
     config: { ...o.config },
     logLevel: abiLogLevel(guestLog.level),
   };

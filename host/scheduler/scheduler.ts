@@ -1,14 +1,18 @@
-// Runs scheduled exports. With a global hint, a tick runs only on the node that wins the
-// schedule's lock; the lock is then held until half a period after the tick, so a node whose
-// timer fires a little late cannot run the same tick again.
+// Runs scheduled exports. A tick first reserves a free instance of its plugin, waiting for one
+// up to a quarter of its period (none free by then: it is skipped as an overlap, and takes no
+// lock). With a global hint it then runs only on the node
+// that wins the schedule's lock, and only if the lock is still held, with time left, when the
+// export is entered; the lock is held until half a period after the tick, so a node whose timer
+// fires a little late cannot run the same tick again. A job never runs without its lock.
 import { EventEmitter } from "node:events";
 import type { Logger } from "pino";
 import type { ScheduledConfig } from "../config/types.js";
 import { toLockhostError } from "../../kit/errors.js";
 import { isOutage, type OutageReporter } from "../backend-health.js";
 import type { Lease } from "../locking/lease.js";
+import { qualify } from "../locking/scope.js";
 import type { LockService } from "../locking/service.js";
-import type { GuestInstance } from "../runtime/guest-instance.js";
+import type { GuestInstance, GuestReservation } from "../runtime/guest-instance.js";
 import { tickClock, type TickClock } from "./next-tick.js";
 import { Leaders } from "./leaders.js";
 
@@ -20,13 +24,21 @@ export type TickOutcome =
   | "failed"
   /** Another node holds the schedule's lock (leader_only: another node leads). */
   | "skipped_contended"
-  /** The previous tick of this schedule is still running here. */
+  /**
+   * The previous tick of this schedule is still running here, or every instance of its plugin is
+   * busy (`instances`): the tick took no lock.
+   */
   | "skipped_overlap"
+  /**
+   * The schedule lock (or leadership) was lost, or had no time left, when the export was about
+   * to be entered: the export was not called.
+   */
+  | "skipped_lost"
   /** The backend failed; the tick was not run. */
   | "skipped_error";
 
 /** Every TickOutcome, in a record so that a new outcome fails to compile here until listed. */
-export const TICK_OUTCOMES = Object.keys({ ran: 1, failed: 1, skipped_contended: 1, skipped_overlap: 1, skipped_error: 1 } satisfies Record<TickOutcome, 1>) as readonly TickOutcome[];
+export const TICK_OUTCOMES = Object.keys({ ran: 1, failed: 1, skipped_contended: 1, skipped_overlap: 1, skipped_error: 1, skipped_lost: 1 } satisfies Record<TickOutcome, 1>) as readonly TickOutcome[];
 
 /** How many ticks of one schedule had each outcome on this node since its scheduler was made. */
 export type TickCounts = Readonly<Record<TickOutcome, number>>;
@@ -53,17 +65,17 @@ export interface TickEvent {
   readonly runMs?: number;
 }
 
-/** What running a tick's export came to. */
+/** What running a tick's export came to (skipped_lost: it was not entered). */
 interface Invoked {
-  readonly outcome: "ran" | "failed";
-  readonly runMs: number;
+  readonly outcome: "ran" | "failed" | "skipped_lost";
+  readonly runMs?: number;
 }
 
 /** What the scheduler needs from its host. */
 export interface SchedulerDeps {
   /** Where schedule locks are taken (as plugin scope "lockhost"). */
   readonly locks: LockService;
-  /** The running guest instance of a plugin. */
+  /** The running guest of a plugin (its pool of instances): a tick reserves a free one. */
   readonly guest: (plugin: string) => GuestInstance;
   /** Where skipped, failed and contended ticks are logged. */
   readonly log: Logger;
@@ -83,6 +95,32 @@ interface State {
   running?: Promise<void>;
   /** The running tick is still waiting for the backend to answer for its lock. */
   locking?: boolean;
+  /** Ticks skipped in a row for want of a free instance: the first is said at warn, the rest at debug. */
+  busySkips: number;
+}
+
+/**
+ * A free instance of `guest` reserved now, or as soon as one is free within `waitMs`; undefined
+ * when none is by then, or when `signal` aborts first.
+ */
+function reserveWithin(guest: GuestInstance, waitMs: number, signal: AbortSignal): Promise<GuestReservation | undefined> {
+  const now = guest.reserve();
+  if (now || !(waitMs > 0) || signal.aborted) return Promise.resolve(now);
+  return new Promise((resolve) => {
+    const done = (r: GuestReservation | undefined): void => {
+      clearTimeout(timer);
+      stopListening();
+      signal.removeEventListener("abort", abort);
+      resolve(r);
+    };
+    const abort = (): void => done(undefined);
+    const stopListening = guest.onFree(() => {
+      const r = guest.reserve();
+      if (r) done(r);
+    });
+    const timer = setTimeout(() => done(guest.reserve()), waitMs);
+    signal.addEventListener("abort", abort, { once: true });
+  });
 }
 
 /** The longest delay setTimeout honours. */
@@ -94,6 +132,15 @@ export const electionOf = (config: ScheduledConfig): string => config.election ?
 /** The lock name a schedule's ticks are coordinated on. */
 export const scheduleLockKey = (id: string): string => `schedule:${id}`;
 
+/** The full name of schedule `id`'s lock, as status and the logs show it: "lockhost:schedule:<id>". */
+export const scheduleLockName = (id: string): string => qualify(scheduleLockKey(id), { plugin: "lockhost" });
+
+/** The schedule id whose lock `name` (a full lock name) is, or undefined when it is no schedule's lock. */
+export function scheduleOfLock(name: string): string | undefined {
+  const prefix = scheduleLockName("");
+  return name.startsWith(prefix) && name.length > prefix.length ? name.slice(prefix.length) : undefined;
+}
+
 /** Fires every configured schedule; emits "tick" with a TickEvent. */
 export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   readonly #deps: SchedulerDeps;
@@ -104,13 +151,17 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   #warnedLocal = false;
   /** The campaigns of leader_only schedules. */
   readonly #leaders: Leaders;
+  /** Ends the waits of ticks for a free instance when the scheduler stops. */
+  #stopping = new AbortController();
+  /** Per plugin, ticks holding a reserved instance while they wait for the backend to give their lock. */
+  readonly #locking = new Map<string, number>();
   /** Ticks by schedule and outcome: an outage's skips are counted here rather than logged one by one. */
   readonly #counts = new Map<string, Record<TickOutcome, number>>();
 
   constructor(schedules: readonly ScheduledConfig[], deps: SchedulerDeps) {
     super();
     this.#deps = deps;
-    this.#states = schedules.map((config) => ({ config, clock: tickClock(config.schedule) }));
+    this.#states = schedules.map((config) => ({ config, clock: tickClock(config.schedule), busySkips: 0 }));
     for (const { id } of schedules) this.#counts.set(id, Object.fromEntries(TICK_OUTCOMES.map((o) => [o, 0])) as Record<TickOutcome, number>);
     this.#leaders = new Leaders(deps.locks, deps.log, deps.health);
   }
@@ -124,6 +175,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   start(): void {
     if (this.#started) return;
     this.#started = true;
+    if (this.#stopping.signal.aborted) this.#stopping = new AbortController();
     this.#leaders.start(this.#states.filter((s) => s.config.hint === "leader_only").map(({ config }) => ({ name: electionOf(config), ttlMs: config.ttlMs, plugin: config.plugin })));
     for (const state of this.#states) this.#arm(state, Date.now());
   }
@@ -131,6 +183,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   /** Stops firing new ticks; running ticks go on (see idle()). Leaderships are kept until releaseParked(). */
   stop(): void {
     this.#started = false;
+    this.#stopping.abort();
     for (const state of this.#states) clearTimeout(state.timer);
   }
 
@@ -214,12 +267,18 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       // No lock per tick: the leadership, held in the background, is the schedule's lock (handle 0).
       const leadership = this.#leaders.leadership(electionOf(config));
       if (!leadership) return this.#emit(config.id, tickAtMs, "skipped_contended");
-      return this.#emit(config.id, tickAtMs, await this.#invoke(config, leadership.lease), leadership.term);
+      const instance = await this.#reserve(state, tickAtMs);
+      if (!instance) return this.#emit(config.id, tickAtMs, "skipped_overlap");
+      return this.#emit(config.id, tickAtMs, await this.#invoke(config, tickAtMs, instance, leadership.lease), leadership.term);
     }
-    if (!this.#coordinated(config)) return this.#emit(config.id, tickAtMs, await this.#invoke(config));
+    // Before the lock: a tick that could not run now must not hold it (another node may run it).
+    const instance = await this.#reserve(state, tickAtMs);
+    if (!instance) return this.#emit(config.id, tickAtMs, "skipped_overlap");
+    if (!this.#coordinated(config)) return this.#emit(config.id, tickAtMs, await this.#invoke(config, tickAtMs, instance));
 
     let lease: Lease | null;
     state.locking = true;
+    this.#locking.set(config.plugin, (this.#locking.get(config.plugin) ?? 0) + 1);
     try {
       lease = await locks.tryLock(scheduleLockKey(config.id), {
         ttlMs: config.ttlMs,
@@ -230,6 +289,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
         fair: config.fair,
       });
     } catch (err) {
+      instance.cancel();
       const e = toLockhostError(err);
       const { health } = this.#deps;
       if (health && isOutage(e)) {
@@ -242,8 +302,10 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       return this.#emit(config.id, tickAtMs, "skipped_error");
     } finally {
       state.locking = false;
+      this.#locking.set(config.plugin, this.#locking.get(config.plugin)! - 1);
     }
     if (!lease) {
+      instance.cancel();
       log.info({ schedule: config.id, tickAtMs }, "tick skipped: another node holds the schedule lock");
       return this.#emit(config.id, tickAtMs, "skipped_contended");
     }
@@ -259,7 +321,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     });
     try {
       log.info({ schedule: config.id, tickAtMs, lock: lease.name, fence: lease.fence }, "schedule lock taken; running");
-      invoked = await this.#invoke(config, lease);
+      invoked = await this.#invoke(config, tickAtMs, instance, lease);
     } finally {
       stopWatching();
       // Parked, the lock only has to outlive half a period: it needs no more renewals.
@@ -267,7 +329,38 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       // Whatever happened above, the lock is let go (after half a period).
       this.#park(lease, () => tickAtMs + (state.clock.next(tickAtMs) - tickAtMs) / 2);
     }
-    return this.#emit(config.id, tickAtMs, invoked, lease.fence, lockLost);
+    // Lost before the export was entered: said once, as a tick not run.
+    return this.#emit(config.id, tickAtMs, invoked, lease.fence, lockLost && invoked.outcome !== "skipped_lost");
+  }
+
+  /**
+   * A free instance of the tick's plugin, reserved for it. Ticks that fire together on one plugin
+   * take turns: a tick waits for an instance up to a quarter of its period after its fire time
+   * (never holding its lock meanwhile; well inside the half period a winner keeps the lock, so a
+   * late start cannot run a tick twice). None by then, or the scheduler stopped: undefined, said.
+   */
+  async #reserve(state: State, tickAtMs: number): Promise<GuestReservation | undefined> {
+    const { config } = state;
+    const guest = this.#deps.guest(config.plugin);
+    let waitMs: number;
+    try {
+      waitMs = tickAtMs + (state.clock.next(tickAtMs) - tickAtMs) / 4 - Date.now();
+    } catch {
+      waitMs = 0;
+    }
+    const reserved = await reserveWithin(guest, waitMs, this.#stopping.signal);
+    if (reserved) {
+      state.busySkips = 0;
+      return reserved;
+    }
+    // Said once per run of skips; quiet when the backend is down, or when the busy instance is
+    // held by a tick waiting for its lock from the backend (a slow backend, said by the health).
+    const quiet = state.busySkips++ > 0 || this.#deps.health?.up === false || (this.#locking.get(config.plugin) ?? 0) > 0;
+    this.#deps.log[quiet ? "debug" : "warn"](
+      { schedule: config.id, tickAtMs, plugin: config.plugin, instances: guest.size },
+      `tick skipped: every instance of plugin ${config.plugin} is busy (instances = ${guest.size}); it took no lock. More instances let its schedules run beside each other`,
+    );
+    return undefined;
   }
 
   /** Whether a schedule's ticks go through its lock (prefer_global falls back once, loudly). */
@@ -284,13 +377,18 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     return false;
   }
 
-  async #invoke(config: ScheduledConfig, scheduleLease?: Lease): Promise<Invoked> {
+  /** Calls the tick's export on its reserved instance (under `scheduleLease`, checked at entry). */
+  async #invoke(config: ScheduledConfig, tickAtMs: number, instance: GuestReservation, scheduleLease?: Lease): Promise<Invoked> {
     const started = performance.now();
     try {
-      await this.#deps.guest(config.plugin).call(config.export, [], scheduleLease && { scheduleLease });
+      await instance.call(config.export, [], scheduleLease && { scheduleLease });
       return { outcome: "ran", runMs: performance.now() - started };
     } catch (err) {
       const e = toLockhostError(err);
+      if (e.code === "LOST" && e.details?.entered === 0) {
+        this.#deps.log.error({ schedule: config.id, tickAtMs, lock: scheduleLease?.name, fence: scheduleLease?.fence, err: e.message }, "tick not run: its schedule lock was gone when the job was to start");
+        return { outcome: "skipped_lost" };
+      }
       this.#deps.log.error({ schedule: config.id, code: e.code, err: e.message }, "scheduled call failed");
       return { outcome: "failed", runMs: performance.now() - started };
     }

@@ -208,3 +208,13 @@ export function scheduledJob(): void {
   sleepMs(700);
   trace("scheduled job done, state " + scheduleLockState().toString());
 }
+
+/** A long scheduled export (no arguments): works for 2.5 s. */
+export function longJob(): void {
+  sleepMs(2_500);
+}
+
+/** A quick scheduled export: traces the schedule lock's state (handle 0) as it is entered. */
+export function quickJob(): void {
+  trace("quick job start state " + scheduleLockState().toString());
+}

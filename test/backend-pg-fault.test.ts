@@ -21,7 +21,8 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 let server: PgServer;
 beforeAll(async () => {
-  server = await startPostgresServer();
+  // A small lock table (PostgreSQL's least), so filling it is a few thousand locks.
+  server = await startPostgresServer({ settings: { max_locks_per_transaction: 10 } });
 });
 afterAll(async () => {
   await server?.stop();
@@ -199,8 +200,10 @@ describe("pg backend: server killed, frozen and restarted", () => {
     const held: MutexAcquireRequest[] = [];
     try {
       let failure: unknown;
-      // The lock table holds max_locks_per_transaction × (max_connections + ...) entries: some
-      // thousands on a default server. Fill it in batches until the server refuses.
+      // The lock table holds max_locks_per_transaction × (max_connections + ...) entries, and
+      // this file's server keeps it small (10 a transaction: some 2,000 locks, where a default
+      // server's 64 took over 30 s to fill and empty on a loaded machine). Fill it in batches
+      // until the server refuses.
       for (let batch = 0; batch < 40 && failure === undefined; batch++) {
         const reqs = Array.from({ length: 1_000 }, () => req());
         const results = await Promise.allSettled(reqs.map((r) => backend.acquire(r)));
@@ -221,5 +224,5 @@ describe("pg backend: server killed, frozen and restarted", () => {
     } finally {
       await backend.close();
     }
-  });
+  }, 120_000);
 });

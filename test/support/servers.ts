@@ -188,6 +188,8 @@ export interface PgServerOptions {
    * last commits (fsync stays off either way: the machine itself does not crash in a test).
    */
   readonly durableCommits?: boolean;
+  /** More server settings, each passed as `-c name=value` (e.g. a small `max_locks_per_transaction`). */
+  readonly settings?: Readonly<Record<string, string | number>>;
 }
 
 /**
@@ -224,6 +226,7 @@ export async function startPostgresServer(options: PgServerOptions = {}): Promis
     const [cmd, args] = wrap(postgres, [
       "-D", data, "-p", String(port), "-k", dir, "-c", "listen_addresses=127.0.0.1",
       "-c", "fsync=off", "-c", `synchronous_commit=${options.durableCommits === true ? "on" : "off"}`, "-c", "full_page_writes=off",
+      ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ["-c", `${name}=${value}`]),
     ]);
     child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
     child.stdout?.on("data", (d: Buffer) => void (output += d.toString()));

@@ -23,10 +23,10 @@ let server: PgServer;
 beforeAll(async () => {
   // A small lock table (PostgreSQL's least), so filling it is a few thousand locks.
   server = await startPostgresServer({ settings: { max_locks_per_transaction: 10 } });
-});
+}, 120_000); // initdb and a first start: over the 30 s hook limit at load 30
 afterAll(async () => {
   await server?.stop();
-});
+}, 60_000);
 
 const config = (over: Partial<PgConfig> = {}): PgConfig => ({
   ...pgDefaults,

@@ -196,16 +196,19 @@ describe("pg backend: server killed, frozen and restarted", () => {
   });
 
   it("names max_locks_per_transaction when the server's lock table is full, and keeps working", async () => {
-    const backend = new PgBackend(config({ commandTimeoutMs: 5_000 }), captureLogger().logger);
+    // A command timeout far from what load can reach: a statement that timed out drops its
+    // session, and the locks on it, which then could not be released as "released" below.
+    const backend = new PgBackend(config({ commandTimeoutMs: 30_000 }), captureLogger().logger);
     const held: MutexAcquireRequest[] = [];
     try {
       let failure: unknown;
       // The lock table holds max_locks_per_transaction × (max_connections + ...) entries, and
       // this file's server keeps it small (10 a transaction: some 2,000 locks, where a default
       // server's 64 took over 30 s to fill and empty on a loaded machine). Fill it in batches
-      // until the server refuses.
-      for (let batch = 0; batch < 40 && failure === undefined; batch++) {
-        const reqs = Array.from({ length: 1_000 }, () => req());
+      // until the server refuses. Batches of 200, so no statement queues behind a thousand on
+      // the backend's four sessions (at load 38 some of a thousand passed a 5 s timeout).
+      for (let batch = 0; batch < 100 && failure === undefined; batch++) {
+        const reqs = Array.from({ length: 200 }, () => req());
         const results = await Promise.allSettled(reqs.map((r) => backend.acquire(r)));
         results.forEach((r, i) => {
           if (r.status === "fulfilled" && r.value.acquired) held.push(reqs[i]!);

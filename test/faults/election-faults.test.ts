@@ -57,12 +57,13 @@ const LIVENESS_MS = 15_000;
 const PAUSE_MS = 2.5 * TTL_MS;
 const SERVER_PAUSE_MS = 1.5 * TTL_MS;
 /**
- * Resign -> observer, p99: half the TTL. A resigning leader's lease has over 850 ms left (it
- * led at most 150 ms of its 1 s), so an observer that saw resignations only when leases ran out
- * would be over this on every one; seen by the release notice, it is a few ms, 171 ms at most at
- * load 16 on 2 cores. The project's 50 ms target is the bench's (bench/election.ts).
+ * Resign -> observer, p99: 100 ms short of the least lease a resigning leader leaves (it led at
+ * most 150 ms of its 1 s TTL: 850 ms), so an observer that saw resignations only when leases ran
+ * out would be over this on every one; seen by the release notice, p50 is a few ms and p99 was
+ * 96-191 ms at load 16, 209-327 ms at load 28 on 2 cores. The project's 50 ms target is the
+ * bench's (bench/election.ts).
  */
-const RESIGN_P99_MS = TTL_MS / 2;
+const RESIGN_P99_MS = TTL_MS - LEAD_MS[1] - 100;
 /**
  * A killed leader seen gone by the observer, and taken over by a campaigner, after the backend
  * frees it: half the TTL, where an observer reading at the lease's end would wait up to the whole

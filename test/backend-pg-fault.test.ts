@@ -14,7 +14,8 @@ import { captureLogger } from "./support/log.js";
 import { startPostgresServer, type PgServer } from "./support/servers.js";
 import { type PgConfig, pgDefaults } from "../plugins/backends/pg/config.js";
 
-const COMMAND_TIMEOUT_MS = 500;
+/** 2 s: at load 25 a first connect took over 500 ms, and the test failed before its fault. */
+const COMMAND_TIMEOUT_MS = 2_000;
 /** Generous: "promptly" means bounded by the command timeout, not a race against the scheduler. */
 const PROMPT_MS = COMMAND_TIMEOUT_MS + 1_000;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -178,7 +179,7 @@ describe("pg backend: server killed, frozen and restarted", () => {
       // A burst: some statements go on the wire, the rest wait their turn; all fail promptly.
       const burst = Array.from({ length: 100 }, () => failsPromptly(() => backend.acquire(req())));
       const err = await failsPromptly(() => backend.acquire(req()));
-      expect(err.message).toMatch(/did not answer (for|within) commandTimeoutMs \(500 ms\)/);
+      expect(err.message).toMatch(new RegExp(`did not answer (for|within) commandTimeoutMs \\(${COMMAND_TIMEOUT_MS} ms\\)`));
       await Promise.all(burst);
       // A connection that might still be running our statement is never trusted again.
       expect(backend.heldCount).toBe(0);
@@ -222,7 +223,9 @@ describe("pg backend: server killed, frozen and restarted", () => {
       expect(held.length).toBeGreaterThan(1_000);
 
       const released = await Promise.all(held.map((r) => backend.release(r.key, r.owner)));
-      expect(released.every((r) => r === "released")).toBe(true);
+      // Every one released (the outcomes that were not, if any, with how many of each).
+      const others = released.filter((r) => r !== "released");
+      expect([...new Set(others)].map((r) => `${r} x${others.filter((o) => o === r).length}`)).toEqual([]);
       expect((await backend.acquire(req())).acquired).toBe(true);
     } finally {
       await backend.close();

@@ -360,7 +360,7 @@ export const OPS = [
     codes: ["PERMISSION_DENIED", "INVALID_ARGUMENT", "TIMEOUT", "TOO_LARGE", "CALL_FAILED", "CANCELLED", "LOST", "INVALID_HANDLE", "ALREADY_RELEASED"],
     runtimes: RUNTIMES,
     keepsReply: true,
-    doc: "length of the response, written into the buffer when it fits (else read it with `lockhost.last_reply`): the status code, a `\\n`, each header as `name: value\\n` (names lowercase), a `\\n`, then the body. The request is `METHOD URL` then one `Name: value` line per header, `\\n`-separated; `body` may be empty. With `FLAG_FENCE` the host adds `lockhost-lock` and `lockhost-fence` headers naming the lock `handle` (0: the schedule's lock in a scheduled call) and its fence (`-LOST` once it is no longer held). Only hosts, methods and sizes the plugin's `[plugins.http]` allows; bounded by its `timeout_ms` and the call's time limit.",
+    doc: "length of the response, written into the buffer when it fits (else read it with `lockhost.last_reply`): the status code, a `\\n`, each header as `name: value\\n` (names lowercase), a `\\n`, then the body. The request is `METHOD URL` then one `Name: value` line per header, `\\n`-separated; `body` may be empty. With `FLAG_FENCE` the host adds `lockhost-lock` (or, for a name a header value would not keep as it is, `lockhost-lock-encoded`, percent-encoded), `lockhost-fence` and `lockhost-kind` headers naming the lock `handle` (0: the schedule's lock in a scheduled call), its fence and kind (`-LOST` once it is no longer held). Only hosts, methods and sizes the plugin's `[plugins.http]` allows; bounded by its `timeout_ms` and the call's time limit.",
     brief: "length of the response (status, headers, body), or `-code`",
   },
   {

@@ -4,7 +4,10 @@
  * check, for a service that installs lockhost only for it (node: built-ins only, no lockhost
  * host, backend or pg import).
  *
- * A holder sends `lockhost-lock: <full lock name>` and `lockhost-fence: <decimal fence>`.
+ * A holder sends `lockhost-lock: <full lock name>` and `lockhost-fence: <decimal fence>` (and
+ * `lockhost-kind: rw` for a kind other than the mutex). A name a header value would not keep as
+ * it is (a space at its end, a control character) goes percent-encoded in
+ * `lockhost-lock-encoded` instead: {@link lockHeader} writes either.
  * {@link fenceGuard} checks them for HTTP, {@link checkFence} anywhere else, against a
  * {@link FenceStore}: {@link memoryFenceStore} in one process, {@link pgFenceStore} shared.
  *
@@ -24,7 +27,10 @@
  */
 export { checkFence, type FenceVerdict } from "./check.js";
 export { fenceGuard, fenceOf, type FenceGuardOptions, type FenceMiddleware, type FenceRefusal } from "./guard.js";
-export { FENCE_HEADER, KIND_HEADER, LOCK_HEADER, parseFenceHeaders, type Fence, type ParsedFence } from "./headers.js";
+export {
+  ENCODED_LOCK_HEADER, FENCE_HEADER, FENCE_KINDS, KIND_HEADER, LOCK_HEADER, lockHeader, parseFenceHeaders,
+  type Fence, type FenceKind, type ParsedFence,
+} from "./headers.js";
 export { memoryFenceStore } from "./memory-store.js";
 export { fenceTableDdl, pgFenceStore, type PgFenceStore, type PgFenceStoreOptions, type PgQueryable } from "./pg-store.js";
 export { MAX_FENCE, MAX_FENCE_DIGITS, MAX_LOCK_BYTES } from "./rules.js";

@@ -48,7 +48,7 @@ export { MAX_NAME_BYTES, MAX_OWNER_LENGTH, OWNER_PATTERN } from "./locking/valid
 export { DEFAULT_KEEPALIVE } from "./locking/options.js";
 export type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";
 export type { HeldLock, HostFunction, HostFunctionContext, HostFunctionResult, HostFunctions } from "./runtime/capabilities/functions.js";
-export { FENCE_HEADER, LOCK_HEADER } from "./runtime/capabilities/guest-capabilities.js";
+export { ENCODED_LOCK_HEADER, FENCE_HEADER, LOCK_HEADER } from "./runtime/capabilities/guest-capabilities.js";
 export { Scheduler, scheduleLockKey, type TickEvent, type TickOutcome } from "./scheduler/scheduler.js";
 export { createBackend, chosenBackend } from "./backends/create.js";
 export { backendDescriptor, backendNames, registerBackend } from "./backends/registry.js";

@@ -144,7 +144,8 @@ describe("release by key and owner, and release results as values", () => {
       const t0 = performance.now();
       await locks.release("a", "shared");
       await waiting;
-      expect(performance.now() - t0).toBeLessThan(1_000);
+      // Woken by the release, not by the next poll (60 s): 10 s is margin a loaded machine keeps.
+      expect(performance.now() - t0).toBeLessThan(10_000);
     } finally {
       await other.close({ closeBackend: false });
     }

@@ -886,7 +886,8 @@ describe("redis backend: release notifications (watch)", () => {
       const released = performance.now();
       await holder.release(held);
       const lease = await waiting;
-      expect(performance.now() - released).toBeLessThan(2_000);
+      // Woken by the release, not by the next poll (30 s): 10 s is margin a loaded machine keeps.
+      expect(performance.now() - released).toBeLessThan(10_000);
       await waiter.release(lease);
     } finally {
       await holder.close({ closeBackend: false });

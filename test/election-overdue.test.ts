@@ -45,7 +45,9 @@ describe("observing a leader past its lease's end", () => {
       while (!seen.some((s) => !s.info.held) && performance.now() - resignedAt < 2_000) await sleep(1);
       const end = seen.find((s) => !s.info.held);
       expect(end).toBeDefined();
-      expect(end!.at - resignedAt).toBeLessThan(100);
+      // At once: by the release notice, where the backed-off reads would have come up to a poll
+      // interval (1 s) later; half of it is a margin a loaded machine cannot eat (was 100 ms).
+      expect(end!.at - resignedAt).toBeLessThan(500);
     } finally {
       controller.abort();
       await observing;

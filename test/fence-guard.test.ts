@@ -4,9 +4,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import {
-  checkFence, fenceGuard, fenceOf, memoryFenceStore, MAX_FENCE, MAX_LOCK_BYTES,
+  checkFence, fenceGuard, fenceOf, FENCE_KINDS, lockHeader, memoryFenceStore, MAX_FENCE, MAX_LOCK_BYTES,
   type FenceGuardOptions, type FenceRefusal, type FenceStore,
 } from "../fence/index.js";
+import { LOCK_KINDS } from "../kit/kinds.js";
 import { fenced, send, type RawHeaders } from "./support/fenced-request.js";
 
 const servers: Server[] = [];
@@ -65,6 +66,45 @@ describe("fenceGuard on node:http", () => {
     expect((await post({ ...fenced("global:ledger", 41), "lockhost-kind": "Bad Kind" })).status).toBe(400);
   });
 
+  it("knows lockhost's lock kinds, each counting its own fences, and refuses any other kind with 400", async () => {
+    expect([...FENCE_KINDS]).toEqual(LOCK_KINDS); // a new kind in kit/kinds.ts must be added to fence/headers.ts
+    const { post } = await guarded();
+    for (const kind of FENCE_KINDS) expect((await post({ ...fenced("global:k", 5), "lockhost-kind": kind })).status, kind).toBe(200);
+    // Before, any lowercase word got a counter of its own: a typo'd kind opened the resource
+    // beside the real kind's fences instead of being refused.
+    for (const kind of ["mutexx", "queue", "rwlock", "election"]) {
+      const reply = await post({ ...fenced("global:k", 6), "lockhost-kind": kind });
+      expect(reply, kind).toEqual({ status: 400, body: { error: "bad_fence", reason: `lockhost-kind must be one of mutex, rw, semaphore, fair, leader, got "${kind}"` } });
+    }
+  });
+
+  it("keeps `ledger` and `ledger ` two locks: the holder of `ledger ` does not pass as `ledger`, nor lock its holder out", async () => {
+    const { post } = await guarded({ locks: ["global:ledger"] });
+    const as = (lock: string, fence: number): RawHeaders => Object.fromEntries([lockHeader(lock), ["lockhost-fence", String(fence)]]);
+    // The holder of `global:ledger ` writes with fence 9: before, Node trimmed the header to
+    // `global:ledger`, the guard accepted it and refused the real holder's fence 1 with 409.
+    expect(await post(as("global:ledger ", 9))).toEqual({ status: 403, body: { error: "lock_not_accepted", lock: "global:ledger ", reason: "this resource accepts fences of other locks" } });
+    expect(await post(as("global:ledger", 1))).toEqual({ status: 200, body: { fenced: true, lock: "global:ledger", fence: "1" } });
+    const any = await guarded();
+    expect((await any.post(as("global:ledger ", 9))).body).toEqual({ fenced: true, lock: "global:ledger ", fence: "9" });
+    expect((await any.post(as("global:ledger", 1))).body).toEqual({ fenced: true, lock: "global:ledger", fence: "1" });
+  });
+
+  it("reads a percent-encoded name back exactly, and a plain one as the UTF-8 bytes older senders send", async () => {
+    const { post } = await guarded();
+    const names = ["global:ledger ", " lead", "global:100%", "global:%41", "global:é€ ", "global:\u3000", "a b", "global:x\u00a0"];
+    for (const [i, name] of names.entries()) {
+      const reply = await post(Object.fromEntries([lockHeader(name), ["lockhost-fence", String(i + 1)]]));
+      expect(reply.body, JSON.stringify(name)).toEqual({ fenced: true, lock: name, fence: String(i + 1) });
+    }
+    expect(lockHeader("global:ledger")).toEqual(["lockhost-lock", "global:ledger"]); // what every guard reads
+    expect(lockHeader("global:é")).toEqual(["lockhost-lock", "global:\u00c3\u00a9"]); // its UTF-8 bytes, as before
+    expect(lockHeader("global:ledger ")).toEqual(["lockhost-lock-encoded", "global:ledger%20"]);
+    expect(lockHeader("a\r\n100%é ")).toEqual(["lockhost-lock-encoded", "a%0D%0A100%25%C3%A9%20"]);
+    // Either form, lower-case hex too, whatever a sender's encoder writes.
+    expect((await post({ "lockhost-lock-encoded": "global%3aledger%20", "lockhost-fence": "100" })).body).toEqual({ fenced: true, lock: "global:ledger ", fence: "100" });
+  });
+
   it("opens only to the locks it is told of", async () => {
     const { post } = await guarded({ locks: ["global:ledger"] });
     expect((await post(fenced("global:ledger", 1))).status).toBe(200);
@@ -109,6 +149,15 @@ describe("fenceGuard on node:http", () => {
     ["a lock over the limit", fenced("k".repeat(MAX_LOCK_BYTES + 1), 1), /601 bytes long, over the limit of 600/],
     ["a lock with a tab", fenced("a\tb", 1), /control character/],
     ["a lock that is not UTF-8", fenced("\u00ff", 1), /not valid UTF-8/],
+    ["a lock sent both ways", { "lockhost-lock": "l", "lockhost-lock-encoded": "l", "lockhost-fence": "1" }, /send one of lockhost-lock and lockhost-lock-encoded, not both/],
+    ["two encoded locks", { "lockhost-lock-encoded": ["l", "m"], "lockhost-fence": "1" }, /lockhost-lock-encoded was sent 2 times/],
+    ["an encoded lock without a fence", { "lockhost-lock-encoded": "l" }, /lockhost-lock-encoded was sent without lockhost-fence/],
+    ["an encoded lock with a raw space", { "lockhost-lock-encoded": "a b", "lockhost-fence": "1" }, /must be percent-encoded/],
+    ["an encoded lock with a lone %", { "lockhost-lock-encoded": "100%", "lockhost-fence": "1" }, /must be percent-encoded/],
+    ["an encoded lock with %zz", { "lockhost-lock-encoded": "a%zz", "lockhost-fence": "1" }, /must be percent-encoded/],
+    ["an encoded lock that is not UTF-8", { "lockhost-lock-encoded": "a%FF", "lockhost-fence": "1" }, /not percent-encoded UTF-8/],
+    ["an encoded lock with a line feed", { "lockhost-lock-encoded": "a%0Ab", "lockhost-fence": "1" }, /lockhost-lock-encoded: the lock name contains a control character/],
+    ["an empty encoded lock", { "lockhost-lock-encoded": "", "lockhost-fence": "1" }, /lockhost-lock-encoded: the lock name is empty/],
   ])("refuses %s with 400", async (_, headers, reason) => {
     const { post } = await guarded();
     const reply = await post(headers);

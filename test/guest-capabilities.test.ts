@@ -7,11 +7,12 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Runtime } from "../abi/ops.js";
+import { fenceGuard, fenceOf, type FenceGuardOptions } from "../fence/index.js";
 import * as S from "../abi/status.js";
 import { LockhostError } from "../kit/errors.js";
 import type { HostFunctionContext, HostFunctions } from "../host/runtime/capabilities/functions.js";
 import type { HttpGrant } from "../host/runtime/capabilities/http/index.js";
-import type { GuestInstance } from "../host/runtime/guest-instance.js";
+import type { GuestInstance, GuestValue } from "../host/runtime/guest-instance.js";
 import { GUEST_RUNTIMES, startGuest, startWorkerGuest, type TestGuestOptions } from "./support/guest.js";
 import { guestFixture } from "./support/guest-fixture.js";
 import { until } from "./support/until.js";
@@ -60,6 +61,40 @@ const grant = (over: Partial<HttpGrant> = {}): HttpGrant => ({
   maxRedirects: 2,
   ...over,
 });
+
+/** Servers behind a fenceGuard the fence cases start; closed after all. */
+const fencedServers: Server[] = [];
+afterAll(async () => {
+  await Promise.all(fencedServers.map((s) => {
+    s.closeAllConnections();
+    return new Promise((resolve) => s.close(resolve));
+  }));
+});
+
+/**
+ * A real node:http server behind lockhost/fence's guard made of `options`: `seen` has "status
+ * lock fence" of each accepted request, "status error lock" or "status error" of each refused
+ * one; `names` the lock name each request carried, read from the wire as docs/lock-model.md
+ * says (the percent-encoded header when sent, else the plain one's UTF-8 bytes).
+ */
+async function fencedServer(options: FenceGuardOptions): Promise<{ url: string; seen: string[]; names: string[] }> {
+  const seen: string[] = [];
+  const names: string[] = [];
+  const guard = fenceGuard({ ...options, onRefused: (r) => seen.push(`${r.status} ${r.error}${"lock" in r ? ` ${r.lock}` : ""}`) });
+  const s = createServer((req, res) => {
+    const encoded = req.headers["lockhost-lock-encoded"];
+    const plain = req.headers["lockhost-lock"];
+    names.push(typeof encoded === "string" ? decodeURIComponent(encoded) : Buffer.from(String(plain), "latin1").toString("utf8"));
+    guard(req, res, () => {
+      const f = fenceOf(req)!;
+      seen.push(`200 ${f.lock} ${f.fence}`);
+      res.end("ok");
+    });
+  });
+  fencedServers.push(s);
+  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${(s.address() as AddressInfo).port}/entries`, seen, names };
+}
 
 const contexts: HostFunctionContext[] = [];
 /** The signals billing.wait was called with, and its contexts (read again later). */
@@ -198,6 +233,34 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       expect(headers["lockhost-kind"]).toBe("mutex");
     });
 
+    it("keeps `ledger` and `ledger ` two locks at a fenceGuard: the holder of `ledger ` is refused, not taken for `ledger`", async () => {
+      const guarded = await fencedServer({ locks: ["global:ledger"] });
+      const g = await guest({ globalKeys: ["ledger", "ledger "] });
+      // Three fenced writes under `ledger ` (fences 1..3): before, the header lost its trailing
+      // space, the guard took them for `global:ledger` and then refused its real holder's fence 1.
+      const statuses: GuestValue[] = [];
+      for (const key of ["ledger ", "ledger ", "ledger ", "ledger", "ledger"]) statuses.push(await g.call("post", [guarded.url, "x", "", key]));
+      expect({ statuses, seen: guarded.seen }).toEqual({
+        statuses: [403, 403, 403, 200, 200],
+        seen: ["403 lock_not_accepted global:ledger ", "403 lock_not_accepted global:ledger ", "403 lock_not_accepted global:ledger ", "200 global:ledger 1", "200 global:ledger 2"],
+      });
+    });
+
+    it("sends a lock name with CR, LF or edge spaces as it is, percent-encoded; the guard reads it back", async () => {
+      const guarded = await fencedServer({});
+      const names = [" lead", "a\r\nb", "é\tx ", "100% "];
+      const g = await guest({ globalKeys: names });
+      const statuses: GuestValue[] = [];
+      for (const name of names) statuses.push(await g.call("post", [guarded.url, "x", "", name]));
+      // Every name arrives whole (before: edge spaces cut, and CR, LF or a tab a CALL_FAILED:
+      // the header could not be sent); the guard's own rule then refuses control characters.
+      expect({ statuses, names: guarded.names, seen: guarded.seen }).toEqual({
+        statuses: [200, 400, 400, 200],
+        names: names.map((n) => `global:${n}`),
+        seen: ["200 global: lead 1", "400 bad_fence", "400 bad_fence", "200 global:100%  1"],
+      });
+    });
+
     it("starts no request and no host function call once the host is shutting down", async () => {
       const g = await guest();
       g.cancelWaits("the host is shutting down");
@@ -252,6 +315,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       const g = await guest();
       expect(await g.call("rawRequest", [`GET ${base}/x\nlockhost-fence: 99`, 0, 0])).toBe(-S.INVALID_ARGUMENT);
       expect(await g.call("rawRequest", [`GET ${base}/x\nLockhost-Kind: rw`, 0, 0])).toBe(-S.INVALID_ARGUMENT);
+      expect(await g.call("rawRequest", [`GET ${base}/x\nlockhost-lock-encoded: global:ledger`, 0, 0])).toBe(-S.INVALID_ARGUMENT);
       expect(await g.call("rawRequest", ["GET", 0, 0])).toBe(-S.INVALID_ARGUMENT);
       expect(traces().at(-1)).toContain('request line 1 must be "METHOD URL"');
       expect(await g.call("rawRequest", [`GET ${base}/x`, 3, 0])).toBe(-S.INVALID_ARGUMENT);

@@ -7,6 +7,7 @@ import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { LockhostError } from "../kit/errors.js";
+import { lockHeader, parseFenceHeaders } from "../fence/index.js";
 import {
   cidrProblem, createHttpClient, headerProblem, hostPatternProblem, methodProblem,
   type GuestHttpRequest, type HttpClient, type HttpGrant,
@@ -119,6 +120,22 @@ describe("http client: round trips", () => {
     const s = await serve((req, res) => res.end(String(req.headers["lockhost-fence"])));
     const got = await client().request(get(s.origin), { hostHeaders: [["lockhost-fence", "42"]] });
     expect(text(got.body)).toBe("42");
+  });
+
+  it("carries a lock name through undici exactly, whatever it holds: lockhost/fence's guard reads back the name sent", async () => {
+    const s = await serve((req, res) => {
+      const parsed = parseFenceHeaders(req);
+      res.end(JSON.stringify(parsed.kind === "fenced" ? { lock: parsed.lock } : parsed));
+    });
+    const c = client();
+    // Edge spaces (trimmed from a plain value), CR and LF (no value may hold them), a tab, `%`,
+    // non-ASCII: each arrives as it was.
+    for (const lock of ["global:ledger", "global:ledger ", "global:a\r\nb", "global:é€ ", "global:100%", "global:%41 ", "global:\u3000x\u3000"]) {
+      const got = await c.request(get(s.origin), { hostHeaders: [[...lockHeader(lock)], ["lockhost-fence", "1"]] });
+      const body = JSON.parse(text(got.body)) as { lock?: string; reason?: string };
+      // A CR/LF name arrives whole, then the guard's rule refuses control characters by name.
+      expect(body, JSON.stringify(lock)).toEqual(/[\r\n]/.test(lock) ? { kind: "malformed", reason: "lockhost-lock-encoded: the lock name contains a control character" } : { lock });
+    }
   });
 });
 
@@ -359,6 +376,7 @@ describe("http client: bad requests", () => {
       ["Transfer-Encoding", "chunked", '"Transfer-Encoding" is set by the host'],
       ["lockhost-fence", "999", '"lockhost-fence" is set by the host'],
       ["LockHost-Lock", "k", '"LockHost-Lock" is set by the host'],
+      ["lockhost-lock-encoded", "k%20", '"lockhost-lock-encoded" is set by the host'],
       ["bad name", "v", '"bad name" has an invalid name'],
       ["x-a", "v\r\nx-injected: 1", '"x-a" has an invalid value'],
       ["x-b", "nul\0", '"x-b" has an invalid value'],

@@ -8,6 +8,7 @@ import { LockService } from "../host/locking/service.js";
 import { MAX_NAME_BYTES } from "../host/locking/validate.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { faultyBackend } from "./support/faulty-backend.js";
+import { until } from "./support/until.js";
 
 let backend: MemoryBackend;
 let locks: LockService;
@@ -216,8 +217,11 @@ describe("LockService lifecycle (memory, faults injected)", () => {
     const service = new LockService(faulty, { node: "n", keepalive });
     try {
       faults.failRenewals = 2;
-      const lease = (await service.tryLock("k", { ttlMs: 400, keepalive: true }))!;
-      await sleep(900);
+      // A TTL of seconds: the renewal comes at half of it and must be confirmed 10 % before its
+      // end, so the retries have 1.2 s, not the 160 ms a 400 ms TTL left them, which a loaded
+      // machine's late timers used up (the lease was lost before its third attempt ran).
+      const lease = (await service.tryLock("k", { ttlMs: 3_000, keepalive: true }))!;
+      await until("two renewals confirmed after two failed ones", 20_000, () => service.stats().renewalsOk >= 2 || lease.state !== "held");
       expect(lease.state).toBe("held");
       const s = service.stats();
       expect(s.renewalsFailed).toBe(2);
@@ -233,28 +237,31 @@ describe("LockService lifecycle (memory, faults injected)", () => {
     const service = new LockService(faulty, { node: "n", keepalive });
     try {
       faults.failRenewals = 1_000;
-      const lease = (await service.tryLock("k", { ttlMs: 400, keepalive: true }))!;
+      // Seconds, as above: the retries end at ~3.2 s, 0.8 s before the lease would (with 400 ms
+      // they ended 80 ms before it, which a loaded machine's late timers could eat).
+      const lease = (await service.tryLock("k", { ttlMs: 4_000, keepalive: true }))!;
       const t0 = performance.now();
       const reason = await new Promise<unknown>((resolve) => lease.signal.addEventListener("abort", () => resolve(lease.signal.reason)));
       const at = performance.now() - t0;
-      // Lost before the lease would end (400 ms), after the retries (≥ 200 ms in).
-      expect(at).toBeGreaterThan(190);
-      expect(at).toBeLessThan(400);
+      // Lost before the lease would end (4 s), after the retries (≥ 2 s in: the first renewal).
+      expect(at).toBeGreaterThan(1_990);
+      expect(at).toBeLessThan(4_000);
       expect(reason).toMatchObject({ code: "LOST", message: expect.stringMatching(/could not be confirmed/) });
       expect(service.stats()).toMatchObject({ renewalsFailed: 4, lost: 1, held: 0 });
-      await sleep(20);
       // Given back by owner token, so the key is free before its TTL.
-      expect(await inner.status("global:k")).toBeNull();
+      await until("the lost lease given back", 3_000, async () => (await inner.status("global:k")) === null);
     } finally {
       await service.close();
     }
   });
 
   it("turns keepalive on and off for a held lease", async () => {
-    const lease = (await locks.tryLock("k", { ttlMs: 200 }))!;
+    // 2 s, renewed twice: a TTL of 200 ms left the renewal 80 ms, which a loaded machine can eat.
+    const lease = (await locks.tryLock("k", { ttlMs: 2_000 }))!;
+    const renewed = locks.stats().renewalsOk;
     locks.setKeepalive(lease, true);
     expect(locks.stats().keepalive).toBe(1);
-    await sleep(450);
+    await until("two renewals", 20_000, () => locks.stats().renewalsOk >= renewed + 2 || lease.state !== "held");
     expect(lease.state).toBe("held");
     locks.setKeepalive(lease, false);
     expect(locks.stats().keepalive).toBe(0);
@@ -355,8 +362,9 @@ describe("LockService lifecycle options", () => {
 
   it("default what is left out, including fields given as undefined", async () => {
     const service = make({ keepalive: { renewAtRatio: undefined, maxRetries: 0 }, waiting: {} });
-    const lease = (await service.tryLock("k", { ttlMs: 200, keepalive: true }))!;
-    await new Promise((r) => setTimeout(r, 450));
+    // Seconds: with no retry, a 200 ms TTL left the one renewal ~80 ms, which load can eat.
+    const lease = (await service.tryLock("k", { ttlMs: 2_000, keepalive: true }))!;
+    await until("two renewals", 20_000, () => service.stats().renewalsOk >= 2 || lease.state !== "held");
     expect(lease.state).toBe("held");
     await service.close();
   });
@@ -401,17 +409,18 @@ describe("LockService races and failures (review findings)", () => {
   }
 
   it("restores a lock with the TTL its lease was set with, however old the lock is", async () => {
-    const lease = (await locks.tryLock("k", { ttlMs: 200 }))!;
+    // Older than its TTL, renewed in time: 400 ms apart leaves a loaded machine 600 ms of slack.
+    const lease = (await locks.tryLock("k", { ttlMs: 1_000 }))!;
     for (let i = 0; i < 3; i++) {
-      await sleep(100);
+      await sleep(400);
       await locks.renew(lease);
     }
     const other = new LockService(backend, { node: "node-b" });
     const restored = await other.restore("k", lease.owner);
-    expect(restored.ttlMs).toBe(200);
-    await other.renew(restored, 300);
+    expect(restored.ttlMs).toBe(1_000);
+    await other.renew(restored, 1_500);
     const again = new LockService(backend, { node: "node-c" });
-    expect((await again.restore("k", lease.owner)).ttlMs).toBe(300);
+    expect((await again.restore("k", lease.owner)).ttlMs).toBe(1_500);
     await again.close({ closeBackend: false });
     await other.close({ closeBackend: false });
   });
@@ -425,7 +434,7 @@ describe("LockService races and failures (review findings)", () => {
       faults.failReleases = 1;
       await expect(service.release(lease)).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
       expect(lease.state).toBe("held");
-      await sleep(300);
+      await until("the lease runs out", 5_000, () => lease.state !== "held");
       expect(lease.state).toBe("lost");
       expect(signal.aborted).toBe(true);
     } finally {
@@ -458,17 +467,18 @@ describe("LockService races and failures (review findings)", () => {
 
   it("bounds the release subscription by waitMs and the abort signal", async () => {
     const held = (await locks.tryLock("k", { ttlMs: 60_000 }))!;
-    const other = new LockService(slowBackend({ readyDelayMs: 1_500 }), { node: "node-b" });
+    // Bounds far below the subscription's 20 s, so what they show is that it was not waited for.
+    const other = new LockService(slowBackend({ readyDelayMs: 20_000 }), { node: "node-b" });
     try {
       let t0 = performance.now();
       await expect(other.acquire("k", { ttlMs: 1_000, waitMs: 50 })).rejects.toMatchObject({ code: "TIMEOUT" });
-      expect(performance.now() - t0).toBeLessThan(1_000);
+      expect(performance.now() - t0).toBeLessThan(10_000);
       const controller = new AbortController();
       t0 = performance.now();
       const waiting = other.acquire("k", { ttlMs: 1_000, waitMs: 10_000, signal: controller.signal });
       setTimeout(() => controller.abort(new Error("gave up")), 10);
       await expect(waiting).rejects.toThrow("gave up");
-      expect(performance.now() - t0).toBeLessThan(1_000);
+      expect(performance.now() - t0).toBeLessThan(10_000);
     } finally {
       await other.close();
       await locks.release(held);
@@ -489,7 +499,7 @@ describe("a lease lasts no longer than the backend granted", () => {
       expect(lease.deadline).toBeLessThanOrEqual(performance.now() + 100);
       expect(lease.deadline).toBeGreaterThanOrEqual(sentAt + 100);
       const signal = lease.signal;
-      await sleep(300);
+      await until("the grant ends", 5_000, () => lease.state !== "held");
       expect(lease.state).toBe("lost");
       expect(signal.aborted).toBe(true);
     } finally {
@@ -501,9 +511,11 @@ describe("a lease lasts no longer than the backend granted", () => {
     const { backend: faulty, faults } = faultyBackend();
     const service = new LockService(faulty, { node: "n" });
     try {
-      faults.grantMs = 150;
-      const lease = (await service.tryLock("k", { ttlMs: 1_000, keepalive: true }))!;
-      await sleep(400);
+      // A grant of 1.5 s for a TTL of 10 s: renewed at half the grant, not the TTL (a 150 ms grant
+      // left the renewal ~60 ms, which load can eat).
+      faults.grantMs = 1_500;
+      const lease = (await service.tryLock("k", { ttlMs: 10_000, keepalive: true }))!;
+      await until("a renewal", 20_000, () => service.stats().renewalsOk >= 1 || lease.state !== "held");
       expect(lease.state).toBe("held");
       expect(service.stats().renewalsOk).toBeGreaterThanOrEqual(1);
       await service.release(lease);
@@ -525,7 +537,7 @@ describe("a lease lasts no longer than the backend granted", () => {
       await sleep(200);
       expect(got).toBeUndefined();
       expect(service.stats().handoffs).toBe(0);
-      expect(await inner.steps("mutex").status("k")).toBeNull();
+      await until("the grant with no time left given back", 5_000, async () => (await inner.steps("mutex").status("k")) === null);
       // Given back and tried again every ~50 ms, not at once on its own give-back's release notice.
       const contended = service.stats().contended;
       expect(contended).toBeGreaterThanOrEqual(1);
@@ -552,7 +564,7 @@ describe("a lease lasts no longer than the backend granted", () => {
     const service = new LockService(counted, { node: "n" });
     try {
       faults.grantMs = 0;
-      const waiting = service.acquire("k", { ttlMs: 5_000, waitMs: 300 }).catch((err: unknown) => err);
+      const waiting = service.acquire("k", { ttlMs: 5_000, waitMs: 1_000 }).catch((err: unknown) => err);
       expect(await waiting).toMatchObject({ code: "TIMEOUT" });
       expect(tries.length).toBeGreaterThanOrEqual(2);
       for (let i = 1; i < tries.length; i++) expect(tries[i]! - tries[i - 1]!).toBeGreaterThanOrEqual(20);
@@ -570,8 +582,7 @@ describe("a lease lasts no longer than the backend granted", () => {
         expect(await service.tryLock("k", { ttlMs: 5_000 })).toBeNull();
         expect(service.stats().contended).toBe(1);
         expect(service.heldCount).toBe(0);
-        await sleep(20);
-        expect(await inner.steps("mutex").status("k")).toBeNull();
+        await until("the grant given back", 5_000, async () => (await inner.steps("mutex").status("k")) === null);
         faults.grantMs = undefined;
         const lease = (await service.tryLock("k", { ttlMs: 5_000 }))!;
         expect(lease.state).toBe("held");

@@ -216,6 +216,8 @@ export interface PgServerOptions {
    * helper's own plain connection to database postgres as postgres stays allowed.
    */
   readonly tls?: ServerTls;
+  /** More server settings, each passed as `-c name=value` (e.g. a small `max_locks_per_transaction`). */
+  readonly settings?: Readonly<Record<string, string | number>>;
 }
 
 /**
@@ -265,6 +267,7 @@ export async function startPostgresServer(options: PgServerOptions = {}): Promis
       "-D", data, "-p", String(port), "-k", dir, "-c", "listen_addresses=127.0.0.1",
       "-c", "fsync=off", "-c", `synchronous_commit=${options.durableCommits === true ? "on" : "off"}`, "-c", "full_page_writes=off",
       ...tlsArgs,
+      ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ["-c", `${name}=${value}`]),
     ]);
     child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
     child.stdout?.on("data", (d: Buffer) => void (output += d.toString()));

@@ -3,7 +3,7 @@
 // imports. Both turn every outcome into the ABI's reply (bytes, or -code and a message) and end
 // when the guest stops waiting (GuestLocks.signal: shutdown, time limit, restart).
 import type { Logger } from "pino";
-import { FENCE_HEADER, KIND_HEADER, LOCK_HEADER } from "../../../fence/headers.js";
+import { FENCE_HEADER, KIND_HEADER, lockHeader } from "../../../fence/headers.js";
 import { FLAG_FENCE } from "../../../abi/status.js";
 import { LockhostError } from "../../../kit/errors.js";
 import type { AbiReply, GuestLocks } from "../guest-locks.js";
@@ -14,7 +14,7 @@ import type { HttpClient, HttpGrant } from "./http/index.js";
 
 // The headers a fenced request carries (the lock's full name, its fence, its kind) are the ones
 // lockhost/fence reads: one definition for the sender and the resource.
-export { FENCE_HEADER, KIND_HEADER, LOCK_HEADER } from "../../../fence/headers.js";
+export { ENCODED_LOCK_HEADER, FENCE_HEADER, KIND_HEADER, LOCK_HEADER } from "../../../fence/headers.js";
 
 /** A host function a guest imports, bound to the embedder's implementation. */
 export interface BoundFunction {
@@ -57,9 +57,9 @@ export class GuestCapabilities {
       let hostHeaders: [string, string][] | undefined;
       if ((flags & FLAG_FENCE) !== 0) {
         const held = locks.fenceOf(handle);
-        // Header values travel as bytes: a lock name is sent as its UTF-8 bytes (which the
-        // resource's lockhost/fence decodes as UTF-8), whatever characters its key has.
-        hostHeaders = [[LOCK_HEADER, Buffer.from(held.name, "utf8").toString("latin1")], [FENCE_HEADER, String(held.fence)], [KIND_HEADER, held.kind]];
+        // The name exactly, whatever characters its key has: as its UTF-8 bytes, or percent-encoded
+        // when a header value would lose some (`ledger ` is not `ledger`): fence/headers.ts.
+        hostHeaders = [[...lockHeader(held.name)], [FENCE_HEADER, String(held.fence)], [KIND_HEADER, held.kind]];
       } else if (handle !== 0) {
         throw new LockhostError("INVALID_ARGUMENT", `handle ${handle} is given without FLAG_FENCE; pass 0, or FLAG_FENCE to send that lock's fence`);
       }

@@ -1,6 +1,6 @@
 // What a header or a method may be, for the operator's grant and the guest's request alike.
 // A value is never quoted in a message: grant header values are secrets.
-import { FENCE_HEADER, KIND_HEADER, LOCK_HEADER } from "../../../../fence/headers.js";
+import { ENCODED_LOCK_HEADER, FENCE_HEADER, KIND_HEADER, LOCK_HEADER } from "../../../../fence/headers.js";
 
 /** RFC 9110 token: the characters of a header name or a method. */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -25,6 +25,7 @@ export const HOST_CONTROLLED_HEADERS: ReadonlySet<string> = new Set([
   // The fence headers are the host's to send (FLAG_FENCE): a guest must not forge any of them.
   FENCE_HEADER,
   LOCK_HEADER,
+  ENCODED_LOCK_HEADER,
   KIND_HEADER,
 ]);
 

@@ -11,19 +11,23 @@ import { BackendHealth } from "../host/backend-health.js";
 import { permitSpec } from "../kit/kinds.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
-import { startRedisServer, type RedisServer } from "./support/servers.js";
+import { startRedisCluster, startRedisServer, type RedisServer } from "./support/servers.js";
 import { exerciseBasics } from "./support/grant-basics.js";
 
 const silent = pino({ level: "silent" });
 const PASSWORD = "grants-test-pw";
 
-/** The docs' ACL SETUSER line for the default prefix, as its words. */
-function documentedRules(): string[] {
-  const page = readFileSync(new URL("../docs/backends.md", import.meta.url), "utf8");
-  const line = /^ACL SETUSER lockhost reset on >CHANGE-ME .*$/m.exec(page)?.[0];
-  if (!line) throw new Error("docs/backends.md has no `ACL SETUSER lockhost reset on >CHANGE-ME ...` line");
+const page = readFileSync(new URL("../docs/backends.md", import.meta.url), "utf8");
+
+/** The rules of the docs' ACL SETUSER line that starts with `start`, as words. */
+function documentedLine(start: string): string[] {
+  const line = page.split("\n").find((l) => l.startsWith(`ACL SETUSER lockhost ${start}`));
+  if (!line) throw new Error(`docs/backends.md has no \`ACL SETUSER lockhost ${start}...\` line`);
   return line.split(" ").slice(3).map((w) => (w === ">CHANGE-ME" ? `>${PASSWORD}` : w));
 }
+
+/** The docs' ACL SETUSER line for the default prefix, as its words. */
+const documentedRules = (): string[] => documentedLine("reset on >CHANGE-ME ");
 
 let server: RedisServer;
 let admin: Redis;
@@ -118,4 +122,25 @@ describe("Redis least-privilege ACL (docs/backends.md)", () => {
     });
     await other.close({ closeBackend: false });
   });
+
+  it("on a Redis Cluster, with the documented cluster rules on every node: the basics and every kind", async () => {
+    const cluster = await startRedisCluster();
+    const nodes = cluster.ports.map((port) => new Redis(port, "127.0.0.1", { lazyConnect: true }));
+    const clustered: RedisBackend[] = [];
+    try {
+      for (const node of nodes) {
+        await node.connect();
+        await node.call("ACL", "SETUSER", "lockhost", ...documentedRules());
+        await node.call("ACL", "SETUSER", "lockhost", ...documentedLine("+cluster"));
+      }
+      const url = `redis://lockhost:${PASSWORD}@127.0.0.1:${cluster.ports[0]}`;
+      for (let i = 0; i < 2; i++) clustered.push(new RedisBackend({ ...redisDefaults, url, cluster: true, commandTimeoutMs: 5_000 }, silent));
+      await exerciseBasics(clustered[0]!, clustered[1]!, randomUUID().slice(0, 8));
+      for (const node of nodes) expect(await node.call("ACL", "LOG")).toEqual([]);
+    } finally {
+      await Promise.all(clustered.map((b) => b.close()));
+      for (const node of nodes) node.disconnect();
+      await cluster.stop();
+    }
+  }, 120_000);
 });

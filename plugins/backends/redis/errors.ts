@@ -49,7 +49,7 @@ export function backendError(err: unknown, ctx: ErrorContext): LockhostError {
  * 'evalsha' command`), the key or channel pattern, or (a script's command, which Redis 7.0 does
  * not name) "a command one of lockhost's scripts runs". Undefined for any other error.
  */
-export function missingPermission(message: string, keyPrefix = "lockhost:"): string | undefined {
+function missingPermission(message: string, keyPrefix = "lockhost:"): string | undefined {
   const command = /no permissions to run the '([^']+)' command/i.exec(message)?.[1];
   if (command) return `the '${command}' command (+${command.replace(" ", "|")})`;
   if (/no permissions to access one of the keys|can't access at least one of the keys|no permissions to access a key/i.test(message)) {

@@ -53,12 +53,14 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
     it("keeps a keepalive lock well past its TTL, with batched renewals on one timer", async () => {
       const k = key();
       const before = a.stats();
-      // A renewal has (1 - renewAtRatio - safetyMarginRatio) of the TTL to be confirmed: 400 ms
+      // A renewal has (1 - renewAtRatio - safetyMarginRatio) of the TTL to be confirmed: 800 ms
       // of this one, which the event loop's stalls on a loaded machine cannot eat (120 ms of a
-      // 300 ms TTL could). Four TTLs: at least three renewals.
-      const lease = (await a.tryLock(k, { ttlMs: 1_000, keepalive: true }))!;
+      // 300 ms TTL could). The suite's first lock: on etcd it may wait for its TTL class's lease
+      // to be granted, whose life counts from the grant's send time; a 1 s class left a slow
+      // acquisition no time (tryLock answered null once at load 24). 2.5 TTLs: four renewals.
+      const lease = (await a.tryLock(k, { ttlMs: 2_000, keepalive: true }))!;
       expect(lease).not.toBeNull();
-      await sleep(4_000);
+      await sleep(5_000);
       expect(lease.state).toBe("held");
       expect(await b.tryLock(k, { ttlMs: 300 })).toBeNull();
       const s = await b.status({ name: `global:${k}` });
@@ -196,14 +198,19 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       const k = key();
       const held = (await a.tryLock(k, { ttlMs: 30_000 }))!;
       const order: number[] = [];
-      const waiters = [1, 2, 3, 4].map(async (i) => {
-        await sleep(i * 40);
-        const lease = await b.acquire(k, { ttlMs: 5_000, waitMs: 10_000 });
-        order.push(i);
-        await sleep(10);
-        await b.release(lease);
-      });
-      for (const end = performance.now() + 10_000; b.stats().waiters < 4 && performance.now() < end; ) await sleep(20);
+      const waiters: Promise<void>[] = [];
+      for (const i of [1, 2, 3, 4]) {
+        waiters.push((async () => {
+          const lease = await b.acquire(k, { ttlMs: 5_000, waitMs: 10_000 });
+          order.push(i);
+          await sleep(10);
+          await b.release(lease);
+        })());
+        // The next one arrives once this one waits. (Callers 40 ms apart were not enough on a
+        // loaded machine: two calls whose first attempts overlapped queued in the order those
+        // answered, on two pg sessions [2, 1, 3, 4].)
+        for (const end = performance.now() + 10_000; b.stats().waiters < i && performance.now() < end; ) await sleep(5);
+      }
       expect(b.stats().waiters).toBe(4);
       await a.release(held);
       await Promise.all(waiters);

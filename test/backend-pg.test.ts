@@ -481,11 +481,18 @@ describe("pg backend", () => {
     const a = host();
     const b = host();
     const k = key();
-    const first = req(k, { ttlMs: 300 });
+    // Each renewal comes a quarter of the TTL after the last, until the first deadline is well
+    // past. The TTL leaves the test's own timer room for load: a 300 ms TTL renewed every
+    // 150 ms failed on a loaded machine, where a 150 ms sleep plus a round trip took > 300 ms.
+    const ttlMs = 1_500;
+    const first = req(k, { ttlMs });
+    const firstDeadline = performance.now() + ttlMs;
     expect((await a.acquire(first)).acquired).toBe(true);
-    for (let i = 0; i < 4; i++) {
-      await sleep(150);
-      expect((await a.renew(k, first.owner, 300)).ok).toBe(true);
+    let renewals = 0;
+    while (performance.now() < firstDeadline + ttlMs / 2 || renewals < 4) {
+      await sleep(ttlMs / 4);
+      expect((await a.renew(k, first.owner, ttlMs)).ok).toBe(true);
+      renewals++;
     }
     expectContended(await b.acquire(req(k)));
     expect((await b.status(k))?.owner).toBe(first.owner);

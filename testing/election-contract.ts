@@ -153,7 +153,8 @@ export function electionContract(name: string, target: ContractTarget): void {
       const p50 = percentile(latencies, 50);
       const p99 = percentile(latencies, 99);
       console.log(`[election ${name}] resign -> observer: p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms over ${latencies.length}`);
-      expect(p99).toBeLessThan(250);
+      // The watch, not the 10 s poll: a loaded machine's stalls stay far below it.
+      expect(p99).toBeLessThan(1_000);
     });
 
     it("hands leadership to a waiting campaigner when the leader resigns, with a higher term", async () => {

@@ -43,7 +43,11 @@ export function etcdError(err: unknown, server: string, commandTimeoutMs: number
   const text = detailsOf(err);
   if (INVALID.test(text)) return new LockhostError("INVALID_ARGUMENT", `${server} refused ${what}: ${text}`);
   if (PERMANENT.test(text) || code === GRPC.PERMISSION_DENIED) {
-    return new LockhostError("BACKEND_UNAVAILABLE", `${server} refused ${what}: ${text} (check [locking.etcd] username and password)`, { details: { permanent: 1 } });
+    // Authenticated, but the user's roles do not grant the key: a credentials check would not help.
+    const hint = /permission denied/.test(text)
+      ? "the etcd user lacks a permission lockhost needs: read/write on its key prefix, docs/backends.md#least-privilege-grants"
+      : "check [locking.etcd] username and password";
+    return new LockhostError("BACKEND_UNAVAILABLE", `${server} refused ${what}: ${text} (${hint})`, { details: { permanent: 1 } });
   }
   if (code === GRPC.DEADLINE_EXCEEDED) {
     return new LockhostError("BACKEND_UNAVAILABLE", `${server} did not answer within ${commandTimeoutMs} ms (command_timeout_ms); ${what} may still have been applied`);

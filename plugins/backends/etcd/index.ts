@@ -4,18 +4,22 @@
 // wake on one watch over the prefix (watcher.ts); locks ride on this host's leases, one per TTL
 // class (leases.ts), and end at their own TTL by this host's timer (held.ts).
 import type { Logger } from "pino";
-import { LOCK_KINDS, markPermanent, StepsByKind, TLS_REFUSED_PATTERN } from "../../../kit/index.js";
+import { isPermanent, LOCK_KINDS, LockhostError, markPermanent, StepsByKind, TLS_REFUSED_PATTERN } from "../../../kit/index.js";
 import type { KindSteps, LockBackend, LockKind } from "../../../kit/index.js";
 import { EtcdClient } from "./client.js";
 import type { EtcdConfig } from "./config.js";
 import type { EtcdContext } from "./context.js";
 import { HeldBook } from "./held.js";
 import { Leases } from "./leases.js";
+import { CMP, TARGET } from "./messages.js";
 import { EtcdMutexStore } from "./mutex.js";
 import { EtcdQueueSteps } from "./queue.js";
 import { PrefixWatcher } from "./watcher.js";
 
 export { etcdConfigSchema, etcdDefaults, type EtcdConfig } from "./config.js";
+
+/** The key under the prefix that ping's permission check names (never written). */
+const GRANT_CHECK_KEY = "grant-check";
 
 export class EtcdBackend implements LockBackend {
   /** Always "etcd". */
@@ -33,9 +37,13 @@ export class EtcdBackend implements LockBackend {
   readonly #lostListeners: ((owner: string) => void)[] = [];
   readonly #missedListeners: (() => void)[] = [];
   #closed = false;
+  readonly #prefix: string;
+  /** Set once the start-up check of the key permissions passed (ping). */
+  #granted = false;
 
   private constructor(client: EtcdClient, config: EtcdConfig, log: Logger) {
     this.#client = client;
+    this.#prefix = config.keyPrefix;
     this.#leases = new Leases(client, log, config.leaseMarginMs, config.commandTimeoutMs, (id) => this.#book.leaseExpired(id));
     this.#book = new HeldBook(client, this.#leases, log, (owner) => this.#lost(owner));
     this.#watcher = new PrefixWatcher(client, log, config.keyPrefix, {
@@ -62,13 +70,37 @@ export class EtcdBackend implements LockBackend {
     if (missed !== undefined) this.#missedListeners.push(missed);
   }
 
-  /** A status request (LockBackend.ping); a refused TLS handshake is permanent (errors.ts says so for refused credentials). */
+  /**
+   * A status request (LockBackend.ping). Until it once passed, also a transaction on a key under
+   * the prefix that writes nothing (its compare never holds: the put is never applied, the read
+   * runs) but asks for read and write permission there: a user without the prefix's grant fails
+   * the host's start naming it, instead of its first lock call.
+   */
   async ping(): Promise<void> {
     try {
       await this.#client.status();
     } catch (err) {
+      // A refused TLS handshake is permanent (errors.ts says so for refused credentials).
       throw markPermanent(err, TLS_REFUSED_PATTERN);
     }
+    if (this.#granted) return;
+    const key = `${this.#prefix}${GRANT_CHECK_KEY}`;
+    await this.#client
+      .txn({
+        compare: [{ key, target: TARGET.VERSION, result: CMP.LESS, version: 0 }],
+        success: [{ request_put: { key, value: "" } }],
+        failure: [{ request_range: { key, count_only: true } }],
+      }, "the start-up check of its key permissions")
+      .catch((err: unknown) => {
+        if (!isPermanent(err) || !/permission denied/.test((err as Error).message)) throw err;
+        throw new LockhostError(
+          "BACKEND_UNAVAILABLE",
+          `${(err as Error).message.replace(/ \(the etcd user lacks.*$/, "")}: the etcd user lacks read/write permission on the key prefix ${this.#prefix} ` +
+            `(etcdctl role grant-permission <role> --prefix=true readwrite ${this.#prefix}; docs/backends.md#least-privilege-grants)`,
+          { details: { permanent: 1 } },
+        );
+      });
+    this.#granted = true;
   }
 
   /** Revokes this host's leases (whatever it still holds is freed at once) and closes the connections. */

@@ -40,8 +40,16 @@ export function endsSession(err: unknown): boolean {
 /** The LockhostError (BACKEND_UNAVAILABLE) for a failed `what` ("acquire", "connect", ...). */
 export function backendError(err: unknown, what: string, ctx: ErrorContext): LockhostError {
   if (err instanceof LockhostError) return err;
-  return new LockhostError("BACKEND_UNAVAILABLE", ctx.scrub(describe(err, what, ctx)));
+  // A privilege the role lacks stays lacking however often the call is made.
+  const refused = isServerError(err) && err.code === INSUFFICIENT_PRIVILEGE;
+  return new LockhostError("BACKEND_UNAVAILABLE", ctx.scrub(describe(err, what, ctx)), refused ? { details: { permanent: 1 } } : undefined);
 }
+
+/** SQLSTATE insufficient_privilege: "permission denied for table ...", "... for schema ...". */
+export const INSUFFICIENT_PRIVILEGE = "42501";
+
+/** Where the docs list the grants, for messages about a missing one. */
+export const GRANTS_DOC = "docs/backends.md#least-privilege-grants";
 
 function describe(err: unknown, what: string, ctx: ErrorContext): string {
   const where = `PostgreSQL at ${ctx.target}`;
@@ -54,6 +62,8 @@ function describe(err: unknown, what: string, ctx: ErrorContext): string {
           `(max_connections + max_prepared_transactions) locks; raise max_locks_per_transaction ` +
           `(a server restart is needed) or hold fewer locks at once`
         );
+      case INSUFFICIENT_PRIVILEGE:
+        return `${where}: ${what} failed: the role lacks a privilege: ${err.message} (SQLSTATE 42501; ${GRANTS_DOC} lists the grants)`;
       case "57014":
         return `${where} cancelled ${what} at its statement timeout (commandTimeoutMs ${ctx.commandTimeoutMs} ms): ${err.message}`;
       default:

@@ -261,7 +261,8 @@ export class Session {
     const wait = this.#retryAt - performance.now();
     if (wait > 0 && this.#lastFailure !== undefined) {
       return Promise.reject(
-        new LockhostError("BACKEND_UNAVAILABLE", `${this.#lastFailure.message} (next attempt in ${Math.ceil(wait)} ms)`),
+        // Its details too: a failure that retrying cannot help (permanent) stays so.
+        new LockhostError("BACKEND_UNAVAILABLE", `${this.#lastFailure.message} (next attempt in ${Math.ceil(wait)} ms)`, { details: this.#lastFailure.details }),
       );
     }
     const attempt = this.#open().then(

@@ -45,6 +45,11 @@ export interface Statements {
    * writes]: checked first, so a role without CREATE can use tables made for it.
    */
   readonly tablesExist: { readonly text: string; readonly values: readonly string[] };
+  /**
+   * [the privileges the role lacks on the two tables ("UPDATE on ..., SELECT on ..."), or null
+   * when it has them all]: read when the tables exist (docs/backends.md, "Least-privilege grants").
+   */
+  readonly privilegesMissing: { readonly text: string; readonly values: readonly string[] };
   /** Creates both tables if missing (two statements, run one at a time). */
   readonly createTables: readonly string[];
   /** Adds to an existing holders table (made by an earlier version) the columns it lacks. */
@@ -215,6 +220,13 @@ export function statementsFor(table: string): Statements {
     tablesExist: {
       text: `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL,
           (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($2) AND attname IN ('ttl_ms', 'value') AND NOT attisdropped) = 2`,
+      values: [t, h],
+    },
+    privilegesMissing: {
+      // One privilege per call: has_table_privilege with a list answers whether any is held.
+      text: `SELECT string_agg(p || ' on ' || t, ', ' ORDER BY o)
+        FROM (VALUES ($1, 'SELECT', 1), ($1, 'INSERT', 2), ($1, 'UPDATE', 3), ($2, 'SELECT', 4), ($2, 'INSERT', 5), ($2, 'UPDATE', 6)) AS v(t, p, o)
+        WHERE NOT has_table_privilege(t, p)`,
       values: [t, h],
     },
     createTables: [

@@ -3,7 +3,7 @@
 import type pg from "pg";
 import type { Logger } from "pino";
 import { LockhostError } from "../../../kit/index.js";
-import { isServerError, type ErrorContext } from "./errors.js";
+import { GRANTS_DOC, INSUFFICIENT_PRIVILEGE, isServerError, type ErrorContext } from "./errors.js";
 import type { Statements } from "./sql.js";
 
 /** SQLSTATEs of a CREATE TABLE (or ADD COLUMN) IF NOT EXISTS that lost a race with another host's. */
@@ -57,7 +57,13 @@ export class Tables {
         }
       }
     };
-    if (tables !== true) await run(this.#sql.createTables);
+    if (tables !== true) {
+      await run(this.#sql.createTables).catch((err: unknown) => {
+        throw this.#createError(err);
+      });
+    } else {
+      await this.#checkPrivileges(client, left());
+    }
     // Also after creating: a host of an earlier version may have won the race to create them.
     if (columns !== true) {
       await run(this.#sql.addColumns).catch((err: unknown) => {
@@ -65,6 +71,35 @@ export class Tables {
       });
     }
     this.#ready = true;
+  }
+
+  /**
+   * Tables someone else made: whether this role may use them, so a missing grant stops the
+   * host's start naming it rather than failing its first acquisition.
+   */
+  async #checkPrivileges(client: pg.Client, timeoutMs: number): Promise<void> {
+    const { text, values } = this.#sql.privilegesMissing;
+    const found = await client.query<[string | null]>({ text, values: [...values], rowMode: "array", query_timeout: timeoutMs } as pg.QueryArrayConfig);
+    const missing = found.rows[0]?.[0];
+    if (!missing) return;
+    throw new LockhostError(
+      "BACKEND_UNAVAILABLE",
+      this.#errors.scrub(`PostgreSQL at ${this.#errors.target}: the role lacks ${missing.replaceAll('"', "")} (${GRANTS_DOC} lists the grants)`),
+      { details: { permanent: 1 } },
+    );
+  }
+
+  /** The error for lock tables this role may not create. */
+  #createError(err: unknown): unknown {
+    if (!isServerError(err) || err.code !== INSUFFICIENT_PRIVILEGE) return err;
+    return new LockhostError(
+      "BACKEND_UNAVAILABLE",
+      this.#errors.scrub(
+        `PostgreSQL at ${this.#errors.target}: the role may not create the lock tables (${err.message}, SQLSTATE 42501): ` +
+          `grant it CREATE on the schema, or have an administrator create them and grant their use (${GRANTS_DOC})`,
+      ),
+      { details: { permanent: 1 } },
+    );
   }
 
   /** The error for a holders table of an earlier version this role may not add columns to. */

@@ -69,6 +69,7 @@ export class RedisConnection {
   readonly #scrub: Scrubber;
   readonly #log: Logger;
   readonly #timeoutMs: number;
+  readonly #keyPrefix: string | undefined;
   readonly #waiters = new Set<Waiter>();
   #state: State = "starting";
   /** The last connection error (scrubbed); cleared when the connection is ready. */
@@ -93,7 +94,7 @@ export class RedisConnection {
    * @throws LockhostError CONFIG_INVALID for a URL ioredis cannot parse, or (cluster) one that
    *   cannot seed a cluster, or a TLS file that cannot be read.
    */
-  constructor(config: Pick<RedisConfig, "url" | "commandTimeoutMs" | "cluster"> & Partial<TlsConfig>, log: Logger) {
+  constructor(config: Pick<RedisConfig, "url" | "commandTimeoutMs" | "cluster"> & Partial<TlsConfig> & { readonly keyPrefix?: string }, log: Logger) {
     this.#scrub = scrubberFor(config.url);
     this.url = this.#scrub(maskUrl(config.url));
     this.#tlsFiles = redisTlsOn(config) ? readTlsFiles("[locking.redis]", config) : undefined;
@@ -103,6 +104,7 @@ export class RedisConnection {
     this.#server = `${this.#kind} at ${this.url}`;
     this.#log = log;
     this.#timeoutMs = config.commandTimeoutMs;
+    this.#keyPrefix = config.keyPrefix;
     let client: LockClient;
     try {
       client = createClient(config, this.url, this.tls);
@@ -179,7 +181,7 @@ export class RedisConnection {
   #context(): ErrorContext {
     return {
       url: this.url, server: this.#server, cluster: this.#cluster,
-      commandTimeoutMs: this.#timeoutMs, scrub: this.#scrub, lastError: this.#lastError,
+      commandTimeoutMs: this.#timeoutMs, scrub: this.#scrub, lastError: this.#lastError, keyPrefix: this.#keyPrefix,
     };
   }
 

@@ -1,7 +1,9 @@
 // Turns what ioredis rejects with into one LockhostError (BACKEND_UNAVAILABLE) whose message
 // says what happened in operator terms, names the server (or cluster) by its redacted URL, and
 // says when the command may have been applied anyway (so nobody assumes a timed-out acquire
-// did nothing).
+// did nothing). A refusal by the server's ACL says which permission the Redis user lacks, as far
+// as Redis tells (docs/backends.md, "Least-privilege grants"), and is permanent: retrying the
+// same call as the same user cannot help.
 import { LockhostError } from "../../../kit/index.js";
 import type { Scrubber } from "../../../kit/index.js";
 
@@ -17,7 +19,12 @@ export interface ErrorContext {
   readonly scrub: Scrubber;
   /** The last connection error seen (already scrubbed), if any. */
   readonly lastError: string | undefined;
+  /** `[locking.redis] key_prefix`, which the user's key and channel patterns must cover. */
+  readonly keyPrefix?: string | undefined;
 }
+
+/** Where the docs list the ACL rules, for messages that name a missing one. */
+const GRANTS = "docs/backends.md#least-privilege-grants";
 
 /**
  * The LockhostError for a failed Redis call. The raw error is not kept as `cause`: ioredis
@@ -28,7 +35,31 @@ export function backendError(err: unknown, ctx: ErrorContext): LockhostError {
   if (err instanceof LockhostError) return err;
   const name = err instanceof Error ? err.name : "";
   const message = ctx.scrub(err instanceof Error ? err.message : String(err));
+  const lacks = name === "ReplyError" ? missingPermission(message, ctx.keyPrefix) : undefined;
+  if (lacks) {
+    return new LockhostError("BACKEND_UNAVAILABLE", `${ctx.server} refused the command: the Redis user lacks ${lacks} (${GRANTS}): ${message}`, {
+      details: { permanent: 1 },
+    });
+  }
   return new LockhostError("BACKEND_UNAVAILABLE", describe(name, message, ctx));
+}
+
+/**
+ * What the user lacks, when `message` is an ACL refusal: a command Redis names (`NOPERM ... the
+ * 'evalsha' command`), the key or channel pattern, or (a script's command, which Redis 7.0 does
+ * not name) "a command one of lockhost's scripts runs". Undefined for any other error.
+ */
+function missingPermission(message: string, keyPrefix = "lockhost:"): string | undefined {
+  const command = /no permissions to run the '([^']+)' command/i.exec(message)?.[1];
+  if (command) return `the '${command}' command (+${command.replace(" ", "|")})`;
+  if (/no permissions to access one of the keys|can't access at least one of the keys|no permissions to access a key/i.test(message)) {
+    return `access to lockhost's keys (its key pattern must cover the key prefix: ~${keyPrefix}*)`;
+  }
+  if (/no permissions to access one of the channels|can't publish to the channel|no permissions to access a channel/i.test(message)) {
+    return `access to lockhost's channels (its channel pattern must cover the key prefix: &${keyPrefix}*)`;
+  }
+  if (/can't run this command or subcommand|NOPERM|ACL failure/i.test(message)) return "a command one of lockhost's scripts runs (Redis does not say which)";
+  return undefined;
 }
 
 /** The message of an unreachable server, with the last connection error when there is one. */

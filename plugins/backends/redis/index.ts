@@ -18,6 +18,9 @@ import type { Logger } from "pino";
 import type { RedisConfig } from "./config.js";
 import { isPermanent, LockhostError, markPermanent, scrubberFor, TLS_REFUSED_PATTERN } from "../../../kit/index.js";
 
+/** The lock name whose (absent) record ping's first check reads: any name under the prefix would do. */
+const GRANT_CHECK_NAME = "lockhost-grant-check";
+
 /**
  * Connection errors that retrying cannot cure: credentials refused, a TLS handshake refused (a
  * certificate does not fix itself); not a name that does not resolve yet.
@@ -307,15 +310,30 @@ export class RedisBackend implements LockBackend, MutexStore {
     return this.#steps.get(kind);
   }
 
-  /** PING (LockBackend.ping); a refused password is permanent. */
+  /**
+   * PING (LockBackend.ping); a refused password is permanent. Until it once passed, also the
+   * status script on a name under the key prefix (a read): a user whose ACL lacks EVAL, EVALSHA
+   * or the prefix's key pattern fails the host's start naming what it lacks, instead of its
+   * first lock call.
+   */
   ping(): Promise<void> {
     return this.#conn
-      .whenReady(() => this.#redis.ping().then(() => undefined, this.#fail))
+      .whenReady(() => this.#redis.ping().then(() => this.#checkGrants(), this.#fail))
       .catch((err: unknown) => {
         const e = markPermanent(err, REDIS_PERMANENT);
         // Refused for good (credentials): the client's "reconnecting in the background" is no hope to offer.
         throw isPermanent(e) ? new LockhostError(e.code, e.message.replace(RECONNECTING, "retrying cannot help"), { details: e.details }) : e;
       });
+  }
+
+  /** Set once the status script ran as this user (ping). */
+  #granted = false;
+
+  async #checkGrants(): Promise<void> {
+    if (this.#granted) return;
+    // Twice: ioredis sends a script's first call on a connection as EVAL, every later one as EVALSHA.
+    for (let i = 0; i < 2; i++) await this.#redis.lockhostStatus(this.#keys.lock(GRANT_CHECK_NAME)).catch(this.#fail);
+    this.#granted = true;
   }
 
   /** A page of held locks: SCAN over the prefix, then each one's status (LockBackend.list). */

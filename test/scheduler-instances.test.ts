@@ -163,6 +163,22 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime: Runtime) => {
     expect(quickEntries(a)).toEqual([]);
   });
 
+  it("a tick waits for a busy instance at most half its lock's TTL: it never takes the lock once the winner's may have ended, so no tick runs on two nodes", async () => {
+    // Period 20 s (a quarter: 5 s), TTL 400 ms: the winner's lock ends long before b's only
+    // instance is free again (the long job, 2.5 s). Waiting a quarter period, b took the lock
+    // after that and ran the tick a had run.
+    const backend = new MemoryBackend();
+    const short: ScheduledInput = { ...QUICK, schedule: "20s", ttlMs: 400 };
+    const a = await node("a", backend, 1, [LONG, short]);
+    const b = await node("b", backend, 1, [LONG, short]);
+    const long = await startLong(b);
+    const tickAtMs = Date.now();
+    expect(await a.host.scheduler.runTick("quick", tickAtMs)).toBe("ran");
+    expect(await b.host.scheduler.runTick("quick", tickAtMs)).toBe("skipped_overlap");
+    expect(quickEntries(b)).toEqual([]);
+    expect(await long.outcome).toBe("ran");
+  });
+
   it("instances = 2: the quick schedule and a call run beside the long job", async () => {
     const backend = new MemoryBackend();
     const a = await node("a", backend, 2);

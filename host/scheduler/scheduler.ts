@@ -1,9 +1,11 @@
 // Runs scheduled exports. A tick first reserves a free instance of its plugin, waiting for one
-// up to a quarter of its period (none free by then: it is skipped as an overlap, and takes no
-// lock). With a global hint it then runs only on the node
+// up to a quarter of its period, or half its lock's TTL when that is less (none free by then: it
+// is skipped as an overlap, and takes no lock). With a global hint it then runs only on the node
 // that wins the schedule's lock, and only if the lock is still held, with time left, when the
-// export is entered; the lock is held until half a period after the tick, so a node whose timer
-// fires a little late cannot run the same tick again. A job never runs without its lock.
+// export is entered. The winner holds the lock until half a period after the tick, or until its
+// TTL ends when that comes first; a node that starts late (its timer, or its wait for an
+// instance) takes the lock only while the winner's certainly still holds it, so it cannot run
+// the same tick again. A job never runs without its lock.
 import { EventEmitter } from "node:events";
 import type { Logger } from "pino";
 import type { ScheduledConfig } from "../config/types.js";
@@ -309,6 +311,13 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       log.info({ schedule: config.id, tickAtMs }, "tick skipped: another node holds the schedule lock");
       return this.#emit(config.id, tickAtMs, "skipped_contended");
     }
+    if (Date.now() > tickAtMs + this.#heldFor(state, tickAtMs)) {
+      // Granted after the winner's lock may have ended: this tick may have run elsewhere already.
+      instance.cancel();
+      await locks.releaseIfHeld(lease);
+      log.warn({ schedule: config.id, tickAtMs, lock: lease.name }, "tick skipped: its lock came after the tick's winner may have let it go (a slow backend), so another node may have run it");
+      return this.#emit(config.id, tickAtMs, "skipped_overlap");
+    }
     let invoked: Invoked = { outcome: "failed", runMs: 0 };
     let lockLost = false;
     const running = lease;
@@ -334,20 +343,30 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   }
 
   /**
+   * How long after its fire time the winner of a tick certainly holds its lock: until half a
+   * period (then it is parked and let go), or its TTL when that is less (a lock without keepalive
+   * ends then). Anything that cannot be computed: 0 (no late start at all).
+   */
+  #heldFor(state: State, tickAtMs: number): number {
+    try {
+      const periodMs = state.clock.next(tickAtMs) - tickAtMs;
+      const heldMs = Math.min(periodMs / 2, state.config.ttlMs);
+      return heldMs > 0 ? heldMs : 0;
+    } catch {
+      return 0;
+    }
+  }
+
+  /**
    * A free instance of the tick's plugin, reserved for it. Ticks that fire together on one plugin
-   * take turns: a tick waits for an instance up to a quarter of its period after its fire time
-   * (never holding its lock meanwhile; well inside the half period a winner keeps the lock, so a
-   * late start cannot run a tick twice). None by then, or the scheduler stopped: undefined, said.
+   * take turns: a tick waits for an instance up to half of what #heldFor says after its fire time
+   * (never holding its lock meanwhile; a late start then still finds the winner's lock, so it
+   * cannot run a tick twice). None by then, or the scheduler stopped: undefined, said.
    */
   async #reserve(state: State, tickAtMs: number): Promise<GuestReservation | undefined> {
     const { config } = state;
     const guest = this.#deps.guest(config.plugin);
-    let waitMs: number;
-    try {
-      waitMs = tickAtMs + (state.clock.next(tickAtMs) - tickAtMs) / 4 - Date.now();
-    } catch {
-      waitMs = 0;
-    }
+    const waitMs = tickAtMs + this.#heldFor(state, tickAtMs) / 2 - Date.now();
     const reserved = await reserveWithin(guest, waitMs, this.#stopping.signal);
     if (reserved) {
       state.busySkips = 0;

@@ -29,17 +29,20 @@ function slowlyRead(args: readonly string[], stallMs: number): Promise<{ status:
     const child = spawn(process.execPath, [cli, ...args], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
     const chunks: Buffer[] = [];
     let stderr = "";
+    // Listened to at once, then paused: a stream nobody listens to is resumed into the void when
+    // the child exits (Node's flushStdio), losing what the pipe held.
+    child.stdout.on("data", (d: Buffer) => void chunks.push(d));
     child.stdout.pause();
-    setTimeout(() => {
-      child.stdout.on("data", (d: Buffer) => void chunks.push(d));
-      child.stdout.resume();
-    }, stallMs);
+    setTimeout(() => child.stdout.resume(), stallMs);
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     const killer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    // 'close' may come before the reader wakes up when all the output fit in the pipe's buffers:
+    // what was written is read to its end all the same.
+    const ended = new Promise<void>((r) => child.stdout.once("end", () => r()));
     child.on("error", reject);
     child.on("close", (status) => {
       clearTimeout(killer);
-      resolve({ status, stdout: Buffer.concat(chunks).toString("utf8"), stderr });
+      void ended.then(() => resolve({ status, stdout: Buffer.concat(chunks).toString("utf8"), stderr }));
     });
   });
 }

@@ -208,10 +208,14 @@ export function handoffContract(name: string, target: ContractTarget): void {
       expect(waited).toBeGreaterThanOrEqual(300);
       expect(waited).toBeLessThan(5_000);
       expect(next.fence).toBeGreaterThan(abandoned.fence);
-      // Queued without asking while the lease lasted; an attempt once it had ended here, and maybe one
-      // more: the host's deadline comes a little before the server's, which may still hold it then.
+      // Queued without asking while the lease lasted; an attempt once it had ended here, and at most
+      // two more, never a poll: the host's deadline comes a little before the server's, which may
+      // still hold it then and answer with a retry hint for its end; a backend that deletes the
+      // key at its end in steps (etcd: a read, then a delete by revision) may still hold it at
+      // that retry, and answers without a hint once the end has passed, so the last attempt
+      // comes with the deletion's notice.
       expect(counted.acquires - calls).toBeGreaterThanOrEqual(1);
-      expect(counted.acquires - calls).toBeLessThanOrEqual(2);
+      expect(counted.acquires - calls).toBeLessThanOrEqual(3);
       await a.release(next);
     });
 

@@ -3,9 +3,9 @@
 // is skipped as an overlap, and takes no lock). With a global hint it then runs only on the node
 // that wins the schedule's lock, and only if the lock is still held, with time left, when the
 // export is entered. The winner holds the lock until half a period after the tick, or until its
-// TTL ends when that comes first; a node that starts late (its timer, or its wait for an
-// instance) takes the lock only while the winner's certainly still holds it, so it cannot run
-// the same tick again. A job never runs without its lock.
+// TTL ends when that comes first; a node's wait for an instance ends while the winner's lock
+// certainly still holds, so that wait cannot make it run the same tick again. A job never runs
+// without its lock.
 import { EventEmitter } from "node:events";
 import type { Logger } from "pino";
 import type { ScheduledConfig } from "../config/types.js";
@@ -310,13 +310,6 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       instance.cancel();
       log.info({ schedule: config.id, tickAtMs }, "tick skipped: another node holds the schedule lock");
       return this.#emit(config.id, tickAtMs, "skipped_contended");
-    }
-    if (Date.now() > tickAtMs + this.#heldFor(state, tickAtMs)) {
-      // Granted after the winner's lock may have ended: this tick may have run elsewhere already.
-      instance.cancel();
-      await locks.releaseIfHeld(lease);
-      log.warn({ schedule: config.id, tickAtMs, lock: lease.name }, "tick skipped: its lock came after the tick's winner may have let it go (a slow backend), so another node may have run it");
-      return this.#emit(config.id, tickAtMs, "skipped_overlap");
     }
     let invoked: Invoked = { outcome: "failed", runMs: 0 };
     let lockLost = false;

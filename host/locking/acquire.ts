@@ -126,7 +126,7 @@ async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended:
       if (result.acquired) await core.giveBack(req.key, req.owner, request.spec.kind, true);
       throw closedError();
     }
-    return taken(core, request, result, req, sentAt, contended);
+    return taken(core, request, result, req, sentAt, contended, minted !== undefined);
   } finally {
     core.attemptDone();
   }
@@ -153,9 +153,18 @@ export function failed(core: ServiceCore, request: CheckedRequest, req: AcquireR
   // can delete nothing else; a caller's owner may name a lock someone holds already, so that
   // one is left to its TTL (or the caller's release).
   if (request.owner !== undefined) return backendError(err);
-  if (reused) void core.backendCall(() => core.steps(request.spec.kind).release(req.key, req.owner)).catch(() => undefined);
+  if (reused) releaseOnce(core, request, req);
   else void core.giveBack(req.key, req.owner, request.spec.kind);
   return backendError(err);
+}
+
+/**
+ * Releases a waiting writer's owner once, without booking it (unsettled.ts): its next attempt
+ * reuses the owner, and a later round of the book, finding no lease of it held here while that
+ * attempt is in flight, would release the lock the attempt takes.
+ */
+function releaseOnce(core: ServiceCore, request: CheckedRequest, req: AcquireRequest): void {
+  void core.backendCall(() => core.steps(request.spec.kind).release(req.key, req.owner)).catch(() => undefined);
 }
 
 /**
@@ -163,8 +172,10 @@ export function failed(core: ServiceCore, request: CheckedRequest, req: AcquireR
  * Lease, or the contended outcome. A grant with no time left as this host counts it (an answer
  * after the lease's end: a server paused past the TTL with the request queued; or a grant of
  * nothing) must not make anyone a holder: it is given back and counts as contended (NO_TIME_LEFT).
+ * `reused`: the owner is a waiting writer's, which its next attempt uses again: released once
+ * (releaseOnce), as a failed attempt of it is.
  */
-export function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireResult, req: AcquireRequest, sentAt: number, contended: (result: Contended) => C): Lease | C {
+export function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireResult, req: AcquireRequest, sentAt: number, contended: (result: Contended) => C, reused = false): Lease | C {
   const { spec } = request;
   if (!result.acquired) {
     if ("limit" in result && result.limit !== undefined && KINDS[spec.kind].limit !== null) throw permitsMismatch(request, request.limit, result.limit);
@@ -173,7 +184,8 @@ export function taken<C>(core: ServiceCore, request: CheckedRequest, result: Acq
   }
   const deadline = sentAt + lifeOf(result, request.ttlMs);
   if (performance.now() >= deadline) {
-    void core.giveBack(req.key, req.owner, spec.kind, true);
+    if (reused) releaseOnce(core, request, req);
+    else void core.giveBack(req.key, req.owner, spec.kind, true);
     countContended(core, request);
     return contended(NO_TIME_LEFT);
   }

@@ -125,7 +125,10 @@ export class UnsettledLocks {
   #book(kind: LockKind, name: string, owner: string, lease: Lease | undefined): Entry | undefined {
     if (this.#closed) return undefined;
     const known = this.#entries.get(owner);
-    if (known !== undefined) return known.busy ? undefined : known;
+    // An owed release outranks an acquisition's entry under the same owner: that entry would
+    // be settled by the lease holding the owner now (inUse), and the owed release forgotten.
+    if (known !== undefined && (lease === undefined || known.lease !== undefined)) return known.busy ? undefined : known;
+    if (known !== undefined) this.#entries.delete(owner);
     if (this.#entries.size >= MAX_UNSETTLED) {
       const oldest = this.#entries.keys().next().value!;
       this.#entries.delete(oldest);
@@ -184,7 +187,8 @@ export class UnsettledLocks {
     } finally {
       entry.busy = false;
     }
-    if (done) this.#entries.delete(entry.owner);
+    // Only this entry: an owed release may have replaced it meanwhile (#book).
+    if (done && this.#entries.get(entry.owner) === entry) this.#entries.delete(entry.owner);
     return cleaned;
   }
 

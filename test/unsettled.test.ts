@@ -195,4 +195,23 @@ describe("locks left behind by calls that failed", () => {
     expect(await inner.status("global:b")).toBeNull();
     expect(locks.stats()).toMatchObject({ unsettled: 0, held: 0 });
   });
+
+  it("a keepalive lease whose owed release the book gives up on (pushed out) loses its keepalive and ends at its TTL", async () => {
+    const { backend, inner, faults } = faultyBackend();
+    const locks = service(backend);
+    const lease = (await locks.tryLock("owed", { ttlMs: 1_000, keepalive: true }))!;
+    faults.failReleases = 1_000_000;
+    await expect(locks.release(lease)).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+    expect(lease.keepalive).toBe(true);
+    // MAX_UNSETTLED acquisitions whose replies are lost push the owed release out of the book.
+    faults.loseAcquireReplies = MAX_UNSETTLED;
+    const failed = await Promise.allSettled(Array.from({ length: MAX_UNSETTLED }, (_, i) => locks.tryLock(`k${i}`, { ttlMs: 60_000 })));
+    expect(failed.every((r) => r.status === "rejected")).toBe(true);
+    expect(locks.stats()).toMatchObject({ unsettled: MAX_UNSETTLED });
+    expect(lease.keepalive).toBe(false);
+    // Before: renewed every third of its TTL until the host stopped; now it ends at its TTL.
+    await until("the lease ends", 10_000, () => lease.state === "lost");
+    expect(await inner.status("global:owed")).toBeNull();
+    faults.failReleases = 0;
+  });
 });

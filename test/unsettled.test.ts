@@ -214,4 +214,16 @@ describe("locks left behind by calls that failed", () => {
     expect(await inner.status("global:owed")).toBeNull();
     faults.failReleases = 0;
   });
+
+  it("a waiting writer's attempt that failed is given back until the backend answers: the error ends its wait, so its owner is not used again", async () => {
+    const { backend, inner, faults } = faultyBackend();
+    const locks = service(backend);
+    // Applied, its reply lost; the first release by its owner fails too.
+    faults.loseAcquireReplies = 1;
+    faults.failReleases = 1;
+    await expect(locks.acquire("w", { kind: "fair", ttlMs: 60_000, waitMs: 60_000 })).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+    // Before: released once only, so the lock stayed held until its TTL (60 s).
+    await until("the lock is released", 5_000, async () => (await inner.steps("fair").status("global:w")) === null);
+    expect(locks.stats()).toMatchObject({ cleanups: 1, held: 0 });
+  });
 });

@@ -119,7 +119,7 @@ async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended:
     try {
       result = await steps.acquire(req);
     } catch (err) {
-      throw failed(core, request, req, err, minted !== undefined);
+      throw failed(core, request, req, err);
     }
     if (core.closing) {
       // close() began while the backend worked: nobody may get a lease now (close() waits for this).
@@ -142,19 +142,17 @@ export function acquireRequest(core: ServiceCore, request: CheckedRequest, queue
 }
 
 /**
- * The error of an attempt the backend failed. `reused`: its owner is a waiting writer's, which
- * its next attempts use again: given back once, not until the backend answers, or a later
- * try could release the lock that writer's next attempt took.
+ * The error of an attempt the backend failed. The attempt's owner is never used again, even a
+ * waiting writer's: the error ends its wait (acquireChecked and wait() do not catch it).
  */
-export function failed(core: ServiceCore, request: CheckedRequest, req: AcquireRequest, err: unknown, reused = false): LockhostError {
+export function failed(core: ServiceCore, request: CheckedRequest, req: AcquireRequest, err: unknown): LockhostError {
   // A timed-out or cut-off acquire may still have been applied on the server, or be applied
   // later (a paused server runs it when it resumes): it is given back by owner now and, until
   // the backend answers, again (unsettled.ts). A minted owner is ours alone, so giving it back
   // can delete nothing else; a caller's owner may name a lock someone holds already, so that
   // one is left to its TTL (or the caller's release).
   if (request.owner !== undefined) return backendError(err);
-  if (reused) releaseOnce(core, request, req);
-  else void core.giveBack(req.key, req.owner, request.spec.kind);
+  void core.giveBack(req.key, req.owner, request.spec.kind);
   return backendError(err);
 }
 
@@ -173,7 +171,7 @@ function releaseOnce(core: ServiceCore, request: CheckedRequest, req: AcquireReq
  * after the lease's end: a server paused past the TTL with the request queued; or a grant of
  * nothing) must not make anyone a holder: it is given back and counts as contended (NO_TIME_LEFT).
  * `reused`: the owner is a waiting writer's, which its next attempt uses again: released once
- * (releaseOnce), as a failed attempt of it is.
+ * (releaseOnce), not booked.
  */
 export function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireResult, req: AcquireRequest, sentAt: number, contended: (result: Contended) => C, reused = false): Lease | C {
   const { spec } = request;

@@ -146,10 +146,16 @@ function secretsOf(url: string): string[] {
   const add = (s: string | null | undefined): void => {
     if (!s) return;
     found.add(s);
-    try {
-      found.add(decodeURIComponent(s));
-    } catch {
-      // Not valid percent-encoding: the raw form is the one that can appear.
+    // Decoded once (what a driver sends), and once more: a password written percent-encoded
+    // whose own text holds "%XX" would otherwise show, decoded, next to its masked forms.
+    let decoded = s;
+    for (let i = 0; i < 2; i++) {
+      try {
+        decoded = decodeURIComponent(decoded);
+      } catch {
+        break; // Not valid percent-encoding: the forms so far are the ones that can appear.
+      }
+      found.add(decoded);
     }
     found.add(encodeURIComponent(s));
   };

@@ -166,6 +166,11 @@ describe("a connection URL's password is never printed", () => {
     );
   });
 
+  it("a password written percent-encoded whose text holds %XX is masked decoded too", () => {
+    // The password is "ab%41cd", written "ab%2541cd": before, "abAcd" was printed as is.
+    expect(scrubberFor("redis://user:ab%2541cd@h:6379/0")("AUTH default ab%41cd abAcd failed")).toBe("AUTH default *** *** failed");
+  });
+
   it("a driver message that echoes the URL or the bare password, through the backend's scrubber (property)", () => {
     fc.assert(
       fc.property(shape, password, (s, pw) => {

@@ -8,12 +8,15 @@
 // ("redis://user:Acl/Pass@w0rd@host" does not parse at all, and "redis://u:12/34@host" parses as
 // host "u", port 12 and path "/34@host"), and a masking rule that followed it would print the
 // rest. So the user information is taken to run from "://" to the last "@" of the URL (of its
-// line, in a longer text), and the password from the first ":" in it: a password with any
+// line, in a longer text, up to where another URL begins: startsUrl), and the password from
+// the first ":" in it: a password with any
 // printable character, encoded or not, is masked whole. The price is that an "@" later in the
 // URL (a query value) masks a little more than the password; never less.
 
-/** The text after `scheme://` up to the end of the line or the next `scheme://`. */
+/** The text after `scheme://` up to the end of the line or the next `scheme://` (see startsUrl). */
 const URL_START = /\b[a-z][a-z0-9+.-]*:\/\//gi;
+/** What may stand before a URL that begins in a text after another one (white space, quotes, brackets, separators). */
+const BEFORE_URL = /[\s"'`<>()[\]{},;]/;
 /**
  * A query parameter that carries a password (`password=`, `sslpassword=`) and its value. In one
  * URL (maskUrl) the value runs to the next `&name=` or the end: an unencoded "#", "&" or space
@@ -66,8 +69,8 @@ export function maskUrl(url: string): string {
  * Masks the secrets a connection URL can carry (the password of `user:pass@`, and a `password=`
  * query parameter) everywhere in `text`, for messages and logs. The user name, host, path and
  * other parameters are kept, since they are what an operator needs to tell which URL is meant.
- * Each URL is taken to run to the end of its line or the next `scheme://` (see the file's
- * header for why).
+ * Each URL is taken to run to the end of its line or the next `scheme://` that begins another
+ * URL (see the file's header for why, and startsUrl).
  *
  * Shared by the config loader, the backends, the CLI and the logs: use it on any text that may
  * quote a connection URL before it leaves the process.
@@ -76,7 +79,8 @@ export function redactUrlSecrets(text: string): string {
   return text
     .split(/(\r?\n)/)
     .map((line) => {
-      const starts = [...line.matchAll(URL_START)];
+      const starts: RegExpExecArray[] = [];
+      for (const m of line.matchAll(URL_START)) if (starts.length === 0 || startsUrl(line, starts[starts.length - 1]!, m)) starts.push(m);
       if (starts.length === 0) return maskAfterScheme(line, PASSWORD_PARAM_TEXT, false);
       let out = line.slice(0, starts[0]!.index);
       starts.forEach((m, i) => {
@@ -88,6 +92,29 @@ export function redactUrlSecrets(text: string): string {
     })
     .join("");
 }
+
+/**
+ * Whether `next`, a `scheme://` in `line`, begins another URL rather than lying inside the one
+ * `current` begins: a password may hold "x://" ("redis://user:ab://cd@host"), and cutting the
+ * URL there would mask nothing. It begins one only where a URL can begin in a text (after
+ * white space, a quote, a bracket or a separator: not glued to the text before it, as inside a
+ * password or a query value), and not while the current URL's userinfo may still be open: a
+ * ":" after its "://" and either no "@" yet, or an "@" after `next` with no ":" before it (no
+ * password of `next`'s own: the current password holds "@"); a ":" of a "://" counts for
+ * neither. Two URLs on one line taken for one mask more, never less.
+ */
+function startsUrl(line: string, current: RegExpExecArray, next: RegExpExecArray): boolean {
+  if (!BEFORE_URL.test(line[next.index - 1]!)) return false;
+  const before = line.slice(current.index + current[0].length, next.index);
+  if (!hasColon(before)) return true;
+  if (!before.includes("@")) return false;
+  const after = line.slice(next.index + next[0].length);
+  const at = after.indexOf("@");
+  return at < 0 || hasColon(after.slice(0, at));
+}
+
+/** Whether `text` holds a ":" other than one of a "://" (which a password may hold too). */
+const hasColon = (text: string): boolean => text.replaceAll("://", "").includes(":");
 
 /** A function that masks secrets in any text; the text unchanged when there are none. */
 export type Scrubber = (text: string) => string;
@@ -119,10 +146,16 @@ function secretsOf(url: string): string[] {
   const add = (s: string | null | undefined): void => {
     if (!s) return;
     found.add(s);
-    try {
-      found.add(decodeURIComponent(s));
-    } catch {
-      // Not valid percent-encoding: the raw form is the one that can appear.
+    // Decoded once (what a driver sends), and once more: a password written percent-encoded
+    // whose own text holds "%XX" would otherwise show, decoded, next to its masked forms.
+    let decoded = s;
+    for (let i = 0; i < 2; i++) {
+      try {
+        decoded = decodeURIComponent(decoded);
+      } catch {
+        break; // Not valid percent-encoding: the forms so far are the ones that can appear.
+      }
+      found.add(decoded);
     }
     found.add(encodeURIComponent(s));
   };

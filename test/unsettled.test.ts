@@ -4,10 +4,11 @@
 // test/backend-stall.test.ts.
 import { afterEach, describe, expect, it } from "vitest";
 import { LockhostError } from "../kit/errors.js";
-import type { KindSteps, LockBackend } from "../kit/backend.js";
+import type { AcquireRequest, AcquireResult, KindSteps, LockBackend } from "../kit/backend.js";
 import { LockService, type CleanedLock } from "../host/locking/service.js";
-import { MAX_UNSETTLED } from "../host/locking/unsettled.js";
+import { MAX_UNSETTLED, RETRY_MS } from "../host/locking/unsettled.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
+import { faultyBackend } from "./support/faulty-backend.js";
 import { until } from "./support/until.js";
 
 const timedOut = (): LockhostError => new LockhostError("BACKEND_UNAVAILABLE", "did not answer within 500 ms (test); the command may still have been applied");
@@ -19,7 +20,7 @@ function stalling(): { backend: LockBackend; memory: MemoryBackend; state: { sta
   const wrap = (steps: KindSteps): KindSteps => ({
     ...steps,
     acquire: async (req) => {
-      const result = await steps.acquire(req);
+    const result = await steps.acquire(req);
       if (state.stalled) throw timedOut();
       return result;
     },
@@ -33,6 +34,47 @@ function stalling(): { backend: LockBackend; memory: MemoryBackend; state: { sta
     },
   });
   return { backend, memory, state };
+}
+
+/**
+ * A memory backend whose fair mutex answers a waiting writer as a server paused past the TTL
+ * does: its first grant arrives after the lock ended there (a grant of nothing, gone from the
+ * store), and the reply to its next acquisition is held back, once applied, until `answer()`.
+ */
+function lateWriter(): { backend: LockBackend; memory: MemoryBackend; applied: Promise<void>; answer: () => void } {
+  const memory = new MemoryBackend();
+  let attempts = 0;
+  let answer!: () => void;
+  const gate = new Promise<void>((r) => (answer = r));
+  let markApplied!: () => void;
+  const applied = new Promise<void>((r) => (markApplied = r));
+  const acquire = async (steps: KindSteps, req: AcquireRequest): Promise<AcquireResult> => {
+    const result = await steps.acquire(req);
+    if (!result.acquired) return result;
+    if (++attempts === 1) {
+      await steps.forceRelease(req.key);
+      return { ...result, expiresAtMs: result.acquiredAtMs };
+    }
+    markApplied();
+    await gate;
+    return result;
+  };
+  const wrap = (steps: KindSteps): KindSteps =>
+    new Proxy(steps, {
+      get(target, prop) {
+        if (prop === "acquire") return (req: AcquireRequest) => acquire(target, req);
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  const backend = new Proxy(memory, {
+    get(target, prop) {
+      if (prop === "steps") return (kind: string) => (kind === "fair" ? wrap(target.steps("fair")) : target.steps(kind as "mutex"));
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return { backend, memory, applied, answer };
 }
 
 const services: LockService[] = [];
@@ -108,5 +150,80 @@ describe("locks left behind by calls that failed", () => {
     expect(await memory.status(`global:k${n - 1}`)).toBeNull();
     expect(locks.stats().cleanups).toBe(MAX_UNSETTLED);
     await memory.close();
+  });
+
+  it("a waiting writer's grant that came with no time left is released once, not booked: the book cannot release the lock its next attempt (same owner) takes", async () => {
+    const { backend, memory, applied, answer } = lateWriter();
+    const locks = service(backend);
+    const writer = locks.acquire("w", { kind: "fair", ttlMs: 60_000, waitMs: 60_000 });
+    // The first grant was given back (it had ended on the server already); the retry, under the
+    // same owner, is applied there and its answer held back over several of the book's rounds.
+    const holder = async (): Promise<string | undefined> => (await memory.steps("fair").status("global:w"))?.holders[0]?.owner;
+    let owner: string | undefined;
+    try {
+      await applied;
+      owner = await holder();
+      expect(owner).toBeDefined();
+      await new Promise((r) => setTimeout(r, 4 * RETRY_MS));
+    } finally {
+      answer();
+    }
+    const lease = await writer;
+    expect(lease.owner).toBe(owner);
+    // Before: a round found no lease of that owner here (the attempt was in flight) and released it.
+    expect(await holder()).toBe(owner);
+    expect(locks.stats()).toMatchObject({ cleanups: 0, unsettled: 0, held: 1 });
+    await locks.release(lease);
+  });
+
+  it("an owed release under an owner the book holds for a given-back grant replaces that entry: the lease's release is not forgotten", async () => {
+    const { backend, inner, faults } = faultyBackend();
+    const locks = service(backend);
+    // A grant with no time left under the caller's owner, given back; the backend does not answer the release.
+    faults.failReleases = 1_000_000;
+    faults.grantMs = 0;
+    expect(await locks.tryLock("a", { ttlMs: 60_000, owner: "o-1" })).toBeNull();
+    expect(locks.stats().unsettled).toBe(1);
+    // The same owner takes another lock, whose release fails too: the release is owed.
+    faults.grantMs = undefined;
+    const lease = (await locks.tryLock("b", { ttlMs: 60_000, owner: "o-1" }))!;
+    await expect(locks.release(lease)).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+    expect(lease.state).toBe("held");
+    faults.failReleases = 0;
+    // Before: the next round found "o-1" in use by that lease and dropped the entry; the lease stayed held.
+    await until("the owed release is made", 5_000, () => lease.state === "released");
+    expect(await inner.status("global:b")).toBeNull();
+    expect(locks.stats()).toMatchObject({ unsettled: 0, held: 0 });
+  });
+
+  it("a keepalive lease whose owed release the book gives up on (pushed out) loses its keepalive and ends at its TTL", async () => {
+    const { backend, inner, faults } = faultyBackend();
+    const locks = service(backend);
+    const lease = (await locks.tryLock("owed", { ttlMs: 1_000, keepalive: true }))!;
+    faults.failReleases = 1_000_000;
+    await expect(locks.release(lease)).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+    expect(lease.keepalive).toBe(true);
+    // MAX_UNSETTLED acquisitions whose replies are lost push the owed release out of the book.
+    faults.loseAcquireReplies = MAX_UNSETTLED;
+    const failed = await Promise.allSettled(Array.from({ length: MAX_UNSETTLED }, (_, i) => locks.tryLock(`k${i}`, { ttlMs: 60_000 })));
+    expect(failed.every((r) => r.status === "rejected")).toBe(true);
+    expect(locks.stats()).toMatchObject({ unsettled: MAX_UNSETTLED });
+    expect(lease.keepalive).toBe(false);
+    // Before: renewed every third of its TTL until the host stopped; now it ends at its TTL.
+    await until("the lease ends", 10_000, () => lease.state === "lost");
+    expect(await inner.status("global:owed")).toBeNull();
+    faults.failReleases = 0;
+  });
+
+  it("a waiting writer's attempt that failed is given back until the backend answers: the error ends its wait, so its owner is not used again", async () => {
+    const { backend, inner, faults } = faultyBackend();
+    const locks = service(backend);
+    // Applied, its reply lost; the first release by its owner fails too.
+    faults.loseAcquireReplies = 1;
+    faults.failReleases = 1;
+    await expect(locks.acquire("w", { kind: "fair", ttlMs: 60_000, waitMs: 60_000 })).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
+    // Before: released once only, so the lock stayed held until its TTL (60 s).
+    await until("the lock is released", 5_000, async () => (await inner.steps("fair").status("global:w")) === null);
+    expect(locks.stats()).toMatchObject({ cleanups: 1, held: 0 });
   });
 });

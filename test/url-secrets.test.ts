@@ -17,10 +17,20 @@ import "./support/register-backends.js";
 import { captureLogger } from "./support/log.js";
 import { freePort } from "./support/servers.js";
 
-/** A password of printable ASCII characters (space included), at least one of them not a space. */
+/**
+ * A password of printable ASCII characters (space included), at least one of them not a space,
+ * which may hold what reads as the start of another URL ("ab://", "redis://").
+ */
 const password = fc
-  .string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), minLength: 6, maxLength: 20 })
-  .filter((pw) => new Set(pw).size >= 3);
+  .array(
+    fc.oneof(
+      { weight: 6, arbitrary: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)) },
+      { weight: 1, arbitrary: fc.constantFrom("://", "ab://", "x://", "redis://", "postgres://", " h://") },
+    ),
+    { minLength: 4, maxLength: 20 },
+  )
+  .map((units) => units.join(""))
+  .filter((pw) => pw.length >= 6 && new Set(pw).size >= 3);
 
 /** The forms in which `pw` could be read back: as written, percent-encoded, percent-decoded. */
 function leak(output: string, pw: string): string | undefined {
@@ -137,6 +147,10 @@ describe("a connection URL's password is never printed", () => {
     expect(redactUrlSecrets("see postgres://app:pw@db/x and rediss://u:p2@c\nnext redis://h:6379")).toBe("see postgres://app:***@db/x and rediss://u:***@c\nnext redis://h:6379");
     expect(redactUrlSecrets("postgres://db/x?application_name=a&password=p/w?x&b=1")).toBe("postgres://db/x?application_name=a&password=***&b=1");
     expect(redactUrlSecrets("redis://user@h redis://h:6379")).toBe("redis://user@h redis://h:6379");
+    // A password that holds "x://" is not cut in two (before: printed whole).
+    expect(redactUrlSecrets('[locking.redis] url "redis://user:ab://cd@127.0.0.1:6379": bad')).toBe('[locking.redis] url "redis://user:***@127.0.0.1:6379": bad');
+    expect(redactUrlSecrets("redis://u:a b://c@h/0 and redis://h2:6379")).toBe("redis://u:***@h/0 and redis://h2:6379");
+    expect(redactUrlSecrets("redis://u@h/0?password=xy://cd&db=1")).toBe("redis://u@h/0?password=***&db=1");
   });
 
   it("config errors and the run summary (property)", async () => {
@@ -150,6 +164,11 @@ describe("a connection URL's password is never printed", () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it("a password written percent-encoded whose text holds %XX is masked decoded too", () => {
+    // The password is "ab%41cd", written "ab%2541cd": before, "abAcd" was printed as is.
+    expect(scrubberFor("redis://user:ab%2541cd@h:6379/0")("AUTH default ab%41cd abAcd failed")).toBe("AUTH default *** *** failed");
   });
 
   it("a driver message that echoes the URL or the bare password, through the backend's scrubber (property)", () => {

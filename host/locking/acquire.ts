@@ -119,14 +119,14 @@ async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended:
     try {
       result = await steps.acquire(req);
     } catch (err) {
-      throw failed(core, request, req, err, minted !== undefined);
+      throw failed(core, request, req, err);
     }
     if (core.closing) {
       // close() began while the backend worked: nobody may get a lease now (close() waits for this).
       if (result.acquired) await core.giveBack(req.key, req.owner, request.spec.kind, true);
       throw closedError();
     }
-    return taken(core, request, result, req, sentAt, contended);
+    return taken(core, request, result, req, sentAt, contended, minted !== undefined);
   } finally {
     core.attemptDone();
   }
@@ -142,20 +142,27 @@ export function acquireRequest(core: ServiceCore, request: CheckedRequest, queue
 }
 
 /**
- * The error of an attempt the backend failed. `reused`: its owner is a waiting writer's, which
- * its next attempts use again: given back once, not until the backend answers, or a later
- * try could release the lock that writer's next attempt took.
+ * The error of an attempt the backend failed. The attempt's owner is never used again, even a
+ * waiting writer's: the error ends its wait (acquireChecked and wait() do not catch it).
  */
-export function failed(core: ServiceCore, request: CheckedRequest, req: AcquireRequest, err: unknown, reused = false): LockhostError {
+export function failed(core: ServiceCore, request: CheckedRequest, req: AcquireRequest, err: unknown): LockhostError {
   // A timed-out or cut-off acquire may still have been applied on the server, or be applied
   // later (a paused server runs it when it resumes): it is given back by owner now and, until
   // the backend answers, again (unsettled.ts). A minted owner is ours alone, so giving it back
   // can delete nothing else; a caller's owner may name a lock someone holds already, so that
   // one is left to its TTL (or the caller's release).
   if (request.owner !== undefined) return backendError(err);
-  if (reused) void core.backendCall(() => core.steps(request.spec.kind).release(req.key, req.owner)).catch(() => undefined);
-  else void core.giveBack(req.key, req.owner, request.spec.kind);
+  void core.giveBack(req.key, req.owner, request.spec.kind);
   return backendError(err);
+}
+
+/**
+ * Releases a waiting writer's owner once, without booking it (unsettled.ts): its next attempt
+ * reuses the owner, and a later round of the book, finding no lease of it held here while that
+ * attempt is in flight, would release the lock the attempt takes.
+ */
+function releaseOnce(core: ServiceCore, request: CheckedRequest, req: AcquireRequest): void {
+  void core.backendCall(() => core.steps(request.spec.kind).release(req.key, req.owner)).catch(() => undefined);
 }
 
 /**
@@ -163,8 +170,10 @@ export function failed(core: ServiceCore, request: CheckedRequest, req: AcquireR
  * Lease, or the contended outcome. A grant with no time left as this host counts it (an answer
  * after the lease's end: a server paused past the TTL with the request queued; or a grant of
  * nothing) must not make anyone a holder: it is given back and counts as contended (NO_TIME_LEFT).
+ * `reused`: the owner is a waiting writer's, which its next attempt uses again: released once
+ * (releaseOnce), not booked.
  */
-export function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireResult, req: AcquireRequest, sentAt: number, contended: (result: Contended) => C): Lease | C {
+export function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireResult, req: AcquireRequest, sentAt: number, contended: (result: Contended) => C, reused = false): Lease | C {
   const { spec } = request;
   if (!result.acquired) {
     if ("limit" in result && result.limit !== undefined && KINDS[spec.kind].limit !== null) throw permitsMismatch(request, request.limit, result.limit);
@@ -173,7 +182,8 @@ export function taken<C>(core: ServiceCore, request: CheckedRequest, result: Acq
   }
   const deadline = sentAt + lifeOf(result, request.ttlMs);
   if (performance.now() >= deadline) {
-    void core.giveBack(req.key, req.owner, spec.kind, true);
+    if (reused) releaseOnce(core, request, req);
+    else void core.giveBack(req.key, req.owner, spec.kind, true);
     countContended(core, request);
     return contended(NO_TIME_LEFT);
   }

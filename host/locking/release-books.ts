@@ -45,6 +45,11 @@ export function unsettledHost(core: ServiceCore): UnsettledHost {
     owes: (lease) => lease.state === "held" && core.held.get(lease.owner) === lease,
     inUse: (owner) => core.held.get(owner) !== undefined,
     settleLease: (lease) => settleLease(core, lease),
+    abandon: (lease) => {
+      if (lease.state !== "held" || core.held.get(lease.owner) !== lease || !lease.keepalive) return;
+      leases.setKeepalive(lease, false);
+      core.renewals.replan(lease);
+    },
   };
 }
 

@@ -7,7 +7,8 @@
 // failed release waits here and is released by owner as soon as the backend answers: tried at
 // once, then every RETRY_MS (one timer, one round at a time) until the backend's answer settles
 // it. The book is bounded (MAX_UNSETTLED entries, each at most MAX_AGE_MS old): past that, a
-// lock is left to its TTL, as before.
+// lock is left to its TTL, as before (a lease whose release was owed loses its keepalive, or
+// its renewals would keep it alive until the host stops).
 import type { ReleaseResult } from "../../kit/backend.js";
 import type { LockKind } from "../../kit/kinds.js";
 import type { Lease } from "./lease.js";
@@ -47,6 +48,12 @@ export interface UnsettledHost {
   owes(lease: Lease): boolean;
   /** Whether a lease held here now has `owner` (then its lock is that lease's, not one left behind). */
   inUse(owner: string): boolean;
+  /**
+   * The book gives up on `lease`'s owed release (pushed out, or too old): if it is still held
+   * here, its keepalive goes off, so it ends at its TTL instead of being renewed until the host
+   * stops. Never throws.
+   */
+  abandon(lease: Lease): void;
 }
 
 interface Entry {
@@ -125,15 +132,21 @@ export class UnsettledLocks {
   #book(kind: LockKind, name: string, owner: string, lease: Lease | undefined): Entry | undefined {
     if (this.#closed) return undefined;
     const known = this.#entries.get(owner);
-    if (known !== undefined) return known.busy ? undefined : known;
-    if (this.#entries.size >= MAX_UNSETTLED) {
-      const oldest = this.#entries.keys().next().value!;
-      this.#entries.delete(oldest);
-      this.dropped++;
-    }
+    // An owed release outranks an acquisition's entry under the same owner: that entry would
+    // be settled by the lease holding the owner now (inUse), and the owed release forgotten.
+    if (known !== undefined && (lease === undefined || known.lease !== undefined)) return known.busy ? undefined : known;
+    if (known !== undefined) this.#entries.delete(owner);
+    if (this.#entries.size >= MAX_UNSETTLED) this.#drop(this.#entries.values().next().value!);
     const entry: Entry = { kind, name, owner, lease, since: performance.now(), empty: 0, busy: false };
     this.#entries.set(owner, entry);
     return entry;
+  }
+
+  /** Gives up on `entry`: its lock is left to its TTL (a lease's renewals stop, see UnsettledHost.abandon). */
+  #drop(entry: Entry): void {
+    this.#entries.delete(entry.owner);
+    this.dropped++;
+    if (entry.lease !== undefined) this.#host.abandon(entry.lease);
   }
 
   #arm(): void {
@@ -151,10 +164,8 @@ export class UnsettledLocks {
       const now = performance.now();
       const due: Entry[] = [];
       for (const entry of this.#entries.values()) {
-        if (now - entry.since > MAX_AGE_MS) {
-          this.#entries.delete(entry.owner);
-          this.dropped++;
-        } else if (!entry.busy) due.push(entry);
+        if (now - entry.since > MAX_AGE_MS) this.#drop(entry);
+        else if (!entry.busy) due.push(entry);
       }
       const cleaned = await Promise.all(due.map((e) => this.#try(e)));
       this.#count(due.filter((_, i) => cleaned[i]));
@@ -184,7 +195,8 @@ export class UnsettledLocks {
     } finally {
       entry.busy = false;
     }
-    if (done) this.#entries.delete(entry.owner);
+    // Only this entry: an owed release may have replaced it meanwhile (#book).
+    if (done && this.#entries.get(entry.owner) === entry) this.#entries.delete(entry.owner);
     return cleaned;
   }
 

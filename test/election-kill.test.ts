@@ -19,7 +19,7 @@ import { percentile } from "../testing/election-contract.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { databaseUrl, redisUrl } from "./support/servers.js";
 
-const TABLE = "lockhost_test_election_kill";
+const TABLE = `lockhost_test_election_kill_${randomUUID().slice(0, 8)}`;
 const PREFIX = `lockhost-test-election-kill:${randomUUID().slice(0, 8)}:`;
 const CHILD = fileURLToPath(new URL("./support/leader-host.mjs", import.meta.url));
 const silent = pino({ level: "silent" });

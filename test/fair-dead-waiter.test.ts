@@ -15,7 +15,7 @@ import type { LockBackend } from "../kit/backend.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { databaseUrl, redisUrl } from "./support/servers.js";
 
-const TABLE = "lockhost_test_fair_dead";
+const TABLE = `lockhost_test_fair_dead_${randomUUID().slice(0, 8)}`;
 const PREFIX = `lockhost-test-fair-dead:${randomUUID().slice(0, 8)}:`;
 const CHILD = fileURLToPath(new URL("./support/queued-host.mjs", import.meta.url));
 const silent = pino({ level: "silent" });

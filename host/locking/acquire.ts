@@ -151,8 +151,7 @@ export function failed(core: ServiceCore, request: CheckedRequest, req: AcquireR
   // the backend answers, again (unsettled.ts). A minted owner is ours alone, so giving it back
   // can delete nothing else; a caller's owner may name a lock someone holds already, so that
   // one is left to its TTL (or the caller's release).
-  if (request.owner !== undefined) return backendError(err);
-  void core.giveBack(req.key, req.owner, request.spec.kind);
+  if (request.owner === undefined) void core.giveBack(req.key, req.owner, request.spec.kind);
   return backendError(err);
 }
 

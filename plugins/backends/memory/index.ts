@@ -5,7 +5,10 @@
 // leader kind) and the queue kinds' (queue.ts), on one clock and one set of fence counters.
 // It is the package entry (`lockhost/memory`).
 import { LOCK_KINDS, StepsByKind } from "../../../kit/index.js";
-import type { KindSteps, LockKind, MutexAcquireRequest, MutexAcquireResult, ListRequest, LockBackend, LockPage, LockRecord, MutexStore, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
+import type {
+  KindSteps, LockKind, MutexAcquireRequest, MutexAcquireResult, ListRequest, LockBackend, LockPage, LockRecord, MutexStore,
+  ReleaseResult, ReleaseWatch, RenewRequest, RenewResult,
+} from "../../../kit/index.js";
 import type { MemoryBackendOptions } from "./config.js";
 import { MemoryMutex } from "./mutex.js";
 import { MemoryQueueSteps } from "./queue.js";
@@ -31,7 +34,11 @@ export class MemoryBackend implements LockBackend, MutexStore {
   readonly #lostListeners: ((owner: string) => void)[] = [];
   /** The mutex's steps (mutex.ts), whose fence counters the queue kinds share. */
   readonly #mutex: MemoryMutex;
-  /** Each kind's steps, made on first use: the single-record kinds from the mutex's (mutex.ts), the queue kinds in MemoryQueueSteps. */
+  /**
+   * Each kind's steps, made on first use: the single-record kinds from the mutex's (mutex.ts,
+   * called through this class's methods below, so a caller that wraps one of them on the backend
+   * wraps it for the steps too), the queue kinds in MemoryQueueSteps.
+   */
   readonly #steps: StepsByKind<MemoryQueueSteps>;
 
   constructor(options: MemoryBackendOptions = {}) {
@@ -39,7 +46,7 @@ export class MemoryBackend implements LockBackend, MutexStore {
     const lost = (owner: string): void => this.#lost(owner);
     const mutex = new MemoryMutex({ now, lost });
     this.#mutex = mutex;
-    this.#steps = new StepsByKind(mutex, (kind) => new MemoryQueueSteps(kind, { now, nextFence: (name) => mutex.nextFence(name), lost }));
+    this.#steps = new StepsByKind(this, (kind) => new MemoryQueueSteps(kind, { now, nextFence: (name) => mutex.nextFence(name), lost }));
   }
 
   /** Entries in the mutex's map, including expired ones not swept yet (for tests and metrics). */
@@ -70,7 +77,8 @@ export class MemoryBackend implements LockBackend, MutexStore {
     for (const steps of this.#steps.queues) steps.clear();
   }
 
-  // The mutex's steps (mutex.ts MemoryMutex, where each is documented), on the backend itself.
+  // The mutex's steps (mutex.ts MemoryMutex, where each is documented), on the backend itself:
+  // MutexSteps calls them here, as do tests and benchmarks.
 
   acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
     return this.#mutex.acquire(req);

@@ -1,9 +1,12 @@
 // The memory backend's mutex: its MutexStore (kit/mutex.ts), one entry per key in a Map of
-// this process, which MutexSteps serves as the mutex's and the leader kind's steps (index.ts
-// LockBackend.steps). Expired entries are swept lazily; watches are woken in this process, with
+// this process, which MutexSteps serves, through MemoryBackend's methods (index.ts), as the
+// mutex's and the leader kind's steps. Expired entries are swept lazily; watches are woken in this process, with
 // no subscription round trip.
 import { ReleaseListeners } from "../../../kit/index.js";
-import type { Holder, ListRequest, LockPage, LockRecord, MutexAcquireRequest, MutexAcquireResult, MutexStore, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
+import type {
+  Holder, ListRequest, LockPage, LockRecord, MutexAcquireRequest, MutexAcquireResult, MutexStore, ReleaseResult, ReleaseWatch,
+  RenewRequest, RenewResult,
+} from "../../../kit/index.js";
 
 interface Entry {
   owner: string;

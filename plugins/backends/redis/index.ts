@@ -73,8 +73,10 @@ export class RedisBackend implements LockBackend, MutexStore {
   #renewCalls = 0;
   /**
    * Each kind's steps, made on first use: the single-record kinds from the mutex's (mutex.ts,
-   * its one-key scripts), the queue kinds in RedisQueueSteps on this backend's connection and
-   * subscriber, each in its own key namespace (keys.ts QueueKeyLayout).
+   * its one-key scripts, called through this class's methods below, so a caller that wraps one
+   * of them on the backend wraps it for the steps too), the queue kinds in RedisQueueSteps on
+   * this backend's connection and subscriber, each in its own key namespace (keys.ts
+   * QueueKeyLayout).
    */
   readonly #steps: StepsByKind<RedisQueueSteps>;
   /** Whether this instance's liveness channel is confirmed subscribed (cached once it is): the sign of life its queue places rely on (queue-lua.ts). */
@@ -112,7 +114,7 @@ export class RedisBackend implements LockBackend, MutexStore {
       cluster: config.cluster,
       countRenewCalls,
     });
-    this.#steps = new StepsByKind(this.#mutex, (kind) =>
+    this.#steps = new StepsByKind(this, (kind) =>
       new RedisQueueSteps(kind, {
         conn: this.#conn,
         keys: this.#keys,
@@ -211,7 +213,8 @@ export class RedisBackend implements LockBackend, MutexStore {
     await Promise.all([this.#conn.close(), this.#watcher.close()]);
   }
 
-  // The mutex's steps (mutex.ts RedisMutex, where each is documented), on the backend itself.
+  // The mutex's steps (mutex.ts RedisMutex, where each is documented), on the backend itself:
+  // MutexSteps calls them here, as do tests and benchmarks.
 
   acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
     return this.#mutex.acquire(req);

@@ -1,8 +1,8 @@
-// The Redis mutex: its MutexStore (kit/mutex.ts), which MutexSteps serves as the mutex's and
-// the leader kind's steps (index.ts LockBackend.steps). Each step is one Lua script
-// (mutex-lua.ts) on the backend's connection (client.ts) to one server or, with cluster = true,
-// to the Redis Cluster node that owns the lock's slot, over keys that Redis Cluster keeps in one
-// slot per lock name (keys.ts). This file maps steps to scripts and replies to results. On the
+// The Redis mutex: its MutexStore (kit/mutex.ts), which MutexSteps serves, through
+// RedisBackend's methods (index.ts), as the mutex's and the leader kind's steps. Each step is
+// one Lua script (mutex-lua.ts) on the backend's connection (client.ts) to one server or, with
+// cluster = true, to the Redis Cluster node that owns the lock's slot, over keys that Redis
+// Cluster keeps in one slot per lock name (keys.ts). This file maps steps to scripts and replies to results. On the
 // lock path (acquire, renew, release while connected): one EVALSHA per call, reply handlers
 // bound once (but acquire's, a closure over the TTL its reply's expiry is derived from), shared
 // results for the outcomes that carry no data (a contended acquire allocates its result only to

@@ -10,7 +10,7 @@ import { LockhostError } from "../kit/errors.js";
 import type { AcquireRequest, LockMode } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { KeyLayout, RedisBackend } from "../plugins/backends/redis/index.js";
-import { watchStalls } from "../plugins/backends/redis/stall-watch.js";
+import { watchStalls } from "../plugins/backends/redis/client.js";
 import { captureLogger } from "./support/log.js";
 import { startRedisServer, type RedisServer } from "./support/servers.js";
 import { callCounter, watchCounting, type CallCounter } from "./support/counter.js";

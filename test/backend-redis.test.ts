@@ -18,7 +18,7 @@ import { captureLogger } from "./support/log.js";
 import { freePort, redisUrl } from "./support/servers.js";
 import { watchCounting } from "./support/counter.js";
 import { type RedisConfig } from "../plugins/backends/redis/config.js";
-import { FLAG_TTL_MS } from "../plugins/backends/redis/watched.js";
+import { FLAG_TTL_MS } from "../plugins/backends/redis/watch.js";
 import { V1_ACQUIRE, V1_FORCE_RELEASE, V1_RELEASE, V1_RENEW, V1_STATUS } from "./support/redis-v1-scripts.js";
 
 /** ioredis's own slot function (what its Cluster client routes by), a dependency of ioredis without types. */

@@ -1,44 +1,28 @@
 // The in-process backend: a Map in this process. It is the embedded default for development
 // and single-node use. It is NOT distributed: two host processes never see each other's
-// locks (two hosts in one process can share one instance, which the tests use).
-import { LOCK_KINDS, ReleaseListeners, StepsByKind } from "../../../kit/index.js";
-import type { KindSteps, LockKind, MutexAcquireRequest, MutexAcquireResult, Holder, ListRequest, LockBackend, LockPage, LockRecord, MutexStore, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
+// locks (two hosts in one process can share one instance, which the tests use). This file
+// wires the parts: the mutex's steps (mutex.ts, served through MutexSteps for the mutex and the
+// leader kind) and the queue kinds' (queue.ts), on one clock and one set of fence counters.
+// It is the package entry (`lockhost/memory`).
+import { LOCK_KINDS, StepsByKind } from "../../../kit/index.js";
+import type {
+  KindSteps, LockKind, MutexAcquireRequest, MutexAcquireResult, ListRequest, LockBackend, LockPage, LockRecord, MutexStore,
+  ReleaseResult, ReleaseWatch, RenewRequest, RenewResult,
+} from "../../../kit/index.js";
+import type { MemoryBackendOptions } from "./config.js";
+import { MemoryMutex } from "./mutex.js";
 import { MemoryQueueSteps } from "./queue.js";
 
-interface Entry {
-  owner: string;
-  fence: number;
-  holder: Holder;
-  acquiredAtMs: number;
-  expiresAtMs: number;
-  /** The TTL of the current lease (acquire or the latest renew), reported by status. */
-  ttlMs: number;
-  /** What the holder proclaimed (LockBackend.proclaim), if it did. */
-  value?: string;
-}
-
-/** Options of the memory backend. */
-export interface MemoryBackendOptions {
-  /**
-   * The backend's clock in whole ms since the epoch (return integers: every time the backend
-   * reports is derived from it). Defaults to a monotonic clock anchored at process start,
-   * floored to whole ms, so a wall-clock jump can neither expire nor extend a lease.
-   */
-  readonly now?: () => number;
-}
-
-/** How many operations pass between two incremental sweeps of expired entries. */
-const SWEEP_EVERY_OPS = 1024;
-/** How many entries one sweep looks at, so a sweep never stalls the event loop. */
-const SWEEP_BATCH = 256;
+export type { MemoryBackendOptions } from "./config.js";
 
 /** Whole ms since the epoch, never going back: performance.now() is monotonic, and so is its floor. */
 const monotonicEpochMs = (): number => Math.floor(performance.timeOrigin + performance.now());
 
 /**
- * In-process lock store; expired entries are swept lazily. Its methods implement
- * LockBackend (see host/locking/backend.ts for each step's contract); every time it reports
- * is an integer number of ms on its clock.
+ * In-process lock store. It implements LockBackend (see host/locking/backend.ts for each step's
+ * contract); the mutex's steps are also callable on it (the MutexStore methods below, which are
+ * mutex.ts's), as tests and benchmarks do. Every time it reports is an integer number of ms on
+ * its clock.
  */
 export class MemoryBackend implements LockBackend, MutexStore {
   /** Always "memory". */
@@ -47,131 +31,27 @@ export class MemoryBackend implements LockBackend, MutexStore {
   readonly distributed = false;
   /** Every kind. */
   readonly kinds = LOCK_KINDS;
-  readonly #locks = new Map<string, Entry>();
-  /** Fence counters are never deleted, so fences keep increasing after a lock expires. */
-  readonly #fences = new Map<string, number>();
   readonly #lostListeners: ((owner: string) => void)[] = [];
-  readonly #now: () => number;
-  /** Release listeners per key (LockBackend.watch): in-process, so no subscription round trip. */
-  readonly #watchers = new ReleaseListeners();
-  /** Each kind's steps, made on first use: the single-record kinds from this class's mutex methods, the queue kinds in MemoryQueueSteps. */
-  readonly #steps = new StepsByKind(this, (kind) =>
-    new MemoryQueueSteps(kind, {
-      now: this.#now,
-      nextFence: (name) => {
-        const fence = (this.#fences.get(name) ?? 0) + 1;
-        this.#fences.set(name, fence);
-        return fence;
-      },
-      lost: (owner) => this.#lost(owner),
-    }),
-  );
-  #opsSinceSweep = 0;
-  #sweepCursor: Iterator<[string, Entry]> | undefined;
+  /** The mutex's steps (mutex.ts), whose fence counters the queue kinds share. */
+  readonly #mutex: MemoryMutex;
+  /**
+   * Each kind's steps, made on first use: the single-record kinds from the mutex's (mutex.ts,
+   * called through this class's methods below, so a caller that wraps one of them on the backend
+   * wraps it for the steps too), the queue kinds in MemoryQueueSteps.
+   */
+  readonly #steps: StepsByKind<MemoryQueueSteps>;
 
   constructor(options: MemoryBackendOptions = {}) {
-    this.#now = options.now ?? monotonicEpochMs;
+    const now = options.now ?? monotonicEpochMs;
+    const lost = (owner: string): void => this.#lost(owner);
+    const mutex = new MemoryMutex({ now, lost });
+    this.#mutex = mutex;
+    this.#steps = new StepsByKind(this, (kind) => new MemoryQueueSteps(kind, { now, nextFence: (name) => mutex.nextFence(name), lost }));
   }
 
-  /** Entries in the map, including expired ones not swept yet (for tests and metrics). */
+  /** Entries in the mutex's map, including expired ones not swept yet (for tests and metrics). */
   get size(): number {
-    return this.#locks.size;
-  }
-
-  /** Takes `req.key` if it is free or its lease ended, with the next fence (LockBackend.acquire). */
-  async acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
-    const now = this.#now();
-    this.#maybeSweep(now);
-    const held = this.#live(req.key, now);
-    if (held) return { acquired: false, retryAfterMs: held.expiresAtMs - now };
-    const fence = (this.#fences.get(req.key) ?? 0) + 1;
-    this.#fences.set(req.key, fence);
-    const entry: Entry = {
-      owner: req.owner,
-      fence,
-      holder: req.holder,
-      acquiredAtMs: now,
-      expiresAtMs: now + req.ttlMs,
-      ttlMs: req.ttlMs,
-    };
-    this.#locks.set(req.key, entry);
-    return { acquired: true, fence, acquiredAtMs: now, expiresAtMs: entry.expiresAtMs };
-  }
-
-  /** Sets the lease to `ttlMs` from now if `owner` still holds `key` (LockBackend.renew). */
-  async renew(key: string, owner: string, ttlMs: number): Promise<RenewResult> {
-    const now = this.#now();
-    const entry = this.#live(key, now);
-    if (!entry) return { ok: false, reason: "not_found" };
-    if (entry.owner !== owner) return { ok: false, reason: "mismatch" };
-    entry.expiresAtMs = now + ttlMs;
-    entry.ttlMs = ttlMs;
-    return { ok: true, expiresAtMs: entry.expiresAtMs };
-  }
-
-  /** Renews each lock as renew() would (LockBackend.renewMany). */
-  async renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
-    return Promise.all(reqs.map((r) => this.renew(r.key, r.owner, r.ttlMs)));
-  }
-
-  /** Deletes the lock if `owner` still holds `key` (LockBackend.release). */
-  async release(key: string, owner: string): Promise<ReleaseResult> {
-    const entry = this.#live(key, this.#now());
-    if (!entry) return "not_found";
-    if (entry.owner !== owner) return "mismatch";
-    this.#locks.delete(key);
-    this.#released(key);
-    // The releaser may not be the holder (restore by owner token): every service sharing this
-    // instance hears it; the holder's marks its lease lost, the releaser's has let go already.
-    this.#lost(owner);
-    return "released";
-  }
-
-  /** Stores `value` in the record if `owner` still holds `key`, then wakes its watchers (LockBackend.proclaim). */
-  async proclaim(key: string, owner: string, value: string): Promise<boolean> {
-    const entry = this.#live(key, this.#now());
-    if (!entry || entry.owner !== owner) return false;
-    entry.value = value;
-    this.#released(key);
-    return true;
-  }
-
-  /** Calls `listener` after every release, force-release or proclamation of `key` in this instance (LockBackend.watch). */
-  watch(key: string, listener: () => void): ReleaseWatch {
-    return { ready: Promise.resolve(), close: this.#watchers.add(key, listener) };
-  }
-
-  /** The live holder of `key`, or null (LockBackend.status). */
-  async status(key: string): Promise<LockRecord | null> {
-    const now = this.#now();
-    const entry = this.#live(key, now);
-    if (!entry) return null;
-    return { key, ...entry, ttlRemainingMs: Math.max(0, entry.expiresAtMs - now) };
-  }
-
-  /** A page of live locks in name order; the cursor is the last name listed (LockBackend.list). */
-  async list(req: ListRequest): Promise<LockPage> {
-    const now = this.#now();
-    const { prefix = "", cursor } = req;
-    const names = [...this.#locks.keys()].filter((k) => k.startsWith(prefix) && (cursor === undefined || k > cursor)).sort();
-    const page = names.slice(0, req.limit);
-    const locks: LockRecord[] = [];
-    for (const key of page) {
-      const entry = this.#live(key, now);
-      if (entry) locks.push({ key, ...entry, ttlRemainingMs: Math.max(0, entry.expiresAtMs - now) });
-    }
-    return names.length > page.length ? { locks, cursor: page[page.length - 1]! } : { locks };
-  }
-
-  /** Deletes the lock whoever holds it; fence counters stay (LockBackend.forceRelease). */
-  async forceRelease(key: string): Promise<boolean> {
-    const entry = this.#live(key, this.#now());
-    this.#locks.delete(key);
-    if (entry) {
-      this.#released(key);
-      this.#lost(entry.owner);
-    }
-    return entry !== undefined;
+    return this.#mutex.size;
   }
 
   /** The steps of `kind` in this instance (LockBackend.steps). */
@@ -193,38 +73,46 @@ export class MemoryBackend implements LockBackend, MutexStore {
 
   /** Drops every lock (fence counters stay, so a reused instance keeps fences increasing). */
   async close(): Promise<void> {
-    this.#locks.clear();
+    this.#mutex.clear();
     for (const steps of this.#steps.queues) steps.clear();
   }
 
-  /** Tells the key's watchers, after the caller's step has returned (as a server's message would). */
-  #released(key: string): void {
-    if (this.#watchers.has(key)) queueMicrotask(() => this.#watchers.wake(key));
+  // The mutex's steps (mutex.ts MemoryMutex, where each is documented), on the backend itself:
+  // MutexSteps calls them here, as do tests and benchmarks.
+
+  acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
+    return this.#mutex.acquire(req);
   }
 
-  /** The entry for `key` if its lease has not ended; an ended one is dropped on the way. */
-  #live(key: string, now: number): Entry | undefined {
-    const entry = this.#locks.get(key);
-    if (entry && entry.expiresAtMs <= now) {
-      this.#locks.delete(key);
-      return undefined;
-    }
-    return entry;
+  renew(key: string, owner: string, ttlMs: number): Promise<RenewResult> {
+    return this.#mutex.renew(key, owner, ttlMs);
   }
 
-  /** Drops a bounded batch of expired entries every few operations, keys never touched again included. */
-  #maybeSweep(now: number): void {
-    if (++this.#opsSinceSweep < SWEEP_EVERY_OPS) return;
-    this.#opsSinceSweep = 0;
-    for (let i = 0; i < SWEEP_BATCH; i++) {
-      this.#sweepCursor ??= this.#locks.entries();
-      const next = this.#sweepCursor.next();
-      if (next.done) {
-        this.#sweepCursor = undefined;
-        return;
-      }
-      const [key, entry] = next.value;
-      if (entry.expiresAtMs <= now) this.#locks.delete(key);
-    }
+  renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
+    return this.#mutex.renewMany(reqs);
+  }
+
+  release(key: string, owner: string): Promise<ReleaseResult> {
+    return this.#mutex.release(key, owner);
+  }
+
+  proclaim(key: string, owner: string, value: string): Promise<boolean> {
+    return this.#mutex.proclaim(key, owner, value);
+  }
+
+  watch(key: string, listener: () => void): ReleaseWatch {
+    return this.#mutex.watch(key, listener);
+  }
+
+  status(key: string): Promise<LockRecord | null> {
+    return this.#mutex.status(key);
+  }
+
+  list(req: ListRequest): Promise<LockPage> {
+    return this.#mutex.list(req);
+  }
+
+  forceRelease(key: string): Promise<boolean> {
+    return this.#mutex.forceRelease(key);
   }
 }

@@ -4,8 +4,14 @@
 // did nothing). A refusal by the server's ACL says which permission the Redis user lacks, as far
 // as Redis tells (docs/backends.md, "Least-privilege grants"), and is permanent: retrying the
 // same call as the same user cannot help.
-import { LockhostError } from "../../../kit/index.js";
+import { LockhostError, TLS_REFUSED_PATTERN } from "../../../kit/index.js";
 import type { Scrubber } from "../../../kit/index.js";
+
+/**
+ * Connection errors that retrying cannot cure: credentials refused, a TLS handshake refused (a
+ * certificate does not fix itself); not a name that does not resolve yet. (index.ts ping marks them permanent.)
+ */
+export const REDIS_PERMANENT = new RegExp(`WRONGPASS|NOAUTH|invalid password|invalid username|NOPERM|${TLS_REFUSED_PATTERN.source}`, "i");
 
 /** What a message needs to know about the connection. */
 export interface ErrorContext {

@@ -1,6 +1,6 @@
 // Read/write locks and semaphores on Redis (kit/steps.ts): each step is
-// one script of queue-scripts.ts over the keys of one name (one slot on a cluster), on the
-// backend's connection; wake-ups and loss notices over the backend's subscriber (watcher.ts),
+// one script of queue-lua.ts over the keys of one name (one slot on a cluster), on the
+// backend's connection; wake-ups and loss notices over the backend's subscriber (watch.ts),
 // on channels of the kind's own namespace, apart from the mutex's of the same name.
 import {
   LockhostError, MAX_PERMITS,
@@ -9,13 +9,11 @@ import {
   type KeyPage, type KeyRecord, type KindSteps,
 } from "../../../kit/index.js";
 import { renewCallsOf } from "./batch.js";
-import type { RedisConnection } from "./client.js";
-import type { LockClient } from "./connect.js";
-import { QueueKeyLayout, type KeyLayout } from "./keys.js";
-import { scanNames } from "./list.js";
-import { DELETED, NOT_FOUND } from "./scripts.js";
-import type { QueueAcquireReply, QueueStatusReply } from "./queue-scripts.js";
-import type { ReleaseWatcher } from "./watcher.js";
+import type { LockClient, RedisConnection } from "./client.js";
+import { QueueKeyLayout, scanNames, type KeyLayout } from "./keys.js";
+import { DELETED, NOT_FOUND } from "./mutex-lua.js";
+import type { QueueAcquireReply, QueueStatusReply } from "./queue-lua.js";
+import type { ReleaseWatcher } from "./watch.js";
 
 /** What the shared steps borrow from their RedisBackend. */
 export interface RedisQueueParts {
@@ -63,7 +61,7 @@ export class RedisQueueSteps implements KindSteps {
     if (invalid) return Promise.reject(invalid);
     const k = this.#keys;
     const { key, holder } = req;
-    // A cluster's subscribers are counted per node: no liveness check there (queue-scripts.ts).
+    // A cluster's subscribers are counted per node: no liveness check there (queue-lua.ts).
     const liveness = this.#redis.isCluster ? "" : this.#parts.keys.holderHead;
     const send = (check: string): Promise<AcquireResult> => this.#parts.conn.whenReady(() =>
       this.#redis
@@ -172,7 +170,7 @@ function toAcquireResult(reply: QueueAcquireReply): AcquireResult {
   return { acquired: true, fence, acquiredAtMs, expiresAtMs };
 }
 
-/** The holder record written by the acquire script: JSON of strings (queue-scripts.ts). */
+/** The holder record written by the acquire script: JSON of strings (queue-lua.ts). */
 type StoredHolder = [mode: string, fence: string, plugin: string, node: string, hostname: string, instance: string, acquiredAt: string];
 
 function toRecord(key: string, kind: QueueKind, reply: QueueStatusReply): KeyRecord | null {

@@ -1,6 +1,8 @@
-// The Lua scripts behind each backend step, and their typed ioredis commands. Each step is one
-// script so it is atomic on the server and costs one round trip. ioredis sends EVALSHA and
-// falls back to EVAL on NOSCRIPT (a restarted or SCRIPT FLUSHed server), per connection.
+// The mutex's Lua scripts (one per MutexStore step of mutex.ts, and the watched flag's of
+// watch.ts), and their typed ioredis commands; queue-lua.ts registers the queue kinds' the same
+// way (defineCommands). Each step is one script so it is atomic on the server and costs one
+// round trip. ioredis sends EVALSHA and falls back to EVAL on NOSCRIPT (a restarted or SCRIPT
+// FLUSHed server), per connection.
 //
 // The lock record is a hash with a TTL: owner, fence, plugin, node, hostname, instance,
 // acquired_at, expires_at, ttl_ms (and value, a leader's proclamation). Renew and release
@@ -16,7 +18,7 @@
 // lives) so that one read of one key shows the whole lock. `ttl_ms` is the TTL the current
 // lease was set with (acquire, then every renew, which may pass another): `expires_at -
 // acquired_at` is not it once a lock was renewed, since acquired_at never moves. Locks written
-// before this field existed lack it (see toRecord in index.ts for what status reports then).
+// before this field existed lack it (see toRecord in mutex.ts for what status reports then).
 //
 // What the acquire script does, and why (measured: server µs per try+release pair, one pair at
 // a time on a private Redis, INFO commandstats, 9 interleaved rounds, medians: before 9.7, now
@@ -25,7 +27,7 @@
 // HSETNX of the owner is the first command, both the test and the claim, so an uncontended
 // acquire reads no PTTL first (a contended one reads it after, for retryAfterMs); the times and
 // the fence are the digits of TIME, never string.format (only a fence taken from the counter,
-// a clock behind it, is formatted); the usual reply is one integer, the fence (index.ts derives
+// a clock behind it, is formatted); the usual reply is one integer, the fence (mutex.ts derives
 // acquiredAt and expiresAt from it, see AcquireReply).
 //
 // Times come from the server's TIME inside the script, never from the host: the lease must
@@ -36,15 +38,15 @@
 // false turns into a different reply type depending on RESP2 or RESP3.
 //
 // Acquire and release have a batch form besides (ACQUIRE_MANY, RELEASE_MANY): the calls of one
-// tick in one script run (tick-batch.ts says what that buys). Each runs the same Lua function
+// tick in one script run (batch.ts says what that buys). Each runs the same Lua function
 // as the single form, once per lock, so the two cannot drift apart.
 //
 // Release, force-release and proclaim PUBLISH on the lock's release channel (keys.ts) in the
-// same script, so a watcher on any host hears of it exactly when it happened (watcher.ts), but
+// same script, so a watcher on any host hears of it exactly when it happened (watch.ts), but
 // only when someone watches: every watch flags the name (keys.ts watched: a small key with a
-// TTL its watchers refresh, watched.ts), and the scripts publish only while the flag exists.
+// TTL its watchers refresh, watch.ts WatchFlags), and the scripts publish only while the flag exists.
 // The flag is set before a watch is ready, and a waiter tries once more after that, so no
-// release between its failed attempt and its flag goes unnoticed (watched.ts). PUBLISH is not a
+// release between its failed attempt and its flag goes unnoticed (watch.ts WatchFlags). PUBLISH is not a
 // key access: on a cluster it is broadcast to every node, which an unwatched release now skips.
 import type { Cluster, Redis } from "ioredis";
 
@@ -57,7 +59,7 @@ export const DELETED = 1;
 
 /**
  * A number: > 0, acquired, and the fence is the server's clock in µs (the usual case), so
- * acquiredAtMs is the fence's whole ms and expiresAtMs that + ttlMs (index.ts acquiredOrNot); <= 0,
+ * acquiredAtMs is the fence's whole ms and expiresAtMs that + ttlMs (mutex.ts acquiredOrNot); <= 0,
  * contended, `-1 - PTTL`: the holder's remaining lease is `-1 - reply` ms, and 0 is a lock
  * someone stripped of its TTL (PTTL -1). An array: acquired with a fence from the counter (the
  * server's clock was behind it), `{fence, acquiredAtMs, expiresAtMs}`, plus `oldFence, lockKey,
@@ -186,7 +188,7 @@ local function settle(ok, reply)
 end`;
 
 /**
- * n acquisitions in one script run (the calls of one tick: tick-batch.ts). KEYS: lock and
+ * n acquisitions in one script run (the calls of one tick: batch.ts). KEYS: lock and
  * fence of each. ARGV: hostname, instance, reclaim, then owner, ttlMs, plugin and node of
  * each, in KEYS order. Per lock, in order: an ACQUIRE reply, or an error message (a string).
  */
@@ -233,7 +235,7 @@ const RELEASE = `${RELEASE_STEP}
 return release(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])`;
 
 /**
- * n releases in one script run (tick-batch.ts). KEYS: lock and watched flag of each. ARGV:
+ * n releases in one script run (batch.ts). KEYS: lock and watched flag of each. ARGV:
  * releaser's instance id, holder channel head, then owner and release channel of each, in KEYS
  * order. Per lock, in order: a RELEASE reply, or an error message (a string).
  */

@@ -1,5 +1,5 @@
 // The Lua scripts of read/write locks and semaphores (kit/steps.ts, queue.ts), one per step,
-// registered on the client with the mutex's (scripts.ts: EVALSHA, EVAL on NOSCRIPT).
+// registered on the client with the mutex's (mutex-lua.ts: EVALSHA, EVAL on NOSCRIPT).
 //
 // A shared lock name has five keys, all with the name as hash tag (keys.ts QueueKeyLayout):
 //   holders  ZSET  owner -> when its lease ends (server ms): pruning the ended ones is one
@@ -25,14 +25,14 @@
 // as absent: acquire and force-release prune them first; status, renew and release only skip
 // them, without writing, which keeps the renewal and release paths short.
 //
-// Fences are as the mutex's (scripts.ts ACQUIRE): max(counter + 1, server clock in µs), so they
+// Fences are as the mutex's (mutex-lua.ts ACQUIRE): max(counter + 1, server clock in µs), so they
 // never step back after a restart without persistence or a FLUSHALL.
 //
-// Replies are integers or arrays, never nil (see scripts.ts). Release, force-release and a
+// Replies are integers or arrays, never nil (see mutex-lua.ts). Release, force-release and a
 // queue departure PUBLISH on the name's release channel; release by another instance and
 // force-release tell each removed holder's instance on its own channel, as the mutex does.
 import type { Cluster, Redis } from "ioredis";
-import { defineCommands, DELETED, NOT_FOUND, type ScriptDefinition } from "./scripts.js";
+import { defineCommands, DELETED, NOT_FOUND, type ScriptDefinition } from "./mutex-lua.js";
 
 /**
  * Acquired: [fence, acquiredAtMs, expiresAtMs]; refused for the limit: [heldLimit]; else the
@@ -274,7 +274,7 @@ const DEFINITIONS: Record<keyof QueueCommands, ScriptDefinition> = {
   lockhostSharedForceRelease: { lua: FORCE_RELEASE, numberOfKeys: 4 },
 };
 
-/** Registers the shared scripts on `client` (as scripts.ts defineLockCommands does the mutex's) and returns it, typed. */
+/** Registers the shared scripts on `client` (as mutex-lua.ts defineLockCommands does the mutex's) and returns it, typed. */
 export function defineQueueCommands<C extends Redis | Cluster>(client: C): C & QueueCommands {
   return defineCommands<C, QueueCommands>(client, DEFINITIONS);
 }

@@ -2,7 +2,7 @@
 // root: it registers the built-in backends. RedisBackend and PgBackend are not re-exported here
 // (that would load ioredis and pg for every user): they are `lockhost/redis` and `lockhost/pg`.
 import { BUILTIN_BACKENDS } from "../plugins/backends/index.js";
-import { registerBackend } from "./backends/registry.js";
+import { registerBackend } from "./registry/registry.js";
 
 for (const descriptor of BUILTIN_BACKENDS) registerBackend(descriptor);
 
@@ -50,8 +50,8 @@ export type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";
 export type { HeldLock, HostFunction, HostFunctionContext, HostFunctionResult, HostFunctions } from "./runtime/capabilities/functions.js";
 export { ENCODED_LOCK_HEADER, FENCE_HEADER, LOCK_HEADER } from "./runtime/capabilities/guest-capabilities.js";
 export { Scheduler, scheduleLockKey, type TickEvent, type TickOutcome } from "./scheduler/scheduler.js";
-export { createBackend, chosenBackend } from "./backends/create.js";
-export { backendDescriptor, backendNames, registerBackend } from "./backends/registry.js";
-export { loadBackendPackages } from "./backends/packages.js";
+export { createBackend, chosenBackend } from "./registry/create.js";
+export { backendDescriptor, backendNames, registerBackend } from "./registry/registry.js";
+export { loadBackendPackages } from "./registry/packages.js";
 export type { BackendDescriptor, BackendContext } from "../kit/descriptor.js";
 export { BUILTIN_BACKENDS, MemoryBackend, etcdBackend, memoryBackend, pgBackend, redisBackend, type MemoryBackendOptions } from "../plugins/backends/index.js";

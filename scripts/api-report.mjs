@@ -40,7 +40,9 @@ function declarationText(checker, symbol, local) {
     }
     const node = ts.isVariableDeclaration(decl) ? decl.parent.parent : decl;
     let text = printer.printNode(ts.EmitHint.Unspecified, node, decl.getSourceFile());
-    if (ts.isVariableDeclaration(decl) && decl.parent.declarations.length > 1) text = `declare const ${printer.printNode(ts.EmitHint.Unspecified, decl, decl.getSourceFile())};`;
+    if (ts.isVariableDeclaration(decl) && decl.parent.declarations.length > 1) {
+      text = `declare const ${printer.printNode(ts.EmitHint.Unspecified, decl, decl.getSourceFile())};`;
+    }
     // The name as this entry exports it, when it renames on the way.
     if (target.name !== local && target.name !== "default") text = `// exported as ${local}\n${text}`;
     parts.push(text.replace(/^export /gm, "").replace(/^declare /gm, ""));
@@ -54,7 +56,9 @@ function unexported(checker, exported, root) {
   const own = new Set(exported.map(resolve));
   const found = new Set();
   const visit = (node) => {
-    const name = ts.isTypeReferenceNode(node) ? node.typeName : ts.isExpressionWithTypeArguments(node) ? node.expression : ts.isTypeQueryNode(node) ? node.exprName : undefined;
+    const name = ts.isTypeReferenceNode(node)
+      ? node.typeName
+      : ts.isExpressionWithTypeArguments(node) ? node.expression : ts.isTypeQueryNode(node) ? node.exprName : undefined;
     const symbol = name && checker.getSymbolAtLocation(name);
     if (symbol) {
       const target = resolve(symbol);
@@ -73,7 +77,10 @@ export function apiReports(root = ROOT) {
   const list = entries(root);
   const program = ts.createProgram(
     list.map((e) => e.types),
-    { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, noEmit: true, skipLibCheck: true, types: ["node"] },
+    {
+      target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      noEmit: true, skipLibCheck: true, types: ["node"],
+    },
   );
   const checker = program.getTypeChecker();
   return list.map(({ subpath, types, file }) => {

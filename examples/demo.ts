@@ -5,9 +5,13 @@
 import { main } from "../host/cli/cli.js";
 import { exitWhenFlushed } from "../host/cli/exit.js";
 import { sayIfOldNode } from "../host/cli/node-notice.js";
+import { registerBackend } from "../host/registry/registry.js";
+import { BUILTIN_BACKENDS } from "../plugins/backends/index.js";
 import { startLedgerService } from "./ledger-service.js";
 
 sayIfOldNode();
+// A composition root, as host/cli/main.ts is: the built-in backends register here.
+for (const descriptor of BUILTIN_BACKENDS) registerBackend(descriptor);
 const ledger = await startLedgerService({ log: (line) => console.log(`ledger service: ${line}`) });
 console.log(`ledger service: listening on ${ledger.url}`);
 process.env.LEDGER_URL = ledger.url;

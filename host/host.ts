@@ -9,7 +9,7 @@ import { startAdminServer, type AdminServer, type AdminServerOptions } from "./a
 import { lockMetrics, type HostCounters, type LockMetrics } from "./admin/metrics.js";
 import { AdminAccess } from "./admin/access.js";
 import { ADMIN_ROUTES } from "./admin/routes.js";
-import { createBackend } from "./backends/create.js";
+import { createBackend } from "./registry/create.js";
 import { formatListen, isLoopbackHost } from "./config/listen.js";
 import type { AdminSettings, LockhostConfig, PluginConfig, ScheduledConfig } from "./config/types.js";
 import { LockhostError, type ErrorCode } from "../kit/errors.js";

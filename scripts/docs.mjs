@@ -12,7 +12,10 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const dist = (file) => import(path.join(ROOT, "dist/host", file));
-await dist("index.js"); // registers the built-in backends
+// The config reference lists every built-in backend's table: register them, as the composition roots do.
+const { registerBackend } = await dist("registry/registry.js");
+const { BUILTIN_BACKENDS } = await import(path.join(ROOT, "dist/plugins/backends/index.js"));
+for (const descriptor of BUILTIN_BACKENDS) registerBackend(descriptor);
 const { withBlock } = await dist("docs/blocks.js");
 const { DOC_FILES } = await dist("docs/pages.js");
 const { cAbi, rustSys } = await dist("docs/guest-sdks.js");

@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { isPermanent, LockhostError } from "../kit/errors.js";
 import { LockService } from "../host/locking/service.js";
 import { EtcdBackend, etcdDefaults, type EtcdConfig } from "../plugins/backends/etcd/index.js";
-import { backendContract } from "../testing/index.js";
+import { backendContract } from "./support/backend-contract.js";
 import { rejection } from "../testing/rejection.js";
 import { etcdEndpoints, startEtcdCluster } from "./support/etcd-servers.js";
 import { compactAll, deleteKey, enableAuth, keysUnder, leaseTtl, readKey, revokeLease } from "./support/etcd-gateway.js";

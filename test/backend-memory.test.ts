@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
-import { backendContract } from "../testing/index.js";
+import { backendContract } from "./support/backend-contract.js";
 
 backendContract("memory", { create: () => new MemoryBackend() });
 

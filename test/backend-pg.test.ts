@@ -13,7 +13,7 @@ import { PgBackend, type PgBackendOptions } from "../plugins/backends/pg/index.j
 import { DeadlineQueue, type Timed } from "../kit/deadline-queue.js";
 import { advisoryKeyFromId, advisoryKeyOf } from "../plugins/backends/pg/key-hash.js";
 import { FENCE_BLOCK, holdersTableOf, statementsFor } from "../plugins/backends/pg/sql.js";
-import { backendContract } from "../testing/index.js";
+import { backendContract } from "./support/backend-contract.js";
 import { dropPgTable } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";
 import { databaseUrl, freePort } from "./support/servers.js";

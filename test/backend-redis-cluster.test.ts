@@ -16,7 +16,7 @@ import { QueueKeyLayout, slotOf } from "../plugins/backends/redis/keys.js";
 import { RedisConnection } from "../plugins/backends/redis/client.js";
 import { WatchFlags } from "../plugins/backends/redis/watch.js";
 import type { AcquireRequest, LockMode } from "../kit/backend.js";
-import { backendContract } from "../testing/index.js";
+import { backendContract } from "./support/backend-contract.js";
 import { captureLogger } from "./support/log.js";
 import { freePort, startRedisCluster, type RedisClusterServer } from "./support/servers.js";
 import { type RedisConfig } from "../plugins/backends/redis/config.js";

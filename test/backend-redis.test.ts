@@ -13,7 +13,7 @@ import type { MutexAcquireRequest } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { KeyLayout, RedisBackend, hashTag } from "../plugins/backends/redis/index.js";
 import { slotOf } from "../plugins/backends/redis/keys.js";
-import { backendContract } from "../testing/index.js";
+import { backendContract } from "./support/backend-contract.js";
 import { captureLogger } from "./support/log.js";
 import { freePort, redisUrl } from "./support/servers.js";
 import { watchCounting } from "./support/counter.js";

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createBackend } from "../host/backends/create.js";
+import { createBackend } from "../host/registry/create.js";
 import { LockService } from "../host/locking/service.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
 import { dropRedisPrefix } from "./support/cleanup.js";

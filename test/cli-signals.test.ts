@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CANCELLED } from "../abi/status.js";
-import { createBackend } from "../host/backends/create.js";
+import { createBackend } from "../host/registry/create.js";
 import { LockService } from "../host/locking/service.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
 import { guestWasm } from "./support/guests.js";

@@ -13,7 +13,7 @@ import type { LockingConfig } from "../host/config/types.js";
 import { resolveConfig, type ConfigInput } from "../host/config/load.js";
 import { Host } from "../host/host.js";
 import { LockService } from "../host/locking/service.js";
-import { createBackend } from "../host/backends/create.js";
+import { createBackend } from "../host/registry/create.js";
 import { permitSpec, READ } from "../kit/kinds.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";

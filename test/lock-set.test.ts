@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { LockService } from "../host/locking/service.js";
-import { READ, WRITE } from "../host/locking/kinds.js";
+import { READ, WRITE } from "../kit/kinds.js";
 import { hostsOn, PG_TABLE, REDIS_PREFIX, sharedBackends } from "./support/shared-backends.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { databaseUrl, redisUrl } from "./support/servers.js";

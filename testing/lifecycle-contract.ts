@@ -1,12 +1,11 @@
 // The lease lifecycle, checked on every backend: keepalive, lost detection, waiting that wakes
-// on release, FIFO waiters, TIMEOUT, restore, withLock and the admin listener's token check.
-// It runs LockServices (the layer that owns the lifecycle) over the backend under test; "two
-// hosts" are two services over two backend instances when the backend is distributed (two
-// connections, as two processes would have), or over one shared instance for memory.
+// on release, FIFO waiters, TIMEOUT, restore and withLock. (The admin listener's token check is
+// the repo's own, test/support/backend-contract.ts: this suite loads no HTTP server.) It runs
+// LockServices (the layer that owns the lifecycle) over the backend under test; "two hosts" are
+// two services over two backend instances when the backend is distributed (two connections, as
+// two processes would have), or over one shared instance for memory.
 import { randomUUID } from "node:crypto";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startAdminServer } from "../host/admin/server.js";
 import { LockhostError } from "../kit/errors.js";
 import type { LockBackend } from "../kit/backend.js";
 import type { Lease } from "../host/locking/lease.js";
@@ -15,7 +14,6 @@ import { closeBackends, hostBackends, type ContractTarget } from "./target.js";
 import { rejection } from "./rejection.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const silent = pino({ level: "silent" });
 
 /** Renewal at half the TTL; polling so slow that only a release notification (or the lease end) explains a quick wake-up. */
 const OPTIONS: Omit<LockServiceOptions, "node"> = {
@@ -304,29 +302,6 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
         return new Promise<unknown>((resolve) => signal.addEventListener("abort", () => resolve(signal.reason)));
       }, { ttlMs: 400, waitMs: 5_000 });
       expect((reason as LockhostError).code).toBe("LOST");
-    });
-
-    it("admin listener: refuses force-release without the token, and does it with the token", async () => {
-      const k = key();
-      const lease = (await a.tryLock(k, { ttlMs: 30_000 }))!;
-      const token = "contract-token-0123456789";
-      const server = await startAdminServer({
-        service: a, settings: { listen: { host: "127.0.0.1", port: 0 }, token }, log: silent, node: "host-a",
-      });
-      try {
-        const url = `${server.url}/locks/${encodeURIComponent(lease.name)}/force-release`;
-        const none = await fetch(url, { method: "POST" });
-        expect(none.status).toBe(401);
-        const wrong = await fetch(url, { method: "POST", headers: { authorization: "Bearer wrong-token-0123456789" } });
-        expect(wrong.status).toBe(403);
-        expect((await a.status({ name: lease.name })).held).toBe(true);
-        const ok = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${token}` } });
-        expect(ok.status).toBe(200);
-        expect(await ok.json()).toMatchObject({ released: true });
-        expect((await a.status({ name: lease.name })).held).toBe(false);
-      } finally {
-        await server.close();
-      }
     });
   });
 }

@@ -47,12 +47,20 @@ export interface RouteContext {
   readonly deps: AdminDeps;
 }
 
+/** The routes the CLI's client calls. */
+export type AdminCall = "stats" | "list" | "status" | "force-release";
+
 /** One row of the table. */
 export interface AdminRoute {
   /** GET routes answer HEAD too. */
   readonly method: "GET" | "POST";
-  /** As the docs show it. */
+  /**
+   * As the docs show it, and as the CLI's client fills it in: each `<param>` is a capture of the
+   * pattern, the keys after `?` the query parameters the route reads.
+   */
   readonly path: string;
+  /** The name the CLI's client (host/cli/admin-client.ts) asks for this route by, for a route it calls. */
+  readonly call?: AdminCall;
   /** The whole path; its groups are the params. */
   readonly pattern: RegExp;
   readonly access: RouteAccess;
@@ -103,6 +111,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   {
     method: "GET",
     path: "/stats",
+    call: "stats",
     pattern: /^\/stats$/,
     access: "read",
     doc: "`{ node, backend, distributed, stats, backendUp, schedules }`: `LockService.stats()`, whether the backend answered the host's last check, and each schedule's ticks on this node by outcome (`ran`, `failed`, `skipped_contended`, `skipped_overlap`, `skipped_error`, `skipped_lost`)",
@@ -129,6 +138,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   {
     method: "GET",
     path: "/locks?prefix=&plugin=&limit=&cursor=&kind=",
+    call: "list",
     pattern: /^\/locks$/,
     access: "read",
     doc: "one page of held locks of every kind (or of `kind`), `{ locks, cursor }`, each with its `kind` and `mode`, as `lockhost locks --json` prints it (no owner tokens)",
@@ -153,6 +163,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   {
     method: "GET",
     path: "/locks/<name>?kind=",
+    call: "status",
     pattern: /^\/locks\/([^/]+)$/,
     access: "read",
     doc: "the status of one lock (name URL-encoded, e.g. `global%3Aorders`; `kind` default `mutex`), with `heldElsewhere` when it is free and a lock of its key is held in the other scope or of another kind; its owner tokens only with the token",
@@ -166,6 +177,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   {
     method: "POST",
     path: "/locks/<name>/force-release?kind=",
+    call: "force-release",
     pattern: /^\/locks\/([^/]+)\/force-release$/,
     access: "write",
     doc: "needs `Authorization: Bearer <token>`: 401 without it, 403 with a wrong one or when the config sets no token; `{ name, kind, released, holders }`",

@@ -1,23 +1,44 @@
 // The CLI's side of the admin listener: which URL to talk to (http, or https when the config
 // gives the listener a certificate), what to trust there, and the requests the CLI makes (stats,
-// the list, a lock's status, force-release), each with the token when it has one. Every way of not reaching a listener ends in
-// AdminUnreachable, so the CLI can tell the operator how to enable one instead of printing a
-// socket error.
+// the list, a lock's status, force-release), each with the token when it has one. A request's
+// method and path come from its row of the routes table (host/admin/routes.ts), the one place
+// the routes are spelt. Every way of not reaching a listener ends in AdminUnreachable, so the CLI
+// can tell the operator how to enable one instead of printing a socket error.
 import { readFileSync } from "node:fs";
 import { request as httpRequestRaw } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { createSecureContext, rootCertificates } from "node:tls";
 import { text as readText } from "node:stream/consumers";
-import type { AdminStatsBody } from "../admin/server.js";
+import { ADMIN_ROUTES, type AdminCall, type AdminStatsBody } from "../admin/routes.js";
 import { formatListen } from "../config/listen.js";
 import type { AdminSettings } from "../config/types.js";
 import { LockhostError, type ErrorCode } from "../../kit/errors.js";
 import type { ListOptions, LockListPage, LockRef, LockStatus } from "../locking/service.js";
 import type { LockKind } from "../../kit/kinds.js";
 
-/** The admin listener's path of a lock (and of an action on it). */
-function lockPath(name: string, kind: LockKind | undefined, action = ""): string {
-  return `/locks/${encodeURIComponent(name)}${action}${kind === undefined ? "" : `?kind=${kind}`}`;
+/** A request to the route the CLI calls `call`. */
+interface RouteRequest {
+  readonly method: string;
+  readonly path: string;
+}
+
+/**
+ * The method and path of a request to the route named `call`, from its row: its `<param>`s
+ * filled with `params` in order (percent-encoded), and of the query keys its path lists, those
+ * `query` gives.
+ */
+function routeRequest(call: AdminCall, params: readonly string[] = [], query: object = {}): RouteRequest {
+  const route = ADMIN_ROUTES.find((r) => r.call === call);
+  if (!route) throw new LockhostError("INTERNAL", `no admin route is named ${call}`);
+  const [template = "", keys = ""] = route.path.split("?");
+  let i = 0;
+  const path = template.replace(/<[^>]+>/g, () => encodeURIComponent(params[i++] ?? ""));
+  const search = new URLSearchParams();
+  const values = query as Readonly<Record<string, unknown>>;
+  for (const key of keys.split("&").map((k) => k.replace(/=$/, ""))) {
+    if (key && values[key] !== undefined) search.set(key, String(values[key]));
+  }
+  return { method: route.method, path: search.size === 0 ? path : `${path}?${search}` };
 }
 
 /** How long the CLI waits for the admin listener before saying it does not answer. */
@@ -140,42 +161,40 @@ export class AdminClient {
     private readonly trusting = "the system's CAs (pass --admin-ca FILE)",
   ) {}
 
-  /** GET /stats. */
+  /** The host's counters (route `stats`). */
   stats(): Promise<AdminStatsBody> {
-    return this.#request("GET", "/stats", this.token) as Promise<AdminStatsBody>;
+    return this.#request(routeRequest("stats"), this.token) as Promise<AdminStatsBody>;
   }
 
-  /** GET /locks?…: one page of held locks. */
+  /** One page of held locks (route `list`). */
   list(options: ListOptions): Promise<LockListPage> {
-    const query = new URLSearchParams();
-    for (const [name, value] of Object.entries(options)) if (value !== undefined) query.set(name, String(value));
-    return this.#request("GET", `/locks?${query}`, this.token) as Promise<LockListPage>;
+    return this.#request(routeRequest("list", [], options), this.token) as Promise<LockListPage>;
   }
 
   /**
-   * GET /locks/<name>?kind=…: the lock's status (with the token, its owner tokens too: the
+   * The lock's status (route `status`; with the token, its owner tokens too: the
    * listener decides by the token, so `owners` asks nothing more). Full names only: the
    * listener's locks are named as it lists them.
    */
   status(ref: { readonly name: string }, options: { readonly kind?: LockKind; readonly owners?: boolean } = {}): Promise<LockStatus> {
-    return this.#request("GET", lockPath(ref.name, options.kind), this.token) as Promise<LockStatus>;
+    return this.#request(routeRequest("status", [ref.name], { kind: options.kind }), this.token) as Promise<LockStatus>;
   }
 
-  /** GET /locks/<name>?kind=…: when the lock is free, the locks of its key held in the other scope or of another kind. */
+  /** When the lock is free, the locks of its key held in the other scope or of another kind (route `status`). */
   async heldElsewhere(name: string, kind: LockKind): Promise<readonly LockRef[]> {
-    const body = (await this.#request("GET", lockPath(name, kind), this.token)) as { held?: unknown; heldElsewhere?: readonly LockRef[] };
+    const body = (await this.#request(routeRequest("status", [name], { kind }), this.token)) as { held?: unknown; heldElsewhere?: readonly LockRef[] };
     return body.held === false && Array.isArray(body.heldElsewhere) ? body.heldElsewhere : [];
   }
 
-  /** POST /locks/<name>/force-release?kind=…: how many held it. */
+  /** Force-releases the lock (route `force-release`): how many held it. */
   async forceRelease(ref: { readonly name: string }, options: { readonly kind?: LockKind } = {}): Promise<number> {
     // Sent even without a token: the listener's 401 is the answer, and an unreachable
     // listener is reported as such rather than as a missing token.
-    const body = (await this.#request("POST", lockPath(ref.name, options.kind, "/force-release"), this.token)) as { holders?: unknown };
+    const body = (await this.#request(routeRequest("force-release", [ref.name], { kind: options.kind }), this.token)) as { holders?: unknown };
     return typeof body.holders === "number" ? body.holders : 0;
   }
 
-  async #request(method: string, path: string, token?: string): Promise<unknown> {
+  async #request({ method, path }: RouteRequest, token?: string): Promise<unknown> {
     let res: { status: number; text: string };
     try {
       res = await httpRequest(method, `${this.url}${path}`, {

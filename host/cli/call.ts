@@ -7,7 +7,7 @@
 // (reclaim_own_locks goes by node name). Logs go to stderr, so stdout is the result alone.
 import type { Logger } from "pino";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
-import { chosenBackend } from "../backends/create.js";
+import { chosenBackend } from "../registry/create.js";
 import type { LockhostConfig } from "../config/types.js";
 import { Host } from "../host.js";
 import type { GuestArg, GuestValue } from "../runtime/guest-instance.js";

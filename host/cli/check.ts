@@ -6,7 +6,7 @@ import { pino } from "pino";
 import { isPermanent, LockhostError, toLockhostError } from "../../kit/errors.js";
 import { allProblems } from "../config/reader.js";
 import { ALL_DECLARED } from "../config/schema.js";
-import { createBackend } from "../backends/create.js";
+import { createBackend } from "../registry/create.js";
 import { formatListen } from "../config/listen.js";
 import type { LockhostConfig, ScheduledConfig } from "../config/types.js";
 import { expandScheduled } from "../scheduler/declared.js";

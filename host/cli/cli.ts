@@ -5,9 +5,7 @@ import { access } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { pino } from "pino";
-import { BUILTIN_BACKENDS } from "../../plugins/backends/index.js";
-import { chosenBackend, createBackend } from "../backends/create.js";
-import { registerBackend } from "../backends/registry.js";
+import { chosenBackend, createBackend } from "../registry/create.js";
 import { loadConfig } from "../config/load.js";
 import { ADMIN_SCHEMA } from "../config/tables.js";
 import type { LockhostConfig } from "../config/types.js";
@@ -24,9 +22,6 @@ import { handleSignals } from "./signals.js";
 import { logSummary } from "./summary.js";
 import { MAX_LIST_LIMIT } from "../locking/list.js";
 import type { ListOptions } from "../locking/service.js";
-
-// The composition root: the built-in backends register through the same door as a package's.
-for (const descriptor of BUILTIN_BACKENDS) registerBackend(descriptor);
 
 /** The --kind values, as usage lines show them. */
 const KIND_USAGE = LOCK_KINDS.join("|");

@@ -1,12 +1,16 @@
 #!/usr/bin/env node
 // The `lockhost` command: runs the CLI (cli.ts) on this process's arguments and exits with its
-// code once its output is written (exit.ts).
+// code once its output is written (exit.ts). The composition root of the command: the built-in
+// backends register here, through the same door as a package's.
 import { toLockhostError } from "../../kit/errors.js";
+import { BUILTIN_BACKENDS } from "../../plugins/backends/index.js";
+import { registerBackend } from "../registry/registry.js";
 import { main } from "./cli.js";
 import { exitWhenFlushed } from "./exit.js";
 import { sayIfOldNode } from "./node-notice.js";
 
 sayIfOldNode();
+for (const descriptor of BUILTIN_BACKENDS) registerBackend(descriptor);
 
 main(process.argv.slice(2)).then(
   (code) => exitWhenFlushed(code),

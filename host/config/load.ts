@@ -5,7 +5,7 @@ import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { parse as parseToml, TomlError } from "smol-toml";
 import { LockhostError } from "../../kit/errors.js";
-import { loadBackendPackages } from "../backends/packages.js";
+import { loadBackendPackages } from "../registry/packages.js";
 import { configError, isTable, show, Table, type Ctx, type Raw } from "./reader.js";
 import { buildConfig } from "./schema.js";
 import type { ConfigInput, LockhostConfig } from "./types.js";

@@ -6,7 +6,7 @@
 import { resolve } from "node:path";
 import { Cron } from "croner";
 import type { TableSchema } from "../../kit/schema.js";
-import { backendDescriptor, backendNames } from "../backends/registry.js";
+import { backendDescriptor, backendNames } from "../registry/registry.js";
 import { KEEPALIVE_SCHEMA, marginFits, WAITING_SCHEMA } from "../locking/options.js";
 import { PLUGIN_NAME_PATTERN, RESERVED_PLUGIN_NAMES } from "../locking/scope.js";
 import { CONFIG_DEFAULTS } from "./defaults.js";

@@ -3,7 +3,7 @@
 // so the reference cannot drift from what the reader accepts.
 import type { FieldSpec, TableSchema } from "../../kit/schema.js";
 import { tomlKey } from "../../kit/schema.js";
-import { backendDescriptor, backendNames } from "../backends/registry.js";
+import { backendDescriptor, backendNames } from "../registry/registry.js";
 import { ADMIN_SCHEMA, HOST_SCHEMA, HTTP_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "../config/tables.js";
 import { KEEPALIVE_SCHEMA, WAITING_SCHEMA } from "../locking/options.js";
 

@@ -2,7 +2,6 @@
 // status, stats, close), and the few steps they all take. One object per service, passed to
 // each job: no globals, and the facade (service.ts) stays a list of entry points.
 import { ElectionSentinel } from "./election-sentinel.js";
-import { ELECTION } from "../../kit/kinds.js";
 import type { KeepaliveSettings } from "./options.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { Holder, LockBackend } from "../../kit/backend.js";
@@ -15,9 +14,9 @@ import { UnsettledLocks, type UnsettledHost } from "./unsettled.js";
 import { RenewalManager, type RenewalHost } from "./renewal.js";
 import { verifyHeld } from "./verify.js";
 import { WaitQueues } from "./waiting.js";
-import { MUTEX, stepsOf, waitKey, type LockKind } from "./kinds.js";
+import { stepsOf, waitKey } from "./kinds.js";
 import type { KindSteps } from "../../kit/steps.js";
-import { KINDS } from "../../kit/kinds.js";
+import { ELECTION, KINDS, MUTEX, type LockKind } from "../../kit/kinds.js";
 
 /** What a ServiceCore is made of (the LockService's options, resolved). */
 export interface ServiceParts {

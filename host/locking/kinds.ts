@@ -7,8 +7,6 @@ import type { LockBackend, RenewResult } from "../../kit/backend.js";
 import type { KindSteps } from "../../kit/steps.js";
 import { KINDS, LOCK_KINDS, type LockKind } from "../../kit/kinds.js";
 
-export { FAIR, LOCK_KINDS, MUTEX, READ, WRITE, limitOf, modeOf, permitSpec, type LockKind, type LockSpec } from "../../kit/kinds.js";
-
 const NOT_FOUND: RenewResult = Object.freeze({ ok: false, reason: "not_found" });
 
 /** One renewal through the kind's batch step. */

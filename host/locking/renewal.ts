@@ -12,7 +12,7 @@
 import type { KeepaliveSettings } from "./options.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { RenewRequest, RenewResult } from "../../kit/backend.js";
-import type { LockKind } from "./kinds.js";
+import type { LockKind } from "../../kit/kinds.js";
 import { DeadlineQueue, type Timed } from "../../kit/deadline-queue.js";
 import type { Lease } from "./lease.js";
 import { leases } from "./lease-control.js";

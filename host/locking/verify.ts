@@ -5,7 +5,8 @@
 import { LockhostError } from "../../kit/errors.js";
 import type { HeldLeases } from "./held-leases.js";
 import type { Lease } from "./lease.js";
-import { holds, waitKey, type LockKind } from "./kinds.js";
+import { holds, waitKey } from "./kinds.js";
+import type { LockKind } from "../../kit/kinds.js";
 import type { KindSteps } from "../../kit/steps.js";
 
 /** The parts of a service's core this needs (core.ts calls it, so it does not import core). */

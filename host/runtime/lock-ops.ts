@@ -8,7 +8,7 @@ import { checkFlags, decodeUtf8 } from "./abi-args.js";
 import type { AbiReply, GuestLocks } from "./guest-locks.js";
 import type { CallContext } from "./call-context.js";
 import type { GuestCapabilities } from "./capabilities/guest-capabilities.js";
-import { permitSpec, READ, WRITE } from "../locking/kinds.js";
+import { permitSpec, READ, WRITE } from "../../kit/kinds.js";
 
 /** The field an argument kind is decoded into. */
 interface Fields {

@@ -7,7 +7,7 @@
 // the end to what the key says rather than leaving the key to the class lease (which this host's
 // other locks keep alive). It also tells the backend's loss listeners when etcd deleted a key it
 // did not delete itself.
-import { DeadlineQueue, type Timed } from "../../../kit/index.js";
+import { DeadlineQueue, type Timed } from "../../../kit/deadline-queue.js";
 import type { Logger } from "pino";
 import type { EtcdClient } from "./client.js";
 import type { ClassLease, Leases } from "./leases.js";

@@ -3,7 +3,7 @@
 // do. A session keeps at most one per advisory id, from the moment an acquire is sent until
 // the lock is unlocked, and nobody sends pg_try_advisory_lock for an id that has one.
 import type { AdvisoryKey } from "./key-hash.js";
-import type { Timed } from "../../../kit/index.js";
+import type { Timed } from "../../../kit/deadline-queue.js";
 
 /**
  * - "acquiring": the acquire statement is in flight (the server may already hold the lock);

@@ -7,7 +7,7 @@
 import type pg from "pg";
 import type { Logger } from "pino";
 import type { OutageLog } from "./outage-log.js";
-import { DeadlineQueue } from "../../../kit/index.js";
+import { DeadlineQueue } from "../../../kit/deadline-queue.js";
 import type { ReleaseResult, RenewResult } from "../../../kit/index.js";
 import { backendError, closedError, type ErrorContext } from "./errors.js";
 import { HeldLock } from "./held-lock.js";

@@ -199,7 +199,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime: Runtime) => {
 });
 
 describe.each(GUEST_RUNTIMES)("the lease check at entry, %s runtime", (runtime: Runtime) => {
-  let closers: (() => Promise<void>)[] = [];
+  const closers: (() => Promise<void>)[] = [];
   afterEach(async () => {
     for (const close of closers.splice(0).reverse()) await close();
   });

@@ -36,9 +36,10 @@ const COMMENT_WIDTH = 100;
  * (the same string when nothing changed).
  */
 export function wrapLongLines(text, file, max = MAX_LINE) {
-  let out = text;
+  let out = joinPieces(text, file);
   // Each pass splits one literal a line (the longest), then the text is parsed again: a split
   // moves what follows, and a line with two long literals needs two passes.
+  if (longLines(out, max).length === 0) return out;
   for (let pass = 0; pass < 8; pass++) {
     const next = wrapPass(out, file, max);
     if (next === out) break;
@@ -80,6 +81,45 @@ function wrapPass(text, file, max) {
     if (edit) edits.push(edit);
   }
   return applyEdits(text, edits);
+}
+
+/**
+ * Joins `"a " + "b"` back into `"a b"` where both pieces stand on one line: the formatter puts
+ * pieces of an earlier split side by side when they fit after all. Only literals of one quote
+ * kind (templates with templates), so the value and the escapes stay as they are.
+ */
+export function joinPieces(text, file) {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, scriptKind(file));
+  const lineOf = (pos) => source.getLineAndCharacterOfPosition(pos).line;
+  const edits = [];
+  const visit = (node) => {
+    if (
+      ts.isBinaryExpression(node) &&
+      node.operatorToken.kind === ts.SyntaxKind.PlusToken &&
+      isSplittableLiteral(node.right) &&
+      isSplittableLiteral(rightmost(node.left)) &&
+      lineOf(rightmost(node.left).getStart(source)) === lineOf(node.right.end)
+    ) {
+      const left = rightmost(node.left);
+      const a = text.slice(left.getStart(source), left.end);
+      const b = text.slice(node.right.getStart(source), node.right.end);
+      const between = text.slice(left.end, node.right.getStart(source));
+      if (a[0] === b[0] && /^\s*\+\s*$/.test(between) && !hasComment(between))
+        edits.push({ start: left.end - 1, end: node.right.getStart(source) + 1, text: "" });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return applyEdits(text, edits);
+}
+
+/** The last operand of a chain `a + b + c` (c), where a join may happen. */
+function rightmost(node) {
+  return ts.isBinaryExpression(node) && node.operatorToken.kind === ts.SyntaxKind.PlusToken ? node.right : node;
+}
+
+function hasComment(between) {
+  return between.includes("/");
 }
 
 function scriptKind(file) {
@@ -200,7 +240,8 @@ function commentEdits(text, comments, lineStarts, lineOf, longSet, max) {
       let last = l;
       while (continues(last + 1)) last++;
       let first = l;
-      while (star.has(first - 1) && star.get(first - 1).lead === s.lead && /^\S/.test(star.get(first - 1).body) && !LIST_ITEM.test(star.get(first).body)) first--;
+      while (star.has(first - 1) && star.get(first - 1).lead === s.lead && /^\S/.test(star.get(first - 1).body) && !LIST_ITEM.test(star.get(first).body))
+        first--;
       for (let k = first; k <= last; k++) seenHere.add(k);
       const width = paragraphWidth(first, last, lineText, max);
       const words = [];
@@ -272,7 +313,9 @@ const LOWER_THAN_PLUS = new Set([
 function safeContext(node) {
   const p = node.parent;
   if (!p) return false;
-  if (ts.isCallExpression(p) || ts.isNewExpression(p)) return p.expression !== node && (p.arguments ?? []).includes(node) && !isRequireOrImport(p);
+  if (ts.isCallExpression(p) || ts.isNewExpression(p)) {
+    return p.expression !== node && (p.arguments ?? []).includes(node) && !isRequireOrImport(p) && !isTestName(p, node);
+  }
   if (ts.isPropertyAssignment(p)) return p.initializer === node;
   if (ts.isVariableDeclaration(p)) return p.initializer === node && !isConstLiteralType(p);
   if (ts.isArrayLiteralExpression(p) || ts.isReturnStatement(p) || ts.isThrowStatement(p) || ts.isParenthesizedExpression(p)) return true;
@@ -286,6 +329,18 @@ function safeContext(node) {
   if (ts.isPropertyDeclaration(p) || ts.isParameter(p)) return p.initializer === node && p.type !== undefined;
   if (ts.isSpreadElement(p) || ts.isTemplateSpan(p)) return false;
   return false;
+}
+
+/**
+ * A test's name (`it("…", async () => {`): the formatter keeps such a call on one line whatever its
+ * length, and would lay out a split name as a call over many lines, the whole test indented anew.
+ * A long name is shortened by hand.
+ */
+function isTestName(call, node) {
+  if (call.arguments[0] !== node) return false;
+  let callee = call.expression;
+  while (ts.isCallExpression(callee) || ts.isPropertyAccessExpression(callee)) callee = callee.expression;
+  return ts.isIdentifier(callee) && /^(it|test|describe|bench|suite)$/.test(callee.text);
 }
 
 function isRequireOrImport(call) {
@@ -400,9 +455,7 @@ function main(argv) {
     } catch {
       continue;
     }
-    const was = longLines(text, max).length;
-    if (was === 0) continue;
-    before += was;
+    before += longLines(text, max).length;
     const next = wrapLongLines(text, file, max);
     const still = longLines(next, max);
     after += still.length;

@@ -158,8 +158,9 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
 
     it("reads escapes and unknown fields, and refuses text that is not the status", async () => {
       const g = await guest();
-      // biome-ignore lint/correctness/noPrecisionLoss: a fence past 2^53, read back as the double it rounds to
+      // biome-ignore-start lint/correctness/noPrecisionLoss: a fence past 2^53, read back as the double it rounds to
       const json = JSON.stringify({ key: 'a"b\\c\u00e9\n', held: true, extra: { x: [1, { y: null }] }, holder: { plugin: "p", node: "n\u{1F512}" }, fence: 9007199254740993 });
+      // biome-ignore-end lint/correctness/noPrecisionLoss: only that fence
       expect(await g.call("parse", [json])).toBe(1);
       expect(traces().at(-1)).toBe(`parsed key=a"b\\cé\n held=1 plugin=p node=n🔒 fence=9007199254740992`);
       for (const bad of ["", "{", '{"key":}', '{"held":tru}', "[]", '{"key":"x"} trailing']) expect(await g.call("parse", [bad]), bad).toBe(-1);

@@ -15,6 +15,7 @@ import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { QueueKeyLayout, KeyLayout, slotOf } from "../plugins/backends/redis/keys.js";
 import { type RedisConfig } from "../plugins/backends/redis/config.js";
 import { redisUrl, startRedisServer, type RedisServer } from "./support/servers.js";
+import { sleep } from "./support/until.js";
 
 const keySlot = createRequire(import.meta.url)("cluster-key-slot") as (key: string) => number;
 
@@ -24,7 +25,6 @@ const silent = pino({ level: "silent" });
 const config = (over: Partial<RedisConfig> = {}): RedisConfig => ({
   url, keyPrefix: prefix, commandTimeoutMs: 2_000, reclaimOwnLocks: false, ...over,
 });
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 let n = 0;
 const name = (): string => `shared-${++n}`;
 const holder = { plugin: "p", node: "node-a" };

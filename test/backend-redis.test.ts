@@ -20,6 +20,7 @@ import { watchCounting } from "./support/counter.js";
 import { type RedisConfig } from "../plugins/backends/redis/config.js";
 import { FLAG_TTL_MS } from "../plugins/backends/redis/watched.js";
 import { V1_ACQUIRE, V1_FORCE_RELEASE, V1_RELEASE, V1_RENEW, V1_STATUS } from "./support/redis-v1-scripts.js";
+import { sleep } from "./support/until.js";
 
 /** ioredis's own slot function (what its Cluster client routes by), a dependency of ioredis without types. */
 const keySlot = createRequire(import.meta.url)("cluster-key-slot") as (key: string) => number;
@@ -30,7 +31,6 @@ const silent = pino({ level: "silent" });
 const config = (over: Partial<RedisConfig> = {}): RedisConfig => ({
   url, keyPrefix: prefix, commandTimeoutMs: 2_000, reclaimOwnLocks: false, ...over,
 });
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 let n = 0;
 const name = (): string => `redis-${++n}`;
 const req = (key: string, over: Partial<MutexAcquireRequest> = {}): MutexAcquireRequest => ({

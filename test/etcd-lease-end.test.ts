@@ -10,9 +10,9 @@ import { LockService } from "../host/locking/service.js";
 import { EtcdBackend, etcdDefaults, type EtcdConfig } from "../plugins/backends/etcd/index.js";
 import { etcdHealthy, startEtcdCluster, type EtcdCluster } from "./support/etcd-servers.js";
 import { gateway, readKey } from "./support/etcd-gateway.js";
+import { sleep } from "./support/until.js";
 
 const silent = pino({ level: "silent" });
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const TTL_MS = 1_000;
 /** How long B tries: far past the key's TTL plus A's class lease (1 s + 1 s margin, 2 s). */
 const B_TRIES_MS = 15_000;

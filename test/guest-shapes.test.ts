@@ -10,6 +10,7 @@ import { allocatorProblem, MAX_STRING_ARG_UNITS } from "../host/runtime/guest-st
 import type { FuncSignature, ValType } from "../host/runtime/wasm-binary.js";
 import { GUEST_RUNTIMES, startGuest, type TestGuestOptions } from "./support/guest.js";
 import { guestFixture } from "./support/guest-fixture.js";
+import { guestTraces } from "./support/log.js";
 
 const fx = guestFixture();
 let runtime: Runtime;
@@ -18,7 +19,7 @@ async function guest(wasm = "shapes", options: TestGuestOptions = {}): Promise<G
   return fx.track(await startGuest(wasm, fx.locks, fx.log.logger, { runtime, plugin: "@acme/cron", globalKeys: ["ledger"], ...options }));
 }
 /** The guest's traced lines, without the "guest: " prefix. */
-const traces = (): string[] => fx.log.messages().filter((m) => m.startsWith("guest: ")).map((m) => m.slice(7));
+const traces = (): string[] => guestTraces(fx.log);
 
 describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
   beforeEach(() => {

@@ -14,7 +14,7 @@ import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { etcdHealthy, startEtcdCluster } from "./support/etcd-servers.js";
 import { captureLogger } from "./support/log.js";
 import { redisAnswers, startRedisServer } from "./support/servers.js";
-import { until } from "./support/until.js";
+import { sleep, until } from "./support/until.js";
 
 // Long enough that etcd keeps the hold's lease (its class: 4 s) through the restart and until
 // the host's keepalives reach it again, as with the default presence TTL (10 s).
@@ -22,7 +22,6 @@ const TTL_MS = 3_000;
 const OUTAGE_MS = 5_000;
 const SCOPE = { plugin: "lockhost" } as const;
 const silent = pino({ level: "silent" });
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 interface Host {
   readonly node: string;

@@ -41,7 +41,9 @@ function main(argv) {
   }
   if (!Number.isInteger(max) || max < 1) throw new Error("line-length: --max takes a whole number");
   let count = 0;
-  for (const file of files.length > 0 ? files : trackedSources()) {
+  // Named files are relative to the working directory; the tracked ones to the repository.
+  const named = files.map((f) => path.resolve(f));
+  for (const file of named.length > 0 ? named.map((f) => path.relative(ROOT, f)) : trackedSources()) {
     let text;
     try {
       text = readFileSync(path.resolve(ROOT, file), "utf8");

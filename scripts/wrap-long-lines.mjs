@@ -192,7 +192,9 @@ function commentEdits(text, comments, lineStarts, lineOf, longSet, max) {
     const width = paragraphWidth(first, last, lineText, max);
     const words = [];
     for (let k = l; k <= last; k++) words.push(...whole.get(k).body.trim().split(/\s+/));
-    const lines = fill(words, prefix, prefix, width);
+    // A list item keeps its continuation lines under its text.
+    const marker = l === first ? /^([-*+] |\d+[.)] )/.exec(c.body.slice(1))?.[1] : undefined;
+    const lines = fill(words, prefix, marker ? prefix + " ".repeat(marker.length) : prefix, width);
     edits.push({ start: lineStarts[l], end: lineEnd(last), text: lines.join("\n") });
   }
 
@@ -448,7 +450,9 @@ function main(argv) {
   let after = 0;
   let changed = 0;
   const left = [];
-  for (const file of files.length > 0 ? files : trackedSources()) {
+  // Named files are relative to the working directory; the tracked ones to the repository.
+  const named = files.map((f) => path.resolve(f));
+  for (const file of named.length > 0 ? named.map((f) => path.relative(ROOT, f)) : trackedSources()) {
     let text;
     try {
       text = readFileSync(path.resolve(ROOT, file), "utf8");

@@ -6,7 +6,6 @@
 // credentials, too-large values), each a coded error with the host up. The tests that restart,
 // stall or reconfigure etcd use private members of their own.
 import { randomUUID } from "node:crypto";
-import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { isPermanent, LockhostError } from "../kit/errors.js";
 import { LockService } from "../host/locking/service.js";
@@ -18,8 +17,8 @@ import { compactAll, deleteKey, enableAuth, keysUnder, leaseTtl, readKey, revoke
 import { startTcpProxy } from "./support/tcp-proxy.js";
 import { freePort } from "./support/servers.js";
 import { sleep } from "./support/until.js";
+import { silent } from "./support/log.js";
 
-const silent = pino({ level: "silent" });
 const prefix = `lockhost-test/${randomUUID().slice(0, 8)}/`;
 const config = (over: Partial<EtcdConfig> = {}): EtcdConfig => ({ ...etcdDefaults, endpoints: etcdEndpoints(), keyPrefix: prefix, ...over });
 const endpoint = (): string => etcdEndpoints()[0]!;

@@ -6,7 +6,6 @@ import { randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
 import { hostname } from "node:os";
 import { Redis } from "ioredis";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LockhostError } from "../kit/errors.js";
 import type { MutexAcquireRequest } from "../kit/backend.js";
@@ -14,7 +13,7 @@ import { LockService } from "../host/locking/service.js";
 import { KeyLayout, RedisBackend, hashTag } from "../plugins/backends/redis/index.js";
 import { slotOf } from "../plugins/backends/redis/keys.js";
 import { backendContract } from "../testing/index.js";
-import { captureLogger } from "./support/log.js";
+import { captureLogger, silent } from "./support/log.js";
 import { freePort, redisUrl } from "./support/servers.js";
 import { watchCounting } from "./support/counter.js";
 import { type RedisConfig } from "../plugins/backends/redis/config.js";
@@ -27,7 +26,6 @@ const keySlot = createRequire(import.meta.url)("cluster-key-slot") as (key: stri
 
 const url = redisUrl();
 const prefix = `lockhost-test:${randomUUID().slice(0, 8)}:`;
-const silent = pino({ level: "silent" });
 const config = (over: Partial<RedisConfig> = {}): RedisConfig => ({
   url, keyPrefix: prefix, commandTimeoutMs: 2_000, reclaimOwnLocks: false, ...over,
 });

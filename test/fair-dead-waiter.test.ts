@@ -6,7 +6,6 @@ import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { pino } from "pino";
 import { LockService } from "../host/locking/service.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
 import { pgDefaults } from "../plugins/backends/pg/config.js";
@@ -15,11 +14,11 @@ import type { LockBackend } from "../kit/backend.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { databaseUrl, redisUrl } from "./support/servers.js";
 import { sleep } from "./support/until.js";
+import { silent } from "./support/log.js";
 
 const TABLE = `lockhost_test_fair_dead_${randomUUID().slice(0, 8)}`;
 const PREFIX = `lockhost-test-fair-dead:${randomUUID().slice(0, 8)}:`;
 const CHILD = fileURLToPath(new URL("./support/queued-host.mjs", import.meta.url));
-const silent = pino({ level: "silent" });
 
 afterAll(async () => {
   await dropPgTable(databaseUrl(), TABLE);

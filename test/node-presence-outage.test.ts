@@ -4,7 +4,6 @@
 // again and warns about no one; a real second host of the name is still warned about after it.
 // Private servers: a one-member etcd that is stopped and restarted, a Redis that is frozen.
 import { randomUUID } from "node:crypto";
-import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { LockService } from "../host/locking/service.js";
 import { NodePresence, presenceKey } from "../host/node-presence.js";
@@ -12,7 +11,7 @@ import type { LockBackend } from "../kit/index.js";
 import { EtcdBackend, etcdDefaults } from "../plugins/backends/etcd/index.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { etcdHealthy, startEtcdCluster } from "./support/etcd-servers.js";
-import { captureLogger } from "./support/log.js";
+import { captureLogger, silent } from "./support/log.js";
 import { redisAnswers, startRedisServer } from "./support/servers.js";
 import { sleep, until } from "./support/until.js";
 
@@ -21,7 +20,6 @@ import { sleep, until } from "./support/until.js";
 const TTL_MS = 3_000;
 const OUTAGE_MS = 5_000;
 const SCOPE = { plugin: "lockhost" } as const;
-const silent = pino({ level: "silent" });
 
 interface Host {
   readonly node: string;

@@ -21,3 +21,6 @@ export function captureLogger(): { logger: Logger; lines: LogLine[]; messages: (
 export function guestTraces(log: { messages: () => string[] }): string[] {
   return log.messages().filter((m) => m.startsWith("guest: ")).map((m) => m.slice(7));
 }
+
+/** A logger that writes nothing, for tests that do not read what is logged. */
+export const silent: Logger = pino({ level: "silent" });

@@ -8,8 +8,7 @@ import { DEFAULT_KEEPALIVE } from "../host/locking/options.js";
 import { LockService } from "../host/locking/service.js";
 import { MAX_OWNER_LENGTH } from "../host/locking/validate.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+import { sleep } from "./support/until.js";
 
 let backend: MemoryBackend;
 let locks: LockService;

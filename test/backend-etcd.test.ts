@@ -6,7 +6,6 @@
 // credentials, too-large values), each a coded error with the host up. The tests that restart,
 // stall or reconfigure etcd use private members of their own.
 import { randomUUID } from "node:crypto";
-import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { isPermanent, LockhostError } from "../kit/errors.js";
 import { LockService } from "../host/locking/service.js";
@@ -17,11 +16,11 @@ import { etcdEndpoints, startEtcdCluster } from "./support/etcd-servers.js";
 import { compactAll, deleteKey, enableAuth, keysUnder, leaseTtl, readKey, revokeLease } from "./support/etcd-gateway.js";
 import { startTcpProxy } from "./support/tcp-proxy.js";
 import { freePort } from "./support/servers.js";
+import { sleep } from "./support/until.js";
+import { silent } from "./support/log.js";
 
-const silent = pino({ level: "silent" });
 const prefix = `lockhost-test/${randomUUID().slice(0, 8)}/`;
 const config = (over: Partial<EtcdConfig> = {}): EtcdConfig => ({ ...etcdDefaults, endpoints: etcdEndpoints(), keyPrefix: prefix, ...over });
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const endpoint = (): string => etcdEndpoints()[0]!;
 let n = 0;
 const name = (): string => `etcd-${++n}`;

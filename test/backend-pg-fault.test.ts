@@ -13,12 +13,12 @@ import { FENCE_BLOCK } from "../plugins/backends/pg/sql.js";
 import { captureLogger } from "./support/log.js";
 import { startPostgresServer, type PgServer } from "./support/servers.js";
 import { type PgConfig, pgDefaults } from "../plugins/backends/pg/config.js";
+import { sleep } from "./support/until.js";
 
 /** 2 s: at load 25 a first connect took over 500 ms, and the test failed before its fault. */
 const COMMAND_TIMEOUT_MS = 2_000;
 /** Generous: "promptly" means bounded by the command timeout, not a race against the scheduler. */
 const PROMPT_MS = COMMAND_TIMEOUT_MS + 1_000;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 let server: PgServer;
 beforeAll(async () => {

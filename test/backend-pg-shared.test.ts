@@ -13,14 +13,13 @@ import { sharedObjectsOf } from "../plugins/backends/pg/queue-sql.js";
 import { dropPgTable } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";
 import { databaseUrl } from "./support/servers.js";
-import { until } from "./support/until.js";
+import { sleep, until } from "./support/until.js";
 
 const url = databaseUrl();
 const run = randomUUID().slice(0, 8);
 const table = `lockhost_test_${run}_sh`;
 const tables = [table];
 const capture = captureLogger();
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 let perTest: PgBackend[] = [];
 function host(over: Partial<PgConfig> = {}): PgBackend {

@@ -18,7 +18,7 @@ import { dropPgTable } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";
 import { databaseUrl, freePort } from "./support/servers.js";
 import { type PgConfig, pgDefaults } from "../plugins/backends/pg/config.js";
-import { until } from "./support/until.js";
+import { sleep, until } from "./support/until.js";
 
 const url = databaseUrl();
 const run = randomUUID().slice(0, 8);
@@ -27,7 +27,6 @@ const tables = [table];
 const config = (over: Partial<PgConfig> = {}): PgConfig => ({ ...pgDefaults, url, table, ...over });
 const capture = captureLogger();
 const backends: PgBackend[] = [];
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Backends made by the running test: closed after it, so the server's connections last. */
 let perTest: PgBackend[] | undefined;

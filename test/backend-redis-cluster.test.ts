@@ -5,7 +5,6 @@
 // show the password. The cluster is this file's alone, so nothing is cleaned up key by key.
 import { randomUUID } from "node:crypto";
 import { Cluster, type Redis } from "ioredis";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LockhostError } from "../kit/errors.js";
 import type { MutexAcquireRequest } from "../kit/backend.js";
@@ -17,7 +16,7 @@ import { RedisConnection } from "../plugins/backends/redis/client.js";
 import { WatchFlags } from "../plugins/backends/redis/watch.js";
 import type { AcquireRequest, LockMode } from "../kit/backend.js";
 import { backendContract } from "./support/backend-contract.js";
-import { captureLogger } from "./support/log.js";
+import { captureLogger, silent } from "./support/log.js";
 import { freePort, startRedisCluster, type RedisClusterServer } from "./support/servers.js";
 import { type RedisConfig } from "../plugins/backends/redis/config.js";
 
@@ -25,7 +24,6 @@ const COMMAND_TIMEOUT_MS = 1_000;
 /** Generous: "promptly" means bounded by the command timeout, not a race against the scheduler. */
 const PROMPT_MS = COMMAND_TIMEOUT_MS + 1_000;
 const prefix = `lockhost-cluster:${randomUUID().slice(0, 8)}:`;
-const silent = pino({ level: "silent" });
 const layout = new KeyLayout(prefix);
 
 let cluster: RedisClusterServer;

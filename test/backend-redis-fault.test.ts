@@ -15,11 +15,11 @@ import { captureLogger } from "./support/log.js";
 import { startRedisServer, type RedisServer } from "./support/servers.js";
 import { callCounter, watchCounting, type CallCounter } from "./support/counter.js";
 import { type RedisConfig } from "../plugins/backends/redis/config.js";
+import { sleep } from "./support/until.js";
 
 const COMMAND_TIMEOUT_MS = 500;
 /** Generous: "promptly" means bounded by the command timeout, not a race against the scheduler. */
 const PROMPT_MS = COMMAND_TIMEOUT_MS + 1_000;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 let server: RedisServer;
 beforeAll(async () => {

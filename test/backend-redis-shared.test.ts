@@ -8,23 +8,22 @@ import { randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
 import { hostname } from "node:os";
 import { Redis } from "ioredis";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AcquireRequest, AcquireResult, LockMode } from "../kit/backend.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { QueueKeyLayout, KeyLayout, slotOf } from "../plugins/backends/redis/keys.js";
 import { type RedisConfig } from "../plugins/backends/redis/config.js";
 import { redisUrl, startRedisServer, type RedisServer } from "./support/servers.js";
+import { sleep } from "./support/until.js";
+import { silent } from "./support/log.js";
 
 const keySlot = createRequire(import.meta.url)("cluster-key-slot") as (key: string) => number;
 
 const url = redisUrl();
 const prefix = `lockhost-test:${randomUUID().slice(0, 8)}:`;
-const silent = pino({ level: "silent" });
 const config = (over: Partial<RedisConfig> = {}): RedisConfig => ({
   url, keyPrefix: prefix, commandTimeoutMs: 2_000, reclaimOwnLocks: false, ...over,
 });
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 let n = 0;
 const name = (): string => `shared-${++n}`;
 const holder = { plugin: "p", node: "node-a" };

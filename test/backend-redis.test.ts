@@ -6,7 +6,6 @@ import { randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
 import { hostname } from "node:os";
 import { Redis } from "ioredis";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LockhostError } from "../kit/errors.js";
 import type { MutexAcquireRequest } from "../kit/backend.js";
@@ -14,23 +13,22 @@ import { LockService } from "../host/locking/service.js";
 import { KeyLayout, RedisBackend, hashTag } from "../plugins/backends/redis/index.js";
 import { slotOf } from "../plugins/backends/redis/keys.js";
 import { backendContract } from "./support/backend-contract.js";
-import { captureLogger } from "./support/log.js";
+import { captureLogger, silent } from "./support/log.js";
 import { freePort, redisUrl } from "./support/servers.js";
 import { watchCounting } from "./support/counter.js";
 import { type RedisConfig } from "../plugins/backends/redis/config.js";
 import { FLAG_TTL_MS } from "../plugins/backends/redis/watch.js";
 import { V1_ACQUIRE, V1_FORCE_RELEASE, V1_RELEASE, V1_RENEW, V1_STATUS } from "./support/redis-v1-scripts.js";
+import { sleep } from "./support/until.js";
 
 /** ioredis's own slot function (what its Cluster client routes by), a dependency of ioredis without types. */
 const keySlot = createRequire(import.meta.url)("cluster-key-slot") as (key: string) => number;
 
 const url = redisUrl();
 const prefix = `lockhost-test:${randomUUID().slice(0, 8)}:`;
-const silent = pino({ level: "silent" });
 const config = (over: Partial<RedisConfig> = {}): RedisConfig => ({
   url, keyPrefix: prefix, commandTimeoutMs: 2_000, reclaimOwnLocks: false, ...over,
 });
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 let n = 0;
 const name = (): string => `redis-${++n}`;
 const req = (key: string, over: Partial<MutexAcquireRequest> = {}): MutexAcquireRequest => ({

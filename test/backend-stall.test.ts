@@ -14,7 +14,7 @@ import type { LockBackend } from "../kit/backend.js";
 import { guestWasm } from "./support/guests.js";
 import { captureLogger, type LogLine } from "./support/log.js";
 import { startPostgresServer, startRedisServer, type TestServer } from "./support/servers.js";
-import { until } from "./support/until.js";
+import { sleep, until } from "./support/until.js";
 
 const COMMAND_TIMEOUT_MS = 500;
 /** The schedules' TTL: a lock left behind would stop its schedule this long. */
@@ -26,7 +26,6 @@ const FROZEN_MS = 6_000;
  * would take that long), with room for a loaded machine (the reconnect backoff is at most 1 s).
  */
 const RESUMED_WITHIN_MS = 15_000;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 const servers: Record<"redis" | "pg", TestServer | undefined> = { redis: undefined, pg: undefined };
 beforeAll(async () => {

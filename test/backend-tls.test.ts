@@ -9,7 +9,6 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isPermanent, LockhostError, toLockhostError } from "../kit/errors.js";
 import { readTlsFiles, tlsRefusal } from "../kit/tls.js";
@@ -26,8 +25,8 @@ import { etcdDefaults, type EtcdConfig } from "../plugins/backends/etcd/config.j
 import { makeTestCerts, type TestCerts } from "./support/certs.js";
 import { startEtcdCluster, type EtcdCluster } from "./support/etcd-servers.js";
 import { startPostgresServer, startRedisServer, type PgServer, type RedisServer } from "./support/servers.js";
+import { silent } from "./support/log.js";
 
-const silent = pino({ level: "silent" });
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const cli = join(root, "dist/host/cli/main.js");
 

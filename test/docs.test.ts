@@ -57,6 +57,7 @@ describe("generated doc blocks (npm run docs rewrites them; host/docs/pages.ts s
   it("the status-code table runs from 1 without a gap, through every code an operation returns", () => {
     const values = statusCodesTable(status).split("\n").slice(2).map((row) => Number(row.split("|")[1]));
     expect(values).toEqual(values.map((_, i) => i + 1));
+    // biome-ignore lint/performance/noDynamicNamespaceImportAccess: the test looks each code up by name
     for (const code of new Set(ops.flatMap((op) => op.codes))) expect(values, code).toContain(S[code as keyof typeof S]);
   });
 });
@@ -93,6 +94,7 @@ describe("the Rust and C SDKs' generated files (npm run docs rewrites them)", ()
     const constants = statusConstants(status);
     expect(constants.map((c) => c.name).sort()).toEqual(Object.keys(S).sort());
     for (const c of constants) {
+      // biome-ignore lint/performance/noDynamicNamespaceImportAccess: the test looks each constant up by name
       expect(c.value, c.name).toBe(S[c.name as keyof typeof S]);
       expect(rustSys(status)).toContain(`pub const ${c.name}: i32 = ${c.value};`);
       expect(cAbi(status)).toContain(`#define LOCKHOST_${c.name} ${c.value}`);

@@ -8,7 +8,6 @@ import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { pino } from "pino";
 import { LockService } from "../host/locking/service.js";
 import type { LeaderInfo } from "../host/locking/leader-watch.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
@@ -18,11 +17,11 @@ import type { LockBackend } from "../kit/backend.js";
 import { percentile } from "../testing/election-contract.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { databaseUrl, redisUrl } from "./support/servers.js";
+import { silent } from "./support/log.js";
 
 const TABLE = `lockhost_test_election_kill_${randomUUID().slice(0, 8)}`;
 const PREFIX = `lockhost-test-election-kill:${randomUUID().slice(0, 8)}:`;
 const CHILD = fileURLToPath(new URL("./support/leader-host.mjs", import.meta.url));
-const silent = pino({ level: "silent" });
 /** The child leader's lease. */
 const TTL_MS = 1_000;
 /** The most a lost leader may go unseen (observers) or untaken (campaigners) past the moment it is freed. */

@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import type { LockRecord } from "../kit/backend.js";
 import { LockService, type LeaderInfo } from "../host/locking/service.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
+import { sleep } from "./support/until.js";
 
 /** A memory backend that counts status reads and can report its record as past its lease's end. */
 class OverdueBackend extends MemoryBackend {
@@ -19,8 +20,6 @@ class OverdueBackend extends MemoryBackend {
     return record !== null && this.overdue ? { ...record, ttlRemainingMs: 0 } : record;
   }
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe("observing a leader past its lease's end", () => {
   it("backs off its reads instead of re-reading every millisecond, and still sees the end at once", async () => {

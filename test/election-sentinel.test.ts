@@ -4,8 +4,8 @@
 import { describe, expect, it } from "vitest";
 import type { KeyRecord } from "../kit/backend.js";
 import { ElectionSentinel } from "../host/locking/election-sentinel.js";
+import { sleep } from "./support/until.js";
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const led = (fence: number): KeyRecord => ({ holders: [{ fence }] } as unknown as KeyRecord);
 
 /** A fake backend: `leaders` maps a lock name to its leader's term (absent: nobody leads); reads are counted. */

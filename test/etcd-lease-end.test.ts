@@ -4,15 +4,14 @@
 // (applied or not), or an acquisition whose answer was lost, must not leave the key held on A's
 // class lease, which A's other locks of the same TTL keep alive for as long as A lives.
 import { randomUUID } from "node:crypto";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LockService } from "../host/locking/service.js";
 import { EtcdBackend, etcdDefaults, type EtcdConfig } from "../plugins/backends/etcd/index.js";
 import { etcdHealthy, startEtcdCluster, type EtcdCluster } from "./support/etcd-servers.js";
 import { gateway, readKey } from "./support/etcd-gateway.js";
+import { sleep } from "./support/until.js";
+import { silent } from "./support/log.js";
 
-const silent = pino({ level: "silent" });
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const TTL_MS = 1_000;
 /** How long B tries: far past the key's TTL plus A's class lease (1 s + 1 s margin, 2 s). */
 const B_TRIES_MS = 15_000;

@@ -6,7 +6,6 @@ import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { pino } from "pino";
 import { LockService } from "../host/locking/service.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
 import { pgDefaults } from "../plugins/backends/pg/config.js";
@@ -14,12 +13,12 @@ import { RedisBackend } from "../plugins/backends/redis/index.js";
 import type { LockBackend } from "../kit/backend.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { databaseUrl, redisUrl } from "./support/servers.js";
+import { sleep } from "./support/until.js";
+import { silent } from "./support/log.js";
 
 const TABLE = `lockhost_test_fair_dead_${randomUUID().slice(0, 8)}`;
 const PREFIX = `lockhost-test-fair-dead:${randomUUID().slice(0, 8)}:`;
 const CHILD = fileURLToPath(new URL("./support/queued-host.mjs", import.meta.url));
-const silent = pino({ level: "silent" });
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 afterAll(async () => {
   await dropPgTable(databaseUrl(), TABLE);

@@ -162,8 +162,8 @@ describe("fenceGuard on node:http", () => {
     const { post } = await guarded();
     const reply = await post(headers);
     expect(reply.status).toBe(400);
-    expect(reply.body?.["error"]).toBe("bad_fence");
-    expect(reply.body?.["reason"]).toMatch(reason);
+    expect(reply.body?.error).toBe("bad_fence");
+    expect(reply.body?.reason).toMatch(reason);
   });
 
   it("takes a lock name of exactly the limit, and UTF-8 lock names as sent", async () => {

@@ -3,7 +3,6 @@
 // grants read/write on the key prefix only, and a user without it gets an error that names it.
 import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
-import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { LockService } from "../host/locking/service.js";
 import { BackendHealth } from "../host/backend-health.js";
@@ -12,8 +11,8 @@ import { etcdDefaults } from "../plugins/backends/etcd/config.js";
 import { startEtcdCluster, type EtcdCluster } from "./support/etcd-servers.js";
 import { enableAuth, gateway } from "./support/etcd-gateway.js";
 import { exerciseBasics } from "./support/grant-basics.js";
+import { silent } from "./support/log.js";
 
-const silent = pino({ level: "silent" });
 const ROOT_PASSWORD = "grants-root-pw";
 const PASSWORD = "grants-test-pw";
 const b64 = (s: string): string => Buffer.from(s, "utf8").toString("base64");

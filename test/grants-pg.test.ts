@@ -5,7 +5,6 @@
 import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import pg from "pg";
-import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { LockService } from "../host/locking/service.js";
 import { BackendHealth } from "../host/backend-health.js";
@@ -16,8 +15,8 @@ import { statementsFor } from "../plugins/backends/pg/sql.js";
 import { sharedStatementsFor } from "../plugins/backends/pg/queue-sql.js";
 import { databaseUrl } from "./support/servers.js";
 import { exerciseBasics } from "./support/grant-basics.js";
+import { silent } from "./support/log.js";
 
-const silent = pino({ level: "silent" });
 const run = randomUUID().slice(0, 8);
 const schema = `lockhost_grants_${run}`;
 const table = `${schema}.locks`;

@@ -4,7 +4,6 @@
 import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
-import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { LockService } from "../host/locking/service.js";
 import { BackendHealth } from "../host/backend-health.js";
@@ -13,8 +12,8 @@ import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
 import { startRedisCluster, startRedisServer, type RedisServer } from "./support/servers.js";
 import { exerciseBasics } from "./support/grant-basics.js";
+import { silent } from "./support/log.js";
 
-const silent = pino({ level: "silent" });
 const PASSWORD = "grants-test-pw";
 
 const page = readFileSync(new URL("../docs/backends.md", import.meta.url), "utf8");

@@ -16,6 +16,7 @@ import type { GuestInstance, GuestValue } from "../host/runtime/guest-instance.j
 import { GUEST_RUNTIMES, startGuest, startWorkerGuest, type TestGuestOptions } from "./support/guest.js";
 import { guestFixture } from "./support/guest-fixture.js";
 import { until } from "./support/until.js";
+import { guestTraces } from "./support/log.js";
 
 const fx = guestFixture();
 let runtime: Runtime;
@@ -133,7 +134,7 @@ async function guest(options: TestGuestOptions = {}): Promise<GuestInstance> {
     }),
   );
 }
-const traces = (): string[] => fx.log.messages().filter((m) => m.startsWith("guest: ")).map((m) => m.slice(7));
+const traces = (): string[] => guestTraces(fx.log);
 
 describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
   beforeEach(() => {

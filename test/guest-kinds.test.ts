@@ -6,14 +6,14 @@ import * as S from "../abi/status.js";
 import type { GuestInstance } from "../host/runtime/guest-instance.js";
 import { guestFixture } from "./support/guest-fixture.js";
 import { GUEST_RUNTIMES, startGuest } from "./support/guest.js";
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+import { sleep } from "./support/until.js";
+import { guestTraces } from "./support/log.js";
 
 describe.each(GUEST_RUNTIMES)("%s runtime", (runtime) => {
   const fx = guestFixture();
   const guest = async (): Promise<GuestInstance> => fx.track(await startGuest("kinds", fx.locks, fx.log.logger, { runtime }));
   const call = async (g: GuestInstance, name: string, args: number[] = []): Promise<number> => Number(await g.call(name, args));
-  const traces = (): string[] => fx.log.messages().filter((m) => m.startsWith("guest: ")).map((m) => m.slice(7));
+  const traces = (): string[] => guestTraces(fx.log);
 
   it("lets two guests read at once and keeps a writer out until both let go", async () => {
     const [a, b] = [await guest(), await guest()];

@@ -11,7 +11,8 @@ import type { GuestInstance } from "../host/runtime/guest-instance.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { GUEST_RUNTIMES, startGuest, type TestGuestOptions } from "./support/guest.js";
 import { faultyBackend } from "./support/faulty-backend.js";
-import { captureLogger } from "./support/log.js";
+import { captureLogger, guestTraces } from "./support/log.js";
+import { sleep } from "./support/until.js";
 
 let backend: MemoryBackend;
 let locks: LockService;
@@ -28,7 +29,6 @@ async function guest(options: TestGuestOptions = {}): Promise<GuestInstance> {
 }
 
 const held = async (name: string): Promise<boolean> => (await locks.status({ name })).held;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `check` until it holds (generous: the machine is shared). */
 async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
@@ -40,7 +40,7 @@ async function until(check: () => boolean | Promise<boolean>, what: string, time
 }
 
 /** The guest's traced lines, without the "guest: " prefix. */
-const traces = (): string[] => log.messages().filter((m) => m.startsWith("guest: ")).map((m) => m.slice(7));
+const traces = (): string[] => guestTraces(log);
 
 /** Feeds an owner token to the guest, one character per call. */
 async function feedOwner(g: GuestInstance, owner: string): Promise<void> {

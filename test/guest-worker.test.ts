@@ -8,12 +8,13 @@ import { currentWorker, type WorkerGuest } from "../host/runtime/worker/worker-g
 import { faultyBackend } from "./support/faulty-backend.js";
 import { startWorkerGuest } from "./support/guest.js";
 import { guestFixture } from "./support/guest-fixture.js";
+import { guestTraces } from "./support/log.js";
 
 const fx = guestFixture();
 
 const held = async (name: string): Promise<boolean> => (await fx.locks.status({ name })).held;
 /** The guest's traced lines, without the "guest: " prefix. */
-const traces = (): string[] => fx.log.messages().filter((m) => m.startsWith("guest: ")).map((m) => m.slice(7));
+const traces = (): string[] => guestTraces(fx.log);
 
 /** A worker guest closed after the test. */
 async function guest(wasm: string, callTimeoutMs: number): Promise<WorkerGuest> {

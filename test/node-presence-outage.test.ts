@@ -4,7 +4,6 @@
 // again and warns about no one; a real second host of the name is still warned about after it.
 // Private servers: a one-member etcd that is stopped and restarted, a Redis that is frozen.
 import { randomUUID } from "node:crypto";
-import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { LockService } from "../host/locking/service.js";
 import { NodePresence, presenceKey } from "../host/node-presence.js";
@@ -12,17 +11,15 @@ import type { LockBackend } from "../kit/index.js";
 import { EtcdBackend, etcdDefaults } from "../plugins/backends/etcd/index.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { etcdHealthy, startEtcdCluster } from "./support/etcd-servers.js";
-import { captureLogger } from "./support/log.js";
+import { captureLogger, silent } from "./support/log.js";
 import { redisAnswers, startRedisServer } from "./support/servers.js";
-import { until } from "./support/until.js";
+import { sleep, until } from "./support/until.js";
 
 // Long enough that etcd keeps the hold's lease (its class: 4 s) through the restart and until
 // the host's keepalives reach it again, as with the default presence TTL (10 s).
 const TTL_MS = 3_000;
 const OUTAGE_MS = 5_000;
 const SCOPE = { plugin: "lockhost" } as const;
-const silent = pino({ level: "silent" });
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 interface Host {
   readonly node: string;

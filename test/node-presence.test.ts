@@ -7,7 +7,7 @@ import { NodePresence, presenceKey } from "../host/node-presence.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { faultyBackend } from "./support/faulty-backend.js";
 import { captureLogger } from "./support/log.js";
-import { until } from "./support/until.js";
+import { sleep, until } from "./support/until.js";
 
 const TTL_MS = 600;
 const SCOPE = { plugin: "lockhost" } as const;
@@ -28,7 +28,6 @@ function host(backend: MemoryBackend | ReturnType<typeof faultyBackend>["backend
 }
 
 const warnings = (log: ReturnType<typeof captureLogger>) => log.lines.filter((l) => l.level === 40);
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe("node presence", () => {
   it("warns, once and naming the node, when another live host holds the same node name", async () => {

@@ -17,8 +17,7 @@ import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { GUEST_RUNTIMES, startGuest } from "./support/guest.js";
 import { guestWasm } from "./support/guests.js";
 import { captureLogger } from "./support/log.js";
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+import { sleep } from "./support/until.js";
 
 /** Whether `guest` has no free instance now (a reservation it gives is given back at once). */
 function busyNow(guest: GuestInstance): boolean {
@@ -199,7 +198,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime: Runtime) => {
 });
 
 describe.each(GUEST_RUNTIMES)("the lease check at entry, %s runtime", (runtime: Runtime) => {
-  let closers: (() => Promise<void>)[] = [];
+  const closers: (() => Promise<void>)[] = [];
   afterEach(async () => {
     for (const close of closers.splice(0).reverse()) await close();
   });

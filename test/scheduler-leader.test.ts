@@ -10,6 +10,7 @@ import type { GuestInstance } from "../host/runtime/guest-instance.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { startGuest } from "./support/guest.js";
 import { captureLogger } from "./support/log.js";
+import { sleep } from "./support/until.js";
 
 interface Node {
   readonly name: string;
@@ -20,7 +21,6 @@ interface Node {
 }
 
 const nodes: Node[] = [];
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 const config: ScheduledConfig = {
   id: "job", plugin: "test", export: "noop", schedule: { kind: "interval", everyMs: 50, text: "50ms" },

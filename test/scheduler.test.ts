@@ -13,6 +13,7 @@ import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { unreachableBackend } from "./support/failing-backend.js";
 import { startGuest } from "./support/guest.js";
 import { captureLogger } from "./support/log.js";
+import { sleep } from "./support/until.js";
 
 interface Node {
   readonly name: string;
@@ -40,8 +41,6 @@ async function node(name: string, backend: LockBackend, config: ScheduledConfig,
   nodes.push(n);
   return n;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 afterEach(() => closeNodes(nodes));
 

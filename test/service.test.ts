@@ -8,7 +8,7 @@ import { LockService } from "../host/locking/service.js";
 import { MAX_NAME_BYTES } from "../host/locking/validate.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { faultyBackend } from "./support/faulty-backend.js";
-import { until } from "./support/until.js";
+import { sleep, until } from "./support/until.js";
 
 let backend: MemoryBackend;
 let locks: LockService;
@@ -209,7 +209,6 @@ describe("scopes", () => {
 });
 
 describe("LockService lifecycle (memory, faults injected)", () => {
-  const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
   const keepalive = { renewAtRatio: 0.5, maxRetries: 3, safetyMarginRatio: 0.1, batchWindowMs: 5 };
 
   it("retries a keepalive renewal that failed on I/O, and keeps the lock", async () => {
@@ -383,8 +382,6 @@ describe("LockService.forceRelease of its own lease", () => {
 });
 
 describe("LockService races and failures (review findings)", () => {
-  const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
   /** The shared memory backend behind a wrapper whose steps' status() and watch().ready are slow. */
   function slowBackend(over: { statusDelayMs?: number; readyDelayMs?: number }): LockBackend {
     const { backend: base } = faultyBackend(backend);
@@ -487,8 +484,6 @@ describe("LockService races and failures (review findings)", () => {
 });
 
 describe("a lease lasts no longer than the backend granted", () => {
-  const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
   it("ends a lease granted for less than its TTL at the grant's end here", async () => {
     const { backend: faulty, faults } = faultyBackend();
     const service = new LockService(faulty, { node: "n" });

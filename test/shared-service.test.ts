@@ -13,13 +13,12 @@ import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { hostsOn, PG_TABLE, REDIS_PREFIX, sharedBackends } from "./support/shared-backends.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { databaseUrl, redisUrl } from "./support/servers.js";
+import { sleep } from "./support/until.js";
 
 afterAll(async () => {
   await dropPgTable(databaseUrl(), PG_TABLE);
   await dropRedisPrefix(redisUrl(), REDIS_PREFIX);
 });
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 for (const target of sharedBackends()) {
   describe(`read/write locks and semaphores through the lock service: ${target.name}`, () => {

@@ -24,7 +24,6 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { pino } from "pino";
 import { LockService } from "../../host/locking/service.js";
 import type { LockBackend, MutexStore } from "../../kit/backend.js";
 import { PgBackend } from "../../plugins/backends/pg/index.js";
@@ -34,10 +33,10 @@ import { percentile } from "../../testing/election-contract.js";
 import { startPostgresServer, startRedisServer, type TestServer } from "../support/servers.js";
 import { killPgSessions, killRedisSessions } from "../support/kill-sessions.js";
 import { checkElection, type ChildEvent, type ElectionReport, type ElectionRun, type Observation, type Pause, type ServerFault } from "./election-checker.js";
+import { silent } from "../support/log.js";
 
 const FULL = process.env.LOCKHOST_FAULTS === "full";
 const CHILD = fileURLToPath(new URL("../support/campaigner.mjs", import.meta.url));
-const silent = pino({ level: "silent" });
 /** The leaders' lease. */
 const TTL_MS = 1_000;
 /** Campaigning processes at any time (a killed one is replaced). */

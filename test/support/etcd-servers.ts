@@ -10,6 +10,7 @@ import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { findBinary, freePort, type ServerTls } from "./servers.js";
+import { sleep } from "./until.js";
 
 /** One member a test may kill, restart (same data), pause and resume. */
 export interface EtcdMember {
@@ -34,7 +35,6 @@ export interface EtcdCluster {
 export const etcdEndpoints = (): string[] => (process.env.ETCD_ENDPOINTS ?? "http://127.0.0.1:2379").split(",");
 
 const START_TIMEOUT_MS = 20_000;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Whether the member at `endpoint` says it is healthy (it has a leader); over https with `tls`,

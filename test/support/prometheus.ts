@@ -25,7 +25,7 @@ export interface Scrape {
 const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/;
 const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(?:,|$)/gy;
 
-function unescape(value: string): string {
+function unescapeLabel(value: string): string {
   return value.replace(/\\(.)/g, (_, c: string) => (c === "n" ? "\n" : c));
 }
 
@@ -34,7 +34,7 @@ function parseLabels(text: string, line: string): Record<string, string> {
   LABEL.lastIndex = 0;
   let at = 0;
   for (let m = LABEL.exec(text); m; m = LABEL.exec(text)) {
-    labels[m[1]!] = unescape(m[2]!);
+    labels[m[1]!] = unescapeLabel(m[2]!);
     at = LABEL.lastIndex;
   }
   if (at !== text.length) throw new Error(`bad labels in ${JSON.stringify(line)}`);

@@ -7,6 +7,7 @@ import { createServer, Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
+import { sleep } from "./until.js";
 
 /** A server a test may kill and start again on the same port. */
 export interface TestServer {
@@ -32,7 +33,6 @@ export const redisUrl = (): string => process.env.REDIS_URL ?? "redis://127.0.0.
 export const databaseUrl = (): string => process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 
 const START_TIMEOUT_MS = 20_000;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** A TCP port nobody listens on right now. */
 export async function freePort(): Promise<number> {

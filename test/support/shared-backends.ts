@@ -4,9 +4,9 @@ import { LockService } from "../../host/locking/service.js";
 import { MemoryBackend } from "../../plugins/backends/memory/index.js";
 import { PgBackend } from "../../plugins/backends/pg/index.js";
 import { pgDefaults } from "../../plugins/backends/pg/config.js";
-import { pino } from "pino";
 import { RedisBackend } from "../../plugins/backends/redis/index.js";
 import { databaseUrl, redisUrl } from "./servers.js";
+import { silent } from "./log.js";
 
 /** One backend to run a shared-kinds suite on. */
 export interface SharedBackendTarget {
@@ -18,7 +18,6 @@ export interface SharedBackendTarget {
 
 /** memory, and the network backends whose shared steps have landed. */
 export function sharedBackends(): SharedBackendTarget[] {
-  const silent = pino({ level: "silent" });
   return [
     { name: "memory", distributed: false, create: () => new MemoryBackend() },
     { name: "pg", distributed: true, create: () => new PgBackend({ ...pgDefaults, url: databaseUrl(), table: PG_TABLE }, silent) },

@@ -11,8 +11,8 @@ import type { MutexAcquireRequest, MutexAcquireResult } from "../kit/backend.js"
 import { LockService } from "../host/locking/service.js";
 import { PgBackend, type PgBackendOptions } from "../plugins/backends/pg/index.js";
 import { DeadlineQueue, type Timed } from "../kit/deadline-queue.js";
-import { advisoryKeyFromId, advisoryKeyOf } from "../plugins/backends/pg/key-hash.js";
-import { FENCE_BLOCK, holdersTableOf, statementsFor } from "../plugins/backends/pg/sql.js";
+import { advisoryKeyFromId, advisoryKeyOf } from "../plugins/backends/pg/keys.js";
+import { FENCE_BLOCK, holdersTableOf, statementsFor } from "../plugins/backends/pg/mutex-sql.js";
 import { backendContract } from "../testing/index.js";
 import { dropPgTable } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";

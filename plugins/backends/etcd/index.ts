@@ -41,7 +41,12 @@ export class EtcdBackend implements LockBackend {
   /** Set once the start-up check of the key permissions passed (ping). */
   #granted = false;
 
-  private constructor(client: EtcdClient, config: EtcdConfig, log: Logger) {
+  /**
+   * Connects lazily: the backend exists at once, and calls fail with BACKEND_UNAVAILABLE until a
+   * member answers. Only the TLS files are read here (a file that cannot be read is a config error).
+   */
+  constructor(config: EtcdConfig, log: Logger) {
+    const client = new EtcdClient(config, log);
     this.#client = client;
     this.#prefix = config.keyPrefix;
     this.#leases = new Leases(client, log, config.leaseMarginMs, config.commandTimeoutMs, (id) => this.#book.leaseExpired(id));
@@ -54,11 +59,6 @@ export class EtcdBackend implements LockBackend {
     });
     const context: EtcdContext = { client, leases: this.#leases, book: this.#book, watcher: this.#watcher, prefix: config.keyPrefix };
     this.#steps = new StepsByKind(new EtcdMutexStore(context), (kind) => new EtcdQueueSteps(kind, context));
-  }
-
-  /** Connects lazily: the backend exists at once, and calls fail with BACKEND_UNAVAILABLE until a member answers. */
-  static async open(config: EtcdConfig, log: Logger): Promise<EtcdBackend> {
-    return new EtcdBackend(await EtcdClient.open(config, log), config, log);
   }
 
   steps(kind: LockKind): KindSteps {

@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto";
 import { LockService } from "../host/locking/service.js";
 import { EtcdBackend, etcdDefaults, type EtcdConfig } from "../plugins/backends/etcd/index.js";
 import { EtcdClient } from "../plugins/backends/etcd/client.js";
-import { CMP, TARGET } from "../plugins/backends/etcd/messages.js";
+import { CMP, TARGET } from "../plugins/backends/etcd/proto.js";
 import { startEtcdCluster, type EtcdCluster } from "../test/support/etcd-servers.js";
 import { benchLog, fmt, interleaved, ROUNDS, row, sequential, TTL_MS } from "./harness.js";
 import { median, quantile, table } from "./stats.js";

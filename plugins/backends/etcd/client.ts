@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import { LockhostError, readTlsFiles, type TlsFiles } from "../../../kit/index.js";
 import { etcdTlsOn, type EtcdConfig } from "./config.js";
 import { etcdError, isExpiredToken, isUnreachable } from "./errors.js";
-import type { LeaseGrantResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse } from "./messages.js";
+import type { LeaseGrantResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse } from "./proto.js";
 import { ETCD_PROTO } from "./proto.js";
 
 type Unary = (req: object, meta: Grpc.Metadata, opts: Grpc.CallOptions, cb: (err: Grpc.ServiceError | null, res: unknown) => void) => void;

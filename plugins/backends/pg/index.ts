@@ -40,7 +40,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type pg from "pg";
 import type { Logger } from "pino";
-import { LOCK_KINDS, markPermanent, maskUrl, readTlsFiles, ReleaseListeners, scrubberFor, StepsByKind, tlsOptionsOf } from "../../../kit/index.js";
+import { LOCK_KINDS, markPermanent, maskUrl, ReleaseListeners, scrubberFor, StepsByKind } from "../../../kit/index.js";
 import type {
   KindSteps,
   ListRequest,
@@ -57,7 +57,7 @@ import type {
   RenewRequest,
   RenewResult,
 } from "../../../kit/index.js";
-import { pgTlsFields, pgTlsOn, withoutSslParams, type PgConfig } from "./config.js";
+import { pgConnection, pgTlsOn, type PgConfig } from "./config.js";
 import { closedError, OutageLog, PG_PERMANENT } from "./errors.js";
 import { HeldLocks, ignore } from "./held.js";
 import { advisoryKeyFromId, advisoryKeyOf, waitLockOf, type AdvisoryKey } from "./keys.js";
@@ -128,21 +128,12 @@ export class PgBackend implements LockBackend, MutexStore {
   constructor(config: PgConfig, log: Logger, options: PgBackendOptions = {}) {
     const timeout = config.commandTimeoutMs;
     const scrub = scrubberFor(config.url);
-    // TLS from the fields: files read once, here; the url's own TLS parameters (only those that
-    // agree, config.ts) are removed, since node-postgres would let them replace these settings.
-    const tlsFiles = pgTlsFields(config) ? readTlsFiles("[locking.pg]", config) : undefined;
+    // Settings of every connection: the sessions' and the listener's (TLS files read once, here).
+    const { connection, tlsFiles } = pgConnection(config);
     const errors = { target: maskUrl(config.url), commandTimeoutMs: timeout, scrub, tls: tlsFiles !== undefined || pgTlsOn(config), tlsFiles };
     const sql = statementsFor(config.table);
     const tables = new Tables(sql, errors, log);
     const applicationName = options.applicationName ?? `lockhost:${process.pid}`;
-    // Settings of every connection: the sessions' and the listener's.
-    const connection = {
-      connectionString: tlsFiles ? withoutSslParams(config.url) : config.url,
-      ...(tlsFiles && { ssl: tlsOptionsOf(tlsFiles) }),
-      connectionTimeoutMillis: timeout,
-      keepAlive: true,
-      keepAliveInitialDelayMillis: 10_000,
-    };
     const client: pg.ClientConfig = {
       ...connection,
       application_name: applicationName,

@@ -183,10 +183,11 @@ export class PgBackend implements LockBackend, MutexStore {
       log,
       outage,
     });
+    const host = hostname();
     const onHeld = (): void => void this.#listener.start();
     this.#mutex = new PgMutexStore({
       book: this.#book,
-      hostname: hostname(),
+      hostname: host,
       onHeld,
       watch: (id, listener) => {
         const close = this.#watchers.add(id, listener);
@@ -197,7 +198,7 @@ export class PgBackend implements LockBackend, MutexStore {
       book: this.#book,
       sql: sharedStatementsFor(config.table),
       tables: sharedTables,
-      hostname: hostname(),
+      hostname: host,
       instance: this.#instance,
       onHeld,
       watch: (advisory, listener) => {

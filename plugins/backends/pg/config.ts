@@ -2,7 +2,18 @@
 // README's config reference come from this schema. Also its translation to the node-postgres
 // settings every connection shares, TLS included (pgConnection).
 import type pg from "pg";
-import { completeDefaultsOf, field, readTlsFiles, table, tlsFields, tlsOptionsOf, tlsProblem, type TableProblem, type TlsConfig, type TlsFiles } from "../../../kit/index.js";
+import {
+  completeDefaultsOf,
+  field,
+  readTlsFiles,
+  table,
+  tlsFields,
+  tlsOptionsOf,
+  tlsProblem,
+  type TableProblem,
+  type TlsConfig,
+  type TlsFiles,
+} from "../../../kit/index.js";
 
 /**
  * `[locking.pg]`. The TLS fields (kit/tls.ts) apply to every connection; absent in a config

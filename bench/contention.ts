@@ -26,7 +26,7 @@ import { PgBackend } from "../plugins/backends/pg/index.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
 import { pgDefaults } from "../plugins/backends/pg/config.js";
-import { holdersTableOf } from "../plugins/backends/pg/sql.js";
+import { holdersTableOf } from "../plugins/backends/pg/mutex-sql.js";
 import { DATABASE_URL, REDIS_URL, ROUNDS, TTL_MS, benchLog, fmt } from "./harness.js";
 import { median, table } from "./stats.js";
 

@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto";
 import { LockService } from "../host/locking/service.js";
 import { EtcdBackend, etcdDefaults, type EtcdConfig } from "../plugins/backends/etcd/index.js";
 import { EtcdClient } from "../plugins/backends/etcd/client.js";
-import { CMP, TARGET } from "../plugins/backends/etcd/messages.js";
+import { CMP, TARGET } from "../plugins/backends/etcd/proto.js";
 import { startEtcdCluster, type EtcdCluster } from "../test/support/etcd-servers.js";
 import { benchLog, fmt, interleaved, ROUNDS, row, sequential, TTL_MS } from "./harness.js";
 import { median, quantile, table } from "./stats.js";
@@ -23,10 +23,10 @@ export async function etcdBench(): Promise<void> {
   let cluster: EtcdCluster | undefined;
   const endpoints = process.env.ETCD_ENDPOINTS?.split(",") ?? (cluster = await startEtcdCluster(3)).endpoints;
   const config: EtcdConfig = { ...etcdDefaults, endpoints, keyPrefix: `lockhost-bench/${randomUUID().slice(0, 8)}/` };
-  const raw = await EtcdClient.open(config, benchLog);
-  const backend = await EtcdBackend.open(config, benchLog);
+  const raw = new EtcdClient(config, benchLog);
+  const backend = new EtcdBackend(config, benchLog);
   const locks = new LockService(backend, { node: "bench" });
-  const other = new LockService(await EtcdBackend.open(config, benchLog), { node: "bench-b" });
+  const other = new LockService(new EtcdBackend(config, benchLog), { node: "bench-b" });
   const steps = backend.steps("mutex");
   // Long enough for the whole part: the raw lock keeps no lease alive.
   const rawLease = await raw.leaseGrant(3_600);

@@ -15,7 +15,7 @@ import type { Lease } from "../host/locking/lease.js";
 import { redactUrlSecrets } from "../kit/redact.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
 import { pgDefaults } from "../plugins/backends/pg/config.js";
-import { holdersTableOf } from "../plugins/backends/pg/sql.js";
+import { holdersTableOf } from "../plugins/backends/pg/mutex-sql.js";
 import { dropSharedSql } from "../plugins/backends/pg/queue-sql.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";

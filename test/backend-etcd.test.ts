@@ -25,14 +25,14 @@ const endpoint = (): string => etcdEndpoints()[0]!;
 let n = 0;
 const name = (): string => `etcd-${++n}`;
 
-backendContract("etcd", { create: () => EtcdBackend.open(config(), silent), fences: "clock" });
+backendContract("etcd", { create: () => new EtcdBackend(config(), silent), fences: "clock" });
 
 const opened: { close(): Promise<unknown> }[] = [];
 afterAll(async () => {
   for (const o of opened.splice(0).reverse()) await o.close().catch(() => undefined);
 });
 async function service(node: string, over: Partial<EtcdConfig> = {}): Promise<LockService> {
-  const s = new LockService(await EtcdBackend.open(config(over), silent), { node });
+  const s = new LockService(new EtcdBackend(config(over), silent), { node });
   opened.push(s);
   return s;
 }
@@ -91,7 +91,7 @@ describe("etcd: leases", () => {
 
   it("lets a dead host's waiter out of the queue with its host's shortest lease, not with its wait", async () => {
     const a = await service("a");
-    const b = new LockService(await EtcdBackend.open(config({ leaseMarginMs: 1_000 }), silent), { node: "b" });
+    const b = new LockService(new EtcdBackend(config({ leaseMarginMs: 1_000 }), silent), { node: "b" });
     const key = name();
     const held = (await a.tryLock(key, { ttlMs: 30_000, fair: true }))!;
     const waiting = b.acquire(key, { ttlMs: 10_000, waitMs: 60_000, fair: true }).catch(() => undefined);
@@ -131,7 +131,7 @@ describe("etcd: restarts and watches (private member)", () => {
     const cluster = await startEtcdCluster(1);
     const proxy = await startTcpProxy(Number(new URL(cluster.endpoints[0]!).port));
     try {
-      const backend = await EtcdBackend.open(config({ endpoints: [`http://127.0.0.1:${proxy.port}`], commandTimeoutMs: 300, leaseMarginMs: 400 }), silent);
+      const backend = new EtcdBackend(config({ endpoints: [`http://127.0.0.1:${proxy.port}`], commandTimeoutMs: 300, leaseMarginMs: 400 }), silent);
       opened.push(backend);
       let missed = 0;
       backend.onLost(() => undefined, () => void missed++);
@@ -157,7 +157,7 @@ describe("etcd: restarts and watches (private member)", () => {
 describe("etcd: bad input and unreachable servers are coded errors, and the host stays up", () => {
   it("fails calls with BACKEND_UNAVAILABLE (retryable) while nothing answers at the endpoints", async () => {
     const port = await freePort();
-    const backend = await EtcdBackend.open(config({ endpoints: [`http://127.0.0.1:${port}`], commandTimeoutMs: 300, dialTimeoutMs: 300 }), silent);
+    const backend = new EtcdBackend(config({ endpoints: [`http://127.0.0.1:${port}`], commandTimeoutMs: 300, dialTimeoutMs: 300 }), silent);
     opened.push(backend);
     const err = await rejection(backend.ping());
     expect(err.code).toBe("BACKEND_UNAVAILABLE");
@@ -171,13 +171,13 @@ describe("etcd: bad input and unreachable servers are coded errors, and the host
     const cluster = await startEtcdCluster(1);
     try {
       await enableAuth(cluster.endpoints[0]!, "s3cret");
-      const wrong = await EtcdBackend.open(config({ endpoints: cluster.endpoints, username: "root", password: "nope" }), silent);
+      const wrong = new EtcdBackend(config({ endpoints: cluster.endpoints, username: "root", password: "nope" }), silent);
       opened.push(wrong);
       const err = await rejection(wrong.ping());
       expect(err.code).toBe("BACKEND_UNAVAILABLE");
       expect(isPermanent(err), err.message).toBe(true);
       expect(err.message).not.toContain("nope");
-      const right = new LockService(await EtcdBackend.open(config({ endpoints: cluster.endpoints, username: "root", password: "s3cret" }), silent), { node: "a" });
+      const right = new LockService(new EtcdBackend(config({ endpoints: cluster.endpoints, username: "root", password: "s3cret" }), silent), { node: "a" });
       opened.push(right);
       const lease = (await right.tryLock(name(), { ttlMs: 5_000 }))!;
       expect(lease.fence).toBeGreaterThan(0);
@@ -188,7 +188,7 @@ describe("etcd: bad input and unreachable servers are coded errors, and the host
   }, 60_000);
 
   it("refuses a value etcd cannot store with INVALID_ARGUMENT, changing nothing", async () => {
-    const backend = await EtcdBackend.open(config(), silent);
+    const backend = new EtcdBackend(config(), silent);
     opened.push(backend);
     const leader = backend.steps("leader");
     const key = name();

@@ -9,7 +9,7 @@ import { LockhostError } from "../kit/errors.js";
 import type { MutexAcquireRequest } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
-import { FENCE_BLOCK } from "../plugins/backends/pg/sql.js";
+import { FENCE_BLOCK } from "../plugins/backends/pg/mutex-sql.js";
 import { captureLogger } from "./support/log.js";
 import { startPostgresServer, type PgServer } from "./support/servers.js";
 import { type PgConfig, pgDefaults } from "../plugins/backends/pg/config.js";

@@ -11,14 +11,14 @@ import type { MutexAcquireRequest, MutexAcquireResult } from "../kit/backend.js"
 import { LockService } from "../host/locking/service.js";
 import { PgBackend, type PgBackendOptions } from "../plugins/backends/pg/index.js";
 import { DeadlineQueue, type Timed } from "../kit/deadline-queue.js";
-import { advisoryKeyFromId, advisoryKeyOf } from "../plugins/backends/pg/key-hash.js";
-import { FENCE_BLOCK, holdersTableOf, statementsFor } from "../plugins/backends/pg/sql.js";
+import { advisoryKeyFromId, advisoryKeyOf } from "../plugins/backends/pg/keys.js";
+import { FENCE_BLOCK, holdersTableOf, statementsFor } from "../plugins/backends/pg/mutex-sql.js";
 import { backendContract } from "./support/backend-contract.js";
 import { dropPgTable } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";
 import { databaseUrl, freePort } from "./support/servers.js";
 import { type PgConfig, pgDefaults } from "../plugins/backends/pg/config.js";
-import { sleep, until } from "./support/until.js";
+import { until } from "./support/until.js";
 
 const url = databaseUrl();
 const run = randomUUID().slice(0, 8);
@@ -27,6 +27,7 @@ const tables = [table];
 const config = (over: Partial<PgConfig> = {}): PgConfig => ({ ...pgDefaults, url, table, ...over });
 const capture = captureLogger();
 const backends: PgBackend[] = [];
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Backends made by the running test: closed after it, so the server's connections last. */
 let perTest: PgBackend[] | undefined;

@@ -353,7 +353,7 @@ describe("etcd over TLS with client certificates (--client-cert-auth)", () => {
   });
 
   it("connects with ca_file, cert_file and key_file, and takes a lock", async () => {
-    const locks = new LockService(await EtcdBackend.open(config(), silent), { node: "tls-test" });
+    const locks = new LockService(new EtcdBackend(config(), silent), { node: "tls-test" });
     try {
       await locks.ping();
       const lease = await locks.tryLock("tls-key", { ttlMs: 5_000 });
@@ -365,7 +365,7 @@ describe("etcd over TLS with client certificates (--client-cert-auth)", () => {
   });
 
   it("refuses a member whose certificate another CA signed, for good at start, naming ca_file and the reason", async () => {
-    const backend = await EtcdBackend.open(config({ caFile: certs.otherCa }), silent);
+    const backend = new EtcdBackend(config({ caFile: certs.otherCa }), silent);
     try {
       const err = await rejection(backend.ping());
       expect(isPermanent(err)).toBe(true);
@@ -374,19 +374,19 @@ describe("etcd over TLS with client certificates (--client-cert-auth)", () => {
     } finally {
       await backend.close();
     }
-    const atStart = await rejection(startCheck(await EtcdBackend.open(config({ caFile: certs.otherCa }), silent), "[locking.etcd]"));
+    const atStart = await rejection(startCheck(new EtcdBackend(config({ caFile: certs.otherCa }), silent), "[locking.etcd]"));
     expect(atStart.code).toBe("CONFIG_INVALID");
     expect(atStart.message).toContain("lockhost.toml: [locking.etcd]: the etcd backend refused this host for good");
   });
 
   it("servername names the certificate's name in place of the endpoint's host", async () => {
-    const good = await EtcdBackend.open(config({ servername: "localhost" }), silent);
+    const good = new EtcdBackend(config({ servername: "localhost" }), silent);
     try {
       await good.ping();
     } finally {
       await good.close();
     }
-    const bad = await EtcdBackend.open(config({ servername: "etcd.example.com" }), silent);
+    const bad = new EtcdBackend(config({ servername: "etcd.example.com" }), silent);
     try {
       const err = await rejection(bad.ping());
       expect(isPermanent(err)).toBe(true);
@@ -398,7 +398,7 @@ describe("etcd over TLS with client certificates (--client-cert-auth)", () => {
 
   it("a TLS file that cannot be read is a config error naming the option and the path", async () => {
     const missing = join(certs.dir, "nope.pem");
-    const err = await rejection(EtcdBackend.open(config({ certFile: missing }), silent));
+    const err = await rejection((async () => new EtcdBackend(config({ certFile: missing }), silent))());
     expect(err.code).toBe("CONFIG_INVALID");
     expect(err.message).toContain(`[locking.etcd] cert_file "${missing}" cannot be read: ENOENT`);
   });

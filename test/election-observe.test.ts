@@ -59,7 +59,7 @@ describe("observing an election", () => {
 const ETCD_PREFIX = `observe-test/${randomUUID().slice(0, 8)}/`;
 const etcdTarget = {
   name: "etcd", distributed: true,
-  create: () => EtcdBackend.open({ ...etcdDefaults, endpoints: etcdEndpoints(), keyPrefix: ETCD_PREFIX }, pino({ level: "silent" })),
+  create: () => new EtcdBackend({ ...etcdDefaults, endpoints: etcdEndpoints(), keyPrefix: ETCD_PREFIX }, pino({ level: "silent" })),
 };
 
 for (const target of [...sharedBackends(), etcdTarget]) {

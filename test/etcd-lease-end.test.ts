@@ -32,7 +32,7 @@ describe("etcd: a lock ends at its TTL while its host lives (private three-membe
 
   async function service(node: string, endpoints: string[]): Promise<LockService> {
     const config: EtcdConfig = { ...etcdDefaults, endpoints, keyPrefix: prefix, commandTimeoutMs: 3_000, leaseMarginMs: 1_000 };
-    const s = new LockService(await EtcdBackend.open(config, silent), { node });
+    const s = new LockService(new EtcdBackend(config, silent), { node });
     opened.push(s);
     return s;
   }

@@ -74,7 +74,7 @@ async function userWith(user: string, edit: (line: string) => string = (l) => l)
 }
 
 async function backendAs(user: string): Promise<EtcdBackend> {
-  const b = await EtcdBackend.open({ ...etcdDefaults, endpoints: cluster.endpoints, username: user, password: PASSWORD, commandTimeoutMs: 5_000 }, silent);
+  const b = new EtcdBackend({ ...etcdDefaults, endpoints: cluster.endpoints, username: user, password: PASSWORD, commandTimeoutMs: 5_000 }, silent);
   backends.push(b);
   return b;
 }

@@ -11,7 +11,7 @@ import { BackendHealth } from "../host/backend-health.js";
 import { permitSpec } from "../kit/kinds.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
 import { pgDefaults } from "../plugins/backends/pg/config.js";
-import { statementsFor } from "../plugins/backends/pg/sql.js";
+import { statementsFor } from "../plugins/backends/pg/mutex-sql.js";
 import { sharedStatementsFor } from "../plugins/backends/pg/queue-sql.js";
 import { databaseUrl } from "./support/servers.js";
 import { exerciseBasics } from "./support/grant-basics.js";

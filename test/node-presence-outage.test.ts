@@ -62,7 +62,7 @@ async function etcdOutage(): Promise<Outage> {
   const member = cluster.members[0]!;
   const prefix = `presence/${randomUUID().slice(0, 8)}/`;
   return {
-    backend: () => EtcdBackend.open({ ...etcdDefaults, endpoints: cluster.endpoints, keyPrefix: prefix, commandTimeoutMs: 500, leaseMarginMs: 1_000 }, silent),
+    backend: async () => new EtcdBackend({ ...etcdDefaults, endpoints: cluster.endpoints, keyPrefix: prefix, commandTimeoutMs: 500, leaseMarginMs: 1_000 }, silent),
     down: () => member.kill(),
     up: async () => {
       await member.start();

@@ -1,7 +1,7 @@
 // Removes what a test left on the shared Redis and PostgreSQL.
 import pg from "pg";
 import { Redis } from "ioredis";
-import { holdersTableOf } from "../../plugins/backends/pg/sql.js";
+import { holdersTableOf } from "../../plugins/backends/pg/mutex-sql.js";
 import { dropSharedSql } from "../../plugins/backends/pg/queue-sql.js";
 
 /** Deletes every Redis key under `prefix`. */

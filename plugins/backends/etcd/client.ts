@@ -1,12 +1,13 @@
 // A small etcd v3 client over @grpc/grpc-js: the unary calls and the two streams this backend
 // uses, with a deadline on every call, endpoint failover, and user/password authentication.
-// Both gRPC packages are imported when a backend is created, never at a descriptor's load.
+// Made at once (only the TLS files are read then); both gRPC packages are imported, and the
+// members' channels made, on the first call, never at a descriptor's load nor at construction.
 import type * as Grpc from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { LockhostError, readTlsFiles, type TlsFiles } from "../../../kit/index.js";
 import { etcdTlsOn, type EtcdConfig } from "./config.js";
 import { etcdError, isExpiredToken, isUnreachable } from "./errors.js";
-import type { LeaseGrantResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse } from "./messages.js";
+import type { LeaseGrantResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse } from "./proto.js";
 import { ETCD_PROTO } from "./proto.js";
 
 type Unary = (req: object, meta: Grpc.Metadata, opts: Grpc.CallOptions, cb: (err: Grpc.ServiceError | null, res: unknown) => void) => void;
@@ -22,10 +23,18 @@ interface Member {
 /** A bidirectional stream of etcd's (watch, lease keepalive). */
 export type EtcdStream = Grpc.ClientDuplexStream<object, unknown>;
 
+/** grpc-js and a channel per endpoint, once loaded. */
+interface Loaded {
+  readonly grpc: typeof Grpc;
+  readonly members: readonly Member[];
+}
+
 /** An etcd client for one backend instance. */
 export class EtcdClient {
-  readonly #grpc: typeof Grpc;
-  readonly #members: Member[];
+  /** Set once the first call has loaded grpc-js and made the channels. */
+  #loaded: Loaded | undefined;
+  /** That loading, while in flight (a failed one is tried again by the next call). */
+  #loading: Promise<Loaded> | undefined;
   readonly #config: EtcdConfig;
   readonly #log: Logger;
   /** The TLS files (https:// endpoints), for messages about a refused handshake. */
@@ -35,20 +44,38 @@ export class EtcdClient {
   #closed = false;
   readonly #failoverListeners: (() => void)[] = [];
 
-  private constructor(grpc: typeof Grpc, members: Member[], config: EtcdConfig, log: Logger, tls: TlsFiles | undefined) {
-    this.#tls = tls;
-    this.#grpc = grpc;
-    this.#members = members;
+  /** Reads the TLS files (a file that cannot be read is a config error); connects nothing. */
+  constructor(config: EtcdConfig, log: Logger) {
+    this.#tls = etcdTlsOn(config) ? readTlsFiles("[locking.etcd]", config) : undefined;
     this.#config = config;
     this.#log = log;
   }
 
-  /** Loads grpc-js and proto-loader, reads TLS files, and makes a channel per endpoint (connected lazily). */
-  static async open(config: EtcdConfig, log: Logger): Promise<EtcdClient> {
+  /** grpc-js and the channels, loaded on first use: a failure fails that call (and is tried again by the next). */
+  #load(): Loaded | Promise<Loaded> {
+    if (this.#loaded !== undefined) return this.#loaded;
+    this.#loading ??= this.#open().then(
+      (loaded) => {
+        this.#loading = undefined;
+        this.#loaded = loaded;
+        if (this.#closed) closeMembers(loaded.members);
+        return loaded;
+      },
+      (err: unknown) => {
+        this.#loading = undefined;
+        throw err;
+      },
+    );
+    return this.#loading;
+  }
+
+  /** Loads grpc-js and proto-loader and makes a channel per endpoint (connected lazily). */
+  async #open(): Promise<Loaded> {
+    const config = this.#config;
+    const tls = this.#tls;
     const [grpc, loader] = await Promise.all([importClient<typeof Grpc>("@grpc/grpc-js"), importClient<typeof import("@grpc/proto-loader")>("@grpc/proto-loader")]);
     const definition = loader.fromJSON(ETCD_PROTO as never, { keepCase: true, longs: String, enums: String, bytes: Buffer, defaults: true, oneofs: true });
     const pkg = grpc.loadPackageDefinition(definition) as unknown as { etcdserverpb: Record<ServiceName, new (address: string, creds: Grpc.ChannelCredentials, options: object) => ServiceClient> };
-    const tls = etcdTlsOn(config) ? readTlsFiles("[locking.etcd]", config) : undefined;
     const credentials = tls ? grpc.credentials.createSsl(tls.ca ?? null, tls.key ?? null, tls.cert ?? null) : grpc.credentials.createInsecure();
     const options = {
       // The name the members' certificates must carry, in place of the endpoint's host.
@@ -67,12 +94,12 @@ export class EtcdClient {
       const make = (name: ServiceName): ServiceClient => new pkg.etcdserverpb[name](address, credentials, { ...options, channelOverride: channel });
       return { address: endpoint, services: { KV: make("KV"), Lease: make("Lease"), Watch: make("Watch"), Auth: make("Auth"), Maintenance: make("Maintenance") } };
     });
-    return new EtcdClient(grpc, members, config, log, tls);
+    return { grpc, members };
   }
 
   /** How messages name the cluster: the endpoint in use. */
   get server(): string {
-    return `etcd at ${this.#members[this.#current]!.address}`;
+    return `etcd at ${this.#config.endpoints[this.#current]!}`;
   }
 
   range(req: RangeRequest): Promise<RangeResponse> {
@@ -110,15 +137,16 @@ export class EtcdClient {
   /** Opens a bidirectional stream on the member in use (Watch.Watch or Lease.LeaseKeepAlive). */
   async stream(service: "Watch" | "Lease"): Promise<EtcdStream> {
     const meta = await this.#metadata();
-    const stub = this.#members[this.#current]!.services[service];
+    const stub = this.#loaded!.members[this.#current]!.services[service];
     return stub[service === "Watch" ? "Watch" : "LeaseKeepAlive"]!(meta) as EtcdStream;
   }
 
   /** Moves to the next endpoint (after a stream or a call found this one unreachable). */
   failover(): void {
-    if (this.#members.length > 1) {
-      this.#current = (this.#current + 1) % this.#members.length;
-      this.#log.debug({ endpoint: this.#members[this.#current]!.address }, "etcd: using the next endpoint");
+    const endpoints = this.#config.endpoints;
+    if (endpoints.length > 1) {
+      this.#current = (this.#current + 1) % endpoints.length;
+      this.#log.debug({ endpoint: endpoints[this.#current]! }, "etcd: using the next endpoint");
     }
     for (const listener of this.#failoverListeners) listener();
   }
@@ -131,12 +159,13 @@ export class EtcdClient {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    for (const m of this.#members) for (const s of Object.values(m.services)) s.close();
+    // Channels still loading are closed once made (#load).
+    if (this.#loaded !== undefined) closeMembers(this.#loaded.members);
   }
 
   async #call(service: ServiceName, method: string, req: object, retryable: boolean, what = "the request", timeoutMs = this.#config.commandTimeoutMs): Promise<unknown> {
     if (this.#closed) throw new LockhostError("CLOSED", "the etcd backend is closed");
-    let attempts = retryable ? this.#members.length : 1;
+    let attempts = retryable ? this.#config.endpoints.length : 1;
     let reauthenticated = false;
     for (;;) {
       const member = this.#current;
@@ -153,15 +182,16 @@ export class EtcdClient {
           if (member === this.#current) this.failover();
           if (--attempts > 0) continue;
         }
-        throw etcdError(err, `etcd at ${this.#members[member]!.address}`, timeoutMs, what, this.#tls);
+        throw etcdError(err, `etcd at ${this.#config.endpoints[member]!}`, timeoutMs, what, this.#tls);
       }
     }
   }
 
   async #once(member: number, service: ServiceName, method: string, req: object, timeoutMs = this.#config.commandTimeoutMs): Promise<unknown> {
+    const { grpc, members } = this.#loaded ?? (await this.#load());
     // Authenticate itself goes without a token (it is how one is got).
-    const meta = service === "Auth" ? new this.#grpc.Metadata() : await this.#metadata();
-    const stub = this.#members[member]!.services[service];
+    const meta = service === "Auth" ? new grpc.Metadata() : await this.#metadata();
+    const stub = members[member]!.services[service];
     return new Promise((resolve, reject) => {
       stub[method]!(req, meta, { deadline: Date.now() + timeoutMs }, (err, res) => (err ? reject(err) : resolve(res)));
     });
@@ -169,7 +199,8 @@ export class EtcdClient {
 
   /** Call metadata: the auth token when a user is configured. */
   async #metadata(): Promise<Grpc.Metadata> {
-    const meta = new this.#grpc.Metadata();
+    const { grpc } = this.#loaded ?? (await this.#load());
+    const meta = new grpc.Metadata();
     if (this.#config.username !== "") meta.set("token", await this.#authToken());
     return meta;
   }
@@ -194,6 +225,11 @@ export function withBytes<T extends object>(message: T): T {
     if (typeof v === "string") out[field] = Buffer.from(v, "utf8");
   }
   return out as T;
+}
+
+/** Closes every service stub of `members` (their channels go with them). */
+function closeMembers(members: readonly Member[]): void {
+  for (const m of members) for (const s of Object.values(m.services)) s.close();
 }
 
 /** Imports an optional client package, saying what to install when it is missing. */

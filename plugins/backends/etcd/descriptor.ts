@@ -11,6 +11,6 @@ export const etcdBackend = defineBackend<EtcdConfig>({
   config: etcdConfigSchema,
   async create(config, { log }) {
     const { EtcdBackend } = await import("./index.js");
-    return EtcdBackend.open(config, log);
+    return new EtcdBackend(config, log);
   },
 });

@@ -1,7 +1,8 @@
 // Turns what @grpc/grpc-js rejects with into one LockhostError whose message says what happened
 // in operator terms and names the endpoint: BACKEND_UNAVAILABLE (with `permanent` where retrying
 // cannot help: wrong credentials, no permission, a TLS file that cannot be read) or
-// INVALID_ARGUMENT (a request etcd refuses for its size).
+// INVALID_ARGUMENT (a request etcd refuses for its size); and tells apart the refusals a caller
+// handles itself (an expired token, an unreachable member, a lease etcd no longer has).
 import { LockhostError, tlsRefusal, type TlsFiles } from "../../../kit/index.js";
 
 /** gRPC status codes this file tells apart (grpc-js's `status` enum, without importing it). */
@@ -34,6 +35,11 @@ export function isExpiredToken(err: unknown): boolean {
 export function isUnreachable(err: unknown): boolean {
   const code = (err as GrpcError)?.code;
   return code === GRPC.UNAVAILABLE;
+}
+
+/** True for etcd's refusal of a put on a lease it does not have (expired since this host last heard of it). */
+export function isLeaseGone(err: unknown): boolean {
+  return /requested lease not found|lease not found/.test(String((err as Error)?.message));
 }
 
 /** The LockhostError for a failed call to `server` ("etcd at http://127.0.0.1:2379"). */

@@ -1,4 +1,4 @@
-// What this backend instance holds in etcd: one entry per owner (a lock's holder key, or a
+// What this backend instance holds in etcd (HeldLocks, its book): one entry per owner (a lock's holder key, or a
 // waiter's queue place), with the create revision that proves it is still the one this host
 // wrote. The entry ends the hold at its own TTL with this host's timer (one timer for all, kit's
 // DeadlineQueue), so a lock that nobody renews ends on time while the host lives, whatever failed
@@ -7,12 +7,31 @@
 // the end to what the key says rather than leaving the key to the class lease (which this host's
 // other locks keep alive). It also tells the backend's loss listeners when etcd deleted a key it
 // did not delete itself.
-import { DeadlineQueue, type Timed } from "../../../kit/deadline-queue.js";
+//
+// Renewal of holds this host took, for every kind (renewRequests): each holder's value rewritten
+// with its new end, on the lease of its new TTL's class, only if its key is still the one it
+// created. A tick's renewals go as one transaction (up to etcd's 128 operations): one round trip
+// and one Raft entry for the batch. Only when one of them no longer holds does the batch fail as
+// a whole, and then each is sent alone to learn which.
+//
+// EtcdContext is what the steps of every kind share in one backend instance (mutex.ts, queue.ts).
 import type { Logger } from "pino";
+import { DeadlineQueue, type Timed } from "../../../kit/deadline-queue.js";
+import type { RenewRequest, RenewResult } from "../../../kit/index.js";
 import type { EtcdClient } from "./client.js";
-import type { ClassLease, Leases } from "./leases.js";
-import { CMP, TARGET, type KeyValue } from "./messages.js";
-import { readHolder, type StoredHolder } from "./record.js";
+import { endOf, type ClassLease, type Leases } from "./leases.js";
+import { CMP, TARGET, type Compare, type KeyValue, type RequestOp } from "./proto.js";
+import { encode, readHolder, type StoredHolder } from "./record.js";
+import type { PrefixWatcher } from "./watch.js";
+
+/** What the steps of every kind share in one backend instance. */
+export interface EtcdContext {
+  readonly client: EtcdClient;
+  readonly leases: Leases;
+  readonly book: HeldLocks;
+  readonly watcher: PrefixWatcher;
+  readonly prefix: string;
+}
 
 /** One key this host wrote and still counts as its own. */
 export interface HeldEntry extends Timed {
@@ -38,7 +57,7 @@ const END_ATTEMPTS = 60;
 const END_SLACK_MS = 5;
 
 /** The entries of one backend instance. */
-export class HeldBook {
+export class HeldLocks {
   readonly #byOwner = new Map<string, HeldEntry>();
   /**
    * Acquisitions whose answer was lost (a timeout, a dropped connection): the key may have been
@@ -139,6 +158,26 @@ export class HeldBook {
     return false;
   }
 
+  /**
+   * Deletes `entry`'s key (a release) with `remove`, a transaction whose answer the caller reads.
+   * Let go first, not forgotten: the deletion's event is then no loss, and if the deletion fails
+   * the hold still ends at its TTL by this host's timer. Resolves to the transaction's answer
+   * (the entry forgotten), or to undefined when it failed but its deletion was seen (it was
+   * applied: released); rejects when it failed and the key is this host's again.
+   */
+  async letGo<T>(entry: HeldEntry, remove: () => Promise<T>): Promise<T | undefined> {
+    this.lettingGo(entry.owner);
+    let res: T;
+    try {
+      res = await remove();
+    } catch (err) {
+      if (this.kept(entry)) return undefined; // its deletion was seen: it was applied
+      throw err;
+    }
+    if (this.get(entry.owner) === entry) this.drop(entry.owner);
+    return res;
+  }
+
   /** Ends `entry`'s hold at once (a queue place whose host gave it up but whose deletion failed). */
   endNow(entry: HeldEntry): void {
     if (this.#byOwner.get(entry.owner) !== entry) return;
@@ -235,4 +274,82 @@ export class HeldBook {
       }
     }
   }
+}
+
+/** One hold to renew. */
+interface HeldRenewal {
+  readonly entry: HeldEntry;
+  readonly ttlMs: number;
+}
+
+/** Why a hold is not the caller's: no holder, or another one. */
+export type Refusal = "not_found" | "mismatch";
+
+/**
+ * Renews by request, for every kind: each owner's entry in this host's book, or, for a hold this
+ * host did not take (a restored lock), what `readEntry` finds in etcd and enters.
+ */
+export async function renewRequests(
+  c: EtcdContext,
+  reqs: readonly RenewRequest[],
+  keyOf: (req: RenewRequest) => string,
+  readEntry: (key: string, owner: string) => Promise<HeldEntry | Refusal>,
+  refused: (key: string) => Promise<Refusal>,
+): Promise<RenewResult[]> {
+  const results: RenewResult[] = new Array(reqs.length);
+  const held: HeldRenewal[] = [];
+  const at: number[] = [];
+  await Promise.all(reqs.map(async (r, i) => {
+    const key = keyOf(r);
+    const own = c.book.get(r.owner);
+    const entry = own?.key === key ? own : await readEntry(key, r.owner);
+    if (typeof entry === "string") results[i] = { ok: false, reason: entry };
+    else {
+      held.push({ entry, ttlMs: r.ttlMs });
+      at.push(i);
+    }
+  }));
+  (await renewHeld(c, held, refused)).forEach((r, j) => (results[at[j]!] = r));
+  return results;
+}
+
+/** etcd's default --max-txn-ops. */
+const MAX_TXN_OPS = 128;
+
+/** Renews each hold; `refused(key)` says why a hold that failed its compare is not this owner's. */
+async function renewHeld(c: EtcdContext, items: readonly HeldRenewal[], refused: (key: string) => Promise<Refusal>): Promise<RenewResult[]> {
+  const leases: ClassLease[] = await Promise.all(items.map((it) => c.leases.leaseFor(it.ttlMs)));
+  const now = Date.now();
+  const planned = items.map((it, i) => {
+    const lease = leases[i]!;
+    const expiresAtMs = endOf(now, it.ttlMs, lease);
+    const record: StoredHolder = { ...it.entry.record, e: expiresAtMs, t: it.ttlMs };
+    const compare: Compare = { key: it.entry.key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: it.entry.fence };
+    const put: RequestOp = { request_put: { key: it.entry.key, value: encode(record), lease: lease.id! } };
+    return { ...it, lease, expiresAtMs, record, compare, put };
+  });
+  type Planned = (typeof planned)[number];
+  const landed = (p: Planned): RenewResult => {
+    p.entry.record = p.record;
+    c.book.renewed(p.entry, p.lease, p.ttlMs);
+    return { ok: true, expiresAtMs: p.expiresAtMs };
+  };
+  const alone = async (p: Planned): Promise<RenewResult> => {
+    const res = await c.client.txn({ compare: [p.compare], success: [p.put] }, "a renewal");
+    if (res.succeeded) return landed(p);
+    if (c.book.get(p.entry.owner) === p.entry) c.book.drop(p.entry.owner);
+    return { ok: false, reason: await refused(p.entry.key) };
+  };
+  const results: RenewResult[] = [];
+  for (let i = 0; i < planned.length; i += MAX_TXN_OPS) {
+    const chunk = planned.slice(i, i + MAX_TXN_OPS);
+    if (chunk.length === 1) {
+      results.push(await alone(chunk[0]!));
+      continue;
+    }
+    const res = await c.client.txn({ compare: chunk.map((p) => p.compare), success: chunk.map((p) => p.put) }, "a batch of renewals");
+    if (res.succeeded) results.push(...chunk.map((p) => landed(p)));
+    else results.push(...(await Promise.all(chunk.map(alone))));
+  }
+  return results;
 }

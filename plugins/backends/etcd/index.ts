@@ -1,20 +1,19 @@
 // lockhost/etcd: locks in an etcd v3 cluster. Every kind of the lock model: the mutex and the
 // leader kind as one key per lock (mutex.ts, served through kit's MutexSteps), the queue kinds
 // as a directory of holder and queue-place keys (queue.ts). Fences are etcd revisions; waiters
-// wake on one watch over the prefix (watcher.ts); locks ride on this host's leases, one per TTL
+// wake on one watch over the prefix (watch.ts); locks ride on this host's leases, one per TTL
 // class (leases.ts), and end at their own TTL by this host's timer (held.ts).
 import type { Logger } from "pino";
 import { isPermanent, LOCK_KINDS, LockhostError, markPermanent, StepsByKind, TLS_REFUSED_PATTERN } from "../../../kit/index.js";
 import type { KindSteps, LockBackend, LockKind } from "../../../kit/index.js";
 import { EtcdClient } from "./client.js";
 import type { EtcdConfig } from "./config.js";
-import type { EtcdContext } from "./context.js";
-import { HeldBook } from "./held.js";
+import { HeldLocks, type EtcdContext } from "./held.js";
 import { Leases } from "./leases.js";
-import { CMP, TARGET } from "./messages.js";
 import { EtcdMutexStore } from "./mutex.js";
+import { CMP, TARGET } from "./proto.js";
 import { EtcdQueueSteps } from "./queue.js";
-import { PrefixWatcher } from "./watcher.js";
+import { PrefixWatcher } from "./watch.js";
 
 export { etcdConfigSchema, etcdDefaults, type EtcdConfig } from "./config.js";
 
@@ -31,7 +30,7 @@ export class EtcdBackend implements LockBackend {
   readonly endsOnlyAtExpiry = true;
   readonly #client: EtcdClient;
   readonly #leases: Leases;
-  readonly #book: HeldBook;
+  readonly #book: HeldLocks;
   readonly #watcher: PrefixWatcher;
   readonly #steps: StepsByKind;
   readonly #lostListeners: ((owner: string) => void)[] = [];
@@ -41,11 +40,16 @@ export class EtcdBackend implements LockBackend {
   /** Set once the start-up check of the key permissions passed (ping). */
   #granted = false;
 
-  private constructor(client: EtcdClient, config: EtcdConfig, log: Logger) {
+  /**
+   * Connects lazily: the backend exists at once, and calls fail with BACKEND_UNAVAILABLE until a
+   * member answers. Only the TLS files are read here (a file that cannot be read is a config error).
+   */
+  constructor(config: EtcdConfig, log: Logger) {
+    const client = new EtcdClient(config, log);
     this.#client = client;
     this.#prefix = config.keyPrefix;
     this.#leases = new Leases(client, log, config.leaseMarginMs, config.commandTimeoutMs, (id) => this.#book.leaseExpired(id));
-    this.#book = new HeldBook(client, this.#leases, log, (owner) => this.#lost(owner));
+    this.#book = new HeldLocks(client, this.#leases, log, (owner) => this.#lost(owner));
     this.#watcher = new PrefixWatcher(client, log, config.keyPrefix, {
       deleted: (owner, key) => this.#book.deleted(owner, key),
       missed: () => {
@@ -54,11 +58,6 @@ export class EtcdBackend implements LockBackend {
     });
     const context: EtcdContext = { client, leases: this.#leases, book: this.#book, watcher: this.#watcher, prefix: config.keyPrefix };
     this.#steps = new StepsByKind(new EtcdMutexStore(context), (kind) => new EtcdQueueSteps(kind, context));
-  }
-
-  /** Connects lazily: the backend exists at once, and calls fail with BACKEND_UNAVAILABLE until a member answers. */
-  static async open(config: EtcdConfig, log: Logger): Promise<EtcdBackend> {
-    return new EtcdBackend(await EtcdClient.open(config, log), config, log);
   }
 
   steps(kind: LockKind): KindSteps {

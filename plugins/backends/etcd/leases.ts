@@ -6,12 +6,13 @@
 // one message per class. Why not one lease per host: a lock must outlive a frozen holder for its
 // whole TTL (the holder believes in it until then), so the lease carrying it must last at least
 // that long after the last keepalive, and a long session lease would keep a dead host's short
-// locks for too long. A lock ends at its own TTL by this host's timer (HeldBook) while the host
-// lives; when the host dies or stalls, its class lease ends it at most TTL + margin later.
+// locks for too long. A lock ends at its own TTL by this host's timer (HeldLocks) while the host
+// lives; when the host dies or stalls, its class lease ends it at most TTL + margin later. A
+// lock's recorded end is never later than its lease is sure to last (endOf).
 import type { Logger } from "pino";
 import { LockhostError } from "../../../kit/index.js";
 import type { EtcdClient, EtcdStream } from "./client.js";
-import type { LeaseKeepAliveResponse } from "./messages.js";
+import type { LeaseKeepAliveResponse } from "./proto.js";
 
 /** One TTL class's lease. */
 export interface ClassLease {
@@ -30,6 +31,15 @@ export interface ClassLease {
   /** When it last had a user (ms, monotonic); an idle lease is revoked after a while. */
   idleSinceMs: number;
   granting: Promise<void> | undefined;
+}
+
+/**
+ * When a lock of `ttlMs` taken now ends (epoch ms): its TTL from now, or sooner if its lease is
+ * not sure to last that long (keepalives went unanswered), so a holder never counts on a lock
+ * its lease may already have ended.
+ */
+export function endOf(nowMs: number, ttlMs: number, lease: ClassLease): number {
+  return Math.min(nowMs + ttlMs, lease.sureUntilMs);
 }
 
 /** How long a lease without users is kept for the next lock of its class. */

@@ -4,12 +4,12 @@
 // of the acquiring transaction, above every revision before it in the whole cluster, durable
 // and the same on every member, so it never steps back, whatever restarts or elections happen.
 import type { ListRequest, LockPage, LockRecord, MutexAcquireRequest, MutexAcquireResult, MutexStore, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
-import { endOf, isLeaseGone, retryAfter, type EtcdContext } from "./context.js";
-import type { HeldEntry } from "./held.js";
+import { isLeaseGone } from "./errors.js";
+import { renewRequests, type EtcdContext, type HeldEntry, type Refusal } from "./held.js";
 import { mutexKey, prefixEnd } from "./keys.js";
-import { renewRequests, type Refusal } from "./renew.js";
-import { CMP, TARGET } from "./messages.js";
-import { decodeHolder, encode, holderRecord, readHolder, storedHolder, type StoredHolder } from "./record.js";
+import { endOf } from "./leases.js";
+import { CMP, TARGET } from "./proto.js";
+import { decodeHolder, encode, holderRecord, readHolder, retryAfter, storedHolder, type StoredHolder } from "./record.js";
 
 export class EtcdMutexStore implements MutexStore {
   readonly #c: EtcdContext;
@@ -67,22 +67,12 @@ export class EtcdMutexStore implements MutexStore {
       if (found.stored.o !== owner) return "mismatch";
       entry = await this.#c.book.adopt(owner, key, found.kv, found.stored);
     }
-    // Let go first, not forgotten: the deletion's event is then no loss, and if the deletion
-    // fails the hold still ends at its TTL by this host's timer.
-    this.#c.book.lettingGo(owner);
-    let res;
-    try {
-      res = await this.#c.client.txn({
-        compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: entry.fence }],
-        success: [{ request_delete_range: { key } }],
-        failure: [{ request_range: { key, count_only: true } }],
-      }, "a release");
-    } catch (err) {
-      if (this.#c.book.kept(entry)) return "released"; // its deletion was seen: it was applied
-      throw err;
-    }
-    if (this.#c.book.get(owner) === entry) this.#c.book.drop(owner);
-    if (res.succeeded) return "released";
+    const res = await this.#c.book.letGo(entry, () => this.#c.client.txn({
+      compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: entry.fence }],
+      success: [{ request_delete_range: { key } }],
+      failure: [{ request_range: { key, count_only: true } }],
+    }, "a release"));
+    if (res === undefined || res.succeeded) return "released";
     return Number(res.responses[0]?.response_range?.count ?? 0) > 0 ? "mismatch" : "not_found";
   }
 

@@ -1,7 +1,8 @@
 // The part of etcd's v3 gRPC API this backend speaks (etcdserverpb's rpc.proto and mvccpb's
-// kv.proto, etcd 3.4), as a protobuf JSON descriptor for @grpc/proto-loader's fromJSON: field
-// names and numbers exactly as etcd declares them, only the messages and methods used here.
-// Kept in code rather than as a .proto file so that no path has to be found at run time.
+// kv.proto, etcd 3.4): a protobuf JSON descriptor for @grpc/proto-loader's fromJSON (ETCD_PROTO:
+// field names and numbers exactly as etcd declares them, only the messages and methods used
+// here; kept in code rather than as a .proto file so that no path has to be found at run time),
+// then the shapes of those messages as they are decoded here.
 
 type Fields = Record<string, string>;
 
@@ -108,3 +109,109 @@ export const ETCD_PROTO = {
     },
   },
 } as const;
+
+// The shapes of etcd's messages as @grpc/proto-loader decodes them here (longs as strings,
+// bytes as Buffers, defaults filled in). Only the fields this backend reads or writes.
+
+export interface KeyValue {
+  readonly key: Buffer;
+  readonly create_revision: string;
+  readonly mod_revision: string;
+  readonly version: string;
+  readonly value: Buffer;
+  readonly lease: string;
+}
+
+export interface ResponseHeader {
+  readonly revision: string;
+}
+
+export interface RangeRequest {
+  readonly key: Buffer | string;
+  readonly range_end?: Buffer | string;
+  readonly limit?: number;
+  readonly serializable?: boolean;
+  readonly keys_only?: boolean;
+  readonly count_only?: boolean;
+}
+
+export interface RangeResponse {
+  readonly header: ResponseHeader;
+  readonly kvs: readonly KeyValue[];
+  readonly more: boolean;
+  readonly count: string;
+}
+
+export interface PutRequest {
+  readonly key: Buffer | string;
+  readonly value?: Buffer | string;
+  readonly lease?: string;
+  readonly ignore_lease?: boolean;
+}
+
+export interface DeleteRangeRequest {
+  readonly key: Buffer | string;
+  readonly range_end?: Buffer | string;
+  readonly prev_kv?: boolean;
+}
+
+/** Compare.result */
+export const CMP = { EQUAL: 0, GREATER: 1, LESS: 2, NOT_EQUAL: 3 } as const;
+/** Compare.target */
+export const TARGET = { VERSION: 0, CREATE: 1, MOD: 2, VALUE: 3, LEASE: 4 } as const;
+
+export interface Compare {
+  readonly result: number;
+  readonly target: number;
+  readonly key: Buffer | string;
+  readonly range_end?: Buffer | string;
+  readonly version?: string | number;
+  readonly create_revision?: string | number;
+  readonly mod_revision?: string | number;
+  readonly value?: Buffer | string;
+  readonly lease?: string;
+}
+
+export type RequestOp =
+  | { readonly request_range: RangeRequest }
+  | { readonly request_put: PutRequest }
+  | { readonly request_delete_range: DeleteRangeRequest };
+
+export interface TxnRequest {
+  readonly compare?: readonly Compare[];
+  readonly success?: readonly RequestOp[];
+  readonly failure?: readonly RequestOp[];
+}
+
+export interface ResponseOp {
+  readonly response?: "response_range" | "response_put" | "response_delete_range" | "response_txn";
+  readonly response_range?: RangeResponse;
+  readonly response_delete_range?: { readonly deleted: string; readonly prev_kvs: readonly KeyValue[] };
+}
+
+export interface TxnResponse {
+  readonly header: ResponseHeader;
+  readonly succeeded: boolean;
+  readonly responses: readonly ResponseOp[];
+}
+
+export interface WatchResponse {
+  readonly header: ResponseHeader;
+  readonly watch_id: string;
+  readonly created: boolean;
+  readonly canceled: boolean;
+  readonly compact_revision: string;
+  readonly cancel_reason: string;
+  readonly events: readonly { readonly type: "PUT" | "DELETE" | number; readonly kv: KeyValue; readonly prev_kv: KeyValue | null }[];
+}
+
+export interface LeaseGrantResponse {
+  readonly ID: string;
+  readonly TTL: string;
+  readonly error: string;
+}
+
+export interface LeaseKeepAliveResponse {
+  readonly ID: string;
+  readonly TTL: string;
+}

@@ -7,12 +7,12 @@
 // every host, from etcd itself. The fence is the revision of the acquiring transaction.
 import type { AcquireRequest, AcquireResult, KeyPage, KeyRecord, KindSteps, ListRequest, QueueKind, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
 import { KINDS } from "../../../kit/index.js";
-import { endOf, isLeaseGone, retryAfter, type EtcdContext } from "./context.js";
+import { isLeaseGone } from "./errors.js";
+import { renewRequests, type EtcdContext, type HeldEntry } from "./held.js";
 import { escapeName, parseKey, prefixEnd, queueDir, queueRoot, unescapeName } from "./keys.js";
-import { CMP, TARGET, type KeyValue, type RequestOp } from "./messages.js";
-import type { HeldEntry } from "./held.js";
-import { decodeHolder, encode, holderRecord, readHolder, storedHolder, type StoredHolder } from "./record.js";
-import { renewRequests } from "./renew.js";
+import { endOf } from "./leases.js";
+import { CMP, TARGET, type KeyValue, type RequestOp } from "./proto.js";
+import { decodeHolder, encode, holderRecord, readHolder, retryAfter, storedHolder, type StoredHolder } from "./record.js";
 
 /** How often an acquisition re-reads a directory another host changed under it before it says "not now". */
 const MAX_ATTEMPTS = 8;
@@ -102,21 +102,12 @@ export class EtcdQueueSteps implements KindSteps {
       if (found === undefined) return "not_found";
       entry = await this.#c.book.adopt(owner, key, found.kv, found.stored);
     }
-    // Let go first, not forgotten: the deletion's event is then no loss, and if the deletion
-    // fails the hold still ends at its TTL by this host's timer.
-    this.#c.book.lettingGo(owner);
-    let res;
-    try {
-      res = await this.#c.client.txn({
-        compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: entry.fence }],
-        success: [{ request_delete_range: { key } }],
-      }, "a release");
-    } catch (err) {
-      if (this.#c.book.kept(entry)) return "released"; // its deletion was seen: it was applied
-      throw err;
-    }
-    if (this.#c.book.get(owner) === entry) this.#c.book.drop(owner);
-    return res.succeeded ? "released" : "not_found";
+    const held = entry;
+    const res = await this.#c.book.letGo(held, () => this.#c.client.txn({
+      compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: held.fence }],
+      success: [{ request_delete_range: { key } }],
+    }, "a release"));
+    return res === undefined || res.succeeded ? "released" : "not_found";
   }
 
   async leaveQueue(name: string, owner: string): Promise<void> {

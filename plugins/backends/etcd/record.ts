@@ -1,9 +1,10 @@
 // The value of a holder's key (and of a queue place's): who holds it and until when, as short
 // JSON. Times are this host's clock (etcd has none to read): `a` when it was taken, `e` when it
-// ends unless renewed, `t` the TTL of the latest acquire or renew.
+// ends unless renewed, `t` the TTL of the latest acquire or renew. A contended acquirer's hint
+// comes from the holders' recorded ends (retryAfter).
 import type { Holder, HolderRecord, LockMode } from "../../../kit/index.js";
 import type { EtcdClient } from "./client.js";
-import type { KeyValue } from "./messages.js";
+import type { KeyValue } from "./proto.js";
 
 export interface StoredHolder {
   /** owner token */
@@ -63,4 +64,16 @@ export async function readHolder(client: EtcdClient, key: string): Promise<{ kv:
   const kv = (await client.range({ key })).kvs[0];
   const stored = kv === undefined ? undefined : decodeHolder(kv.value);
   return kv === undefined || stored === undefined ? undefined : { kv, stored };
+}
+
+/**
+ * The hint of a contended acquisition: when the earliest holder's recorded end comes. None once
+ * it has passed: that holder's host deletes the key at its end (or its lease does, if the host
+ * is gone), and the deletion wakes the waiters through the watch; retrying at once would only
+ * find the key again until the deletion lands.
+ */
+export function retryAfter(ends: readonly number[]): { retryAfterMs?: number } {
+  if (ends.length === 0) return {};
+  const left = Math.min(...ends) - Date.now();
+  return left > 0 ? { retryAfterMs: left } : {};
 }

@@ -1,6 +1,19 @@
 // `[locking.pg]`: every field declared once; the host's config reader, the defaults and the
-// README's config reference come from this schema.
-import { completeDefaultsOf, field, table, tlsFields, tlsProblem, type TableProblem, type TlsConfig } from "../../../kit/index.js";
+// README's config reference come from this schema. Also its translation to the node-postgres
+// settings every connection shares, TLS included (pgConnection).
+import type pg from "pg";
+import {
+  completeDefaultsOf,
+  field,
+  readTlsFiles,
+  table,
+  tlsFields,
+  tlsOptionsOf,
+  tlsProblem,
+  type TableProblem,
+  type TlsConfig,
+  type TlsFiles,
+} from "../../../kit/index.js";
 
 /**
  * `[locking.pg]`. The TLS fields (kit/tls.ts) apply to every connection; absent in a config
@@ -123,6 +136,24 @@ export function withoutSslParams(url: string): string {
     }
   });
   return url.slice(0, q) + (kept.length > 0 ? `?${kept.join("&")}` : "") + (hash < 0 ? "" : url.slice(hash));
+}
+
+/**
+ * The node-postgres settings of every connection of a backend (its sessions', its listener's,
+ * its DDL's), and the TLS files they use when the fields set them. TLS from the fields: files
+ * read once, here; the url's own TLS parameters (only those that agree, above) are removed,
+ * since node-postgres would let them replace these settings.
+ */
+export function pgConnection(config: PgConfig): { readonly connection: pg.ClientConfig; readonly tlsFiles: TlsFiles | undefined } {
+  const tlsFiles = pgTlsFields(config) ? readTlsFiles("[locking.pg]", config) : undefined;
+  const connection = {
+    connectionString: tlsFiles ? withoutSslParams(config.url) : config.url,
+    ...(tlsFiles && { ssl: tlsOptionsOf(tlsFiles) }),
+    connectionTimeoutMillis: config.commandTimeoutMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  };
+  return { connection, tlsFiles };
 }
 
 /** `[locking.pg]` as a config that leaves it out gets it: every field at its default. */

@@ -1,7 +1,9 @@
-// How driver and server errors become LockhostErrors: which ones end a session, and messages
-// that say what failed where, without ever carrying the connection password.
+// How driver and server errors become LockhostErrors: which ones end a session, which ones no
+// retry cures (permanent), and messages that say what failed where, without ever carrying the
+// connection password. Also how the backend's connections say an outage in the log (OutageLog).
 import pg from "pg";
-import { LockhostError, tlsRefusal, type TlsFiles } from "../../../kit/index.js";
+import type { Logger } from "pino";
+import { LockhostError, TLS_REFUSED_PATTERN, tlsRefusal, type TlsFiles } from "../../../kit/index.js";
 
 /** What an error message may say about the server, fixed per backend. */
 export interface ErrorContext {
@@ -19,6 +21,13 @@ export interface ErrorContext {
 
 /** The error of any call on a closed backend. */
 export const closedError = (): LockhostError => new LockhostError("CLOSED", "the pg backend is closed");
+
+/**
+ * Errors that retrying cannot cure: SQLSTATE 28P01/28000 (credentials or pg_hba refused) and
+ * 3D000 (no such database), answers of the server itself. A host name that does not resolve is
+ * not among them: it may resolve soon (a Kubernetes service not up yet).
+ */
+export const PG_PERMANENT = new RegExp(`SQLSTATE (28P01|28000|3D000)|password authentication failed|no pg_hba\\.conf entry|database "[^"]*" does not exist|${TLS_REFUSED_PATTERN.source}`, "i");
 
 /** Whether `err` is an error the server sent (as opposed to the socket or the driver). */
 export function isServerError(err: unknown): err is pg.DatabaseError {
@@ -80,4 +89,38 @@ function describe(err: unknown, what: string, ctx: ErrorContext): string {
     return `${where} did not answer ${what} within commandTimeoutMs (${ctx.commandTimeoutMs} ms): ${message}`;
   }
   return `${where} is unreachable (${what}): ${message}`;
+}
+
+// What the pg backend's connections say about an outage, said once for all of them: a frozen or
+// stopped server fails every session and the LISTEN connection, each in its own way (a connect
+// timeout, a statement timeout, the session ended with its locks), and each used to warn. The
+// first failure of an outage is the warning; the others of it go to debug (a session's lost
+// locks to info: each lock's loss is also the lock service's own line); the first connection
+// back says so at info. A warning is repeated at most every REPEAT_MS while the outage lasts.
+
+/** Longest an outage goes without its warning being said again. */
+export const REPEAT_MS = 5 * 60_000;
+
+/** One backend's connections' outage, as its log says it. */
+export class OutageLog {
+  /** performance.now() of the outage's last warning; undefined while every connection is fine. */
+  #warnedAt: number | undefined;
+
+  /** A connection failed: the outage's first failure (or one REPEAT_MS after its last warning) at warn, others at `quiet`. */
+  down(log: Logger, fields: Record<string, unknown>, message: string, quiet: "info" | "debug" = "debug"): void {
+    const now = performance.now();
+    if (this.#warnedAt === undefined || now - this.#warnedAt >= REPEAT_MS) {
+      this.#warnedAt = now;
+      log.warn(fields, message);
+    } else {
+      log[quiet](fields, message);
+    }
+  }
+
+  /** A connection is back: the first after an outage at info, others at debug. */
+  up(log: Logger, fields: Record<string, unknown>, message: string): void {
+    const was = this.#warnedAt !== undefined;
+    this.#warnedAt = undefined;
+    log[was ? "info" : "debug"](fields, message);
+  }
 }

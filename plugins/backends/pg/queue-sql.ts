@@ -25,7 +25,7 @@
 // Times are the server's clock, whole ms (clock_timestamp(), read after the key's row lock so
 // that a waited-for lock does not date a lease in the past).
 import { createHash } from "node:crypto";
-import { FENCE_BLOCK, quoteTable, type Statement } from "./sql.js";
+import { FENCE_BLOCK, quoteTable, type Statement } from "./mutex-sql.js";
 
 /** PostgreSQL's identifier limit (NAMEDATALEN - 1). */
 const MAX_IDENTIFIER = 63;

@@ -1,19 +1,17 @@
-// The pg backend's bookkeeping of the locks it holds: its sessions (a name's advisory id
+// The pg backend's book of the locks it holds (HeldLocks): its sessions (a name's advisory id
 // routes to one of them), the host deadline of each lease (one timer, a DeadlineQueue), how a
 // lease ends (at its deadline, unless another host renewed it by owner token meanwhile), unlocks,
-// and the owner tokens of leases that ended here. Every path of the backend (acquire.ts,
-// by-owner.ts, batch.ts, index.ts) works through it, so the states of a HeldLock
-// (held-lock.ts) change in this file only.
+// and the owner tokens of leases that ended here. Every path of the backend (mutex.ts, queue.ts,
+// index.ts) works through it, so the states of a HeldLock (the record of one advisory lock on
+// one session, below) change in this file only.
 import type pg from "pg";
 import type { Logger } from "pino";
-import type { OutageLog } from "./outage-log.js";
-import { DeadlineQueue } from "../../../kit/deadline-queue.js";
+import { DeadlineQueue, type Timed } from "../../../kit/deadline-queue.js";
 import type { ReleaseResult, RenewResult } from "../../../kit/index.js";
-import { backendError, closedError, type ErrorContext } from "./errors.js";
-import { HeldLock } from "./held-lock.js";
-import { waitLockOf, type AdvisoryKey } from "./key-hash.js";
-import { Session, type Rows } from "./session.js";
-import type { Channels, Statement, Statements } from "./sql.js";
+import { Session, type Rows } from "./client.js";
+import { backendError, closedError, type ErrorContext, type OutageLog } from "./errors.js";
+import { waitLockOf, type AdvisoryKey } from "./keys.js";
+import type { Channels, Statement, Statements } from "./mutex-sql.js";
 
 /** How many ended leases' owner tokens are remembered (their renew and release need no round trip). */
 const ENDED_LIMIT = 4096;
@@ -29,8 +27,8 @@ export const ELSEWHERE = Symbol("elsewhere");
 /** Resolves to undefined: for waiting on a promise however it ends. */
 export const ignore = (): undefined => undefined;
 
-/** What a LockBook needs from its backend. */
-export interface LockBookOptions {
+/** What a HeldLocks needs from its backend. */
+export interface HeldLocksOptions {
   /** How many sessions (dedicated connections) hold the locks. */
   readonly sessions: number;
   /** node-postgres settings of each session's connection. */
@@ -56,7 +54,7 @@ export interface LockBookOptions {
 }
 
 /** The sessions of one backend and the locks held on them. */
-export class LockBook {
+export class HeldLocks {
   readonly sessions: readonly Session[];
   readonly sql: Statements;
   readonly channels: Channels;
@@ -70,7 +68,7 @@ export class LockBook {
   /** Owner tokens of leases that ended here, oldest first: such a lease is over everywhere. */
   readonly #ended = new Set<string>();
 
-  constructor(options: LockBookOptions) {
+  constructor(options: HeldLocksOptions) {
     this.sql = options.sql;
     this.channels = options.channels;
     this.errors = options.errors;
@@ -242,7 +240,7 @@ export class LockBook {
   }
 
   /**
-   * Starts handing held `lock` to another owner on its session (handoff.ts): its lease ends
+   * Starts handing held `lock` to another owner on its session (mutex.ts handOver): its lease ends
    * here (no deadline, no renewal applies) while `busy`, the statement moving its row, is in
    * flight; an attempt on its id waits for that.
    */
@@ -292,4 +290,43 @@ export class LockBook {
     this.expiry.clear();
     await Promise.all(this.sessions.map((s) => s.close()));
   }
+}
+
+// The host-side record of one advisory lock on one session. Advisory locks are re-entrant
+// per session, so PostgreSQL cannot tell two callers sharing a session apart: these records
+// do. A session keeps at most one per advisory id, from the moment an acquire is sent until
+// the lock is unlocked, and nobody sends pg_try_advisory_lock for an id that has one.
+
+/**
+ * - "acquiring": the acquire statement is in flight (the server may already hold the lock);
+ * - "held": acquired, with a host deadline in the expiry queue;
+ * - "checking": past its host deadline, a statement asks whether another host renewed the
+ *   lease by owner (then "held" again, with a later deadline) or unlocks it ("releasing");
+ * - "releasing": an unlock is in flight (release, expiry, or cleanup after a failed acquire).
+ * A record leaves its session's map when its unlock is answered (or its caller stopped
+ * waiting: the unlock still goes out, ahead of anything sent later on that session) or when
+ * the session ends.
+ */
+export type HeldLockState = "acquiring" | "held" | "checking" | "releasing";
+
+/** One lock a session holds or is about to hold or release. */
+export class HeldLock implements Timed {
+  state: HeldLockState = "acquiring";
+  /** performance.now() by which the lease ends: from when the acquire (or last renew) was sent. */
+  deadline = Infinity;
+  heapIndex = -1;
+  /** The fence handed out with the lock (once "held"): names this holding in control messages. */
+  fence = 0;
+  /** The lease's end on the server's clock as this host last set it (ms since the epoch). */
+  expiresAtMs = 0;
+  /** The statement in flight ("acquiring", "checking", "releasing"); may reject: callers waiting on it ignore how it ends. */
+  busy: Promise<unknown> | undefined;
+
+  constructor(
+    /** The fully qualified lock name. */
+    readonly key: string,
+    /** The owner token the lock was acquired with. */
+    readonly owner: string,
+    readonly advisory: AdvisoryKey,
+  ) {}
 }

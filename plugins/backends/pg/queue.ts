@@ -1,5 +1,6 @@
-// The steps of read/write locks and semaphores (kit/steps.ts) on PostgreSQL: each one statement
-// (queue-sql.ts) on the session the key's shared id routes to. Nothing is held on the session:
+// The steps of the queue kinds (read/write locks, semaphores, fair mutexes: kit/kinds.ts) on
+// PostgreSQL (kit/steps.ts): each one statement (queue-sql.ts) on the session the key's shared
+// id routes to. Nothing is held on the session:
 // holders are rows with leases on the server's clock, so a host that dies leaves rows that lapse.
 import type {
   ListRequest,
@@ -17,16 +18,16 @@ import type {
   KindSteps,
 } from "../../../kit/index.js";
 import { backendError, closedError } from "./errors.js";
-import { sharedKeyOf, waitLockOf, type AdvisoryKey } from "./key-hash.js";
-import { NOT_FOUND, type LockBook } from "./lock-book.js";
-import type { Rows } from "./session.js";
+import type { Rows } from "./client.js";
+import { NOT_FOUND, type HeldLocks } from "./held.js";
+import { sharedKeyOf, waitLockOf, type AdvisoryKey } from "./keys.js";
+import type { Statement } from "./mutex-sql.js";
 import type { QueueStatements } from "./queue-sql.js";
-import type { QueueTables } from "./queue-tables.js";
-import type { Statement } from "./sql.js";
+import type { QueueTables } from "./tables.js";
 
 /** What the shared steps need from their backend. */
 export interface QueueContext {
-  readonly book: LockBook;
+  readonly book: HeldLocks;
   readonly sql: QueueStatements;
   readonly tables: QueueTables;
   /** This machine's name, recorded with each holder. */

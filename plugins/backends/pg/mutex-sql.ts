@@ -1,6 +1,7 @@
-// Every statement the pg backend sends, built once per backend for its tables. Each lock step
-// is ONE statement (one round trip, one implicit transaction), named so that every session
-// parses and plans it once.
+// Every statement of the pg backend's mutex (mutex.ts) and of its sessions and LISTEN connection
+// (client.ts, watch.ts), built once per backend for its tables; the queue kinds' are in
+// queue-sql.ts. Each lock step is ONE statement (one round trip, one implicit transaction),
+// named so that every session parses and plans it once.
 //
 // Who holds a lock is decided by the advisory lock alone. Two tables, keyed by advisory id
 // (names whose ids collide share their rows, as they share their lock), hold what advisory

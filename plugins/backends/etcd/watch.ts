@@ -1,6 +1,6 @@
 // One watch over every key under the prefix, for the life of the backend: it wakes waiters
 // when a lock may have become free (a holder's or a queue place's key deleted, a leader's value
-// put) and tells HeldBook of deletions (a force-release, an expired lease), so a holder hears
+// put) and tells HeldLocks (held.ts) of deletions (a force-release, an expired lease), so a holder hears
 // of its loss within a round trip. A broken stream resumes from the revision after the last one
 // seen, on the next endpoint, so no release is missed; when etcd has compacted that revision
 // away, `missed` is called (the host then checks every lock it holds) and every waiter is woken.
@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import { ReleaseListeners, type ReleaseWatch } from "../../../kit/index.js";
 import { withBytes, type EtcdClient, type EtcdStream } from "./client.js";
 import { parseKey, prefixEnd } from "./keys.js";
-import type { KeyValue, WatchResponse } from "./messages.js";
+import type { KeyValue, WatchResponse } from "./proto.js";
 import { decodeHolder } from "./record.js";
 
 /** What the watch reports besides waking listeners. */

@@ -1,5 +1,6 @@
-// One dedicated PostgreSQL connection that holds advisory locks, and the bookkeeping of the
-// locks on it. Session-level advisory locks belong to the connection, so the connection is
+// The pg backend's connections to the server, its sessions (Session; the LISTEN connection is
+// watch.ts's): one dedicated PostgreSQL connection that holds advisory locks, and the bookkeeping
+// of the locks on it. Session-level advisory locks belong to the connection, so the connection is
 // never shared with a pool or handed to anyone else, and when it ends every lock on it is
 // gone: the session forgets them at once and reports them lost.
 //
@@ -18,11 +19,10 @@
 //   locked) keeps its sessions, and their locks.
 import pg from "pg";
 import type { Logger } from "pino";
-import type { OutageLog } from "./outage-log.js";
 import { LockhostError } from "../../../kit/index.js";
-import { backendError, closedError, endsSession, type ErrorContext } from "./errors.js";
-import type { HeldLock } from "./held-lock.js";
-import type { Statement } from "./sql.js";
+import { backendError, closedError, endsSession, type ErrorContext, type OutageLog } from "./errors.js";
+import type { HeldLock } from "./held.js";
+import type { Statement } from "./mutex-sql.js";
 
 /** What a session needs from its backend. */
 export interface SessionOptions {

@@ -52,7 +52,7 @@ export function advisoryKeyFromId(id: bigint): AdvisoryKey {
 /**
  * The wait lock of an advisory key: the same 64 bits as two signed int4s, i.e. an advisory lock
  * in PostgreSQL's two-key space (objsubid 2), which no int8 lock id can name. Waiters hold it
- * shared while they watch the key, and a release notifies only when it cannot take it (sql.ts).
+ * shared while they watch the key, and a release notifies only when it cannot take it (mutex-sql.ts).
  */
 export function waitLockOf(advisory: AdvisoryKey): readonly [number, number] {
   return [advisory.classid | 0, advisory.objid | 0];

@@ -3,16 +3,15 @@
 // session: a session's statements queue behind each other and its end takes its locks, while
 // this one only waits for notifications and may drop and come back at no cost but a missed
 // message (so every listener is called once after it comes back). It also holds the wait lock
-// of every watched key, shared (sql.ts): that is how a release elsewhere knows someone waits,
+// of every watched key, shared (mutex-sql.ts): that is how a release elsewhere knows someone waits,
 // and a NOTIFY is sent only then. The locks go with the connection; a new one takes them again.
 import pg from "pg";
 import type { Logger } from "pino";
-import type { OutageLog } from "./outage-log.js";
-import { backendError, type ErrorContext } from "./errors.js";
-import { backoffMs, destroy } from "./session.js";
-import type { Statement } from "./sql.js";
+import { backoffMs, destroy } from "./client.js";
+import { backendError, type ErrorContext, type OutageLog } from "./errors.js";
+import type { Statement } from "./mutex-sql.js";
 
-/** A wait lock (key-hash.ts waitLockOf). */
+/** A wait lock (keys.ts waitLockOf). */
 type WaitLock = readonly [number, number];
 
 /** How often a wait lock that was taken exclusive for an instant (a release checking) is tried again. */
@@ -33,7 +32,7 @@ export interface ListenerOptions {
   readonly onReconnect: () => void;
   /** Called each time LISTEN is confirmed (the first time too): what was sent before it was not heard. */
   readonly onListening: () => void;
-  /** Takes wait locks shared (sql.ts waitOn), and lets one go (waitOff). */
+  /** Takes wait locks shared (mutex-sql.ts waitOn), and lets one go (waitOff). */
   readonly waitOn: Statement;
   readonly waitOff: Statement;
   readonly errors: ErrorContext;

@@ -36,6 +36,15 @@ export function restore(core: ServiceCore, ref: LockRefInput, owner: string, opt
   return restoreCounted(core, checked, owner, options);
 }
 
+/**
+ * restore for a full name and owner already checked (the guest's boundary made them of its
+ * bytes, and checked its TTL): nothing is checked again.
+ */
+export function restoreChecked(core: ServiceCore, checked: CheckedRef, owner: string, options: RestoreOptions): Promise<Lease> {
+  if (core.closing) return Promise.reject(closedError());
+  return restoreCounted(core, checked, owner, options);
+}
+
 /** Counted in flight like an acquisition: close() waits for it, and it hands out no lease once closing. */
 async function restoreCounted(core: ServiceCore, checked: CheckedRef, owner: string, options: RestoreOptions): Promise<Lease> {
   core.attemptStarted();

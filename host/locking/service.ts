@@ -83,9 +83,27 @@ export type WithOptions = WithLockOptions & SpecOptions;
 /** What `with` runs under the lock. */
 export type LockedFn<T> = (signal: AbortSignal, lease: Lease) => Promise<T> | T;
 
+/** Reads a service's core: set by the class's static block, which alone can see #core. */
+let coreOf: (service: LockService) => ServiceCore;
+
+/**
+ * The internals of `service`, for the host's own guest runtime (host/runtime/lock-calls), which
+ * checks its inputs once at its own boundary and then calls the step functions (acquire.ts,
+ * election.ts, restore.ts, status.ts) on them directly. The internal door: not a member of
+ * LockService, and not exported from the package entry.
+ * @internal
+ */
+export function serviceCore(service: LockService): ServiceCore {
+  return coreOf(service);
+}
+
 /** Validated, scoped locking over one backend, shared by every guest of a host. */
 export class LockService {
   readonly #core: ServiceCore;
+
+  static {
+    coreOf = (service) => service.#core;
+  }
 
   constructor(backend: LockBackend, options: LockServiceOptions) {
     if (typeof backend !== "object" || backend === null || typeof backend.steps !== "function" || !Array.isArray(backend.kinds)) {
@@ -163,14 +181,6 @@ export class LockService {
   }
 
   /**
-   * tryLock for a request already checked by checkRequest: no input is checked again.
-   * @internal For the guest runtime, which checks its inputs at its own boundary.
-   */
-  tryChecked(request: CheckedRequest): Promise<Lease | null> {
-    return tryChecked(this.#core, request);
-  }
-
-  /**
    * Takes the lock `ref`, waiting up to `options.waitMs` (Infinity: no limit) for it. Waiters on
    * this host are served in arrival order; each is woken by a release (on any host sharing the
    * backend), by the end of the holder's lease, or, as a fallback, by jittered polling. A waiting
@@ -182,15 +192,6 @@ export class LockService {
    */
   async acquire(ref: LockRefInput, options: WaitOptions): Promise<Lease> {
     return this.#acquire(ref, options, specOf(options));
-  }
-
-  /**
-   * acquire for a request already checked by checkRequest, with `waitMs` already validated
-   * (validateWaitMs): no input is checked again.
-   * @internal For the guest runtime, which checks its inputs at its own boundary.
-   */
-  acquireChecked(request: CheckedRequest, waitMs: number, signal?: AbortSignal): Promise<Lease> {
-    return acquireChecked(this.#core, request, waitMs, signal);
   }
 
   /**
@@ -505,16 +506,6 @@ export class LockService {
     if (this.#core.closing) throw closedError();
     const request = electionRequest(election, options);
     const { waitMs, signal, value } = campaignWait(options);
-    return campaign(this.#core, election, request, value, waitMs, signal);
-  }
-
-  /**
-   * campaign for a request already checked by electionRequest, with `value` and `waitMs`
-   * validated: no input is checked again.
-   * @internal For the guest runtime, which checks its inputs at its own boundary.
-   */
-  campaignChecked(election: string, request: CheckedRequest, value: string, waitMs: number, signal?: AbortSignal): Promise<Leadership> {
-    if (this.#core.closing) return Promise.reject(closedError());
     return campaign(this.#core, election, request, value, waitMs, signal);
   }
 

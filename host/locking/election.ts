@@ -164,7 +164,7 @@ export class Leadership {
    * when the backend failed (the lease then ends at its TTL).
    */
   async resign(): Promise<void> {
-    if (this.#core.closed) throw closedError();
+    if (this.#core.life.closed) throw closedError();
     const failed = await releaseIfHeld(this.#core, this.lease);
     if (failed) throw failed;
   }

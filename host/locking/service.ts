@@ -132,7 +132,7 @@ export class LockService {
 
   /** This host's node name, recorded as the holder of every lock it takes. */
   get node(): string {
-    return this.#core.node;
+    return this.#core.config.node;
   }
 
   /** The backend's kind ("memory", "redis", "pg"). */
@@ -244,7 +244,7 @@ export class LockService {
   /** Every try of every kind. Not async: the lock path is measured in microseconds, and one more frame is one more microtask. */
   /** Every try of every kind (`spec` when the caller read it already, else from `options`). Not async: one more frame is one more microtask. */
   #try(ref: LockRefInput, options: TryOptions, spec?: LockSpec): Promise<Lease | null> {
-    if (this.#core.closing) return Promise.reject(closedError());
+    if (this.#core.life.closing) return Promise.reject(closedError());
     let request: CheckedRequest;
     try {
       request = requestOf(ref, options, spec ?? specOf(options));
@@ -255,7 +255,7 @@ export class LockService {
   }
 
   async #acquire(ref: LockRefInput, options: AcquireOptions, spec: LockSpec): Promise<Lease> {
-    if (this.#core.closing) throw closedError();
+    if (this.#core.life.closing) throw closedError();
     const request = requestOf(ref, options, spec);
     const waitMs = validateWaitMs(options.waitMs);
     return acquireChecked(this.#core, request, waitMs, validateSignal(options.signal, "signal"));
@@ -398,7 +398,7 @@ export class LockService {
    * (`details.permanent` = 1 when retrying cannot help) or CLOSED.
    */
   ping(): Promise<void> {
-    this.#core.checkOpen();
+    this.#core.life.checkOpen();
     return this.#core.backendCall(() => this.#core.backend.ping());
   }
 
@@ -424,7 +424,7 @@ export class LockService {
    */
   heldElsewhere(name: string, kind: LockKind = MUTEX.kind): Promise<readonly LockRef[]> {
     return this.#defer(() => {
-      this.#core.checkOpen();
+      this.#core.life.checkOpen();
       return heldElsewhere(this.#core, validateName(name), checkKind(kind, LOCK_KINDS));
     });
   }
@@ -503,7 +503,7 @@ export class LockService {
    * `resign()`. INVALID_ARGUMENT for bad input or a backend without elections.
    */
   async campaign(election: string, options: CampaignOptions): Promise<Leadership> {
-    if (this.#core.closing) throw closedError();
+    if (this.#core.life.closing) throw closedError();
     const request = electionRequest(election, options);
     const { waitMs, signal, value } = campaignWait(options);
     return campaign(this.#core, election, request, value, waitMs, signal);

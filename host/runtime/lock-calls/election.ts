@@ -31,7 +31,7 @@ export async function campaignLock(locks: GuestLocks, key: string, value: string
   const budget = waitBudget(waitMs, limit);
   let leadership: Leadership;
   try {
-    if (locks.core.closing) throw closedError();
+    if (locks.core.life.closing) throw closedError();
     leadership = await campaign(locks.core, key, request, value, Math.min(waitMs, budget), locks.signal);
   } catch (err) {
     const e = toLockhostError(err);

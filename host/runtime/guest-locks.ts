@@ -65,7 +65,7 @@ export interface Held {
 
 /** One guest instance's view of the lock service: its handles, namespace and lifecycle. */
 export class GuestLocks {
-  /** The public service, for the calls that take a Lease (renew, release); they check nothing a guest could get wrong. */
+  /** The public service, for the calls that take a Lease (renew, release, auto-release): they check only what the key is not (a renewal's TTL). */
   readonly service: LockService;
   /** The service's internals (the internal door): the guest's checked requests go straight to the steps. */
   readonly core: ServiceCore;

@@ -102,25 +102,30 @@ const IMPLEMENTATIONS: {
 
 /**
  * Runs one remote operation whose raw arguments the runtime hands over: `number(i)` is its
- * i-th number argument, `bytes(i)` its i-th string argument's bytes (both in ABI order). What
- * it throws or rejects with, bad input included, becomes its (-code, message) reply here.
+ * i-th number argument, `bytes(i)` its i-th string argument's bytes (both in ABI order), and
+ * hands its reply to `answer`, at once when the operation answers at once. What the operation
+ * throws or rejects with, bad input included, becomes its (-code, message) reply here: the one
+ * place (errorReply). `answer` goes in the reply's own `.then`, so an operation that waits costs
+ * no promise more than its own.
  */
-export function runOp(
+export function runOp<T>(
   calls: GuestCalls,
   op: OpSpec,
   number: (i: number) => number,
   bytes: (i: number) => Uint8Array,
   ctx: CallContext,
-): Promise<AbiReply> | AbiReply {
+  answer: (reply: AbiReply) => T | Promise<T>,
+): T | Promise<T> {
   const impl = (IMPLEMENTATIONS as Record<string, ((calls: GuestCalls, args: never, ctx: CallContext) => Promise<AbiReply> | AbiReply) | undefined>)[op.name];
-  const failed = (err: unknown): AbiReply => errorReply(err, calls.locks.log);
+  const failed = (err: unknown): T | Promise<T> => answer(errorReply(err, calls.locks.log));
   if (!impl) return failed(new Error(`${op.module}.${op.name} is not served by the host`));
+  let reply: Promise<AbiReply> | AbiReply;
   try {
-    const reply = impl(calls, checkedArgs(op, number, bytes) as never, ctx);
-    return reply instanceof Promise ? reply.catch(failed) : reply;
+    reply = impl(calls, checkedArgs(op, number, bytes) as never, ctx);
   } catch (err) {
     return failed(err);
   }
+  return reply instanceof Promise ? reply.then(answer, failed) : answer(reply);
 }
 
 /**

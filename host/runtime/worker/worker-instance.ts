@@ -48,6 +48,8 @@ interface Generation {
 }
 
 const encoder = new TextEncoder();
+/** runOp's answer when the reply itself is wanted. */
+const asIs = (reply: AbiReply): AbiReply => reply;
 /** An empty argument (a host function called with no input): no copy to make. */
 const NO_BYTES = new Uint8Array(0);
 
@@ -355,6 +357,7 @@ export class WorkerGuest extends GuestShell {
         return len === 0 ? NO_BYTES : data.slice(from, from + len);
       },
       (gen.contexts[fn === undefined ? 0 : fn + 1] ??= { waitLimit: () => this.#waitLimit(gen), ...(fn !== undefined && { fn }) }),
+      asIs,
     );
   }
 

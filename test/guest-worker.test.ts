@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import * as S from "../abi/status.js";
 import { LockService } from "../host/locking/service.js";
-import { currentWorker, type WorkerGuest } from "../host/runtime/worker/worker-guest.js";
+import { currentWorker, type WorkerGuest } from "../host/runtime/worker/worker-instance.js";
 import { faultyBackend } from "./support/faulty-backend.js";
 import { startWorkerGuest } from "./support/guest.js";
 import { guestFixture } from "./support/guest-fixture.js";

@@ -4,7 +4,8 @@ import { globalKeyMatcher, qualify } from "../host/locking/scope.js";
 import type { LockBackend } from "../kit/backend.js";
 import { Lease, takeLeaseControl } from "../host/locking/lease.js";
 import { checkRequest } from "../host/locking/request.js";
-import { LockService } from "../host/locking/service.js";
+import { LockService, serviceCore } from "../host/locking/service.js";
+import { acquireChecked, tryChecked } from "../host/locking/acquire.js";
 import { MAX_NAME_BYTES } from "../host/locking/validate.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { faultyBackend } from "./support/faulty-backend.js";
@@ -634,23 +635,26 @@ describe("pre-checked requests", () => {
     expect(locks.stats()).toMatchObject({ acquisitions: 0, contended: 0 });
   });
 
-  it("tryChecked and acquireChecked take, contend and wait like tryLock and acquire", async () => {
+  it("tryChecked and acquireChecked (the internal door, serviceCore) take, contend and wait like tryLock and acquire", async () => {
+    const core = serviceCore(locks);
     const request = checkRequest("orders", { ttlMs: 5_000, scope: { plugin: "billing" } });
-    const lease = await locks.tryChecked(request);
+    const lease = await tryChecked(core, request);
     expect(lease).toMatchObject({ name: "billing:orders", fence: 1, holder: { plugin: "billing", node: "node-a" } });
-    expect(await locks.tryChecked(request)).toBeNull();
-    await expect(locks.acquireChecked(request, 0)).rejects.toMatchObject({ code: "TIMEOUT" });
-    const waiting = locks.acquireChecked(request, 5_000);
+    expect(await tryChecked(core, request)).toBeNull();
+    await expect(acquireChecked(core, request, 0)).rejects.toMatchObject({ code: "TIMEOUT" });
+    const waiting = acquireChecked(core, request, 5_000);
     await locks.release(lease!);
     const next = await waiting;
     expect(next.fence).toBe(2);
     const aborted = new AbortController();
-    const cut = locks.acquireChecked(request, 5_000, aborted.signal);
+    const cut = acquireChecked(core, request, 5_000, aborted.signal);
     aborted.abort(new Error("stop"));
     await expect(cut).rejects.toThrow("stop");
     await locks.close();
-    await expect(locks.tryChecked(request)).rejects.toMatchObject({ code: "CLOSED" });
-    await expect(locks.acquireChecked(request, 0)).rejects.toMatchObject({ code: "CLOSED" });
+    await expect(tryChecked(core, request)).rejects.toMatchObject({ code: "CLOSED" });
+    await expect(acquireChecked(core, request, 0)).rejects.toMatchObject({ code: "CLOSED" });
+    // The door is not on the public class.
+    expect(Object.getOwnPropertyNames(LockService.prototype).filter((name) => name.endsWith("Checked"))).toEqual([]);
   });
 });
 

@@ -43,7 +43,7 @@ type Contended = Extract<AcquireResult, { acquired: false }>;
  * a waiter that died frees the queue within this.
  */
 function queueMsOf(core: ServiceCore): number {
-  return 3 * core.pollIntervalMs + 1_000;
+  return 3 * core.config.pollIntervalMs + 1_000;
 }
 
 const contendedAsNull = (): null => null;
@@ -62,7 +62,7 @@ export const NO_TIME_LEFT_BACKOFF_MS = 50;
 /** One attempt at a checked request: a Lease, or null when someone else holds the key. */
 export function tryChecked(core: ServiceCore, request: CheckedRequest): Promise<Lease | null> {
   // Not async: the lock path is measured in microseconds, and one more frame is one more microtask.
-  if (core.closing) return Promise.reject(closedError());
+  if (core.life.closing) return Promise.reject(closedError());
   if (contendedHere(core, request)) return Promise.resolve(null);
   return attempt(core, request, contendedAsNull);
 }
@@ -80,13 +80,13 @@ function contendedHere(core: ServiceCore, request: CheckedRequest): boolean {
 
 /** Counts an attempt that found the key held (and tells the listeners that asked for "contended" events). */
 export function countContended(core: ServiceCore, request: CheckedRequest): void {
-  core.contended++;
+  core.counts.contended++;
   if (core.events.wants("contended")) core.events.emit({ type: "contended", ...kindOf(request.spec), name: request.name, plugin: request.plugin, atMs: Date.now() });
 }
 
 /** Takes a checked request's key, waiting up to `waitMs` (validated) for it (see LockService.acquire). */
 export async function acquireChecked(core: ServiceCore, request: CheckedRequest, waitMs: number, signal?: AbortSignal): Promise<Lease> {
-  if (core.closing) throw closedError();
+  if (core.life.closing) throw closedError();
   signal?.throwIfAborted();
   const started = performance.now();
   // A waiting writer queues from its first attempt, so readers arriving after it stand behind it,
@@ -111,7 +111,7 @@ export async function acquireChecked(core: ServiceCore, request: CheckedRequest,
 async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended: (result: Contended) => C, queueMs = 0, minted?: string): Promise<Lease | C> {
   const req = acquireRequest(core, request, queueMs, minted);
   const steps = core.steps(request.spec.kind);
-  core.attemptStarted();
+  core.life.attemptStarted();
   try {
     // The host's deadline counts from before the request left, so it never outlives the server's.
     const sentAt = performance.now();
@@ -121,14 +121,14 @@ async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended:
     } catch (err) {
       throw failed(core, request, req, err);
     }
-    if (core.closing) {
+    if (core.life.closing) {
       // close() began while the backend worked: nobody may get a lease now (close() waits for this).
       if (result.acquired) await core.giveBack(req.key, req.owner, request.spec.kind, true);
       throw closedError();
     }
     return taken(core, request, result, req, sentAt, contended, minted !== undefined);
   } finally {
-    core.attemptDone();
+    core.life.attemptDone();
   }
 }
 
@@ -254,7 +254,7 @@ async function wait(
     let notBefore = first === NO_TIME_LEFT ? performance.now() + jittered(NO_TIME_LEFT_BACKOFF_MS) : 0;
     for (;;) {
       signal?.throwIfAborted();
-      if (core.closing) throw closedError();
+      if (core.life.closing) throw closedError();
       const head = core.waits.isHead(queueKey, waiter);
       // A lease of this host's line holds the key: it will be handed over, or released here.
       const local = head && shouldTry && handsOff ? core.waits.localHolder(queueKey) : undefined;
@@ -271,11 +271,11 @@ async function wait(
       }
       const left = deadline - performance.now();
       if (left <= 0) {
-        core.waitTimeouts++;
+        core.counts.waitTimeouts++;
         throw timeoutError(request, performance.now() - started, waitMs);
       }
       // The head sleeps until a release, the holder's lease end, or the next poll; the others until promoted.
-      const poll = jittered(core.pollIntervalMs);
+      const poll = jittered(core.config.pollIntervalMs);
       const backoff = notBefore - performance.now();
       const nap = head ? Math.min(left, backoff > 0 ? backoff : hint === undefined ? poll : Math.min(poll, hint + 1)) : left;
       const why = await waiter.sleep(nap);
@@ -298,9 +298,9 @@ async function wait(
     const acquired = taken !== undefined;
     // A writer that gives up leaves the backend's queue now, so readers need not wait for its place to lapse.
     if (!acquired && queue) void steps.leaveQueue(name, queue.owner).catch(() => undefined);
-    core.waitsDone++;
+    core.counts.waitsDone++;
     const waitedMs = performance.now() - started;
-    core.waitTimeMs += waitedMs;
+    core.counts.waitTimeMs += waitedMs;
     if (core.events.wants("waited")) {
       const outcome = acquired ? "acquired" : performance.now() >= deadline ? "timeout" : "failed";
       core.events.emit({ type: "waited", ...kindOf(spec), name, plugin: request.plugin, waitedMs: Math.round(waitedMs), outcome, atMs: Date.now() });

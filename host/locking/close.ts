@@ -19,26 +19,26 @@ const MAX_RETRY_PAUSE_MS = 1000;
  * is given up.
  */
 export function close(core: ServiceCore, closeBackend: boolean, releaseTimeoutMs?: number): Promise<LockhostError[]> {
-  core.closePromise ??= closeOnce(core, closeBackend, releaseTimeoutMs);
-  return core.closePromise;
+  core.life.closePromise ??= closeOnce(core, closeBackend, releaseTimeoutMs);
+  return core.life.closePromise;
 }
 
 /** Resolves to the errors of releases that failed (those locks end at their TTL). */
 async function closeOnce(core: ServiceCore, closeBackend: boolean, releaseTimeoutMs: number | undefined): Promise<LockhostError[]> {
   const deadline = releaseTimeoutMs === undefined ? undefined : performance.now() + releaseTimeoutMs;
-  core.closing = true;
+  core.life.closing = true;
   // Waiting acquisitions end with CLOSED (they are counted in `inFlight` while they try).
   core.waits.wakeAll();
   core.sentinel.stop();
   // An acquisition that completes now gives its lock back itself (see attempt in acquire.ts).
-  await core.attemptsDrained();
+  await core.life.attemptsDrained();
   // Locks left by calls that failed before get one more try while the backend is still open.
   // The book closes first: from here on, a release that fails is retried by the loop below
   // (with a deadline) or named to the caller, never by the book's timer behind its back.
   await core.unsettled.close();
   const failed = deadline === undefined ? await releaseAll(core) : await releaseAllUntil(core, deadline);
   core.renewals.close();
-  core.closed = true;
+  core.life.closed = true;
   if (closeBackend) await core.backend.close();
   return failed;
 }

@@ -17,6 +17,18 @@ import { WaitQueues } from "./waiting.js";
 import { stepsOf, waitKey } from "./kinds.js";
 import type { KindSteps } from "../../kit/steps.js";
 import { ELECTION, KINDS, MUTEX, type LockKind } from "../../kit/kinds.js";
+import { ServiceLife } from "./service-life.js";
+import { LockCounters } from "./stats.js";
+
+export { closedError } from "./service-life.js";
+
+/** What a service is told to be: its node name and how often a waiter polls. */
+export interface ServiceConfig {
+  /** This host's node name, recorded as the holder of every lock it takes. */
+  readonly node: string;
+  /** The longest pause between two tries of a waiting acquisition (jittered). */
+  readonly pollIntervalMs: number;
+}
 
 /** What a ServiceCore is made of (the LockService's options, resolved). */
 export interface ServiceParts {
@@ -34,17 +46,23 @@ export interface ServiceParts {
   readonly unsettledHost: (core: ServiceCore) => UnsettledHost;
 }
 
-/** Internal to host/locking: one LockService's shared state and its common steps. */
+/**
+ * Internal to host/locking: one LockService's shared state and its common steps. Each field is
+ * one object with one job (what it was told, its life, its counters, its books of leases, its
+ * waiters, renewals and events); none is a bare number or flag that any module may set.
+ */
 export class ServiceCore {
   readonly backend: LockBackend;
-  /** This host's node name, recorded as the holder of every lock it takes. */
-  readonly node: string;
+  /** What the service was told to be (frozen). */
+  readonly config: ServiceConfig;
+  /** Open, closing or closed, and the acquisitions in flight close() waits for. */
+  readonly life = new ServiceLife();
+  /** The counters LockStats reads, bumped on the lock path. */
+  readonly counts = new LockCounters();
   /** Held leases by owner token (restore finds a lease this service holds by it). */
   readonly held = new HeldLeases();
   readonly renewals: RenewalManager;
   readonly waits: WaitQueues;
-  /** The longest pause between two tries of a waiting acquisition (jittered). */
-  readonly pollIntervalMs: number;
   /** Reads the watched elections' leaders to notice one that ended without a notice (election-sentinel.ts). */
   readonly sentinel: ElectionSentinel;
   /** Installed in every lease this service makes: an observed lease's end gets watched. */
@@ -57,31 +75,6 @@ export class ServiceCore {
   readonly released = new ReleasedOwners();
   /** Locks whose acquisition or release failed with the outcome unknown, released by owner once the backend answers. */
   readonly unsettled: UnsettledLocks;
-  /**
-   * Acquisitions (and restores) waiting on the backend now; close() waits until none are. A
-   * count, not a set of their promises: tracking a promise took a Set entry, a closure and a
-   * `.then` per attempt.
-   */
-  inFlight = 0;
-  /** Resolves close()'s wait once inFlight drops to 0 (set only while close() waits). */
-  #drained: (() => void) | undefined = undefined;
-  /** Set when close() starts: no new acquisitions; leases held can still renew and release. */
-  closing = false;
-  /** Set when close() is done: every call rejects with CLOSED. */
-  closed = false;
-  /** The first close() call's result, which later calls return. */
-  closePromise: Promise<LockhostError[]> | undefined = undefined;
-  // Counters (see LockStats): plain numbers, bumped on the lock path without allocating.
-  acquisitions = 0;
-  contended = 0;
-  renewalsOk = 0;
-  renewalsFailed = 0;
-  lost = 0;
-  waitsDone = 0;
-  waitTimeouts = 0;
-  waitTimeMs = 0;
-  /** Releases that handed their key to this host's next waiter (handoff.ts). */
-  handoffs = 0;
 
   /** The mutex's steps, asked for on every acquisition, release and renewal: made at once, kept apart from the map. */
   readonly #mutexSteps: KindSteps | undefined;
@@ -94,8 +87,7 @@ export class ServiceCore {
   constructor(parts: ServiceParts) {
     this.backend = parts.backend;
     this.#mutexSteps = parts.backend.kinds.includes(MUTEX.kind) ? parts.backend.steps(MUTEX.kind) : undefined;
-    this.node = parts.node;
-    this.pollIntervalMs = parts.pollIntervalMs;
+    this.config = Object.freeze({ node: parts.node, pollIntervalMs: parts.pollIntervalMs });
     this.waits = new WaitQueues();
     // Only a backend whose locks may end silently before their lease does needs the sentinel: an
     // in-process one hears of every end, and one whose leases run to their end is re-read then.
@@ -129,7 +121,7 @@ export class ServiceCore {
    */
   hold(lease: Lease, minted: boolean): void {
     this.held.add(lease, minted);
-    this.acquisitions++;
+    this.counts.acquisitions++;
     if (lease.keepalive) this.renewals.start(lease);
     if (this.events.wants("acquired")) {
       this.events.emit({ type: "acquired", ...kindOf(lease), name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, ttlMs: lease.ttlMs, atMs: Date.now() });
@@ -147,33 +139,10 @@ export class ServiceCore {
     let holder = this.#holders.get(plugin);
     if (holder === undefined) {
       if (this.#holders.size >= KNOWN_HOLDERS) this.#holders.clear();
-      this.#holders.set(plugin, (holder = Object.freeze({ plugin, node: this.node })));
+      this.#holders.set(plugin, (holder = Object.freeze({ plugin, node: this.config.node })));
     }
     this.#lastHolder = holder;
     return holder;
-  }
-
-  /** An acquisition (or restore) starts asking the backend: close() waits for it (pair with attemptDone). */
-  attemptStarted(): void {
-    this.inFlight++;
-  }
-
-  /** An acquisition that attemptStarted is over, lease handed out or given back. */
-  attemptDone(): void {
-    if (--this.inFlight === 0 && this.#drained !== undefined) {
-      const drained = this.#drained;
-      this.#drained = undefined;
-      drained();
-    }
-  }
-
-  /** Resolves once no acquisition is in flight (close(): no new ones start once `closing` is set). */
-  attemptsDrained(): Promise<void> {
-    if (this.inFlight === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const before = this.#drained;
-      this.#drained = before === undefined ? resolve : () => (before(), resolve());
-    });
   }
 
   /** Runs a backend step; any failure becomes BACKEND_UNAVAILABLE (not async: it is on the lock path). */
@@ -195,14 +164,9 @@ export class ServiceCore {
     return this.unsettled.giveBack(kind, name, owner, granted);
   }
 
-  /** Throws CLOSED once close() is done. */
-  checkOpen(): void {
-    if (this.closed) throw closedError();
-  }
-
   /** Throws unless `lease` is still held (ALREADY_RELEASED, LOST) and the service open (CLOSED). */
   checkUsable(lease: Lease): void {
-    this.checkOpen();
+    this.life.checkOpen();
     if (lease.state === "released") {
       throw new LockhostError("ALREADY_RELEASED", `lock ${lease.name} (fence ${lease.fence}) was already released`);
     }
@@ -213,7 +177,7 @@ export class ServiceCore {
 
   /** Ends `lease` as lost for `reason`: out of the books, no more renewals, observers told. */
   markLost(lease: Lease, reason: LockhostError): void {
-    this.lost++;
+    this.counts.lost++;
     this.held.delete(lease.owner);
     this.renewals.forget(lease);
     leases.markLost(lease, reason);
@@ -243,11 +207,6 @@ function backendFailure(err: unknown): never {
 /** What a failed backend step is to the caller: BACKEND_UNAVAILABLE, unless it already was a LockhostError. */
 export function backendError(err: unknown): LockhostError {
   return toLockhostError(err, "BACKEND_UNAVAILABLE");
-}
-
-/** The error of every call made once the service is closing (acquisitions) or closed (the rest). */
-export function closedError(): LockhostError {
-  return new LockhostError("CLOSED", "the lock service is closed");
 }
 
 /** The error of a renew or release the backend refused: the lease had ended or changed hands. */

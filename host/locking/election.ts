@@ -13,7 +13,7 @@ import { waitKey } from "./kinds.js";
 import { closedError, type ServiceCore } from "./core.js";
 import type { Lease } from "./lease.js";
 import { releaseIfHeld } from "./release.js";
-import { checkRequest, type CheckedRequest } from "./request.js";
+import { requestFor, type CheckedRequest } from "./request.js";
 import type { Scope } from "./scope.js";
 import { validateKey, validateOptions, validateSignal, validateWaitMs } from "./validate.js";
 
@@ -44,7 +44,8 @@ export function electionKey(election: unknown): string {
 /** The election's lock request: the leader kind's lease on its name, with keepalive on. */
 export function electionRequest(name: string, options: CampaignOptions): CheckedRequest {
   validateOptions(options, "options", true);
-  return checkRequest(electionKey(name), { ttlMs: options.ttlMs, scope: options.scope, plugin: options.plugin, keepalive: true } as const, LEADER);
+  // electionKey checked the key (naming it `election`): requestFor checks the rest.
+  return requestFor(electionKey(name), { ttlMs: options.ttlMs, scope: options.scope, plugin: options.plugin, keepalive: true } as const, LEADER);
 }
 
 /** `value` checked: a string of at most MAX_LEADER_VALUE_BYTES bytes (INVALID_ARGUMENT otherwise). */
@@ -164,7 +165,7 @@ export class Leadership {
    * when the backend failed (the lease then ends at its TTL).
    */
   async resign(): Promise<void> {
-    if (this.#core.closed) throw closedError();
+    if (this.#core.life.closed) throw closedError();
     const failed = await releaseIfHeld(this.#core, this.lease);
     if (failed) throw failed;
   }

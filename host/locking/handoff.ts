@@ -43,7 +43,7 @@ async function handOverTo(core: ServiceCore, lease: Lease, minted: boolean, wait
   // Set when the head's grant came with no time left: it tries itself only after a backoff.
   let backoff = false;
   // close() waits for it as for an attempt: the head may get a lease from it.
-  core.attemptStarted();
+  core.life.attemptStarted();
   try {
     // The head's deadline counts from before the request left, as an attempt's does.
     const sentAt = performance.now();
@@ -77,7 +77,7 @@ async function handOverTo(core: ServiceCore, lease: Lease, minted: boolean, wait
     }
     releaseDone(core, lease);
     // close() began meanwhile: nobody may get a lease now.
-    if (next?.acquired === true && core.closing) await core.giveBack(req.key, req.owner, lease.kind, true);
+    if (next?.acquired === true && core.life.closing) await core.giveBack(req.key, req.owner, lease.kind, true);
     else if (next !== undefined) {
       // As an attempt's answer: a lease, or contended (another host took the key between a
       // release and the attempt; or a grant with no time left, given back).
@@ -86,11 +86,11 @@ async function handOverTo(core: ServiceCore, lease: Lease, minted: boolean, wait
       else backoff = outcome === NO_TIME_LEFT;
     }
   } finally {
-    core.attemptDone();
+    core.life.attemptDone();
     // No lease: the head tries itself (the key may be free, or the release failed); after a
     // grant with no time left, not before a backoff (as an attempt of its own would wait).
     if (backoff) setTimeout(() => waiter.deliver(undefined), timerMs(jittered(NO_TIME_LEFT_BACKOFF_MS)));
     else waiter.deliver(handed);
   }
-  if (handed !== undefined) core.handoffs++;
+  if (handed !== undefined) core.counts.handoffs++;
 }

@@ -49,7 +49,7 @@ export function leaderInfo(election: string, name: string, key: KeyRecord | null
 
 /** Reads who leads `election` (lock `name`) now. */
 export async function readLeader(core: ServiceCore, election: string, name: string): Promise<LeaderInfo> {
-  core.checkOpen();
+  core.life.checkOpen();
   const record = await core.backendCall(() => core.steps(ELECTION).status(name));
   return leaderInfo(election, name, record);
 }
@@ -65,7 +65,7 @@ function identity(info: LeaderInfo): string {
  * one wake-up that is undone by the next read is not seen; the latest state always is.
  */
 export async function* observeLeader(core: ServiceCore, election: string, name: string, signal: AbortSignal | undefined): AsyncGenerator<LeaderInfo, void, undefined> {
-  core.checkOpen();
+  core.life.checkOpen();
   let pending = true;
   let wake: (() => void) | undefined;
   const poke = (): void => {
@@ -95,7 +95,7 @@ export async function* observeLeader(core: ServiceCore, election: string, name: 
     /** Reads in a row that found the leader past its lease's end (see below). */
     let overdueReads = 0;
     for (;;) {
-      if (signal?.aborted || core.closing) return;
+      if (signal?.aborted || core.life.closing) return;
       if (!pending) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(poke, timerMs(nextReadMs));
@@ -105,10 +105,10 @@ export async function* observeLeader(core: ServiceCore, election: string, name: 
           };
         });
         wake = undefined;
-        if (signal?.aborted || core.closing) return;
+        if (signal?.aborted || core.life.closing) return;
       }
       pending = false;
-      core.checkOpen();
+      core.life.checkOpen();
       const record = await core.backendCall(() => core.steps(ELECTION).status(name));
       const info = leaderInfo(election, name, record);
       const remainingMs = record?.holders[0]?.ttlRemainingMs;
@@ -123,7 +123,7 @@ export async function* observeLeader(core: ServiceCore, election: string, name: 
       // Next read without a wake: when the lease is due to end (expiry is not signalled by
       // every backend), else the poll interval (a pg session that died is not either).
       const dueMs = remainingMs === undefined ? Infinity : overdueReads > 0 ? 2 ** Math.min(overdueReads - 1, 30) : remainingMs + 1;
-      nextReadMs = Math.min(dueMs, core.pollIntervalMs);
+      nextReadMs = Math.min(dueMs, core.config.pollIntervalMs);
       const id = identity(info);
       // A leader between winning the key and proclaiming (a campaign is two writes: observers
       // read when the old leader's release wakes them, as the new one wins) is no leader yet:

@@ -60,7 +60,7 @@ interface PageRequest {
 
 /** One page of the locks held now (see LockService.list). */
 export async function list(core: ServiceCore, options: ListOptions = {}): Promise<LockListPage> {
-  core.checkOpen();
+  core.life.checkOpen();
   const limit = options.limit ?? DEFAULT_LIST_LIMIT;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
     throw new LockhostError("INVALID_ARGUMENT", `limit must be an integer from 1 to ${MAX_LIST_LIMIT}, got ${String(limit)}`);

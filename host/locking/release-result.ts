@@ -47,7 +47,7 @@ export function releaseTarget(target: unknown, owner: unknown, options: ReleaseO
 
 /** Releases `target`, telling what became of it (see LockService.tryRelease). */
 export async function tryRelease(core: ServiceCore, target: ReleaseTarget): Promise<ReleaseOutcome> {
-  core.checkOpen();
+  core.life.checkOpen();
   if (target instanceof Lease) return releaseLease(core, target);
   // By reference and owner: this service's own lease for it, if it holds one, keeps its messages.
   const lease = core.held.get(target.owner);

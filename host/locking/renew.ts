@@ -14,10 +14,10 @@ export function renewalHost(core: ServiceCore): RenewalHost {
   return {
     renewMany: (kind, reqs) => core.backendCall(() => core.steps(kind).renewMany(reqs)),
     renewed: (lease, expiresAtMs, sentAt) => {
-      core.renewalsOk++;
+      core.counts.renewalsOk++;
       leases.extend(lease, expiresAtMs, sentAt + lease.ttlMs);
     },
-    renewalFailed: () => void core.renewalsFailed++,
+    renewalFailed: () => void core.counts.renewalsFailed++,
     lost: (lease, reason, stillHeld) => {
       if (lease.state === "held") core.markLost(lease, reason);
       // Only we know the owner token: giving it back can delete nothing but our own lock.
@@ -35,16 +35,16 @@ export async function renew(core: ServiceCore, lease: Lease, ttlMs: number): Pro
   try {
     result = await core.backendCall(() => renewOne(core.steps(lease.kind), lease.name, lease.owner, ttlMs));
   } catch (err) {
-    core.renewalsFailed++;
+    core.counts.renewalsFailed++;
     throw err;
   }
   if (!result.ok) {
-    core.renewalsFailed++;
+    core.counts.renewalsFailed++;
     const e = lostError(lease, result.reason);
     if (lease.state === "held") core.markLost(lease, e);
     throw e;
   }
-  core.renewalsOk++;
+  core.counts.renewalsOk++;
   if (lease.state !== "held") return;
   leases.extend(lease, result.expiresAtMs, sentAt + ttlMs);
   core.renewals.replan(lease);

@@ -1,6 +1,6 @@
 // One acquisition's inputs, checked once. The public tryLock/acquire check what they are given
-// and then hand a CheckedRequest to a path that trusts it; the guest runtime, which checks at
-// its own boundary, can build one and skip the service's checks on every later attempt.
+// and then hand a CheckedRequest to a path that trusts it; the guest runtime, whose key was
+// checked at its own boundary, builds one with requestFor and calls that path directly.
 import { LockhostError } from "../../kit/errors.js";
 import { DEFAULT_KEEPALIVE } from "./options.js";
 import { PLUGIN_NAME_PATTERN, qualify, type Scope } from "./scope.js";
@@ -72,6 +72,14 @@ export interface CheckedRequest {
  */
 export function checkRequest(key: string, options: TryLockOptions, spec: TakeSpec = MUTEX): CheckedRequest {
   validateKey(key);
+  return requestFor(key, options, spec);
+}
+
+/**
+ * checkRequest for a key already checked where it came in (the guest's boundary, lock-ops.ts,
+ * made it of the guest's bytes): the options and spec are checked, the key is not again.
+ */
+export function requestFor(key: string, options: TryLockOptions, spec: TakeSpec = MUTEX): CheckedRequest {
   validateOptions(options, "options", true);
   const ttlMs = validateTtl(options.ttlMs);
   const scope = options.scope ?? "global";

@@ -23,7 +23,7 @@ export interface RestoreOptions extends LockRefOptions {
 
 /** The lease for `owner`'s lock `ref` (see LockService.restore). */
 export function restore(core: ServiceCore, ref: LockRefInput, owner: string, options: RestoreOptions): Promise<Lease> {
-  if (core.closing) return Promise.reject(closedError());
+  if (core.life.closing) return Promise.reject(closedError());
   let checked: CheckedRef;
   try {
     checked = checkRef(ref, options);
@@ -36,13 +36,22 @@ export function restore(core: ServiceCore, ref: LockRefInput, owner: string, opt
   return restoreCounted(core, checked, owner, options);
 }
 
+/**
+ * restore for a full name and owner already checked (the guest's boundary made them of its
+ * bytes, and checked its TTL): nothing is checked again.
+ */
+export function restoreChecked(core: ServiceCore, checked: CheckedRef, owner: string, options: RestoreOptions): Promise<Lease> {
+  if (core.life.closing) return Promise.reject(closedError());
+  return restoreCounted(core, checked, owner, options);
+}
+
 /** Counted in flight like an acquisition: close() waits for it, and it hands out no lease once closing. */
 async function restoreCounted(core: ServiceCore, checked: CheckedRef, owner: string, options: RestoreOptions): Promise<Lease> {
-  core.attemptStarted();
+  core.life.attemptStarted();
   try {
     return await restoreNamed(core, checked, owner, options);
   } finally {
-    core.attemptDone();
+    core.life.attemptDone();
   }
 }
 
@@ -52,7 +61,7 @@ async function restoreNamed(core: ServiceCore, { name, kind }: CheckedRef, owner
   const sentAt = performance.now();
   const steps = core.steps(kind);
   const found = await core.backendCall(() => steps.status(name));
-  if (core.closing) throw closedError();
+  if (core.life.closing) throw closedError();
   const holders = found?.holders ?? [];
   const record = holders.find((h) => h.owner === owner);
   if (!record) {

@@ -83,9 +83,27 @@ export type WithOptions = WithLockOptions & SpecOptions;
 /** What `with` runs under the lock. */
 export type LockedFn<T> = (signal: AbortSignal, lease: Lease) => Promise<T> | T;
 
+/** Reads a service's core: set by the class's static block, which alone can see #core. */
+let coreOf: (service: LockService) => ServiceCore;
+
+/**
+ * The internals of `service`, for the host's own guest runtime (host/runtime/lock-calls), which
+ * checks its inputs once at its own boundary and then calls the step functions (acquire.ts,
+ * election.ts, restore.ts, status.ts) on them directly. The internal door: not a member of
+ * LockService, and not exported from the package entry.
+ * @internal
+ */
+export function serviceCore(service: LockService): ServiceCore {
+  return coreOf(service);
+}
+
 /** Validated, scoped locking over one backend, shared by every guest of a host. */
 export class LockService {
   readonly #core: ServiceCore;
+
+  static {
+    coreOf = (service) => service.#core;
+  }
 
   constructor(backend: LockBackend, options: LockServiceOptions) {
     if (typeof backend !== "object" || backend === null || typeof backend.steps !== "function" || !Array.isArray(backend.kinds)) {
@@ -114,7 +132,7 @@ export class LockService {
 
   /** This host's node name, recorded as the holder of every lock it takes. */
   get node(): string {
-    return this.#core.node;
+    return this.#core.config.node;
   }
 
   /** The backend's kind ("memory", "redis", "pg"). */
@@ -163,14 +181,6 @@ export class LockService {
   }
 
   /**
-   * tryLock for a request already checked by checkRequest: no input is checked again.
-   * @internal For the guest runtime, which checks its inputs at its own boundary.
-   */
-  tryChecked(request: CheckedRequest): Promise<Lease | null> {
-    return tryChecked(this.#core, request);
-  }
-
-  /**
    * Takes the lock `ref`, waiting up to `options.waitMs` (Infinity: no limit) for it. Waiters on
    * this host are served in arrival order; each is woken by a release (on any host sharing the
    * backend), by the end of the holder's lease, or, as a fallback, by jittered polling. A waiting
@@ -182,15 +192,6 @@ export class LockService {
    */
   async acquire(ref: LockRefInput, options: WaitOptions): Promise<Lease> {
     return this.#acquire(ref, options, specOf(options));
-  }
-
-  /**
-   * acquire for a request already checked by checkRequest, with `waitMs` already validated
-   * (validateWaitMs): no input is checked again.
-   * @internal For the guest runtime, which checks its inputs at its own boundary.
-   */
-  acquireChecked(request: CheckedRequest, waitMs: number, signal?: AbortSignal): Promise<Lease> {
-    return acquireChecked(this.#core, request, waitMs, signal);
   }
 
   /**
@@ -243,7 +244,7 @@ export class LockService {
   /** Every try of every kind. Not async: the lock path is measured in microseconds, and one more frame is one more microtask. */
   /** Every try of every kind (`spec` when the caller read it already, else from `options`). Not async: one more frame is one more microtask. */
   #try(ref: LockRefInput, options: TryOptions, spec?: LockSpec): Promise<Lease | null> {
-    if (this.#core.closing) return Promise.reject(closedError());
+    if (this.#core.life.closing) return Promise.reject(closedError());
     let request: CheckedRequest;
     try {
       request = requestOf(ref, options, spec ?? specOf(options));
@@ -254,7 +255,7 @@ export class LockService {
   }
 
   async #acquire(ref: LockRefInput, options: AcquireOptions, spec: LockSpec): Promise<Lease> {
-    if (this.#core.closing) throw closedError();
+    if (this.#core.life.closing) throw closedError();
     const request = requestOf(ref, options, spec);
     const waitMs = validateWaitMs(options.waitMs);
     return acquireChecked(this.#core, request, waitMs, validateSignal(options.signal, "signal"));
@@ -397,7 +398,7 @@ export class LockService {
    * (`details.permanent` = 1 when retrying cannot help) or CLOSED.
    */
   ping(): Promise<void> {
-    this.#core.checkOpen();
+    this.#core.life.checkOpen();
     return this.#core.backendCall(() => this.#core.backend.ping());
   }
 
@@ -423,7 +424,7 @@ export class LockService {
    */
   heldElsewhere(name: string, kind: LockKind = MUTEX.kind): Promise<readonly LockRef[]> {
     return this.#defer(() => {
-      this.#core.checkOpen();
+      this.#core.life.checkOpen();
       return heldElsewhere(this.#core, validateName(name), checkKind(kind, LOCK_KINDS));
     });
   }
@@ -502,19 +503,9 @@ export class LockService {
    * `resign()`. INVALID_ARGUMENT for bad input or a backend without elections.
    */
   async campaign(election: string, options: CampaignOptions): Promise<Leadership> {
-    if (this.#core.closing) throw closedError();
+    if (this.#core.life.closing) throw closedError();
     const request = electionRequest(election, options);
     const { waitMs, signal, value } = campaignWait(options);
-    return campaign(this.#core, election, request, value, waitMs, signal);
-  }
-
-  /**
-   * campaign for a request already checked by electionRequest, with `value` and `waitMs`
-   * validated: no input is checked again.
-   * @internal For the guest runtime, which checks its inputs at its own boundary.
-   */
-  campaignChecked(election: string, request: CheckedRequest, value: string, waitMs: number, signal?: AbortSignal): Promise<Leadership> {
-    if (this.#core.closing) return Promise.reject(closedError());
     return campaign(this.#core, election, request, value, waitMs, signal);
   }
 

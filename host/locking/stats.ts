@@ -40,22 +40,39 @@ export interface LockStats {
   readonly renewalTimers: number;
 }
 
+/**
+ * The counters a service bumps on the lock path: plain numbers, bumped without allocating.
+ * Read as a LockStats snapshot (statsOf).
+ */
+export class LockCounters {
+  acquisitions = 0;
+  contended = 0;
+  renewalsOk = 0;
+  renewalsFailed = 0;
+  lost = 0;
+  waitsDone = 0;
+  waitTimeouts = 0;
+  waitTimeMs = 0;
+  /** Releases that handed their key to this host's next waiter (handoff.ts). */
+  handoffs = 0;
+}
+
 /** A snapshot of `core`'s counters. */
 export function statsOf(core: ServiceCore): LockStats {
-  const { renewals } = core;
+  const { renewals, counts } = core;
   return {
     held: core.held.size,
     keepalive: renewals.keepaliveCount,
-    acquisitions: core.acquisitions,
-    contended: core.contended,
-    renewalsOk: core.renewalsOk,
-    renewalsFailed: core.renewalsFailed,
-    lost: core.lost,
+    acquisitions: counts.acquisitions,
+    contended: counts.contended,
+    renewalsOk: counts.renewalsOk,
+    renewalsFailed: counts.renewalsFailed,
+    lost: counts.lost,
     waiters: core.waits.size,
-    waits: core.waitsDone,
-    waitTimeouts: core.waitTimeouts,
-    waitTimeMsTotal: core.waitTimeMs,
-    handoffs: core.handoffs,
+    waits: counts.waitsDone,
+    waitTimeouts: counts.waitTimeouts,
+    waitTimeMsTotal: counts.waitTimeMs,
+    handoffs: counts.handoffs,
     cleanups: core.unsettled.cleaned,
     unsettled: core.unsettled.size,
     // Each tick that renews sends exactly one batch.

@@ -61,7 +61,7 @@ export interface LockStatus {
 
 /** Who holds the `kind` lock `name` (see LockService.status). */
 export async function status(core: ServiceCore, name: string, kind: LockKind = MUTEX.kind, options?: StatusOptions): Promise<LockStatus> {
-  core.checkOpen();
+  core.life.checkOpen();
   const steps = core.steps(kind);
   const record = await core.backendCall(() => steps.status(name));
   const owners = options?.owners === true;
@@ -74,7 +74,7 @@ export async function status(core: ServiceCore, name: string, kind: LockKind = M
 
 /** Removes every holder of the `kind` lock `name`; this service's leases on it are lost at once. Resolves to how many there were. */
 export async function forceRelease(core: ServiceCore, name: string, kind: LockKind = MUTEX.kind): Promise<number> {
-  core.checkOpen();
+  core.life.checkOpen();
   const steps = core.steps(kind);
   const key = waitKey(kind, name);
   core.forceReleasing.add(key);

@@ -31,11 +31,6 @@ export function validateName(name: unknown, argName = "name"): string {
   return value;
 }
 
-/** The error for a key of `bytes` UTF-8 bytes when that is over MAX_KEY_BYTES, else undefined. */
-export function keyLengthError(bytes: number, argName = "key"): LockhostError | undefined {
-  return lengthError(bytes, argName, MAX_KEY_BYTES);
-}
-
 function validateString(value: unknown, argName: string, maxBytes: number): string {
   if (typeof value !== "string") {
     throw new LockhostError("INVALID_ARGUMENT", `${argName} must be a string, got ${typeof value}`);

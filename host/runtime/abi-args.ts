@@ -3,7 +3,6 @@
 import { STATE_HELD, STATE_LOST, STATE_RELEASED } from "../../abi/status.js";
 import { LockhostError } from "../../kit/errors.js";
 import type { Lease } from "../locking/lease.js";
-import { keyLengthError } from "../locking/validate.js";
 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
@@ -20,19 +19,13 @@ export function stateOf(lease: Lease): number {
   return lease.state === "lost" || performance.now() >= lease.deadline ? STATE_LOST : STATE_HELD;
 }
 
-/** A key from guest memory: 1 to MAX_KEY_BYTES bytes of valid UTF-8. */
-export function decodeKey(bytes: Uint8Array): string {
-  return decodeUtf8(bytes, "key");
-}
-
 /**
- * A text argument from guest memory: `minBytes` (default 1) to `maxBytes` (default
- * MAX_KEY_BYTES) bytes of valid UTF-8, named `argName` in errors.
+ * A text argument whose length was checked where it was read off guest memory (OpImport.read,
+ * against its form's limit): at least `minBytes` (default 1) bytes of valid UTF-8, named
+ * `argName` in errors. The boundary's one decoding of a key (lock-ops.ts).
  */
-export function decodeUtf8(bytes: Uint8Array, argName: string, maxBytes?: number, minBytes = 1): string {
+export function decodeText(bytes: Uint8Array, argName: string, minBytes = 1): string {
   if (bytes.byteLength < minBytes) throw new LockhostError("INVALID_ARGUMENT", `${argName} must not be empty`);
-  const tooLong = maxBytes === undefined ? keyLengthError(bytes.byteLength, argName) : bytes.byteLength > maxBytes ? new LockhostError("INVALID_ARGUMENT", `${argName} is ${bytes.byteLength} bytes of UTF-8; the maximum is ${maxBytes}`) : undefined;
-  if (tooLong) throw tooLong;
   try {
     return strictUtf8.decode(bytes);
   } catch {

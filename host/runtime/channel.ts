@@ -39,7 +39,7 @@ export const DATA_BYTES = 64 * 1024;
  * How many times the guest's thread checks the reply slot before it sleeps in Atomics.wait
  * (about 10 µs). A reply that comes back meanwhile spares both threads a futex sleep and
  * wake-up, most of a round trip's cost; the worker stops spinning for an operation whose
- * replies take longer (guest-worker.ts). The bench shows the floor with and without it.
+ * replies take longer (worker/thread.ts). The bench shows the floor with and without it.
  */
 export const SPINS_BEFORE_SLEEP = 2_000;
 

@@ -1,32 +1,24 @@
-// The lock ABI as seen from one guest instance, independent of how the guest runs: the worker
-// runtime calls it from the main thread after copying bytes out of guest memory, an inline
-// runtime would call it directly. It owns the guest's handle table, enforces scopes and
-// permissions, turns every failure into (-code, message), does auto-release, and tells the
-// runtime when a lock the guest holds is lost (so it can call the guest's lockhost_on_lost).
+// One guest instance's locks, independent of how the guest runs: its handle table, its
+// namespace and permissions, auto-release, and telling the runtime when a lock the guest holds is
+// lost (so it can call the guest's lockhost_on_lost). The lock calls themselves live by job in
+// lock-calls/ (acquisition, renew-release, queries, election), and the operation table
+// (lock-ops.ts) names which serves each import; they throw, and the dispatch turns what they
+// throw into the guest's reply in one place (guest-reply.ts).
 import type { Logger } from "pino";
-import { FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, STATE_HELD, STATE_LOST, STATE_RELEASED, TRY_CONTENDED } from "../../abi/status.js";
-import { LockhostError, toLockhostError } from "../../kit/errors.js";
+import { FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, STATE_HELD, STATE_LOST, STATE_RELEASED } from "../../abi/status.js";
+import { LockhostError } from "../../kit/errors.js";
+import type { ServiceCore } from "../locking/core.js";
 import type { Lease } from "../locking/lease.js";
-import { qualify, type Scope } from "../locking/scope.js";
-import { checkRequest, type CheckedRequest } from "../locking/request.js";
-import type { LockService, LockStatus } from "../locking/service.js";
-import { kindName } from "../locking/kinds.js";
-import { flaggedSpec, KINDS, LEADER, MUTEX, QUEUE_KINDS, type LockSpec, type QueueKind } from "../../kit/kinds.js";
-import { validateTtl, validateWaitMs } from "../locking/validate.js";
-import { electionKey, validateLeaderValue, type Leadership } from "../locking/election.js";
+import { requestFor, type CheckedRequest } from "../locking/request.js";
+import type { Scope } from "../locking/scope.js";
+import { serviceCore, type LockService } from "../locking/service.js";
+import type { TakeSpec } from "../../kit/kinds.js";
+import type { Leadership } from "../locking/election.js";
 import { stateOf } from "./abi-args.js";
+import { errorReply, type AbiReply } from "./guest-reply.js";
 import { HandleTable } from "./handle-table.js";
 
-/**
- * The answer to one ABI call: `result < 0` is -code and `text` its message; otherwise `text` is
- * the output string, if any, or `bytes` the output of a call whose reply is bytes (an HTTP
- * response, a host function's result).
- */
-export interface AbiReply {
-  readonly result: number;
-  readonly text?: string;
-  readonly bytes?: Uint8Array;
-}
+export type { AbiReply } from "./guest-reply.js";
 
 /** A lock the calling guest holds, as a host function's context and a fenced request see it. */
 export interface HeldLock {
@@ -61,7 +53,8 @@ export interface WaitLimit {
   readonly callTimeoutMs: number;
 }
 
-interface Held {
+/** A lock the guest has a handle for. */
+export interface Held {
   readonly lease: Lease;
   keep: boolean;
   /** Set while the guest or auto-release lets go of it: its loss is then no news for the guest. */
@@ -70,16 +63,20 @@ interface Held {
   unwatch: () => void;
 }
 
-
-/** One guest instance's view of the lock service. */
+/** One guest instance's view of the lock service: its handles, namespace and lifecycle. */
 export class GuestLocks {
-  readonly #service: LockService;
-  readonly #policy: GuestPolicy;
+  /** The public service, for the calls that take a Lease (renew, release, auto-release): they check only what the key is not (a renewal's TTL). */
+  readonly service: LockService;
+  /** The service's internals (the internal door): the guest's checked requests go straight to the steps. */
+  readonly core: ServiceCore;
+  readonly policy: GuestPolicy;
   readonly #log: Logger;
   /** The plugin's own namespace, made once rather than per call. */
   readonly #ownScope: Scope;
   /** Live handles, and how released ones ended (STATE_RELEASED or STATE_LOST). */
-  readonly #handles = new HandleTable<Held, number>();
+  readonly handles = new HandleTable<Held, number>();
+  /** The leaderships among the guest's leases (lock.campaign), for proclaim and resign. */
+  readonly leaderships = new WeakMap<Lease, Leadership>();
   /** Bumped by reset(): an acquisition that completes after a reset is released at once. */
   #epoch = 0;
   /** Aborted by reset(): a guest that is gone stops waiting. */
@@ -89,25 +86,24 @@ export class GuestLocks {
   #cancelled: LockhostError | undefined;
   /** The schedule's lock while a scheduled call (or its lockhost_on_lost(0)) runs: handle 0. */
   #schedule: Lease | undefined;
-  /** The leaderships among the guest's leases (lock.campaign), for proclaim and resign. */
-  readonly #leaderships = new WeakMap<Lease, Leadership>();
 
   constructor(service: LockService, policy: GuestPolicy, log: Logger) {
-    this.#service = service;
-    this.#policy = policy;
+    this.service = service;
+    this.core = serviceCore(service);
+    this.policy = policy;
     this.#ownScope = Object.freeze({ plugin: policy.plugin });
     this.#log = log;
   }
 
   /** How many locks the guest holds. */
   get heldCount(): number {
-    return this.#handles.size;
+    return this.handles.size;
   }
 
   /**
    * Aborted when the guest stops waiting: its instance is replaced (trap, time limit, crash),
-   * closed, or the host shuts down. What a call of the guest waits on (a host function, an
-   * HTTP request) ends with it.
+   * closed, or the host shuts down. What a call of the guest waits on (a lock wait, a host
+   * function, an HTTP request) ends with it.
    */
   get signal(): AbortSignal {
     return this.#resetController.signal;
@@ -118,12 +114,17 @@ export class GuestLocks {
     if (this.#cancelled) throw this.#cancelled;
   }
 
+  /** Throws CANCELLED for a wait (`waitMs` > 0) asked for once the host is shutting down. */
+  checkWait(waitMs: number): void {
+    if (this.#cancelled && waitMs > 0) throw this.#cancelled;
+  }
+
   /** The locks the guest holds now and still has by the host's own deadline, with their fences; the schedule's lock as handle 0. */
   held(): HeldLock[] {
     const out: HeldLock[] = [];
     const schedule = this.#schedule;
     if (schedule && stateOf(schedule) === STATE_HELD) out.push(heldLock(0, schedule));
-    for (const [handle, { lease }] of this.#handles.entries()) if (stateOf(lease) === STATE_HELD) out.push(heldLock(handle, lease));
+    for (const [handle, { lease }] of this.handles.entries()) if (stateOf(lease) === STATE_HELD) out.push(heldLock(handle, lease));
     return out;
   }
 
@@ -133,113 +134,19 @@ export class GuestLocks {
    * ALREADY_RELEASED as the lock calls do.
    */
   fenceOf(handle: number): HeldLock {
-    if (handle !== 0) return heldLock(handle, this.#current(handle));
+    if (handle !== 0) return heldLock(handle, this.current(handle));
+    return heldLock(0, this.scheduleLease(true));
+  }
+
+  /**
+   * The schedule's lock (handle 0); INVALID_HANDLE outside a scheduled call, and with
+   * `mustHold`, LOST once its lease has ended.
+   */
+  scheduleLease(mustHold: boolean): Lease {
     const schedule = this.#schedule;
     if (!schedule) throw new LockhostError("INVALID_HANDLE", "handle 0 names the schedule's lock, and only during a scheduled call");
-    if (stateOf(schedule) !== STATE_HELD) throw new LockhostError("LOST", `lock ${schedule.name} (fence ${schedule.fence}) is no longer held: its lease ended`);
-    return heldLock(0, schedule);
-  }
-
-  /** `lock.try` (key and flags checked by the boundary, lock-ops.ts): a handle, TRY_CONTENDED, or -code. */
-  async try(key: string, ttlMs: number, flags: number, spec: LockSpec = MUTEX): Promise<AbiReply> {
-    const epoch = this.#epoch;
-    // FLAG_FAIR on a mutex's try: the fair mutex (the kind table says which flag picks which kind).
-    spec = flaggedSpec(spec, flags);
-    try {
-      this.#checkRoom();
-      const lease = await this.#service.tryChecked(this.#request(key, ttlMs, flags, spec));
-      // The note becomes the guest's last_error: contention is no error, but says whose key it is.
-      if (!lease) return { result: TRY_CONTENDED, text: contendedNote(key, flags, this.#policy.plugin, spec) };
-      if (epoch !== this.#epoch) await this.#abandon(lease, true);
-      return { result: await this.#adopt(lease, flags, epoch, true) };
-    } catch (err) {
-      return this.failure(err);
-    }
-  }
-
-  /**
-   * `lock.acquire`: a handle, or -TIMEOUT when the key stayed held for `waitMs` (the message
-   * says how long the guest waited), or -code. A wait longer than `limit.budgetMs` (what is
-   * left of the call's time limit) is cut to it, so the guest gets -TIMEOUT while its call
-   * can still return instead of being stopped.
-   */
-  async acquire(key: string, ttlMs: number, waitMs: number, flags: number, limit?: WaitLimit, spec: LockSpec = MUTEX): Promise<AbiReply> {
-    const epoch = this.#epoch;
-    spec = flaggedSpec(spec, flags);
-    const signal = this.#resetController.signal;
-    try {
-      this.#checkRoom();
-      const request = this.#request(key, ttlMs, flags, spec);
-      validateWaitMs(waitMs);
-      if (this.#cancelled && waitMs > 0) throw this.#cancelled;
-      const budget = limit ? Math.max(0, Math.floor(limit.budgetMs)) : waitMs;
-      const cut = waitMs > budget;
-      let lease: Lease;
-      try {
-        lease = await this.#service.acquireChecked(request, cut ? budget : waitMs, signal);
-      } catch (err) {
-        const e = toLockhostError(err);
-        if (!cut || e.code !== "TIMEOUT") throw e;
-        throw new LockhostError(
-          "TIMEOUT",
-          `${e.message}; waitMs ${waitMs} was cut to ${budget} ms so the call can return before its time limit of ${limit!.callTimeoutMs} ms`,
-          { details: { ...e.details, waitMs: budget } },
-        );
-      }
-      if (epoch !== this.#epoch) await this.#abandon(lease, true);
-      return { result: await this.#adopt(lease, flags, epoch, true) };
-    } catch (err) {
-      return this.failure(err);
-    }
-  }
-
-  /**
-   * `lock.restore`: a handle for a lock taken elsewhere, given its owner token. `ttlMs` 0
-   * keeps the lock's current lease length. -NOT_FOUND when nobody holds the key,
-   * -OWNERSHIP_MISMATCH when another owner does, -ALREADY_RELEASED when this host released
-   * that owner's lock. A lock this guest already has a handle for gets that handle back.
-   */
-  async restore(key: string, owner: string, ttlMs: number, flags: number): Promise<AbiReply> {
-    const epoch = this.#epoch;
-    try {
-      const scope = this.#scopeOf(key, flags);
-      const keepalive = (flags & FLAG_KEEPALIVE) !== 0;
-      // 0 keeps the lock's lease length; anything else must be a valid TTL.
-      if (ttlMs !== 0) validateTtl(ttlMs);
-      // A lease this host already holds (another guest's, maybe) is shared, not this call's to undo.
-      const shared = this.#service.leaseOf(owner) !== undefined;
-      const lease = await this.#service.restore(key, owner, { scope, keepalive, ...(ttlMs !== 0 && { ttlMs }) });
-      for (const [handle, held] of this.#handles.entries()) {
-        if (held.lease !== lease) continue;
-        // One lock, one handle: a second handle would let auto-release free a kept one.
-        if ((flags & FLAG_KEEP) !== 0) held.keep = true;
-        return { result: handle };
-      }
-      if (epoch !== this.#epoch) await this.#abandon(lease, !shared);
-      return { result: await this.#adopt(lease, flags, epoch, !shared) };
-    } catch (err) {
-      return this.failure(err);
-    }
-  }
-
-  /**
-   * `lock.state`: STATE_HELD, STATE_LOST or STATE_RELEASED. A released handle answers how it
-   * ended until its slot is reused (then INVALID_HANDLE). Handle 0 is the schedule's lock
-   * during a scheduled call.
-   */
-  state(handle: number): AbiReply {
-    try {
-      if (handle === 0) {
-        if (!this.#schedule) {
-          throw new LockhostError("INVALID_HANDLE", "handle 0 names the schedule's lock, and only during a scheduled call");
-        }
-        return { result: stateOf(this.#schedule) };
-      }
-      const entry = this.#handles.lookup(handle);
-      return { result: entry.live ? stateOf(entry.value.lease) : (entry.tombstone ?? STATE_RELEASED) };
-    } catch (err) {
-      return this.failure(err);
-    }
+    if (mustHold && stateOf(schedule) !== STATE_HELD) throw new LockhostError("LOST", `lock ${schedule.name} (fence ${schedule.fence}) is no longer held: its lease ended`);
+    return schedule;
   }
 
   /**
@@ -267,95 +174,6 @@ export class GuestLocks {
       unwatch();
       if (this.#schedule === lease) this.#schedule = undefined;
     };
-  }
-
-  /** `lock.renew`: OK or -code; ttlMs 0 reuses the acquisition TTL. */
-  renew(handle: number, ttlMs: number): Promise<AbiReply> {
-    return this.#quietly(handle, ({ lease }) => this.#service.renew(lease, ttlMs === 0 ? lease.ttlMs : ttlMs));
-  }
-
-  /**
-   * Runs `step` on a handle's lock and answers OK or -code. A loss the step finds is told to the
-   * guest by its -LOST, not again by callback (renew, proclaim).
-   */
-  async #quietly(handle: number, step: (held: Held) => Promise<unknown>): Promise<AbiReply> {
-    try {
-      const held = this.#handles.get(handle);
-      held.quiet = true;
-      try {
-        await step(held);
-      } finally {
-        held.quiet = false;
-      }
-      return { result: 0 };
-    } catch (err) {
-      return this.failure(err);
-    }
-  }
-
-  /**
-   * `lock.release`: OK or -code (LOST when the lease had ended: nothing is deleted). When the
-   * backend fails, the handle stays valid so the guest can retry (and auto-release still runs).
-   */
-  async release(handle: number): Promise<AbiReply> {
-    try {
-      const held = this.#handles.get(handle);
-      const { lease } = held;
-      held.quiet = true;
-      try {
-        await this.#service.release(lease);
-      } finally {
-        if (lease.state !== "held") this.#forget(handle, held);
-        else held.quiet = false;
-      }
-      return { result: 0 };
-    } catch (err) {
-      return this.failure(err);
-    }
-  }
-
-  /** `lock.fence`: the fencing token, or -LOST once the lease has ended. */
-  fence(handle: number): AbiReply {
-    try {
-      return { result: this.#current(handle).fence };
-    } catch (err) {
-      return this.failure(err);
-    }
-  }
-
-  /** `lock.owner`: the owner token, or -LOST once the lease has ended. */
-  owner(handle: number): AbiReply {
-    try {
-      const lease = this.#current(handle);
-      return { result: lease.owner.length, text: lease.owner };
-    } catch (err) {
-      return this.failure(err);
-    }
-  }
-
-  /** `lock.status`: the key's status JSON (without the owner token); a read/write lock's or semaphore's with FLAG_RW / FLAG_SEMAPHORE. */
-  async status(key: string, flags: number): Promise<AbiReply> {
-    try {
-      const scope = this.#scopeOf(key, flags);
-      const kind = sharedKindOfFlags(flags);
-      // A guest reads `held`; the operator's hint of locks held elsewhere would cost it more reads.
-      const s = await this.#service.status({ name: qualify(key, scope) }, { ...(kind !== undefined && { kind }), elsewhere: false });
-      if (kind !== undefined) return textReply(sharedStatusJson(s));
-      const one = s.holders[0];
-      // ABI v1's mutex status: the holder's fields at the top.
-      const json = JSON.stringify(
-        one !== undefined
-          ? {
-              key: s.name, held: true, holder: { plugin: one.plugin, node: one.node },
-              fence: one.fence, acquired_at_ms: one.acquiredAtMs, expires_at_ms: one.expiresAtMs,
-              ttl_remaining_ms: one.ttlRemainingMs, ttl_ms: one.ttlMs,
-            }
-          : { key: s.name, held: false },
-      );
-      return textReply(json);
-    } catch (err) {
-      return this.failure(err);
-    }
   }
 
   /** Auto-release after an export call returned: every lock not taken with FLAG_KEEP. */
@@ -399,45 +217,59 @@ export class GuestLocks {
     return this.#epoch;
   }
 
+  /** The reply for a failed call (guest-reply.ts), for the capabilities that answer their own failures. */
+  failure(err: unknown): AbiReply {
+    return errorReply(err, this.#log);
+  }
+
+  /** What logs this guest's lock calls (errorReply's INTERNAL). */
+  get log(): Logger {
+    return this.#log;
+  }
+
   async #releaseWhere(pick: (held: Held) => boolean, reason: string): Promise<void> {
     const picked: [number, Lease][] = [];
-    for (const [handle, held] of [...this.#handles.entries()]) {
+    for (const [handle, held] of [...this.handles.entries()]) {
       if (pick(held)) {
-        this.#forget(handle, held);
+        this.forget(handle, held);
         picked.push([handle, held.lease]);
       }
     }
     await Promise.all(
       picked.map(async ([handle, lease]) => {
-        await this.#release(lease, reason);
+        await this.autoRelease(lease, reason);
         // The release may have found the lease already ended.
-        this.#handles.mark(handle, lease.state === "lost" ? STATE_LOST : STATE_RELEASED);
+        this.handles.mark(handle, lease.state === "lost" ? STATE_LOST : STATE_RELEASED);
       }),
     );
   }
+
+  // What the lock calls (lock-calls/) share.
 
   /**
    * The guest was reset while `lease` was being taken: nobody can use it, so it is released
    * (unless it is not `ours` but shared with another holder on this host, which keeps it).
    * Always throws LOST. Off the hot path: callers await it only when the epoch moved.
    */
-  async #abandon(lease: Lease, ours: boolean): Promise<never> {
-    if (ours) await this.#release(lease, "acquired after its guest was reset");
+  async abandon(lease: Lease, ours: boolean): Promise<never> {
+    if (ours) await this.autoRelease(lease, "acquired after its guest was reset");
     throw new LockhostError("LOST", "the guest was reset while the lock was being acquired");
   }
 
   /**
-   * Gives the guest (instance `epoch`, still current) a handle for `lease`. When none is left
-   * the lock is released at once (when `ours`: not a lease another guest shares): a lock nobody
-   * has a handle for could never be released by the guest, and would outlive it.
+   * Gives the guest (instance `epoch`) a handle for `lease`, when that instance still runs
+   * (else it is abandoned). When no handle is left the lock is released at once (when `ours`:
+   * not a lease another guest shares): a lock nobody has a handle for could never be released
+   * by the guest, and would outlive it.
    */
-  async #adopt(lease: Lease, flags: number, epoch: number, ours: boolean): Promise<number> {
+  async adopt(lease: Lease, flags: number, epoch: number, ours: boolean): Promise<number> {
+    if (epoch !== this.#epoch) await this.abandon(lease, ours);
     const held: Held = { lease, keep: (flags & FLAG_KEEP) !== 0, quiet: false, unwatch: noop };
     let handle: number;
     try {
-      handle = this.#handles.add(held);
+      handle = this.handles.add(held);
     } catch (err) {
-      if (ours) await this.#release(lease, "no handle was left to give the guest");
+      if (ours) await this.autoRelease(lease, "no handle was left to give the guest");
       throw err;
     }
     const listener = this.#lostListener;
@@ -450,8 +282,8 @@ export class GuestLocks {
   }
 
   /** The lease of a handle whose lease has not ended by the host's own (conservative) deadline. */
-  #current(handle: number): Lease {
-    const { lease } = this.#handles.get(handle);
+  current(handle: number): Lease {
+    const { lease } = this.handles.get(handle);
     if (lease.state === "lost" || performance.now() >= lease.deadline) {
       throw new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) is no longer held: its lease ended`);
     }
@@ -459,150 +291,52 @@ export class GuestLocks {
   }
 
   /** Drops a handle (a concurrent reset() may already have dropped it), recording how it ended. */
-  #forget(handle: number, held: Held): void {
+  forget(handle: number, held: Held): void {
     held.quiet = true;
     held.unwatch();
     try {
-      this.#handles.remove(handle, "handle", held.lease.state === "lost" ? STATE_LOST : STATE_RELEASED);
+      this.handles.remove(handle, "handle", held.lease.state === "lost" ? STATE_LOST : STATE_RELEASED);
     } catch {
       // Already gone: reset() released everything while this release was in flight.
     }
   }
 
-  async #release(lease: Lease, reason: string): Promise<void> {
-    const e = await this.#service.releaseIfHeld(lease);
+  /** Releases a lock the guest lets go of without asking (auto-release): a failure is logged, not thrown. */
+  async autoRelease(lease: Lease, reason: string): Promise<void> {
+    const e = await this.service.releaseIfHeld(lease);
     if (e) this.#log.warn({ lock: lease.name, code: e.code, err: e.message, reason }, "auto-release failed; the lock will expire at its TTL");
     else this.#log.debug({ lock: lease.name, fence: lease.fence, reason }, "auto-released lock");
   }
 
   /** Refuses, before anything is taken, a lock no handle would be left for. */
-  #checkRoom(): void {
-    if (this.#handles.full) {
-      throw new LockhostError("INVALID_ARGUMENT", `this guest already holds ${this.#handles.size} locks, every handle there is; release some first (nothing was taken)`);
+  checkRoom(): void {
+    if (this.handles.full) {
+      throw new LockhostError("INVALID_ARGUMENT", `this guest already holds ${this.handles.size} locks, every handle there is; release some first (nothing was taken)`);
     }
-  }
-
-  /** A call that takes a lock, checked once: the service trusts it from here. */
-  #request(key: string, ttlMs: number, flags: number, spec: LockSpec): CheckedRequest {
-    const scope = this.#scopeOf(key, flags);
-    return checkRequest(key, { ttlMs, scope, plugin: this.#policy.plugin, keepalive: (flags & FLAG_KEEPALIVE) !== 0 }, spec);
-  }
-
-  /** Where `key` lives for these flags: the plugin's namespace, or global if its config allows. */
-  #scopeOf(key: string, flags: number): Scope {
-    if ((flags & FLAG_GLOBAL) === 0) return this.#ownScope;
-    if (!this.#policy.allowsGlobal(key)) {
-      throw new LockhostError(
-        "PERMISSION_DENIED",
-        `plugin ${this.#policy.plugin} may not use global key "${key}": add a matching pattern to its global_keys`,
-      );
-    }
-    return "global";
   }
 
   /**
-   * `lock.campaign` (`waitMs` > 0) and `lock.try_campaign` (0: TRY_CONTENDED while another
-   * leads): a handle for the leadership of election `key` (the key in the leader kind, kept
-   * alive), proclaiming `value`. The wait is cut to the call's time limit as acquire's is.
+   * A call that takes the lock `key` (checked at the boundary, lock-ops.ts, when the guest's
+   * bytes became it): its scope and the rest checked once, the key not again.
    */
-  async campaign(key: string, value: string, ttlMs: number, waitMs: number, flags: number, limit?: WaitLimit): Promise<AbiReply> {
-    const epoch = this.#epoch;
-    try {
-      this.#checkRoom();
-      const lockKey = electionKey(key);
-      const scope = this.#scopeOf(lockKey, flags);
-      const request = checkRequest(lockKey, { ttlMs, scope, plugin: this.#policy.plugin, keepalive: true }, LEADER);
-      validateLeaderValue(value);
-      validateWaitMs(waitMs);
-      if (this.#cancelled && waitMs > 0) throw this.#cancelled;
-      const budget = limit ? Math.max(0, Math.floor(limit.budgetMs)) : waitMs;
-      let leadership: Leadership;
-      try {
-        leadership = await this.#service.campaignChecked(key, request, value, Math.min(waitMs, budget), this.#resetController.signal);
-      } catch (err) {
-        const e = toLockhostError(err);
-        if (waitMs === 0 && e.code === "TIMEOUT") return { result: TRY_CONTENDED, text: `CONTENDED: election ${request.name} has another leader` };
-        throw e;
-      }
-      const { lease } = leadership;
-      if (epoch !== this.#epoch) await this.#abandon(lease, true);
-      this.#leaderships.set(lease, leadership);
-      return { result: await this.#adopt(lease, flags, epoch, true) };
-    } catch (err) {
-      return this.failure(err);
+  request(key: string, ttlMs: number, flags: number, spec: TakeSpec, keepalive = (flags & FLAG_KEEPALIVE) !== 0): CheckedRequest {
+    const scope = this.scopeOf(key, flags);
+    return requestFor(key, { ttlMs, scope, plugin: this.policy.plugin, keepalive }, spec);
+  }
+
+  /** Where `key` lives for these flags: the plugin's namespace, or global if its config allows. */
+  scopeOf(key: string, flags: number): Scope {
+    if ((flags & FLAG_GLOBAL) === 0) return this.#ownScope;
+    if (!this.policy.allowsGlobal(key)) {
+      throw new LockhostError(
+        "PERMISSION_DENIED",
+        `plugin ${this.policy.plugin} may not use global key "${key}": add a matching pattern to its global_keys`,
+      );
     }
-  }
-
-  /** `lock.proclaim`: OK, or -LOST when the guest no longer leads (the handle is then lost). */
-  proclaim(handle: number, value: string): Promise<AbiReply> {
-    return this.#quietly(handle, (held) => this.#leadershipOf(handle, held.lease).proclaim(value));
-  }
-
-  /** `lock.resign`: `lock.release` of a leadership handle. */
-  async resign(handle: number): Promise<AbiReply> {
-    try {
-      this.#leadershipOf(handle, this.#handles.get(handle).lease);
-    } catch (err) {
-      return this.failure(err);
-    }
-    return this.release(handle);
-  }
-
-  /** `lock.leader`: who leads election `key` now, as JSON in the ABI's snake_case. */
-  async leader(key: string, flags: number): Promise<AbiReply> {
-    try {
-      const scope = this.#scopeOf(electionKey(key), flags);
-      const l = await this.#service.leader(key, { scope });
-      return textReply(JSON.stringify(l.held ? { key, held: true, node: l.node, plugin: l.plugin, value: l.value, term: l.term, since_ms: l.sinceMs } : { key, held: false }));
-    } catch (err) {
-      return this.failure(err);
-    }
-  }
-
-  #leadershipOf(handle: number, lease: Lease): Leadership {
-    const leadership = this.#leaderships.get(lease);
-    if (!leadership) throw new LockhostError("INVALID_HANDLE", `handle ${handle} is lock ${lease.name}, not a leadership (lock.campaign)`);
-    return leadership;
-  }
-
-  /** The reply for a failed call: -code and its message (a host bug is logged too). */
-  failure(err: unknown): AbiReply {
-    const e = toLockhostError(err);
-    if (e.code === "INTERNAL") this.#log.error({ err }, "lock call failed inside the host");
-    return { result: -e.status, text: e.message };
+    return "global";
   }
 }
 
 const noop = (): void => undefined;
 
 const heldLock = (handle: number, lease: Lease): HeldLock => ({ handle, name: lease.name, kind: lease.kind, fence: lease.fence });
-
-/** The kind a status call's flags ask for (each kind's status flag): undefined for the mutex; two at once is INVALID_ARGUMENT. */
-function sharedKindOfFlags(flags: number): QueueKind | undefined {
-  const asked = QUEUE_KINDS.filter((kind) => (flags & KINDS[kind].statusFlag) !== 0);
-  if (asked.length > 1) throw new LockhostError("INVALID_ARGUMENT", `flags may hold ${QUEUE_KINDS.map((kind) => KINDS[kind].statusFlagName).join(" or ")}, not ${asked.length === 2 ? "both" : "several"}`);
-  return asked[0];
-}
-
-/** The status JSON of a read/write lock or semaphore, in the ABI's snake_case. */
-function sharedStatusJson(s: LockStatus): string {
-  return JSON.stringify({
-    key: s.name,
-    kind: s.kind,
-    held: s.held,
-    limit: s.limit,
-    queued: s.queued,
-    holders: s.holders.map((h) => ({
-      mode: h.mode, fence: h.fence, holder: { plugin: h.plugin, node: h.node },
-      acquired_at_ms: h.acquiredAtMs, expires_at_ms: h.expiresAtMs, ttl_remaining_ms: h.ttlRemainingMs, ttl_ms: h.ttlMs,
-    })),
-  });
-}
-
-const textReply = (json: string): AbiReply => ({ result: Buffer.byteLength(json), text: json });
-
-/** What last_error says after a contended lock.try: the full lock name the guest could not take. */
-function contendedNote(key: string, flags: number, plugin: string, spec: LockSpec): string {
-  const name = qualify(key, (flags & FLAG_GLOBAL) !== 0 ? "global" : { plugin });
-  return `CONTENDED: ${KINDS[spec.kind].isDefault ? `lock ${name}` : kindName(spec.kind, name)} is held by another owner`;
-}

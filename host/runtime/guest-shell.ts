@@ -2,7 +2,7 @@
 // export's signature and queued one at a time, lost-lock notifications (lockhost_on_lost)
 // delivered between calls, the schedule's lock shown as handle 0 during a scheduled call, and
 // traps logged and reported alike. A runtime adds how an instance starts, runs an export and
-// stops (worker/worker-guest.ts, inline/inline-guest.ts).
+// stops (worker/worker-instance.ts, inline/inline-guest.ts).
 import type { Logger } from "pino";
 import { LockhostError } from "../../kit/errors.js";
 import type { Lease } from "../locking/lease.js";

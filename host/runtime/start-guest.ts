@@ -4,7 +4,7 @@ import type { Runtime } from "../../abi/ops.js";
 import type { GuestInstance } from "./guest-instance.js";
 import type { GuestShellOptions } from "./guest-shell.js";
 import { InlineGuest } from "./inline/inline-guest.js";
-import { WorkerGuest } from "./worker/worker-guest.js";
+import { WorkerGuest } from "./worker/worker-instance.js";
 
 /** Options of startGuestInstance. */
 export interface StartGuestOptions extends GuestShellOptions {

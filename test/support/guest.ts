@@ -7,7 +7,7 @@ import type { GuestInstance } from "../../host/runtime/guest-instance.js";
 import { prepareGuest, type GuestGrantOptions } from "../../host/runtime/prepare-guest.js";
 import { jspiAvailable } from "../../host/runtime/jspi.js";
 import { startGuestInstance } from "../../host/runtime/start-guest.js";
-import { WorkerGuest } from "../../host/runtime/worker/worker-guest.js";
+import { WorkerGuest } from "../../host/runtime/worker/worker-instance.js";
 import { guestWasm } from "./guests.js";
 
 /**

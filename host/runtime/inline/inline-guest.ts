@@ -224,9 +224,8 @@ export class InlineGuest extends GuestShell {
     if (bad < 0) return op.wasmResult(bad);
     const generation = this.#generation;
     // Strings are decoded before runOp returns: the views into guest memory are read at once.
-    const reply = runOp(this.calls, op.op, args.numberAt, args.bytesAt, ctx);
-    if (!(reply instanceof Promise)) return this.#answer(op, params, reply);
-    return reply.then((r) => (generation === this.#generation ? this.#answer(op, params, r) : NEVER));
+    // A reply that comes after the instance was replaced or closed never resumes its guest.
+    return runOp(this.calls, op.op, args.numberAt, args.bytesAt, ctx, (r) => (generation === this.#generation ? this.#answer(op, params, r) : NEVER));
   }
 
   #answer(op: OpImport, params: number[], reply: AbiReply): number | bigint {

@@ -1,4 +1,4 @@
-// The main-thread side of the worker runtime: one worker thread per guest instance, a time
+// The main-thread side of the worker runtime (what runs inside the thread is thread.ts): one worker thread per guest instance, a time
 // limit per call and per (re)start, restart on trap / time limit / crash, and the serving end
 // of the channel. Queueing, lost-lock notifications and trap reports are the GuestShell's.
 import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
@@ -48,6 +48,8 @@ interface Generation {
 }
 
 const encoder = new TextEncoder();
+/** runOp's answer when the reply itself is wanted. */
+const asIs = (reply: AbiReply): AbiReply => reply;
 /** An empty argument (a host function called with no input): no copy to make. */
 const NO_BYTES = new Uint8Array(0);
 
@@ -57,16 +59,16 @@ function returnMarginMs(callTimeoutMs: number): number {
 }
 
 /**
- * How a guest's worker starts: its entry is the guest-worker module next to this one, in the
- * build (guest-worker.js) and in the source tree (guest-worker.ts) alike. From source (tests
+ * How a guest's worker starts: its entry is the thread module next to this one (what runs
+ * inside the worker), in the build (thread.js) and in the source tree (thread.ts) alike. From source (tests
  * under vitest) the worker first registers tsx, a TypeScript loader (a dev dependency), so it
  * runs that very file rather than an earlier build of it.
  */
 function workerStart(): { readonly entry: URL | string; readonly eval: boolean } {
   const here = import.meta.url;
-  if (!here.endsWith(".ts")) return { entry: new URL("./guest-worker.js", here), eval: false };
+  if (!here.endsWith(".ts")) return { entry: new URL("./thread.js", here), eval: false };
   const tsx = JSON.stringify(import.meta.resolve("tsx/esm/api"));
-  const entry = JSON.stringify(new URL("./guest-worker.ts", here).href);
+  const entry = JSON.stringify(new URL("./thread.ts", here).href);
   return { entry: `import(${tsx}).then((tsx) => { tsx.register(); return import(${entry}); });`, eval: true };
 }
 
@@ -355,6 +357,7 @@ export class WorkerGuest extends GuestShell {
         return len === 0 ? NO_BYTES : data.slice(from, from + len);
       },
       (gen.contexts[fn === undefined ? 0 : fn + 1] ??= { waitLimit: () => this.#waitLimit(gen), ...(fn !== undefined && { fn }) }),
+      asIs,
     );
   }
 

@@ -1,4 +1,5 @@
-// The worker side of the worker runtime: instantiates the guest with its own capped memory
+// The worker side of the worker runtime (the code that runs inside the thread; the main
+// thread's side is worker-instance.ts): instantiates the guest with its own capped memory
 // and serves its lock imports synchronously over the shared channel (write the request, wake
 // the main thread, wait until it answers); the local operations (last_error, config, log...) it
 // serves itself. Pointer checks happen here (host-imports.ts), so a bad pointer costs no round

@@ -15,8 +15,8 @@ import { checkHost, parseListen } from "./listen.js";
 import { checkKeys, keyOf, readFields, readTable } from "./read-table.js";
 import { allProblems, isTable, type Key, type Table } from "./reader.js";
 import type { LockhostError } from "../../kit/errors.js";
-import { ADMIN_SCHEMA, HOST_SCHEMA, HTTP_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "./tables.js";
-import { headerProblem, type HttpGrant } from "../runtime/capabilities/http/index.js";
+import { ADMIN_SCHEMA, HOST_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "./tables.js";
+import { headerProblem, HTTP_SCHEMA, type HttpGrant } from "../runtime/capabilities/http/index.js";
 import { jspiAvailable, jspiRequirement } from "../runtime/jspi.js";
 import type {
   AdminSettings,

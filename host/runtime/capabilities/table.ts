@@ -40,8 +40,9 @@ export interface CapabilityRow {
  */
 export const CAPABILITIES = [
   {
-    name: "functions",
-    doc: `the embedder's host functions, under each namespace \`functions\` grants and the embedder registered (Host.start(config, { functions })); \`lockhost.capability\` answers for each namespace`,
+    // Each namespace is a capability of its own: `lockhost.capability("billing")`.
+    name: FUNCTION_MODULE,
+    doc: "host functions: `billing.charge(in, out)`, bytes in, bytes out, may be async; the embedder registers them under the namespaces `functions` grants (`Host.start(config, { functions })`)",
     modules: [FUNCTION_MODULE],
     fields: {
       functions: field.stringList({
@@ -58,7 +59,7 @@ export const CAPABILITIES = [
   },
   {
     name: "log",
-    doc: "log at debug, info, warn and error (log.write); always granted, its level set by `log_level`",
+    doc: "log lines at debug, info, warn and error, tagged with the plugin; always granted, those below `log_level` dropped",
     modules: ["log"],
     fields: {
       logLevel: field.oneOf(LOG_LEVELS, { optional: true, defaultDoc: "[host] log_level", doc: "its guest's lines (trace, log.write) below this level are dropped in the guest's runtime" }),
@@ -67,7 +68,7 @@ export const CAPABILITIES = [
   },
   {
     name: "config",
-    doc: "read the plugin's [plugins.config] values (config.get); always granted",
+    doc: "the plugin's `[plugins.config]` values (strings, `${ENV}`, never logged): a value, or `NOT_FOUND` to test; always granted",
     modules: ["config"],
     fields: {
       // Read by the reader: a table of strings, ${ENV} substituted, values never shown.
@@ -81,7 +82,7 @@ export const CAPABILITIES = [
   },
   {
     name: "http",
-    doc: "HTTP requests to the hosts [plugins.http] allows (http.request), a held lock's fence sent along when asked",
+    doc: "fenced HTTP: status, headers, body; `FLAG_FENCE` sends a held lock's name and fence; only to the hosts `[plugins.http]` allows, within its limits",
     modules: ["http"],
     fields: {
       // Read by the reader with the row's table (HTTP_SCHEMA).
@@ -104,8 +105,17 @@ export type CapabilityFields = UnionToIntersection<(typeof CAPABILITIES)[number]
 /** Every capability's [[plugins]] keys, in the rows' order. */
 export const CAPABILITY_FIELDS = Object.assign({}, ...CAPABILITIES.map((row) => row.fields)) as CapabilityFields;
 
-/** The import modules the capabilities provide (host functions under their embedder's namespaces). */
-export const CAPABILITY_MODULES: ReadonlySet<ModuleName> = new Set(CAPABILITIES.flatMap((row) => row.modules));
+/** The import modules every guest gets, granted or not: locking itself, and what the host granted it. */
+export const GUEST_MODULES = ["lock", "lockhost"] as const satisfies readonly ModuleName[];
+
+/** The import modules lockhost provides: every guest's, and the capabilities' (a host function's stands for its namespace). */
+export const PROVIDED_MODULES: ReadonlySet<ModuleName> = new Set([...GUEST_MODULES, ...CAPABILITIES.flatMap((row) => row.modules)]);
+
+// Every import module of abi/ops.ts is every guest's or some capability's: one added there
+// without a row here fails to compile.
+type Unowned = Exclude<ModuleName, (typeof GUEST_MODULES)[number] | (typeof CAPABILITIES)[number]["modules"][number]>;
+const everyModuleOwned: [Unowned] extends [never] ? true : { unowned: Unowned } = true;
+void everyModuleOwned;
 
 /** The names `lockhost.capability` answers 1 for. */
 export function grantedCapabilities(grants: PluginGrants): string[] {

@@ -16,7 +16,7 @@ import { checkKeys, keyOf, readFields, readTable } from "./read-table.js";
 import { allProblems, isTable, type Key, type Table } from "./reader.js";
 import type { LockhostError } from "../../kit/errors.js";
 import { ADMIN_SCHEMA, HOST_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "./tables.js";
-import { headerProblem, HTTP_SCHEMA, type HttpGrant } from "../runtime/capabilities/http/index.js";
+import { CAPABILITIES, type CapabilityRow, type CapabilityTable } from "../runtime/capabilities/table.js";
 import { jspiAvailable, jspiRequirement } from "../runtime/jspi.js";
 import type {
   AdminSettings,
@@ -191,25 +191,33 @@ function pluginEntry(entry: Table, seen: Map<string, string>, names: Set<string>
   });
   const wasm = t.attempt(() => resolve(t.ctx.baseDir, t.nonEmptyString("wasm") ?? t.fail("wasm", "is required")));
   const fields = t.attempt(() => readFields(t, PLUGIN_SCHEMA));
-  const http = t.attempt(() => httpGrant(t.table("http", "plugins.http")?.named(name)));
+  // Each capability's own table under the entry ([plugins.http]), read with its row's schema.
+  const tables: Record<string, unknown> = {};
+  for (const row of CAPABILITIES as readonly CapabilityRow[]) {
+    if (!row.table) continue;
+    const { key } = row.table;
+    const value = t.attempt(() => capabilityTable(t.table(key, `plugins.${key}`)?.named(name), row.table!));
+    if (value !== undefined) tables[key] = value;
+  }
   const config = t.attempt(() => stringTable(t.table("config", "plugins.config")?.named(name)));
   const runtime = fields && t.attempt(() => guestRuntime(t, fields.isolation));
   t.stopIfFailedSince(since);
-  const { config: _config, http: _http, ...rest } = fields!;
-  return { ...rest, name: name!, wasm: wasm!, config: config!, ...(http && { http }), runtime: runtime! };
+  return { ...(fields as Omit<PluginConfig, "name" | "wasm" | "config" | "runtime">), name: name!, wasm: wasm!, config: config!, ...tables, runtime: runtime! };
 }
 
-/** `[plugins.http]`: present means the plugin may make HTTP requests within it. */
-function httpGrant(t: Table | undefined): HttpGrant | undefined {
+/** A capability's own table (`[plugins.http]`): present means the plugin is granted what it allows. */
+function capabilityTable(t: Table | undefined, table: CapabilityTable): unknown {
   if (!t) return undefined;
   const since = t.recorded;
-  const rest = t.attempt(() => {
-    const { headers: _headers, ...fields } = readTable(t, HTTP_SCHEMA);
-    return fields;
-  });
-  const headers = t.attempt(() => stringTable(t.table("headers", "plugins.http.headers")?.named(t.entryName), headerProblem));
+  // Its tables of strings (`[plugins.http.headers]`) are custom fields: read here, not by readTable.
+  const rest = t.attempt(() => readTable(t, table.schema));
+  const strings: Record<string, Record<string, string>> = {};
+  for (const [key, problem] of Object.entries(table.strings ?? {})) {
+    const value = t.attempt(() => stringTable(t.table(key, `plugins.${table.key}.${key}`)?.named(t.entryName), problem));
+    if (value !== undefined) strings[key] = value;
+  }
   t.stopIfFailedSince(since);
-  return { ...rest!, headers: headers! };
+  return { ...(rest as object), ...strings };
 }
 
 /**

@@ -10,12 +10,25 @@ import { field, type FieldMap, type TableSchema } from "../../../kit/schema.js";
 import { firstProblem, LOG_LEVELS } from "../../config/field-rules.js";
 import { NAMESPACE_PATTERN, RESERVED_NAMESPACES } from "./functions.js";
 import { HTTP_SCHEMA, type HttpGrant, type HttpInput } from "./http/config.js";
+import { headerProblem } from "./http/header-rules.js";
 
 /** What a plugin's config grants, as the capability rows read it. */
 export interface PluginGrants {
   readonly http?: HttpGrant;
   /** Host function namespaces granted and registered. */
   readonly functions: readonly string[];
+}
+
+/** A capability's own table under a [[plugins]] entry. */
+export interface CapabilityTable {
+  /** Its key in the entry: `http` is `[plugins.http]`. */
+  readonly key: string;
+  readonly schema: TableSchema<unknown>;
+  /**
+   * Its custom fields that are tables of strings (`[plugins.http.headers]`), `${ENV}` substituted,
+   * values never shown, each value held to the rule given (a problem, or undefined when fine).
+   */
+  readonly strings?: Readonly<Record<string, (key: string, value: string) => string | undefined>>;
 }
 
 /** One capability. */
@@ -28,8 +41,8 @@ export interface CapabilityRow {
   readonly modules: readonly ModuleName[];
   /** Its keys in a [[plugins]] entry, declared as the config tables declare theirs. */
   readonly fields: FieldMap;
-  /** A table of its own under the entry (`[plugins.http]`): the key it is read from, and its schema. */
-  readonly table?: { readonly key: string; readonly schema: TableSchema<unknown> };
+  /** A table of its own under the entry (`[plugins.http]`), its value the key's. */
+  readonly table?: CapabilityTable;
   /** The names `lockhost.capability` answers 1 for, for a plugin granted `grants`. */
   readonly names: (grants: PluginGrants) => readonly string[];
 }
@@ -92,7 +105,7 @@ export const CAPABILITIES = [
         doc: "[plugins.http]: lets its guest make HTTP requests (below); absent: http.request is PERMISSION_DENIED",
       }),
     },
-    table: { key: "http", schema: HTTP_SCHEMA as TableSchema<unknown> },
+    table: { key: "http", schema: HTTP_SCHEMA as TableSchema<unknown>, strings: { headers: headerProblem } },
     names: (g) => (g.http !== undefined ? ["http"] : []),
   },
 ] as const satisfies readonly CapabilityRow[];

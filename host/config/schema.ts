@@ -20,6 +20,7 @@ import { CAPABILITIES, type CapabilityRow, type CapabilityTable } from "../runti
 import { jspiAvailable, jspiRequirement } from "../runtime/jspi.js";
 import type {
   AdminSettings,
+  ConfigInput,
   GuestRuntime,
   Isolation,
   KeepaliveSettings,
@@ -35,6 +36,12 @@ import type {
 const SCHEDULE_ID = /^[A-Za-z0-9._:@/-]{1,128}$/;
 /** The export of a short [[scheduled]] entry without one: every schedule its plugin declares. */
 export const ALL_DECLARED = "*";
+
+/** The top level of a config built in code: ConfigInput's keys, each one (checked below). */
+const CODE_KEYS = ["source", "baseDir", "host", "locking", "plugins", "scheduled", "admin"] as const satisfies readonly (keyof ConfigInput)[];
+// A key added to ConfigInput and not read here fails to compile.
+const everyInputKeyRead: [Exclude<keyof ConfigInput, (typeof CODE_KEYS)[number]>] extends [never] ? true : false = true;
+void everyInputKeyRead;
 
 /**
  * Checks a whole config against the schema and fills in the defaults. Every table, entry and
@@ -54,7 +61,7 @@ export function buildConfig(root: Table, source: string | undefined): LockhostCo
 
 function readConfig(root: Table, source: string | undefined): LockhostConfig {
   if (root.ctx.mode === "code") {
-    root.onlyKeys(["source", "baseDir", "host", "locking", "plugins", "scheduled", "admin"]);
+    root.onlyKeys(CODE_KEYS);
     // Read only to be type-checked: the caller has already taken both values.
     root.attempt(() => root.string("source"));
     root.attempt(() => root.nonEmptyString("baseDir"));

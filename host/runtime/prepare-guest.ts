@@ -64,7 +64,7 @@ function instanceShell(
     functions: module.functions.map((f) => ({ ...f, fn: registered[f.module]![f.name]!, qualified: `${f.module}.${f.name}` })),
   });
   const grants = {
-    capabilities: grantedCapabilities({ ...(o.http && { http: o.http }), functions: [...namespaces] }),
+    capabilities: grantedCapabilities({ ...o, functions: namespaces }),
     config: { ...o.config },
     logLevel: abiLogLevel(guestLog.level),
   };

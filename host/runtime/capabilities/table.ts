@@ -12,11 +12,16 @@ import { NAMESPACE_PATTERN, RESERVED_NAMESPACES } from "./functions.js";
 import { HTTP_SCHEMA, type HttpGrant, type HttpInput } from "./http/config.js";
 import { headerProblem } from "./http/header-rules.js";
 
-/** What a plugin's config grants, as the capability rows read it. */
+/**
+ * What a plugin's config grants, as the capability rows read it: its [[plugins]] entry, handed
+ * on whole (each row reads its own keys), with `functions` cut to the namespaces the embedder
+ * registered.
+ */
 export interface PluginGrants {
   readonly http?: HttpGrant;
   /** Host function namespaces granted and registered. */
   readonly functions: readonly string[];
+  readonly [key: string]: unknown;
 }
 
 /** A capability's own table under a [[plugins]] entry. */

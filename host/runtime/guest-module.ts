@@ -5,7 +5,6 @@ import { readFile } from "node:fs/promises";
 import { FUNCTION_OP, OPS, PARAMS_OF, type OpSpec } from "../../abi/ops.js";
 import { ABI_VERSION } from "../../abi/status.js";
 import { LockhostError } from "../../kit/errors.js";
-import { PROVIDED_MODULES } from "./capabilities/table.js";
 import { readModuleFacts, type FuncSignature } from "./wasm-binary.js";
 import type { FunctionImport } from "./host-imports.js";
 import { WASI_KEY, WASI_MODULE } from "./wasi.js";
@@ -27,11 +26,8 @@ export const PROVIDED_IMPORTS: Readonly<Record<string, ReadonlySet<string>>> = {
 
 function providedByTable(): Record<string, Set<string>> {
   const modules: Record<string, Set<string>> = {};
-  // Every operation some runtime serves, of a module lockhost provides (capabilities/table.ts);
-  // a runtime refuses the rest of its own at instantiation.
-  for (const op of OPS as readonly OpSpec[]) {
-    if (op !== FUNCTION_OP && op.runtimes.length > 0 && PROVIDED_MODULES.has(op.module)) (modules[op.module] ??= new Set()).add(op.name);
-  }
+  // Every operation some runtime serves; a runtime refuses the rest of its own at instantiation.
+  for (const op of OPS as readonly OpSpec[]) if (op !== FUNCTION_OP && op.runtimes.length > 0) (modules[op.module] ??= new Set()).add(op.name);
   return modules;
 }
 

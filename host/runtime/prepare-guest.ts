@@ -8,8 +8,7 @@ import { abiLogLevel } from "./guest-log.js";
 import { globalKeyMatcher } from "../locking/scope.js";
 import type { LockService } from "../locking/service.js";
 import type { HostFunctions } from "./capabilities/functions.js";
-import { GuestCapabilities } from "./capabilities/guest-capabilities.js";
-import { createHttpClient } from "./capabilities/http/index.js";
+import { GuestCapabilities, grantedServices } from "./capabilities/guest-capabilities.js";
 import { grantedCapabilities } from "./capabilities/table.js";
 import { GuestLocks } from "./guest-locks.js";
 import { loadGuestModule, type GuestModule } from "./guest-module.js";
@@ -60,7 +59,7 @@ function instanceShell(
     node: service.node,
     locks,
     log: guestLog,
-    ...(o.http && { http: { grant: o.http, client: createHttpClient(o.plugin, o.http) } }),
+    ...grantedServices(o.plugin, o),
     functions: module.functions.map((f) => ({ ...f, fn: registered[f.module]![f.name]!, qualified: `${f.module}.${f.name}` })),
   });
   const grants = {

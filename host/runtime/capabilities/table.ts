@@ -2,9 +2,12 @@
 // capability: the guest imports it provides (its modules in abi/ops.ts, where each import's
 // signature is declared), its keys in a [[plugins]] entry (and its own table, such as
 // [plugins.http]), what `lockhost.capability(name)` answers for a plugin, and its doc. The config
-// tables (the [[plugins]] entry's keys), the loader (which modules a guest may import), the
-// grants a guest's runtime answers from and the docs' capability list all read these rows.
-// Adding a capability is its row here, its implementation and its tests.
+// tables (the [[plugins]] entry's keys) and their reader (the row's own table), the grants a
+// guest's runtime answers `lockhost.capability` from, and the docs' capability list
+// (host/docs/capabilities-table.ts) read these rows; the modules of abi/ops.ts, which the loader
+// and the runtimes provide, are held to them at compile time. Adding a capability is its row
+// here, its imports in abi/ops.ts, its implementation (and its service in guest-capabilities.ts)
+// and its tests.
 import { FUNCTION_MODULE, type ModuleName } from "../../../abi/ops.js";
 import { field, type FieldMap, type TableSchema } from "../../../kit/schema.js";
 import { firstProblem, LOG_LEVELS } from "../../config/field-rules.js";
@@ -126,11 +129,10 @@ export const CAPABILITY_FIELDS = Object.assign({}, ...CAPABILITIES.map((row) => 
 /** The import modules every guest gets, granted or not: locking itself, and what the host granted it. */
 export const GUEST_MODULES = ["lock", "lockhost"] as const satisfies readonly ModuleName[];
 
-/** The import modules lockhost provides: every guest's, and the capabilities' (a host function's stands for its namespace). */
-export const PROVIDED_MODULES: ReadonlySet<ModuleName> = new Set([...GUEST_MODULES, ...CAPABILITIES.flatMap((row) => row.modules)]);
-
 // Every import module of abi/ops.ts is every guest's or some capability's: one added there
-// without a row here fails to compile.
+// without a row here fails to compile. The loader and the runtimes provide the modules of
+// abi/ops.ts (guest-module.ts, host-imports.ts) without reading these rows at run time, so a
+// guest's worker does not load the config declarations (and the http rules) to start.
 type Unowned = Exclude<ModuleName, (typeof GUEST_MODULES)[number] | (typeof CAPABILITIES)[number]["modules"][number]>;
 const everyModuleOwned: [Unowned] extends [never] ? true : { unowned: Unowned } = true;
 void everyModuleOwned;

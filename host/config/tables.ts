@@ -30,7 +30,13 @@ export const HOST_SCHEMA = defineTable({
       // The node name is shown as a lock's holder, in status output and logs.
       check: (v) => (v.length === 0 || v.length > 255 || /\p{Cc}/u.test(v) ? "must be 1 to 255 characters without control characters" : undefined),
     }),
-    shutdownTimeoutMs: field.int({ default: 10_000, min: 0, max: 3_600_000, unit: "ms", doc: "the whole shutdown's budget: running calls finish, then locks are released (a failed release retried) within it" }),
+    shutdownTimeoutMs: field.int({
+      default: 10_000,
+      min: 0,
+      max: 3_600_000,
+      unit: "ms",
+      doc: "the whole shutdown's budget: running calls finish, then locks are released (a failed release retried) within it",
+    }),
     logLevel: field.oneOf(LOG_LEVELS, { default: "info", doc: LOG_LEVELS.join(" | ") }),
   },
 });
@@ -40,7 +46,10 @@ export const LOCKING_SCHEMA = defineTable({
   doc: "which backend holds the locks",
   fields: {
     // Read against the registry (its values are whatever backends are registered).
-    backend: field.custom<BackendKind, BackendKind | undefined>({ toml: '"memory"', doc: "a registered backend: memory | redis | pg, or one a package brings" }),
+    backend: field.custom<BackendKind, BackendKind | undefined>({
+      toml: '"memory"',
+      doc: "a registered backend: memory | redis | pg, or one a package brings",
+    }),
     packages: field.stringList({ optional: true, example: [], doc: "npm packages of third-party backends, loaded before the rest is validated" }),
   },
 });
@@ -51,6 +60,7 @@ export const ADMIN_SCHEMA = defineTable({
   fields: {
     // Parsed by the reader: TOML has the text, code may pass { host, port }.
     listen: field.custom<ListenAddress, Partial<ListenAddress> | string | undefined>({ toml: '"127.0.0.1:9464"', doc: `${LISTEN_FORM}; loopback by default` }),
+    /** Bearer token the routes `auth` names require; absent: those routes are refused. Never logged. */
     token: field.secret({
       optional: true,
       example: "${LOCKHOST_ADMIN_TOKEN}",
@@ -65,17 +75,31 @@ export const ADMIN_SCHEMA = defineTable({
             ? "must be printable ASCII without spaces, as it is sent in an Authorization header (the value is not shown: it is a secret)"
             : undefined,
     }),
+    /** Absent: "all" when listen is beyond loopback, else "writes" (the listener decides, host/admin/access.ts). */
     auth: field.oneOf(ADMIN_AUTHS, {
       optional: true,
       defaultDoc: '"all" when listen is beyond loopback, else "writes"',
       example: "all",
       doc: 'which routes need the token: "writes" (force-release) or "all" (every route but /livez, /readyz, /healthz and the dashboard\'s files); without a token, what needs it is refused',
     }),
-    metricsOpen: field.bool({ optional: true, defaultDoc: "false", example: false, doc: 'serve /metrics without the token even when auth = "all" (for a Prometheus that sends none)' }),
+    metricsOpen: field.bool({
+      optional: true,
+      defaultDoc: "false",
+      example: false,
+      doc: 'serve /metrics without the token even when auth = "all" (for a Prometheus that sends none)',
+    }),
     // Resolved against the config file's folder by the reader; read (and checked) when the listener starts.
-    certFile: field.string({ optional: true, example: "/etc/lockhost/admin.crt", doc: "PEM certificate (chain) of the listener: with key_file, it serves HTTPS only" }),
+    certFile: field.string({
+      optional: true,
+      example: "/etc/lockhost/admin.crt",
+      doc: "PEM certificate (chain) of the listener: with key_file, it serves HTTPS only",
+    }),
     keyFile: field.string({ optional: true, example: "/etc/lockhost/admin.key", doc: "PEM private key of cert_file" }),
-    clientCaFile: field.string({ optional: true, example: "/etc/lockhost/clients-ca.crt", doc: "PEM CA bundle: with it, a client must show a certificate it signed (mutual TLS)" }),
+    clientCaFile: field.string({
+      optional: true,
+      example: "/etc/lockhost/clients-ca.crt",
+      doc: "PEM CA bundle: with it, a client must show a certificate it signed (mutual TLS)",
+    }),
   },
   check: (a) =>
     (a.certFile === undefined) !== (a.keyFile === undefined)
@@ -90,12 +114,22 @@ export const PLUGIN_SCHEMA = defineTable({
   doc: "a guest plugin",
   fields: {
     // Checked by the reader: a pattern, reserved names, unique across entries.
-    name: field.custom<string>({ toml: '"report"', doc: '[a-z0-9][a-z0-9_.-]*, or npm-style @scope/name (at most 64 chars), unique; "global", "host", "lockhost" are reserved' }),
-    // Resolved by the reader against the config file's folder.
+    name: field.custom<string>({
+      toml: '"report"',
+      doc: '[a-z0-9][a-z0-9_.-]*, or npm-style @scope/name (at most 64 chars), unique; "global", "host", "lockhost" are reserved',
+    }),
+    /** Absolute path of the .wasm (relative paths in TOML resolve against the config file's folder, in code against ConfigInput.baseDir). */
     wasm: field.custom<string>({ toml: '"plugins/guests/build/report.wasm"', doc: "the guest module; relative to the config file" }),
     isolation: field.oneOf(ISOLATIONS, { default: "worker", doc: "worker (own thread, time limit) | inline (host's thread, needs JSPI) | auto (inline where JSPI exists and call_timeout_ms is not set)" }),
     memoryLimitMib: field.int({ default: 16, min: 1, max: 4096, unit: "MiB", doc: "cap of the guest's memory" }),
-    callTimeoutMs: field.int({ default: 5000, min: 1, max: 3_600_000, unit: "ms", doc: "a call running longer is stopped and the guest restarted; worker runtime only" }),
+    /** A call running longer is stopped and the guest restarted (worker runtime); an inline guest keeps the default, not enforced. */
+    callTimeoutMs: field.int({
+      default: 5000,
+      min: 1,
+      max: 3_600_000,
+      unit: "ms",
+      doc: "a call running longer is stopped and the guest restarted; worker runtime only",
+    }),
     instances: field.int({
       default: 1,
       min: 1,
@@ -116,12 +150,20 @@ export const SCHEDULED_SCHEMA = defineTable({
     // These four are read together by the reader: the id derives from plugin and export.
     id: field.custom<string, string | undefined>({ defaultDoc: '"<plugin>.<export>"', toml: '"report.run"', doc: "the schedule's lock is keyed on it" }),
     plugin: field.custom<string>({ toml: '"report"', doc: "a declared plugin" }),
-    export: field.custom<string, string | undefined>({ toml: '"run"', doc: 'an export taking no arguments; "*" or left out: the schedules the plugin declares (lockhost_schedules, or lockhost_schedules_utf8)' }),
-    // Given in code, an already parsed ScheduleSpec also does.
-    schedule: field.custom<ScheduleSpec, string | ScheduleSpec | undefined>({ toml: '"5s"', doc: "an interval (500ms, 5s, 1m, 2h) or a cron expression (5 or 6 fields); left out: the plugin's declared one" }),
+    /** The export to run; "*" in a short entry: every export the plugin declares a schedule for. */
+    export: field.custom<string, string | undefined>({
+      toml: '"run"',
+      doc: 'an export taking no arguments; "*" or left out: the schedules the plugin declares (lockhost_schedules, or lockhost_schedules_utf8)',
+    }),
+    /** When it fires; in code, the TOML form ("5s", "0 * * * *") or an already parsed ScheduleSpec; left out: the plugin declares it. */
+    schedule: field.custom<ScheduleSpec, string | ScheduleSpec | undefined>({
+      toml: '"5s"',
+      doc: "an interval (500ms, 5s, 1m, 2h) or a cron expression (5 or 6 fields); left out: the plugin's declared one",
+    }),
     hint: field.oneOf(HINTS, { default: "require_global", doc: HINTS.join(" | ") }),
     ttlMs: field.int({ default: 60_000, min: 1, max: MAX_TTL_MS, unit: "ms", doc: "TTL of the schedule's lock" }),
     keepalive: field.bool({ default: false, doc: "renew the schedule's lock while the job runs (jobs longer than ttl_ms)" }),
+    /** With hint "leader_only": the election whose leader runs every tick (schedules naming the same one run on the same node). */
     election: field.string({
       optional: true,
       defaultDoc: "the schedule's id",
@@ -129,6 +171,11 @@ export const SCHEDULED_SCHEMA = defineTable({
       doc: 'hint = "leader_only": the election whose leader runs every tick, with no lock per tick (ttl_ms is the leadership\'s lease)',
       check: (v) => (v.length === 0 || v.length > 256 || /\p{Cc}/u.test(v) ? "must be 1 to 256 characters without control characters" : undefined),
     }),
+    /**
+     * Take the schedule's lock as a fair mutex (kit/kinds.ts). A tick only tries it, as ever (a waiting tick would run after
+     * the tick's holder let go: twice); fair means a tick is skipped while anyone waits for the key, so a fair waiter is never
+     * starved by ticks.
+     */
     fair: field.bool({
       default: false,
       doc: "take the schedule's lock as a fair mutex: a tick still only tries it (a tick never waits, or a node would run it twice), and is skipped while anyone waits for the key (acquire with fair), so ticks cannot starve a waiter",

@@ -24,7 +24,13 @@ export const HTTP_SCHEMA = defineTable({
     maxRequestBytes: field.int({ default: 1 << 20, min: 0, max: MAX_INPUT_BYTES, unit: "bytes", doc: "the longest request body" }),
     // Capped like a host function's reply: a response is held whole in memory (and, in the worker
     // runtime, copied to the guest's thread), so an operator cannot grant a gigabyte per call.
-    maxResponseBytes: field.int({ default: 1 << 20, min: 0, max: MAX_REPLY_BYTES, unit: "bytes", doc: "the longest response body: a longer one is cut off, TOO_LARGE" }),
+    maxResponseBytes: field.int({
+      default: 1 << 20,
+      min: 0,
+      max: MAX_REPLY_BYTES,
+      unit: "bytes",
+      doc: "the longest response body: a longer one is cut off, TOO_LARGE",
+    }),
     allowPrivateRanges: field.stringList({
       default: [],
       example: ["127.0.0.0/8"],
@@ -33,7 +39,11 @@ export const HTTP_SCHEMA = defineTable({
     }),
     maxRedirects: field.int({ default: 5, min: 0, max: 20, doc: "redirects followed, each to an allowed host" }),
     // Read by the reader: a table of strings, ${ENV} substituted, values never shown.
-    headers: field.custom<Readonly<Record<string, string>>, Readonly<Record<string, string>> | undefined>({ optional: true, toml: '{ authorization = "Bearer ${API_TOKEN}" }', doc: "[plugins.http.headers]: sent with every request; values never logged" }),
+    headers: field.custom<Readonly<Record<string, string>>, Readonly<Record<string, string>> | undefined>({
+      optional: true,
+      toml: '{ authorization = "Bearer ${API_TOKEN}" }',
+      doc: "[plugins.http.headers]: sent with every request; values never logged",
+    }),
   },
 });
 

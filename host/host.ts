@@ -47,6 +47,21 @@ export interface HostOptions {
   readonly functions?: HostFunctions;
 }
 
+/** What Host.start puts together, handed to the constructor whole. */
+interface HostParts {
+  readonly config: LockhostConfig;
+  readonly log: Logger;
+  readonly locks: LockService;
+  readonly guests: Map<string, GuestInstance>;
+  /** The host made its backend (none was given), so stop() closes it. */
+  readonly ownsBackend: boolean;
+  readonly admin: AdminServer | undefined;
+  readonly health: BackendHealth;
+  readonly scheduler: Scheduler;
+  readonly schedules: readonly ScheduledConfig[];
+  readonly metrics: LockMetrics | undefined;
+}
+
 /** A running lockhost: guests loaded, lock service up, scheduler ready (not started). */
 export class Host {
   /** The validated, frozen config this host runs (source names its file, if any). */
@@ -83,28 +98,18 @@ export class Host {
   /** What the admin listener's /metrics shows (with an [admin] table). */
   readonly #metrics: LockMetrics | undefined;
 
-  private constructor(
-    config: LockhostConfig,
-    log: Logger,
-    locks: LockService,
-    guests: Map<string, GuestInstance>,
-    ownsBackend: boolean,
-    admin: AdminServer | undefined,
-    health: BackendHealth,
-    scheduler: Scheduler,
-    schedules: readonly ScheduledConfig[],
-    metrics: LockMetrics | undefined,
-  ) {
-    this.#metrics = metrics;
-    this.schedules = schedules;
-    this.#health = health;
+  private constructor(parts: HostParts) {
+    const { config, log, locks, health } = parts;
     this.config = config;
     this.log = log;
     this.locks = locks;
-    this.admin = admin;
-    this.#guests = guests;
-    this.#ownsBackend = ownsBackend;
-    this.scheduler = scheduler;
+    this.admin = parts.admin;
+    this.scheduler = parts.scheduler;
+    this.schedules = parts.schedules;
+    this.#guests = parts.guests;
+    this.#ownsBackend = parts.ownsBackend;
+    this.#health = health;
+    this.#metrics = parts.metrics;
     if (locks.distributed) {
       const presence = (this.#presence = new NodePresence(locks, log));
       // Also when the backend did not answer at start, and after an outage that cost the hold.
@@ -169,7 +174,7 @@ export class Host {
     if (config.plugins.length === 0) {
       log.warn(`${config.source ?? "the config"} declares no [[plugins]]: this host runs no guest and fires no schedule; it only serves lock calls made through its API${admin ? " and admin listener" : ""}`);
     }
-    const host = new Host(config, log, locks, guests, !options.backend, admin, health, scheduler, schedules, metrics);
+    const host = new Host({ config, log, locks, guests, ownsBackend: !options.backend, admin, health, scheduler, schedules, metrics });
     health.start();
     // The dashboard shows this node's schedule runs beside its lock events.
     if (feed) host.scheduler.on("tick", (tick) => feed.tick(tick));
@@ -362,23 +367,8 @@ export function checkFunctionGrants(config: LockhostConfig, functions: HostFunct
  * locks); `recorder` is told of every instance's calls and faults (the host's metrics, per plugin).
  */
 export async function startPluginGuest(plugin: PluginConfig, locks: LockService, log: Logger, functions: HostFunctions = {}, recorder?: GuestRecorder): Promise<GuestPool> {
-  const shells = await prepareGuests(
-    locks,
-    log,
-    {
-      plugin: plugin.name,
-      wasm: plugin.wasm,
-      memoryLimitMib: plugin.memoryLimitMib,
-      globalKeys: plugin.globalKeys,
-      wasi: plugin.wasi,
-      functions: plugin.functions,
-      hostFunctions: functions,
-      config: plugin.config,
-      ...(plugin.http && { http: plugin.http }),
-      ...(plugin.logLevel && { logLevel: plugin.logLevel }),
-    },
-    plugin.instances,
-  );
+  // The entry is handed on whole: each capability reads its own keys of it.
+  const shells = await prepareGuests(locks, log, { ...plugin, plugin: plugin.name, hostFunctions: functions }, plugin.instances);
   const started = await Promise.allSettled(shells.map((shell) => startGuestInstance({ ...shell, runtime: plugin.runtime, callTimeoutMs: plugin.callTimeoutMs, ...(recorder && { recorder }) })));
   const members = started.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
   const failed = started.find((s): s is PromiseRejectedResult => s.status === "rejected");

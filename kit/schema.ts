@@ -68,28 +68,78 @@ export interface TableSchema<T> {
 
 type Opts<T> = Omit<FieldSpec<T>, "kind">;
 
+declare const TYPES: unique symbol;
+
+/**
+ * A FieldSpec that also carries, in its type only, what the table's value holds for it (`Out`)
+ * and what a config built in code may give (`In`); each includes `undefined` when the key may be
+ * missing there. The builders below infer both from the declaration (`optional`, `default`), so
+ * a table's value and input types are derived from its fields (TableValue, TableInput).
+ */
+export interface Field<Out, In = Out> extends FieldSpec<Exclude<Out, undefined>> {
+  /** Never set: it only carries the two types. */
+  readonly [TYPES]?: { readonly out: Out; readonly in: In };
+}
+
+/** What a builder gives for options `O`: optional (may be missing), defaulted (input may leave it out) or required. */
+type Built<T, O> = O extends { readonly optional: true } ? Field<T | undefined> : O extends { readonly default: unknown } ? Field<T, T | undefined> : Field<T>;
+
+const build = <T, O>(kind: FieldKind, o: O): Built<T, O> => ({ kind, ...o }) as unknown as Built<T, O>;
+
 /** Builders of FieldSpecs, one per kind. */
 export const field = {
-  int: (o: Opts<number>): FieldSpec<number> => ({ kind: "int", ...o }),
-  number: (o: Opts<number>): FieldSpec<number> => ({ kind: "number", ...o }),
-  bool: (o: Opts<boolean>): FieldSpec<boolean> => ({ kind: "bool", ...o }),
-  string: (o: Opts<string>): FieldSpec<string> => ({ kind: "string", ...o }),
-  url: (o: Opts<string> & { readonly schemes: readonly string[] }): FieldSpec<string> => ({ kind: "url", ...o }),
+  int: <const O extends Opts<number>>(o: O): Built<number, O> => build<number, O>("int", o),
+  number: <const O extends Opts<number>>(o: O): Built<number, O> => build<number, O>("number", o),
+  bool: <const O extends Opts<boolean>>(o: O): Built<boolean, O> => build<boolean, O>("bool", o),
+  string: <const O extends Opts<string>>(o: O): Built<string, O> => build<string, O>("string", o),
+  url: <const O extends Opts<string> & { readonly schemes: readonly string[] }>(o: O): Built<string, O> => build<string, O>("url", o),
   /** A string never shown in messages or logs. */
-  secret: (o: Opts<string>): FieldSpec<string> => ({ kind: "secret", ...o }),
-  oneOf: <const V extends string>(values: readonly V[], o: Opts<V>): FieldSpec<V> => ({ kind: "enum", values, ...o }),
-  stringList: (o: Opts<readonly string[]>): FieldSpec<readonly string[]> => ({ kind: "stringList", ...o }),
+  secret: <const O extends Opts<string>>(o: O): Built<string, O> => build<string, O>("secret", o),
+  oneOf: <const V extends string, const O extends Opts<V> = Opts<V>>(values: readonly V[], o: O): Built<V, O> => build<V, O>("enum", { values, ...o }),
+  stringList: <const O extends Opts<readonly string[]>>(o: O): Built<readonly string[], O> => build<readonly string[], O>("stringList", o),
   /**
    * A field the table's own code reads (a value parsed from text, a name checked against other
    * entries): the declaration still allows the key and documents it; the generic reader leaves
-   * it alone.
+   * it alone. `Out` is what the table's value holds (with `undefined` when it may be missing),
+   * `In` what a config built in code may give (with `undefined` when it may be left out).
    */
-  custom: <T>(o: Pick<Opts<T>, "doc" | "defaultDoc" | "toml" | "optional">): FieldSpec<T> => ({ kind: "custom", ...o }),
+  custom: <Out, In = Out>(o: Pick<Opts<Exclude<Out, undefined>>, "doc" | "defaultDoc" | "toml" | "optional">): Field<Out, In> => ({ kind: "custom", ...o }) as Field<Out, In>,
 } as const;
 
 /** Declares a table schema (a typed identity, so `T` is checked against the fields). */
 export function table<T>(schema: TableSchema<T>): TableSchema<T> {
   return schema;
+}
+
+/** The fields of a table declared with defineTable, by property name. */
+export type FieldMap = { readonly [name: string]: Field<unknown, unknown> };
+
+type Flat<T> = { readonly [K in keyof T]: T[K] };
+type OutOf<F> = F extends { readonly [TYPES]?: { readonly out: infer Out } } ? Out : never;
+type InOf<F> = F extends { readonly [TYPES]?: { readonly in: infer In } } ? In : never;
+/** `T` with the properties whose value may be `undefined` made optional. */
+type OptionalWhereUndefined<T> = Flat<
+  { readonly [K in keyof T as undefined extends T[K] ? never : K]: T[K] } & { readonly [K in keyof T as undefined extends T[K] ? K : never]?: Exclude<T[K], undefined> }
+>;
+
+/** The value of a table with fields `F`, as read (defaults applied): a missing optional field is an optional property. */
+export type ValueOfFields<F extends FieldMap> = OptionalWhereUndefined<{ [K in keyof F]: OutOf<F[K]> }>;
+/** What a config built in code gives for a table with fields `F`: what has a default may be left out. */
+export type InputOfFields<F extends FieldMap> = OptionalWhereUndefined<{ [K in keyof F]: InOf<F[K]> }>;
+
+/** A table declared with defineTable: a TableSchema of its derived value that keeps its fields' types. */
+export type DefinedTable<F extends FieldMap> = TableSchema<ValueOfFields<F>> & { readonly fields: F };
+/** The value a defined table reads to. */
+export type TableValue<S> = S extends { readonly fields: infer F extends FieldMap } ? ValueOfFields<F> : never;
+/** What a config built in code may give for a defined table. */
+export type TableInput<S> = S extends { readonly fields: infer F extends FieldMap } ? InputOfFields<F> : never;
+
+/**
+ * Declares a table whose value and input types are derived from its fields (TableValue,
+ * TableInput): a field is declared once, here, and the types follow it.
+ */
+export function defineTable<const F extends FieldMap>(schema: { readonly doc: string; readonly fields: F; check?(value: ValueOfFields<F>): TableProblem | undefined }): DefinedTable<F> {
+  return schema as DefinedTable<F>;
 }
 
 /** The TOML spelling of a property name: `commandTimeoutMs` -> `command_timeout_ms`. */

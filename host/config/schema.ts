@@ -15,11 +15,12 @@ import { checkHost, parseListen } from "./listen.js";
 import { checkKeys, keyOf, readFields, readTable } from "./read-table.js";
 import { allProblems, isTable, type Key, type Table } from "./reader.js";
 import type { LockhostError } from "../../kit/errors.js";
-import { ADMIN_SCHEMA, HOST_SCHEMA, HTTP_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "./tables.js";
-import { headerProblem, type HttpGrant } from "../runtime/capabilities/http/index.js";
+import { ADMIN_SCHEMA, HOST_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "./tables.js";
+import { CAPABILITIES, type CapabilityRow, type CapabilityTable } from "../runtime/capabilities/table.js";
 import { jspiAvailable, jspiRequirement } from "../runtime/jspi.js";
 import type {
   AdminSettings,
+  ConfigInput,
   GuestRuntime,
   Isolation,
   KeepaliveSettings,
@@ -35,6 +36,12 @@ import type {
 const SCHEDULE_ID = /^[A-Za-z0-9._:@/-]{1,128}$/;
 /** The export of a short [[scheduled]] entry without one: every schedule its plugin declares. */
 export const ALL_DECLARED = "*";
+
+/** The top level of a config built in code: ConfigInput's keys, each one (checked below). */
+const CODE_KEYS = ["source", "baseDir", "host", "locking", "plugins", "scheduled", "admin"] as const satisfies readonly (keyof ConfigInput)[];
+// A key added to ConfigInput and not read here fails to compile.
+const everyInputKeyRead: [Exclude<keyof ConfigInput, (typeof CODE_KEYS)[number]>] extends [never] ? true : false = true;
+void everyInputKeyRead;
 
 /**
  * Checks a whole config against the schema and fills in the defaults. Every table, entry and
@@ -54,7 +61,7 @@ export function buildConfig(root: Table, source: string | undefined): LockhostCo
 
 function readConfig(root: Table, source: string | undefined): LockhostConfig {
   if (root.ctx.mode === "code") {
-    root.onlyKeys(["source", "baseDir", "host", "locking", "plugins", "scheduled", "admin"]);
+    root.onlyKeys(CODE_KEYS);
     // Read only to be type-checked: the caller has already taken both values.
     root.attempt(() => root.string("source"));
     root.attempt(() => root.nonEmptyString("baseDir"));
@@ -191,25 +198,33 @@ function pluginEntry(entry: Table, seen: Map<string, string>, names: Set<string>
   });
   const wasm = t.attempt(() => resolve(t.ctx.baseDir, t.nonEmptyString("wasm") ?? t.fail("wasm", "is required")));
   const fields = t.attempt(() => readFields(t, PLUGIN_SCHEMA));
-  const http = t.attempt(() => httpGrant(t.table("http", "plugins.http")?.named(name)));
+  // Each capability's own table under the entry ([plugins.http]), read with its row's schema.
+  const tables: Record<string, unknown> = {};
+  for (const row of CAPABILITIES as readonly CapabilityRow[]) {
+    if (!row.table) continue;
+    const { key } = row.table;
+    const value = t.attempt(() => capabilityTable(t.table(key, `plugins.${key}`)?.named(name), row.table!));
+    if (value !== undefined) tables[key] = value;
+  }
   const config = t.attempt(() => stringTable(t.table("config", "plugins.config")?.named(name)));
   const runtime = fields && t.attempt(() => guestRuntime(t, fields.isolation));
   t.stopIfFailedSince(since);
-  const { config: _config, http: _http, ...rest } = fields!;
-  return { ...rest, name: name!, wasm: wasm!, config: config!, ...(http && { http }), runtime: runtime! };
+  return { ...(fields as Omit<PluginConfig, "name" | "wasm" | "config" | "runtime">), name: name!, wasm: wasm!, config: config!, ...tables, runtime: runtime! };
 }
 
-/** `[plugins.http]`: present means the plugin may make HTTP requests within it. */
-function httpGrant(t: Table | undefined): HttpGrant | undefined {
+/** A capability's own table (`[plugins.http]`): present means the plugin is granted what it allows. */
+function capabilityTable(t: Table | undefined, table: CapabilityTable): unknown {
   if (!t) return undefined;
   const since = t.recorded;
-  const rest = t.attempt(() => {
-    const { headers: _headers, ...fields } = readTable(t, HTTP_SCHEMA);
-    return fields;
-  });
-  const headers = t.attempt(() => stringTable(t.table("headers", "plugins.http.headers")?.named(t.entryName), headerProblem));
+  // Its tables of strings (`[plugins.http.headers]`) are custom fields: read here, not by readTable.
+  const rest = t.attempt(() => readTable(t, table.schema));
+  const strings: Record<string, Record<string, string>> = {};
+  for (const [key, problem] of Object.entries(table.strings ?? {})) {
+    const value = t.attempt(() => stringTable(t.table(key, `plugins.${table.key}.${key}`)?.named(t.entryName), problem));
+    if (value !== undefined) strings[key] = value;
+  }
   t.stopIfFailedSince(since);
-  return { ...rest!, headers: headers! };
+  return { ...(rest as object), ...strings };
 }
 
 /**

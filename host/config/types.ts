@@ -1,9 +1,13 @@
 // The validated, frozen configuration of a host. Produced from TOML by loadConfig/parseConfig;
-// embedders and tests may also build one in code and pass it through resolveConfig.
+// embedders and tests may also build one in code and pass it through resolveConfig. The type of
+// each table, and what resolveConfig accepts for it, are derived from its declaration in
+// tables.ts (TableValue, TableInput): a field is declared once, there. What no table declares
+// (the unions its fields take, ScheduleSpec, ListenAddress, the top level) is written here.
 import type { Runtime } from "../../abi/ops.js";
 import type { BackendConfigMap } from "../../kit/descriptor.js";
 import type { KeepaliveSettings, WaitingSettings } from "../locking/options.js";
-import type { HttpGrant } from "../runtime/capabilities/http/index.js";
+import type { TableInput, TableValue } from "../../kit/schema.js";
+import type { ADMIN_SCHEMA, HOST_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "./tables.js";
 
 export type { KeepaliveSettings, WaitingSettings };
 
@@ -40,15 +44,13 @@ export type BackendTables = { readonly [K in keyof BackendConfigMap]?: BackendCo
 };
 
 /** `[locking]` */
-export type LockingConfig = BackendTables & {
-  readonly backend: BackendKind;
-  /** Backend packages loaded (and registered) before the config was validated. */
-  readonly packages?: readonly string[];
-  /** Absent means the defaults (a config read by the loader always has it). */
-  readonly keepalive?: KeepaliveSettings;
-  /** Absent means the defaults (a config read by the loader always has it). */
-  readonly waiting?: WaitingSettings;
-};
+export type LockingConfig = BackendTables &
+  TableValue<typeof LOCKING_SCHEMA> & {
+    /** Absent means the defaults (a config read by the loader always has it). */
+    readonly keepalive?: KeepaliveSettings;
+    /** Absent means the defaults (a config read by the loader always has it). */
+    readonly waiting?: WaitingSettings;
+  };
 
 /** Where the admin listener listens. */
 export interface ListenAddress {
@@ -58,66 +60,21 @@ export interface ListenAddress {
   readonly port: number;
 }
 
-/** `[admin]`: the optional admin HTTP listener (status, metrics, force-release). */
-export interface AdminSettings {
-  readonly listen: ListenAddress;
-  /**
-   * Bearer token that force-release requires; absent: force-release through HTTP is refused.
-   * Never logged.
-   */
-  readonly token?: string;
-  /**
-   * Which routes need the token: "writes" (force-release) or "all" (every route but the probes
-   * and the dashboard's files). Absent: "all" when listen is beyond loopback, else "writes"
-   * (the listener decides, host/admin/access.ts).
-   */
-  readonly auth?: AdminAuth;
-  /** /metrics answers without the token even when auth is "all" (default false). */
-  readonly metricsOpen?: boolean;
-  /** HTTPS: absolute paths of the PEM certificate and key (both or neither). */
-  readonly certFile?: string;
-  readonly keyFile?: string;
-  /** Mutual TLS: absolute path of the PEM CA bundle that signs the clients' certificates. */
-  readonly clientCaFile?: string;
-}
+/**
+ * `[admin]`: the optional admin HTTP listener (status, metrics, force-release). `auth` absent:
+ * "all" when listen is beyond loopback, else "writes" (the listener decides, host/admin/access.ts);
+ * the TLS files are absolute paths.
+ */
+export type AdminSettings = TableValue<typeof ADMIN_SCHEMA>;
 
 /** Which admin routes need the token. */
 export type AdminAuth = "writes" | "all";
 
-/** One `[[plugins]]` entry. */
-export interface PluginConfig {
-  /** Lowercase letters, digits, '-' and '_'; namespaces the plugin's keys. */
-  readonly name: string;
-  /** Absolute path of the .wasm (relative paths in TOML resolve against the config file's folder). */
-  readonly wasm: string;
-  readonly isolation: Isolation;
-  /** The runtime `isolation` resolved to when the config was loaded (derived, not a key). */
-  readonly runtime: GuestRuntime;
-  /** The cap of the guest's WebAssembly.Memory. */
-  readonly memoryLimitMib: number;
-  /**
-   * A call running longer is stopped and the guest restarted (worker runtime). An inline guest
-   * has no time limit: the field keeps its default there and is not enforced.
-   */
-  readonly callTimeoutMs: number;
-  /**
-   * Guest instances run side by side (1..64): each runs one call at a time, with its own memory
-   * and handles; a call takes a free one.
-   */
-  readonly instances: number;
-  /** Global keys the plugin may use; `*` matches any run of characters. */
-  readonly globalKeys: readonly string[];
-  /** Host function namespaces its guest may import (the embedder registers the functions). */
-  readonly functions: readonly string[];
-  /** Its guest's lines below this level are dropped; absent: the host's log level. */
-  readonly logLevel?: LogLevel;
-  /** `[plugins.config]`: values its guest reads with config.get (secrets among them: never logged). */
-  readonly config: Readonly<Record<string, string>>;
-  /** `[plugins.http]`: absent, its guest may not make HTTP requests. */
-  readonly http?: HttpGrant;
-  /** The guest may import WASI basics (stdout/stderr to the log, clocks, random); default false. */
-  readonly wasi: boolean;
-}
+/**
+ * One `[[plugins]]` entry: its fields as tables.ts declares them (wasm an absolute path), and
+ * the runtime its `isolation` resolved to when the config was loaded (derived, not a key).
+ */
+export type PluginConfig = Flat<TableValue<typeof PLUGIN_SCHEMA> & { readonly runtime: GuestRuntime }>;
 
 /** When a schedule fires. */
 export type ScheduleSpec =
@@ -129,41 +86,11 @@ export type ScheduleSpec =
    */
   | { readonly kind: "declared" };
 
-/** One `[[scheduled]]` entry. */
-export interface ScheduledConfig {
-  /** Unique per config; the cluster-wide lock of a schedule is keyed on it. Default "{plugin}.{export}". */
-  readonly id: string;
-  readonly plugin: string;
-  /** The export to run; "*" in a short entry: every export the plugin declares a schedule for. */
-  readonly export: string;
-  readonly schedule: ScheduleSpec;
-  readonly hint: LockingHint;
-  /** TTL of the schedule's lock. */
-  readonly ttlMs: number;
-  /** Renew the schedule's lock while the job runs (so a job may outlast the TTL). Default false. */
-  readonly keepalive: boolean;
-  /**
-   * With hint "leader_only": the election whose leader runs every tick (schedules naming the same
-   * one run on the same node). Default: the schedule's id.
-   */
-  readonly election?: string;
-  /**
-   * Take the schedule's lock as a fair mutex (kit/kinds.ts). A tick only tries it, as ever (a
-   * waiting tick would run after the tick's holder let go: twice); fair means a tick is skipped
-   * while anyone waits for the key, so a caller that waits for it fairly is never starved by
-   * ticks. Default false.
-   */
-  readonly fair: boolean;
-}
+/** One `[[scheduled]]` entry, as tables.ts declares it. */
+export type ScheduledConfig = TableValue<typeof SCHEDULED_SCHEMA>;
 
 /** `[host]` */
-export interface HostSettings {
-  /** This node's name, recorded as the holder of its locks. Default: the machine's hostname. */
-  readonly node: string;
-  /** On shutdown, how long in-flight calls may take before their guests are stopped. */
-  readonly shutdownTimeoutMs: number;
-  readonly logLevel: LogLevel;
-}
+export type HostSettings = TableValue<typeof HOST_SCHEMA>;
 
 /** A whole, validated lockhost configuration. */
 export interface LockhostConfig {
@@ -177,41 +104,19 @@ export interface LockhostConfig {
   readonly admin?: AdminSettings;
 }
 
-// What resolveConfig accepts: the shapes above with every defaulted field optional. Kept here,
-// next to the types they mirror, so a field added to one is not missed in the other.
+// What resolveConfig accepts: the shapes above with every defaulted field optional, derived from
+// the same declarations.
 
-/** A `[[plugins]]` entry built in code: the fields of PluginConfig, defaults optional. */
-export interface PluginInput {
-  readonly name: string;
-  /** Relative paths resolve against ConfigInput.baseDir. */
-  readonly wasm: string;
-  readonly isolation?: Isolation;
-  /** Derived from `isolation` on this Node when the config is resolved; a value given is ignored. */
-  readonly runtime?: GuestRuntime;
-  readonly memoryLimitMib?: number;
-  readonly callTimeoutMs?: number;
-  readonly instances?: number;
-  readonly globalKeys?: readonly string[];
-  readonly functions?: readonly string[];
-  readonly logLevel?: LogLevel;
-  readonly config?: Readonly<Record<string, string>>;
-  /** `headers` optional; the limits take their defaults. */
-  readonly http?: Partial<HttpGrant> & { readonly allowedHosts: readonly string[] };
-  readonly wasi?: boolean;
-}
+/** A `[[plugins]]` entry built in code: the fields of PluginConfig, defaults optional; a relative wasm path resolves against ConfigInput.baseDir. */
+export type PluginInput = Flat<
+  TableInput<typeof PLUGIN_SCHEMA> & {
+    /** Derived from `isolation` on this Node when the config is resolved; a value given is ignored. */
+    readonly runtime?: GuestRuntime;
+  }
+>;
 
 /** A `[[scheduled]]` entry built in code: the fields of ScheduledConfig, defaults optional. */
-export interface ScheduledInput {
-  readonly id?: string;
-  readonly plugin: string;
-  /** Left out (or "*") with `schedule`: every schedule the plugin declares. */
-  readonly export?: string;
-  /** The TOML form ("5s", "0 * * * *") or an already parsed ScheduleSpec; left out: the plugin declares it. */
-  readonly schedule?: string | ScheduleSpec;
-  readonly hint?: LockingHint;
-  readonly ttlMs?: number;
-  readonly keepalive?: boolean;
-}
+export type ScheduledInput = TableInput<typeof SCHEDULED_SCHEMA>;
 
 /** A config built in code for resolveConfig. A LockhostConfig is itself a valid ConfigInput. */
 export interface ConfigInput {
@@ -219,16 +124,16 @@ export interface ConfigInput {
   readonly source?: string;
   /** Where relative wasm paths resolve from; default: the process's working directory. */
   readonly baseDir?: string;
-  readonly host?: Partial<HostSettings>;
+  readonly host?: TableInput<typeof HOST_SCHEMA>;
   readonly locking?: { readonly [K in keyof BackendConfigMap]?: Partial<BackendConfigMap[K]> } & {
     readonly [table: string]: unknown;
-  } & {
-    readonly backend?: BackendKind;
-    readonly packages?: readonly string[];
-    readonly keepalive?: Partial<KeepaliveSettings>;
-    readonly waiting?: Partial<WaitingSettings>;
-  };
+  } & TableInput<typeof LOCKING_SCHEMA> & {
+      readonly keepalive?: Partial<KeepaliveSettings>;
+      readonly waiting?: Partial<WaitingSettings>;
+    };
   readonly plugins?: readonly PluginInput[];
   readonly scheduled?: readonly ScheduledInput[];
-  readonly admin?: { readonly listen?: Partial<ListenAddress> | string; readonly token?: string; readonly auth?: AdminAuth; readonly metricsOpen?: boolean; readonly certFile?: string; readonly keyFile?: string; readonly clientCaFile?: string };
+  readonly admin?: TableInput<typeof ADMIN_SCHEMA>;
 }
+
+type Flat<T> = { readonly [K in keyof T]: T[K] };

@@ -4,7 +4,8 @@
 import type { FieldSpec, TableSchema } from "../../kit/schema.js";
 import { tomlKey } from "../../kit/schema.js";
 import { backendDescriptor, backendNames } from "../registry/registry.js";
-import { ADMIN_SCHEMA, HOST_SCHEMA, HTTP_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "../config/tables.js";
+import { ADMIN_SCHEMA, HOST_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "../config/tables.js";
+import { CAPABILITIES, type CapabilityRow } from "../runtime/capabilities/table.js";
 import { KEEPALIVE_SCHEMA, WAITING_SCHEMA } from "../locking/options.js";
 
 /** The reference as a TOML block: the host's tables and every registered backend's. */
@@ -21,7 +22,8 @@ export function configReference(): string {
     section("[locking.waiting]", WAITING_SCHEMA),
     section("[admin]", ADMIN_SCHEMA),
     section("[[plugins]]", PLUGIN_SCHEMA),
-    section("[plugins.http]", HTTP_SCHEMA),
+    // Each capability's own table under the entry ([plugins.http]).
+    ...(CAPABILITIES as readonly CapabilityRow[]).flatMap((row) => (row.table ? [section(`[plugins.${row.table.key}]`, row.table.schema)] : [])),
     section("[[scheduled]]", SCHEDULED_SCHEMA),
   ];
   return `\`\`\`toml\n${sections.join("\n\n")}\n\`\`\``;

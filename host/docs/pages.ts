@@ -3,6 +3,7 @@
 // moves to another page by moving its row here and its markers there.
 import { abiBriefTable, abiSpecTable } from "./abi-ops.js";
 import { adminRoutesTable } from "./admin-routes.js";
+import { capabilitiesTable } from "./capabilities-table.js";
 import { configReference } from "./config-reference.js";
 import { kindsTable } from "./kinds-table.js";
 import { metricsTable } from "./metrics-table.js";
@@ -42,7 +43,13 @@ export const DOC_FILES: readonly DocFile[] = [
       { name: "status-codes", write: (s) => statusCodesTable(s.status) },
     ],
   },
-  { file: "docs/guests.md", blocks: [{ name: "abi-capability-ops", write: () => abiBriefTable("capabilities") }] },
+  {
+    file: "docs/guests.md",
+    blocks: [
+      { name: "capabilities", write: () => capabilitiesTable() },
+      { name: "abi-capability-ops", write: () => abiBriefTable("capabilities") },
+    ],
+  },
   { file: "docs/lock-model.md", blocks: [{ name: "lock-kinds", write: () => kindsTable() }] },
   {
     file: "abi/ABI.md",

@@ -3,37 +3,26 @@
 // functions) and what its local operations answer. The one place that wires them, so the host,
 // the tests and the bench start guests alike.
 import type { Logger } from "pino";
-import type { LogLevel } from "../config/types.js";
+import type { PluginConfig } from "../config/types.js";
 import { abiLogLevel } from "./guest-log.js";
 import { globalKeyMatcher } from "../locking/scope.js";
 import type { LockService } from "../locking/service.js";
 import type { HostFunctions } from "./capabilities/functions.js";
-import { GuestCapabilities } from "./capabilities/guest-capabilities.js";
-import { createHttpClient, type HttpGrant } from "./capabilities/http/index.js";
+import { GuestCapabilities, grantedServices } from "./capabilities/guest-capabilities.js";
 import { grantedCapabilities } from "./capabilities/table.js";
 import { GuestLocks } from "./guest-locks.js";
 import { loadGuestModule, type GuestModule } from "./guest-module.js";
 import type { GuestShellOptions } from "./guest-shell.js";
 
-/** What a guest is loaded with. */
-export interface GuestGrantOptions {
+/**
+ * What a guest is loaded with: its [[plugins]] entry (PluginConfig, handed on whole: each
+ * capability reads its own keys), of which only the module and its memory cap are needed here.
+ */
+export interface GuestGrantOptions extends Partial<Omit<PluginConfig, "name" | "wasm" | "memoryLimitMib">>, Pick<PluginConfig, "wasm" | "memoryLimitMib"> {
+  /** The plugin's name. */
   readonly plugin: string;
-  /** Path of its .wasm. */
-  readonly wasm: string;
-  readonly memoryLimitMib: number;
-  readonly globalKeys?: readonly string[];
-  /** The [plugins.http] grant; absent: no HTTP. */
-  readonly http?: HttpGrant;
-  /** Host function namespaces the plugin's config grants. */
-  readonly functions?: readonly string[];
   /** The functions the embedder registered (only granted namespaces reach the guest). */
   readonly hostFunctions?: HostFunctions;
-  /** The plugin's [plugins.config] values. */
-  readonly config?: Readonly<Record<string, string>>;
-  /** Its lines below this level are dropped (default: the logger's level). */
-  readonly logLevel?: LogLevel;
-  /** The plugin may import WASI basics (host/runtime/wasi.ts); default false. */
-  readonly wasi?: boolean;
 }
 
 /** The module and services of one guest instance, checked against its grants. */
@@ -70,11 +59,11 @@ function instanceShell(
     node: service.node,
     locks,
     log: guestLog,
-    ...(o.http && { http: { grant: o.http, client: createHttpClient(o.plugin, o.http) } }),
+    ...grantedServices(o.plugin, o),
     functions: module.functions.map((f) => ({ ...f, fn: registered[f.module]![f.name]!, qualified: `${f.module}.${f.name}` })),
   });
   const grants = {
-    capabilities: grantedCapabilities({ ...(o.http && { http: o.http }), functions: [...namespaces] }),
+    capabilities: grantedCapabilities({ ...o, functions: namespaces }),
     config: { ...o.config },
     logLevel: abiLogLevel(guestLog.level),
   };

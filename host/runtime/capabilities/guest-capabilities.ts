@@ -10,7 +10,7 @@ import type { AbiReply, GuestLocks } from "../guest-locks.js";
 import type { CallContext } from "../call-context.js";
 import { runHostFunction, type HeldLock, type HostFunction, type HostFunctionContext } from "./functions.js";
 import { encodeResponse, parseRequestHead } from "./http-envelope.js";
-import type { HttpClient, HttpGrant } from "./http/index.js";
+import { createHttpClient, type HttpClient, type HttpGrant } from "./http/index.js";
 
 // The headers a fenced request carries (the lock's full name, its fence, its kind) are the ones
 // lockhost/fence reads: one definition for the sender and the resource.
@@ -35,6 +35,14 @@ export interface GuestCapabilitiesOptions {
   readonly http?: { readonly grant: HttpGrant; readonly client: HttpClient };
   /** The guest's host function imports, in the order its runtime numbers them. */
   readonly functions: readonly BoundFunction[];
+}
+
+/**
+ * What one instance of a plugin needs for what its entry grants, made per instance and closed
+ * with it (GuestCapabilities.close): its HTTP client when `[plugins.http]` is there.
+ */
+export function grantedServices(plugin: string, entry: { readonly http?: HttpGrant | undefined }): Pick<GuestCapabilitiesOptions, "http"> {
+  return entry.http ? { http: { grant: entry.http, client: createHttpClient(plugin, entry.http) } } : {};
 }
 
 /** One guest instance's HTTP requests and host function calls. */

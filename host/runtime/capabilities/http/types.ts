@@ -1,35 +1,7 @@
 // The shapes the http capability shares with the ABI glue (which decodes a guest's request and
-// encodes the response) and with the config schema (which builds the grant from TOML).
+// encodes the response) and with the config schema (which builds the grant from TOML, config.ts).
 
-/**
- * What the operator granted one plugin (`[plugins.http]`), already validated by the config
- * schema with hostPatternProblem, cidrProblem, methodProblem and headerProblem.
- */
-export interface HttpGrant {
-  /**
-   * `allowed_hosts`: "api.example.com" (exact, case-insensitive) or "*.example.com" (any
-   * subdomain at any depth, not the apex); IPv4/IPv6 literals as exact entries ("127.0.0.1",
-   * "[::1]" or "::1").
-   */
-  readonly allowedHosts: readonly string[];
-  /** `methods`: uppercase, e.g. ["GET", "POST"]. */
-  readonly methods: readonly string[];
-  /** `timeout_ms`: the whole request, redirects and body download included. */
-  readonly timeoutMs: number;
-  /** `max_request_bytes`: the request body cap. */
-  readonly maxRequestBytes: number;
-  /** `max_response_bytes`: the response body cap. */
-  readonly maxResponseBytes: number;
-  /** `headers`: sent with every request. Values are secrets: never logged or echoed in an error. */
-  readonly headers: Readonly<Record<string, string>>;
-  /**
-   * `allow_private_ranges`: CIDRs reachable although private, loopback, link-local, etc.
-   * (e.g. ["127.0.0.0/8"]). Empty: only public addresses.
-   */
-  readonly allowPrivateRanges: readonly string[];
-  /** `max_redirects`: hops followed before the request fails (the config's default is 5). */
-  readonly maxRedirects: number;
-}
+export type { HttpGrant } from "./config.js";
 
 /** A request as the guest made it. */
 export interface GuestHttpRequest {

@@ -16,7 +16,7 @@ import { redactUrlSecrets } from "../kit/redact.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
 import { pgDefaults } from "../plugins/backends/pg/config.js";
 import { holdersTableOf } from "../plugins/backends/pg/mutex-sql.js";
-import { dropSharedSql } from "../plugins/backends/pg/queue-sql.js";
+import { dropQueueSql } from "../plugins/backends/pg/queue-sql.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
 import { REDIS_URL, DATABASE_URL, benchLog, concurrent, fmt, interleaved, ROUNDS, sequential, TTL_MS } from "./harness.js";
@@ -153,7 +153,7 @@ async function pgPart(): Promise<void> {
   } finally {
     await locks.close();
     await raw.query(`drop table if exists ${table_}, ${holdersTableOf(table_)}`).catch(() => undefined);
-    await raw.query(dropSharedSql(table_)).catch(() => undefined);
+    await raw.query(dropQueueSql(table_)).catch(() => undefined);
     await raw.end();
   }
 }

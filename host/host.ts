@@ -147,7 +147,7 @@ export class Host {
         admin = await startAdmin(config.admin, locks, log, config, { feed, metrics, host: counters, started: () => started });
       }
       // Before any guest: a backend that refuses this host for good fails the start at once.
-      health = await BackendHealth.atStart(locks, log, `${config.source ?? "config"}: [locking.${backend.kind}]`);
+      health = await BackendHealth.atStart(locks, log, `${config.source ?? "config"}: [locking.${backend.name}]`);
       const functions = options.functions ?? {};
       checkFunctionGrants(config, functions);
       for (const plugin of config.plugins) {
@@ -168,7 +168,7 @@ export class Host {
       throw err;
     }
     log.info(
-      { backend: backend.kind, plugins: [...guests.keys()], schedules: schedules.length, ...(admin && { admin: admin.url }) },
+      { backend: backend.name, plugins: [...guests.keys()], schedules: schedules.length, ...(admin && { admin: admin.url }) },
       "lockhost host started",
     );
     if (config.plugins.length === 0) {

@@ -13,8 +13,8 @@ export type { LockPage, LockRecord, MutexAcquireRequest, MutexAcquireResult, Mut
 
 /** A lock store. */
 export interface LockBackend {
-  /** "memory", "redis" or "pg". */
-  readonly kind: string;
+  /** The backend's name, as its descriptor says it: "memory", "redis", "pg", "etcd". */
+  readonly name: string;
   /** Whether several host processes share this backend's locks. */
   readonly distributed: boolean;
   /**

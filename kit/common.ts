@@ -2,12 +2,12 @@
 // steps, kit/mutex.ts): a successful acquisition, who holds a lock, a renewal and its outcome, a
 // release's outcome, a listing request, and a release subscription.
 
-/** An acquisition that succeeded (of a mutex or of a shared kind). */
+/** An acquisition that succeeded (of a mutex or of a queue kind). */
 export interface Acquired {
   readonly acquired: true;
   /**
    * Strictly increasing per key: above every fence handed out on the key before it, also after
-   * expiry (a shared key's counter is advanced by acquisitions of either mode, so a writer's
+   * expiry (a queue-kind key's counter is advanced by acquisitions of either mode, so a writer's
    * fence is above every earlier reader's and writer's).
    */
   readonly fence: number;
@@ -30,7 +30,7 @@ export interface Holder {
   readonly hostname?: string;
 }
 
-/** One renewal of a batch (see LockBackend.renewMany). */
+/** One renewal of a batch (see KindSteps.renewMany). */
 export interface RenewRequest {
   readonly key: string;
   readonly owner: string;
@@ -45,7 +45,7 @@ export type RenewResult =
 /** The outcome of a compare-and-delete release. */
 export type ReleaseResult = "released" | "not_found" | "mismatch";
 
-/** What LockBackend.list is asked for: one page of held locks. */
+/** What KindSteps.list is asked for: one page of held locks. */
 export interface ListRequest {
   /** Only locks whose full name starts with this (e.g. "billing:"); every lock when absent. */
   readonly prefix?: string;
@@ -55,7 +55,7 @@ export interface ListRequest {
   readonly limit: number;
 }
 
-/** A subscription made by LockBackend.watch. */
+/** A subscription made by KindSteps.watch. */
 export interface ReleaseWatch {
   /**
    * Settles (never rejects) once releases are being delivered to the listener: a waiter

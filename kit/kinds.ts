@@ -121,7 +121,7 @@ export const KINDS = Object.freeze({
     ops: { shared: { try: "try_permit", acquire: "acquire_permit" } },
   },
   // A mutex whose waiters queue first come, first served across hosts: the read/write lock's
-  // writer queue with writers only, so it is served through the shared steps (each backend
+  // writer queue with writers only, so it is served through the queue steps (each backend
   // keys their storage by the kind, apart from the rw lock of the same name).
   fair: {
     label: "fair mutex",

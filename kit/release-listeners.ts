@@ -1,4 +1,4 @@
-// The bookkeeping every backend's LockBackend.watch needs, written once: listeners per key,
+// The bookkeeping every backend's KindSteps.watch needs, written once: listeners per key,
 // a close that is safe to call twice, the set dropped with its last listener, and calls that
 // one throwing listener cannot stop. How a backend hears of releases (pub/sub, LISTEN/NOTIFY,
 // in-process) stays in the backend; it tells this class through the hooks and wake().
@@ -11,7 +11,7 @@ export interface ReleaseListenerHooks<K> {
   readonly last?: (key: K) => void;
 }
 
-/** Release listeners by key (see LockBackend.watch). */
+/** Release listeners by key (see KindSteps.watch). */
 export class ReleaseListeners<K = string> {
   readonly #byKey = new Map<K, Set<() => void>>();
   readonly #hooks: ReleaseListenerHooks<K>;

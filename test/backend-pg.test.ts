@@ -135,7 +135,7 @@ describe("pg backend", () => {
 
   it("says it is distributed", () => {
     expect(host().distributed).toBe(true);
-    expect(host().kind).toBe("pg");
+    expect(host().name).toBe("pg");
   });
 
   it("reports times on the server's clock, expiresAt - acquiredAt being exactly the TTL", async () => {

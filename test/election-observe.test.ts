@@ -11,7 +11,7 @@ import { LockService } from "../host/locking/service.js";
 import type { LeaderInfo } from "../host/locking/leader-watch.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { EtcdBackend, etcdDefaults } from "../plugins/backends/etcd/index.js";
-import { hostsOn, PG_TABLE, REDIS_PREFIX, sharedBackends } from "./support/shared-backends.js";
+import { hostsOn, PG_TABLE, REDIS_PREFIX, queueBackends } from "./support/queue-backends.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { etcdEndpoints } from "./support/etcd-servers.js";
 import { databaseUrl, redisUrl } from "./support/servers.js";
@@ -62,7 +62,7 @@ const etcdTarget = {
   create: () => new EtcdBackend({ ...etcdDefaults, endpoints: etcdEndpoints(), keyPrefix: ETCD_PREFIX }, pino({ level: "silent" })),
 };
 
-for (const target of [...sharedBackends(), etcdTarget]) {
+for (const target of [...queueBackends(), etcdTarget]) {
   describe(`observing an election: ${target.name}`, () => {
     it("never shows a term before its leader proclaimed what it campaigned with", async () => {
       const fleet = hostsOn(target);

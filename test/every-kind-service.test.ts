@@ -1,4 +1,4 @@
-// The operator's view across kinds, on every backend with read/write locks and semaphores: a
+// The operator's view across kinds, on every backend with the queue kinds: a
 // listing of every kind by default (a page at a time across the kinds), and the status of a free
 // name pointing at the locks of its key held in the other scope or of another kind.
 import { randomUUID } from "node:crypto";
@@ -10,7 +10,7 @@ import { LockService } from "../host/locking/service.js";
 import type { LockListing } from "../host/locking/list.js";
 import type { LockEvent } from "../host/locking/events.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
-import { PG_TABLE, REDIS_PREFIX, sharedBackends } from "./support/shared-backends.js";
+import { PG_TABLE, REDIS_PREFIX, queueBackends } from "./support/queue-backends.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { databaseUrl, redisUrl } from "./support/servers.js";
 
@@ -21,7 +21,7 @@ afterAll(async () => {
 
 const row = (l: LockListing): [string, string, string, number] => [l.name, l.kind, l.mode, l.fence];
 
-for (const target of sharedBackends()) {
+for (const target of queueBackends()) {
   describe(`every kind through the lock service: ${target.name}`, () => {
     let backend: LockBackend | undefined;
     let locks: LockService | undefined;
@@ -135,7 +135,7 @@ describe("held elsewhere on a backend without read/write locks or semaphores", (
     // A mutex-only backend: the memory backend's mutex methods served as its one kind's steps.
     const mutex = new MutexSteps(inner);
     const mutexOnly: LockBackend = {
-      kind: "acme", distributed: false, kinds: ["mutex"],
+      name: "acme", distributed: false, kinds: ["mutex"],
       steps: () => mutex, ping: () => inner.ping(), close: () => inner.close(),
     };
     const s = new LockService(mutexOnly, { node: "n" });

@@ -12,7 +12,7 @@ import { permitSpec } from "../kit/kinds.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
 import { pgDefaults } from "../plugins/backends/pg/config.js";
 import { statementsFor } from "../plugins/backends/pg/mutex-sql.js";
-import { sharedStatementsFor } from "../plugins/backends/pg/queue-sql.js";
+import { queueStatementsFor } from "../plugins/backends/pg/queue-sql.js";
 import { databaseUrl } from "./support/servers.js";
 import { exerciseBasics } from "./support/grant-basics.js";
 import { silent } from "./support/log.js";
@@ -59,7 +59,7 @@ function backendAt(url: string, over: Partial<typeof pgDefaults> = {}): PgBacken
 }
 
 /** The DDL lockhost runs for `t` (mode (a)), as the docs print it. */
-const ddlFor = (t: string): string => `${statementsFor(t).createTables.join(";\n")};\n${sharedStatementsFor(t).create};`;
+const ddlFor = (t: string): string => `${statementsFor(t).createTables.join(";\n")};\n${queueStatementsFor(t).create};`;
 
 beforeAll(async () => {
   admin = new pg.Client({ connectionString: databaseUrl() });
@@ -78,8 +78,8 @@ afterAll(async () => {
 
 describe("PostgreSQL least-privilege grants (docs/backends.md)", () => {
   it("prints the DDL lockhost runs, for the default table", () => {
-    // A change to the DDL in sql.ts or queue-sql.ts changes what an administrator must run: paste ddlFor("lockhost_locks") there.
-    expect(page.includes("```sql\n" + ddlFor("lockhost_locks") + "\n```"), "docs/backends.md prints the DDL of sql.ts and queue-sql.ts for lockhost_locks").toBe(true);
+    // A change to the DDL in mutex-sql.ts or queue-sql.ts changes what an administrator must run: paste ddlFor("lockhost_locks") there.
+    expect(page.includes("```sql\n" + ddlFor("lockhost_locks") + "\n```"), "docs/backends.md prints the DDL of mutex-sql.ts and queue-sql.ts for lockhost_locks").toBe(true);
   });
 
   it("(a) a role that owns its tables: the basics and every kind", async () => {
@@ -126,7 +126,7 @@ describe("PostgreSQL least-privilege grants (docs/backends.md)", () => {
     expect((err as Error).message).toContain(`the role may not create the lock tables (permission denied for schema ${schema}`);
   });
 
-  it("a role missing a grant on the shared tables: the step fails for good, naming the table", async () => {
+  it("a role missing a grant on the queue tables: the step fails for good, naming the table", async () => {
     await admin.query(`CREATE SCHEMA ${schema}`);
     await admin.query(ddlFor(table));
     const url = await roleWith("(b) a role that uses tables an administrator made", "nodelete", (sql) =>

@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { LockService } from "../host/locking/service.js";
 import { READ, WRITE } from "../kit/kinds.js";
-import { hostsOn, PG_TABLE, REDIS_PREFIX, sharedBackends } from "./support/shared-backends.js";
+import { hostsOn, PG_TABLE, REDIS_PREFIX, queueBackends } from "./support/queue-backends.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { databaseUrl, redisUrl } from "./support/servers.js";
 
@@ -14,7 +14,7 @@ afterAll(async () => {
   await dropRedisPrefix(redisUrl(), REDIS_PREFIX);
 });
 
-for (const target of sharedBackends()) {
+for (const target of queueBackends()) {
   describe(`lock sets: ${target.name}`, () => {
     const fleet = hostsOn(target);
     const hosts = (): Promise<LockService[]> => fleet.hosts();

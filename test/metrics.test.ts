@@ -114,7 +114,7 @@ function allowedLabels(host: Host): Record<string, ReadonlySet<string>> {
   const exports = new Set(PLUGINS.flatMap((p) => [...host.guest(p).exportNames(), "lockhost_on_lost"]));
   return {
     node: new Set([host.config.host.node]),
-    backend: new Set([host.locks.backendKind]),
+    backend: new Set([host.locks.backendName]),
     kind: new Set<string>(LOCK_KINDS),
     // "lockhost": the host's own locks (its node name's, on a distributed backend).
     plugin: new Set([...PLUGINS, "host", "lockhost", OTHER_PLUGIN]),

@@ -92,7 +92,7 @@ describe("a third-party backend against the packed lockhost", () => {
         'import { pino } from "pino";',
         'import { backendContract } from "lockhost/testing";',
         'import { backend } from "lockhost-backend-acme";',
-        'backendContract("acme", { create: () => backend.create({ label: "contract", maxLocks: 100_000 }, { log: pino({ level: "silent" }) }), sharedKinds: false, election: false });',
+        'backendContract("acme", { create: () => backend.create({ label: "contract", maxLocks: 100_000 }, { log: pino({ level: "silent" }) }), queueKinds: false, election: false });',
       ].join("\n"),
     );
     const vitest = join(root, "node_modules/vitest/vitest.mjs");

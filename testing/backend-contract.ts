@@ -9,7 +9,7 @@ import { singleView, type SingleView } from "./mutex-view.js";
 import { ELECTION, LOCK_KINDS, QUEUE_KINDS } from "../kit/kinds.js";
 import { handoffContract } from "./handoff-contract.js";
 import { lifecycleContract } from "./lifecycle-contract.js";
-import { sharedContract } from "./shared-contract.js";
+import { queueContract } from "./queue-contract.js";
 import { electionContract } from "./election-contract.js";
 import { lockSetContract } from "./lock-set-contract.js";
 import type { ContractTarget } from "./target.js";
@@ -28,7 +28,7 @@ export function backendContract(name: string, target: ContractTarget): void {
   lifecycleContract(name, target);
   handoffContract(name, target);
   lockSetContract(name, target);
-  if (target.sharedKinds !== false) sharedContract(name, target);
+  if (target.queueKinds !== false) queueContract(name, target);
   if (target.election !== false) electionContract(name, target);
   describe(`LockBackend contract: ${name}`, () => {
     let backend: LockBackend;
@@ -61,7 +61,7 @@ export function backendContract(name: string, target: ContractTarget): void {
         expect(typeof steps.acquire, kind).toBe("function");
       }
       // A kind served but left out of the contract would go unchecked; one run but not served fails there.
-      expect(target.sharedKinds !== false, "sharedKinds").toBe(QUEUE_KINDS.some((kind) => backend.kinds.includes(kind)));
+      expect(target.queueKinds !== false, "queueKinds").toBe(QUEUE_KINDS.some((kind) => backend.kinds.includes(kind)));
       expect(target.election !== false, "election").toBe(backend.kinds.includes(ELECTION));
       if (backend.kinds.includes(ELECTION)) expect(typeof backend.steps(ELECTION).proclaim, "leader steps' proclaim").toBe("function");
     });

@@ -41,7 +41,7 @@ class Counted {
       ...(handoff && { handoff: (key: string, owner: string, next: AcquireRequest) => (this.handoffs++, handoff.call(steps, key, owner, next)) }),
     };
     this.backend = {
-      kind: inner.kind,
+      name: inner.name,
       distributed: inner.distributed,
       kinds: inner.kinds,
       ...(inner.endsOnlyAtExpiry !== undefined && { endsOnlyAtExpiry: inner.endsOnlyAtExpiry }),

@@ -5,7 +5,7 @@
 // by release, restore), local contention (a host's own attempts queue without a round trip, a
 // release hands the key to its next waiter, other hosts' waiters are not starved), lock sets
 // (tryMany / acquireMany: all or nothing, no deadlock, rollback, loss), and, unless its target
-// says sharedKinds: false, the kinds with a queue (read/write locks, semaphores, fair mutexes, and
+// says queueKinds: false, the queue kinds (read/write locks, semaphores, fair mutexes, and
 // lock sets of them), and unless it says election: false, leader election. Every built-in backend runs exactly this suite.
 //
 //   import { backendContract } from "lockhost/testing";

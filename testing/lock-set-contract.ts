@@ -1,7 +1,7 @@
 // Lock sets (LockService.tryMany / acquireMany: several keys all or nothing, in one canonical
 // order), checked on every backend: all or nothing, no deadlock between hosts naming the keys in
 // other orders, the rollback of a wait that times out, one signal for the loss of any key, and,
-// on a backend with shared kinds, sets of read/write locks and semaphores. The exclusive cases
+// on a backend with queue kinds, sets of read/write locks and semaphores. The exclusive cases
 // run with the mutex, and there also with the fair mutex, the write lock and a semaphore of one
 // permit. As in lifecycle-contract.ts, "two hosts" are two LockServices over two backend
 // instances (one shared instance for a backend that is not distributed).
@@ -41,10 +41,10 @@ async function forceRelease(service: LockService, key: string, spec: LockSpec): 
 
 /** Registers the lock-set cases for one backend. */
 export function lockSetContract(name: string, target: ContractTarget): void {
-  // One kind of exclusive hold per row: the mutex everywhere, the shared kinds' exclusive holds where served.
+  // One kind of exclusive hold per row: the mutex everywhere, the queue kinds' exclusive holds where served.
   const exclusive: readonly (readonly [string, LockSpec])[] = [
     ["mutex", MUTEX],
-    ...(target.sharedKinds === false ? [] : ([["fair mutex", FAIR], ["write lock", WRITE], ["semaphore of 1 permit", permitSpec(1)]] as const)),
+    ...(target.queueKinds === false ? [] : ([["fair mutex", FAIR], ["write lock", WRITE], ["semaphore of 1 permit", permitSpec(1)]] as const)),
   ];
 
   describe(`lock set contract: ${name}`, () => {
@@ -214,7 +214,7 @@ export function lockSetContract(name: string, target: ContractTarget): void {
       });
     });
 
-    if (target.sharedKinds === false) return;
+    if (target.queueKinds === false) return;
 
     it("read/write sets: two hosts hold READ sets of the same keys at once; a WRITE set takes none of them, then waits for them", async () => {
       const ks = keys(3);

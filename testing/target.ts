@@ -14,15 +14,15 @@ export interface ContractTarget {
    */
   readonly fences?: "counter" | "clock";
   /**
-   * Whether the backend serves the kinds stored with a queue (read/write locks, semaphores, the
-   * fair mutex: LockBackend.kinds), whose contract then runs too. Default true; a backend that
+   * Whether the backend serves the queue kinds (kit/kinds.ts QUEUE_KINDS: read/write locks,
+   * semaphores, the fair mutex; see LockBackend.kinds), whose contract then runs too. Default true; a backend that
    * serves none of them says false. The contract checks this agrees with the backend's `kinds`.
    */
-  readonly sharedKinds?: boolean;
+  readonly queueKinds?: boolean;
   /**
    * Whether the backend serves leader election (the kind "leader", with a proclaim step), whose
    * contract then runs too. Default true; a backend without elections says false. Checked
-   * against the backend's `kinds` as sharedKinds is.
+   * against the backend's `kinds` as queueKinds is.
    */
   readonly election?: boolean;
 }

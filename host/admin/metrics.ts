@@ -60,7 +60,7 @@ export interface LockMetrics {
 /** The metrics of `service` on `node`: its state and lock events, guests' and schedules' as they are added. */
 export function lockMetrics(service: LockService, node: string): LockMetrics {
   const registry = new Registry();
-  registry.setDefaultLabels({ node, backend: service.backendKind });
+  registry.setDefaultLabels({ node, backend: service.backendName });
   // One scrape takes one snapshot, shared by every series it renders.
   let snapshot: LockStats | undefined;
   const current = (): LockStats => snapshot ?? service.stats();

@@ -12,8 +12,8 @@ export type Readiness =
 export async function readiness(service: LockService): Promise<Readiness> {
   try {
     await service.ping();
-    return { ok: true, backend: service.backendKind };
+    return { ok: true, backend: service.backendName };
   } catch (err) {
-    return { ok: false, backend: service.backendKind, message: toLockhostError(err).message };
+    return { ok: false, backend: service.backendName, message: toLockhostError(err).message };
   }
 }

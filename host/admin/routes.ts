@@ -103,7 +103,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     access: "open",
     doc: "readiness: 200 `{\"ok\":true,\"backend\":…}` while the backend answers (asked afresh each time); 503 `{\"ok\":false,\"status\":\"starting\",…}` until the plugins are loaded, 503 `{\"ok\":false,\"backend\":…,\"message\":…}` while the backend does not answer",
     async handle({ res, deps }) {
-      if (!deps.started()) return send(res, 503, { ok: false, status: "starting", backend: deps.service.backendKind, message: "the host is loading its plugins" });
+      if (!deps.started()) return send(res, 503, { ok: false, status: "starting", backend: deps.service.backendName, message: "the host is loading its plugins" });
       const ready = await readiness(deps.service);
       send(res, ready.ok ? 200 : 503, ready);
     },
@@ -118,7 +118,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     handle({ res, deps }) {
       const { host, service, node } = deps;
       const body: AdminStatsBody = {
-        node, backend: service.backendKind, distributed: service.distributed, stats: service.stats(),
+        node, backend: service.backendName, distributed: service.distributed, stats: service.stats(),
         ...(host && { backendUp: host.backendUp, schedules: host.ticks() }),
       };
       send(res, 200, body);

@@ -6,7 +6,7 @@ import { KEEPALIVE_DEFAULTS, WAITING_DEFAULTS } from "../locking/options.js";
 import { parseListen } from "./listen.js";
 import { ADMIN_SCHEMA, HOST_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "./tables.js";
 import type {
-  BackendKind,
+  BackendName,
   HostSettings,
   KeepaliveSettings,
   ListenAddress,
@@ -17,7 +17,7 @@ import type {
 
 /** Defaults of every optional config field, grouped by the table they belong to. */
 export interface ConfigDefaults {
-  readonly backend: BackendKind;
+  readonly backend: BackendName;
   readonly plugin: Pick<PluginConfig, "isolation" | "memoryLimitMib" | "callTimeoutMs" | "globalKeys">;
   readonly scheduled: Pick<ScheduledConfig, "hint" | "ttlMs" | "keepalive" | "fair">;
   readonly host: HostSettings;

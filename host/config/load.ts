@@ -11,7 +11,7 @@ import { buildConfig } from "./schema.js";
 import type { ConfigInput, LockhostConfig } from "./types.js";
 
 export type { ConfigInput, PluginInput, ScheduledInput } from "./types.js";
-// Callers written before host/redact.ts existed import it from here.
+// Callers written before kit/redact.ts existed import it from here.
 export { redactUrlSecrets } from "../../kit/redact.js";
 
 /** How loadConfig reads a file. */

@@ -5,7 +5,7 @@ import { hostname } from "node:os";
 import { MAX_TTL_MS } from "../../abi/status.js";
 import { defineTable, field } from "../../kit/schema.js";
 import { LISTEN_FORM } from "./listen.js";
-import type { AdminAuth, BackendKind, Isolation, ListenAddress, LockingHint, ScheduleSpec } from "./types.js";
+import type { AdminAuth, BackendName, Isolation, ListenAddress, LockingHint, ScheduleSpec } from "./types.js";
 import { CAPABILITY_FIELDS } from "../runtime/capabilities/table.js";
 import { keysOf, LOG_LEVELS } from "./field-rules.js";
 import { MAX_INSTANCES } from "../runtime/guest-pool.js";
@@ -46,7 +46,7 @@ export const LOCKING_SCHEMA = defineTable({
   doc: "which backend holds the locks",
   fields: {
     // Read against the registry (its values are whatever backends are registered).
-    backend: field.custom<BackendKind, BackendKind | undefined>({
+    backend: field.custom<BackendName, BackendName | undefined>({
       toml: '"memory"',
       doc: "a registered backend: memory | redis | pg, or one a package brings",
     }),

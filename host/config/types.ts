@@ -15,7 +15,7 @@ export type { KeepaliveSettings, WaitingSettings };
  * A backend an operator can name: a registered backend's name. The config checks it against
  * the registry; the type cannot know the backends a config's packages bring.
  */
-export type BackendKind = string;
+export type BackendName = string;
 
 /**
  * How a plugin's guest should run, as the operator asks: `worker` (its own thread, a time limit

@@ -59,7 +59,7 @@ export function validateLeaderValue(value: unknown, argName = "value"): string {
 /** The backend's proclaim step; INVALID_ARGUMENT naming the backend when it has none. */
 export function proclaimStep(core: ServiceCore): NonNullable<KindSteps["proclaim"]> {
   const step = core.steps(ELECTION).proclaim;
-  if (typeof step !== "function") throw new LockhostError("INVALID_ARGUMENT", `backend ${core.backend.kind} has no leader election (its ${ELECTION} steps have no proclaim)`);
+  if (typeof step !== "function") throw new LockhostError("INVALID_ARGUMENT", `backend ${core.backend.name} has no leader election (its ${ELECTION} steps have no proclaim)`);
   return step;
 }
 

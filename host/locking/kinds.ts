@@ -22,7 +22,7 @@ export async function holds(steps: KindSteps, key: string, owner: string): Promi
 /** The backend's steps of `kind`; INVALID_ARGUMENT naming the backend when it does not serve the kind. */
 export function stepsOf(backend: LockBackend, kind: LockKind): KindSteps {
   if (!backend.kinds.includes(kind)) {
-    throw new LockhostError("INVALID_ARGUMENT", `backend ${backend.kind} has no ${KINDS[kind].plural} (its kinds are ${backend.kinds.join(", ")})`);
+    throw new LockhostError("INVALID_ARGUMENT", `backend ${backend.name} has no ${KINDS[kind].plural} (its kinds are ${backend.kinds.join(", ")})`);
   }
   return backend.steps(kind);
 }

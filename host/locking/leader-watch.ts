@@ -1,6 +1,6 @@
 // Who leads an election, read from its lock's record, and observing it change. Observers wake on
 // the lock's release channel, which carries releases and force-releases and, through
-// LockBackend.proclaim, each new leader's proclamation; one status read per wake tells what
+// KindSteps.proclaim, each new leader's proclamation; one status read per wake tells what
 // changed. A lease that merely ends is not signalled by every backend, so an observer also
 // re-reads when the leader's lease is due to end, and at the service's poll interval; and a
 // leader that ends without a notice at all (a killed process) is noticed by the host's

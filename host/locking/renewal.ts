@@ -1,7 +1,7 @@
 // The renewal manager: one per LockService (so one per host), one timer and one min-heap of
 // deadlines for every lease it watches, however many. A keepalive lease is renewed once
 // `renewAtRatio` of its TTL has passed; renewals due in the same tick (within the batch
-// window) go to the backend as one LockBackend.renewMany call, i.e. one round trip. A
+// window) go to the backend as one KindSteps.renewMany call, i.e. one round trip. A
 // renewal that fails on I/O is retried a bounded number of times, spread over what is left
 // before the safety margin; one not confirmed by then, or refused by the backend, ends the
 // lease as lost. Leases without keepalive are watched only once someone observes them

@@ -135,9 +135,9 @@ export class LockService {
     return this.#core.config.node;
   }
 
-  /** The backend's kind ("memory", "redis", "pg"). */
-  get backendKind(): string {
-    return this.#core.backend.kind;
+  /** The backend's name ("memory", "redis", "pg", "etcd": LockBackend.name). */
+  get backendName(): string {
+    return this.#core.backend.name;
   }
 
   /** Whether the backend is shared between host processes. */

@@ -23,7 +23,7 @@ export interface FairOption {
  */
 export type SpecOptions = ({ readonly kind?: "mutex" } & FairOption) | Exclude<LockSpec, { readonly kind: "mutex" }>;
 
-/** The spec `options` name (INVALID_ARGUMENT naming the field at fault); the shared frozen specs where one fits. */
+/** The spec `options` name (INVALID_ARGUMENT naming the field at fault); the ready-made frozen specs where one fits. */
 export function specOf(options: SpecOptions | undefined): LockSpec {
   const given = options as { kind?: unknown; mode?: unknown; permits?: unknown; fair?: unknown } | undefined;
   if (given?.kind === undefined || given.kind === MUTEX.kind) {

@@ -34,7 +34,7 @@ export interface LockStats {
   readonly unsettled: number;
   /** Renewal manager ticks that sent at least one renewal. */
   readonly renewalTicks: number;
-  /** Batched renewal calls (LockBackend.renewMany) the renewal manager made. */
+  /** Batched renewal calls (KindSteps.renewMany) the renewal manager made. */
   readonly renewalBatches: number;
   /** Timers the renewal manager has armed now (0 or 1: one for the whole host). */
   readonly renewalTimers: number;

@@ -1,7 +1,7 @@
 // Waiting for a held key, written once for every backend. The waiters of one host on one key
 // form a FIFO queue and only its head asks the backend, so they are served in arrival order
 // and a release costs one attempt, not one per waiter. The head sleeps until the key may be
-// free: a release notification (LockBackend.watch: Redis pub/sub, PostgreSQL LISTEN/NOTIFY,
+// free: a release notification (KindSteps.watch: Redis pub/sub, PostgreSQL LISTEN/NOTIFY,
 // in-process for memory; or a release by this host), the moment the holder's lease ends
 // (retryAfterMs from the failed attempt), or, as a fallback for lost notifications, a
 // jittered poll interval. The backend subscription is shared by a key's waiters and dropped

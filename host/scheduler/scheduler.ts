@@ -382,7 +382,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     if (!this.#warnedLocal) {
       this.#warnedLocal = true;
       this.#deps.log.warn(
-        { schedule: config.id, backend: this.#deps.locks.backendKind },
+        { schedule: config.id, backend: this.#deps.locks.backendName },
         "prefer_global: the backend is not distributed, so prefer_global schedules run node_local on every node",
       );
     }

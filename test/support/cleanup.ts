@@ -2,7 +2,7 @@
 import pg from "pg";
 import { Redis } from "ioredis";
 import { holdersTableOf } from "../../plugins/backends/pg/mutex-sql.js";
-import { dropSharedSql } from "../../plugins/backends/pg/queue-sql.js";
+import { dropQueueSql } from "../../plugins/backends/pg/queue-sql.js";
 
 /** Deletes every Redis key under `prefix`. */
 export async function dropRedisPrefix(url: string, prefix: string): Promise<void> {
@@ -21,14 +21,14 @@ export async function dropRedisPrefix(url: string, prefix: string): Promise<void
   }
 }
 
-/** Drops `table` (an identifier the test made up) and the pg backend's holders and shared tables beside it. */
+/** Drops `table` (an identifier the test made up) and the pg backend's holders and queue tables beside it. */
 export async function dropPgTable(url: string, table: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   client.on("error", () => undefined);
   try {
     await client.connect();
     await client.query(`drop table if exists ${table}, ${holdersTableOf(table)}`);
-    await client.query(dropSharedSql(table));
+    await client.query(dropQueueSql(table));
   } finally {
     await client.end().catch(() => undefined);
   }

@@ -23,7 +23,7 @@ const downSteps: KindSteps = {
 /** A LockBackend (of mutexes) that is always down. */
 export function unreachableBackend(): LockBackend {
   return {
-    kind: "unreachable",
+    name: "unreachable",
     distributed: true,
     kinds: ["mutex"],
     steps: () => downSteps,

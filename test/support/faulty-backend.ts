@@ -70,7 +70,7 @@ export function faultyBackend(inner = new MemoryBackend()): { backend: LockBacke
   const faults: Faults = { acquireDelayMs: 0, failReleases: 0, loseAcquireReplies: 0, failRenewals: 0, grantMs: undefined };
   const made = new Map<LockKind, KindSteps>();
   const backend: LockBackend = {
-    kind: "faulty-memory",
+    name: "faulty-memory",
     distributed: false,
     kinds: inner.kinds,
     steps(kind: LockKind): KindSteps {

@@ -1,5 +1,5 @@
 // The mutex's Lua scripts as lockhost wrote them before the lean scripts (commit 744189b,
-// plugins/backends/redis/scripts.ts), verbatim, with the reply constants filled in: what a host
+// then in plugins/backends/redis/scripts.ts, now mutex-lua.ts), verbatim, with the reply constants filled in: what a host
 // of that version runs against the same Redis during a rolling upgrade. Tests call them with
 // EVAL to check that the two versions never both hold one name (test/backend-redis.test.ts).
 

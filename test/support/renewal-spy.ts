@@ -22,7 +22,7 @@ export function renewalSpy(now: () => number, onRenew: (reqs: readonly RenewRequ
     watch: (key, listener) => mutex.watch(key, listener),
   };
   return {
-    kind: inner.kind,
+    name: inner.name,
     distributed: inner.distributed,
     kinds: ["mutex"],
     steps: () => steps,

@@ -105,7 +105,7 @@ export class Dashboard {
     };
     const event = (name: string, data: unknown): void => send(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
     const known: WireHealth | undefined = this.#health.last;
-    const snapshot: Snapshot = { node, backend: service.backendKind, distributed: service.distributed, access, stats: service.stats(), feed: feed.snapshot(), ...(known && { health: known }) };
+    const snapshot: Snapshot = { node, backend: service.backendName, distributed: service.distributed, access, stats: service.stats(), feed: feed.snapshot(), ...(known && { health: known }) };
     // The counters change with the events: they follow them shortly (once per burst), so the
     // cards never disagree with the lists for a whole STATS_EVERY_MS.
     let statsDue: NodeJS.Timeout | undefined;

@@ -22,7 +22,7 @@ const GRANT_CHECK_KEY = "grant-check";
 
 export class EtcdBackend implements LockBackend {
   /** Always "etcd". */
-  readonly kind = "etcd";
+  readonly name = "etcd";
   readonly distributed = true;
   /** Every kind. */
   readonly kinds = LOCK_KINDS;

@@ -19,14 +19,14 @@ export type { MemoryBackendOptions } from "./config.js";
 const monotonicEpochMs = (): number => Math.floor(performance.timeOrigin + performance.now());
 
 /**
- * In-process lock store. It implements LockBackend (see host/locking/backend.ts for each step's
+ * In-process lock store. It implements LockBackend (see kit/steps.ts for each step's
  * contract); the mutex's steps are also callable on it (the MutexStore methods below, which are
  * mutex.ts's), as tests and benchmarks do. Every time it reports is an integer number of ms on
  * its clock.
  */
 export class MemoryBackend implements LockBackend, MutexStore {
   /** Always "memory". */
-  readonly kind = "memory";
+  readonly name = "memory";
   /** Always false: only this process (and hosts sharing this instance) sees its locks. */
   readonly distributed = false;
   /** Every kind. */

@@ -16,7 +16,7 @@ interface Entry {
   expiresAtMs: number;
   /** The TTL of the current lease (acquire or the latest renew), reported by status. */
   ttlMs: number;
-  /** What the holder proclaimed (LockBackend.proclaim), if it did. */
+  /** What the holder proclaimed (MutexStore.proclaim), if it did. */
   value?: string;
 }
 
@@ -34,7 +34,7 @@ export interface MemoryMutexParts {
 }
 
 /**
- * The mutex's steps in one MemoryBackend (see host/locking/backend.ts for each step's
+ * The mutex's steps in one MemoryBackend (see kit/steps.ts for each step's
  * contract); every time it reports is an integer number of ms on the backend's clock.
  */
 export class MemoryMutex implements MutexStore {
@@ -43,7 +43,7 @@ export class MemoryMutex implements MutexStore {
   readonly #fences = new Map<string, number>();
   readonly #now: () => number;
   readonly #lost: (owner: string) => void;
-  /** Release listeners per key (LockBackend.watch): in-process, so no subscription round trip. */
+  /** Release listeners per key (MutexStore.watch): in-process, so no subscription round trip. */
   readonly #watchers = new ReleaseListeners();
   #opsSinceSweep = 0;
   #sweepCursor: Iterator<[string, Entry]> | undefined;
@@ -65,7 +65,7 @@ export class MemoryMutex implements MutexStore {
     return fence;
   }
 
-  /** Takes `req.key` if it is free or its lease ended, with the next fence (LockBackend.acquire). */
+  /** Takes `req.key` if it is free or its lease ended, with the next fence (MutexStore.acquire). */
   async acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
     const now = this.#now();
     this.#maybeSweep(now);
@@ -85,7 +85,7 @@ export class MemoryMutex implements MutexStore {
     return { acquired: true, fence, acquiredAtMs: now, expiresAtMs: entry.expiresAtMs };
   }
 
-  /** Sets the lease to `ttlMs` from now if `owner` still holds `key` (LockBackend.renew). */
+  /** Sets the lease to `ttlMs` from now if `owner` still holds `key` (the one-lock form of MutexStore.renewMany). */
   async renew(key: string, owner: string, ttlMs: number): Promise<RenewResult> {
     const now = this.#now();
     const entry = this.#live(key, now);
@@ -96,12 +96,12 @@ export class MemoryMutex implements MutexStore {
     return { ok: true, expiresAtMs: entry.expiresAtMs };
   }
 
-  /** Renews each lock as renew() would (LockBackend.renewMany). */
+  /** Renews each lock as renew() would (MutexStore.renewMany). */
   async renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
     return Promise.all(reqs.map((r) => this.renew(r.key, r.owner, r.ttlMs)));
   }
 
-  /** Deletes the lock if `owner` still holds `key` (LockBackend.release). */
+  /** Deletes the lock if `owner` still holds `key` (MutexStore.release). */
   async release(key: string, owner: string): Promise<ReleaseResult> {
     const entry = this.#live(key, this.#now());
     if (!entry) return "not_found";
@@ -114,7 +114,7 @@ export class MemoryMutex implements MutexStore {
     return "released";
   }
 
-  /** Stores `value` in the record if `owner` still holds `key`, then wakes its watchers (LockBackend.proclaim). */
+  /** Stores `value` in the record if `owner` still holds `key`, then wakes its watchers (MutexStore.proclaim). */
   async proclaim(key: string, owner: string, value: string): Promise<boolean> {
     const entry = this.#live(key, this.#now());
     if (!entry || entry.owner !== owner) return false;
@@ -123,12 +123,12 @@ export class MemoryMutex implements MutexStore {
     return true;
   }
 
-  /** Calls `listener` after every release, force-release or proclamation of `key` in this instance (LockBackend.watch). */
+  /** Calls `listener` after every release, force-release or proclamation of `key` in this instance (MutexStore.watch). */
   watch(key: string, listener: () => void): ReleaseWatch {
     return { ready: Promise.resolve(), close: this.#watchers.add(key, listener) };
   }
 
-  /** The live holder of `key`, or null (LockBackend.status). */
+  /** The live holder of `key`, or null (MutexStore.status). */
   async status(key: string): Promise<LockRecord | null> {
     const now = this.#now();
     const entry = this.#live(key, now);
@@ -136,7 +136,7 @@ export class MemoryMutex implements MutexStore {
     return { key, ...entry, ttlRemainingMs: Math.max(0, entry.expiresAtMs - now) };
   }
 
-  /** A page of live locks in name order; the cursor is the last name listed (LockBackend.list). */
+  /** A page of live locks in name order; the cursor is the last name listed (MutexStore.list). */
   async list(req: ListRequest): Promise<LockPage> {
     const now = this.#now();
     const { prefix = "", cursor } = req;
@@ -150,7 +150,7 @@ export class MemoryMutex implements MutexStore {
     return names.length > page.length ? { locks, cursor: page[page.length - 1]! } : { locks };
   }
 
-  /** Deletes the lock whoever holds it; fence counters stay (LockBackend.forceRelease). */
+  /** Deletes the lock whoever holds it; fence counters stay (MutexStore.forceRelease). */
   async forceRelease(key: string): Promise<boolean> {
     const entry = this.#live(key, this.#now());
     this.#locks.delete(key);

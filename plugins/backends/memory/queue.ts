@@ -1,4 +1,4 @@
-// Read/write locks and semaphores in this process (kit/steps.ts): one Map of keys per kind,
+// The queue kinds (read/write locks, semaphores, fair mutexes) in this process (kit/steps.ts): one Map of keys per kind,
 // each key its holders, its queue of exclusive waiters, its limit and its fence counter.
 // Expired holders and queue places are dropped whenever the key is touched.
 import { ReleaseListeners } from "../../../kit/index.js";
@@ -24,7 +24,7 @@ interface KeyEntry {
   limit: number;
 }
 
-/** What the shared store borrows from its MemoryBackend: the clock, the fence counters and loss notices. */
+/** What the queue store borrows from its MemoryBackend: the clock, the fence counters and loss notices. */
 export interface MemoryQueueParts {
   readonly now: () => number;
   /** The next fence of `name` (the counter is never deleted). */
@@ -33,7 +33,7 @@ export interface MemoryQueueParts {
   readonly lost: (owner: string) => void;
 }
 
-/** The shared steps of one kind on the memory backend. */
+/** The queue steps of one kind on the memory backend. */
 export class MemoryQueueSteps implements KindSteps {
   readonly kind: QueueKind;
   readonly #keys = new Map<string, KeyEntry>();

@@ -10,7 +10,7 @@
 //   unlogged table); release only reads and unlocks. One round trip each. A handoff to a
 //   waiter of this host keeps the session's lock and moves the holder row (mutex.ts).
 // - Lease: advisory locks never expire, so the host ends each lease at its deadline (one
-//   timer for the backend, host/locking/deadline-queue.ts), counted from when the acquire or
+//   timer for the backend, kit/deadline-queue.ts), counted from when the acquire or
 //   renew was sent. If the host dies, its sessions end and PostgreSQL frees their locks.
 //   Before ending a lease the holder asks its row whether another host renewed it by owner
 //   token meanwhile.
@@ -29,7 +29,7 @@
 //
 // - The queue kinds (read/write locks, semaphores, fair mutexes): rows with leases on the
 //   server's clock in tables beside the configured one, not advisory locks (queue-sql.ts,
-//   queue.ts); their wake-ups and loss notices travel on the table's shared channel.
+//   queue.ts); their wake-ups and loss notices travel on the table's queue channel.
 //
 // This file is the LockBackend: it wires the parts. mutex.ts is the mutex's MutexStore (acquire,
 // renew, handoff, by owner, force-release, status) and queue.ts the queue kinds' steps, their
@@ -64,7 +64,7 @@ import { advisoryKeyFromId, advisoryKeyOf, waitLockOf, type AdvisoryKey } from "
 import { onControl, PgMutexStore, recheckHeld } from "./mutex.js";
 import { channelsOf, statementsFor } from "./mutex-sql.js";
 import { PgQueueSteps, type QueueContext } from "./queue.js";
-import { sharedObjectsOf, sharedStatementsFor } from "./queue-sql.js";
+import { queueObjectsOf, queueStatementsFor } from "./queue-sql.js";
 import { QueueTables, Tables } from "./tables.js";
 import { ReleaseListener } from "./watch.js";
 
@@ -91,7 +91,7 @@ export class PgBackend implements LockBackend, MutexStore {
   readonly #lostListeners: ((owner: string) => void)[] = [];
   readonly #missedListeners: (() => void)[] = [];
   /** Always "pg". */
-  readonly kind = "pg";
+  readonly name = "pg";
   /** Always true: every host on the same database and table shares the locks. */
   readonly distributed = true;
   /** Every kind. */
@@ -104,19 +104,19 @@ export class PgBackend implements LockBackend, MutexStore {
     first: (id) => void this.#listener.register(id, waitLockOf(advisoryKeyFromId(BigInt(id)))),
     last: (id) => this.#listener.unregister(id),
   });
-  /** Watchers of the queue kinds' locks, by shared id (keys.ts sharedKeyOf). */
-  readonly #sharedWatchers = new ReleaseListeners<string>({
+  /** Watchers of the queue kinds' locks, by queue id (keys.ts queueKeyOf). */
+  readonly #queueWatchers = new ReleaseListeners<string>({
     first: (id) => void this.#listener.register(id, waitLockOf(advisoryKeyFromId(BigInt(id)))),
     last: (id) => this.#listener.unregister(id),
   });
   /** This instance's token in shared holder rows: a force-release's loss notice names it. */
   readonly #instance = randomUUID();
-  readonly #shared: QueueContext;
+  readonly #queue: QueueContext;
   /**
    * Each kind's steps, made on first use: the single-record kinds from PgMutexStore (advisory
    * locks), the queue kinds in PgQueueSteps: rows with leases on the server's clock, in tables
    * beside the configured one, created on first use (queue-sql.ts), one statement per step,
-   * their wake-ups and loss notices on the table's shared channel.
+   * their wake-ups and loss notices on the table's queue channel.
    */
   readonly #steps: StepsByKind;
   #closing: Promise<void> | undefined;
@@ -144,9 +144,9 @@ export class PgBackend implements LockBackend, MutexStore {
       pipeline: true,
     };
     const channels = channelsOf(config.table);
-    const sharedTables = new QueueTables(
-      sharedStatementsFor(config.table),
-      sharedObjectsOf(config.table),
+    const queueTables = new QueueTables(
+      queueStatementsFor(config.table),
+      queueObjectsOf(config.table),
       { ...connection, application_name: `${applicationName}:ddl` },
       errors,
       log,
@@ -162,12 +162,12 @@ export class PgBackend implements LockBackend, MutexStore {
       log,
       keyOf: options.advisoryKey ?? advisoryKeyOf,
       prepare: (c, ms) => tables.prepare(c, ms),
-      reconnectAfter: (err) => !sharedTables.isOurs(err) && tables.gone(err),
+      reconnectAfter: (err) => !queueTables.isOurs(err) && tables.gone(err),
       onSessionLost: (owner) => this.#tellLost(owner),
     });
     this.#listener = new ReleaseListener({
       client: { ...connection, application_name: `${applicationName}:listen` },
-      channels: [channels.released, channels.control, channels.shared],
+      channels: [channels.released, channels.control, channels.queue],
       commandTimeoutMs: timeout,
       waitOn: sql.waitOn,
       waitOff: sql.waitOff,
@@ -176,7 +176,7 @@ export class PgBackend implements LockBackend, MutexStore {
       onListening: () => void recheckHeld(this.#book, this.#tellLost),
       onReconnect: () => {
         this.#watchers.wakeAll();
-        this.#sharedWatchers.wakeAll();
+        this.#queueWatchers.wakeAll();
         for (const missed of this.#missedListeners) missed();
       },
       errors,
@@ -194,20 +194,20 @@ export class PgBackend implements LockBackend, MutexStore {
         return { ready: this.#listener.registered(id), close };
       },
     });
-    this.#shared = {
+    this.#queue = {
       book: this.#book,
-      sql: sharedStatementsFor(config.table),
-      tables: sharedTables,
+      sql: queueStatementsFor(config.table),
+      tables: queueTables,
       hostname: host,
       instance: this.#instance,
       onHeld,
       watch: (advisory, listener) => {
         if (this.#book.closed) return { ready: Promise.resolve(), close: ignore };
-        const close = this.#sharedWatchers.add(advisory.id, listener);
+        const close = this.#queueWatchers.add(advisory.id, listener);
         return { ready: this.#listener.registered(advisory.id), close };
       },
     };
-    this.#steps = new StepsByKind(this.#mutex, (kind) => new PgQueueSteps(kind, this.#shared));
+    this.#steps = new StepsByKind(this.#mutex, (kind) => new PgQueueSteps(kind, this.#queue));
   }
 
   /** The steps of `kind` (LockBackend.steps). */
@@ -313,7 +313,7 @@ export class PgBackend implements LockBackend, MutexStore {
   async #close(): Promise<void> {
     this.#listener.close();
     this.#watchers.clear();
-    this.#sharedWatchers.clear();
+    this.#queueWatchers.clear();
     await this.#book.close();
   }
 
@@ -322,16 +322,16 @@ export class PgBackend implements LockBackend, MutexStore {
     const { released, control } = this.#book.channels;
     if (channel === released) this.#watchers.wake(payload);
     else if (channel === control) onControl(this.#book, payload, this.#tellLost);
-    else if (channel === this.#book.channels.shared) this.#sharedNotice(payload);
+    else if (channel === this.#book.channels.queue) this.#queueNotice(payload);
   }
 
-  /** `w:<id>`: a shared key may be free; `l:<instance>:<owner>`: a force-release removed `owner` (ours if the instance is). */
-  #sharedNotice(payload: string): void {
+  /** `w:<id>`: a queue-kind key may be free; `l:<instance>:<owner>`: a force-release removed `owner` (ours if the instance is). */
+  #queueNotice(payload: string): void {
     if (payload.startsWith("w:")) {
-      this.#sharedWatchers.wake(payload.slice(2));
+      this.#queueWatchers.wake(payload.slice(2));
     } else if (payload.startsWith(`l:${this.#instance}:`)) {
       const owner = payload.slice(3 + this.#instance.length);
-      this.#book.log.info({ owner }, "pg shared hold force-released by another host");
+      this.#book.log.info({ owner }, "pg queue-kind hold force-released by another host");
       this.#tellLost(owner);
     }
   }

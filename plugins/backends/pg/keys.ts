@@ -61,9 +61,9 @@ export function waitLockOf(advisory: AdvisoryKey): readonly [number, number] {
 /**
  * The advisory key standing for a read/write lock's or semaphore's name (`kind`, `name`): the
  * same hash over a domain no mutex name can produce (a NUL-separated tag), so its wait lock and
- * its wake payload never meet a mutex's. Shared keys take no advisory lock of their own: this
+ * its wake payload never meet a mutex's. Queue-kind keys take no advisory lock of their own: this
  * routes their statements to a session and names their watchers.
  */
-export function sharedKeyOf(kind: string, name: string): AdvisoryKey {
+export function queueKeyOf(kind: string, name: string): AdvisoryKey {
   return advisoryKeyOf(`\u0000lockhost-shared\u0000${kind}\u0000${name}`);
 }

@@ -150,10 +150,10 @@ export interface Channels {
   /** Payload `pid:id:fence`: the session `pid` must unlock `id` (released by owner from another host). */
   readonly control: string;
   /**
-   * Read/write locks and semaphores (queue-sql.ts): payload `w:<id>`, the key of shared-key id
+   * The queue kinds (queue-sql.ts): payload `w:<id>`, the key of queue id
    * `id` may be free; `l:<instance>:<owner>`, the backend instance `instance` lost `owner`'s hold.
    */
-  readonly shared: string;
+  readonly queue: string;
 }
 
 /** PostgreSQL's identifier limit (NAMEDATALEN - 1). */
@@ -182,7 +182,7 @@ export function channelsOf(table: string): Channels {
   return {
     released: withSuffix(base, "_released", table),
     control: withSuffix(base, "_control", table),
-    shared: withSuffix(base, "_shared", table),
+    queue: withSuffix(base, "_shared", table),
   };
 }
 

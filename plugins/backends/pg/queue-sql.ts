@@ -1,5 +1,5 @@
-// The tables, function and statements of read/write locks and semaphores (kit/steps.ts) on
-// PostgreSQL. Mutexes ride on session advisory locks; shared holders cannot (a holder's lease
+// The tables, function and statements of the queue kinds (read/write locks, semaphores, fair
+// mutexes: kit/steps.ts) on PostgreSQL. Mutexes ride on session advisory locks; their holders cannot (a holder's lease
 // must end on the server's clock and a crashed holder must heal by TTL, whatever its session
 // does), so they live in rows, and every step is ONE round trip:
 //
@@ -30,7 +30,7 @@ import { FENCE_BLOCK, quoteTable, type Statement } from "./mutex-sql.js";
 /** PostgreSQL's identifier limit (NAMEDATALEN - 1). */
 const MAX_IDENTIFIER = 63;
 
-/** The names of the shared objects beside the configured `table` (`name` or `schema.name`). */
+/** The names of the queue objects beside the configured `table` (`name` or `schema.name`). */
 export interface QueueObjects {
   readonly keys: string;
   readonly fences: string;
@@ -41,14 +41,14 @@ export interface QueueObjects {
 }
 
 /** Version tag of the DDL, kept as the function's comment: a host that finds another one re-creates the function. */
-export const SHARED_DDL_NUMBER = 5;
-export const SHARED_DDL_VERSION = `lockhost shared v${SHARED_DDL_NUMBER}`;
+export const QUEUE_DDL_NUMBER = 5;
+export const QUEUE_DDL_VERSION = `lockhost shared v${QUEUE_DDL_NUMBER}`;
 
 /**
  * `<name>_shared_keys`, ... in the configured table's schema; a name too long for a suffix is
  * cut and marked with a hash of the whole name, so two configured tables never share objects.
  */
-export function sharedObjectsOf(table: string): QueueObjects {
+export function queueObjectsOf(table: string): QueueObjects {
   const dot = table.lastIndexOf(".");
   const schema = table.slice(0, dot + 1);
   const name = table.slice(dot + 1);
@@ -69,7 +69,7 @@ export function sharedObjectsOf(table: string): QueueObjects {
 /** The acquisition function's argument types, for to_regprocedure and DROP FUNCTION. */
 export const ACQUIRE_ARGS = "text, text, text, text, integer, bigint, bigint, text, text, text, text";
 
-/** The statements of the shared steps, for one configured table. */
+/** The statements of the queue steps, for one configured table. */
 export interface QueueStatements {
   /** $1 the function's signature, $2-$5 the tables -> [whether all exist, the function at this DDL version]. */
   readonly ready: { readonly text: string; readonly values: readonly string[] };
@@ -120,9 +120,9 @@ const clockNow = "date_trunc('milliseconds', clock_timestamp())";
 /** Key for the DDL transaction's advisory lock: hosts starting together create the objects one at a time. */
 const DDL_LOCK = createHash("sha256").update("lockhost shared ddl").digest().readBigInt64BE(0).toString();
 
-/** Builds the shared statements for the configured `table`. */
-export function sharedStatementsFor(table: string): QueueStatements {
-  const names = sharedObjectsOf(table);
+/** Builds the queue statements for the configured `table`. */
+export function queueStatementsFor(table: string): QueueStatements {
+  const names = queueObjectsOf(table);
   const k = quoteTable(names.keys);
   const f = quoteTable(names.fences);
   const h = quoteTable(names.holders);
@@ -148,7 +148,7 @@ export function sharedStatementsFor(table: string): QueueStatements {
     ready: {
       // At this version or a newer one: a host never puts back an older function over a newer
       // host's (in a rolling upgrade the newer one's objects stay).
-      text: `SELECT coalesce(substring(obj_description(to_regprocedure($1), 'pg_proc') from '^lockhost shared v([0-9]+)$')::int >= ${SHARED_DDL_NUMBER}, false)
+      text: `SELECT coalesce(substring(obj_description(to_regprocedure($1), 'pg_proc') from '^lockhost shared v([0-9]+)$')::int >= ${QUEUE_DDL_NUMBER}, false)
           AND to_regclass($2) IS NOT NULL AND to_regclass($3) IS NOT NULL AND to_regclass($4) IS NOT NULL AND to_regclass($5) IS NOT NULL`,
       values: [`${fn}(${ACQUIRE_ARGS})`, k, f, h, q],
     },
@@ -251,7 +251,7 @@ BEGIN
   END IF;
 END
 $fn$;
-COMMENT ON FUNCTION ${fn}(${ACQUIRE_ARGS}) IS '${SHARED_DDL_VERSION}'`,
+COMMENT ON FUNCTION ${fn}(${ACQUIRE_ARGS}) IS '${QUEUE_DDL_VERSION}'`,
     acquire: {
       name: "lockhost_shared_acquire",
       text: `SELECT o_fence, o_acquired, o_expires, o_retry, o_limit
@@ -314,8 +314,8 @@ COMMENT ON FUNCTION ${fn}(${ACQUIRE_ARGS}) IS '${SHARED_DDL_VERSION}'`,
 }
 
 /** The SQL that removes every shared object of `table` (tests' cleanup). */
-export function dropSharedSql(table: string): string {
-  const o = sharedObjectsOf(table);
+export function dropQueueSql(table: string): string {
+  const o = queueObjectsOf(table);
   return `DROP FUNCTION IF EXISTS ${quoteTable(o.acquire)}(${ACQUIRE_ARGS});
     DROP TABLE IF EXISTS ${[o.keys, o.fences, o.holders, o.queue].map(quoteTable).join(", ")}`;
 }

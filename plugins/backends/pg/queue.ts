@@ -20,12 +20,12 @@ import type {
 import { backendError, closedError } from "./errors.js";
 import type { Rows } from "./client.js";
 import { NOT_FOUND, type HeldLocks } from "./held.js";
-import { sharedKeyOf, waitLockOf, type AdvisoryKey } from "./keys.js";
+import { queueKeyOf, waitLockOf, type AdvisoryKey } from "./keys.js";
 import type { Statement } from "./mutex-sql.js";
 import type { QueueStatements } from "./queue-sql.js";
 import type { QueueTables } from "./tables.js";
 
-/** What the shared steps need from their backend. */
+/** What the queue steps need from their backend. */
 export interface QueueContext {
   readonly book: HeldLocks;
   readonly sql: QueueStatements;
@@ -36,7 +36,7 @@ export interface QueueContext {
   readonly instance: string;
   /** Called when a hold was taken: loss notices must be heard while this host holds something. */
   readonly onHeld: () => void;
-  /** Subscribes to wake-ups of the shared key `advisory` (index.ts owns the LISTEN connection). */
+  /** Subscribes to wake-ups of the queue-kind key `advisory` (index.ts owns the LISTEN connection). */
   readonly watch: (advisory: AdvisoryKey, listener: () => void) => ReleaseWatch;
 }
 
@@ -112,7 +112,7 @@ export class PgQueueSteps implements KindSteps {
 
   /**
    * Deletes every holder row and tells each live holder's backend instance (`l:` notices on the
-   * shared channel, which it hears on its LISTEN connection and passes to onLost by owner).
+   * queue channel, which it hears on its LISTEN connection and passes to onLost by owner).
    */
   async forceRelease(key: string): Promise<number> {
     const rows = await this.#run("forceRelease", key, this.#ctx.sql.forceRelease, [this.kind, key, ...this.#wake(key)]);
@@ -128,16 +128,16 @@ export class PgQueueSteps implements KindSteps {
     return rows.length > req.limit ? { records, cursor: records[records.length - 1]!.key } : { records };
   }
 
-  /** Wake-ups on the table's shared channel, for this kind's `key`. */
+  /** Wake-ups on the table's queue channel, for this kind's `key`. */
   watch(key: string, listener: () => void): ReleaseWatch {
-    return this.#ctx.watch(sharedKeyOf(this.kind, key), listener);
+    return this.#ctx.watch(queueKeyOf(this.kind, key), listener);
   }
 
   /** [the key's wait lock (two int4s), the channel, the wake payload]: a statement's wake arguments. */
   #wake(key: string): [number, number, string, string] {
-    const advisory = sharedKeyOf(this.kind, key);
+    const advisory = queueKeyOf(this.kind, key);
     const [k1, k2] = waitLockOf(advisory);
-    return [k1, k2, this.#ctx.book.channels.shared, `w:${advisory.id}`];
+    return [k1, k2, this.#ctx.book.channels.queue, `w:${advisory.id}`];
   }
 
   /** [limit, queued, holders json] as a KeyRecord. */
@@ -153,13 +153,13 @@ export class PgQueueSteps implements KindSteps {
   }
 
   /**
-   * Runs a statement on the session `key`'s shared id routes to, once the objects exist; a
+   * Runs a statement on the session `key`'s queue id routes to, once the objects exist; a
    * statement that finds them dropped makes them again and runs once more.
    */
   async #run(what: string, key: string, statement: Statement, values: unknown[]): Promise<Rows> {
     const { book, tables } = this.#ctx;
     if (book.closed) throw closedError();
-    const advisory = sharedKeyOf(this.kind, key);
+    const advisory = queueKeyOf(this.kind, key);
     await tables.ready();
     try {
       return await book.sessionOf(advisory).run(statement, values);

@@ -123,7 +123,7 @@ export class Tables {
 /** SQLSTATEs of a shared object gone under us: undefined table or function. */
 const GONE_CODES = new Set(["42P01", "42883"]);
 
-/** Whether the shared objects are known to be there, and how they are made so. */
+/** Whether the queue objects are known to be there, and how they are made so. */
 export class QueueTables {
   readonly #sql: QueueStatements;
   readonly #client: pg.ClientConfig;

@@ -38,7 +38,7 @@ const GRANT_CHECK_NAME = "lockhost-grant-check";
 
 /**
  * Locks in Redis (ioredis), shared by every host that points at the same server (or the same
- * Redis Cluster) and key prefix. It implements LockBackend (see host/locking/backend.ts for each
+ * Redis Cluster) and key prefix. It implements LockBackend (see kit/steps.ts for each
  * step's contract); the mutex's steps are also callable on it (the MutexStore methods below,
  * which are mutex.ts's), as tests and benchmarks do. Every time it reports comes from the clock
  * of the server that holds the lock (on a cluster: the node owning its slot), in whole ms.
@@ -49,7 +49,7 @@ const GRANT_CHECK_NAME = "lockhost-grant-check";
  */
 export class RedisBackend implements LockBackend, MutexStore {
   /** Always "redis". */
-  readonly kind = "redis";
+  readonly name = "redis";
   /** Always true: every host on the same server (or cluster) and key prefix shares these locks. */
   readonly distributed = true;
   /** Always true: a lock lasts until its key's TTL, whatever becomes of its holder. */

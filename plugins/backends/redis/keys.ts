@@ -5,7 +5,7 @@
 // one slot) and a name always maps to one slot. A
 // lock's release channel (pub/sub, for waiters) carries the same tag, only so that an
 // operator reads it as the lock's: channels are not keys, and a PUBLISH reaches every node.
-// Read/write locks and semaphores have five keys per name in each kind's own namespace
+// The queue kinds (read/write locks, semaphores, fair mutexes) have five keys per name in each kind's own namespace
 // (QueueKeyLayout), under the same hash tag.
 //
 // Listing (scanNames, below), the way back from keys to names: SCAN over the lock records
@@ -97,7 +97,7 @@ export class KeyLayout {
 }
 
 /**
- * The Redis keys of one shared kind's lock names (kit/steps.ts) under a prefix. Each kind has
+ * The Redis keys of one queue kind's lock names (kit/steps.ts) under a prefix. Each kind has
  * its own heads (`<prefix><kind>:holders:{name}` ...), apart from the mutex's `lock:`/`fence:`
  * and from the other kind, so a mutex, a read/write lock and a semaphore of one name are
  * three locks; every key of one name carries the name as hash tag (one slot on a cluster).
@@ -204,7 +204,7 @@ interface Position {
 /**
  * Reads names of held locks until `req.limit` are found or every master is scanned.
  * @param head the head of the keys to scan, up to the hash tag's `{`: a mutex's lock records by
- *   default, or a shared kind's holders keys (keys.ts QueueKeyLayout).
+ *   default, or a queue kind's holders keys (keys.ts QueueKeyLayout).
  */
 export async function scanNames(client: LockClient, keys: KeyLayout, req: ListRequest, head = `${keys.prefix}lock:{`): Promise<NamePage> {
   const match = globEscape(head + hashTag(req.prefix ?? "")) + "*";

@@ -117,7 +117,7 @@ export interface RedisMutexParts {
 
 /**
  * The mutex's steps on one RedisBackend, one record per key (kit/mutex.ts MutexStore): see
- * host/locking/backend.ts for each step's contract. Every time it reports comes from the clock
+ * kit/steps.ts for each step's contract. Every time it reports comes from the clock
  * of the server that holds the lock (on a cluster: the node owning its slot), in whole ms.
  *
  * Failures (server unreachable, command timeout, a refused command) reject with a
@@ -162,14 +162,14 @@ export class RedisMutex implements MutexStore {
     }
   }
 
-  /** Takes `req.key` if it is free, with the next fence (LockBackend.acquire). */
+  /** Takes `req.key` if it is free, with the next fence (MutexStore.acquire). */
   acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
     if (!validTtl(req.ttlMs)) return ttlError(req.ttlMs);
     if (this.#redis.status !== "ready" || this.#closed) return this.#conn.whenReady(() => this.#acquire(req));
     return this.#acquire(req);
   }
 
-  /** Sets the lease to `ttlMs` from now if `owner` still holds `key` (LockBackend.renew). */
+  /** Sets the lease to `ttlMs` from now if `owner` still holds `key` (the one-lock form of MutexStore.renewMany). */
   renew(key: string, owner: string, ttlMs: number): Promise<RenewResult> {
     if (!validTtl(ttlMs)) return ttlError(ttlMs);
     if (this.#redis.status !== "ready" || this.#closed) return this.#conn.whenReady(() => this.#renew(key, owner, ttlMs));
@@ -177,7 +177,7 @@ export class RedisMutex implements MutexStore {
   }
 
   /**
-   * Renews each lock as renew() would, in one round trip (LockBackend.renewMany): one script
+   * Renews each lock as renew() would, in one round trip (MutexStore.renewMany): one script
    * per chunk of up to 1,000 locks, or on a cluster per slot, all sent at once. Rejects the
    * whole batch with BACKEND_UNAVAILABLE when any call fails (others may have been applied),
    * and with INVALID_ARGUMENT, before sending anything, for a TTL Redis cannot take.
@@ -191,7 +191,7 @@ export class RedisMutex implements MutexStore {
 
   /**
    * Calls `listener` when `key` is released or force-released by any host on this server or
-   * cluster, or its holder proclaims (LockBackend.watch), over a subscriber connection opened
+   * cluster, or its holder proclaims (MutexStore.watch), over a subscriber connection opened
    * on the first watch. The name is flagged as watched while the watch is open (watch.ts WatchFlags:
    * release, force-release and proclaim publish only then). `ready` settles once SUBSCRIBE is
    * confirmed and the flag is set, or after commandTimeoutMs if they are not. After the
@@ -211,7 +211,7 @@ export class RedisMutex implements MutexStore {
     };
   }
 
-  /** Deletes the lock if `owner` still holds `key` (LockBackend.release). */
+  /** Deletes the lock if `owner` still holds `key` (MutexStore.release). */
   release(key: string, owner: string): Promise<ReleaseResult> {
     if (this.#redis.status !== "ready" || this.#closed) return this.#conn.whenReady(() => this.#release(key, owner));
     return this.#release(key, owner);
@@ -228,14 +228,14 @@ export class RedisMutex implements MutexStore {
     return this.#handoff(key, owner, next);
   }
 
-  /** The live holder of `key`, or null (LockBackend.status); the holder includes the hostname. */
+  /** The live holder of `key`, or null (MutexStore.status); the holder includes the hostname. */
   status(key: string): Promise<LockRecord | null> {
     return this.#conn.whenReady(() =>
       this.#redis.lockhostStatus(this.#keys.lock(key)).then((reply) => toRecord(key, reply), this.#fail),
     );
   }
 
-  /** A page of held locks: SCAN over the prefix, then each one's status (LockBackend.list). */
+  /** A page of held locks: SCAN over the prefix, then each one's status (MutexStore.list). */
   list(req: ListRequest): Promise<LockPage> {
     return this.#conn.whenReady(async () => {
       try {
@@ -251,7 +251,7 @@ export class RedisMutex implements MutexStore {
 
   /**
    * Stores a leader's `value` in the lock's hash if `owner` still holds `key`, and publishes on
-   * the key's release channel in the same script, so watchers re-read it (LockBackend.proclaim).
+   * the key's release channel in the same script, so watchers re-read it (MutexStore.proclaim).
    */
   proclaim(key: string, owner: string, value: string): Promise<boolean> {
     return this.#conn.whenReady(() =>
@@ -261,7 +261,7 @@ export class RedisMutex implements MutexStore {
     );
   }
 
-  /** Deletes the lock whoever holds it; the fence counter stays (LockBackend.forceRelease). */
+  /** Deletes the lock whoever holds it; the fence counter stays (MutexStore.forceRelease). */
   forceRelease(key: string): Promise<boolean> {
     return this.#conn.whenReady(() =>
       this.#redis

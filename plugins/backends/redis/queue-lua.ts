@@ -1,7 +1,8 @@
-// The Lua scripts of read/write locks and semaphores (kit/steps.ts, queue.ts), one per step,
+// The Lua scripts of the queue kinds (read/write locks, semaphores, fair mutexes: kit/steps.ts,
+// queue.ts), one per step,
 // registered on the client with the mutex's (mutex-lua.ts: EVALSHA, EVAL on NOSCRIPT).
 //
-// A shared lock name has five keys, all with the name as hash tag (keys.ts QueueKeyLayout):
+// A queue kind's lock name has five keys, all with the name as hash tag (keys.ts QueueKeyLayout):
 //   holders  ZSET  owner -> when its lease ends (server ms): pruning the ended ones is one
 //                  ZRANGEBYSCORE, the earliest end (a contended reply's retryAfterMs) one ZRANGE.
 //   info     HASH  `limit` and `mode` the live holders took the key with; `h:<owner>` a holder's
@@ -248,33 +249,33 @@ redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('PUBLISH', ARGV[1], '')
 return #owners`;
 
-/** The shared scripts as ioredis commands; see the Lua above for arguments and replies. */
+/** The queue scripts as ioredis commands; see the Lua above for arguments and replies. */
 export interface QueueCommands {
-  lockhostSharedAcquire(
+  lockhostQueueAcquire(
     holders: string, info: string, queue: string, places: string, fence: string, waiters: string,
     owner: string, ttlMs: number, mode: string, limit: number, queueMs: number,
     plugin: string, node: string, hostname: string, instance: string, holderHead: string,
   ): Promise<QueueAcquireReply>;
   /** `args`: 2n, then holders and info of each request, then owner and ttlMs of each. */
-  lockhostSharedRenewMany(args: readonly (string | number)[]): Promise<readonly number[]>;
-  lockhostSharedRelease(holders: string, info: string, owner: string, channel: string, instance: string, holderHead: string): Promise<number>;
-  lockhostSharedLeaveQueue(queue: string, places: string, waiters: string, owner: string, channel: string): Promise<number>;
-  lockhostSharedStatus(holders: string, info: string, queue: string, places: string): Promise<QueueStatusReply>;
-  lockhostSharedForceRelease(
+  lockhostQueueRenewMany(args: readonly (string | number)[]): Promise<readonly number[]>;
+  lockhostQueueRelease(holders: string, info: string, owner: string, channel: string, instance: string, holderHead: string): Promise<number>;
+  lockhostQueueLeaveQueue(queue: string, places: string, waiters: string, owner: string, channel: string): Promise<number>;
+  lockhostQueueStatus(holders: string, info: string, queue: string, places: string): Promise<QueueStatusReply>;
+  lockhostQueueForceRelease(
     holders: string, info: string, queue: string, places: string, channel: string, holderHead: string,
   ): Promise<number>;
 }
 
 const DEFINITIONS: Record<keyof QueueCommands, ScriptDefinition> = {
-  lockhostSharedAcquire: { lua: ACQUIRE, numberOfKeys: 6 },
-  lockhostSharedRenewMany: { lua: RENEW_MANY },
-  lockhostSharedRelease: { lua: RELEASE, numberOfKeys: 2 },
-  lockhostSharedLeaveQueue: { lua: LEAVE_QUEUE, numberOfKeys: 3 },
-  lockhostSharedStatus: { lua: STATUS, numberOfKeys: 4 },
-  lockhostSharedForceRelease: { lua: FORCE_RELEASE, numberOfKeys: 4 },
+  lockhostQueueAcquire: { lua: ACQUIRE, numberOfKeys: 6 },
+  lockhostQueueRenewMany: { lua: RENEW_MANY },
+  lockhostQueueRelease: { lua: RELEASE, numberOfKeys: 2 },
+  lockhostQueueLeaveQueue: { lua: LEAVE_QUEUE, numberOfKeys: 3 },
+  lockhostQueueStatus: { lua: STATUS, numberOfKeys: 4 },
+  lockhostQueueForceRelease: { lua: FORCE_RELEASE, numberOfKeys: 4 },
 };
 
-/** Registers the shared scripts on `client` (as mutex-lua.ts defineLockCommands does the mutex's) and returns it, typed. */
+/** Registers the queue scripts on `client` (as mutex-lua.ts defineLockCommands does the mutex's) and returns it, typed. */
 export function defineQueueCommands<C extends Redis | Cluster>(client: C): C & QueueCommands {
   return defineCommands<C, QueueCommands>(client, DEFINITIONS);
 }

@@ -1,4 +1,4 @@
-// Read/write locks and semaphores on Redis (kit/steps.ts): each step is
+// The queue kinds (read/write locks, semaphores, fair mutexes) on Redis (kit/steps.ts): each step is
 // one script of queue-lua.ts over the keys of one name (one slot on a cluster), on the
 // backend's connection; wake-ups and loss notices over the backend's subscriber (watch.ts),
 // on channels of the kind's own namespace, apart from the mutex's of the same name.
@@ -15,7 +15,7 @@ import { DELETED, NOT_FOUND } from "./mutex-lua.js";
 import type { QueueAcquireReply, QueueStatusReply } from "./queue-lua.js";
 import type { ReleaseWatcher } from "./watch.js";
 
-/** What the shared steps borrow from their RedisBackend. */
+/** What the queue steps borrow from their RedisBackend. */
 export interface RedisQueueParts {
   readonly conn: RedisConnection;
   readonly keys: KeyLayout;
@@ -37,7 +37,7 @@ export interface RedisQueueParts {
 const NOT_ACQUIRED: AcquireResult = Object.freeze({ acquired: false });
 const RENEW_NOT_FOUND: RenewResult = Object.freeze({ ok: false, reason: "not_found" });
 
-/** The shared steps of one kind on one RedisBackend. */
+/** The queue steps of one kind on one RedisBackend. */
 export class RedisQueueSteps implements KindSteps {
   readonly kind: QueueKind;
   readonly #parts: RedisQueueParts;
@@ -65,7 +65,7 @@ export class RedisQueueSteps implements KindSteps {
     const liveness = this.#redis.isCluster ? "" : this.#parts.keys.holderHead;
     const send = (check: string): Promise<AcquireResult> => this.#parts.conn.whenReady(() =>
       this.#redis
-        .lockhostSharedAcquire(
+        .lockhostQueueAcquire(
           k.holders(key), k.info(key), k.queue(key), k.places(key), k.fence(key), k.waiters(key),
           req.owner, req.ttlMs, req.mode, req.limit, req.queueMs,
           holder.plugin, holder.node, this.#parts.hostname, this.#parts.instanceId, check,
@@ -87,7 +87,7 @@ export class RedisQueueSteps implements KindSteps {
       const calls = renewCallsOf(reqs, this.#renewKeys, this.#redis.isCluster);
       this.#parts.countRenewCalls(calls.length);
       const sent = calls.map((call) =>
-        this.#redis.lockhostSharedRenewMany(call.args).then((replies) => {
+        this.#redis.lockhostQueueRenewMany(call.args).then((replies) => {
           const { indexes } = call;
           for (let j = 0; j < indexes.length; j++) {
             const reply = replies[j]!;
@@ -104,7 +104,7 @@ export class RedisQueueSteps implements KindSteps {
     const k = this.#keys;
     return this.#parts.conn.whenReady(() =>
       this.#redis
-        .lockhostSharedRelease(k.holders(key), k.info(key), owner, k.released(key), this.#parts.instanceId, this.#parts.keys.holderHead)
+        .lockhostQueueRelease(k.holders(key), k.info(key), owner, k.released(key), this.#parts.instanceId, this.#parts.keys.holderHead)
         .then((reply) => (reply === DELETED ? "released" : "not_found"), this.#fail),
     );
   }
@@ -113,7 +113,7 @@ export class RedisQueueSteps implements KindSteps {
   leaveQueue(key: string, owner: string): Promise<void> {
     const k = this.#keys;
     return this.#parts.conn.whenReady(() =>
-      this.#redis.lockhostSharedLeaveQueue(k.queue(key), k.places(key), k.waiters(key), owner, k.released(key)).then(() => undefined, this.#fail),
+      this.#redis.lockhostQueueLeaveQueue(k.queue(key), k.places(key), k.waiters(key), owner, k.released(key)).then(() => undefined, this.#fail),
     );
   }
 
@@ -127,7 +127,7 @@ export class RedisQueueSteps implements KindSteps {
     const k = this.#keys;
     return this.#parts.conn.whenReady(() =>
       this.#redis
-        .lockhostSharedForceRelease(k.holders(key), k.info(key), k.queue(key), k.places(key), k.released(key), this.#parts.keys.holderHead)
+        .lockhostQueueForceRelease(k.holders(key), k.info(key), k.queue(key), k.places(key), k.released(key), this.#parts.keys.holderHead)
         .catch(this.#fail),
     );
   }
@@ -154,7 +154,7 @@ export class RedisQueueSteps implements KindSteps {
   #status(key: string): Promise<KeyRecord | null> {
     const k = this.#keys;
     return this.#redis
-      .lockhostSharedStatus(k.holders(key), k.info(key), k.queue(key), k.places(key))
+      .lockhostQueueStatus(k.holders(key), k.info(key), k.queue(key), k.places(key))
       .then((reply) => toRecord(key, this.kind, reply));
   }
 

@@ -13,7 +13,7 @@
 // subscriber is disconnected, releases are missed: on every reconnect it subscribes every
 // watched channel again and then calls every listener once, so a waiter retries at once.
 //
-// WatchFlags, the watched flags: how the mutex's watchers (LockBackend.watch: waiting
+// WatchFlags, the watched flags: how the mutex's watchers (MutexStore.watch: waiting
 // acquisitions, leader observers and campaigners) tell release, force-release and proclaim to publish. A release
 // nobody hears costs a PUBLISH all the same (on a Redis Cluster, a message to every node), so
 // the scripts publish only while the name's flag (keys.ts watched) exists. Every watching host

@@ -1,7 +1,7 @@
 // The contract of the kinds stored with holders and a queue (kit/steps.ts): read/write locks,
 // semaphores and the fair mutex, and that every kind keeps its own names. Every
 // backend that runs backendContract() runs these cases against its real server unless its
-// target says it has no shared kinds (ContractTarget.sharedKinds = false).
+// target says it has no queue kinds (ContractTarget.queueKinds = false).
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LockBackend } from "../kit/backend.js";
@@ -13,8 +13,8 @@ import type { ContractTarget } from "./target.js";
 const holder = { plugin: "contract", node: "node-a" };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Registers the shared-kinds cases for one backend. */
-export function sharedContract(name: string, target: ContractTarget): void {
+/** Registers the queue-kinds cases for one backend. */
+export function queueContract(name: string, target: ContractTarget): void {
   describe(`queue kinds contract: ${name}`, () => {
     let backend: LockBackend;
     let rw: KindSteps;
@@ -36,7 +36,7 @@ export function sharedContract(name: string, target: ContractTarget): void {
     beforeAll(async () => {
       backend = await target.create();
       for (const kind of ["rw", "semaphore", "fair"] as const) {
-        if (!backend.kinds.includes(kind)) throw new Error(`backend ${name} does not serve ${kind}: set sharedKinds: false in its contract target`);
+        if (!backend.kinds.includes(kind)) throw new Error(`backend ${name} does not serve ${kind}: set queueKinds: false in its contract target`);
       }
       rw = backend.steps("rw");
       sem = backend.steps("semaphore");

@@ -1,4 +1,4 @@
-// The backends with read/write locks and semaphores, for the suites that run on each of them.
+// The backends with the queue kinds (read/write locks, semaphores, fair mutexes), for the suites that run on each of them.
 import type { LockBackend } from "../../kit/backend.js";
 import { LockService } from "../../host/locking/service.js";
 import { MemoryBackend } from "../../plugins/backends/memory/index.js";
@@ -8,16 +8,16 @@ import { RedisBackend } from "../../plugins/backends/redis/index.js";
 import { databaseUrl, redisUrl } from "./servers.js";
 import { silent } from "./log.js";
 
-/** One backend to run a shared-kinds suite on. */
-export interface SharedBackendTarget {
+/** One backend to run a queue-kinds suite on. */
+export interface QueueBackendTarget {
   readonly name: string;
   /** Whether two instances share locks (then each host gets its own instance, as in production). */
   readonly distributed: boolean;
   create(): Promise<LockBackend> | LockBackend;
 }
 
-/** memory, and the network backends whose shared steps have landed. */
-export function sharedBackends(): SharedBackendTarget[] {
+/** memory, and the network backends whose queue steps have landed. */
+export function queueBackends(): QueueBackendTarget[] {
   return [
     { name: "memory", distributed: false, create: () => new MemoryBackend() },
     { name: "pg", distributed: true, create: () => new PgBackend({ ...pgDefaults, url: databaseUrl(), table: PG_TABLE }, silent) },
@@ -29,7 +29,7 @@ export function sharedBackends(): SharedBackendTarget[] {
   ];
 }
 
-/** The pg backend's table for these suites (its shared objects are named after it; test/support/cleanup drops them). */
+/** The pg backend's table for these suites (its queue objects are named after it; test/support/cleanup drops them). */
 export const PG_TABLE = "lockhost_test_shared_svc";
 
 /** The redis backend's key prefix for these suites, one per run (the suites drop it in afterAll). */
@@ -39,7 +39,7 @@ export const REDIS_PREFIX = `lockhost-test-shared-svc:${Math.random().toString(3
  * Services standing for hosts on `target`: each on a backend of its own where the backend is
  * distributed (as in production), else all on one. close() closes every service and backend made.
  */
-export function hostsOn(target: SharedBackendTarget): { hosts(count?: number, pollIntervalMs?: number): Promise<LockService[]>; close(): Promise<void> } {
+export function hostsOn(target: QueueBackendTarget): { hosts(count?: number, pollIntervalMs?: number): Promise<LockService[]>; close(): Promise<void> } {
   const services: LockService[] = [];
   const backends: LockBackend[] = [];
   return {

@@ -1,4 +1,4 @@
-// Read/write locks and semaphores on the PostgreSQL backend (LockBackend.steps, kit/steps.ts)
+// The queue kinds (read/write locks, semaphores, fair mutexes) on the PostgreSQL backend (LockBackend.steps, kit/steps.ts)
 // against a real server: the rules of KindSteps, leases on the server's clock, fences, wake-ups
 // and loss notices across hosts, and the objects' creation. Every table is made up for this run
 // and dropped at the end.
@@ -9,7 +9,7 @@ import type { AcquireRequest, KindSteps } from "../kit/steps.js";
 import type { QueueKind } from "../kit/kinds.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
 import { pgDefaults, type PgConfig } from "../plugins/backends/pg/config.js";
-import { sharedObjectsOf } from "../plugins/backends/pg/queue-sql.js";
+import { queueObjectsOf } from "../plugins/backends/pg/queue-sql.js";
 import { dropPgTable } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";
 import { databaseUrl } from "./support/servers.js";
@@ -179,7 +179,7 @@ describe("pg read/write locks", () => {
     await renewer.connect();
     try {
       await renewer.query("begin");
-      const holders = sharedObjectsOf(table).holders;
+      const holders = queueObjectsOf(table).holders;
       const renewed = await renewer.query(
         `update ${holders} set expires_at = clock_timestamp() + interval '30 seconds' where kind = 'rw' and name = $1 and owner = $2`,
         [k, r.owner],
@@ -444,14 +444,14 @@ describe("pg semaphores", () => {
   });
 });
 
-describe("pg shared objects", () => {
+describe("pg queue objects", () => {
   it("are created on first use, also when several hosts race to create them, and only then", async () => {
     const raced = `lockhost_test_${run}_shrace`;
     tables.push(raced);
     const hosts = Array.from({ length: 6 }, () => host({ table: raced }));
     // A mutex alone creates none of them.
     expect((await hosts[0]!.acquire({ key: key(), owner: randomUUID(), ttlMs: 10_000, holder })).acquired).toBe(true);
-    const objects = sharedObjectsOf(raced);
+    const objects = queueObjectsOf(raced);
     const exists = async (): Promise<boolean> => (await admin.query("select to_regclass($1) is not null as e", [objects.holders])).rows[0].e;
     expect(await exists()).toBe(false);
     const k = key();
@@ -469,7 +469,7 @@ describe("pg shared objects", () => {
       const a = writer(k);
       expect((await backend.steps("rw").acquire(a)).acquired).toBe(true);
       expect((await backend.steps("rw").status(k))?.holders[0]?.owner).toBe(a.owner);
-      const found = await admin.query("select to_regclass($1) is not null as e", [sharedObjectsOf(`${schema}.locks`).holders]);
+      const found = await admin.query("select to_regclass($1) is not null as e", [queueObjectsOf(`${schema}.locks`).holders]);
       expect(found.rows[0].e).toBe(true);
       await backend.close();
     } finally {
@@ -484,7 +484,7 @@ describe("pg shared objects", () => {
     const k = key();
     const first = await sem.acquire(permit(k, 5));
     expect(first.acquired).toBe(true);
-    const objects = sharedObjectsOf(own);
+    const objects = queueObjectsOf(own);
     await admin.query(`truncate ${objects.keys}, ${objects.holders}, ${objects.queue}`);
     const next = await sem.acquire(permit(k, 5));
     expect(next.acquired).toBe(true);
@@ -500,7 +500,7 @@ describe("pg shared objects", () => {
     expect((await backend.acquire(m)).acquired).toBe(true);
     const rw = backend.steps("rw");
     expect((await rw.acquire(reader(key()))).acquired).toBe(true);
-    const objects = sharedObjectsOf(own);
+    const objects = queueObjectsOf(own);
     await admin.query(`drop table ${objects.holders}`);
     expect((await rw.acquire(reader(key()))).acquired).toBe(true);
     expect((await backend.renew(mutexKey, m.owner, 30_000)).ok).toBe(true);

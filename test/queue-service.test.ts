@@ -1,4 +1,4 @@
-// Read/write locks and semaphores through the LockService (issue 14): the lifecycle written
+// The queue kinds (read/write locks, semaphores, fair mutexes) through the LockService (issue 14): the lifecycle written
 // once for every kind (waiting woken by release, writer preference and FIFO through waiting
 // acquisitions, keepalive, loss, auto-release, close), on every backend that has them; two
 // services on one backend stand for two hosts.
@@ -10,7 +10,7 @@ import { permitSpec, READ, WRITE } from "../kit/kinds.js";
 import { LockService } from "../host/locking/service.js";
 import type { Lease } from "../host/locking/lease.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
-import { hostsOn, PG_TABLE, REDIS_PREFIX, sharedBackends } from "./support/shared-backends.js";
+import { hostsOn, PG_TABLE, REDIS_PREFIX, queueBackends } from "./support/queue-backends.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { databaseUrl, redisUrl } from "./support/servers.js";
 import { sleep } from "./support/until.js";
@@ -20,7 +20,7 @@ afterAll(async () => {
   await dropRedisPrefix(redisUrl(), REDIS_PREFIX);
 });
 
-for (const target of sharedBackends()) {
+for (const target of queueBackends()) {
   describe(`read/write locks and semaphores through the lock service: ${target.name}`, () => {
     const run = randomUUID().slice(0, 8);
     let n = 0;
@@ -261,7 +261,7 @@ describe("a backend without read/write locks or semaphores", () => {
     const bound = new Proxy(inner, {
       get: (t, p) => {
         if (p === "kinds") return ["mutex"];
-        if (p === "kind") return "acme";
+        if (p === "name") return "acme";
         const v: unknown = Reflect.get(t, p, t);
         return typeof v === "function" ? v.bind(t) : v;
       },

@@ -1,5 +1,5 @@
-// Read/write locks and semaphores on the Redis backend, beyond the contract (testing/shared-
-// contract.ts, run by backend-redis.test.ts): the key layout (one slot per name, apart from the
+// The queue kinds (read/write locks, semaphores, fair mutexes) on the Redis backend, beyond the
+// contract (testing/queue-contract.ts, run by backend-redis.test.ts): the key layout (one slot per name, apart from the
 // mutex and from the other kind), keys that expire with their last lease or queue place,
 // channels that do not cross kinds, loss notices across instances, batched renewals, and
 // fences that keep rising after a FLUSHALL or a restart without persistence (on a private
@@ -68,7 +68,7 @@ afterAll(async () => {
   await admin.quit();
 });
 
-describe("redis shared kinds: key layout", () => {
+describe("redis queue kinds: key layout", () => {
   const tricky = ["a", "}", "}x", "{", "{a}", "a}b{c", "%", "%7D", "ключ/🔒 *?[x]"];
 
   it("keeps every key of a name in the name's slot, in each kind's own namespace apart from the mutex's", () => {
@@ -117,7 +117,7 @@ describe("redis shared kinds: key layout", () => {
   });
 });
 
-describe("redis shared kinds: expiry of keys", () => {
+describe("redis queue kinds: expiry of keys", () => {
   it("sets the holders' keys to expire with the longest lease, and the queue's with the last place", async () => {
     const rw = open().steps("rw");
     const k = name();
@@ -215,7 +215,7 @@ describe("redis shared kinds: expiry of keys", () => {
   });
 });
 
-describe("redis shared kinds: channels and notices", () => {
+describe("redis queue kinds: channels and notices", () => {
   it("wakes only the watchers of the same kind and name: not the mutex's, not the other kind's", async () => {
     const backend = open();
     const rw = backend.steps("rw");
@@ -280,7 +280,7 @@ describe("redis shared kinds: channels and notices", () => {
   });
 });
 
-describe("redis shared kinds: batches, listing, arguments", () => {
+describe("redis queue kinds: batches, listing, arguments", () => {
   it("renews holds of many names and both modes in one script call", async () => {
     const backend = open();
     const rw = backend.steps("rw");
@@ -321,7 +321,7 @@ describe("redis shared kinds: batches, listing, arguments", () => {
   });
 });
 
-describe("redis shared kinds: fences on a private server", () => {
+describe("redis queue kinds: fences on a private server", () => {
   let server: RedisServer;
   let direct: Redis;
   beforeAll(async () => {

@@ -96,12 +96,12 @@ function handoffSteps(steps: KindSteps): Turn {
     if (k !== key) {
       key = k;
       owner = randomUUID();
-      const got = await steps.acquire({ key: k, owner, ttlMs: TTL_MS, holder, mode: "exclusive", limit: 1, queueMs: 0 });
+      const got = await steps.acquire({ name: k, owner, ttlMs: TTL_MS, holder, mode: "exclusive", limit: 1, queueMs: 0 });
       if (!got.acquired) throw new Error(`contention floor: ${k} not acquired`);
       return;
     }
     const next = randomUUID();
-    const done = await steps.handoff!(k, owner, { key: k, owner: next, ttlMs: TTL_MS, holder, mode: "exclusive", limit: 1, queueMs: 0 });
+    const done = await steps.handoff!(k, owner, { name: k, owner: next, ttlMs: TTL_MS, holder, mode: "exclusive", limit: 1, queueMs: 0 });
     if (done.released !== "released" || done.next?.acquired !== true) throw new Error(`contention floor: handoff of ${k} refused`);
     owner = next;
   };

@@ -47,7 +47,7 @@ export async function etcdBench(): Promise<void> {
   let n = 0;
   const stepsPair = async (): Promise<void> => {
     const owner = `o-${++n}`;
-    const got = await steps.acquire({ key: "steps", owner, ttlMs: TTL_MS, holder, mode: "exclusive", limit: 0, queueMs: 0 });
+    const got = await steps.acquire({ name: "steps", owner, ttlMs: TTL_MS, holder, mode: "exclusive", limit: 0, queueMs: 0 });
     if (!got.acquired) throw new Error("steps: not acquired");
     await steps.release("steps", owner);
   };

@@ -37,7 +37,7 @@ function pairsOn(backend: LockBackend, locks: LockService): { bare: (key: string
   const steps = backend.steps("mutex");
   return {
     bare: async (key, owner) => {
-      const taken = await steps.acquire({ key, owner, ttlMs: TTL_MS, holder: HOLDER, mode: "exclusive", limit: 0, queueMs: 0 });
+      const taken = await steps.acquire({ name: key, owner, ttlMs: TTL_MS, holder: HOLDER, mode: "exclusive", limit: 0, queueMs: 0 });
       if (!taken.acquired) throw new Error(`service bench: bare ${key} not acquired`);
       if ((await steps.release(key, owner)) !== "released") throw new Error(`service bench: bare ${key} not released`);
     },

@@ -8,7 +8,7 @@ import type { LockKind } from "./kinds.js";
 import type { KindSteps } from "./steps.js";
 
 export type { Acquired, Holder, ListRequest, LockMode, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./common.js";
-export type { AcquireRequest, AcquireResult, HandoffResult, HolderRecord, KeyPage, KeyRecord, KindSteps } from "./steps.js";
+export type { AcquireRequest, AcquireResult, HandoffResult, HolderRecord, KindSteps, LockState, LockStatePage } from "./steps.js";
 export type { LockPage, LockRecord, MutexAcquireRequest, MutexAcquireResult, MutexHandoffResult, MutexStore } from "./mutex.js";
 
 /** A lock store. */

@@ -32,7 +32,7 @@ export interface Holder {
 
 /** One renewal of a batch (see KindSteps.renewMany). */
 export interface RenewRequest {
-  readonly key: string;
+  readonly name: string;
   readonly owner: string;
   readonly ttlMs: number;
 }

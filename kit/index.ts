@@ -1,6 +1,6 @@
 // lockhost/backend: the public door for backends. A backend package imports only this: the
 // LockBackend interface it implements (with the records and results of its steps), MutexSteps
-// for a mutex kept in one record per key, the descriptor it exports, the config-schema builders
+// for a mutex kept in one record per name, the descriptor it exports, the config-schema builders
 // for its `[locking.<name>]` table, the errors it raises, and the helpers a backend of a network
 // server uses (release listeners for watch, URL redaction, TLS files). The host's own helpers
 // stay behind it. Importing it changes nothing. api/backend.api.md lists this surface (npm run api).
@@ -11,12 +11,12 @@ export type {
   HandoffResult,
   Holder,
   HolderRecord,
-  KeyPage,
-  KeyRecord,
   KindSteps,
   ListRequest,
   LockBackend,
   LockMode,
+  LockState,
+  LockStatePage,
   ReleaseResult,
   ReleaseWatch,
   RenewRequest,

@@ -1,15 +1,15 @@
-// A backend may keep a mutex in a record of its own, one holder per key, when that is faster
+// A backend may keep a mutex in a record of its own, one holder per name, when that is faster
 // than its general steps (the Redis mutex's one-key script, PostgreSQL's advisory locks): it
 // implements MutexStore, and MutexSteps serves it behind the one interface of kit/steps.ts. The
 // host never sees the difference; this is the only place the single record is mapped.
 import type { Acquired, Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./common.js";
 import { checkKind, isQueueKind, KINDS, LOCK_KINDS, MUTEX, type LockKind, type QueueKind } from "./kinds.js";
-import type { AcquireRequest, AcquireResult, HandoffResult, HolderRecord, KeyPage, KeyRecord, KindSteps } from "./steps.js";
+import type { AcquireRequest, AcquireResult, HandoffResult, HolderRecord, KindSteps, LockState, LockStatePage } from "./steps.js";
 
 /** One mutex acquisition attempt (AcquireRequest without the fields a mutex has no use for). */
 export interface MutexAcquireRequest {
   /** Fully qualified lock name (scope applied), e.g. "billing:nightly". */
-  readonly key: string;
+  readonly name: string;
   /** Random owner token; renew and release compare-and-set on it. */
   readonly owner: string;
   readonly ttlMs: number;
@@ -28,9 +28,9 @@ export type MutexAcquireResult =
 /** What a mutex handoff did (MutexStore.handoff; KindSteps.handoff's result with a mutex acquisition). */
 export type MutexHandoffResult = HandoffResult<MutexAcquireResult>;
 
-/** A mutex's one record: its key and its one holder (whose mode is always "exclusive"). */
+/** A mutex's one record: its name and its one holder (whose mode is always "exclusive"). */
 export interface LockRecord extends Omit<HolderRecord, "mode"> {
-  readonly key: string;
+  readonly name: string;
 }
 
 /** One page of held mutexes. */
@@ -39,19 +39,19 @@ export interface LockPage {
   readonly cursor?: string;
 }
 
-/** The steps of a mutex kept in one record per key: KindSteps' rules with one exclusive holder and no queue. */
+/** The steps of a mutex kept in one record per name: KindSteps' rules with one exclusive holder and no queue. */
 export interface MutexStore {
   acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult>;
   renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]>;
-  release(key: string, owner: string): Promise<ReleaseResult>;
+  release(name: string, owner: string): Promise<ReleaseResult>;
   /** Optional: release and the next owner's acquisition in one atomic step (KindSteps.handoff). */
-  handoff?(key: string, owner: string, next: MutexAcquireRequest): Promise<MutexHandoffResult>;
-  status(key: string): Promise<LockRecord | null>;
+  handoff?(name: string, owner: string, next: MutexAcquireRequest): Promise<MutexHandoffResult>;
+  status(name: string): Promise<LockRecord | null>;
   /** True when there was a holder. */
-  forceRelease(key: string): Promise<boolean>;
+  forceRelease(name: string): Promise<boolean>;
   list(req: ListRequest): Promise<LockPage>;
-  watch(key: string, listener: () => void): ReleaseWatch;
-  proclaim?(key: string, owner: string, value: string): Promise<boolean>;
+  watch(name: string, listener: () => void): ReleaseWatch;
+  proclaim?(name: string, owner: string, value: string): Promise<boolean>;
 }
 
 /** What starts every namespaced name in a store (no lock name can: see KindRow.namespace). */
@@ -66,8 +66,8 @@ export class MutexSteps implements KindSteps {
   readonly kind: LockKind;
   readonly #store: MutexStore;
   readonly #ns: string;
-  readonly proclaim?: (key: string, owner: string, value: string) => Promise<boolean>;
-  readonly handoff?: (key: string, owner: string, next: AcquireRequest) => Promise<HandoffResult>;
+  readonly proclaim?: (name: string, owner: string, value: string) => Promise<boolean>;
+  readonly handoff?: (name: string, owner: string, next: AcquireRequest) => Promise<HandoffResult>;
 
   constructor(store: MutexStore, kind: LockKind = MUTEX.kind) {
     if (KINDS[kind].store !== "single") throw new TypeError(`MutexSteps serves kinds stored as one record, not ${kind}`);
@@ -76,7 +76,7 @@ export class MutexSteps implements KindSteps {
     this.#ns = KINDS[kind].namespace;
     if (typeof store.proclaim === "function") {
       const proclaim = store.proclaim.bind(store);
-      this.proclaim = this.#ns === "" ? proclaim : (key, owner, value) => proclaim(this.#ns + key, owner, value);
+      this.proclaim = this.#ns === "" ? proclaim : (name, owner, value) => proclaim(this.#ns + name, owner, value);
     }
     // Only a kind that hands off locally is ever handed off (host/locking/handoff.ts): the mutex,
     // whose names go to the store as they are.
@@ -84,53 +84,53 @@ export class MutexSteps implements KindSteps {
     if (this.#ns === "") {
       // The mutex's lock path goes straight to the store: no layer of its own per call.
       this.acquire = (req) => store.acquire(req);
-      this.release = (key, owner) => store.release(key, owner);
+      this.release = (name, owner) => store.release(name, owner);
       this.renewMany = (reqs) => store.renewMany(reqs);
     }
   }
 
   acquire(req: AcquireRequest): Promise<AcquireResult> {
-    return this.#store.acquire(this.#ns === "" ? req : { ...req, key: this.#ns + req.key });
+    return this.#store.acquire(this.#ns === "" ? req : { ...req, name: this.#ns + req.name });
   }
 
   renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
-    return this.#store.renewMany(this.#ns === "" ? reqs : reqs.map((r) => ({ ...r, key: this.#ns + r.key })));
+    return this.#store.renewMany(this.#ns === "" ? reqs : reqs.map((r) => ({ ...r, name: this.#ns + r.name })));
   }
 
-  release(key: string, owner: string): Promise<ReleaseResult> {
-    return this.#store.release(this.#ns + key, owner);
+  release(name: string, owner: string): Promise<ReleaseResult> {
+    return this.#store.release(this.#ns + name, owner);
   }
 
   leaveQueue(): Promise<void> {
     return Promise.resolve();
   }
 
-  async status(key: string): Promise<KeyRecord | null> {
-    const record = await this.#store.status(this.#ns + key);
-    return record === null ? null : this.#keyRecord(record);
+  async status(name: string): Promise<LockState | null> {
+    const record = await this.#store.status(this.#ns + name);
+    return record === null ? null : this.#state(record);
   }
 
-  async forceRelease(key: string): Promise<number> {
-    return (await this.#store.forceRelease(this.#ns + key)) ? 1 : 0;
+  async forceRelease(name: string): Promise<number> {
+    return (await this.#store.forceRelease(this.#ns + name)) ? 1 : 0;
   }
 
-  async list(req: ListRequest): Promise<KeyPage> {
+  async list(req: ListRequest): Promise<LockStatePage> {
     const page = await this.#store.list(this.#ns === "" ? req : { ...req, prefix: this.#ns + (req.prefix ?? "") });
-    const records: KeyRecord[] = [];
+    const records: LockState[] = [];
     for (const record of page.locks) {
       // The mutex's pages skip the other namespaces' names (a page may hold fewer than asked).
-      if (this.#ns === "" ? !record.key.startsWith(NAMESPACED) : record.key.startsWith(this.#ns)) records.push(this.#keyRecord(record));
+      if (this.#ns === "" ? !record.name.startsWith(NAMESPACED) : record.name.startsWith(this.#ns)) records.push(this.#state(record));
     }
     return page.cursor === undefined ? { records } : { records, cursor: page.cursor };
   }
 
-  watch(key: string, listener: () => void): ReleaseWatch {
-    return this.#store.watch(this.#ns + key, listener);
+  watch(name: string, listener: () => void): ReleaseWatch {
+    return this.#store.watch(this.#ns + name, listener);
   }
 
-  #keyRecord({ key, ...holder }: LockRecord): KeyRecord {
+  #state({ name, ...holder }: LockRecord): LockState {
     const one: HolderRecord = { ...holder, mode: "exclusive" };
-    return { key: key.slice(this.#ns.length), kind: this.kind, limit: 0, holders: [one], queued: 0 };
+    return { name: name.slice(this.#ns.length), kind: this.kind, limit: 0, holders: [one], queued: 0 };
   }
 }
 

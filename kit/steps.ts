@@ -1,5 +1,5 @@
 // The atomic steps of one lock kind: the one family every backend implements for every kind it
-// serves (LockBackend.steps). A key has holders, "shared" ones (readers, semaphore permits) up
+// serves (LockBackend.steps). A lock has holders, "shared" ones (readers, semaphore permits) up
 // to a limit or one "exclusive" one (a mutex's holder, a writer), and, for the kinds whose row
 // queues exclusive waiters (read/write locks, the fair mutex), a queue of waiting exclusive
 // acquirers that shared acquisitions stand behind (writer preference, FIFO among writers).
@@ -11,7 +11,7 @@ import type { LockKind } from "./kinds.js";
 /** One atomic acquisition attempt, of any kind. */
 export interface AcquireRequest {
   /** Fully qualified lock name (scope applied), e.g. "billing:ledger". */
-  readonly key: string;
+  readonly name: string;
   /** Random owner token, unique per acquisition; renew and release compare on it. */
   readonly owner: string;
   readonly ttlMs: number;
@@ -20,14 +20,14 @@ export interface AcquireRequest {
   readonly mode: LockMode;
   /**
    * Most shared holders at once: a semaphore's permits N (1 to MAX_PERMITS); 0 for every other
-   * kind (unbounded readers). The key keeps the limit its holders took it with while any holder
+   * kind (unbounded readers). The lock keeps the limit its holders took it with while any holder
    * is live: a shared request naming another one is refused with `limit` in the result.
    */
   readonly limit: number;
   /**
    * Exclusive mode of a kind whose row queues exclusive waiters, else 0. 0: a try, which takes no
-   * place in the queue. Above 0: the caller is waiting; when it cannot take the key now it keeps
-   * a place at the tail of the key's queue (or refreshes the place it has) for `queueMs` from now,
+   * place in the queue. Above 0: the caller is waiting; when it cannot take the lock now it keeps
+   * a place at the tail of the lock's queue (or refreshes the place it has) for `queueMs` from now,
    * on the server's clock. Each attempt of a waiter refreshes it; an expired place counts as absent.
    */
   readonly queueMs: number;
@@ -41,7 +41,7 @@ export type AcquireResult =
       /** When the earliest live holder's lease ends (ms from now, server clock), when the step learned it. */
       readonly retryAfterMs?: number;
       /**
-       * Set only when the request was refused because the key's live holders took it with
+       * Set only when the request was refused because the lock's live holders took it with
        * another limit: theirs. Nothing was changed.
        */
       readonly limit?: number;
@@ -55,7 +55,7 @@ export type HandoffResult<R = AcquireResult> =
   | { readonly released: "released"; readonly next: R }
   | { readonly released: Exclude<ReleaseResult, "released"> };
 
-/** One live holder of a key, as status and list report it. */
+/** One live holder of a lock, as status and list report it. */
 export interface HolderRecord {
   readonly owner: string;
   readonly mode: LockMode;
@@ -74,11 +74,12 @@ export interface HolderRecord {
   readonly value?: string;
 }
 
-/** What the backend knows about a key of one kind. */
-export interface KeyRecord {
-  readonly key: string;
+/** What the backend knows about a lock of one kind (KindSteps.status, list). */
+export interface LockState {
+  /** Fully qualified lock name, as the requests give it. */
+  readonly name: string;
   readonly kind: LockKind;
-  /** The limit the live holders took the key with (a semaphore's N; 0 for the other kinds). */
+  /** The limit the live holders took the lock with (a semaphore's N; 0 for the other kinds). */
   readonly limit: number;
   /** Live holders, in acquisition (fence) order. */
   readonly holders: readonly HolderRecord[];
@@ -86,10 +87,10 @@ export interface KeyRecord {
   readonly queued: number;
 }
 
-/** One page of keys (see KindSteps.list). */
-export interface KeyPage {
-  /** Keys with at least one live holder, in no promised order. */
-  readonly records: readonly KeyRecord[];
+/** One page of locks (see KindSteps.list). */
+export interface LockStatePage {
+  /** Locks with at least one live holder, in no promised order. */
+  readonly records: readonly LockState[];
   /** Pass it back for the next page; absent on the last one. Opaque: each backend has its own. */
   readonly cursor?: string;
 }
@@ -99,16 +100,16 @@ export interface KeyPage {
  * semaphore "a" and a mutex "a" are independent locks. Rules every backend keeps (the contract
  * suite in lockhost/testing checks them):
  *
- * - An exclusive acquisition succeeds only when the key has no live holder and either no live
+ * - An exclusive acquisition succeeds only when the lock has no live holder and either no live
  *   queue place or the requester's place is the queue's head; its own place is then dropped.
- * - A shared acquisition succeeds only when the key has no live exclusive holder, no live queue
+ * - A shared acquisition succeeds only when the lock has no live exclusive holder, no live queue
  *   place (writer preference), fewer live shared holders than its limit (0: no bound), and,
  *   when live holders exist, the same limit as theirs.
- * - An owner that already holds the key is refused (not reentrant).
+ * - An owner that already holds the lock is refused (not reentrant).
  * - A lease that ended and a queue place that expired count as absent.
- * - Every fence is above every fence handed out on the key before, across modes, expiry and
+ * - Every fence is above every fence handed out on the name before, across modes, expiry and
  *   force-release.
- * - Every release, force-release and queue departure wakes the key's watchers (a departed
+ * - Every release, force-release and queue departure wakes the lock's watchers (a departed
  *   writer may unblock readers). A release or force-release by anyone but the holder tells the
  *   removed holders' owners through LockBackend.onLost.
  */
@@ -117,51 +118,51 @@ export interface KindSteps {
   /** One acquisition attempt (see AcquireRequest). */
   acquire(req: AcquireRequest): Promise<AcquireResult>;
   /**
-   * Each request: sets the holder's lease to `ttlMs` from now if `owner` still holds `key`. One
+   * Each request: sets the holder's lease to `ttlMs` from now if `owner` still holds `name`. One
    * round trip for the batch (the renewal manager sends every renewal due in a tick through it).
    * Resolves to one result per request, in order; rejects (for the whole batch) only when the
    * backend failed, and then any subset may have been applied.
    */
   renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]>;
-  /** Removes `owner`'s hold on `key`: "released"; "not_found" or "mismatch" (someone else holds it) when it holds none. */
-  release(key: string, owner: string): Promise<ReleaseResult>;
+  /** Removes `owner`'s hold on `name`: "released"; "not_found" or "mismatch" (someone else holds it) when it holds none. */
+  release(name: string, owner: string): Promise<ReleaseResult>;
   /**
-   * Optional, for a kind whose row says `handsOffLocally` (the mutex): `release(key, owner)` and,
-   * only if it released, `acquire(next)` for `next.key` === `key`, as one atomic step (Redis: one
-   * script, one round trip), so the key passes from one holder of this host to its next local
+   * Optional, for a kind whose row says `handsOffLocally` (the mutex): `release(name, owner)` and,
+   * only if it released, `acquire(next)` for `next.name` === `name`, as one atomic step (Redis: one
+   * script, one round trip), so the lock passes from one holder of this host to its next local
    * waiter without ever being free: nobody else can take it in between, and its watchers are not
    * woken (it was never free). The next owner gets a fence above the released holder's, as any
    * acquisition does. A backend without it is served by a release, then an acquisition.
    */
-  handoff?(key: string, owner: string, next: AcquireRequest): Promise<HandoffResult>;
-  /** Drops `owner`'s queue place on `key`, if it has one (a waiter that gave up); nothing for a kind that does not queue. */
-  leaveQueue(key: string, owner: string): Promise<void>;
-  /** The key's live holders and queue, or null when it has neither. */
-  status(key: string): Promise<KeyRecord | null>;
-  /** Removes every holder of `key` (its queue stays); resolves to how many there were. Fences stay. */
-  forceRelease(key: string): Promise<number>;
+  handoff?(name: string, owner: string, next: AcquireRequest): Promise<HandoffResult>;
+  /** Drops `owner`'s queue place on `name`, if it has one (a waiter that gave up); nothing for a kind that does not queue. */
+  leaveQueue(name: string, owner: string): Promise<void>;
+  /** The lock's live holders and queue, or null when it has neither. */
+  status(name: string): Promise<LockState | null>;
+  /** Removes every holder of `name` (its queue stays); resolves to how many there were. Fences stay. */
+  forceRelease(name: string): Promise<number>;
   /**
-   * One page of the keys with live holders, without reading every key of the store in one go
+   * One page of the locks with live holders, without reading every key of the store in one go
    * (Redis: SCAN over the key prefix, on every master of a cluster; PostgreSQL: the holders
-   * table). A key taken or released while the pages are read may or may not be listed.
+   * table). A lock taken or released while the pages are read may or may not be listed.
    */
-  list(req: ListRequest): Promise<KeyPage>;
+  list(req: ListRequest): Promise<LockStatePage>;
   /**
    * Calls `listener` (with no arguments, possibly more than once, possibly spuriously) when
-   * `key` may have become free on any host sharing this backend: released, force-released, a
+   * `name` may have become free on any host sharing this backend: released, force-released, a
    * queue place left, a value proclaimed (Redis pub/sub, PostgreSQL LISTEN/NOTIFY, in-process
    * for memory). Expiry need not be signalled: waiters also wake at the `retryAfterMs` a
    * contended acquire reported, and poll as a fallback. Never throws; a watch that cannot be set
    * up resolves `ready` anyway, and the waiters fall back to polling.
    */
-  watch(key: string, listener: () => void): ReleaseWatch;
+  watch(name: string, listener: () => void): ReleaseWatch;
   /**
    * Optional (leader election, on the kind whose row says `elects`): stores `value` in the
-   * holder's record (HolderRecord.value) only if `owner` still holds `key`, and then wakes the
-   * key's watchers as a release does, so observers hear of a changed value, not only of a
-   * release. Resolves to false when `owner` does not hold `key`; nothing is changed then.
+   * holder's record (HolderRecord.value) only if `owner` still holds `name`, and then wakes the
+   * lock's watchers as a release does, so observers hear of a changed value, not only of a
+   * release. Resolves to false when `owner` does not hold `name`; nothing is changed then.
    */
-  proclaim?(key: string, owner: string, value: string): Promise<boolean>;
+  proclaim?(name: string, owner: string, value: string): Promise<boolean>;
 }
 
 export { MAX_PERMITS } from "./common.js";

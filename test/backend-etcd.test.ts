@@ -136,7 +136,7 @@ describe("etcd: restarts and watches (private member)", () => {
       let missed = 0;
       backend.onLost(() => undefined, () => void missed++);
       const steps = backend.steps("mutex");
-      await steps.acquire({ key: "k", owner: "o", ttlMs: 5_000, holder: { plugin: "p", node: "n" }, mode: "exclusive", limit: 0, queueMs: 0 });
+      await steps.acquire({ name: "k", owner: "o", ttlMs: 5_000, holder: { plugin: "p", node: "n" }, mode: "exclusive", limit: 0, queueMs: 0 });
       await steps.watch("k", () => undefined).ready;
       // Stall the network until the backend gives its streams up, compact meanwhile, then let it through.
       proxy.stall(true);
@@ -163,7 +163,7 @@ describe("etcd: bad input and unreachable servers are coded errors, and the host
     expect(err.code).toBe("BACKEND_UNAVAILABLE");
     expect(isPermanent(err)).toBe(false);
     expect(err.message).toContain(`127.0.0.1:${port}`);
-    const acquire = await rejection(backend.steps("mutex").acquire({ key: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" }, mode: "exclusive", limit: 0, queueMs: 0 }));
+    const acquire = await rejection(backend.steps("mutex").acquire({ name: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" }, mode: "exclusive", limit: 0, queueMs: 0 }));
     expect(acquire.code).toBe("BACKEND_UNAVAILABLE");
   });
 
@@ -192,7 +192,7 @@ describe("etcd: bad input and unreachable servers are coded errors, and the host
     opened.push(backend);
     const leader = backend.steps("leader");
     const key = name();
-    const got = await leader.acquire({ key, owner: "o", ttlMs: 5_000, holder: { plugin: "p", node: "n" }, mode: "exclusive", limit: 0, queueMs: 0 });
+    const got = await leader.acquire({ name: key, owner: "o", ttlMs: 5_000, holder: { plugin: "p", node: "n" }, mode: "exclusive", limit: 0, queueMs: 0 });
     expect(got.acquired).toBe(true);
     const err = await rejection(leader.proclaim!(key, "o", "x".repeat(2 * 1024 * 1024)));
     expect(err.code, err.message).toBe("INVALID_ARGUMENT");

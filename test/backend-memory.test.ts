@@ -16,18 +16,18 @@ describe("memory backend", () => {
     let now = 1_000_000;
     const backend = new MemoryBackend({ now: () => now });
     const owner = randomUUID();
-    await backend.acquire({ key: "k", owner, ttlMs: 100, holder });
+    await backend.acquire({ name: "k", owner, ttlMs: 100, holder });
     now += 99;
-    expect((await backend.acquire({ key: "k", owner: randomUUID(), ttlMs: 100, holder })).acquired).toBe(false);
+    expect((await backend.acquire({ name: "k", owner: randomUUID(), ttlMs: 100, holder })).acquired).toBe(false);
     now += 1;
-    expect((await backend.acquire({ key: "k", owner: randomUUID(), ttlMs: 100, holder })).acquired).toBe(true);
+    expect((await backend.acquire({ name: "k", owner: randomUUID(), ttlMs: 100, holder })).acquired).toBe(true);
   });
 
   it("reports integer ms times on its default clock (acquire, renew, status)", async () => {
     const backend = new MemoryBackend();
     const owner = randomUUID();
     for (let i = 0; i < 20; i++) {
-      const got = await backend.acquire({ key: `k${i}`, owner, ttlMs: 10_000, holder });
+      const got = await backend.acquire({ name: `k${i}`, owner, ttlMs: 10_000, holder });
       if (!got.acquired) throw new Error("not acquired");
       expect([got.acquiredAtMs, got.expiresAtMs].every(Number.isInteger)).toBe(true);
       const renewed = await backend.renew(`k${i}`, owner, 20_000);
@@ -42,9 +42,9 @@ describe("memory backend", () => {
   it("sweeps expired entries of keys nobody touches again", async () => {
     let now = 0;
     const backend = new MemoryBackend({ now: () => now });
-    for (let i = 0; i < 500; i++) await backend.acquire({ key: `old-${i}`, owner: "o", ttlMs: 10, holder });
+    for (let i = 0; i < 500; i++) await backend.acquire({ name: `old-${i}`, owner: "o", ttlMs: 10, holder });
     now = 1_000;
-    for (let i = 0; i < 3_000; i++) await backend.acquire({ key: `new-${i}`, owner: "o", ttlMs: 1e6, holder });
+    for (let i = 0; i < 3_000; i++) await backend.acquire({ name: `new-${i}`, owner: "o", ttlMs: 1e6, holder });
     expect(backend.size).toBe(3_000);
   });
 });

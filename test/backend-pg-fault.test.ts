@@ -38,7 +38,7 @@ const config = (over: Partial<PgConfig> = {}): PgConfig => ({
 });
 let n = 0;
 const req = (over: Partial<MutexAcquireRequest> = {}): MutexAcquireRequest => ({
-  key: `fault-${++n}`, owner: randomUUID(), ttlMs: 10_000, holder: { plugin: "fault", node: "node-f" }, ...over,
+  name: `fault-${++n}`, owner: randomUUID(), ttlMs: 10_000, holder: { plugin: "fault", node: "node-f" }, ...over,
 });
 
 /** Runs `call`, expecting BACKEND_UNAVAILABLE within PROMPT_MS; returns the error. */
@@ -82,14 +82,14 @@ describe("pg backend: server killed, frozen and restarted", () => {
       await server.kill();
       // Renew: lost (the session's end was noticed) or BACKEND_UNAVAILABLE, promptly either way.
       const started = performance.now();
-      const renewed = await backend.renew(held[0]!.key, held[0]!.owner, 10_000).catch((err: unknown) => err);
+      const renewed = await backend.renew(held[0]!.name, held[0]!.owner, 10_000).catch((err: unknown) => err);
       expect(performance.now() - started).toBeLessThan(PROMPT_MS);
       if (renewed instanceof LockhostError) expect(renewed.code).toBe("BACKEND_UNAVAILABLE");
       else expect(renewed).toEqual({ ok: false, reason: "not_found" });
       // By now the session's end has surely been seen: every lock on it is lost.
       await eventually("the backend sees its sessions end", PROMPT_MS, async () => backend.heldCount === 0);
-      expect(await backend.release(held[1]!.key, held[1]!.owner)).toBe("not_found");
-      expect(await backend.renew(held[2]!.key, held[2]!.owner, 10_000)).toEqual({ ok: false, reason: "not_found" });
+      expect(await backend.release(held[1]!.name, held[1]!.owner)).toBe("not_found");
+      expect(await backend.renew(held[2]!.name, held[2]!.owner, 10_000)).toEqual({ ok: false, reason: "not_found" });
 
       const err = await failsPromptly(() => backend.acquire(req()));
       expect(err.message).toContain(server.url);
@@ -130,14 +130,14 @@ describe("pg backend: server killed, frozen and restarted", () => {
   it("read/write locks and semaphores: fail fast while PostgreSQL is down, then go on with fences that never repeat", async () => {
     const backend = new PgBackend(config(), captureLogger().logger);
     const sem = backend.steps("semaphore");
-    const permit = { key: `fault-sem-${++n}`, owner: randomUUID(), ttlMs: 60_000, holder: { plugin: "fault", node: "node-f" }, mode: "shared" as const, limit: 1, queueMs: 0 };
+    const permit = { name: `fault-sem-${++n}`, owner: randomUUID(), ttlMs: 60_000, holder: { plugin: "fault", node: "node-f" }, mode: "shared" as const, limit: 1, queueMs: 0 };
     try {
       const before = await sem.acquire(permit);
       expect(before.acquired).toBe(true);
       await server.kill();
       await failsPromptly(() => sem.acquire({ ...permit, owner: randomUUID() }));
-      await failsPromptly(() => sem.renewMany([{ key: permit.key, owner: permit.owner, ttlMs: 60_000 }]));
-      await failsPromptly(() => sem.status(permit.key));
+      await failsPromptly(() => sem.renewMany([{ name: permit.name, owner: permit.owner, ttlMs: 60_000 }]));
+      await failsPromptly(() => sem.status(permit.name));
       await server.start();
       await eventually("a permit is taken again after the restart", 5_000, async () => {
         const again = await sem.acquire({ ...permit, owner: randomUUID() });
@@ -146,7 +146,7 @@ describe("pg backend: server killed, frozen and restarted", () => {
         if (again.acquired && before.acquired) expect(again.fence).toBeGreaterThan(before.fence);
         return again.acquired;
       });
-      expect(await sem.renewMany([{ key: permit.key, owner: permit.owner, ttlMs: 60_000 }])).toEqual([{ ok: false, reason: "not_found" }]);
+      expect(await sem.renewMany([{ name: permit.name, owner: permit.owner, ttlMs: 60_000 }])).toEqual([{ ok: false, reason: "not_found" }]);
     } finally {
       await backend.close();
     }
@@ -183,7 +183,7 @@ describe("pg backend: server killed, frozen and restarted", () => {
       await Promise.all(burst);
       // A connection that might still be running our statement is never trusted again.
       expect(backend.heldCount).toBe(0);
-      expect(await backend.renew(first.key, first.owner, 10_000)).toEqual({ ok: false, reason: "not_found" });
+      expect(await backend.renew(first.name, first.owner, 10_000)).toEqual({ ok: false, reason: "not_found" });
       // A new session works (the frozen one still holds its lock on the server until it notices).
       expect((await backend.acquire(req())).acquired).toBe(true);
       expect(backend.sessionPids[0]).not.toBe(pid);
@@ -222,7 +222,7 @@ describe("pg backend: server killed, frozen and restarted", () => {
       expect((failure as Error).message).toContain("53200");
       expect(held.length).toBeGreaterThan(1_000);
 
-      const released = await Promise.all(held.map((r) => backend.release(r.key, r.owner)));
+      const released = await Promise.all(held.map((r) => backend.release(r.name, r.owner)));
       // Every one released (the outcomes that were not, if any, with how many of each).
       const others = released.filter((r) => r !== "released");
       expect([...new Set(others)].map((r) => `${r} x${others.filter((o) => o === r).length}`)).toEqual([]);

@@ -32,7 +32,7 @@ let n = 0;
 const key = (label = "k"): string => `pgsh-${run}-${label}-${++n}`;
 const holder = { plugin: "pgtest", node: "node-a" };
 const reader = (k: string, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
-  key: k, owner: randomUUID(), ttlMs: 10_000, holder, mode: "shared", limit: 0, queueMs: 0, ...over,
+  name: k, owner: randomUUID(), ttlMs: 10_000, holder, mode: "shared", limit: 0, queueMs: 0, ...over,
 });
 const writer = (k: string, over: Partial<AcquireRequest> = {}): AcquireRequest => reader(k, { mode: "exclusive", ...over });
 const permit = (k: string, limit: number, over: Partial<AcquireRequest> = {}): AcquireRequest => reader(k, { limit, ...over });
@@ -203,10 +203,10 @@ describe("pg read/write locks", () => {
     await rw.acquire(b);
     await until("b's lease ends", 10_000, async () => (await rw.status(k))?.holders.length === 1);
     const results = await rw.renewMany([
-      { key: k, owner: a.owner, ttlMs: 20_000 },
-      { key: k, owner: b.owner, ttlMs: 20_000 },
-      { key: k, owner: "nobody", ttlMs: 20_000 },
-      { key: k, owner: a.owner, ttlMs: 20_000 },
+      { name: k, owner: a.owner, ttlMs: 20_000 },
+      { name: k, owner: b.owner, ttlMs: 20_000 },
+      { name: k, owner: "nobody", ttlMs: 20_000 },
+      { name: k, owner: a.owner, ttlMs: 20_000 },
     ]);
     expect(results[0]).toMatchObject({ ok: true });
     expect(results[1]).toEqual({ ok: false, reason: "not_found" });
@@ -218,7 +218,7 @@ describe("pg read/write locks", () => {
     expect(await rw.release(k, b.owner)).toBe("not_found");
     expect(await rw.release(k, a.owner)).toBe("released");
     expect(await rw.release(k, a.owner)).toBe("not_found");
-    expect(await rw.renewMany([{ key: k, owner: a.owner, ttlMs: 1_000 }])).toEqual([{ ok: false, reason: "not_found" }]);
+    expect(await rw.renewMany([{ name: k, owner: a.owner, ttlMs: 1_000 }])).toEqual([{ ok: false, reason: "not_found" }]);
   });
 
   it("reports holders in fence order with their times, and null for a key with neither holders nor queue", async () => {
@@ -229,7 +229,7 @@ describe("pg read/write locks", () => {
     const b = reader(k, { ttlMs: 20_000 });
     await rw.acquire(b);
     const s = await rw.status(k);
-    expect(s).toMatchObject({ key: k, kind: "rw", limit: 0, queued: 0 });
+    expect(s).toMatchObject({ name: k, kind: "rw", limit: 0, queued: 0 });
     expect(s?.holders.map((h) => h.owner)).toEqual([a.owner, b.owner]);
     const h0 = s!.holders[0]!;
     expect(h0).toMatchObject({ mode: "shared", ttlMs: 30_000, holder: { plugin: "pgtest", node: "node-a" } });
@@ -288,7 +288,7 @@ describe("pg read/write locks", () => {
     await until("a wake-up", 5_000, () => woken > 0);
     expect((await a.steps("rw").status(k))?.queued).toBe(1);
     expect(await a.steps("rw").release(k, r1.owner)).toBe("not_found");
-    expect(await a.steps("rw").renewMany([{ key: k, owner: r1.owner, ttlMs: 1_000 }])).toEqual([{ ok: false, reason: "not_found" }]);
+    expect(await a.steps("rw").renewMany([{ name: k, owner: r1.owner, ttlMs: 1_000 }])).toEqual([{ ok: false, reason: "not_found" }]);
     expect(await b.steps("rw").forceRelease(k)).toBe(0);
     expect((await b.steps("rw").acquire(w)).acquired).toBe(true);
     watch.close();
@@ -338,13 +338,13 @@ describe("pg read/write locks", () => {
       for (const r of page.records) {
         expect(r.kind).toBe("rw");
         expect(r.holders.length).toBeGreaterThan(0);
-        seen.push(r.key);
+        seen.push(r.name);
       }
       cursor = page.cursor;
     } while (cursor !== undefined);
     expect(seen.sort()).toEqual(names);
     expect(pages).toBeGreaterThanOrEqual(3);
-    const first = (await rw.list({ prefix: names[0]!, limit: 10 })).records.find((r) => r.key === names[0]);
+    const first = (await rw.list({ prefix: names[0]!, limit: 10 })).records.find((r) => r.name === names[0]);
     expect(first?.holders).toHaveLength(2);
     // Prefix characters LIKE would read as wildcards are taken literally.
     expect((await rw.list({ prefix: `pgsh-${run}-list_`, limit: 10 })).records).toEqual([]);
@@ -438,7 +438,7 @@ describe("pg semaphores", () => {
     const kinds: QueueKind[] = ["rw", "semaphore"];
     expect((await backend.steps("rw").acquire(writer(k))).acquired).toBe(true);
     expect((await backend.steps("semaphore").acquire(permit(k, 1))).acquired).toBe(true);
-    expect((await backend.acquire({ key: k, owner: randomUUID(), ttlMs: 10_000, holder })).acquired).toBe(true);
+    expect((await backend.acquire({ name: k, owner: randomUUID(), ttlMs: 10_000, holder })).acquired).toBe(true);
     for (const kind of kinds) expect((await backend.steps(kind).status(k))?.holders).toHaveLength(1);
     expect(backend.steps("rw")).toBe(backend.steps("rw"));
   });
@@ -450,7 +450,7 @@ describe("pg queue objects", () => {
     tables.push(raced);
     const hosts = Array.from({ length: 6 }, () => host({ table: raced }));
     // A mutex alone creates none of them.
-    expect((await hosts[0]!.acquire({ key: key(), owner: randomUUID(), ttlMs: 10_000, holder })).acquired).toBe(true);
+    expect((await hosts[0]!.acquire({ name: key(), owner: randomUUID(), ttlMs: 10_000, holder })).acquired).toBe(true);
     const objects = queueObjectsOf(raced);
     const exists = async (): Promise<boolean> => (await admin.query("select to_regclass($1) is not null as e", [objects.holders])).rows[0].e;
     expect(await exists()).toBe(false);
@@ -496,7 +496,7 @@ describe("pg queue objects", () => {
     tables.push(own);
     const backend = host({ table: own });
     const mutexKey = key();
-    const m = { key: mutexKey, owner: randomUUID(), ttlMs: 30_000, holder };
+    const m = { name: mutexKey, owner: randomUUID(), ttlMs: 30_000, holder };
     expect((await backend.acquire(m)).acquired).toBe(true);
     const rw = backend.steps("rw");
     expect((await rw.acquire(reader(key()))).acquired).toBe(true);

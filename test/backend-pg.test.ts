@@ -42,7 +42,7 @@ function host(over: Partial<PgConfig> = {}, options: PgBackendOptions = {}): PgB
 let n = 0;
 const key = (label = "k"): string => `pg-${run}-${label}-${++n}`;
 const req = (k: string, over: Partial<MutexAcquireRequest> = {}): MutexAcquireRequest => ({
-  key: k, owner: randomUUID(), ttlMs: 10_000, holder: { plugin: "pgtest", node: "node-a" }, ...over,
+  name: k, owner: randomUUID(), ttlMs: 10_000, holder: { plugin: "pgtest", node: "node-a" }, ...over,
 });
 
 /** Checks a contended result: not acquired, and a retry hint, when given, within the holder's `ttlMs`. */
@@ -286,7 +286,7 @@ describe("pg backend", () => {
       return fence > 0;
     });
     expect(fence).toBe(FENCE_BLOCK + 1);
-    expect(await b.renew(held.key, held.owner, 1_000)).toEqual({ ok: false, reason: "not_found" });
+    expect(await b.renew(held.name, held.owner, 1_000)).toEqual({ ok: false, reason: "not_found" });
   });
 
   it("under contention from several hosts: never two holders, fences strictly increasing per key", async () => {
@@ -443,7 +443,7 @@ describe("pg backend", () => {
     );
     expect(held.rows[0]!.n).toBe(1_000);
 
-    const released = await Promise.all(reqs.map((r) => backend.release(r.key, r.owner)));
+    const released = await Promise.all(reqs.map((r) => backend.release(r.name, r.owner)));
     expect(released.every((r) => r === "released")).toBe(true);
     const after = await admin.query<{ n: number }>(
       "select count(*)::int as n from pg_locks where locktype = 'advisory' and pid = any($1::int[])",
@@ -730,13 +730,13 @@ describe("pg backend", () => {
     }
     // The abandoned acquisitions run once the table is free, and are unlocked right after.
     await until("no abandoned acquisition keeps its lock", 10_000, async () => {
-      for (const r of reqs) if ((await holders(r.key)).length > 0) return false;
+      for (const r of reqs) if ((await holders(r.name)).length > 0) return false;
       return true;
     });
     expect(backend.sessionPids).toEqual([pid]);
-    expect((await backend.renew(kept.key, kept.owner, 10_000)).ok).toBe(true);
+    expect((await backend.renew(kept.name, kept.owner, 10_000)).ok).toBe(true);
     expect(backend.heldCount).toBe(1);
-    expect((await backend.acquire(req(reqs[0]!.key))).acquired).toBe(true);
+    expect((await backend.acquire(req(reqs[0]!.name))).acquired).toBe(true);
   });
 
   it("fails fast with BACKEND_UNAVAILABLE and never shows the password when the server cannot be reached", async () => {
@@ -821,18 +821,18 @@ describe("pg backend: batched renewals, release notifications, owner tokens from
     expect((await b.acquire(theirs)).acquired).toBe(true);
     expect((await b.acquire(others)).acquired).toBe(true);
     const gone = mine[5]!;
-    expect(await a.release(gone.key, gone.owner)).toBe("released");
+    expect(await a.release(gone.name, gone.owner)).toBe("released");
 
     const before = a.renewRoundTrips;
     const results = await a.renewMany([
-      { key: mine[0]!.key, owner: mine[0]!.owner, ttlMs: 20_000 },
-      { key: mine[1]!.key, owner: randomUUID(), ttlMs: 20_000 }, // not the owner
-      { key: key("nobody"), owner: randomUUID(), ttlMs: 20_000 }, // held by nobody
-      { key: mine[2]!.key, owner: mine[2]!.owner, ttlMs: 30_000 },
-      { key: others.key, owner: randomUUID(), ttlMs: 20_000 }, // another host's, not the owner
-      { key: gone.key, owner: gone.owner, ttlMs: 20_000 }, // released already
-      { key: theirs.key, owner: theirs.owner, ttlMs: 25_000 }, // another host's, by its owner token
-      { key: mine[3]!.key, owner: mine[3]!.owner, ttlMs: 20_000 },
+      { name: mine[0]!.name, owner: mine[0]!.owner, ttlMs: 20_000 },
+      { name: mine[1]!.name, owner: randomUUID(), ttlMs: 20_000 }, // not the owner
+      { name: key("nobody"), owner: randomUUID(), ttlMs: 20_000 }, // held by nobody
+      { name: mine[2]!.name, owner: mine[2]!.owner, ttlMs: 30_000 },
+      { name: others.name, owner: randomUUID(), ttlMs: 20_000 }, // another host's, not the owner
+      { name: gone.name, owner: gone.owner, ttlMs: 20_000 }, // released already
+      { name: theirs.name, owner: theirs.owner, ttlMs: 25_000 }, // another host's, by its owner token
+      { name: mine[3]!.name, owner: mine[3]!.owner, ttlMs: 20_000 },
     ]);
     const sent = a.renewRoundTrips - before;
     expect(sent).toBeGreaterThanOrEqual(1);
@@ -841,22 +841,22 @@ describe("pg backend: batched renewals, release notifications, owner tokens from
       "ok", "mismatch", "not_found", "ok", "mismatch", "not_found", "ok", "ok",
     ]);
     for (const [i, r] of [[0, mine[0]!], [3, mine[2]!], [6, theirs], [7, mine[3]!]] as const) {
-      const status = await b.status(r.key);
+      const status = await b.status(r.name);
       const result = results[i]!;
       expect(result.ok && status?.expiresAtMs).toBe(result.ok && result.expiresAtMs);
     }
-    expect((await b.status(mine[2]!.key))!.ttlRemainingMs).toBeGreaterThan(20_000);
+    expect((await b.status(mine[2]!.name))!.ttlRemainingMs).toBeGreaterThan(20_000);
 
     // Many locks, still one statement per session; a name twice in one batch needs another.
     const many = Array.from({ length: 40 }, () => req(key("batch")));
     for (const r of many) expect((await a.acquire(r)).acquired).toBe(true);
     const start = a.renewRoundTrips;
-    const all = await a.renewMany(many.map((r) => ({ key: r.key, owner: r.owner, ttlMs: 10_000 })));
+    const all = await a.renewMany(many.map((r) => ({ name: r.name, owner: r.owner, ttlMs: 10_000 })));
     expect(all.every((r) => r.ok)).toBe(true);
     expect(a.renewRoundTrips - start).toBeLessThanOrEqual(2);
     const twice = await a.renewMany([
-      { key: many[0]!.key, owner: many[0]!.owner, ttlMs: 10_000 },
-      { key: many[0]!.key, owner: many[0]!.owner, ttlMs: 12_000 },
+      { name: many[0]!.name, owner: many[0]!.owner, ttlMs: 10_000 },
+      { name: many[0]!.name, owner: many[0]!.owner, ttlMs: 12_000 },
     ]);
     expect(twice.every((r) => r.ok)).toBe(true);
     const afterTwice = a.renewRoundTrips;
@@ -1014,7 +1014,7 @@ describe("pg backend: batched renewals, release notifications, owner tokens from
     expect((await c.status(k))?.owner).toBe(first.owner);
     expect(a.heldCount).toBe(1);
     // The batch renews it from elsewhere too; then the holder itself releases it.
-    expect((await b.renewMany([{ key: k, owner: first.owner, ttlMs: 3_000 }]))[0]?.ok).toBe(true);
+    expect((await b.renewMany([{ name: k, owner: first.owner, ttlMs: 3_000 }]))[0]?.ok).toBe(true);
     expect(await a.release(k, first.owner)).toBe("released");
     expect(await holders(k)).toEqual([]);
     // Not renewed elsewhere: the lease ends at the holder's deadline as before.

@@ -54,7 +54,7 @@ function open(over: Partial<RedisConfig> = {}, log = silent): RedisBackend {
 let n = 0;
 const name = (): string => `cluster-${++n}`;
 const req = (key: string, over: Partial<MutexAcquireRequest> = {}): MutexAcquireRequest => ({
-  key, owner: randomUUID(), ttlMs: 30_000, holder: { plugin: "p", node: "node-a" }, ...over,
+  name: key, owner: randomUUID(), ttlMs: 30_000, holder: { plugin: "p", node: "node-a" }, ...over,
 });
 
 /** The primaries, as direct connections (no redirects: each answers for itself only). */
@@ -157,24 +157,24 @@ describe("redis cluster backend: batched renewals and release notifications", ()
   it("renews a batch whose locks are spread over slots and nodes, one call per slot, results in order", async () => {
     const backend = open();
     const reqs = Array.from({ length: 60 }, () => req(name(), { ttlMs: 5_000 }));
-    for (const r of reqs) expect((await backend.acquire(r)).acquired, r.key).toBe(true);
+    for (const r of reqs) expect((await backend.acquire(r)).acquired, r.name).toBe(true);
     const nodes = await primaries();
     const held = await Promise.all(nodes.map(keysOn));
-    expect(held.filter((keys) => reqs.some((r) => keys.includes(layout.lock(r.key)))).length).toBeGreaterThanOrEqual(2);
+    expect(held.filter((keys) => reqs.some((r) => keys.includes(layout.lock(r.name)))).length).toBeGreaterThanOrEqual(2);
 
     const free = name();
     const renewals = [
-      ...reqs.map((r) => ({ key: r.key, owner: r.owner, ttlMs: 60_000 })),
-      { key: reqs[0]!.key, owner: randomUUID(), ttlMs: 60_000 },
-      { key: free, owner: randomUUID(), ttlMs: 60_000 },
+      ...reqs.map((r) => ({ name: r.name, owner: r.owner, ttlMs: 60_000 })),
+      { name: reqs[0]!.name, owner: randomUUID(), ttlMs: 60_000 },
+      { name: free, owner: randomUUID(), ttlMs: 60_000 },
     ];
-    const slots = new Set(await Promise.all(renewals.map((r) => serverSlot(layout.lock(r.key)))));
+    const slots = new Set(await Promise.all(renewals.map((r) => serverSlot(layout.lock(r.name)))));
     const trips = backend.renewRoundTrips;
     const results = await backend.renewMany(renewals);
     expect(backend.renewRoundTrips - trips).toBe(slots.size);
     expect(results.slice(0, reqs.length).every((r) => r.ok)).toBe(true);
     expect(results.slice(reqs.length)).toEqual([{ ok: false, reason: "mismatch" }, { ok: false, reason: "not_found" }]);
-    for (const r of reqs.slice(0, 10)) expect(await admin.pttl(layout.lock(r.key)), r.key).toBeGreaterThan(59_000);
+    for (const r of reqs.slice(0, 10)) expect(await admin.pttl(layout.lock(r.name)), r.name).toBeGreaterThan(59_000);
   });
 
   it("calls a watcher when another client releases a lock, whichever node holds it", async () => {
@@ -247,7 +247,7 @@ describe("redis cluster backend: batched renewals and release notifications", ()
 describe("redis cluster backend: read/write locks and semaphores", () => {
   const rwLayout = new QueueKeyLayout(prefix, "rw");
   const shared = (key: string, mode: LockMode, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
-    key, owner: randomUUID(), ttlMs: 5_000, holder: { plugin: "p", node: "node-a" }, mode, limit: 0, queueMs: 0, ...over,
+    name: key, owner: randomUUID(), ttlMs: 5_000, holder: { plugin: "p", node: "node-a" }, mode, limit: 0, queueMs: 0, ...over,
   });
 
   it("keeps every key of a name on one node, whatever braces it has, spread over the nodes by name", async () => {
@@ -273,11 +273,11 @@ describe("redis cluster backend: read/write locks and semaphores", () => {
     const sem = backend.steps("semaphore");
     const base = `${name()}/`;
     const reqs = Array.from({ length: 30 }, (_, i) => shared(`${base}${i}`, "shared", { limit: 2 }));
-    for (const r of reqs) expect((await sem.acquire(r)).acquired, r.key).toBe(true);
-    const slots = new Set(reqs.map((r) => slotOf(r.key)));
+    for (const r of reqs) expect((await sem.acquire(r)).acquired, r.name).toBe(true);
+    const slots = new Set(reqs.map((r) => slotOf(r.name)));
     expect(slots.size).toBeGreaterThan(1);
     const trips = backend.renewRoundTrips;
-    const results = await sem.renewMany([...reqs.map((r) => ({ key: r.key, owner: r.owner, ttlMs: 60_000 })), { key: reqs[0]!.key, owner: "nobody", ttlMs: 1_000 }]);
+    const results = await sem.renewMany([...reqs.map((r) => ({ name: r.name, owner: r.owner, ttlMs: 60_000 })), { name: reqs[0]!.name, owner: "nobody", ttlMs: 1_000 }]);
     expect(backend.renewRoundTrips - trips).toBe(slots.size);
     expect(results.slice(0, reqs.length).every((r) => r.ok)).toBe(true);
     expect(results[reqs.length]).toEqual({ ok: false, reason: "not_found" });
@@ -286,11 +286,11 @@ describe("redis cluster backend: read/write locks and semaphores", () => {
     let cursor: string | undefined;
     for (let pages = 0; pages < 100; pages++) {
       const page = await sem.list({ prefix: base, limit: 7, ...(cursor !== undefined && { cursor }) });
-      seen.push(...page.records.map((r) => r.key));
+      seen.push(...page.records.map((r) => r.name));
       cursor = page.cursor;
       if (cursor === undefined) break;
     }
-    expect(seen.sort()).toEqual(reqs.map((r) => r.key).sort());
+    expect(seen.sort()).toEqual(reqs.map((r) => r.name).sort());
   });
 });
 

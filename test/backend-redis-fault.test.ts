@@ -151,7 +151,7 @@ describe("redis backend: server killed and restarted", () => {
 
   it("closes without hanging while Redis is down", async () => {
     const backend = new RedisBackend(config(), captureLogger().logger);
-    expect((await backend.acquire({ key: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } })).acquired).toBe(true);
+    expect((await backend.acquire({ name: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } })).acquired).toBe(true);
     await server.kill();
     try {
       await sleep(100);
@@ -167,10 +167,10 @@ describe("redis backend: server killed and restarted", () => {
     await server.kill();
     const backend = new RedisBackend(config(), captureLogger().logger);
     try {
-      await failsPromptly(() => backend.acquire({ key: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } }));
+      await failsPromptly(() => backend.acquire({ name: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } }));
       await server.start();
       const got = await eventually(async () => {
-        const r = await backend.acquire({ key: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } });
+        const r = await backend.acquire({ name: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } });
         return r.acquired ? r : null;
       }, 10_000);
       expect(got.fence).toBeGreaterThan(0);
@@ -193,17 +193,17 @@ describe("redis backend: script cache", () => {
     const holder = { plugin: "p", node: "n" };
     try {
       const k = "flushed";
-      expect((await backend.acquire({ key: k, owner: "a", ttlMs: 10_000, holder })).acquired).toBe(true);
+      expect((await backend.acquire({ name: k, owner: "a", ttlMs: 10_000, holder })).acquired).toBe(true);
       expect(await backend.release(k, "a")).toBe("released");
       await admin.config("RESETSTAT");
       for (let i = 0; i < 20; i++) {
-        expect((await backend.acquire({ key: k, owner: `o${i}`, ttlMs: 10_000, holder })).acquired).toBe(true);
+        expect((await backend.acquire({ name: k, owner: `o${i}`, ttlMs: 10_000, holder })).acquired).toBe(true);
         expect(await backend.release(k, `o${i}`)).toBe("released");
       }
       expect(await calls(admin, "evalsha")).toBe(40);
       expect(await calls(admin, "eval")).toBe(0);
 
-      expect((await backend.acquire({ key: k, owner: "b", ttlMs: 10_000, holder })).acquired).toBe(true);
+      expect((await backend.acquire({ name: k, owner: "b", ttlMs: 10_000, holder })).acquired).toBe(true);
       await admin.script("FLUSH");
       expect((await backend.renew(k, "b", 10_000)).ok).toBe(true);
       await admin.script("FLUSH");
@@ -211,7 +211,7 @@ describe("redis backend: script cache", () => {
       await admin.script("FLUSH");
       expect(await backend.release(k, "b")).toBe("released");
       await admin.script("FLUSH");
-      expect((await backend.acquire({ key: k, owner: "c", ttlMs: 10_000, holder })).acquired).toBe(true);
+      expect((await backend.acquire({ name: k, owner: "c", ttlMs: 10_000, holder })).acquired).toBe(true);
       await admin.script("FLUSH");
       expect(await backend.forceRelease(k)).toBe(true);
     } finally {
@@ -223,7 +223,7 @@ describe("redis backend: script cache", () => {
 
 describe("redis backend: read/write locks and semaphores when the server fails", () => {
   const shared = (key: string, mode: LockMode, owner: string, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
-    key, owner, ttlMs: 10_000, holder: { plugin: "p", node: "n" }, mode, limit: 0, queueMs: 0, ...over,
+    name: key, owner, ttlMs: 10_000, holder: { plugin: "p", node: "n" }, mode, limit: 0, queueMs: 0, ...over,
   });
 
   it("sends EVALSHA on their path too, and keeps working after SCRIPT FLUSH", async () => {
@@ -246,7 +246,7 @@ describe("redis backend: read/write locks and semaphores when the server fails",
       const steps: (() => Promise<unknown>)[] = [
         () => rw.acquire(shared(k, "shared", "a")),
         () => rw.acquire(shared(k, "exclusive", "w", { queueMs: 10_000 })),
-        () => rw.renewMany([{ key: k, owner: "a", ttlMs: 10_000 }]),
+        () => rw.renewMany([{ name: k, owner: "a", ttlMs: 10_000 }]),
         () => rw.status(k),
         () => rw.list({ prefix: k, limit: 10 }),
         () => rw.leaveQueue(k, "w"),
@@ -276,7 +276,7 @@ describe("redis backend: read/write locks and semaphores when the server fails",
     try {
       expect((await sem.acquire(shared("down", "shared", "a", { limit: 2 }))).acquired).toBe(true);
       await server.kill();
-      await failsPromptly(() => sem.renewMany([{ key: "down", owner: "a", ttlMs: 10_000 }]));
+      await failsPromptly(() => sem.renewMany([{ name: "down", owner: "a", ttlMs: 10_000 }]));
       await sleep(300);
       await failsPromptly(() => sem.acquire(shared("down", "shared", "b", { limit: 2 })));
       await failsPromptly(() => sem.release("down", "a"));
@@ -301,13 +301,13 @@ describe("redis backend: a dropped connection", () => {
     const backend = new RedisBackend(config(), capture.logger);
     const holder = { plugin: "p", node: "n" };
     try {
-      expect((await backend.acquire({ key: "k1", owner: "o", ttlMs: 5_000, holder })).acquired).toBe(true);
+      expect((await backend.acquire({ name: "k1", owner: "o", ttlMs: 5_000, holder })).acquired).toBe(true);
       const clients = await admin.client("LIST");
       const id = /id=(\d+) [^\n]*name=lockhost /.exec(String(clients))?.[1];
       expect(id).toBeDefined();
       await admin.client("KILL", "ID", id!);
       await sleep(20); // the client has seen the close; its first reconnect attempt is due in 25-50 ms
-      expect((await backend.acquire({ key: "k2", owner: "o", ttlMs: 5_000, holder })).acquired).toBe(true);
+      expect((await backend.acquire({ name: "k2", owner: "o", ttlMs: 5_000, holder })).acquired).toBe(true);
       expect(capture.messages().some((m) => /dropped and was re-established/.test(m))).toBe(true);
       expect(capture.lines.filter((l) => l.level >= 40)).toEqual([]);
     } finally {
@@ -324,7 +324,7 @@ describe("redis backend: a server that stops answering", () => {
     const blocker = new Redis(server.url);
     try {
       const holder = { plugin: "p", node: "n" };
-      expect((await backend.acquire({ key: "a", owner: "o", ttlMs: 5_000, holder })).acquired).toBe(true);
+      expect((await backend.acquire({ name: "a", owner: "o", ttlMs: 5_000, holder })).acquired).toBe(true);
       const spinning = spin(blocker, 1_500);
       await sleep(50);
       const err = await failsPromptly(() => backend.renew("a", "o", 5_000));
@@ -333,9 +333,9 @@ describe("redis backend: a server that stops answering", () => {
       // The silent connection was dropped; the reconnect attempt hangs as well (for at most one
       // command timeout), and from then on calls fail at once instead of each waiting again.
       await sleep(100);
-      await failsPromptly(() => backend.acquire({ key: "b", owner: "o", ttlMs: 1_000, holder }));
+      await failsPromptly(() => backend.acquire({ name: "b", owner: "o", ttlMs: 1_000, holder }));
       const started = performance.now();
-      await failsPromptly(() => backend.acquire({ key: "c", owner: "o", ttlMs: 1_000, holder }));
+      await failsPromptly(() => backend.acquire({ name: "c", owner: "o", ttlMs: 1_000, holder }));
       expect(performance.now() - started).toBeLessThan(COMMAND_TIMEOUT_MS);
       await spinning;
       const renewed = await eventually(async () => {
@@ -356,7 +356,7 @@ describe("redis backend: one watchdog for every command's timeout", () => {
     const blocker = new Redis(server.url);
     try {
       const holder = { plugin: "p", node: "n" };
-      expect((await backend.acquire({ key: "a", owner: "o", ttlMs: 5_000, holder })).acquired).toBe(true);
+      expect((await backend.acquire({ name: "a", owner: "o", ttlMs: 5_000, holder })).acquired).toBe(true);
       // The watchdog armed by that acquire fires while this connection is idle, or soon after.
       await sleep(COMMAND_TIMEOUT_MS * 0.8);
       // The server is silent for 60% of the timeout: slow, not stalled.
@@ -380,7 +380,7 @@ describe("redis backend: one watchdog for every command's timeout", () => {
       const spinning = spin(blocker, 1_200);
       await sleep(50);
       const started = performance.now();
-      const calls = Array.from({ length: 5 }, (_, i) => backend.acquire({ key: `q${i}`, owner: "o", ttlMs: 1_000, holder }).then(() => null, (err: unknown) => err));
+      const calls = Array.from({ length: 5 }, (_, i) => backend.acquire({ name: `q${i}`, owner: "o", ttlMs: 1_000, holder }).then(() => null, (err: unknown) => err));
       const errors = await Promise.all(calls);
       const elapsed = performance.now() - started;
       for (const err of errors) expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE", message: expect.stringMatching(/did not answer within 500 ms \(commandTimeoutMs\); the command may still have been applied/) });
@@ -433,10 +433,10 @@ describe("redis backend: the calls of one tick go as batches", () => {
     const admin = new Redis(server.url);
     try {
       const holder = { plugin: "p", node: "n" };
-      expect((await backend.acquire({ key: "held", owner: "other", ttlMs: 5_000, holder })).acquired).toBe(true);
+      expect((await backend.acquire({ name: "held", owner: "other", ttlMs: 5_000, holder })).acquired).toBe(true);
       const keys = ["held", ...Array.from({ length: 8 }, (_, i) => `free${i}`)];
       const before = await scriptRuns(admin);
-      const results = await Promise.all(keys.map((key) => backend.acquire({ key, owner: `o-${key}`, ttlMs: 5_000, holder })));
+      const results = await Promise.all(keys.map((key) => backend.acquire({ name: key, owner: `o-${key}`, ttlMs: 5_000, holder })));
       expect(await scriptRuns(admin)).toBe(before + 3); // runs of 4, 4 and 1
       expect(results[0]).toMatchObject({ acquired: false });
       expect((results[0] as { retryAfterMs?: number }).retryAfterMs).toBeGreaterThan(4_000);
@@ -459,10 +459,10 @@ describe("redis backend: the calls of one tick go as batches", () => {
     const backend = new RedisBackend(config(), captureLogger().logger);
     try {
       const holder = { plugin: "p", node: "n" };
-      expect((await backend.acquire({ key: "k", owner: "first", ttlMs: 5_000, holder })).acquired).toBe(true);
+      expect((await backend.acquire({ name: "k", owner: "first", ttlMs: 5_000, holder })).acquired).toBe(true);
       const released = backend.release("k", "first");
       // Four acquires fill a batch, which goes at once; the release waiting for its tick goes ahead of it.
-      const acquired = ["k", "a", "b", "c"].map((key) => backend.acquire({ key, owner: "second", ttlMs: 5_000, holder }));
+      const acquired = ["k", "a", "b", "c"].map((key) => backend.acquire({ name: key, owner: "second", ttlMs: 5_000, holder }));
       expect(await released).toBe("released");
       for (const result of await Promise.all(acquired)) expect(result).toMatchObject({ acquired: true });
     } finally {
@@ -474,7 +474,7 @@ describe("redis backend: the calls of one tick go as batches", () => {
     const backend = new RedisBackend(config(), captureLogger().logger);
     const holder = { plugin: "p", node: "n" };
     await backend.ping(); // connected: the call below goes to its batch, not to the wait for a connection
-    const acquired = backend.acquire({ key: "last", owner: "o", ttlMs: 5_000, holder });
+    const acquired = backend.acquire({ name: "last", owner: "o", ttlMs: 5_000, holder });
     await backend.close();
     expect(await acquired).toMatchObject({ acquired: true });
   });
@@ -488,7 +488,7 @@ describe("redis backend: the calls of one tick go as batches", () => {
       // A fence counter someone overwrote with a hash: GET on it is refused (WRONGTYPE).
       await admin.hset(`${prefix}fence:{bad}`, "x", "1");
       const [bad, good] = await Promise.all(
-        ["bad", "good"].map((key) => backend.acquire({ key, owner: `o-${key}`, ttlMs: 5_000, holder }).then((r) => r, (err: unknown) => err)),
+        ["bad", "good"].map((key) => backend.acquire({ name: key, owner: `o-${key}`, ttlMs: 5_000, holder }).then((r) => r, (err: unknown) => err)),
       );
       expect(bad).toMatchObject({ code: "BACKEND_UNAVAILABLE", message: expect.stringMatching(/refused the command: WRONGTYPE/) });
       expect(good).toMatchObject({ acquired: true });
@@ -521,7 +521,7 @@ describe("redis backend: a refused password", () => {
       for (const url of urls) {
         const backend = new RedisBackend(config({ url }), capture.logger);
         try {
-          const err = await failsPromptly(() => backend.acquire({ key: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } }));
+          const err = await failsPromptly(() => backend.acquire({ name: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } }));
           expect(err.message).not.toContain("s3cret");
           expect(JSON.stringify(err)).not.toContain("s3cret");
           await sleep(300); // a few refused reconnects
@@ -556,7 +556,7 @@ describe("redis backend: a database the server does not have", () => {
       expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE", retryable: false, details: { permanent: 1, database: 99 } });
       expect((err as Error).message).toMatch(/^\[locking\.redis\] url redis:\/\/\S+\/99 names database 99, which redis at \S+ does not have \(ERR DB index is out of range\)/);
       expect((err as Error).message).not.toContain("s3cret");
-      await expect(backend.acquire({ key: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } })).rejects.toMatchObject({ details: { permanent: 1 } });
+      await expect(backend.acquire({ name: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } })).rejects.toMatchObject({ details: { permanent: 1 } });
       expect(await fix.keys(`${cfg.keyPrefix}*`)).toEqual([]);
       expect(JSON.stringify(capture.lines)).not.toContain("s3cret");
       expect(capture.lines.filter((l) => l.level >= 50).map((l) => l.msg)).toEqual([(err as Error).message]);
@@ -577,7 +577,7 @@ describe("redis backend: startup against a server that never answers", () => {
     const { port } = silent.address() as AddressInfo;
     const backend = new RedisBackend(config({ url: `redis://127.0.0.1:${port}` }), captureLogger().logger);
     try {
-      const err = await failsPromptly(() => backend.acquire({ key: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } }));
+      const err = await failsPromptly(() => backend.acquire({ name: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } }));
       expect(err.message).toContain(`127.0.0.1:${port}`);
       await sleep(100);
       const started = performance.now();
@@ -600,7 +600,7 @@ describe("redis backend: eviction policy", () => {
     const capture = captureLogger();
     const backend = new RedisBackend(config(), capture.logger);
     try {
-      expect((await backend.acquire({ key: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } })).acquired).toBe(true);
+      expect((await backend.acquire({ name: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } })).acquired).toBe(true);
       await eventually(async () => capture.lines.find((l) => l.maxmemoryPolicy === "allkeys-lru") ?? null, 5_000);
     } finally {
       await backend.close();
@@ -616,7 +616,7 @@ describe("redis backend: release notifications across a restart", () => {
     const other = new RedisBackend(cfg, captureLogger().logger);
     try {
       const got = await eventually(async () => {
-        const r = await other.acquire({ key, owner: "o", ttlMs: 10_000, holder: { plugin: "p", node: "n" } });
+        const r = await other.acquire({ name: key, owner: "o", ttlMs: 10_000, holder: { plugin: "p", node: "n" } });
         return r.acquired ? r : null;
       }, 10_000);
       expect(got.acquired).toBe(true);

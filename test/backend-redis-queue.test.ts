@@ -28,7 +28,7 @@ let n = 0;
 const name = (): string => `shared-${++n}`;
 const holder = { plugin: "p", node: "node-a" };
 const req = (key: string, mode: LockMode, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
-  key, owner: randomUUID(), ttlMs: 10_000, holder, mode, limit: 0, queueMs: 0, ...over,
+  name: key, owner: randomUUID(), ttlMs: 10_000, holder, mode, limit: 0, queueMs: 0, ...over,
 });
 const fenceOf = (r: AcquireResult): number => {
   if (!r.acquired) throw new Error("expected the acquisition to succeed");
@@ -110,10 +110,10 @@ describe("redis queue kinds: key layout", () => {
     const base = `${name()}*?[`;
     for (const k of [`${base}}x{`, `${base}%7D`]) {
       expect((await rw.acquire(req(k, "shared"))).acquired).toBe(true);
-      expect((await rw.status(k))?.key).toBe(k);
+      expect((await rw.status(k))?.name).toBe(k);
     }
     const page = await rw.list({ prefix: base, limit: 10 });
-    expect(page.records.map((r) => r.key).sort()).toEqual([`${base}%7D`, `${base}}x{`]);
+    expect(page.records.map((r) => r.name).sort()).toEqual([`${base}%7D`, `${base}}x{`]);
   });
 });
 
@@ -155,10 +155,10 @@ describe("redis queue kinds: expiry of keys", () => {
     const b = req(k, "shared", { ttlMs: 5_000 });
     await rw.acquire(a);
     await rw.acquire(b);
-    expect((await rw.renewMany([{ key: k, owner: a.owner, ttlMs: 30_000 }]))[0]?.ok).toBe(true);
+    expect((await rw.renewMany([{ name: k, owner: a.owner, ttlMs: 30_000 }]))[0]?.ok).toBe(true);
     expect(await admin.pttl(rwKeys.info(k))).toBeGreaterThan(25_000);
     expect(await admin.hget(rwKeys.info(k), `t:${a.owner}`)).toBe("30000");
-    expect((await rw.renewMany([{ key: k, owner: b.owner, ttlMs: 1_000 }]))[0]?.ok).toBe(true);
+    expect((await rw.renewMany([{ name: k, owner: b.owner, ttlMs: 1_000 }]))[0]?.ok).toBe(true);
     expect(await admin.pttl(rwKeys.holders(k))).toBeGreaterThan(25_000);
     const s = await rw.status(k);
     expect(s?.holders.find((h) => h.owner === b.owner)?.ttlMs).toBe(1_000);
@@ -193,7 +193,7 @@ describe("redis queue kinds: expiry of keys", () => {
     await rw.acquire(b);
     await sleep(250);
     expect(await admin.zscore(rwKeys.holders(k), a.owner)).not.toBeNull();
-    expect(await rw.renewMany([{ key: k, owner: a.owner, ttlMs: 10_000 }])).toEqual([{ ok: false, reason: "not_found" }]);
+    expect(await rw.renewMany([{ name: k, owner: a.owner, ttlMs: 10_000 }])).toEqual([{ ok: false, reason: "not_found" }]);
     expect(await rw.release(k, a.owner)).toBe("not_found");
     expect((await rw.status(k))?.holders.map((h) => h.owner)).toEqual([b.owner]);
     // The next acquisition prunes it.
@@ -232,7 +232,7 @@ describe("redis queue kinds: channels and notices", () => {
     await sem.acquire(a);
     await sem.release(k, a.owner);
     await waitFor(() => woken.sem > 0);
-    const m = { key: k, owner: randomUUID(), ttlMs: 10_000, holder };
+    const m = { name: k, owner: randomUUID(), ttlMs: 10_000, holder };
     await backend.acquire(m);
     await backend.release(k, m.owner);
     await waitFor(() => woken.mutex > 0);
@@ -288,10 +288,10 @@ describe("redis queue kinds: batches, listing, arguments", () => {
     for (let i = 0; i < 50; i++) {
       const a = req(name(), i % 2 === 0 ? "shared" : "exclusive");
       expect((await rw.acquire(a)).acquired).toBe(true);
-      reqs.push({ key: a.key, owner: a.owner, ttlMs: 20_000 });
+      reqs.push({ name: a.name, owner: a.owner, ttlMs: 20_000 });
     }
     const calls = backend.renewRoundTrips;
-    const results = await rw.renewMany([...reqs, { key: reqs[0]!.key, owner: "nobody", ttlMs: 1_000 }]);
+    const results = await rw.renewMany([...reqs, { name: reqs[0]!.name, owner: "nobody", ttlMs: 1_000 }]);
     expect(backend.renewRoundTrips - calls).toBe(1);
     expect(results.slice(0, 50).every((r) => r.ok)).toBe(true);
     expect(results[50]).toEqual({ ok: false, reason: "not_found" });
@@ -306,7 +306,7 @@ describe("redis queue kinds: batches, listing, arguments", () => {
     const fb = fenceOf(await sem.acquire(b));
     const page = await sem.list({ prefix: base, limit: 10 });
     expect(page.records).toHaveLength(1);
-    expect(page.records[0]).toMatchObject({ key: `${base}a`, kind: "semaphore", limit: 3, queued: 0 });
+    expect(page.records[0]).toMatchObject({ name: `${base}a`, kind: "semaphore", limit: 3, queued: 0 });
     expect(page.records[0]!.holders.map((h) => [h.owner, h.fence])).toEqual([[a.owner, fa], [b.owner, fb]]);
   });
 
@@ -316,7 +316,7 @@ describe("redis queue kinds: batches, listing, arguments", () => {
     for (const over of [{ ttlMs: 0 }, { ttlMs: 1.5 }, { queueMs: -1 }, { limit: -1 }, { limit: 1_000_001 }, { mode: "both" as LockMode }]) {
       await expect(rw.acquire(req(k, "exclusive", over))).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
     }
-    await expect(rw.renewMany([{ key: k, owner: "x", ttlMs: 0 }])).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("ttlMs") });
+    await expect(rw.renewMany([{ name: k, owner: "x", ttlMs: 0 }])).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("ttlMs") });
     expect(await admin.exists(rwKeys.holders(k), rwKeys.queue(k), rwKeys.fence(k))).toBe(0);
   });
 });

@@ -32,7 +32,7 @@ const config = (over: Partial<RedisConfig> = {}): RedisConfig => ({
 let n = 0;
 const name = (): string => `redis-${++n}`;
 const req = (key: string, over: Partial<MutexAcquireRequest> = {}): MutexAcquireRequest => ({
-  key, owner: randomUUID(), ttlMs: 10_000, holder: { plugin: "p", node: "node-a" }, ...over,
+  name: key, owner: randomUUID(), ttlMs: 10_000, holder: { plugin: "p", node: "node-a" }, ...over,
 });
 
 /** The server's clock in ms, read the way the scripts read it. */
@@ -408,10 +408,10 @@ describe("redis backend: batched renewals (renewMany)", () => {
     const before = await serverNowMs(admin);
     const trips = backend.renewRoundTrips;
     const results = await backend.renewMany([
-      { key: k1, owner: a.owner, ttlMs: 20_000 },
-      { key: k2, owner: randomUUID(), ttlMs: 20_000 },
-      { key: k3, owner: randomUUID(), ttlMs: 20_000 },
-      { key: k2, owner: b.owner, ttlMs: 30_000 },
+      { name: k1, owner: a.owner, ttlMs: 20_000 },
+      { name: k2, owner: randomUUID(), ttlMs: 20_000 },
+      { name: k3, owner: randomUUID(), ttlMs: 20_000 },
+      { name: k2, owner: b.owner, ttlMs: 30_000 },
     ]);
     const after = await serverNowMs(admin);
     expect(backend.renewRoundTrips - trips).toBe(1);
@@ -434,16 +434,16 @@ describe("redis backend: batched renewals (renewMany)", () => {
       const got = await Promise.all(reqs.slice(i, i + 250).map((r) => backend.acquire(r)));
       expect(got.every((g) => g.acquired)).toBe(true);
     }
-    const renewals = reqs.map((r) => ({ key: r.key, owner: r.owner, ttlMs: 60_000 }));
+    const renewals = reqs.map((r) => ({ name: r.name, owner: r.owner, ttlMs: 60_000 }));
     let trips = backend.renewRoundTrips;
     const results = await backend.renewMany(renewals.slice(0, 2_000));
     expect(backend.renewRoundTrips - trips).toBeLessThanOrEqual(2);
     expect(results).toHaveLength(2_000);
     expect(results.every((r) => r.ok)).toBe(true);
-    for (const i of [0, 999, 1_000, 1_999]) expect(await admin.pttl(layout.lock(reqs[i]!.key)), String(i)).toBeGreaterThan(59_000);
+    for (const i of [0, 999, 1_000, 1_999]) expect(await admin.pttl(layout.lock(reqs[i]!.name)), String(i)).toBeGreaterThan(59_000);
 
     // The last one stolen: its result stays in its place.
-    await admin.hset(layout.lock(reqs[2_499]!.key), "owner", "someone-else");
+    await admin.hset(layout.lock(reqs[2_499]!.name), "owner", "someone-else");
     trips = backend.renewRoundTrips;
     const all = await backend.renewMany(renewals);
     expect(backend.renewRoundTrips - trips).toBe(3);
@@ -459,7 +459,7 @@ describe("redis backend: batched renewals (renewMany)", () => {
     const k = name();
     const a = req(k, { ttlMs: 5_000 });
     expect((await backend.acquire(a)).acquired).toBe(true);
-    await expect(backend.renewMany([{ key: k, owner: a.owner, ttlMs: 60_000 }, { key: k, owner: a.owner, ttlMs: 0 }]))
+    await expect(backend.renewMany([{ name: k, owner: a.owner, ttlMs: 60_000 }, { name: k, owner: a.owner, ttlMs: 0 }]))
       .rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
     expect(backend.renewRoundTrips).toBe(trips);
     expect(await admin.pttl(layout.lock(k))).toBeLessThanOrEqual(5_000);
@@ -687,11 +687,11 @@ describe("redis backend: rolling upgrade, against the scripts of the version bef
     expect(batched.acquired).toBe(false);
     expect(other.acquired).toBe(true);
     const shown = {
-      key: k, owner: "v1-owner", fence: oldFence, holder: { plugin: "v1-plugin", node: "node-v1", hostname: "v1-host" },
+      name: k, owner: "v1-owner", fence: oldFence, holder: { plugin: "v1-plugin", node: "node-v1", hostname: "v1-host" },
       acquiredAtMs: oldAt, expiresAtMs: oldExpires, ttlMs: 400,
     };
     expect(await backend.status(k)).toMatchObject(shown);
-    expect((await backend.list({ prefix: k, limit: 10 })).locks.find((l) => l.key === k)).toMatchObject(shown);
+    expect((await backend.list({ prefix: k, limit: 10 })).locks.find((l) => l.name === k)).toMatchObject(shown);
     expect(await backend.release(k, "someone-else")).toBe("mismatch");
     expect(await backend.renew(k, "someone-else", 1_000)).toEqual({ ok: false, reason: "mismatch" });
     await sleep(500);

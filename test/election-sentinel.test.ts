@@ -2,14 +2,14 @@
 // once per interval for the whole host, wakes that election's listeners when its leader ends or
 // changes (not when it stays), and reads nothing once nobody watches, when off, or when stopped.
 import { describe, expect, it } from "vitest";
-import type { KeyRecord } from "../kit/backend.js";
+import type { LockState } from "../kit/backend.js";
 import { ElectionSentinel } from "../host/locking/election-sentinel.js";
 import { sleep } from "./support/until.js";
 
-const led = (fence: number): KeyRecord => ({ holders: [{ fence }] } as unknown as KeyRecord);
+const led = (fence: number): LockState => ({ holders: [{ fence }] } as unknown as LockState);
 
 /** A fake backend: `leaders` maps a lock name to its leader's term (absent: nobody leads); reads are counted. */
-function fakeRead(leaders: Map<string, number>): { read: (name: string) => Promise<KeyRecord | null>; reads: string[] } {
+function fakeRead(leaders: Map<string, number>): { read: (name: string) => Promise<LockState | null>; reads: string[] } {
   const reads: string[] = [];
   return {
     reads,

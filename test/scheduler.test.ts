@@ -99,7 +99,7 @@ describe("scheduler hints across two nodes", () => {
     // A waiter of another host queues while the tick's lock is parked (its place, straight on the backend).
     const fair = backend.steps("fair");
     const name = qualify(scheduleLockKey("job"), lock.scope);
-    const place = { key: name, owner: "waiter-1", ttlMs: 5_000, holder: { plugin: "other", node: "b" }, mode: "exclusive", limit: 0, queueMs: 10_000 } as const;
+    const place = { name, owner: "waiter-1", ttlMs: 5_000, holder: { plugin: "other", node: "b" }, mode: "exclusive", limit: 0, queueMs: 10_000 } as const;
     expect((await fair.acquire(place)).acquired).toBe(false);
     await a.scheduler.releaseParked();
     // The key is free, but a tick's try yields to the waiter (a plain mutex would run it).

@@ -104,7 +104,7 @@ describe("LockService close with acquisitions in flight", () => {
     expect(await outcome).toMatchObject({ err: { code: "CLOSED" } });
     expect(inner.size).toBe(0);
     expect(service.heldCount).toBe(0);
-    expect((await inner.acquire({ key: "global:k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } })).acquired).toBe(true);
+    expect((await inner.acquire({ name: "global:k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } })).acquired).toBe(true);
   });
 
   it("refuses new tryLocks as soon as close() starts, while releases of held leases still work", async () => {

@@ -52,7 +52,7 @@ function lateWriter(): { backend: LockBackend; memory: MemoryBackend; applied: P
     const result = await steps.acquire(req);
     if (!result.acquired) return result;
     if (++attempts === 1) {
-      await steps.forceRelease(req.key);
+      await steps.forceRelease(req.name);
       return { ...result, expiresAtMs: result.acquiredAtMs };
     }
     markApplied();

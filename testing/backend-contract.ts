@@ -38,7 +38,7 @@ export function backendContract(name: string, target: ContractTarget): void {
     let n = 0;
     const key = (): string => `contract-${run}-${++n}`;
     const req = (k: string, over: Partial<MutexAcquireRequest> = {}): MutexAcquireRequest => ({
-      key: k, owner: randomUUID(), ttlMs: 10_000, holder, ...over,
+      name: k, owner: randomUUID(), ttlMs: 10_000, holder, ...over,
     });
 
     beforeAll(async () => {
@@ -185,7 +185,7 @@ export function backendContract(name: string, target: ContractTarget): void {
       if (!r.acquired) throw new Error("not acquired");
       const s = await m.status(k);
       expect(s).toMatchObject({
-        key: k, owner: a.owner, fence: r.fence, holder: { plugin: "billing", node: "node-b" },
+        name: k, owner: a.owner, fence: r.fence, holder: { plugin: "billing", node: "node-b" },
         acquiredAtMs: r.acquiredAtMs, expiresAtMs: r.expiresAtMs, ttlMs: 8_000,
       });
       expect(s!.ttlRemainingMs).toBeGreaterThan(0);
@@ -223,18 +223,18 @@ export function backendContract(name: string, target: ContractTarget): void {
         const page = await m.list({ prefix: base, limit: 2, ...(cursor !== undefined && { cursor }) });
         expect(page.locks.length).toBeLessThanOrEqual(2);
         for (const lock of page.locks) {
-          expect(lock.owner).toBe(owners.get(lock.key));
+          expect(lock.owner).toBe(owners.get(lock.name));
           expect(lock.holder).toMatchObject(holder);
           expect(lock.fence).toBeGreaterThan(0);
           expect(lock.ttlRemainingMs).toBeGreaterThan(0);
-          seen.push(lock.key);
+          seen.push(lock.name);
         }
         cursor = page.cursor;
         expect(++pages).toBeLessThan(1_000);
       } while (cursor !== undefined);
       expect([...new Set(seen)].sort()).toEqual(names.slice(0, 5).sort());
       // A prefix of special characters is matched literally, not as a pattern.
-      expect((await m.list({ prefix: `${base}c%`, limit: 100 })).locks.map((l) => l.key)).toEqual([`${base}c%`]);
+      expect((await m.list({ prefix: `${base}c%`, limit: 100 })).locks.map((l) => l.name)).toEqual([`${base}c%`]);
       expect((await m.list({ prefix: `${base}_`, limit: 100 })).locks).toEqual([]);
       for (const k of names.slice(0, 5)) await m.release(k, owners.get(k)!);
     });
@@ -264,7 +264,7 @@ export function backendContract(name: string, target: ContractTarget): void {
       expect(s?.ttlMs).toBe(30_000);
       expect(s?.acquiredAtMs).toBe(acquired.acquiredAtMs);
       // A shorter TTL in a batch renewal is recorded as well.
-      const [batch] = await m.renewMany([{ key: k, owner: a.owner, ttlMs: 5_000 }]);
+      const [batch] = await m.renewMany([{ name: k, owner: a.owner, ttlMs: 5_000 }]);
       expect(batch?.ok).toBe(true);
       const after = await m.status(k);
       expect(after?.ttlMs).toBe(5_000);

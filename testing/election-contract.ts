@@ -47,7 +47,7 @@ export function electionContract(name: string, target: ContractTarget): void {
       const k = key();
       const owner = randomUUID();
       expect(await backend.proclaim(k, owner, "nobody holds it")).toBe(false);
-      const taken = await backend.acquire({ key: k, owner, ttlMs: 10_000, holder });
+      const taken = await backend.acquire({ name: k, owner, ttlMs: 10_000, holder });
       expect(taken.acquired).toBe(true);
       expect((await backend.status(k))?.value).toBeUndefined();
       expect(await backend.proclaim(k, owner, "http://a:8080")).toBe(true);
@@ -58,7 +58,7 @@ export function electionContract(name: string, target: ContractTarget): void {
       expect((await backend.status(k))?.value).toBe("");
       expect(await backend.release(k, owner)).toBe("released");
       const next = randomUUID();
-      expect((await backend.acquire({ key: k, owner: next, ttlMs: 10_000, holder })).acquired).toBe(true);
+      expect((await backend.acquire({ name: k, owner: next, ttlMs: 10_000, holder })).acquired).toBe(true);
       expect((await backend.status(k))?.value).toBeUndefined();
       await backend.release(k, next);
     });
@@ -67,7 +67,7 @@ export function electionContract(name: string, target: ContractTarget): void {
       const k = key();
       const owner = randomUUID();
       const [a, b] = [singleView(backends[0]!.steps(ELECTION)), singleView(backends[1]!.steps(ELECTION))];
-      await a.acquire({ key: k, owner, ttlMs: 10_000, holder });
+      await a.acquire({ name: k, owner, ttlMs: 10_000, holder });
       let woken = 0;
       const watch = b.watch(k, () => void woken++);
       await watch.ready;

@@ -31,14 +31,14 @@ class Counted {
     const counted: KindSteps = {
       kind: steps.kind,
       acquire: (req: AcquireRequest) => (this.acquires++, steps.acquire(req)),
-      release: (key, owner) => (this.releases++, steps.release(key, owner)),
+      release: (name, owner) => (this.releases++, steps.release(name, owner)),
       renewMany: (reqs) => steps.renewMany(reqs),
-      leaveQueue: (key, owner) => steps.leaveQueue(key, owner),
-      status: (key) => steps.status(key),
-      forceRelease: (key) => steps.forceRelease(key),
+      leaveQueue: (name, owner) => steps.leaveQueue(name, owner),
+      status: (name) => steps.status(name),
+      forceRelease: (name) => steps.forceRelease(name),
       list: (req) => steps.list(req),
-      watch: (key, listener) => steps.watch(key, listener),
-      ...(handoff && { handoff: (key: string, owner: string, next: AcquireRequest) => (this.handoffs++, handoff.call(steps, key, owner, next)) }),
+      watch: (name, listener) => steps.watch(name, listener),
+      ...(handoff && { handoff: (name: string, owner: string, next: AcquireRequest) => (this.handoffs++, handoff.call(steps, name, owner, next)) }),
     };
     this.backend = {
       name: inner.name,

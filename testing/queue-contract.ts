@@ -23,7 +23,7 @@ export function queueContract(name: string, target: ContractTarget): void {
     let n = 0;
     const key = (): string => `shared-${run}-${++n}`;
     const req = (k: string, mode: LockMode, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
-      key: k, owner: randomUUID(), ttlMs: 10_000, holder, mode, limit: 0, queueMs: 0, ...over,
+      name: k, owner: randomUUID(), ttlMs: 10_000, holder, mode, limit: 0, queueMs: 0, ...over,
     });
     const read = (k: string, over: Partial<AcquireRequest> = {}): AcquireRequest => req(k, "shared", over);
     const write = (k: string, over: Partial<AcquireRequest> = {}): AcquireRequest => req(k, "exclusive", over);
@@ -182,13 +182,13 @@ export function queueContract(name: string, target: ContractTarget): void {
       const k = key();
       const a = write(k, { ttlMs: 5_000 });
       await rw.acquire(a);
-      const [renewed, stranger] = await rw.renewMany([{ key: k, owner: a.owner, ttlMs: 20_000 }, { key: k, owner: "nobody", ttlMs: 1_000 }]);
+      const [renewed, stranger] = await rw.renewMany([{ name: k, owner: a.owner, ttlMs: 20_000 }, { name: k, owner: "nobody", ttlMs: 1_000 }]);
       expect(renewed?.ok).toBe(true);
       if (renewed?.ok) expect(renewed.expiresAtMs - Date.now()).toBeGreaterThan(10_000);
       expect(stranger).toEqual({ ok: false, reason: "not_found" });
       expect(await rw.release(k, a.owner)).toBe("released");
       expect(await rw.release(k, a.owner)).toBe("not_found");
-      expect(await rw.renewMany([{ key: k, owner: a.owner, ttlMs: 1_000 }])).toEqual([{ ok: false, reason: "not_found" }]);
+      expect(await rw.renewMany([{ name: k, owner: a.owner, ttlMs: 1_000 }])).toEqual([{ ok: false, reason: "not_found" }]);
     });
 
     it("frees the place of a holder that crashed once its lease ends, writer or permit", async () => {
@@ -214,7 +214,7 @@ export function queueContract(name: string, target: ContractTarget): void {
       const fb = fenceOf(await rw.acquire(b));
       await rw.acquire(write(k, { queueMs: 10_000 }));
       const s = await rw.status(k);
-      expect(s).toMatchObject({ key: k, kind: "rw", limit: 0, queued: 1 });
+      expect(s).toMatchObject({ name: k, kind: "rw", limit: 0, queued: 1 });
       expect(s!.holders.map((h) => [h.owner, h.mode, h.fence])).toEqual([[a.owner, "shared", fa], [b.owner, "shared", fb]]);
       const h = s!.holders[1]!;
       expect(h.holder).toMatchObject(holder);
@@ -251,7 +251,7 @@ export function queueContract(name: string, target: ContractTarget): void {
         expect(record?.kind, steps.kind).toBe(steps.kind);
         // Each kind lists its own name once, under its own name.
         const listed = (await steps.list({ prefix: k, limit: 10 })).records;
-        expect(listed.map((r) => [r.key, r.kind]), steps.kind).toEqual([[k, steps.kind]]);
+        expect(listed.map((r) => [r.name, r.kind]), steps.kind).toEqual([[k, steps.kind]]);
       }
     });
 
@@ -289,7 +289,7 @@ export function queueContract(name: string, target: ContractTarget): void {
         const page = await rw.list({ prefix, limit: 2, ...(cursor !== undefined && { cursor }) });
         for (const r of page.records) {
           expect(r.holders.length).toBeGreaterThan(0);
-          seen.push(r.key);
+          seen.push(r.name);
         }
         cursor = page.cursor;
         if (cursor === undefined) break;
@@ -330,7 +330,7 @@ export function queueContract(name: string, target: ContractTarget): void {
               }
               const mode: LockMode = op === "read" ? "shared" : "exclusive";
               const queueMs = op === "queue" ? 60_000 : 0;
-              const r = await rw.acquire({ key: k, owner, ttlMs: 60_000, holder, mode, limit: 0, queueMs });
+              const r = await rw.acquire({ name: k, owner, ttlMs: 60_000, holder, mode, limit: 0, queueMs });
               // The model: what the rules of kit/steps.ts allow.
               const anyExclusive = [...held.values()].includes("exclusive");
               const allowed = held.has(who)

@@ -123,7 +123,7 @@ async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended:
     }
     if (core.life.closing) {
       // close() began while the backend worked: nobody may get a lease now (close() waits for this).
-      if (result.acquired) await core.giveBack(req.key, req.owner, request.spec.kind, true);
+      if (result.acquired) await core.giveBack(req.name, req.owner, request.spec.kind, true);
       throw closedError();
     }
     return taken(core, request, result, req, sentAt, contended, minted !== undefined);
@@ -138,7 +138,7 @@ export function acquireRequest(core: ServiceCore, request: CheckedRequest, queue
   const owner = request.owner ?? minted ?? mintOwner();
   if (request.owner !== undefined) checkOwnerFree(core, name, owner);
   // Only a waiting writer passes a queueMs (acquireChecked).
-  return { key: name, owner, ttlMs: request.ttlMs, holder: core.holderOf(request.plugin), mode: request.mode, limit: request.limit, queueMs };
+  return { name, owner, ttlMs: request.ttlMs, holder: core.holderOf(request.plugin), mode: request.mode, limit: request.limit, queueMs };
 }
 
 /**
@@ -151,7 +151,7 @@ export function failed(core: ServiceCore, request: CheckedRequest, req: AcquireR
   // the backend answers, again (unsettled.ts). A minted owner is ours alone, so giving it back
   // can delete nothing else; a caller's owner may name a lock someone holds already, so that
   // one is left to its TTL (or the caller's release).
-  if (request.owner === undefined) void core.giveBack(req.key, req.owner, request.spec.kind);
+  if (request.owner === undefined) void core.giveBack(req.name, req.owner, request.spec.kind);
   return backendError(err);
 }
 
@@ -161,7 +161,7 @@ export function failed(core: ServiceCore, request: CheckedRequest, req: AcquireR
  * attempt is in flight, would release the lock the attempt takes.
  */
 function releaseOnce(core: ServiceCore, request: CheckedRequest, req: AcquireRequest): void {
-  void core.backendCall(() => core.steps(request.spec.kind).release(req.key, req.owner)).catch(() => undefined);
+  void core.backendCall(() => core.steps(request.spec.kind).release(req.name, req.owner)).catch(() => undefined);
 }
 
 /**
@@ -182,7 +182,7 @@ export function taken<C>(core: ServiceCore, request: CheckedRequest, result: Acq
   const deadline = sentAt + lifeOf(result, request.ttlMs);
   if (performance.now() >= deadline) {
     if (reused) releaseOnce(core, request, req);
-    else void core.giveBack(req.key, req.owner, spec.kind, true);
+    else void core.giveBack(req.name, req.owner, spec.kind, true);
     countContended(core, request);
     return contended(NO_TIME_LEFT);
   }

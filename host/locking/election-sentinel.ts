@@ -7,7 +7,7 @@
 // campaigners (which then read or try themselves). One status read per watched election per
 // interval for the whole host, however many observers and campaigners it has: the cost of a
 // lost leader being seen within about one interval rather than one poll interval.
-import type { KeyRecord } from "../../kit/steps.js";
+import type { LockState } from "../../kit/steps.js";
 
 /** What the sentinel compares: the leader's term, or null when nobody leads; undefined before the first read. */
 type Seen = number | null | undefined;
@@ -19,14 +19,14 @@ interface Watched {
 
 /** One service's sentinel over the elections its callers watch (see the file comment). */
 export class ElectionSentinel {
-  readonly #read: (name: string) => Promise<KeyRecord | null>;
+  readonly #read: (name: string) => Promise<LockState | null>;
   readonly #intervalMs: number;
   readonly #watched = new Map<string, Watched>();
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
 
   /** `read` is the backend's status step; `intervalMs` 0 turns the sentinel off (watch does nothing). */
-  constructor(read: (name: string) => Promise<KeyRecord | null>, intervalMs: number) {
+  constructor(read: (name: string) => Promise<LockState | null>, intervalMs: number) {
     this.#read = read;
     this.#intervalMs = intervalMs;
   }
@@ -68,7 +68,7 @@ export class ElectionSentinel {
   }
 
   async #check(name: string, watched: Watched): Promise<void> {
-    let record: KeyRecord | null;
+    let record: LockState | null;
     try {
       record = await this.#read(name);
     } catch {

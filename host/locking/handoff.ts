@@ -77,7 +77,7 @@ async function handOverTo(core: ServiceCore, lease: Lease, minted: boolean, wait
     }
     releaseDone(core, lease);
     // close() began meanwhile: nobody may get a lease now.
-    if (next?.acquired === true && core.life.closing) await core.giveBack(req.key, req.owner, lease.kind, true);
+    if (next?.acquired === true && core.life.closing) await core.giveBack(req.name, req.owner, lease.kind, true);
     else if (next !== undefined) {
       // As an attempt's answer: a lease, or contended (another host took the key between a
       // release and the attempt; or a grant with no time left, given back).

@@ -1,5 +1,5 @@
 // The lock kinds a LockService serves and the few things the lifecycle asks of each kind's
-// steps beyond kit/steps.ts: whether an owner still holds a key, a single renewal. Every job of
+// steps beyond kit/steps.ts: whether an owner still holds a lock, a single renewal. Every job of
 // host/locking (renewal, release, waiting, loss checks, status, listing) goes through
 // ServiceCore.steps(kind), one interface for every kind.
 import { LockhostError } from "../../kit/errors.js";
@@ -10,13 +10,13 @@ import { KINDS, LOCK_KINDS, type LockKind } from "../../kit/kinds.js";
 const NOT_FOUND: RenewResult = Object.freeze({ ok: false, reason: "not_found" });
 
 /** One renewal through the kind's batch step. */
-export async function renewOne(steps: KindSteps, key: string, owner: string, ttlMs: number): Promise<RenewResult> {
-  return (await steps.renewMany([{ key, owner, ttlMs }]))[0] ?? NOT_FOUND;
+export async function renewOne(steps: KindSteps, name: string, owner: string, ttlMs: number): Promise<RenewResult> {
+  return (await steps.renewMany([{ name, owner, ttlMs }]))[0] ?? NOT_FOUND;
 }
 
-/** Whether `owner` still holds `key` (after loss notices may have been missed). */
-export async function holds(steps: KindSteps, key: string, owner: string): Promise<boolean> {
-  return (await steps.status(key))?.holders.some((h) => h.owner === owner) ?? false;
+/** Whether `owner` still holds `name` (after loss notices may have been missed). */
+export async function holds(steps: KindSteps, name: string, owner: string): Promise<boolean> {
+  return (await steps.status(name))?.holders.some((h) => h.owner === owner) ?? false;
 }
 
 /** The backend's steps of `kind`; INVALID_ARGUMENT naming the backend when it does not serve the kind. */

@@ -5,7 +5,7 @@
 // re-reads when the leader's lease is due to end, and at the service's poll interval; and a
 // leader that ends without a notice at all (a killed process) is noticed by the host's
 // sentinel (election-sentinel.ts), which pokes observers when it sees the leader change.
-import type { KeyRecord } from "../../kit/steps.js";
+import type { LockState } from "../../kit/steps.js";
 import { ELECTION } from "../../kit/kinds.js";
 import type { ServiceCore } from "./core.js";
 import { timerMs } from "./waiting.js";
@@ -33,8 +33,8 @@ export interface LeaderInfo {
 }
 
 /** The leader of `election` from its lock's record. */
-export function leaderInfo(election: string, name: string, key: KeyRecord | null): LeaderInfo {
-  const record = key?.holders[0];
+export function leaderInfo(election: string, name: string, state: LockState | null): LeaderInfo {
+  const record = state?.holders[0];
   if (record === undefined) return { election, name, held: false };
   return {
     election, name, held: true,

@@ -125,11 +125,11 @@ async function listKind(core: ServiceCore, kind: LockKind, request: PageRequest,
   const page = await core.backendCall(() => steps.list(request));
   const locks: LockListing[] = [];
   for (const record of page.records) {
-    const waiters = core.waits.waitingOn(waitKey(kind, record.key));
+    const waiters = core.waits.waitingOn(waitKey(kind, record.name));
     for (const { owner: _owner, ...h } of record.holders) {
       if (plugin !== undefined && h.holder.plugin !== plugin) continue;
       const nowMs = h.expiresAtMs - h.ttlRemainingMs;
-      locks.push({ name: record.key, kind, ...h, ageMs: Math.max(0, nowMs - h.acquiredAtMs), waiters });
+      locks.push({ name: record.name, kind, ...h, ageMs: Math.max(0, nowMs - h.acquiredAtMs), waiters });
     }
   }
   return page.cursor === undefined ? { locks } : { locks, cursor: page.cursor };

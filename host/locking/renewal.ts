@@ -248,7 +248,7 @@ export class RenewalManager {
 
   #send(kind: LockKind, batch: Entry[]): void {
     this.#batches++;
-    const reqs: RenewRequest[] = batch.map(({ lease }) => ({ key: lease.name, owner: lease.owner, ttlMs: lease.ttlMs }));
+    const reqs: RenewRequest[] = batch.map(({ lease }) => ({ name: lease.name, owner: lease.owner, ttlMs: lease.ttlMs }));
     const sentAt = performance.now();
     let sent: Promise<RenewResult[]>;
     try {

@@ -19,7 +19,7 @@ export class EtcdMutexStore implements MutexStore {
   }
 
   async acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
-    const key = mutexKey(this.#c.prefix, req.key);
+    const key = mutexKey(this.#c.prefix, req.name);
     for (let attempt = 0; ; attempt++) {
       const lease = await this.#c.leases.leaseFor(req.ttlMs);
       const leaseId = lease.id!;
@@ -51,7 +51,7 @@ export class EtcdMutexStore implements MutexStore {
   }
 
   renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
-    return renewRequests(this.#c, reqs, (r) => mutexKey(this.#c.prefix, r.key), (key, owner) => this.#holderRead(key, owner), (key) => this.#refused(key));
+    return renewRequests(this.#c, reqs, (r) => mutexKey(this.#c.prefix, r.name), (key, owner) => this.#holderRead(key, owner), (key) => this.#refused(key));
   }
 
   async release(name: string, owner: string): Promise<ReleaseResult> {
@@ -78,7 +78,7 @@ export class EtcdMutexStore implements MutexStore {
 
   async status(name: string): Promise<LockRecord | null> {
     const found = await readHolder(this.#c.client, mutexKey(this.#c.prefix, name));
-    return found === undefined ? null : { key: name, ...withoutMode(holderRecord(found.kv, found.stored, Date.now())) };
+    return found === undefined ? null : { name, ...withoutMode(holderRecord(found.kv, found.stored, Date.now())) };
   }
 
   async forceRelease(name: string): Promise<boolean> {
@@ -98,7 +98,7 @@ export class EtcdMutexStore implements MutexStore {
     for (const kv of res.kvs) {
       last = kv.key.toString("utf8").slice(base.length);
       const stored = decodeHolder(kv.value);
-      if (stored !== undefined) locks.push({ key: last, ...withoutMode(holderRecord(kv, stored, now)) });
+      if (stored !== undefined) locks.push({ name: last, ...withoutMode(holderRecord(kv, stored, now)) });
     }
     return res.more && last !== undefined ? { locks, cursor: last } : { locks };
   }

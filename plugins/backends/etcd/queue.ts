@@ -5,7 +5,7 @@
 // created or changed since that read (a compare over the directory's range), so two hosts never
 // both decide on the same state. Queue places are ordered by their create revision: FIFO across
 // every host, from etcd itself. The fence is the revision of the acquiring transaction.
-import type { AcquireRequest, AcquireResult, KeyPage, KeyRecord, KindSteps, ListRequest, QueueKind, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
+import type { AcquireRequest, AcquireResult, KindSteps, LockState, LockStatePage, ListRequest, QueueKind, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
 import { KINDS } from "../../../kit/index.js";
 import { isLeaseGone } from "./errors.js";
 import { renewRequests, type EtcdContext, type HeldEntry } from "./held.js";
@@ -37,7 +37,7 @@ export class EtcdQueueSteps implements KindSteps {
   }
 
   async acquire(req: AcquireRequest): Promise<AcquireResult> {
-    const dir = queueDir(this.#c.prefix, this.kind, req.key);
+    const dir = queueDir(this.#c.prefix, this.kind, req.name);
     const holderKey = `${dir}h/${req.owner}`;
     const placeKey = `${dir}w/${req.owner}`;
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
@@ -88,7 +88,7 @@ export class EtcdQueueSteps implements KindSteps {
 
   renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
     // A holder key names its owner: a key that is there is the caller's.
-    return renewRequests(this.#c, reqs, (r) => `${queueDir(this.#c.prefix, this.kind, r.key)}h/${r.owner}`, (key, owner) => this.#holderRead(key, owner), async () => "not_found");
+    return renewRequests(this.#c, reqs, (r) => `${queueDir(this.#c.prefix, this.kind, r.name)}h/${r.owner}`, (key, owner) => this.#holderRead(key, owner), async () => "not_found");
   }
 
   async release(name: string, owner: string): Promise<ReleaseResult> {
@@ -125,7 +125,7 @@ export class EtcdQueueSteps implements KindSteps {
     if (this.#c.book.get(owner) === entry) this.#c.book.drop(owner);
   }
 
-  async status(name: string): Promise<KeyRecord | null> {
+  async status(name: string): Promise<LockState | null> {
     const d = await this.#read(queueDir(this.#c.prefix, this.kind, name));
     if (d.holders.length === 0 && d.places.length === 0) return null;
     return this.#record(name, d, Date.now());
@@ -138,11 +138,11 @@ export class EtcdQueueSteps implements KindSteps {
     return Number(res.responses[0]?.response_delete_range?.deleted ?? 0);
   }
 
-  async list(req: ListRequest): Promise<KeyPage> {
+  async list(req: ListRequest): Promise<LockStatePage> {
     const root = queueRoot(this.#c.prefix, this.kind);
     const end = prefixEnd(root + escapeName(req.prefix ?? ""));
     let from: string | Buffer = req.cursor ?? root + escapeName(req.prefix ?? "");
-    const records: KeyRecord[] = [];
+    const records: LockState[] = [];
     let dir: string | undefined;
     let kvs: KeyValue[] = [];
     const now = Date.now();
@@ -231,9 +231,9 @@ export class EtcdQueueSteps implements KindSteps {
     return d;
   }
 
-  #record(key: string, d: Dir, now: number): KeyRecord {
+  #record(name: string, d: Dir, now: number): LockState {
     return {
-      key, kind: this.kind, limit: d.holders[0]?.stored.l ?? 0,
+      name, kind: this.kind, limit: d.holders[0]?.stored.l ?? 0,
       holders: d.holders.map((h) => holderRecord(h.kv, h.stored, now)),
       queued: d.places.length,
     };

@@ -84,35 +84,35 @@ export class MemoryBackend implements LockBackend, MutexStore {
     return this.#mutex.acquire(req);
   }
 
-  renew(key: string, owner: string, ttlMs: number): Promise<RenewResult> {
-    return this.#mutex.renew(key, owner, ttlMs);
+  renew(name: string, owner: string, ttlMs: number): Promise<RenewResult> {
+    return this.#mutex.renew(name, owner, ttlMs);
   }
 
   renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
     return this.#mutex.renewMany(reqs);
   }
 
-  release(key: string, owner: string): Promise<ReleaseResult> {
-    return this.#mutex.release(key, owner);
+  release(name: string, owner: string): Promise<ReleaseResult> {
+    return this.#mutex.release(name, owner);
   }
 
-  proclaim(key: string, owner: string, value: string): Promise<boolean> {
-    return this.#mutex.proclaim(key, owner, value);
+  proclaim(name: string, owner: string, value: string): Promise<boolean> {
+    return this.#mutex.proclaim(name, owner, value);
   }
 
-  watch(key: string, listener: () => void): ReleaseWatch {
-    return this.#mutex.watch(key, listener);
+  watch(name: string, listener: () => void): ReleaseWatch {
+    return this.#mutex.watch(name, listener);
   }
 
-  status(key: string): Promise<LockRecord | null> {
-    return this.#mutex.status(key);
+  status(name: string): Promise<LockRecord | null> {
+    return this.#mutex.status(name);
   }
 
   list(req: ListRequest): Promise<LockPage> {
     return this.#mutex.list(req);
   }
 
-  forceRelease(key: string): Promise<boolean> {
-    return this.#mutex.forceRelease(key);
+  forceRelease(name: string): Promise<boolean> {
+    return this.#mutex.forceRelease(name);
   }
 }

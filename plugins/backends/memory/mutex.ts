@@ -65,14 +65,14 @@ export class MemoryMutex implements MutexStore {
     return fence;
   }
 
-  /** Takes `req.key` if it is free or its lease ended, with the next fence (MutexStore.acquire). */
+  /** Takes `req.name` if it is free or its lease ended, with the next fence (MutexStore.acquire). */
   async acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
     const now = this.#now();
     this.#maybeSweep(now);
-    const held = this.#live(req.key, now);
+    const held = this.#live(req.name, now);
     if (held) return { acquired: false, retryAfterMs: held.expiresAtMs - now };
-    const fence = (this.#fences.get(req.key) ?? 0) + 1;
-    this.#fences.set(req.key, fence);
+    const fence = (this.#fences.get(req.name) ?? 0) + 1;
+    this.#fences.set(req.name, fence);
     const entry: Entry = {
       owner: req.owner,
       fence,
@@ -81,14 +81,14 @@ export class MemoryMutex implements MutexStore {
       expiresAtMs: now + req.ttlMs,
       ttlMs: req.ttlMs,
     };
-    this.#locks.set(req.key, entry);
+    this.#locks.set(req.name, entry);
     return { acquired: true, fence, acquiredAtMs: now, expiresAtMs: entry.expiresAtMs };
   }
 
-  /** Sets the lease to `ttlMs` from now if `owner` still holds `key` (the one-lock form of MutexStore.renewMany). */
-  async renew(key: string, owner: string, ttlMs: number): Promise<RenewResult> {
+  /** Sets the lease to `ttlMs` from now if `owner` still holds `name` (the one-lock form of MutexStore.renewMany). */
+  async renew(name: string, owner: string, ttlMs: number): Promise<RenewResult> {
     const now = this.#now();
-    const entry = this.#live(key, now);
+    const entry = this.#live(name, now);
     if (!entry) return { ok: false, reason: "not_found" };
     if (entry.owner !== owner) return { ok: false, reason: "mismatch" };
     entry.expiresAtMs = now + ttlMs;
@@ -98,42 +98,42 @@ export class MemoryMutex implements MutexStore {
 
   /** Renews each lock as renew() would (MutexStore.renewMany). */
   async renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
-    return Promise.all(reqs.map((r) => this.renew(r.key, r.owner, r.ttlMs)));
+    return Promise.all(reqs.map((r) => this.renew(r.name, r.owner, r.ttlMs)));
   }
 
-  /** Deletes the lock if `owner` still holds `key` (MutexStore.release). */
-  async release(key: string, owner: string): Promise<ReleaseResult> {
-    const entry = this.#live(key, this.#now());
+  /** Deletes the lock if `owner` still holds `name` (MutexStore.release). */
+  async release(name: string, owner: string): Promise<ReleaseResult> {
+    const entry = this.#live(name, this.#now());
     if (!entry) return "not_found";
     if (entry.owner !== owner) return "mismatch";
-    this.#locks.delete(key);
-    this.#released(key);
+    this.#locks.delete(name);
+    this.#released(name);
     // The releaser may not be the holder (restore by owner token): every service sharing this
     // instance hears it; the holder's marks its lease lost, the releaser's has let go already.
     this.#lost(owner);
     return "released";
   }
 
-  /** Stores `value` in the record if `owner` still holds `key`, then wakes its watchers (MutexStore.proclaim). */
-  async proclaim(key: string, owner: string, value: string): Promise<boolean> {
-    const entry = this.#live(key, this.#now());
+  /** Stores `value` in the record if `owner` still holds `name`, then wakes its watchers (MutexStore.proclaim). */
+  async proclaim(name: string, owner: string, value: string): Promise<boolean> {
+    const entry = this.#live(name, this.#now());
     if (!entry || entry.owner !== owner) return false;
     entry.value = value;
-    this.#released(key);
+    this.#released(name);
     return true;
   }
 
-  /** Calls `listener` after every release, force-release or proclamation of `key` in this instance (MutexStore.watch). */
-  watch(key: string, listener: () => void): ReleaseWatch {
-    return { ready: Promise.resolve(), close: this.#watchers.add(key, listener) };
+  /** Calls `listener` after every release, force-release or proclamation of `name` in this instance (MutexStore.watch). */
+  watch(name: string, listener: () => void): ReleaseWatch {
+    return { ready: Promise.resolve(), close: this.#watchers.add(name, listener) };
   }
 
-  /** The live holder of `key`, or null (MutexStore.status). */
-  async status(key: string): Promise<LockRecord | null> {
+  /** The live holder of `name`, or null (MutexStore.status). */
+  async status(name: string): Promise<LockRecord | null> {
     const now = this.#now();
-    const entry = this.#live(key, now);
+    const entry = this.#live(name, now);
     if (!entry) return null;
-    return { key, ...entry, ttlRemainingMs: Math.max(0, entry.expiresAtMs - now) };
+    return { name, ...entry, ttlRemainingMs: Math.max(0, entry.expiresAtMs - now) };
   }
 
   /** A page of live locks in name order; the cursor is the last name listed (MutexStore.list). */
@@ -143,19 +143,19 @@ export class MemoryMutex implements MutexStore {
     const names = [...this.#locks.keys()].filter((k) => k.startsWith(prefix) && (cursor === undefined || k > cursor)).sort();
     const page = names.slice(0, req.limit);
     const locks: LockRecord[] = [];
-    for (const key of page) {
-      const entry = this.#live(key, now);
-      if (entry) locks.push({ key, ...entry, ttlRemainingMs: Math.max(0, entry.expiresAtMs - now) });
+    for (const name of page) {
+      const entry = this.#live(name, now);
+      if (entry) locks.push({ name, ...entry, ttlRemainingMs: Math.max(0, entry.expiresAtMs - now) });
     }
     return names.length > page.length ? { locks, cursor: page[page.length - 1]! } : { locks };
   }
 
   /** Deletes the lock whoever holds it; fence counters stay (MutexStore.forceRelease). */
-  async forceRelease(key: string): Promise<boolean> {
-    const entry = this.#live(key, this.#now());
-    this.#locks.delete(key);
+  async forceRelease(name: string): Promise<boolean> {
+    const entry = this.#live(name, this.#now());
+    this.#locks.delete(name);
     if (entry) {
-      this.#released(key);
+      this.#released(name);
       this.#lost(entry.owner);
     }
     return entry !== undefined;
@@ -167,15 +167,15 @@ export class MemoryMutex implements MutexStore {
   }
 
   /** Tells the key's watchers, after the caller's step has returned (as a server's message would). */
-  #released(key: string): void {
-    if (this.#watchers.has(key)) queueMicrotask(() => this.#watchers.wake(key));
+  #released(name: string): void {
+    if (this.#watchers.has(name)) queueMicrotask(() => this.#watchers.wake(name));
   }
 
-  /** The entry for `key` if its lease has not ended; an ended one is dropped on the way. */
-  #live(key: string, now: number): Entry | undefined {
-    const entry = this.#locks.get(key);
+  /** The entry for `name` if its lease has not ended; an ended one is dropped on the way. */
+  #live(name: string, now: number): Entry | undefined {
+    const entry = this.#locks.get(name);
     if (entry && entry.expiresAtMs <= now) {
-      this.#locks.delete(key);
+      this.#locks.delete(name);
       return undefined;
     }
     return entry;

@@ -4,7 +4,7 @@
 import { ReleaseListeners } from "../../../kit/index.js";
 import type {
   Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult,
-  AcquireRequest, AcquireResult, HolderRecord, QueueKind, LockMode, KeyPage, KeyRecord, KindSteps,
+  AcquireRequest, AcquireResult, HolderRecord, QueueKind, LockMode, KindSteps, LockState, LockStatePage,
 } from "../../../kit/index.js";
 
 interface HolderEntry {
@@ -47,7 +47,7 @@ export class MemoryQueueSteps implements KindSteps {
 
   async acquire(req: AcquireRequest): Promise<AcquireResult> {
     const now = this.#parts.now();
-    const entry = this.#entry(req.key, now, true)!;
+    const entry = this.#entry(req.name, now, true)!;
     const { holders, queue } = entry;
     const earliestEnd = (): number | undefined => {
       let end: number | undefined;
@@ -60,7 +60,7 @@ export class MemoryQueueSteps implements KindSteps {
       const mayTake = holders.size === 0 && (head.done === true || head.value === req.owner);
       if (!mayTake) {
         if (req.queueMs > 0) queue.set(req.owner, now + req.queueMs);
-        this.#dropIfEmpty(req.key, entry);
+        this.#dropIfEmpty(req.name, entry);
         return contended(earliestEnd());
       }
       queue.delete(req.owner);
@@ -70,12 +70,12 @@ export class MemoryQueueSteps implements KindSteps {
       for (const h of holders.values()) exclusive ||= h.mode === "exclusive";
       const full = req.limit > 0 && holders.size >= req.limit;
       if (exclusive || queue.size > 0 || full) {
-        this.#dropIfEmpty(req.key, entry);
+        this.#dropIfEmpty(req.name, entry);
         return contended(earliestEnd());
       }
     }
     if (holders.size === 0) entry.limit = req.mode === "shared" ? req.limit : 0;
-    const fence = this.#parts.nextFence(`${this.kind}\u0000${req.key}`);
+    const fence = this.#parts.nextFence(`${this.kind}\u0000${req.name}`);
     const expiresAtMs = now + req.ttlMs;
     holders.set(req.owner, { mode: req.mode, fence, holder: req.holder, acquiredAtMs: now, expiresAtMs, ttlMs: req.ttlMs });
     return { acquired: true, fence, acquiredAtMs: now, expiresAtMs };
@@ -84,7 +84,7 @@ export class MemoryQueueSteps implements KindSteps {
   async renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
     const now = this.#parts.now();
     return reqs.map((r) => {
-      const h = this.#entry(r.key, now, false)?.holders.get(r.owner);
+      const h = this.#entry(r.name, now, false)?.holders.get(r.owner);
       if (!h) return { ok: false, reason: "not_found" } as const;
       h.expiresAtMs = now + r.ttlMs;
       h.ttlMs = r.ttlMs;
@@ -92,55 +92,55 @@ export class MemoryQueueSteps implements KindSteps {
     });
   }
 
-  async release(key: string, owner: string): Promise<ReleaseResult> {
-    const entry = this.#entry(key, this.#parts.now(), false);
+  async release(name: string, owner: string): Promise<ReleaseResult> {
+    const entry = this.#entry(name, this.#parts.now(), false);
     if (!entry?.holders.delete(owner)) return "not_found";
-    this.#dropIfEmpty(key, entry);
-    this.#wake(key);
+    this.#dropIfEmpty(name, entry);
+    this.#wake(name);
     // The releaser may not be the holder: every service sharing this instance hears it.
     this.#parts.lost(owner);
     return "released";
   }
 
-  async leaveQueue(key: string, owner: string): Promise<void> {
-    const entry = this.#entry(key, this.#parts.now(), false);
+  async leaveQueue(name: string, owner: string): Promise<void> {
+    const entry = this.#entry(name, this.#parts.now(), false);
     if (!entry?.queue.delete(owner)) return;
-    this.#dropIfEmpty(key, entry);
-    this.#wake(key);
+    this.#dropIfEmpty(name, entry);
+    this.#wake(name);
   }
 
-  async status(key: string): Promise<KeyRecord | null> {
+  async status(name: string): Promise<LockState | null> {
     const now = this.#parts.now();
-    const entry = this.#entry(key, now, false);
-    return entry ? this.#record(key, entry, now) : null;
+    const entry = this.#entry(name, now, false);
+    return entry ? this.#record(name, entry, now) : null;
   }
 
-  async forceRelease(key: string): Promise<number> {
-    const entry = this.#entry(key, this.#parts.now(), false);
+  async forceRelease(name: string): Promise<number> {
+    const entry = this.#entry(name, this.#parts.now(), false);
     if (!entry || entry.holders.size === 0) return 0;
     const owners = [...entry.holders.keys()];
     entry.holders.clear();
-    this.#dropIfEmpty(key, entry);
-    this.#wake(key);
+    this.#dropIfEmpty(name, entry);
+    this.#wake(name);
     for (const owner of owners) this.#parts.lost(owner);
     return owners.length;
   }
 
-  async list(req: ListRequest): Promise<KeyPage> {
+  async list(req: ListRequest): Promise<LockStatePage> {
     const now = this.#parts.now();
     const { prefix = "", cursor } = req;
     const names = [...this.#keys.keys()].filter((k) => k.startsWith(prefix) && (cursor === undefined || k > cursor)).sort();
     const page = names.slice(0, req.limit);
-    const records: KeyRecord[] = [];
-    for (const key of page) {
-      const entry = this.#entry(key, now, false);
-      if (entry && entry.holders.size > 0) records.push(this.#record(key, entry, now));
+    const records: LockState[] = [];
+    for (const name of page) {
+      const entry = this.#entry(name, now, false);
+      if (entry && entry.holders.size > 0) records.push(this.#record(name, entry, now));
     }
     return names.length > page.length ? { records, cursor: page[page.length - 1]! } : { records };
   }
 
-  watch(key: string, listener: () => void): ReleaseWatch {
-    return { ready: Promise.resolve(), close: this.#watchers.add(key, listener) };
+  watch(name: string, listener: () => void): ReleaseWatch {
+    return { ready: Promise.resolve(), close: this.#watchers.add(name, listener) };
   }
 
   /** Drops everything (the backend is closing); fence counters stay with the backend. */
@@ -149,37 +149,37 @@ export class MemoryQueueSteps implements KindSteps {
   }
 
   /** The key's entry with lapsed holders and places dropped; made when `create`, else undefined when empty. */
-  #entry(key: string, now: number, create: boolean): KeyEntry | undefined {
-    let entry = this.#keys.get(key);
+  #entry(name: string, now: number, create: boolean): KeyEntry | undefined {
+    let entry = this.#keys.get(name);
     if (entry) {
       for (const [owner, h] of entry.holders) if (h.expiresAtMs <= now) entry.holders.delete(owner);
       for (const [owner, until] of entry.queue) if (until <= now) entry.queue.delete(owner);
       if (!create && entry.holders.size === 0 && entry.queue.size === 0) {
-        this.#keys.delete(key);
+        this.#keys.delete(name);
         return undefined;
       }
     } else if (create) {
-      this.#keys.set(key, (entry = { holders: new Map(), queue: new Map(), limit: 0 }));
+      this.#keys.set(name, (entry = { holders: new Map(), queue: new Map(), limit: 0 }));
     }
     return entry;
   }
 
-  #dropIfEmpty(key: string, entry: KeyEntry): void {
-    if (entry.holders.size === 0 && entry.queue.size === 0) this.#keys.delete(key);
+  #dropIfEmpty(name: string, entry: KeyEntry): void {
+    if (entry.holders.size === 0 && entry.queue.size === 0) this.#keys.delete(name);
   }
 
-  #record(key: string, entry: KeyEntry, now: number): KeyRecord {
+  #record(name: string, entry: KeyEntry, now: number): LockState {
     const holders: HolderRecord[] = [...entry.holders].map(([owner, h]) => ({
       owner, mode: h.mode, fence: h.fence, holder: h.holder, acquiredAtMs: h.acquiredAtMs, expiresAtMs: h.expiresAtMs, ttlMs: h.ttlMs,
       ttlRemainingMs: Math.max(0, h.expiresAtMs - now),
     }));
     holders.sort((a, b) => a.fence - b.fence);
-    return { key, kind: this.kind, limit: entry.holders.size > 0 ? entry.limit : 0, holders, queued: entry.queue.size };
+    return { name, kind: this.kind, limit: entry.holders.size > 0 ? entry.limit : 0, holders, queued: entry.queue.size };
   }
 
   /** Tells the key's watchers after the caller's step has returned, as a server's message would. */
-  #wake(key: string): void {
-    if (this.#watchers.has(key)) queueMicrotask(() => this.#watchers.wake(key));
+  #wake(name: string): void {
+    if (this.#watchers.has(name)) queueMicrotask(() => this.#watchers.wake(name));
   }
 }
 

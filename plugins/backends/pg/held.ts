@@ -123,15 +123,15 @@ export class HeldLocks {
   }
 
   /**
-   * What renew and release of (`key`, `owner`) act on: this backend's lock, the answer it gives
+   * What renew and release of (`name`, `owner`) act on: this backend's lock, the answer it gives
    * without the server, or ELSEWHERE (not in this backend's bookkeeping: ask the holders row).
    */
-  find(lock: HeldLock | undefined, key: string, owner: string): HeldLock | RenewResult | typeof ELSEWHERE {
+  find(lock: HeldLock | undefined, name: string, owner: string): HeldLock | RenewResult | typeof ELSEWHERE {
     if (lock === undefined) return this.#ended.has(owner) ? NOT_FOUND : ELSEWHERE;
     // Another name with the same id, an acquisition not confirmed yet, or a lease that ended and
-    // is being unlocked (released or lost here, the unlock in flight): this key is not held, by
+    // is being unlocked (released or lost here, the unlock in flight): this name is not held, by
     // this owner or any other. Only a held lock answers "another owner holds it".
-    if (lock.key !== key || lock.state !== "held") return NOT_FOUND;
+    if (lock.name !== name || lock.state !== "held") return NOT_FOUND;
     return lock.owner === owner ? lock : MISMATCH;
   }
 
@@ -176,16 +176,16 @@ export class HeldLocks {
     lock.state = "checking";
     this.expiry.remove(lock);
     const sentAt = performance.now();
-    const checked = session.run(this.sql.expire, [id, lock.key, lock.owner, lock.expiresAtMs]).then(
+    const checked = session.run(this.sql.expire, [id, lock.name, lock.owner, lock.expiresAtMs]).then(
       (rows) => {
         if (session.held.get(id) !== lock || lock.state !== "checking") return;
         const [remaining, expiresAt] = rows[0] ?? [];
         if (remaining !== null && remaining !== undefined) {
-          this.log.debug({ key: lock.key }, "pg lock lease was renewed by owner on another host: kept");
+          this.log.debug({ key: lock.name }, "pg lock lease was renewed by owner on another host: kept");
           this.hold(lock, sentAt + Number(remaining), Number(expiresAt));
           return;
         }
-        this.log.debug({ key: lock.key }, "pg lock lease ended without renewal: released");
+        this.log.debug({ key: lock.name }, "pg lock lease ended without renewal: released");
         lock.state = "releasing";
         this.#remember(lock.owner);
         session.held.delete(id);
@@ -324,7 +324,7 @@ export class HeldLock implements Timed {
 
   constructor(
     /** The fully qualified lock name. */
-    readonly key: string,
+    readonly name: string,
     /** The owner token the lock was acquired with. */
     readonly owner: string,
     readonly advisory: AdvisoryKey,

@@ -76,32 +76,32 @@ export class PgMutexStore implements MutexStore {
     return this.#batches.statements;
   }
 
-  /** What renew, release and handoff of (`key`, `owner`) act on: its id, session and record (HeldLocks.find). */
-  async #locate(key: string, owner: string): Promise<{ book: HeldLocks; advisory: AdvisoryKey; session: Session; found: ReturnType<HeldLocks["find"]> }> {
+  /** What renew, release and handoff of (`name`, `owner`) act on: its id, session and record (HeldLocks.find). */
+  async #locate(name: string, owner: string): Promise<{ book: HeldLocks; advisory: AdvisoryKey; session: Session; found: ReturnType<HeldLocks["find"]> }> {
     const book = this.#ctx.book;
     if (book.closed) throw closedError();
-    const advisory = book.keyOf(key);
+    const advisory = book.keyOf(name);
     const session = book.sessionOf(advisory);
-    return { book, advisory, session, found: book.find(await book.current(session, advisory.id), key, owner) };
+    return { book, advisory, session, found: book.find(await book.current(session, advisory.id), name, owner) };
   }
 
-  /** Takes `req.key` if no session anywhere holds it, with the next fence (MutexStore.acquire). */
+  /** Takes `req.name` if no session anywhere holds it, with the next fence (MutexStore.acquire). */
   acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
     return acquire(this.#ctx, req);
   }
 
   /**
-   * Sets the lease to `ttlMs` from now if `owner` still holds `key` (MutexStore.renew). A lock
+   * Sets the lease to `ttlMs` from now if `owner` still holds `name` (MutexStore.renew). A lock
    * another backend instance holds (another process: restore) is renewed on its holders row;
    * its holder sees the later expiry before it would end the lease.
    */
-  async renew(key: string, owner: string, ttlMs: number): Promise<RenewResult> {
-    const { book, advisory, session, found } = await this.#locate(key, owner);
-    if (found === ELSEWHERE) return renewElsewhere(book, session, advisory, key, owner, ttlMs);
+  async renew(name: string, owner: string, ttlMs: number): Promise<RenewResult> {
+    const { book, advisory, session, found } = await this.#locate(name, owner);
+    if (found === ELSEWHERE) return renewElsewhere(book, session, advisory, name, owner, ttlMs);
     if (!(found instanceof HeldLock)) return found;
     const lock = found;
     const sentAt = performance.now();
-    const values = [advisory.id, key, owner, ttlMs];
+    const values = [advisory.id, name, owner, ttlMs];
     return session.run(book.sql.renew, values).then(
       (rows): RenewResult => book.renewed(session, lock, rows[0]?.[0], sentAt, ttlMs),
       (err: unknown) => {
@@ -121,64 +121,64 @@ export class PgMutexStore implements MutexStore {
   }
 
   /**
-   * Unlocks `key` if `owner` holds it (MutexStore.release). A lock another backend instance
+   * Unlocks `name` if `owner` holds it (MutexStore.release). A lock another backend instance
    * holds is released on its holders row, and its holder is told to unlock (control channel);
    * until it does (it may be gone: then its session, and the lock, are gone too) acquirers see
    * it contended.
    */
-  async release(key: string, owner: string): Promise<ReleaseResult> {
-    const { book, advisory, session, found } = await this.#locate(key, owner);
+  async release(name: string, owner: string): Promise<ReleaseResult> {
+    const { book, advisory, session, found } = await this.#locate(name, owner);
     if (found instanceof HeldLock) return book.unlock(session, found, true);
     if (found !== ELSEWHERE) return found.ok ? "not_found" : found.reason;
-    return releaseElsewhere(book, advisory, key, owner);
+    return releaseElsewhere(book, advisory, name, owner);
   }
 
   /**
-   * Releases `owner`'s lock on `key` and takes it for `next` in one step (MutexStore.handoff):
+   * Releases `owner`'s lock on `name` and takes it for `next` in one step (MutexStore.handoff):
    * a lock this backend holds stays locked on its session while its row moves to `next` (one
    * statement, the key never free); any other is released as release() would, then `next`
    * attempts.
    */
-  async handoff(key: string, owner: string, next: MutexAcquireRequest): Promise<MutexHandoffResult> {
-    const { book, advisory, session, found } = await this.#locate(key, owner);
+  async handoff(name: string, owner: string, next: MutexAcquireRequest): Promise<MutexHandoffResult> {
+    const { book, advisory, session, found } = await this.#locate(name, owner);
     if (found instanceof HeldLock) return handOver(this.#ctx, session, found, next);
-    const released = found !== ELSEWHERE ? (found.ok ? "not_found" : found.reason) : await releaseElsewhere(book, advisory, key, owner);
+    const released = found !== ELSEWHERE ? (found.ok ? "not_found" : found.reason) : await releaseElsewhere(book, advisory, name, owner);
     if (released !== "released") return { released };
     // Released: a failed attempt for the next owner does not undo that (it tries again itself).
     return { released, next: await this.acquire(next).catch((): MutexAcquireResult => ({ acquired: false })) };
   }
 
   /**
-   * Calls `listener` when `key` may have become free on any host (MutexStore.watch): after
+   * Calls `listener` when `name` may have become free on any host (MutexStore.watch): after
    * every unlock, a NOTIFY on the table's released channel reaches the backend's one LISTEN
    * connection; after that connection came back from a drop, every listener is called once.
    */
-  watch(key: string, listener: () => void): ReleaseWatch {
+  watch(name: string, listener: () => void): ReleaseWatch {
     if (this.#ctx.book.closed) return { ready: Promise.resolve(), close: ignore };
-    const { id } = this.#ctx.book.keyOf(key);
+    const { id } = this.#ctx.book.keyOf(name);
     // Ready once a release anywhere would notify: the key's wait lock is held.
     return this.#ctx.watch(id, listener);
   }
 
-  /** The live holder of `key` on any host, or null (MutexStore.status); see toRecord for its ttlMs. */
-  async status(key: string): Promise<LockRecord | null> {
+  /** The live holder of `name` on any host, or null (MutexStore.status); see toRecord for its ttlMs. */
+  async status(name: string): Promise<LockRecord | null> {
     const book = this.#ctx.book;
     if (book.closed) throw closedError();
-    const advisory = book.keyOf(key);
-    const rows = await book.run("status", advisory, book.sql.status, [advisory.id, key, advisory.classid, advisory.objid]);
+    const advisory = book.keyOf(name);
+    const rows = await book.run("status", advisory, book.sql.status, [advisory.id, name, advisory.classid, advisory.objid]);
     const row = rows[0];
-    return row === undefined ? null : toRecord(key, row);
+    return row === undefined ? null : toRecord(name, row);
   }
 
   /**
-   * Stores a leader's `value` in the holders row if `owner` holds `key` on a live session, and
+   * Stores a leader's `value` in the holders row if `owner` holds `name` on a live session, and
    * notifies the key's watchers in the same statement (MutexStore.proclaim).
    */
-  async proclaim(key: string, owner: string, value: string): Promise<boolean> {
+  async proclaim(name: string, owner: string, value: string): Promise<boolean> {
     const book = this.#ctx.book;
     if (book.closed) throw closedError();
-    const advisory = book.keyOf(key);
-    const rows = await book.run("proclaim", advisory, book.sql.proclaim, [advisory.id, key, value, owner, advisory.classid, advisory.objid, book.channels.released]);
+    const advisory = book.keyOf(name);
+    const rows = await book.run("proclaim", advisory, book.sql.proclaim, [advisory.id, name, value, owner, advisory.classid, advisory.objid, book.channels.released]);
     return rows.length > 0;
   }
 
@@ -190,11 +190,11 @@ export class PgMutexStore implements MutexStore {
     // One more than asked: whether a next page exists, without a second query.
     const rows = await book.run("list", book.keyOf(req.cursor ?? ""), book.sql.list, [pattern, req.cursor ?? null, req.limit + 1]);
     const locks = rows.slice(0, req.limit).map((row) => toRecord(String(row[0]), row.slice(1)));
-    return rows.length > req.limit ? { locks, cursor: locks[locks.length - 1]!.key } : { locks };
+    return rows.length > req.limit ? { locks, cursor: locks[locks.length - 1]!.name } : { locks };
   }
 
   /**
-   * Frees `key` whoever holds it; true when someone did (MutexStore.forceRelease).
+   * Frees `name` whoever holds it; true when someone did (MutexStore.forceRelease).
    *
    * When this backend holds it, it just unlocks. Otherwise it clears the holder row's owner
    * (so the holder's next renew or release finds the lock no longer theirs) and tells the
@@ -205,19 +205,19 @@ export class PgMutexStore implements MutexStore {
    * lock on it goes). Resolves once the lock is free, so the key can be taken at once. The
    * fallback needs the right to signal the holder's backend: the same role, or pg_signal_backend.
    */
-  forceRelease(key: string): Promise<boolean> {
+  forceRelease(name: string): Promise<boolean> {
     if (this.#ctx.book.closed) return Promise.reject(closedError());
-    return forceRelease(this.#ctx.book, key);
+    return forceRelease(this.#ctx.book, name);
   }
 }
 
 // Acquisition.
 
-/** Takes `req.key` if no session anywhere holds it, with the next fence. */
+/** Takes `req.name` if no session anywhere holds it, with the next fence. */
 function acquire(ctx: MutexContext, req: MutexAcquireRequest): Promise<MutexAcquireResult> {
   const { book } = ctx;
   if (book.closed) return Promise.reject(closedError());
-  const advisory = book.keyOf(req.key);
+  const advisory = book.keyOf(req.name);
   const session = book.sessionOf(advisory);
   const current = session.held.get(advisory.id);
   if (current === undefined) return tryAcquire(ctx, req, advisory, session);
@@ -226,11 +226,11 @@ function acquire(ctx: MutexContext, req: MutexAcquireRequest): Promise<MutexAcqu
 
 function tryAcquire(ctx: MutexContext, req: MutexAcquireRequest, advisory: AdvisoryKey, session: Session): Promise<MutexAcquireResult> {
   const { book } = ctx;
-  const lock = new HeldLock(req.key, req.owner, advisory);
+  const lock = new HeldLock(req.name, req.owner, advisory);
   session.held.set(advisory.id, lock);
   const sentAt = performance.now();
   const { plugin, node } = req.holder;
-  const values = [advisory.id, req.key, req.owner, plugin, node, ctx.hostname, req.ttlMs];
+  const values = [advisory.id, req.name, req.owner, plugin, node, ctx.hostname, req.ttlMs];
   const acquired = session.run(book.sql.acquire, values).then(
     (rows): MutexAcquireResult | Promise<MutexAcquireResult> => {
       checkStillOurs(book, session, lock);
@@ -339,7 +339,7 @@ function handOver(ctx: MutexContext, session: Session, lock: HeldLock, next: Mut
   const { advisory } = lock;
   const { plugin, node } = next.holder;
   const sentAt = performance.now();
-  const moved = session.run(book.sql.handoff, [advisory.id, lock.key, lock.owner, next.owner, plugin, node, ctx.hostname, next.ttlMs]);
+  const moved = session.run(book.sql.handoff, [advisory.id, lock.name, lock.owner, next.owner, plugin, node, ctx.hostname, next.ttlMs]);
   const done = moved.then(
     async (rows): Promise<MutexHandoffResult> => {
       const row = rows[0];
@@ -349,7 +349,7 @@ function handOver(ctx: MutexContext, session: Session, lock: HeldLock, next: Mut
         if (session.held.get(advisory.id) === lock) await book.unlock(session, lock, false);
         return { released: "not_found" };
       }
-      const taken = new HeldLock(lock.key, next.owner, advisory);
+      const taken = new HeldLock(lock.name, next.owner, advisory);
       // The session ended meanwhile: its locks, this one among them, were reported lost.
       if (!book.handedOver(session, lock, taken)) return { released: "not_found" };
       const granted = grant(ctx, session, taken, row, sentAt, next.ttlMs);
@@ -388,7 +388,7 @@ function renewAll(book: HeldLocks, session: Session, renewals: readonly Renewal[
   const sentAt = performance.now();
   const values = [
     renewals.map((r) => r.advisory.id),
-    renewals.map((r) => r.req.key),
+    renewals.map((r) => r.req.name),
     renewals.map((r) => r.req.owner),
     renewals.map((r) => r.req.ttlMs),
     renewals.map((r) => r.lock !== undefined),
@@ -433,9 +433,9 @@ class BatchRenewer {
     const bySession = new Map<Session, { renewal: Renewal; index: number }[]>();
     await Promise.all(
       reqs.map(async (req, index) => {
-        const advisory = book.keyOf(req.key);
+        const advisory = book.keyOf(req.name);
         const session = book.sessionOf(advisory);
-        const found = book.find(await book.current(session, advisory.id), req.key, req.owner);
+        const found = book.find(await book.current(session, advisory.id), req.name, req.owner);
         if (found !== ELSEWHERE && !(found instanceof HeldLock)) {
           results[index] = found;
           return;
@@ -473,21 +473,21 @@ class BatchRenewer {
 
 // By owner: renew and release of a lock another process holds, and control messages.
 
-/** Renews (`key`, `owner`) on its holders row, for a lock not in this backend's bookkeeping. */
+/** Renews (`name`, `owner`) on its holders row, for a lock not in this backend's bookkeeping. */
 async function renewElsewhere(
   book: HeldLocks,
   session: Session,
   advisory: AdvisoryKey,
-  key: string,
+  name: string,
   owner: string,
   ttlMs: number,
 ): Promise<RenewResult> {
-  return (await renewAll(book, session, [{ req: { key, owner, ttlMs }, advisory, lock: undefined }]))[0]!;
+  return (await renewAll(book, session, [{ req: { name, owner, ttlMs }, advisory, lock: undefined }]))[0]!;
 }
 
-/** Releases (`key`, `owner`) on its holders row and tells its holder, for a lock not in this backend's bookkeeping. */
-async function releaseElsewhere(book: HeldLocks, advisory: AdvisoryKey, key: string, owner: string): Promise<ReleaseResult> {
-  const rows = await book.run("release", advisory, book.sql.releaseRemote, [advisory.id, key, owner, book.channels.control]);
+/** Releases (`name`, `owner`) on its holders row and tells its holder, for a lock not in this backend's bookkeeping. */
+async function releaseElsewhere(book: HeldLocks, advisory: AdvisoryKey, name: string, owner: string): Promise<ReleaseResult> {
+  const rows = await book.run("release", advisory, book.sql.releaseRemote, [advisory.id, name, owner, book.channels.control]);
   const result = rows[0]?.[0];
   return result === "released" || result === "mismatch" ? result : "not_found";
 }
@@ -510,7 +510,7 @@ export function onControl(book: HeldLocks, payload: string, lost: (owner: string
     return;
   }
   if (String(lock.fence) !== fence || lock.state !== "held") return;
-  book.log.info({ key: lock.key, fence: lock.fence }, "pg lock released by another host: unlocked");
+  book.log.info({ key: lock.name, fence: lock.fence }, "pg lock released by another host: unlocked");
   lost(lock.owner);
   void book.unlock(session, lock, true);
 
@@ -552,24 +552,24 @@ async function recheckSession(book: HeldLocks, session: Session, lost: (owner: s
 /** How often forceRelease looks whether a terminated holder has gone. */
 const GONE_POLL_MS = 5;
 
-/** Frees `key` whoever holds it; true when someone did (see PgBackend.forceRelease). */
-async function forceRelease(book: HeldLocks, key: string): Promise<boolean> {
-  const advisory = book.keyOf(key);
+/** Frees `name` whoever holds it; true when someone did (see PgBackend.forceRelease). */
+async function forceRelease(book: HeldLocks, name: string): Promise<boolean> {
+  const advisory = book.keyOf(name);
   const session = book.sessionOf(advisory);
   let lock = session.held.get(advisory.id);
   // An acquire or release in flight here decides whether this backend is the holder.
-  while (lock?.key === key && lock.state !== "held" && lock.busy !== undefined) {
+  while (lock?.name === name && lock.state !== "held" && lock.busy !== undefined) {
     const busy = lock.busy;
     await busy.then(ignore, ignore);
     const next = session.held.get(advisory.id);
     if (next === lock && lock.busy === busy) break;
     lock = next;
   }
-  if (lock !== undefined && lock.key === key && lock.state === "held") {
+  if (lock !== undefined && lock.name === name && lock.state === "held") {
     // "not_found": the session ended meanwhile, so there was nothing left to release.
     return (await book.unlock(session, lock, true)) === "released";
   }
-  const rows = await book.run("forceRelease", advisory, book.sql.forceReleaseAsk, [advisory.id, key, advisory.classid, advisory.objid, book.channels.control]);
+  const rows = await book.run("forceRelease", advisory, book.sql.forceReleaseAsk, [advisory.id, name, advisory.classid, advisory.objid, book.channels.control]);
   const row = rows[0];
   if (row === undefined) return false;
   const pid = Number(row[0]);
@@ -579,7 +579,7 @@ async function forceRelease(book: HeldLocks, key: string): Promise<boolean> {
   // A holder that unlocks tells the key's waiters itself (as any release does); for one whose
   // session had to end, this host does.
   if (!(await untilGone(book, advisory, pid, fence, Math.min(ASK_GRACE_MS, book.errors.commandTimeoutMs)))) {
-    book.log.warn({ pid, key }, "pg force-release: the holder did not unlock when told; ending its session (every lock on it is lost)");
+    book.log.warn({ pid, key: name }, "pg force-release: the holder did not unlock when told; ending its session (every lock on it is lost)");
     const [terminated] = (await book.run("forceRelease", advisory, book.sql.terminate, [pid]))[0] ?? [];
     if (terminated === true) await awaitGone(book, advisory, pid, fence);
     book.notifyReleased(session, advisory.id);
@@ -614,14 +614,14 @@ async function awaitGone(book: HeldLocks, advisory: AdvisoryKey, pid: number, fe
 
 // Status and list rows.
 
-/** The record of `key` from the status statement's row (owner, fence, ..., remaining ms, ttl ms, value). */
-function toRecord(key: string, row: Rows[number]): LockRecord {
+/** The record of `name` from the status statement's row (owner, fence, ..., remaining ms, ttl ms, value). */
+function toRecord(name: string, row: Rows[number]): LockRecord {
   const [owner, fence, plugin, node, host, acquiredAt, expiresAt, remaining, ttl, value] = row;
   const acquiredAtMs = Number(acquiredAt);
   const expiresAtMs = Number(expiresAt);
   const ttlRemainingMs = Number(remaining);
   return {
-    key,
+    name,
     owner: String(owner),
     fence: Number(fence),
     holder: { plugin: String(plugin), node: String(node), hostname: String(host) },

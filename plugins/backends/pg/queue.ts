@@ -13,9 +13,9 @@ import type {
   HolderRecord,
   QueueKind,
   LockMode,
-  KeyPage,
-  KeyRecord,
   KindSteps,
+  LockState,
+  LockStatePage,
 } from "../../../kit/index.js";
 import { backendError, closedError } from "./errors.js";
 import type { Rows } from "./client.js";
@@ -55,8 +55,8 @@ export class PgQueueSteps implements KindSteps {
   /** One attempt: the key's row locked, expired holders and places pruned, the rules checked (queue-sql.ts). */
   async acquire(req: AcquireRequest): Promise<AcquireResult> {
     const { plugin, node } = req.holder;
-    const values = [this.kind, req.key, req.owner, req.mode, req.limit, req.ttlMs, req.mode === "exclusive" ? req.queueMs : 0, plugin, node, this.#ctx.hostname, this.#ctx.instance];
-    const row = (await this.#run("acquire", req.key, this.#ctx.sql.acquire, values))[0] ?? [];
+    const values = [this.kind, req.name, req.owner, req.mode, req.limit, req.ttlMs, req.mode === "exclusive" ? req.queueMs : 0, plugin, node, this.#ctx.hostname, this.#ctx.instance];
+    const row = (await this.#run("acquire", req.name, this.#ctx.sql.acquire, values))[0] ?? [];
     const [fence, acquiredAt, expiresAt, retry, limit] = row;
     if (fence !== null && fence !== undefined) {
       this.#ctx.onHeld();
@@ -74,7 +74,7 @@ export class PgQueueSteps implements KindSteps {
     const unique = new Map<string, number>();
     const sent: RenewRequest[] = [];
     const slot = reqs.map((r) => {
-      const id = `${r.key}\u0000${r.owner}`;
+      const id = `${r.name}\u0000${r.owner}`;
       let i = unique.get(id);
       if (i === undefined) {
         unique.set(id, (i = sent.length));
@@ -82,8 +82,8 @@ export class PgQueueSteps implements KindSteps {
       }
       return i;
     });
-    const values = [this.kind, sent.map((r) => r.key), sent.map((r) => r.owner), sent.map((r) => r.ttlMs)];
-    const rows = await this.#run("renew", reqs[0]!.key, this.#ctx.sql.renewMany, values);
+    const values = [this.kind, sent.map((r) => r.name), sent.map((r) => r.owner), sent.map((r) => r.ttlMs)];
+    const rows = await this.#run("renew", reqs[0]!.name, this.#ctx.sql.renewMany, values);
     const answers = sent.map((_, i): RenewResult => {
       const expires = rows[i]?.[0];
       return expires === null || expires === undefined ? NOT_FOUND : { ok: true, expiresAtMs: Number(expires) };
@@ -92,21 +92,21 @@ export class PgQueueSteps implements KindSteps {
   }
 
   /** Deletes the holder row; wakes the key's watchers when one holds its wait lock. */
-  async release(key: string, owner: string): Promise<ReleaseResult> {
-    const rows = await this.#run("release", key, this.#ctx.sql.release, [this.kind, key, owner, ...this.#wake(key)]);
+  async release(name: string, owner: string): Promise<ReleaseResult> {
+    const rows = await this.#run("release", name, this.#ctx.sql.release, [this.kind, name, owner, ...this.#wake(name)]);
     return rows[0]?.[0] === true ? "released" : "not_found";
   }
 
   /** Deletes the queue place; wakes the watchers (shared acquirers may stand behind it). */
-  async leaveQueue(key: string, owner: string): Promise<void> {
-    await this.#run("leaveQueue", key, this.#ctx.sql.leaveQueue, [this.kind, key, owner, ...this.#wake(key)]);
+  async leaveQueue(name: string, owner: string): Promise<void> {
+    await this.#run("leaveQueue", name, this.#ctx.sql.leaveQueue, [this.kind, name, owner, ...this.#wake(name)]);
   }
 
   /** Live holders and queue, or null when the key has neither. */
-  async status(key: string): Promise<KeyRecord | null> {
-    const row = (await this.#run("status", key, this.#ctx.sql.status, [this.kind, key]))[0];
+  async status(name: string): Promise<LockState | null> {
+    const row = (await this.#run("status", name, this.#ctx.sql.status, [this.kind, name]))[0];
     if (row === undefined) return null;
-    const record = this.#record(key, row);
+    const record = this.#record(name, row);
     return record.holders.length === 0 && record.queued === 0 ? null : record;
   }
 
@@ -114,37 +114,37 @@ export class PgQueueSteps implements KindSteps {
    * Deletes every holder row and tells each live holder's backend instance (`l:` notices on the
    * queue channel, which it hears on its LISTEN connection and passes to onLost by owner).
    */
-  async forceRelease(key: string): Promise<number> {
-    const rows = await this.#run("forceRelease", key, this.#ctx.sql.forceRelease, [this.kind, key, ...this.#wake(key)]);
+  async forceRelease(name: string): Promise<number> {
+    const rows = await this.#run("forceRelease", name, this.#ctx.sql.forceRelease, [this.kind, name, ...this.#wake(name)]);
     return Number(rows[0]?.[0] ?? 0);
   }
 
   /** One page of keys with live holders in name order, in one query; the cursor is the page's last name. */
-  async list(req: ListRequest): Promise<KeyPage> {
+  async list(req: ListRequest): Promise<LockStatePage> {
     const pattern = (req.prefix ?? "").replace(/[\\%_]/g, "\\$&") + "%";
     // One more than asked: whether a next page exists, without a second query.
     const rows = await this.#run("list", req.cursor ?? "", this.#ctx.sql.list, [this.kind, pattern, req.cursor ?? null, req.limit + 1]);
     const records = rows.slice(0, req.limit).map((row) => this.#record(String(row[0]), row.slice(1)));
-    return rows.length > req.limit ? { records, cursor: records[records.length - 1]!.key } : { records };
+    return rows.length > req.limit ? { records, cursor: records[records.length - 1]!.name } : { records };
   }
 
-  /** Wake-ups on the table's queue channel, for this kind's `key`. */
-  watch(key: string, listener: () => void): ReleaseWatch {
-    return this.#ctx.watch(queueKeyOf(this.kind, key), listener);
+  /** Wake-ups on the table's queue channel, for this kind's `name`. */
+  watch(name: string, listener: () => void): ReleaseWatch {
+    return this.#ctx.watch(queueKeyOf(this.kind, name), listener);
   }
 
   /** [the key's wait lock (two int4s), the channel, the wake payload]: a statement's wake arguments. */
-  #wake(key: string): [number, number, string, string] {
-    const advisory = queueKeyOf(this.kind, key);
+  #wake(name: string): [number, number, string, string] {
+    const advisory = queueKeyOf(this.kind, name);
     const [k1, k2] = waitLockOf(advisory);
     return [k1, k2, this.#ctx.book.channels.queue, `w:${advisory.id}`];
   }
 
-  /** [limit, queued, holders json] as a KeyRecord. */
-  #record(key: string, row: Rows[number]): KeyRecord {
+  /** [limit, queued, holders json] as a LockState. */
+  #record(name: string, row: Rows[number]): LockState {
     const [limit, queued, holders] = row;
     return {
-      key,
+      name,
       kind: this.kind,
       limit: Number(limit),
       queued: Number(queued),
@@ -153,13 +153,13 @@ export class PgQueueSteps implements KindSteps {
   }
 
   /**
-   * Runs a statement on the session `key`'s queue id routes to, once the objects exist; a
+   * Runs a statement on the session `name`'s queue id routes to, once the objects exist; a
    * statement that finds them dropped makes them again and runs once more.
    */
-  async #run(what: string, key: string, statement: Statement, values: unknown[]): Promise<Rows> {
+  async #run(what: string, name: string, statement: Statement, values: unknown[]): Promise<Rows> {
     const { book, tables } = this.#ctx;
     if (book.closed) throw closedError();
-    const advisory = queueKeyOf(this.kind, key);
+    const advisory = queueKeyOf(this.kind, name);
     await tables.ready();
     try {
       return await book.sessionOf(advisory).run(statement, values);

@@ -65,7 +65,7 @@ function call(reqs: readonly RenewRequest[], indexes: readonly number[], keysOf:
   args[0] = n * k;
   for (let j = 0; j < n; j++) {
     const req = reqs[indexes[j]!]!;
-    for (let m = 0; m < k; m++) args[1 + j * k + m] = keysOf[m]!(req.key);
+    for (let m = 0; m < k; m++) args[1 + j * k + m] = keysOf[m]!(req.name);
     args[1 + n * k + 2 * j] = req.owner;
     args[2 + n * k + 2 * j] = req.ttlMs;
   }
@@ -82,7 +82,7 @@ function allIndexes(n: number): number[] {
 function bySlot(reqs: readonly RenewRequest[]): Iterable<number[]> {
   const groups = new Map<number, number[]>();
   for (let i = 0; i < reqs.length; i++) {
-    const slot = slotOf(reqs[i]!.key);
+    const slot = slotOf(reqs[i]!.name);
     const group = groups.get(slot);
     if (group) group.push(i);
     else groups.set(slot, [i]);

@@ -72,7 +72,7 @@ const noop = (): void => undefined;
 
 /** A release waiting for its batch. */
 interface Releasing {
-  readonly key: string;
+  readonly name: string;
   readonly owner: string;
 }
 
@@ -157,23 +157,23 @@ export class RedisMutex implements MutexStore {
     this.#flags = parts.flags;
     this.#countRenewCalls = parts.countRenewCalls;
     if (!parts.cluster) {
-      this.#releases = new TickBatcher((r) => this.#releaseOne(r.key, r.owner), (rs) => this.#releaseMany(rs));
+      this.#releases = new TickBatcher((r) => this.#releaseOne(r.name, r.owner), (rs) => this.#releaseMany(rs));
       this.#acquires = new TickBatcher((req) => this.#acquireOne(req), (reqs) => this.#acquireMany(reqs), this.#releases);
     }
   }
 
-  /** Takes `req.key` if it is free, with the next fence (MutexStore.acquire). */
+  /** Takes `req.name` if it is free, with the next fence (MutexStore.acquire). */
   acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
     if (!validTtl(req.ttlMs)) return ttlError(req.ttlMs);
     if (this.#redis.status !== "ready" || this.#closed) return this.#conn.whenReady(() => this.#acquire(req));
     return this.#acquire(req);
   }
 
-  /** Sets the lease to `ttlMs` from now if `owner` still holds `key` (the one-lock form of MutexStore.renewMany). */
-  renew(key: string, owner: string, ttlMs: number): Promise<RenewResult> {
+  /** Sets the lease to `ttlMs` from now if `owner` still holds `name` (the one-lock form of MutexStore.renewMany). */
+  renew(name: string, owner: string, ttlMs: number): Promise<RenewResult> {
     if (!validTtl(ttlMs)) return ttlError(ttlMs);
-    if (this.#redis.status !== "ready" || this.#closed) return this.#conn.whenReady(() => this.#renew(key, owner, ttlMs));
-    return this.#renew(key, owner, ttlMs);
+    if (this.#redis.status !== "ready" || this.#closed) return this.#conn.whenReady(() => this.#renew(name, owner, ttlMs));
+    return this.#renew(name, owner, ttlMs);
   }
 
   /**
@@ -190,7 +190,7 @@ export class RedisMutex implements MutexStore {
   }
 
   /**
-   * Calls `listener` when `key` is released or force-released by any host on this server or
+   * Calls `listener` when `name` is released or force-released by any host on this server or
    * cluster, or its holder proclaims (MutexStore.watch), over a subscriber connection opened
    * on the first watch. The name is flagged as watched while the watch is open (watch.ts WatchFlags:
    * release, force-release and proclaim publish only then). `ready` settles once SUBSCRIBE is
@@ -198,10 +198,10 @@ export class RedisMutex implements MutexStore {
    * subscriber reconnects every listener is called once (a release may have been missed
    * meanwhile). A lease that merely expires is not signalled.
    */
-  watch(key: string, listener: () => void): ReleaseWatch {
-    const watch = this.#watcher.watch(this.#keys.released(key), listener);
+  watch(name: string, listener: () => void): ReleaseWatch {
+    const watch = this.#watcher.watch(this.#keys.released(name), listener);
     if (this.#closed) return watch;
-    const flag = this.#flags.hold(key);
+    const flag = this.#flags.hold(name);
     return {
       ready: Promise.all([watch.ready, flag.ready]).then(noop),
       close: () => {
@@ -211,27 +211,27 @@ export class RedisMutex implements MutexStore {
     };
   }
 
-  /** Deletes the lock if `owner` still holds `key` (MutexStore.release). */
-  release(key: string, owner: string): Promise<ReleaseResult> {
-    if (this.#redis.status !== "ready" || this.#closed) return this.#conn.whenReady(() => this.#release(key, owner));
-    return this.#release(key, owner);
+  /** Deletes the lock if `owner` still holds `name` (MutexStore.release). */
+  release(name: string, owner: string): Promise<ReleaseResult> {
+    if (this.#redis.status !== "ready" || this.#closed) return this.#conn.whenReady(() => this.#release(name, owner));
+    return this.#release(name, owner);
   }
 
   /**
-   * Releases `owner`'s lock on `key` and takes it for `next.owner` in one script (KindSteps.handoff):
+   * Releases `owner`'s lock on `name` and takes it for `next.owner` in one script (KindSteps.handoff):
    * one round trip, the key never free in between, nothing published on its release channel.
    * Sent at once, not with the tick's batch: a handoff is the next waiter's whole wait.
    */
-  handoff(key: string, owner: string, next: MutexAcquireRequest): Promise<MutexHandoffResult> {
+  handoff(name: string, owner: string, next: MutexAcquireRequest): Promise<MutexHandoffResult> {
     if (!validTtl(next.ttlMs)) return ttlError(next.ttlMs);
-    if (this.#redis.status !== "ready" || this.#closed) return this.#conn.whenReady(() => this.#handoff(key, owner, next));
-    return this.#handoff(key, owner, next);
+    if (this.#redis.status !== "ready" || this.#closed) return this.#conn.whenReady(() => this.#handoff(name, owner, next));
+    return this.#handoff(name, owner, next);
   }
 
-  /** The live holder of `key`, or null (MutexStore.status); the holder includes the hostname. */
-  status(key: string): Promise<LockRecord | null> {
+  /** The live holder of `name`, or null (MutexStore.status); the holder includes the hostname. */
+  status(name: string): Promise<LockRecord | null> {
     return this.#conn.whenReady(() =>
-      this.#redis.lockhostStatus(this.#keys.lock(key)).then((reply) => toRecord(key, reply), this.#fail),
+      this.#redis.lockhostStatus(this.#keys.lock(name)).then((reply) => toRecord(name, reply), this.#fail),
     );
   }
 
@@ -250,22 +250,22 @@ export class RedisMutex implements MutexStore {
   }
 
   /**
-   * Stores a leader's `value` in the lock's hash if `owner` still holds `key`, and publishes on
+   * Stores a leader's `value` in the lock's hash if `owner` still holds `name`, and publishes on
    * the key's release channel in the same script, so watchers re-read it (MutexStore.proclaim).
    */
-  proclaim(key: string, owner: string, value: string): Promise<boolean> {
+  proclaim(name: string, owner: string, value: string): Promise<boolean> {
     return this.#conn.whenReady(() =>
       this.#redis
-        .lockhostProclaim(this.#keys.lock(key), this.#keys.watched(key), owner, value, this.#keys.released(key))
+        .lockhostProclaim(this.#keys.lock(name), this.#keys.watched(name), owner, value, this.#keys.released(name))
         .then((reply) => reply === 1, this.#fail),
     );
   }
 
   /** Deletes the lock whoever holds it; the fence counter stays (MutexStore.forceRelease). */
-  forceRelease(key: string): Promise<boolean> {
+  forceRelease(name: string): Promise<boolean> {
     return this.#conn.whenReady(() =>
       this.#redis
-        .lockhostForceRelease(this.#keys.lock(key), this.#keys.watched(key), this.#keys.released(key), this.#keys.holderHead)
+        .lockhostForceRelease(this.#keys.lock(name), this.#keys.watched(name), this.#keys.released(name), this.#keys.holderHead)
         .then(isDeleted, this.#fail),
     );
   }
@@ -283,10 +283,10 @@ export class RedisMutex implements MutexStore {
   }
 
   #acquireOne(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
-    const { key, holder, ttlMs } = req;
+    const { name, holder, ttlMs } = req;
     return this.#redis
       .lockhostAcquire(
-        this.#keys.lock(key), this.#keys.fence(key), req.owner, ttlMs,
+        this.#keys.lock(name), this.#keys.fence(name), req.owner, ttlMs,
         holder.plugin, holder.node, this.#hostname, this.#instanceId, this.#reclaim,
       )
       .then((reply) => this.#onAcquire(reply, ttlMs), this.#fail);
@@ -302,8 +302,8 @@ export class RedisMutex implements MutexStore {
     args[head + 2] = this.#reclaim;
     for (let j = 0; j < n; j++) {
       const req = reqs[j]!;
-      args[1 + 2 * j] = this.#keys.lock(req.key);
-      args[2 + 2 * j] = this.#keys.fence(req.key);
+      args[1 + 2 * j] = this.#keys.lock(req.name);
+      args[2 + 2 * j] = this.#keys.fence(req.name);
       const a = head + 3 + 4 * j;
       args[a] = req.owner;
       args[a + 1] = req.ttlMs;
@@ -315,27 +315,27 @@ export class RedisMutex implements MutexStore {
       .then((replies) => this.#perCall(replies, (reply, j) => this.#onAcquire(reply, reqs[j]!.ttlMs)), this.#fail);
   }
 
-  #handoff(key: string, owner: string, next: MutexAcquireRequest): Promise<MutexHandoffResult> {
+  #handoff(name: string, owner: string, next: MutexAcquireRequest): Promise<MutexHandoffResult> {
     const { ttlMs, holder } = next;
     return this.#redis
       .lockhostHandoff(
-        this.#keys.lock(key), this.#keys.fence(key), owner, next.owner, ttlMs,
+        this.#keys.lock(name), this.#keys.fence(name), owner, next.owner, ttlMs,
         holder.plugin, holder.node, this.#hostname, this.#instanceId, this.#keys.holderHead,
       )
       .then((reply) => (typeof reply === "number" && reply <= 0 ? handoffRefused(reply) : { released: "released" as const, next: this.#onAcquire(reply, ttlMs) }), this.#fail);
   }
 
-  #renew(key: string, owner: string, ttlMs: number): Promise<RenewResult> {
-    return this.#redis.lockhostRenew(this.#keys.lock(key), owner, ttlMs).then(toRenewResult, this.#fail);
+  #renew(name: string, owner: string, ttlMs: number): Promise<RenewResult> {
+    return this.#redis.lockhostRenew(this.#keys.lock(name), owner, ttlMs).then(toRenewResult, this.#fail);
   }
 
-  #release(key: string, owner: string): Promise<ReleaseResult> {
-    return this.#releases ? this.#releases.add({ key, owner }) : this.#releaseOne(key, owner);
+  #release(name: string, owner: string): Promise<ReleaseResult> {
+    return this.#releases ? this.#releases.add({ name, owner }) : this.#releaseOne(name, owner);
   }
 
-  #releaseOne(key: string, owner: string): Promise<ReleaseResult> {
+  #releaseOne(name: string, owner: string): Promise<ReleaseResult> {
     return this.#redis
-      .lockhostRelease(this.#keys.lock(key), this.#keys.watched(key), owner, this.#keys.released(key), this.#instanceId, this.#keys.holderHead)
+      .lockhostRelease(this.#keys.lock(name), this.#keys.watched(name), owner, this.#keys.released(name), this.#instanceId, this.#keys.holderHead)
       .then(toReleaseResult, this.#fail);
   }
 
@@ -347,11 +347,11 @@ export class RedisMutex implements MutexStore {
     args[head] = this.#instanceId;
     args[head + 1] = this.#keys.holderHead;
     for (let j = 0; j < n; j++) {
-      const { key, owner } = rs[j]!;
-      args[1 + 2 * j] = this.#keys.lock(key);
-      args[2 + 2 * j] = this.#keys.watched(key);
+      const { name, owner } = rs[j]!;
+      args[1 + 2 * j] = this.#keys.lock(name);
+      args[2 + 2 * j] = this.#keys.watched(name);
       args[head + 2 + 2 * j] = owner;
-      args[head + 3 + 2 * j] = this.#keys.released(key);
+      args[head + 3 + 2 * j] = this.#keys.released(name);
     }
     return this.#redis.lockhostReleaseMany(args).then((replies) => this.#perCall(replies, toReleaseResult), this.#fail);
   }
@@ -393,7 +393,7 @@ export class RedisMutex implements MutexStore {
   };
 }
 
-function toRecord(key: string, reply: StatusReply): LockRecord | null {
+function toRecord(name: string, reply: StatusReply): LockRecord | null {
   if (reply === NOT_FOUND) return null;
   const [owner, fence, plugin, node, host, acquiredAt, expiresAt, ttl, pttl, proclaimed] = reply;
   const holder: Holder = { plugin, node, hostname: host };
@@ -402,7 +402,7 @@ function toRecord(key: string, reply: StatusReply): LockRecord | null {
   // PTTL is -1 only for a key someone stripped of its TTL by hand; report no lease left.
   const ttlRemainingMs = Math.max(0, pttl);
   return {
-    key,
+    name,
     owner,
     fence: Number(fence),
     holder,

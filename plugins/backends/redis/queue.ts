@@ -6,7 +6,7 @@ import {
   LockhostError, MAX_PERMITS,
   type Holder, type ListRequest, type ReleaseResult, type ReleaseWatch, type RenewRequest, type RenewResult,
   type AcquireRequest, type AcquireResult, type HolderRecord, type QueueKind, type LockMode,
-  type KeyPage, type KeyRecord, type KindSteps,
+  type KindSteps, type LockState, type LockStatePage,
 } from "../../../kit/index.js";
 import { renewCallsOf } from "./batch.js";
 import type { LockClient, RedisConnection } from "./client.js";
@@ -60,13 +60,13 @@ export class RedisQueueSteps implements KindSteps {
     const invalid = invalidRequest(req);
     if (invalid) return Promise.reject(invalid);
     const k = this.#keys;
-    const { key, holder } = req;
+    const { name, holder } = req;
     // A cluster's subscribers are counted per node: no liveness check there (queue-lua.ts).
     const liveness = this.#redis.isCluster ? "" : this.#parts.keys.holderHead;
     const send = (check: string): Promise<AcquireResult> => this.#parts.conn.whenReady(() =>
       this.#redis
         .lockhostQueueAcquire(
-          k.holders(key), k.info(key), k.queue(key), k.places(key), k.fence(key), k.waiters(key),
+          k.holders(name), k.info(name), k.queue(name), k.places(name), k.fence(name), k.waiters(name),
           req.owner, req.ttlMs, req.mode, req.limit, req.queueMs,
           holder.plugin, holder.node, this.#parts.hostname, this.#parts.instanceId, check,
         )
@@ -99,46 +99,46 @@ export class RedisQueueSteps implements KindSteps {
     });
   }
 
-  /** Removes `owner`'s hold on `key` and wakes the key's watchers (KindSteps.release). */
-  release(key: string, owner: string): Promise<ReleaseResult> {
+  /** Removes `owner`'s hold on `name` and wakes the key's watchers (KindSteps.release). */
+  release(name: string, owner: string): Promise<ReleaseResult> {
     const k = this.#keys;
     return this.#parts.conn.whenReady(() =>
       this.#redis
-        .lockhostQueueRelease(k.holders(key), k.info(key), owner, k.released(key), this.#parts.instanceId, this.#parts.keys.holderHead)
+        .lockhostQueueRelease(k.holders(name), k.info(name), owner, k.released(name), this.#parts.instanceId, this.#parts.keys.holderHead)
         .then((reply) => (reply === DELETED ? "released" : "not_found"), this.#fail),
     );
   }
 
   /** Drops `owner`'s queue place; wakes the key's watchers when it had one (KindSteps.leaveQueue). */
-  leaveQueue(key: string, owner: string): Promise<void> {
+  leaveQueue(name: string, owner: string): Promise<void> {
     const k = this.#keys;
     return this.#parts.conn.whenReady(() =>
-      this.#redis.lockhostQueueLeaveQueue(k.queue(key), k.places(key), k.waiters(key), owner, k.released(key)).then(() => undefined, this.#fail),
+      this.#redis.lockhostQueueLeaveQueue(k.queue(name), k.places(name), k.waiters(name), owner, k.released(name)).then(() => undefined, this.#fail),
     );
   }
 
   /** The key's live holders (in fence order) and queue, or null (KindSteps.status). */
-  status(key: string): Promise<KeyRecord | null> {
-    return this.#parts.conn.whenReady(() => this.#status(key).catch(this.#fail));
+  status(name: string): Promise<LockState | null> {
+    return this.#parts.conn.whenReady(() => this.#status(name).catch(this.#fail));
   }
 
   /** Removes every holder, telling each one's instance; the queue and fence stay (KindSteps.forceRelease). */
-  forceRelease(key: string): Promise<number> {
+  forceRelease(name: string): Promise<number> {
     const k = this.#keys;
     return this.#parts.conn.whenReady(() =>
       this.#redis
-        .lockhostQueueForceRelease(k.holders(key), k.info(key), k.queue(key), k.places(key), k.released(key), this.#parts.keys.holderHead)
+        .lockhostQueueForceRelease(k.holders(name), k.info(name), k.queue(name), k.places(name), k.released(name), this.#parts.keys.holderHead)
         .catch(this.#fail),
     );
   }
 
   /** A page of keys with live holders: SCAN over the kind's holders keys on every master, then each one's status. */
-  list(req: ListRequest): Promise<KeyPage> {
+  list(req: ListRequest): Promise<LockStatePage> {
     return this.#parts.conn.whenReady(async () => {
       try {
         const page = await scanNames(this.#redis, this.#parts.keys, req, this.#keys.holdersHead);
         const found = await Promise.all(page.names.map((name) => this.#status(name)));
-        const records = found.filter((r): r is KeyRecord => r !== null && r.holders.length > 0);
+        const records = found.filter((r): r is LockState => r !== null && r.holders.length > 0);
         return page.cursor === undefined ? { records } : { records, cursor: page.cursor };
       } catch (err) {
         return this.#fail(err);
@@ -146,16 +146,16 @@ export class RedisQueueSteps implements KindSteps {
     });
   }
 
-  /** Calls `listener` on every release, force-release and queue departure of `key` in this kind (KindSteps.watch). */
-  watch(key: string, listener: () => void): ReleaseWatch {
-    return this.#parts.watcher.watch(this.#keys.released(key), listener);
+  /** Calls `listener` on every release, force-release and queue departure of `name` in this kind (KindSteps.watch). */
+  watch(name: string, listener: () => void): ReleaseWatch {
+    return this.#parts.watcher.watch(this.#keys.released(name), listener);
   }
 
-  #status(key: string): Promise<KeyRecord | null> {
+  #status(name: string): Promise<LockState | null> {
     const k = this.#keys;
     return this.#redis
-      .lockhostQueueStatus(k.holders(key), k.info(key), k.queue(key), k.places(key))
-      .then((reply) => toRecord(key, this.kind, reply));
+      .lockhostQueueStatus(k.holders(name), k.info(name), k.queue(name), k.places(name))
+      .then((reply) => toRecord(name, this.kind, reply));
   }
 
   readonly #fail = (err: unknown): never => {
@@ -173,7 +173,7 @@ function toAcquireResult(reply: QueueAcquireReply): AcquireResult {
 /** The holder record written by the acquire script: JSON of strings (queue-lua.ts). */
 type StoredHolder = [mode: string, fence: string, plugin: string, node: string, hostname: string, instance: string, acquiredAt: string];
 
-function toRecord(key: string, kind: QueueKind, reply: QueueStatusReply): KeyRecord | null {
+function toRecord(name: string, kind: QueueKind, reply: QueueStatusReply): LockState | null {
   if (reply === NOT_FOUND) return null;
   const [now, queued, limit] = reply;
   const holders: HolderRecord[] = [];
@@ -199,7 +199,7 @@ function toRecord(key: string, kind: QueueKind, reply: QueueStatusReply): KeyRec
     });
   }
   holders.sort((a, b) => a.fence - b.fence);
-  return { key, kind, limit: holders.length > 0 ? Number(limit) : 0, holders, queued };
+  return { name, kind, limit: holders.length > 0 ? Number(limit) : 0, holders, queued };
 }
 
 function parseStored(text: string): StoredHolder | undefined {

@@ -13,7 +13,7 @@ import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { hostsOn, PG_TABLE, REDIS_PREFIX, queueBackends } from "./support/queue-backends.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { databaseUrl, redisUrl } from "./support/servers.js";
-import { sleep } from "./support/until.js";
+import { sleep, until } from "./support/until.js";
 
 afterAll(async () => {
   await dropPgTable(databaseUrl(), PG_TABLE);
@@ -151,12 +151,13 @@ for (const target of queueBackends()) {
       const [a, b] = await hosts();
       const k = key();
       const held = (await a!.tryLock(k, { ttlMs: 30_000, fair: true }))!;
-      const gaveUp = b!.acquire(k, { ttlMs: 10_000, waitMs: 400, fair: true });
-      await sleep(100);
+      // b queues (its wait has room for a loaded machine); the refusal below is asserted only once it does.
+      const waiter = b!.acquire(k, { ttlMs: 10_000, waitMs: 10_000, fair: true });
+      await until("b queues", 10_000, async () => (await a!.status(k, { kind: "fair" })).queued === 1);
       await a!.release(held);
       // b's waiter is ahead of a try: queued on a free key (the contract checks that case alone) or holding it.
       expect(await a!.tryLock(k, { ttlMs: 10_000, fair: true })).toBeNull();
-      const got = await gaveUp;
+      const got = await waiter;
       await b!.release(got);
       // Now a waiter that times out: the holder keeps the key past its wait.
       const holder = (await a!.tryLock(k, { ttlMs: 30_000, fair: true }))!;

@@ -29,8 +29,13 @@ export function queueBackends(): QueueBackendTarget[] {
   ];
 }
 
-/** The pg backend's table for these suites (its queue objects are named after it; test/support/cleanup drops them). */
-export const PG_TABLE = "lockhost_test_shared_svc";
+/**
+ * The pg backend's table for these suites (its queue objects are named after it; test/support/cleanup
+ * drops them). One per test file: four files share this module, each drops the table in its
+ * afterAll, and vitest runs files side by side, so a fixed name let one file drop the queue tables
+ * under another's waiters (seen as a fair waiter that never woke, on a loaded machine).
+ */
+export const PG_TABLE = `lockhost_test_queue_${Math.random().toString(36).slice(2, 10)}`;
 
 /** The redis backend's key prefix for these suites, one per run (the suites drop it in afterAll). */
 export const REDIS_PREFIX = `lockhost-test-shared-svc:${Math.random().toString(36).slice(2, 10)}:`;

@@ -34,7 +34,8 @@ afterAll(async () => {
 const TTL = { ttlMs: 10_000 } as const;
 
 /** Resolves once `signal` aborts. */
-const aborted = (signal: AbortSignal): Promise<void> => new Promise((resolve) => (signal.aborted ? resolve() : signal.addEventListener("abort", () => resolve())));
+const aborted = (signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => (signal.aborted ? resolve() : signal.addEventListener("abort", () => resolve())));
 
 for (const target of sharedBackends()) {
   describe(`await using: ${target.name}`, () => {
@@ -177,7 +178,8 @@ describe("await using: a release the backend fails (Redis behind a proxy that st
   async function setup(): Promise<{ locks: LockService; direct: LockService; proxy: TcpProxy }> {
     const port = Number(new URL(redisUrl()).port || 6379);
     proxy = await startTcpProxy(port);
-    const redis = (url: string): RedisBackend => new RedisBackend({ url, keyPrefix: prefix, commandTimeoutMs: COMMAND_TIMEOUT_MS, reclaimOwnLocks: false }, silent);
+    const redis = (url: string): RedisBackend =>
+      new RedisBackend({ url, keyPrefix: prefix, commandTimeoutMs: COMMAND_TIMEOUT_MS, reclaimOwnLocks: false }, silent);
     const locks = new LockService(redis(`redis://127.0.0.1:${proxy.port}`), { node: "proxied" });
     const direct = new LockService(redis(redisUrl()), { node: "direct" });
     services.push(locks, direct);

@@ -3,6 +3,7 @@
 // directly; the CLI's `run` is a thin wrapper around it.
 import { performance } from "node:perf_hooks";
 import { pino, type Logger } from "pino";
+import type { Registry } from "prom-client";
 import { ActivityFeed } from "./admin/feed.js";
 import { BackendHealth } from "./backend-health.js";
 import { startAdminServer, type AdminServer, type AdminServerOptions } from "./admin/server.js";
@@ -59,7 +60,7 @@ interface HostParts {
   readonly health: BackendHealth;
   readonly scheduler: Scheduler;
   readonly schedules: readonly ScheduledConfig[];
-  readonly metrics: LockMetrics | undefined;
+  readonly metrics: LockMetrics;
 }
 
 /** A running lockhost: guests loaded, lock service up, scheduler ready (not started). */
@@ -95,8 +96,8 @@ export class Host {
   readonly #health: BackendHealth;
   /** Warns when another live host uses this node name (distributed backends only). */
   readonly #presence: NodePresence | undefined;
-  /** What the admin listener's /metrics shows (with an [admin] table). */
-  readonly #metrics: LockMetrics | undefined;
+  /** What `metrics` and the admin listener's /metrics show. */
+  readonly #metrics: LockMetrics;
 
   private constructor(parts: HostParts) {
     const { config, log, locks, health } = parts;
@@ -130,8 +131,8 @@ export class Host {
     const { keepalive, waiting } = config.locking;
     const locks = new LockService(backend, { node: config.host.node, keepalive, waiting });
     logLockEvents(locks, log);
-    // Before any guest starts: its calls are counted from the first. Served by the admin listener only.
-    const metrics = config.admin ? lockMetrics(locks, config.host.node) : undefined;
+    // Before any guest starts: its calls are counted from the first.
+    const metrics = lockMetrics(locks, config.host.node);
     const guests = new Map<string, GuestInstance>();
     let admin: AdminServer | undefined;
     let feed: ActivityFeed | undefined;
@@ -139,11 +140,12 @@ export class Host {
     let schedules: ScheduledConfig[] = [];
     let scheduler: Scheduler | undefined;
     let started = false;
+    const counters: HostCounters = { ticks: () => scheduler?.ticks() ?? {}, get backendUp() { return health?.up ?? false; } };
+    metrics.showHost(counters);
     try {
       // First, so /livez answers while the backend is asked and plugins load (/readyz: "starting").
-      if (config.admin && metrics) {
+      if (config.admin) {
         feed = new ActivityFeed(locks);
-        const counters: HostCounters = { ticks: () => scheduler?.ticks() ?? {}, get backendUp() { return health?.up ?? false; } };
         admin = await startAdmin(config.admin, locks, log, config, { feed, metrics, host: counters, started: () => started });
       }
       // Before any guest: a backend that refuses this host for good fails the start at once.
@@ -151,7 +153,7 @@ export class Host {
       const functions = options.functions ?? {};
       checkFunctionGrants(config, functions);
       for (const plugin of config.plugins) {
-        const guest = await startPluginGuest(plugin, locks, log, functions, metrics?.guest(plugin.name)).catch((e: unknown) => Promise.reject(inFile(e, config.source)));
+        const guest = await startPluginGuest(plugin, locks, log, functions, metrics.guest(plugin.name)).catch((e: unknown) => Promise.reject(inFile(e, config.source)));
         guests.set(plugin.name, guest);
       }
       schedules = await expandScheduled(config, guests);
@@ -162,7 +164,7 @@ export class Host {
     } catch (err) {
       await admin?.close();
       feed?.close();
-      metrics?.close();
+      metrics.close();
       await Promise.all([...guests.values()].map((g) => g.close()));
       await locks.close({ closeBackend: !options.backend });
       throw err;
@@ -178,8 +180,19 @@ export class Host {
     health.start();
     // The dashboard shows this node's schedule runs beside its lock events.
     if (feed) host.scheduler.on("tick", (tick) => feed.tick(tick));
-    if (metrics) host.scheduler.on("tick", (tick) => metrics.tick(tick));
+    host.scheduler.on("tick", (tick) => metrics.tick(tick));
     return host;
+  }
+
+  /**
+   * The host's Prometheus metrics, a prom-client Registry of its own: the lock, guest, schedule
+   * and backend series and the process's (`process_*`, `nodejs_*`), each labelled `node` and
+   * `backend`, as docs/operators.md lists them; what the admin listener's /metrics shows, there
+   * with or without an [admin] table. Serve `await host.metrics.metrics()` yourself, or merge it
+   * with your own: `Registry.merge([register, host.metrics])` (docs/embedding.md).
+   */
+  get metrics(): Registry {
+    return this.#metrics.registry;
   }
 
   /** The running guest of `plugin`: its pool of `instances` (size 1 by default); a call takes a free instance. */
@@ -229,7 +242,7 @@ export class Host {
     this.#presence?.stop();
     // First, so no admin request (a force-release above all) reaches a host that is shutting down.
     await this.admin?.close();
-    this.#metrics?.close();
+    this.#metrics.close();
     this.scheduler.stop();
     // Guests parked in a wait return now (-CANCELLED) rather than sit out their wait_ms.
     for (const guest of this.#guests.values()) guest.cancelWaits("the host is shutting down");

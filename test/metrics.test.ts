@@ -5,7 +5,7 @@
 // set, and no lock's name ever reaches the text.
 import { collectDefaultMetrics, Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
-import { allSeries, PROCESS_PREFIX, PROCESS_SERIES, SERIES, type SeriesRow } from "../host/admin/metric-series.js";
+import { allSeries, PROCESS_SERIES, SERIES, type SeriesRow } from "../host/admin/metric-series.js";
 import { MAX_PLUGIN_LABELS, OTHER_PLUGIN } from "../host/admin/lock-meter.js";
 import { lockMetrics } from "../host/admin/metrics.js";
 import { resolveConfig, type ConfigInput } from "../host/config/load.js";
@@ -252,9 +252,9 @@ describe.each(BACKENDS)("/metrics on %s", (backendName, setUp) => {
     // The backend, and the process.
     expect(v(SERIES.backendUp)).toBe(backendName === "redis" ? 0 : 1);
     for (const name of ["process_cpu_user_seconds_total", "process_resident_memory_bytes", "nodejs_heap_size_used_bytes"]) {
-      expect(v(`${PROCESS_PREFIX}${name}`, { node: host.config.host.node }), name).toBeGreaterThan(0);
+      expect(v(name, { node: host.config.host.node }), name).toBeGreaterThan(0);
     }
-    expect(metrics.has(`${PROCESS_PREFIX}nodejs_eventloop_lag_seconds`)).toBe(true);
+    expect(metrics.has("nodejs_eventloop_lag_seconds")).toBe(true);
 
     checkAgainstTable(host, metrics);
     checkHistograms(metrics);
@@ -275,14 +275,14 @@ describe("/metrics", () => {
     expect(sa.value(SERIES.acquisitions.name, { node: "node-a" })).toBe(1);
     expect(sb.value(SERIES.acquisitions.name)).toBe(0);
     for (const [m, node] of [[sa, "node-a"], [sb, "node-b"]] as const) {
-      expect(m.has(`${PROCESS_PREFIX}process_cpu_user_seconds_total`, { node, backend: "memory" }), node).toBe(true);
+      expect(m.has("process_cpu_user_seconds_total", { node, backend: "memory" }), node).toBe(true);
       expect(m.samples.every((s) => s.labels.node === node), node).toBe(true);
     }
   });
 
   it("lists in its table exactly the process metrics prom-client makes", async () => {
     const registry = new Registry();
-    collectDefaultMetrics({ register: registry, prefix: PROCESS_PREFIX });
+    collectDefaultMetrics({ register: registry });
     const made = (await registry.getMetricsAsJSON()).map((m) => [m.name, m.type] as const);
     expect(new Map(made)).toEqual(new Map(PROCESS_SERIES.map((r) => [r.name, r.type])));
   });

@@ -1,6 +1,7 @@
-// Every series the admin listener's /metrics shows, in one table: its name, type, labels and
-// meaning. The metrics are made from these rows (host/admin/metrics.ts and its meters) and the
-// README's list is written from them (npm run docs), so what is scraped and what is documented
+// Every series a host's metrics show (Host.metrics, the admin listener's /metrics), in one
+// table: its name, type, labels and meaning. The metrics are made from these rows
+// (host/admin/metrics.ts and its meters) and the docs' list (docs/operators.md) is written
+// from them (npm run docs), so what is scraped and what is documented
 // cannot part. Every series also carries `node` and `backend` (the registry's default labels).
 // Labels are of bounded cardinality only: plugin, schedule, kind, export, outcome, never a
 // lock's name (its keys are the callers' and unbounded).
@@ -71,11 +72,9 @@ export const SERIES = Object.freeze({
   backendUp: row("backend", "gauge", "lockhost_backend_up", [], "1 while the backend answered the host's last check, 0 while it does not."),
 } satisfies Record<string, SeriesRow>);
 
-/** The prefix of the process series. */
-export const PROCESS_PREFIX = "lockhost_";
-
 /**
- * prom-client's default process metrics, prefixed `lockhost_` (Linux; collectDefaultMetrics).
+ * prom-client's default process metrics (collectDefaultMetrics; some Linux only), under their
+ * standard names, unprefixed: the ones ready-made Node.js dashboards and alerts read.
  * Listed here so the README can list them; test/metrics.test.ts holds the list to a scrape.
  */
 export const PROCESS_SERIES: readonly SeriesRow[] = Object.freeze(
@@ -113,7 +112,7 @@ export const PROCESS_SERIES: readonly SeriesRow[] = Object.freeze(
       ["gauge", "nodejs_version_info", ["version", "major", "minor", "patch"], "Node.js version (value 1)."],
       ["histogram", "nodejs_gc_duration_seconds", ["kind"], "Garbage collection time, by kind (major, minor, incremental, weakcb)."],
     ] as const
-  ).map(([type, name, labels, help]) => row("process", type, `${PROCESS_PREFIX}${name}`, labels, help)),
+  ).map(([type, name, labels, help]) => row("process", type, name, labels, help)),
 );
 
 /** Every series, lockhost's then the process's. */

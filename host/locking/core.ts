@@ -13,6 +13,7 @@ import { ReleasedOwners } from "./released-owners.js";
 import { UnsettledLocks, type UnsettledHost } from "./unsettled.js";
 import { RenewalManager, type RenewalHost } from "./renewal.js";
 import { verifyHeld } from "./verify.js";
+import { releaseIfHeld } from "./release.js";
 import { WaitQueues } from "./waiting.js";
 import { stepsOf, waitKey } from "./kinds.js";
 import type { KindSteps } from "../../kit/steps.js";
@@ -95,7 +96,11 @@ export class ServiceCore {
     this.sentinel = new ElectionSentinel((name) => this.steps(ELECTION).status(name), silentEnds ? parts.electionPollMs : 0);
     this.renewals = new RenewalManager(parts.renewalHost(this), parts.keepalive);
     this.unsettled = new UnsettledLocks(parts.unsettledHost(this));
-    this.hooks = { observe: (lease) => this.renewals.watch(lease) };
+    this.hooks = {
+      observe: (lease) => this.renewals.watch(lease),
+      // After close, nothing is left to do: close released the lease, or returned why it could not.
+      dispose: (lease) => (this.life.closed ? Promise.resolve(undefined) : releaseIfHeld(this, lease)),
+    };
     // Told by the backend that a lock was taken from under us: the lease is lost now, not at its next renewal.
     parts.backend.onLost?.(
       (owner) => {

@@ -107,7 +107,7 @@ export function campaignWait(options: CampaignOptions): { readonly waitMs: numbe
  * the fence of its lease: strictly above every earlier term of the election, so a resource
  * can refuse a deposed leader by it.
  */
-export class Leadership {
+export class Leadership implements AsyncDisposable {
   /** The election's name, as campaign was given it. */
   readonly election: string;
   /** The lease behind it (kind "leader", with keepalive). */
@@ -168,5 +168,15 @@ export class Leadership {
     if (this.#core.life.closed) throw closedError();
     const failed = await releaseIfHeld(this.#core, this.lease);
     if (failed) throw failed;
+  }
+
+  /**
+   * Resigns when an `await using` block that holds the leadership ends (see Lease's
+   * [Symbol.asyncDispose]): nothing to do once it ended (resigned or lost) or the service
+   * closed; rejects with the release's error when the backend failed (the lease then ends at
+   * its TTL); when the block threw too, its exit throws a SuppressedError carrying both.
+   */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.lease[Symbol.asyncDispose]();
   }
 }

@@ -17,6 +17,8 @@ export type LeaseState = "held" | "released" | "lost";
 export interface LeaseHooks {
   /** Someone started observing the lease (signal / onLost): its end must be watched. */
   observe(lease: Lease): void;
+  /** Lets go of the lease (its `await using` block ended): resolves to the error of a release the backend failed, if any. */
+  dispose(lease: Lease): Promise<LockhostError | undefined>;
 }
 
 /**
@@ -56,7 +58,7 @@ export interface LeaseControl {
 let control: LeaseControl | undefined;
 
 /** One acquisition: the host-side record of a held lock. Read-only to everyone but the lock service. */
-export class Lease {
+export class Lease implements AsyncDisposable {
   /** Fully qualified lock name, e.g. "billing:nightly". */
   readonly name: string;
   /**
@@ -196,6 +198,20 @@ export class Lease {
   /** Whether anyone watches for the loss of this lease (its `signal` was read or `onLost` used). */
   get observed(): boolean {
     return this.#observed;
+  }
+
+  /**
+   * Releases the lock when an `await using` block that holds the lease ends
+   * (`await using lease = await locks.acquire(...)`), as LockService.releaseIfHeld: nothing to
+   * do for a lease released or lost already, or once its service has closed (close released
+   * it, or returned why it could not). Rejects with the release's error when the backend failed
+   * (BACKEND_UNAVAILABLE, TIMEOUT: the lock then ends at its TTL, no longer kept alive); when the
+   * block threw too, the block's exit throws a SuppressedError carrying both.
+   */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.#state !== "held" || !this.#hooks) return;
+    const failed = await this.#hooks.dispose(this);
+    if (failed) throw failed;
   }
 
   #lose(reason: LockhostError): void {

@@ -13,7 +13,7 @@ import { qualify } from "./scope.js";
 export const MAX_SET_KEYS = 64;
 
 /** Several locks held together (see LockService.tryMany / acquireMany). */
-export class LockSet {
+export class LockSet implements AsyncDisposable {
   /** The leases, in the canonical order they were taken in. */
   readonly leases: readonly Lease[];
   readonly #controller = new AbortController();
@@ -51,6 +51,19 @@ export class LockSet {
   async release(): Promise<void> {
     for (const unwatch of this.#unwatch.splice(0)) unwatch();
     const outcomes = await Promise.allSettled([...this.leases].reverse().map(this.#release));
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === "rejected");
+    if (failed) throw failed.reason;
+  }
+
+  /**
+   * Releases the locks of the set still held when an `await using` block that holds it ends
+   * (in the reverse of the order they were taken in; see Lease's [Symbol.asyncDispose]): a lock
+   * released or lost already is skipped. Rejects with the first release the backend failed once
+   * all were tried; when the block threw too, its exit throws a SuppressedError carrying both.
+   */
+  async [Symbol.asyncDispose](): Promise<void> {
+    for (const unwatch of this.#unwatch.splice(0)) unwatch();
+    const outcomes = await Promise.allSettled([...this.leases].reverse().map((lease) => lease[Symbol.asyncDispose]()));
     const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === "rejected");
     if (failed) throw failed.reason;
   }

@@ -123,7 +123,15 @@ export async function tracingBench(): Promise<void> {
   const ratio = (a: number[], b: number[]): number => median(a.map((v, i) => v / b[i]!));
   const rows = names.map((name) => {
     const [base, off, on] = MODES.map((m) => us[m][name]!);
-    return [name, fmt(median(base!), 3), fmt(median(off!), 3), fmt(median(on!), 3), fmt(ratio(off!, base!), 3), fmt(median(on!.map((v, i) => v - off![i]!)), 3), fmt(ratio(on!, off!), 3)];
+    return [
+      name,
+      fmt(median(base!), 3),
+      fmt(median(off!), 3),
+      fmt(median(on!), 3),
+      fmt(ratio(off!, base!), 3),
+      fmt(median(on!.map((v, i) => v - off![i]!)), 3),
+      fmt(ratio(on!, off!), 3),
+    ];
   });
   console.log(table(["path", "baseline µs", "off µs", "on µs", "off/baseline", "on cost µs", "on/off"], rows));
   const hooks = Array.from({ length: ROUNDS }, () => nsPerNoopHook(1_000_000));

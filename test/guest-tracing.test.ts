@@ -209,9 +209,15 @@ describe("with the SDK registered", () => {
       expect(held).not.toBeNull();
       exporter.reset();
       expect(await other.try("busy", { ttlMs: 1_000, kind: "rw", mode: "shared" })).toBeNull();
-      await expect(other.acquire("busy", { ttlMs: 1_000, waitMs: 50, kind: "rw", mode: "shared" })).rejects.toMatchObject({ code: "TIMEOUT" });
+      const waiting = other.acquire("busy", { ttlMs: 1_000, waitMs: 50, kind: "rw", mode: "shared" });
+      await expect(waiting).rejects.toMatchObject({ code: "TIMEOUT" });
       const [tried, waited] = named("lockhost.lock.acquire");
-      expect(tried!.attributes).toMatchObject({ "lockhost.lock.outcome": "contended", "lockhost.lock.kind": "rw", "lockhost.lock.mode": "shared", "lockhost.lock.wait_ms": 0 });
+      expect(tried!.attributes).toMatchObject({
+        "lockhost.lock.outcome": "contended",
+        "lockhost.lock.kind": "rw",
+        "lockhost.lock.mode": "shared",
+        "lockhost.lock.wait_ms": 0,
+      });
       expect(waited!.attributes).toMatchObject({ "lockhost.lock.outcome": "timeout", "lockhost.lock.wait_ms": 50, "lockhost.error.code": "TIMEOUT" });
       expect(named("lockhost.lock.hold")).toHaveLength(0);
       // The holder loses its lock to an operator's force-release: its hold ends lost, with why.
@@ -227,14 +233,25 @@ describe("with the SDK registered", () => {
       const guest = await startGuest("locker", locks, captureLogger().logger, {});
       guests.push(guest);
       const config: ScheduledConfig = {
-        id: "tracing-tick", plugin: "test", export: "noop", schedule: { kind: "interval", everyMs: 60_000, text: "60s" },
-        hint: "require_global", ttlMs: 5_000, keepalive: false, fair: false,
+        id: "tracing-tick",
+        plugin: "test",
+        export: "noop",
+        schedule: { kind: "interval", everyMs: 60_000, text: "60s" },
+        hint: "require_global",
+        ttlMs: 5_000,
+        keepalive: false,
+        fair: false,
       };
       const scheduler = new Scheduler([config], { locks, guest: () => guest, log: silent });
       expect(await scheduler.runTick("tracing-tick")).toBe("ran");
       await scheduler.releaseParked();
       const tick = one("lockhost.schedule.tick");
-      expect(tick.attributes).toMatchObject({ "lockhost.schedule": "tracing-tick", "lockhost.plugin": "test", "lockhost.export": "noop", "lockhost.tick.outcome": "ran" });
+      expect(tick.attributes).toMatchObject({
+        "lockhost.schedule": "tracing-tick",
+        "lockhost.plugin": "test",
+        "lockhost.export": "noop",
+        "lockhost.tick.outcome": "ran",
+      });
       const acquire = one("lockhost.lock.acquire");
       expect(isChild(acquire, tick)).toBe(true);
       expect(acquire.attributes).toMatchObject({ "lockhost.lock.name": "lockhost:schedule:tracing-tick", "lockhost.lock.outcome": "acquired" });
@@ -244,7 +261,7 @@ describe("with the SDK registered", () => {
     });
 
     describe.each(GUEST_RUNTIMES)("%s runtime", (runtime) => {
-      it("traces a guest call, its lock, its host function and its HTTP request, whose traceparent reaches the resource with the fence", async () => {
+      it("traces a guest call, its lock, its host function and its HTTP request (traceparent and fence reach the resource)", async () => {
         const locks = service(create);
         const g = await capsGuest(locks, runtime);
         const { job } = await inJob(async () => {
@@ -259,7 +276,11 @@ describe("with the SDK registered", () => {
         // The guest's lock: a child of its call; its hold ends released (auto-release at the call's end).
         const [acquired] = named("lockhost.lock.acquire");
         expect(isChild(acquired!, post!)).toBe(true);
-        expect(acquired!.attributes).toMatchObject({ "lockhost.lock.name": "global:ledger", "lockhost.plugin": "billing", "lockhost.lock.outcome": "acquired" });
+        expect(acquired!.attributes).toMatchObject({
+          "lockhost.lock.name": "global:ledger",
+          "lockhost.plugin": "billing",
+          "lockhost.lock.outcome": "acquired",
+        });
         const fence = acquired!.attributes["lockhost.lock.fence"];
 
         // The HTTP request: a CLIENT child of the call, whose context the server received as traceparent, beside the fence.
@@ -288,6 +309,18 @@ describe("with the SDK registered", () => {
         // Every span of the job is in the job's trace.
         for (const s of spans()) if (s !== undefined && s.name !== "lockhost.lock.hold") expect(s.spanContext().traceId).toBe(job.spanContext().traceId);
         for (const hold of named("lockhost.lock.hold")) expect(hold.attributes["lockhost.lock.end"]).toBe("released");
+      });
+
+      it("leaves a traceparent the guest sets itself as it is: the host adds none beside it", async () => {
+        const locks = service(create);
+        const g = await capsGuest(locks, runtime);
+        const own = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        await inJob(async () => {
+          expect(await g.call("post", [`${base}/entries`, "x", `traceparent: ${own}`, "ledger"])).toBe(201);
+        });
+        expect(seen).toHaveLength(1);
+        expect(seen[0]!.headers.traceparent).toBe(own);
+        expect(one("POST").kind).toBe(SpanKind.CLIENT);
       });
 
       it("marks a failed guest call and a failed host function as errors", async () => {

@@ -260,6 +260,37 @@ describe("with the SDK registered", () => {
       expect(call.attributes).toMatchObject({ "lockhost.plugin": "test", "lockhost.export": "noop", "lockhost.call.outcome": "ok" });
     });
 
+    it("starts a trace of its own for each tick its timer fires, whatever context the scheduler was started in", async () => {
+      const locks = service(create);
+      const guest = await startGuest("locker", locks, captureLogger().logger, {});
+      guests.push(guest);
+      const config: ScheduledConfig = {
+        id: "tracing-timer",
+        plugin: "test",
+        export: "noop",
+        schedule: { kind: "interval", everyMs: 100, text: "100ms" },
+        hint: "require_global",
+        ttlMs: 5_000,
+        keepalive: false,
+        fair: false,
+      };
+      const scheduler = new Scheduler([config], { locks, guest: () => guest, log: silent });
+      const ran = new Promise<void>((resolve) => scheduler.on("tick", (t: { outcome: string }) => t.outcome === "ran" && resolve()));
+      const { job } = await inJob(async () => scheduler.start());
+      try {
+        await ran;
+      } finally {
+        scheduler.stop();
+        await scheduler.idle();
+        await scheduler.releaseParked();
+      }
+      const tick = named("lockhost.schedule.tick").find((s) => s.attributes["lockhost.tick.outcome"] === "ran")!;
+      expect(tick.parentSpanContext).toBeUndefined();
+      expect(tick.spanContext().traceId).not.toBe(job.spanContext().traceId);
+      const call = named("lockhost.guest.call").find((s) => s.spanContext().traceId === tick.spanContext().traceId)!;
+      expect(isChild(call, tick)).toBe(true);
+    });
+
     describe.each(GUEST_RUNTIMES)("%s runtime", (runtime) => {
       it("traces a guest call, its lock, its host function and its HTTP request (traceparent and fence reach the resource)", async () => {
         const locks = service(create);

@@ -232,7 +232,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     }
     state.timer = setTimeout(() => {
       // Nobody awaits a timer's tick: a failure is logged, never an unhandled rejection.
-      traceTick(state.config, at, () => this.#fire(state, at)).catch((err: unknown) => {
+      traceTick(state.config, at, () => this.#fire(state, at), true).catch((err: unknown) => {
         const e = toLockhostError(err);
         this.#deps.log.error({ schedule: state.config.id, tickAtMs: at, code: e.code, err: e.message }, "tick failed unexpectedly");
       });

@@ -96,7 +96,9 @@ export const SPANS = {
   tick: {
     name: "lockhost.schedule.tick",
     kind: "internal",
-    doc: "one tick of a schedule on this node: the schedule lock's acquisition and the guest call are its children. Status error when failed or skipped_error",
+    doc:
+      "one tick of a schedule on this node (a root span when its timer fired it): the schedule lock's acquisition and the guest call are its " +
+      "children. Status error when failed or skipped_error",
     attributes: ["schedule", "plugin", "exportName", "tickAtMs", "tickOutcome"],
   },
   hostFunction: {

@@ -245,9 +245,13 @@ export interface TickInfo {
 /** Error outcomes of a tick. */
 const FAILED_TICKS = new Set(["failed", "skipped_error"]);
 
-/** Runs one tick of `schedule` under its span; its outcome (the scheduler's) is the span's. */
-export function traceTick<O extends string>(schedule: TickInfo, tickAtMs: number, run: () => Promise<O>): Promise<O> {
-  const span = tracer.startSpan(SPANS.tick.name);
+/**
+ * Runs one tick of `schedule` under its span; its outcome (the scheduler's) is the span's. `root`:
+ * a tick its timer fired starts a trace of its own (else the context the host started in would be
+ * the parent of every tick, forever); one run on request (runTick) is a child of the caller's context.
+ */
+export function traceTick<O extends string>(schedule: TickInfo, tickAtMs: number, run: () => Promise<O>, root = false): Promise<O> {
+  const span = tracer.startSpan(SPANS.tick.name, root ? { root: true } : undefined);
   if (!span.isRecording()) return run();
   span.setAttributes({ [ATTR.schedule]: schedule.id, [ATTR.plugin]: schedule.plugin, [ATTR.exportName]: schedule.export, [ATTR.tickAtMs]: tickAtMs });
   return context.with(trace.setSpan(context.active(), span), run).then(

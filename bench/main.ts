@@ -10,7 +10,8 @@
 // service (the LockService's cost over its backend's bare steps, memory and Redis), etcd (a
 // mutex pair vs a raw lock by transaction, and handoff to another host, on three members),
 // metrics (what the host's metrics cost per lock operation and per guest call, metered vs plain),
-// contention (16 callers of one key on one host taking turns, handoffs/s vs redis-semaphore's Mutex).
+// contention (16 callers of one key on one host taking turns, handoffs/s vs redis-semaphore's Mutex),
+// tracing (what the OpenTelemetry spans cost: no SDK registered vs a baseline without them, and with an SDK).
 //   npm run bench                 every part
 //   npm run bench -- redis pg     only those parts
 //   npm run bench -- --json       one JSON object per table row (part, path, p50Us, p99Us, opsPerSec, …)
@@ -28,6 +29,7 @@ import { metricsBench } from "./metrics.js";
 import { pgBench } from "./pg.js";
 import { redisBench } from "./redis.js";
 import { serviceBench } from "./service.js";
+import { tracingBench } from "./tracing.js";
 import { reportAsJson } from "./stats.js";
 
 const PARTS: Record<string, () => Promise<void>> = {
@@ -44,6 +46,7 @@ const PARTS: Record<string, () => Promise<void>> = {
   service: serviceBench,
   metrics: metricsBench,
   contention: contentionBench,
+  tracing: tracingBench,
 };
 
 async function main(): Promise<void> {

@@ -17,6 +17,7 @@ const GUEST_SUITES = [
   "test/guest-kinds.test.ts",
   "test/guest-worker.test.ts",
   "test/guest-shapes.test.ts",
+  "test/guest-tracing.test.ts",
   "test/declared-schedules.test.ts",
   "test/abi.test.ts",
   "test/host.test.ts",

@@ -8,6 +8,7 @@ import { configReference } from "./config-reference.js";
 import { kindsTable } from "./kinds-table.js";
 import { metricsTable } from "./metrics-table.js";
 import { statusCodesTable } from "./status-codes.js";
+import { tracingTable } from "./tracing-table.js";
 
 /** The sources a block may need besides the modules it imports: abi/status.ts as text. */
 export interface DocSources {
@@ -34,6 +35,7 @@ export const DOC_FILES: readonly DocFile[] = [
       { name: "config-reference", write: () => configReference() },
       { name: "metrics", write: () => metricsTable() },
       { name: "admin-routes", write: () => adminRoutesTable() },
+      { name: "tracing", write: () => tracingTable() },
     ],
   },
   {

@@ -15,6 +15,7 @@ import { backendError, closedError, kindOf, type ServiceCore } from "./core.js";
 import { Lease } from "./lease.js";
 import type { CheckedRequest, TryLockOptions } from "./request.js";
 import { jittered, timerMs, Waiter } from "./waiting.js";
+import { startAcquire, traceAcquire } from "../tracing/tracer.js";
 
 /** Options of a waiting acquisition. */
 export interface AcquireOptions extends TryLockOptions {
@@ -63,6 +64,9 @@ export const NO_TIME_LEFT_BACKOFF_MS = 50;
 export function tryChecked(core: ServiceCore, request: CheckedRequest): Promise<Lease | null> {
   // Not async: the lock path is measured in microseconds, and one more frame is one more microtask.
   if (core.life.closing) return Promise.reject(closedError());
+  // With no tracing SDK this is a no-op span: nothing more is done for it.
+  const span = startAcquire(request, 0);
+  if (span.isRecording()) return traceAcquire(span, contendedHere(core, request) ? Promise.resolve(null) : attempt(core, request, contendedAsNull));
   if (contendedHere(core, request)) return Promise.resolve(null);
   return attempt(core, request, contendedAsNull);
 }
@@ -85,7 +89,12 @@ export function countContended(core: ServiceCore, request: CheckedRequest): void
 }
 
 /** Takes a checked request's key, waiting up to `waitMs` (validated) for it (see LockService.acquire). */
-export async function acquireChecked(core: ServiceCore, request: CheckedRequest, waitMs: number, signal?: AbortSignal): Promise<Lease> {
+export function acquireChecked(core: ServiceCore, request: CheckedRequest, waitMs: number, signal?: AbortSignal): Promise<Lease> {
+  const span = startAcquire(request, waitMs);
+  return span.isRecording() ? traceAcquire(span, acquireWaiting(core, request, waitMs, signal)) : acquireWaiting(core, request, waitMs, signal);
+}
+
+async function acquireWaiting(core: ServiceCore, request: CheckedRequest, waitMs: number, signal?: AbortSignal): Promise<Lease> {
   if (core.life.closing) throw closedError();
   signal?.throwIfAborted();
   const started = performance.now();

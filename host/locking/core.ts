@@ -20,6 +20,7 @@ import type { KindSteps } from "../../kit/steps.js";
 import { ELECTION, KINDS, MUTEX, type LockKind } from "../../kit/kinds.js";
 import { ServiceLife } from "./service-life.js";
 import { LockCounters } from "./stats.js";
+import { endHold } from "../tracing/tracer.js";
 
 export { closedError } from "./service-life.js";
 
@@ -186,6 +187,7 @@ export class ServiceCore {
     this.held.delete(lease.owner);
     this.renewals.forget(lease);
     leases.markLost(lease, reason);
+    endHold(lease, reason);
     // Its line's waiters no longer count it as this host's hold: the key's release notice (or the
     // lease's end, for a lease that ran out) wakes them to try. Not woken here: the backend may
     // still be letting go of it (PostgreSQL unlocks a force-released lock after telling the loss).

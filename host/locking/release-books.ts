@@ -7,6 +7,7 @@ import type { Lease } from "./lease.js";
 import { leases } from "./lease-control.js";
 import { waitKey } from "./kinds.js";
 import type { UnsettledHost } from "./unsettled.js";
+import { endHold } from "../tracing/tracer.js";
 
 /**
  * Takes `lease` out of the books before its release is sent, so a concurrent releaseAll cannot
@@ -85,6 +86,7 @@ export function releaseRefused(core: ServiceCore, lease: Lease, result: Exclude<
 export function releaseDone(core: ServiceCore, lease: Lease): void {
   core.released.add(lease.owner);
   leases.markReleased(lease);
+  endHold(lease);
   if (core.events.wants("released")) {
     const atMs = Date.now();
     core.events.emit({ type: "released", ...kindOf(lease), name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, heldMs: atMs - lease.acquiredAtMs, atMs });

@@ -18,6 +18,8 @@ import type { FuncSignature } from "./wasm-binary.js";
 import { allocatorProblem, MAX_STRING_ARG_UNITS, stringFormOf, type GuestArg } from "./guest-strings.js";
 import { callOutcomeOf, NO_GUEST_RECORDER, type GuestRecorder } from "./guest-recorder.js";
 import { stringResultFormOf, type StringResultForm } from "./string-results.js";
+import { context, type Context } from "@opentelemetry/api";
+import { contextOf, endGuestCall, startGuestCall, TraceSlot } from "../tracing/tracer.js";
 
 /** What every runtime's guest is started with. */
 export interface GuestShellOptions {
@@ -69,7 +71,7 @@ export abstract class GuestShell implements GuestInstance {
     this.plugin = opts.module.plugin;
     this.module = opts.module;
     this.locks = opts.locks;
-    this.calls = { locks: opts.locks, caps: opts.caps };
+    this.calls = { locks: opts.locks, caps: opts.caps, trace: new TraceSlot() };
     this.grants = opts.grants;
     this.log = opts.log;
     this.recorder = opts.recorder ?? NO_GUEST_RECORDER;
@@ -176,7 +178,9 @@ export abstract class GuestShell implements GuestInstance {
   #callJob(exportName: string, args: readonly GuestArg[], options: CallOptions): () => Promise<GuestValue> {
     if (this.closed) throw this.closedError();
     this.#checkArgs(exportName, args);
-    const run = (): Promise<GuestValue> => this.#run(exportName, args, options.scheduleLease, true) as Promise<GuestValue>;
+    // The caller's active context (an embedder's span, a tick's) is the parent of the call's span.
+    const parent = context.active();
+    const run = (): Promise<GuestValue> => this.#run(exportName, args, options.scheduleLease, true, undefined, undefined, parent) as Promise<GuestValue>;
     // A loss the guest has not heard of yet comes before its next piece of work.
     return () => (this.#lost.length > 0 ? this.#deliverLost().then(run) : run());
   }
@@ -193,7 +197,8 @@ export abstract class GuestShell implements GuestInstance {
         `export ${exportName} of plugin ${this.plugin} must return a string (an i32 pointer to an AssemblyScript string, or an i64 len << 32 | ptr of UTF-8), but returns ${sig.results.join(", ") || "nothing"}`,
       );
     }
-    const run = (): Promise<string> => this.#run(exportName, args, undefined, false, undefined, form) as Promise<string>;
+    const parent = context.active();
+    const run = (): Promise<string> => this.#run(exportName, args, undefined, false, undefined, form, parent) as Promise<string>;
     return () => (this.#lost.length > 0 ? this.#deliverLost().then(run) : run());
   }
 
@@ -241,10 +246,22 @@ export abstract class GuestShell implements GuestInstance {
    * `forEpoch`, only if that guest instance still runs (else nothing: a notice about an
    * instance that ended never reaches the next one).
    */
-  async #run(name: string, args: readonly GuestArg[], scheduleLease: Lease | undefined, watchSchedule: boolean, forEpoch?: number, stringResult?: StringResultForm): Promise<GuestValue | string> {
+  async #run(
+    name: string,
+    args: readonly GuestArg[],
+    scheduleLease: Lease | undefined,
+    watchSchedule: boolean,
+    forEpoch?: number,
+    stringResult?: StringResultForm,
+    parent: Context = context.active(),
+  ): Promise<GuestValue | string> {
     // Timed from its turn in the queue: waiting for a restarted instance is part of the call.
     const started = performance.now();
     let detach: (() => void) | undefined;
+    // The call's span (a no-op with no tracing SDK); what the guest does meanwhile runs under it (lock-ops.ts runOp).
+    const span = startGuestCall(parent, this.plugin, name);
+    const slot = this.calls.trace!;
+    slot.context = contextOf(parent, span);
     try {
       await this.live();
       if (forEpoch !== undefined && forEpoch !== this.locks.epoch) return undefined;
@@ -256,12 +273,19 @@ export abstract class GuestShell implements GuestInstance {
       detach = scheduleLease && this.locks.attachSchedule(scheduleLease, watchSchedule);
       const value = await this.invoke(name, args, stringResult);
       this.recorder.called(name, "ok", performance.now() - started);
+      endGuestCall(span, "ok");
       return value;
     } catch (err) {
-      if (err instanceof NotEntered) throw err;
-      this.recorder.called(name, err instanceof LockhostError ? callOutcomeOf(err.code) : "error", performance.now() - started);
+      if (err instanceof NotEntered) {
+        endGuestCall(span, "not_entered", err);
+        throw err;
+      }
+      const outcome = err instanceof LockhostError ? callOutcomeOf(err.code) : "error";
+      this.recorder.called(name, outcome, performance.now() - started);
+      endGuestCall(span, outcome, err);
       throw err;
     } finally {
+      slot.context = undefined;
       detach?.();
     }
   }

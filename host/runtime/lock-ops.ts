@@ -20,6 +20,8 @@ import { acquireLock, restoreLock, tryLock } from "./lock-calls/acquisition.js";
 import { releaseLock, renewLock } from "./lock-calls/renew-release.js";
 import { lockFence, lockOwner, lockState, lockStatus } from "./lock-calls/queries.js";
 import { campaignLock, leaderOf, proclaimLock, resignLock } from "./lock-calls/election.js";
+import { context } from "@opentelemetry/api";
+import type { TraceSlot } from "../tracing/tracer.js";
 
 /** The field an argument kind is decoded into. */
 interface Fields {
@@ -70,6 +72,8 @@ export type { CallContext } from "./call-context.js";
 export interface GuestCalls {
   readonly locks: GuestLocks;
   readonly caps: GuestCapabilities;
+  /** The running call's trace context, which its operations run under (their spans are its children). */
+  readonly trace?: TraceSlot;
 }
 
 /** Each remote operation: the lock call (lock-calls/) or capability that serves it. They throw; runOp makes the reply. */
@@ -121,7 +125,10 @@ export function runOp<T>(
   if (!impl) return failed(new Error(`${op.module}.${op.name} is not served by the host`));
   let reply: Promise<AbiReply> | AbiReply;
   try {
-    reply = impl(calls, checkedArgs(op, number, bytes) as never, ctx);
+    const args = checkedArgs(op, number, bytes) as never;
+    // During a traced call its operations run under its span's context (their spans are its children).
+    const traced = calls.trace?.context;
+    reply = traced === undefined ? impl(calls, args, ctx) : context.with(traced, impl, undefined, calls, args, ctx);
   } catch (err) {
     return failed(err);
   }

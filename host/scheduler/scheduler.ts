@@ -17,6 +17,7 @@ import type { LockService } from "../locking/service.js";
 import type { GuestInstance, GuestReservation } from "../runtime/guest-instance.js";
 import { tickClock, type TickClock } from "./next-tick.js";
 import { Leaders } from "./leaders.js";
+import { traceTick } from "../tracing/tracer.js";
 
 /** What happened to one tick on this node. */
 export type TickOutcome =
@@ -214,7 +215,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   async runTick(id: string, tickAtMs: number = Date.now()): Promise<TickOutcome> {
     const state = this.#states.find((s) => s.config.id === id);
     if (!state) throw new Error(`no schedule with id ${id}`);
-    return this.#fire(state, tickAtMs);
+    return traceTick(state.config, tickAtMs, () => this.#fire(state, tickAtMs));
   }
 
   #arm(state: State, fromMs: number): void {
@@ -231,7 +232,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     }
     state.timer = setTimeout(() => {
       // Nobody awaits a timer's tick: a failure is logged, never an unhandled rejection.
-      this.#fire(state, at).catch((err: unknown) => {
+      traceTick(state.config, at, () => this.#fire(state, at), true).catch((err: unknown) => {
         const e = toLockhostError(err);
         this.#deps.log.error({ schedule: state.config.id, tickAtMs: at, code: e.code, err: e.message }, "tick failed unexpectedly");
       });

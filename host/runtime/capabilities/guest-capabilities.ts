@@ -11,6 +11,7 @@ import type { CallContext } from "../call-context.js";
 import { runHostFunction, type HeldLock, type HostFunction, type HostFunctionContext } from "./functions.js";
 import { encodeResponse, parseRequestHead } from "./http-envelope.js";
 import { createHttpClient, type HttpClient, type HttpGrant } from "./http/index.js";
+import { traceHostFunction, traceHttp } from "../../tracing/tracer.js";
 
 // The headers a fenced request carries (the lock's full name, its fence, its kind) are the ones
 // lockhost/fence reads: one definition for the sender and the resource.
@@ -63,8 +64,9 @@ export class GuestCapabilities {
       }
       const req = parseRequestHead(head);
       let hostHeaders: [string, string][] | undefined;
+      let held: HeldLock | undefined;
       if ((flags & FLAG_FENCE) !== 0) {
-        const held = locks.fenceOf(handle);
+        held = locks.fenceOf(handle);
         // The name exactly, whatever characters its key has: as its UTF-8 bytes, or percent-encoded
         // when a header value would lose some (`ledger ` is not `ledger`): fence/headers.ts.
         hostHeaders = [[...lockHeader(held.name)], [FENCE_HEADER, String(held.fence)], [KIND_HEADER, held.kind]];
@@ -72,10 +74,14 @@ export class GuestCapabilities {
         throw new LockhostError("INVALID_ARGUMENT", `handle ${handle} is given without FLAG_FENCE; pass 0, or FLAG_FENCE to send that lock's fence`);
       }
       const timeoutMs = this.#timeoutMs(http.grant.timeoutMs, ctx);
-      const res = await http.client.request(
-        { method: req.method, url: req.url, headers: req.headers, ...(body.byteLength > 0 && { body }) },
-        { signal: locks.signal, timeoutMs, ...(hostHeaders && { hostHeaders }) },
-      );
+      // Under a CLIENT span whose traceparent (when a propagator is registered) goes out beside the fence.
+      const res = await traceHttp(plugin, req.method, req.url, req.headers, held, (traceHeaders) => {
+        const sent = traceHeaders.length > 0 ? [...(hostHeaders ?? []), ...traceHeaders] : hostHeaders;
+        return http.client.request(
+          { method: req.method, url: req.url, headers: req.headers, ...(body.byteLength > 0 && { body }) },
+          { signal: locks.signal, timeoutMs, ...(sent && { hostHeaders: sent }) },
+        );
+      });
       return bytesReply(encodeResponse(res));
     } catch (err) {
       return locks.failure(err);
@@ -90,7 +96,7 @@ export class GuestCapabilities {
     const ctx = this.#context(bound);
     try {
       locks.checkNotCancelled();
-      const out = runHostFunction(bound.fn, input, ctx);
+      const out = traceHostFunction(this.#o.plugin, bound.module, bound.name, () => runHostFunction(bound.fn, input, ctx));
       return out instanceof Promise ? out.then(bytesReply, (err: unknown) => this.#failed(ctx, err)) : bytesReply(out);
     } catch (err) {
       return this.#failed(ctx, err);

@@ -15,7 +15,6 @@ import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import Redlock from "redlock";
 import { Mutex } from "redis-semaphore";
-import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
 import type { LockBackend } from "../kit/backend.js";
 import type { Lease } from "../host/locking/lease.js";
 import { LockService } from "../host/locking/service.js";

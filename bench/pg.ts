@@ -7,7 +7,6 @@
 //    in time and server connections.
 import { randomUUID } from "node:crypto";
 import pg from "pg";
-import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
 import { LockService } from "../host/locking/service.js";
 import type { Lease } from "../host/locking/lease.js";
 import { redactUrlSecrets } from "../kit/redact.js";

@@ -11,7 +11,6 @@ import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import Redlock from "redlock";
 import { Mutex } from "redis-semaphore";
-import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
 import { LockService } from "../host/locking/service.js";
 import { redactUrlSecrets } from "../kit/redact.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";

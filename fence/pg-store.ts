@@ -80,7 +80,7 @@ function checkedTable(table: string): string {
 }
 
 function fenceOfRow(row: Record<string, unknown> | undefined): bigint | undefined {
-  const value = row?.["fence"];
+  const value = row?.fence;
   if (value === undefined || value === null) return undefined;
   if (typeof value !== "string") throw new TypeError(`the fence table returned a fence of type ${typeof value}, expected text`);
   return BigInt(value);

@@ -4,7 +4,6 @@
 // server lock table is named as such, and close() returns even when the server is gone.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
 import { LockhostError } from "../kit/errors.js";
 import type { MutexAcquireRequest } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";

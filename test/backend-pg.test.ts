@@ -5,7 +5,6 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
 import { LockhostError } from "../kit/errors.js";
 import type { MutexAcquireRequest, MutexAcquireResult } from "../kit/backend.js";
 import { LockService } from "../host/locking/service.js";

@@ -8,7 +8,6 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { CONFIG_DEFAULTS } from "../host/config/defaults.js";
 import type { LockingConfig } from "../host/config/types.js";
 import { resolveConfig, type ConfigInput } from "../host/config/load.js";
 import { Host } from "../host/host.js";

@@ -9,7 +9,7 @@ import { chosenBackend, createBackend } from "../registry/create.js";
 import { loadConfig } from "../config/load.js";
 import { ADMIN_SCHEMA } from "../config/tables.js";
 import type { LockhostConfig } from "../config/types.js";
-import { LockhostError, toLockhostError } from "../../kit/errors.js";
+import { LockhostError, } from "../../kit/errors.js";
 import { Host } from "../host.js";
 import { LockService } from "../locking/service.js";
 import { AdminClient, AdminUnreachable, adminTls, adminUrl, type AdminTlsFiles } from "./admin-client.js";

@@ -5,7 +5,7 @@
 import { LockhostError } from "../../kit/errors.js";
 import { redactUrlSecrets } from "../../kit/redact.js";
 
-const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([^]*))?$/;
+const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([\s\S]*))?$/;
 
 /**
  * Replaces `${VAR}` and `${VAR:-default}` in `text` with values from `env`; `$$` stands for a

@@ -271,7 +271,7 @@ export class Table {
       if (this.ctx.secrets === "if-set" && isUnsetVariable(err)) return undefined;
       // The one substitution error that quotes the text it read; a token pasted inside ${...} would leak.
       const message = err instanceof Error ? err.message : String(err);
-      throw configError(message.replace(/has "\$\{[^]*?\}", which is not/, `has "\${***}", which is not`));
+      throw configError(message.replace(/has "\$\{[\s\S]*?\}", which is not/, `has "\${***}", which is not`));
     }
   }
 

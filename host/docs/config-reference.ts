@@ -32,14 +32,14 @@ export function configReference(): string {
 function section(header: string, schema: TableSchema<unknown>): string {
   const rows: [string, string][] = [[header, schema.doc]];
   for (const [name, spec] of Object.entries(schema.fields) as [string, FieldSpec<unknown>][]) {
-    rows.push([`${tomlKey(name)} = ${valueOf(spec)}`, comment(spec)]);
+    rows.push([`${tomlKey(name)} = ${exampleValue(spec)}`, comment(spec)]);
   }
   const width = Math.max(...rows.map(([code]) => code.length)) + 2;
   return rows.map(([code, note]) => `${code.padEnd(width)}# ${note}`).join("\n");
 }
 
 /** What the reference shows as the key's value: its default, else an example. */
-function valueOf(spec: FieldSpec<unknown>): string {
+function exampleValue(spec: FieldSpec<unknown>): string {
   if (spec.toml !== undefined) return spec.toml;
   const shown = spec.default !== undefined && spec.defaultDoc === undefined ? spec.default : spec.example;
   return JSON.stringify(shown ?? "");

@@ -19,7 +19,6 @@ import { releaseOrThrow, releaseTarget, tryRelease, type ReleaseOptions, type Re
 import { renew, renewalHost, setKeepalive } from "./renew.js";
 import { checkRequest, type CheckedRequest, type TryLockOptions } from "./request.js";
 import { restore, type RestoreOptions } from "./restore.js";
-import { qualify } from "./scope.js";
 import { statsOf, type LockStats } from "./stats.js";
 import { forceRelease, status, type LockStatus, type StatusOptions } from "./status.js";
 import { heldElsewhere, type LockRef } from "./elsewhere.js";
@@ -27,7 +26,7 @@ import { list, type ListOptions, type LockListPage } from "./list.js";
 import { kindName } from "./kinds.js";
 import { specOf, type SpecOptions } from "./spec.js";
 import { checkRef, keyOf, nameOf, type LockRefInput, type LockRefOptions } from "./ref.js";
-import { checkKind, ELECTION, LOCK_KINDS, MUTEX, type LockKind, type LockSpec } from "../../kit/kinds.js";
+import { checkKind, LOCK_KINDS, MUTEX, type LockKind, type LockSpec } from "../../kit/kinds.js";
 import { ALL_LOCK_EVENT_TYPES, type LockEventListener, type LockEventType } from "./events.js";
 import { validateFlag, validateFunction, validateName, validateOptions, validateSignal, validateTtl, validateWaitMs } from "./validate.js";
 import { campaign, campaignWait, electionKey, electionRequest, type CampaignOptions, type Leadership } from "./election.js";

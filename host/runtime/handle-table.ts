@@ -121,7 +121,7 @@ export class HandleTable<T, E = never> {
   /** Replaces the tombstone of a released handle whose slot was not reused since; else does nothing. */
   mark(handle: number, tombstone: E): void {
     const slot = this.#slots[(handle & SLOT_MASK) - 1];
-    if (slot && slot.released && slot.generation === handle >>> SLOT_BITS) slot.tombstone = tombstone;
+    if (slot?.released && slot.generation === handle >>> SLOT_BITS) slot.tombstone = tombstone;
   }
 
   /** Every live [handle, value] pair, oldest first. */

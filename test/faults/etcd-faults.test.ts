@@ -6,7 +6,7 @@
 // Each host reaches each member through its own TCP proxy (test/support/tcp-proxy.ts), so its
 // network alone can stall. etcd keeps its revisions through all of it: no fence may step back,
 // and no two sections may overlap at all except where a frozen host explains it.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { startEtcdCluster, type EtcdCluster } from "../support/etcd-servers.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 import type { TestServer } from "../support/servers.js";

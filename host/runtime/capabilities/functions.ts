@@ -31,6 +31,7 @@ export interface HostFunctionContext {
 }
 
 /** What a host function may return: bytes, a string (sent as UTF-8), or nothing (an empty reply). */
+// biome-ignore lint/suspicious/noConfusingVoidType: a host function declared as returning nothing (void, or Promise<void>) must fit
 export type HostFunctionResult = Uint8Array | ArrayBuffer | string | void | undefined;
 
 /**

@@ -6,7 +6,7 @@ import { bodyOf, byId, cell, emptyRow } from "./dom.js";
 import { formatCount, formatMs } from "./format.js";
 import { canForceRelease, tokenHeaders } from "./access.js";
 import { forceRelease } from "./force-release.js";
-import { KINDS, type ErrorBody, type Kind, type Listing, type ListPage } from "./wire.js";
+import { KINDS, type ErrorBody, type Listing, type ListPage } from "./wire.js";
 
 /** Rows shown at once. */
 export const PAGE_SIZE = 200;

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { notify, reloadingState } from "../host/cli/notify.js";
 import { until } from "./support/until.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -168,4 +169,29 @@ describe("lockhost run and NOTIFY_SOCKET", () => {
     expect(await host.exit, host.out()).toBe(0);
     expect(host.out()).not.toContain("NOTIFY_SOCKET");
   }, 120_000);
+
+  it("sends what a reload sends, in order: RELOADING=1 with MONOTONIC_USEC on the monotonic clock, then READY=1", async () => {
+    const socket = `@lockhost-notify-test-${process.pid}-${randomBytes(4).toString("hex")}`;
+    const manager = await receiver(socket);
+    const before = process.hrtime.bigint() / 1000n;
+    const state = reloadingState();
+    expect(state).toMatch(/^RELOADING=1\nMONOTONIC_USEC=\d+$/);
+    const usec = BigInt(/MONOTONIC_USEC=(\d+)/.exec(state)![1]!);
+    expect(usec >= before && usec <= process.hrtime.bigint() / 1000n).toBe(true);
+    const saved = process.env.NOTIFY_SOCKET;
+    process.env.NOTIFY_SOCKET = socket;
+    try {
+      const sent = [notify(state), notify("READY=1")];
+      expect(await Promise.all(sent)).toEqual([true, true]);
+      // Without NOTIFY_SOCKET (unset or empty), nothing is sent.
+      process.env.NOTIFY_SOCKET = "";
+      expect(await notify("READY=1")).toBe(false);
+    } finally {
+      if (saved === undefined) delete process.env.NOTIFY_SOCKET;
+      else process.env.NOTIFY_SOCKET = saved;
+    }
+    await until("both messages", 30_000, () => has(manager.messages(), "READY=1"));
+    const told = manager.messages().filter((m) => !m.startsWith("BARRIER="));
+    expect(told).toEqual([`MAINPID=${process.pid}\n${state}`, `MAINPID=${process.pid}\nREADY=1`]);
+  }, 60_000);
 });

@@ -19,13 +19,21 @@
 // author who ran `npm install lockhost`: asc looks for `node_modules/lockhost/index.ts`,
 // and this script serves that package from the repository itself (see `ascReadFile`).
 //
+// A guest whose inputs did not change since its last build is not built again
+// (scripts/build-cache.mjs; LOCKHOST_BUILD_FORCE=1 builds all): AssemblyScript's inputs are the
+// files asc read for it, a .wat its file, a Rust crate its folder and abi/rust, a C file itself
+// and abi/c; the key is the compiler (its package version for asc and wabt) and its options.
+// The Rust and C toolchains are only looked for when one of those guests is to be built.
+//
 // Usage: node scripts/build-guests.mjs
-// Prints one line per artifact; exits non-zero with the compiler's message on failure.
+// Prints one line per artifact it builds, and one line in all; exits non-zero with the
+// compiler's message on failure.
 
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { readFile as readFileAsync } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { BuildCache, filesUnder, packageVersion } from "./build-cache.mjs";
 import { buildNative, installToolchains, nativeJobs, nativeToolchainProblem } from "./native-guests.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -38,6 +46,9 @@ const SELF_PKG = path.join(ROOT, "node_modules", "lockhost");
 // this one-line entry in its place.
 const SELF_ENTRY = 'export * from "./abi/assembly/index";\n';
 
+/** The files asc read for the guest it is compiling: that guest's inputs. */
+let ascRead = new Set();
+
 /** asc `readFile` hook: node_modules/lockhost/<file> is served from ROOT/<file>. */
 async function ascReadFile(filename, baseDir) {
   const abs = path.resolve(baseDir, filename);
@@ -48,7 +59,9 @@ async function ascReadFile(filename, baseDir) {
     if (rel === "index.ts" && !existsSync(real)) return SELF_ENTRY;
   }
   try {
-    return await readFileAsync(real, "utf8");
+    const text = await readFileAsync(real, "utf8");
+    ascRead.add(real);
+    return text;
   } catch {
     return null;
   }
@@ -113,6 +126,37 @@ function runJob(job) {
   return job.kind === "asc" ? buildAsc(job.src, job.out) : buildWat(job.src, job.out);
 }
 
+/** What a job's build depends on besides the files it reads: the compiler and its options. */
+function jobKey(job) {
+  if (job.kind === "asc") return `asc ${packageVersion(ROOT, "assemblyscript")} ${TARGET}`;
+  if (job.kind === "wat") return `wabt ${packageVersion(ROOT, "wabt")}`;
+  if (job.kind === "rust") return `rust ${job.target}`;
+  return `c${job.wasi ? " wasi" : ""}`;
+}
+
+/** The files a job reads, known before it builds (asc's are the ones it read: see ascReadFile). */
+function jobInputs(job) {
+  if (job.kind === "wat") return [job.src];
+  if (job.kind === "rust") return [...filesUnder(path.dirname(job.src)), ...filesUnder(path.join(ROOT, "abi", "rust"))];
+  if (job.kind === "c") return [job.src, ...filesUnder(job.include)];
+  return [job.src, path.join(ROOT, "asconfig.json")];
+}
+
+/** The cache of the build folder a job writes to. */
+const caches = new Map();
+function cacheOf(job) {
+  const file = path.join(path.dirname(job.out), ".build-cache.json");
+  let cache = caches.get(file);
+  if (!cache) caches.set(file, (cache = new BuildCache(file, ROOT)));
+  return cache;
+}
+
+const jobId = (job) => path.relative(ROOT, job.out);
+const upToDate = (job) => cacheOf(job).upToDate(jobId(job), jobKey(job), [job.out]);
+
+/** Rust and C guests found up to date by listJobs (their toolchains were not looked for). */
+let upToDateNative = 0;
+
 function listJobs() {
   const jobs = [];
   const add = (dir, exts) => {
@@ -130,7 +174,9 @@ function listJobs() {
   };
   add("plugins/guests", [".ts"]);
   add("test/guests", [".ts", ".wat"]);
-  const native = nativeJobs(ROOT, ["plugins/guests", "test/guests"]);
+  const allNative = nativeJobs(ROOT, ["plugins/guests", "test/guests"]);
+  const native = allNative.filter((job) => !upToDate(job));
+  upToDateNative = allNative.length - native.length;
   if (native.length > 0) {
     let problem = nativeToolchainProblem(native);
     // A fresh machine of the project's kind (root, Debian) gets the packages, as .ci/run does.
@@ -150,14 +196,22 @@ function listJobs() {
 async function main() {
   process.chdir(ROOT);
   const t0 = performance.now();
-  const jobs = listJobs();
+  const listed = listJobs();
+  const jobs = listed.filter((job) => !upToDate(job));
+  const fresh = listed.length - jobs.length + upToDateNative;
+  if (jobs.length > 0) console.log(`build-guests: building ${jobs.length} guest(s) whose inputs changed (${fresh} up to date)`);
   // Sequential on purpose: asc is CPU-bound and single-threaded, and on the
   // 2-core machines this repo targets, worker threads measured no faster
   // (each one pays the compiler's warm-up again): ~3.5 s either way.
   const results = [];
   for (const job of jobs) {
+    ascRead = new Set();
     const r = await runJob(job);
     results.push(r);
+    const cache = cacheOf(job);
+    if (r.ok) cache.record(jobId(job), jobKey(job), [...jobInputs(job), ...ascRead]);
+    else cache.forget(jobId(job));
+    cache.save();
     const rel = path.relative(ROOT, r.out);
     if (r.ok) {
       const kib = (r.bytes / 1024).toFixed(1).padStart(6);
@@ -174,7 +228,11 @@ async function main() {
     console.error(`build-guests: ${failed.length} of ${results.length} guest(s) failed (${secs} s)`);
     process.exit(1);
   }
-  console.log(`build-guests: ${results.length} guest(s) built in ${secs} s`);
+  console.log(
+    results.length === 0
+      ? `build-guests: ${fresh} guest(s) up to date; nothing built (${secs} s)`
+      : `build-guests: ${results.length} guest(s) built in ${secs} s, ${fresh} up to date`,
+  );
 }
 
 await main();

@@ -18,6 +18,7 @@ import { checkKind, kindRow, LOCK_KINDS, type LockKind } from "../../kit/kinds.j
 import { check } from "./check.js";
 import { call, parseCallArg } from "./call.js";
 import { cliLogger, parseLogFormat, type LogFormat } from "./logger.js";
+import { notify, notifySettled, setNotifyLogger } from "./notify.js";
 import { handleSignals } from "./signals.js";
 import { logSummary } from "./summary.js";
 import { MAX_LIST_LIMIT } from "../locking/list.js";
@@ -56,6 +57,9 @@ On SIGINT, SIGTERM or SIGQUIT it stops ticking, ends the waits guests are parked
 A lock still held then is named (name, kind, fence) in one ERROR line and the exit code is 1.
 A second such signal exits at once (1). SIGHUP is logged and ignored (reload is not supported
 yet), as are SIGUSR2 and the other signals that would end it (docs/operators.md, "Signals").
+Under a service manager that sets NOTIFY_SOCKET (systemd Type=notify) it sends READY=1 once
+/readyz would answer 200 and STOPPING=1 when a stop begins, through systemd-notify
+(docs/deploy.md); a message that cannot be sent is logged once and changes nothing else.
 
 Options:
   -c, --config FILE     the TOML config (default: lockhost.toml)
@@ -415,6 +419,7 @@ function parseLocalNodes(text: string, config: LockhostConfig): number {
 async function run(config: LockhostConfig, localNodes: number, format: LogFormat | undefined): Promise<number> {
   const hosts: Host[] = [];
   const root = await cliLogger(config.host.logLevel, format, {});
+  setNotifyLogger(root);
   // Every signal that would end the process stops it gracefully or is ignored (signals.ts),
   // from before the first host takes a lock (a stop asked for during the start waits for it).
   // They stay installed until the process exits: a signal after the stop changes nothing.
@@ -446,8 +451,11 @@ async function run(config: LockhostConfig, localNodes: number, format: LogFormat
   for (const host of hosts) host.scheduler.start();
   const log = hosts[0]!.log;
   logSummary(root, config, hosts, (format ?? (process.stdout.isTTY ? "pretty" : "json")) === "pretty");
+  // Ready as /readyz is: the listener is up, the backend answered, the plugins are loaded (notify.ts).
+  void notify("READY=1");
   const stopped = stopAsked.then(async (signal) => {
     log.info({ signal }, "shutting down: no new ticks, waiting for running calls");
+    void notify("STOPPING=1");
     try {
       // 1 when a lock could not be released (each host has named its locks in an ERROR line).
       const unreleased = await Promise.all(hosts.map((h) => h.stop()));
@@ -455,6 +463,9 @@ async function run(config: LockhostConfig, localNodes: number, format: LogFormat
     } catch (err) {
       log.error({ err: (err as Error).message }, "shutdown failed");
       return 1;
+    } finally {
+      // The service manager hears STOPPING=1 before the process is gone (bounded: it never holds up the exit long).
+      await Promise.race([notifySettled(), new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
     }
   });
   return Promise.race([stopped, force]);

@@ -117,6 +117,8 @@ export interface PluginConfig {
   readonly http?: HttpGrant;
   /** The guest may import WASI basics (stdout/stderr to the log, clocks, random); default false. */
   readonly wasi: boolean;
+  /** Pins the module: the SHA-256 (hex) its .wasm's bytes must have; absent: any module. */
+  readonly sha256?: string;
 }
 
 /** When a schedule fires. */
@@ -198,6 +200,7 @@ export interface PluginInput {
   /** `headers` optional; the limits take their defaults. */
   readonly http?: Partial<HttpGrant> & { readonly allowedHosts: readonly string[] };
   readonly wasi?: boolean;
+  readonly sha256?: string;
 }
 
 /** A `[[scheduled]]` entry built in code: the fields of ScheduledConfig, defaults optional. */

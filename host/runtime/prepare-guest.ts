@@ -34,6 +34,8 @@ export interface GuestGrantOptions {
   readonly logLevel?: LogLevel;
   /** The plugin may import WASI basics (host/runtime/wasi.ts); default false. */
   readonly wasi?: boolean;
+  /** The SHA-256 (hex) its .wasm must have ([[plugins]] sha256). */
+  readonly sha256?: string;
 }
 
 /** The module and services of one guest instance, checked against its grants. */
@@ -50,7 +52,7 @@ export async function prepareGuests(service: LockService, log: Logger, o: GuestG
   const granted = o.functions ?? [];
   const registered = o.hostFunctions ?? {};
   const namespaces = new Map(granted.filter((ns) => Object.hasOwn(registered, ns)).map((ns) => [ns, new Set(Object.keys(registered[ns]!))] as const));
-  const module = await loadGuestModule(o.plugin, o.wasm, o.memoryLimitMib * 2 ** 20, { functions: namespaces, granted, wasi: o.wasi ?? false });
+  const module = await loadGuestModule(o.plugin, o.wasm, o.memoryLimitMib * 2 ** 20, { functions: namespaces, granted, wasi: o.wasi ?? false, ...(o.sha256 !== undefined && { sha256: o.sha256 }) });
   return Array.from({ length: count }, (_, i) => instanceShell(service, log, o, module, registered, [...namespaces.keys()], count > 1 ? i : undefined));
 }
 

@@ -6,6 +6,7 @@ import { adminRoutesTable } from "./admin-routes.js";
 import { configReference } from "./config-reference.js";
 import { kindsTable } from "./kinds-table.js";
 import { metricsTable } from "./metrics-table.js";
+import { signalsTable } from "./signals-table.js";
 import { statusCodesTable } from "./status-codes.js";
 
 /** The sources a block may need besides the modules it imports: abi/status.ts as text. */
@@ -30,6 +31,7 @@ export const DOC_FILES: readonly DocFile[] = [
   {
     file: "docs/operators.md",
     blocks: [
+      { name: "signals", write: () => signalsTable() },
       { name: "config-reference", write: () => configReference() },
       { name: "metrics", write: () => metricsTable() },
       { name: "admin-routes", write: () => adminRoutesTable() },

@@ -142,7 +142,9 @@ invalid or whose plugin does not load (CONFIG_INVALID, ABI_UNSUPPORTED): the hos
 its config unchanged. One reload runs at a time; a second waits for the first.
 Prints what changed (--json: the listener's answer).
 Exit codes: 0 reloaded, 1 the host refused the reload or it failed (nothing changed; the line
-names the code and why), 2 bad usage, an unreadable --config, or no admin listener answers.
+names the code and why), 2 bad usage, no admin listener answers, or --config itself cannot be
+read or is invalid (this command reads it for the listener's address and token; with --admin
+URL and LOCKHOST_ADMIN_TOKEN it reads none, and the host's own answer says what is wrong).
 
 Options:
   -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin): where the

@@ -267,7 +267,9 @@ export class Host {
       const report = await this.#apply(running, next);
       this.log.info(
         { source: report.source, plugins: report.plugins, schedules: report.schedules },
-        `reload: applied ${report.source ?? "the new config"}: plugins added ${list(report.plugins.added)}, replaced ${list(report.plugins.replaced)}, removed ${list(report.plugins.removed)}, kept ${list(report.plugins.kept)}; schedules added ${list(report.schedules.added)}, changed ${list(report.schedules.changed)}, removed ${list(report.schedules.removed)}`,
+        `reload: applied ${report.source ?? "the new config"}: ` +
+          `plugins added ${list(report.plugins.added)}, replaced ${list(report.plugins.replaced)}, removed ${list(report.plugins.removed)}, kept ${list(report.plugins.kept)}; ` +
+          `schedules added ${list(report.schedules.added)}, changed ${list(report.schedules.changed)}, removed ${list(report.schedules.removed)}`,
       );
       return report;
     } catch (err) {

@@ -60,12 +60,19 @@ export function refusedKeys(running: LockhostConfig, next: LockhostConfig): stri
 export function reloadRefusal(running: LockhostConfig, next: LockhostConfig): LockhostError | undefined {
   const keys = refusedKeys(running, next);
   if (keys.length === 0) return undefined;
-  const why = keys.map((k) => `${k} (${NOT_RELOADABLE.find((r) => k === r.table || (!r.table.includes(" ") && k.startsWith(r.table.slice(0, -1))))?.why ?? "fixed at start"})`);
+  const why = keys.map((k) => `${k} (${whyFixed(k)})`);
   return new LockhostError(
     "NOT_RELOADABLE",
-    `${next.source ?? "config"}: reload refused, nothing changed: ${keys.length === 1 ? "this key changes" : "these keys change"} what a running host cannot: ${why.join("; ")}. Restart the host to apply ${keys.length === 1 ? "it" : "them"} (docs/operators.md, "Rolling restart")`,
+    `${next.source ?? "config"}: reload refused, nothing changed: ${keys.length === 1 ? "this key changes" : "these keys change"} what a running ` +
+      `host cannot: ${why.join("; ")}. Restart the host to apply ${keys.length === 1 ? "it" : "them"} (docs/operators.md, "Rolling restart")`,
     { details: { keys: keys.join(", ") } },
   );
+}
+
+/** Why `key` ("[host] node", "[locking.redis] url") cannot change at run time: its row of NOT_RELOADABLE (a whole table's, for a key in one). */
+function whyFixed(key: string): string {
+  const row = NOT_RELOADABLE.find((r) => key === r.table || (r.table.endsWith("]") && key.startsWith(r.table.slice(0, -1))));
+  return row?.why ?? "fixed at start";
 }
 
 /** The TOML keys whose values differ between two tables (sub-tables as [table.sub] key); values are never shown. */

@@ -63,7 +63,8 @@ async function setup(name: string, port: number): Promise<{ file: string; wasm: 
   const wasm = join(dir, `${name}.wasm`);
   await copyFile(guestWasm("ticker"), wasm);
   const write = (extra = "", head = `[host]\nnode = "${name}"\n`): Promise<void> =>
-    writeFile(file, `${head}[locking]\nbackend = "memory"\n[admin]\nlisten = "127.0.0.1:${port}"\ntoken = "\${LOCKHOST_ADMIN_TOKEN}"\n[[plugins]]\nname = "t"\nwasm = "${wasm}"\n${extra}`);
+    writeFile(file, `${head}[locking]\nbackend = "memory"\n[admin]\nlisten = "127.0.0.1:${port}"\ntoken = ` +
+      `"\${LOCKHOST_ADMIN_TOKEN}"\n[[plugins]]\nname = "t"\nwasm = "${wasm}"\n${extra}`);
   await write();
   return { file, wasm, write };
 }

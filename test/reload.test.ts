@@ -103,7 +103,8 @@ describe("Host.reload", () => {
     expect(await host.call("t", "calls")).toBe(0);
     // The old instance finishes the call it was running, and only then closes.
     await expect(inFlight).resolves.toBeTypeOf("number");
-    await until("the old instances closed", 10_000, () => log.messages().includes("reload: the old instances of plugin t finished their calls and were closed"));
+    await until("the old instances closed", 10_000, () => log.messages().includes("reload: the old instances of plugin t finished their calls and " +
+      "were closed"));
     await expect(before.call("job", [1])).rejects.toMatchObject({ code: "CLOSED" });
     const lines = log.lines.filter((l) => l.msg.startsWith("reload: applied"));
     expect(lines).toHaveLength(1);

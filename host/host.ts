@@ -2,6 +2,7 @@
 // guest instances per plugin (`instances`, default 1), and the scheduler. Embedders use it
 // directly; the CLI's `run` is a thin wrapper around it.
 import { performance } from "node:perf_hooks";
+import { isDeepStrictEqual } from "node:util";
 import { pino, type Logger } from "pino";
 import type { Registry } from "prom-client";
 import { ActivityFeed } from "./admin/feed.js";
@@ -13,7 +14,7 @@ import { ADMIN_ROUTES } from "./admin/routes.js";
 import { createBackend } from "./registry/create.js";
 import { formatListen, isLoopbackHost } from "./config/listen.js";
 import type { AdminSettings, LockhostConfig, PluginConfig, ScheduledConfig } from "./config/types.js";
-import { LockhostError, type ErrorCode } from "../kit/errors.js";
+import { LockhostError, toLockhostError, type ErrorCode } from "../kit/errors.js";
 import type { LockKind } from "../kit/kinds.js";
 import type { LockBackend } from "../kit/backend.js";
 import { LockService } from "./locking/service.js";
@@ -27,7 +28,9 @@ import { logLockEvents } from "./lock-log.js";
 import { NodePresence } from "./node-presence.js";
 import { Scheduler } from "./scheduler/scheduler.js";
 import type { GuestArg } from "./runtime/guest-strings.js";
-import { expandScheduled } from "./scheduler/declared.js";
+import { expandScheduled, type DeclaredSchedule } from "./scheduler/declared.js";
+import { loadConfig } from "./config/load.js";
+import { fileSha256, reloadRefusal, type ReloadReport } from "./reload.js";
 import { allProblems } from "./config/reader.js";
 import { didYouMean } from "./suggest.js";
 
@@ -46,6 +49,11 @@ export interface HostOptions {
    * start (CONFIG_INVALID).
    */
   readonly functions?: HostFunctions;
+  /**
+   * What the admin listener's POST /reload runs (default: this host's reload()): `lockhost run
+   * --local-nodes N` reloads every node of the process with it.
+   */
+  readonly reload?: () => Promise<unknown>;
 }
 
 /** What Host.start puts together, handed to the constructor whole. */
@@ -53,7 +61,7 @@ interface HostParts {
   readonly config: LockhostConfig;
   readonly log: Logger;
   readonly locks: LockService;
-  readonly guests: Map<string, GuestInstance>;
+  readonly guests: Map<string, GuestPool>;
   /** The host made its backend (none was given), so stop() closes it. */
   readonly ownsBackend: boolean;
   readonly admin: AdminServer | undefined;
@@ -63,10 +71,15 @@ interface HostParts {
   readonly metrics: LockMetrics;
 }
 
+export type { ReloadReport } from "./reload.js";
+
 /** A running lockhost: guests loaded, lock service up, scheduler ready (not started). */
 export class Host {
-  /** The validated, frozen config this host runs (source names its file, if any). */
-  readonly config: LockhostConfig;
+  /** The validated, frozen config this host runs (source names its file, if any); a reload replaces it. */
+  get config(): LockhostConfig {
+    return this.#config;
+  }
+  #config: LockhostConfig;
   /** The host's logger (options.logger, or pino on stdout); guests log through children of it. */
   readonly log: Logger;
   /** The lock service every guest shares; embedders take locks through it too. */
@@ -80,15 +93,26 @@ export class Host {
    * The schedules this host runs: config.scheduled with each short entry (no schedule in the
    * TOML) replaced by the schedules its plugin declares (`lockhost_schedules()`).
    */
-  readonly schedules: readonly ScheduledConfig[];
+  get schedules(): readonly ScheduledConfig[] {
+    return this.#schedules;
+  }
+  #schedules: readonly ScheduledConfig[];
   /**
    * The admin listener (stats, metrics, lock status, force-release), when the config has an
    * [admin] table; `admin.url` is its base URL, with the real port when the config said 0.
    * Started by Host.start, closed first by stop().
    */
   readonly admin: AdminServer | undefined;
-  readonly #guests: Map<string, GuestInstance>;
+  readonly #guests: Map<string, GuestPool>;
   readonly #ownsBackend: boolean;
+  /** The embedder's host functions (a reload starts guests with them too). */
+  #functions: HostFunctions = {};
+  /** What each plugin declares (lockhost_schedules), read once per module: a reload keeps those of the plugins it keeps. */
+  #declared = new Map<string, DeclaredSchedule[]>();
+  /** Pools a reload replaced or removed, finishing their calls before they close. */
+  readonly #draining = new Set<GuestPool>();
+  /** The last reload asked for: reloads run one at a time, in order. */
+  #reloads: Promise<unknown> = Promise.resolve();
   /** host.call() calls not settled yet; they never reject. stop() waits for them. */
   readonly #calls = new Set<Promise<void>>();
   #stopping?: Promise<readonly UnreleasedLock[]>;
@@ -101,12 +125,12 @@ export class Host {
 
   private constructor(parts: HostParts) {
     const { config, log, locks, health } = parts;
-    this.config = config;
+    this.#config = config;
     this.log = log;
     this.locks = locks;
     this.admin = parts.admin;
     this.scheduler = parts.scheduler;
-    this.schedules = parts.schedules;
+    this.#schedules = parts.schedules;
     this.#guests = parts.guests;
     this.#ownsBackend = parts.ownsBackend;
     this.#health = health;
@@ -133,8 +157,10 @@ export class Host {
     logLockEvents(locks, log);
     // Before any guest starts: its calls are counted from the first.
     const metrics = lockMetrics(locks, config.host.node);
-    const guests = new Map<string, GuestInstance>();
+    const guests = new Map<string, GuestPool>();
+    const declared = new Map<string, DeclaredSchedule[]>();
     let admin: AdminServer | undefined;
+    let self: Host | undefined;
     let feed: ActivityFeed | undefined;
     let health: BackendHealth | undefined;
     let schedules: ScheduledConfig[] = [];
@@ -146,7 +172,8 @@ export class Host {
       // First, so /livez answers while the backend is asked and plugins load (/readyz: "starting").
       if (config.admin) {
         feed = new ActivityFeed(locks);
-        admin = await startAdmin(config.admin, locks, log, config, { feed, metrics, host: counters, started: () => started });
+        const reload = options.reload ?? (() => (self ? self.reload() : Promise.reject(new LockhostError("CLOSED", "the host is still starting"))));
+        admin = await startAdmin(config.admin, locks, log, config, { feed, metrics, host: counters, started: () => started, reload });
       }
       // Before any guest: a backend that refuses this host for good fails the start at once.
       health = await BackendHealth.atStart(locks, log, `${config.source ?? "config"}: [locking.${backend.name}]`);
@@ -156,7 +183,7 @@ export class Host {
         const guest = await startPluginGuest(plugin, locks, log, functions, metrics.guest(plugin.name)).catch((e: unknown) => Promise.reject(inFile(e, config.source)));
         guests.set(plugin.name, guest);
       }
-      schedules = await expandScheduled(config, guests);
+      schedules = await expandScheduled(config, guests, declared);
       checkScheduledExports(config, guests, schedules);
       // Its ticks that an outage skips are said once, by the health, and counted.
       scheduler = new Scheduler(schedules, { locks, guest: (p) => guestOf(guests, p), log, health });
@@ -176,7 +203,9 @@ export class Host {
     if (config.plugins.length === 0) {
       log.warn(`${config.source ?? "the config"} declares no [[plugins]]: this host runs no guest and fires no schedule; it only serves lock calls made through its API${admin ? " and admin listener" : ""}`);
     }
-    const host = new Host({ config, log, locks, guests, ownsBackend: !options.backend, admin, health, scheduler, schedules, metrics });
+    const host = (self = new Host({ config, log, locks, guests, ownsBackend: !options.backend, admin, health, scheduler, schedules, metrics }));
+    host.#functions = options.functions ?? {};
+    host.#declared = declared;
     health.start();
     // The dashboard shows this node's schedule runs beside its lock events.
     if (feed) host.scheduler.on("tick", (tick) => feed.tick(tick));
@@ -223,6 +252,116 @@ export class Host {
   }
 
   /**
+   * Re-reads the config file this host was started with (or takes `next`, a config built in
+   * code) and applies it without a gap: a plugin whose module (SHA-256 of its bytes) or entry
+   * changed gets new instances, started and checked (compiled, instantiated, its scheduled
+   * exports there) before they take its calls; its old instances then finish their calls in
+   * flight and close. A plugin whose module and entry are unchanged keeps its instances.
+   * Plugins and schedules are added and removed; schedules change at their next tick.
+   * Reloads run one at a time: one asked for while another runs waits for it, then reads the
+   * file afresh. Resolves to what changed; rejects, changing nothing, with NOT_RELOADABLE naming
+   * each key a running host cannot change ([locking], [host] node and log_level, [admin]),
+   * CONFIG_INVALID or ABI_UNSUPPORTED (an invalid file, a plugin that does not load or whose
+   * sha256 pin does not match), or CLOSED once stop() has begun. Every outcome is logged.
+   */
+  reload(next?: LockhostConfig): Promise<ReloadReport> {
+    const run = this.#reloads.then(() => this.#reload(next));
+    this.#reloads = run.catch(() => undefined);
+    return run;
+  }
+
+  async #reload(given: LockhostConfig | undefined): Promise<ReloadReport> {
+    const running = this.#config;
+    try {
+      if (this.#stopping) throw new LockhostError("CLOSED", "the host is stopping; nothing was reloaded");
+      let next = given;
+      if (next === undefined) {
+        if (running.source === undefined) throw new LockhostError("INVALID_ARGUMENT", "this host's config was not read from a file: pass the new one, host.reload(config)");
+        next = await loadConfig(running.source);
+      }
+      const refusal = reloadRefusal(running, next);
+      if (refusal) throw refusal;
+      checkFunctionGrants(next, this.#functions);
+      const report = await this.#apply(running, next);
+      this.log.info(
+        { source: report.source, plugins: report.plugins, schedules: report.schedules },
+        `reload: applied ${report.source ?? "the new config"}: ` +
+          `plugins added ${list(report.plugins.added)}, replaced ${list(report.plugins.replaced)}, removed ${list(report.plugins.removed)}, kept ${list(report.plugins.kept)}; ` +
+          `schedules added ${list(report.schedules.added)}, changed ${list(report.schedules.changed)}, removed ${list(report.schedules.removed)}`,
+      );
+      return report;
+    } catch (err) {
+      const e = toLockhostError(err);
+      this.log.error({ code: e.code, err: e.message, source: given?.source ?? running.source }, `reload refused; the running config is kept: ${e.code}: ${e.message}`);
+      throw e;
+    }
+  }
+
+  /** Starts what `next` changes, checks it, then swaps it in at once; on any failure closes what it started and changes nothing. */
+  async #apply(running: LockhostConfig, next: LockhostConfig): Promise<ReloadReport> {
+    const started = new Map<string, GuestPool>();
+    const guests = new Map<string, GuestPool>();
+    const declared = new Map<string, DeclaredSchedule[]>();
+    const added: string[] = [];
+    const replaced: string[] = [];
+    const kept: string[] = [];
+    try {
+      for (const plugin of next.plugins) {
+        const pool = this.#guests.get(plugin.name);
+        const before = running.plugins.find((p) => p.name === plugin.name);
+        if (pool && before) {
+          const sameEntry = isDeepStrictEqual(before, plugin);
+          const sameModule = pool.sha256 !== undefined && (await fileSha256(plugin.wasm)) === pool.sha256;
+          if (sameEntry && sameModule) {
+            kept.push(plugin.name);
+            guests.set(plugin.name, pool);
+            const d = this.#declared.get(plugin.name);
+            if (d) declared.set(plugin.name, d);
+            continue;
+          }
+          this.log.info({ plugin: plugin.name, moduleChanged: !sameModule, entryChanged: !sameEntry }, `reload: starting new instances of plugin ${plugin.name}`);
+        }
+        const fresh = await startPluginGuest(plugin, this.locks, this.log, this.#functions, this.#metrics.guest(plugin.name)).catch((e: unknown) => Promise.reject(inFile(e, next.source)));
+        started.set(plugin.name, fresh);
+        guests.set(plugin.name, fresh);
+        (pool ? replaced : added).push(plugin.name);
+      }
+      const schedules = await expandScheduled(next, guests, declared);
+      checkScheduledExports(next, guests, schedules);
+      if (this.#stopping) throw new LockhostError("CLOSED", "the host began stopping during the reload; nothing was reloaded");
+      // From here on, synchronously: no tick or call sees half of it.
+      const retired = [...this.#guests].filter(([name, pool]) => guests.get(name) !== pool);
+      this.#guests.clear();
+      for (const [name, pool] of guests) this.#guests.set(name, pool);
+      this.#config = next;
+      this.#schedules = schedules;
+      this.#declared = declared;
+      const changes = this.scheduler.update(schedules);
+      for (const [name, pool] of retired) this.#drain(name, pool);
+      return {
+        ...(next.source !== undefined && { source: next.source }),
+        plugins: { added, replaced, kept, removed: retired.map(([name]) => name).filter((name) => !guests.has(name)) },
+        schedules: changes,
+      };
+    } catch (err) {
+      await Promise.all([...started.values()].map((p) => p.close()));
+      throw err;
+    }
+  }
+
+  /** Lets a pool a reload took out finish its calls, then closes it (stop() closes it at once). */
+  #drain(name: string, pool: GuestPool): void {
+    this.#draining.add(pool);
+    void pool
+      .drain()
+      .then(
+        () => this.log.info({ plugin: name }, `reload: the old instances of plugin ${name} finished their calls and were closed`),
+        (err: unknown) => this.log.warn({ plugin: name, err: toLockhostError(err).message }, `reload: closing the old instances of plugin ${name} failed`),
+      )
+      .finally(() => this.#draining.delete(pool));
+  }
+
+  /**
    * Stops ticking and refuses new host.call() calls, lets in-flight calls (scheduled ticks
    * and host.call() calls) finish, stops every guest, releases every lock and closes the
    * backend, all within `timeoutMs` (default: the config's shutdown_timeout_ms): a release the
@@ -245,7 +384,7 @@ export class Host {
     this.#metrics.close();
     this.scheduler.stop();
     // Guests parked in a wait return now (-CANCELLED) rather than sit out their wait_ms.
-    for (const guest of this.#guests.values()) guest.cancelWaits("the host is shutting down");
+    for (const guest of [...this.#guests.values(), ...this.#draining]) guest.cancelWaits("the host is shutting down");
     let timer: NodeJS.Timeout | undefined;
     const callsEnd = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), Math.max(0, deadline - performance.now()))));
     // Neither idle() nor the call trackers reject; no new calls start once #stopping is set.
@@ -253,7 +392,7 @@ export class Host {
     const finished = await Promise.race([inFlight, callsEnd]);
     clearTimeout(timer);
     if (finished === "timeout") this.log.warn({ timeoutMs }, "shutdown: in-flight calls did not finish in time; stopping their guests");
-    await Promise.all([...this.#guests.values()].map((g) => g.close()));
+    await Promise.all([...this.#guests.values(), ...this.#draining].map((g) => g.close()));
     await this.scheduler.releaseParked();
     const failed = await this.locks.close({ closeBackend: this.#ownsBackend, releaseTimeoutMs: Math.max(0, Math.round(deadline - performance.now())) });
     const unreleased: UnreleasedLock[] = [];
@@ -274,6 +413,11 @@ export class Host {
     }
     return unreleased;
   }
+}
+
+/** Names for a log line: "a, b", or "none". */
+function list(names: readonly string[]): string {
+  return names.length === 0 ? "none" : names.join(", ");
 }
 
 /** A lock Host.stop() could not release: it stays held until its TTL ends. */
@@ -302,7 +446,7 @@ function guestOf(guests: ReadonlyMap<string, GuestInstance>, plugin: string): Gu
 }
 
 /** What the host shows through its admin listener: its activity feed, its metrics and its own counters. */
-type AdminViews = Required<Pick<AdminServerOptions, "feed" | "metrics" | "host" | "started">>;
+type AdminViews = Required<Pick<AdminServerOptions, "feed" | "metrics" | "host" | "started" | "reload">>;
 
 async function startAdmin(settings: AdminSettings, locks: LockService, log: Logger, config: LockhostConfig, views: AdminViews): Promise<AdminServer> {
   const where = `${config.source ?? "config"}: [admin]`;
@@ -389,7 +533,7 @@ export async function startPluginGuest(plugin: PluginConfig, locks: LockService,
     await Promise.all(members.map((m) => m.close()));
     throw failed.reason;
   }
-  return new GuestPool(members);
+  return new GuestPool(members, shells[0]!.module.sha256);
 }
 
 /** A CONFIG_INVALID raised without the file's name, with it in front. */

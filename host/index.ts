@@ -83,7 +83,7 @@ export type {
   ScheduledInput,
   WaitingSettings,
 } from "./config/types.js";
-export { Host, type HostOptions, type UnreleasedLock } from "./host.js";
+export { Host, type HostOptions, type ReloadReport, type UnreleasedLock } from "./host.js";
 export type { CallOptions, GuestArg, GuestInstance, GuestValue } from "./runtime/guest-instance.js";
 export { LockhostError, type ErrorCode, type AbiErrorCode, isCode, isRetryable } from "../kit/errors.js";
 export type { LockBackend } from "../kit/backend.js";

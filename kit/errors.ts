@@ -57,6 +57,11 @@ const HOST_CODES = {
   CLOSED: { retryable: false },
   /** The guest runtime asked for does not exist on this Node (inline without JSPI). */
   RUNTIME_UNAVAILABLE: { retryable: false },
+  /**
+   * A reload's config changes what a running host cannot change (backend, node name, admin
+   * listener); the message names each key, and the running config is kept: restart to apply it.
+   */
+  NOT_RELOADABLE: { retryable: false },
 } as const;
 
 /** Every stable error code. */

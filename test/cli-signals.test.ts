@@ -172,13 +172,16 @@ describe("lockhost run: no signal kills a host with locks held", () => {
   }, 120_000);
 
 
-  it("SIGHUP, SIGUSR2 and SIGALRM are logged and ignored, SIGPIPE is ignored, every lock is kept; SIGQUIT then stops gracefully", async () => {
-    const run = start(["run", "--config", await config("hup-a")]);
+  it("SIGHUP reloads the config (every plugin kept), SIGUSR2 and SIGALRM are logged and ignored, SIGPIPE is ignored, every lock is kept; SIGQUIT then stops gracefully", async () => {
+    const file = await config("hup-a");
+    const run = start(["run", "--config", file]);
     await nodeLockHeld(run, "hup-a");
     for (const signal of ["SIGHUP", "SIGUSR2", "SIGALRM", "SIGPIPE"] as const) run.child.kill(signal);
-    await run.until((out) => ["SIGHUP", "SIGUSR2", "SIGALRM"].every((s) => out.includes(`"msg":"${s}:`)));
+    await run.until((out) => ["SIGHUP", "SIGUSR2", "SIGALRM"].every((s) => out.includes(`"msg":"${s}:`)) && out.includes("reload: applied"));
+    expect(run.lines().find((l) => l.signal === "SIGHUP")?.msg, run.out()).toBe(`SIGHUP: reloading ${file}`);
+    expect(run.lines().find((l) => l.msg.startsWith("reload: applied"))?.msg, run.out()).toContain("kept report, lifecycle");
     const warned = run.lines().filter((l) => l.signal !== undefined && l.level === 40);
-    expect(warned.find((l) => l.signal === "SIGHUP")?.msg, run.out()).toBe("SIGHUP: reload is not supported yet; ignored");
+    expect(warned.find((l) => l.signal === "SIGHUP"), run.out()).toBeUndefined();
     expect(warned.find((l) => l.signal === "SIGUSR2")?.msg).toBe("SIGUSR2: no action is bound to it; ignored");
     expect(warned.find((l) => l.signal === "SIGALRM")?.msg).toBe("SIGALRM: no action is bound to it; ignored");
     expect(run.exited(), run.out()).toBe(false);
@@ -200,7 +203,7 @@ describe("lockhost run: no signal kills a host with locks held", () => {
 });
 
 describe("lockhost call: signals act as on run", () => {
-  it("SIGHUP is ignored while the export waits for a lock; SIGINT ends the wait (-CANCELLED), releases every lock and exits 0", async () => {
+  it("SIGHUP is ignored (a call has no config to reload) while the export waits for a lock; SIGINT ends the wait (-CANCELLED), releases every lock and exits 0", async () => {
     const file = await config("call-a");
     // This process holds "lifecycle:k1" (the guest's key "k1" in its plugin's scope), so the call waits on it.
     const locks = new LockService(await createBackend({ backend: "redis", redis: { ...redisDefaults, url: redis.url } }, captureLogger().logger), { node: "test" });
@@ -211,7 +214,7 @@ describe("lockhost call: signals act as on run", () => {
       await call.until((out) => out.includes("lockhost host started"));
       await new Promise((r) => setTimeout(r, 2000)); // the guest parks in its wait meanwhile
       call.child.kill("SIGHUP");
-      await call.until((out) => out.includes("SIGHUP: reload is not supported yet; ignored"));
+      await call.until((out) => out.includes("SIGHUP: this command has no config to reload; ignored"));
       expect(call.exited(), call.out()).toBe(false);
       call.child.kill("SIGINT");
       const { code, signal } = await call.exit;

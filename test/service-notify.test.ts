@@ -148,6 +148,21 @@ describe("lockhost run and NOTIFY_SOCKET", () => {
     }, 120_000);
   }
 
+  it("sends RELOADING=1 with MONOTONIC_USEC, then READY=1, around a reload asked for by SIGHUP", async () => {
+    const socket = join(dir, `notify-${randomBytes(4).toString("hex")}.sock`);
+    const manager = await receiver(socket);
+    const host = runHost(socket);
+    await until("READY=1", 60_000, () => has(manager.messages(), "READY=1") || host.child.exitCode !== null);
+    expect(has(manager.messages(), "READY=1"), `no READY=1; the host printed:\n${host.out()}`).toBe(true);
+    process.kill(host.child.pid!, "SIGHUP");
+    await until("READY=1 after the reload", 60_000, () => manager.messages().filter((m) => m.split("\n").includes("READY=1")).length >= 2 || host.child.exitCode !== null);
+    process.kill(host.child.pid!, "SIGTERM");
+    expect(await host.exit, host.out()).toBe(0);
+    const order = manager.messages().filter((m) => /(^|\n)(READY|RELOADING|STOPPING)=1/.test(m));
+    expect(order.map((m) => /(?:^|\n)(READY|RELOADING|STOPPING)=1/.exec(m)![1]), JSON.stringify(manager.messages())).toEqual(["READY", "RELOADING", "READY", "STOPPING"]);
+    expect(order[1]).toMatch(/(^|\n)MONOTONIC_USEC=\d+($|\n)/);
+  }, 120_000);
+
   it("runs on and says so once when nothing listens on NOTIFY_SOCKET", async () => {
     const host = runHost(join(dir, "nobody-listens.sock"));
     await until("a tick", 60_000, () => lines(host.out()).some((l) => l.msg === "schedule lock taken; running") || host.child.exitCode !== null);

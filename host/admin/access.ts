@@ -58,7 +58,7 @@ export class AdminAccess {
   refusal(access: RouteAccess, token: AdminCaller["token"], what: string): Refusal | undefined {
     if (!this.needsToken(access) || token === "valid") return undefined;
     if (this.#digest === undefined) {
-      const why = access === "write" ? "force-release through the admin listener is disabled" : `${what} needs the admin token ([admin] auth = "all"), and none is configured`;
+      const why = access === "write" ? `${what} through the admin listener is disabled` : `${what} needs the admin token ([admin] auth = "all"), and none is configured`;
       return { status: 403, code: "PERMISSION_DENIED", message: `${why}: set [admin] token in the config` };
     }
     if (token === "none") {

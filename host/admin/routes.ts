@@ -34,6 +34,8 @@ export interface AdminDeps {
   readonly host?: HostCounters;
   /** Whether the host has loaded its plugins (/readyz answers 503 "starting" before). */
   readonly started: () => boolean;
+  /** The host's reload (POST /reload): resolves to what changed, rejects with why nothing did. */
+  readonly reload?: () => Promise<unknown>;
 }
 
 /** One request, as a handler sees it. */
@@ -48,7 +50,7 @@ export interface RouteContext {
 }
 
 /** The routes the CLI's client calls. */
-export type AdminCall = "stats" | "list" | "status" | "force-release";
+export type AdminCall = "stats" | "list" | "status" | "force-release" | "reload";
 
 /** One row of the table. */
 export interface AdminRoute {
@@ -89,6 +91,9 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   BACKEND_UNAVAILABLE: 503,
   CLOSED: 503,
 };
+
+/** How a reload that changed nothing answers, by code. */
+const RELOAD_STATUS: Partial<Record<ErrorCode, number>> = { NOT_RELOADABLE: 409, CONFIG_INVALID: 422, ABI_UNSUPPORTED: 422 };
 
 const live = ({ res }: RouteContext): void => send(res, 200, { ok: true });
 
@@ -202,6 +207,25 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
       const kindText = query.get("kind");
       const kind = (LOCK_KINDS as readonly string[]).includes(kindText ?? "") ? (kindText as LockKind) : MUTEX.kind;
       audit(deps.log, deps.feed, { action: "force-release", name: params[0]!, kind, outcome: "refused", by: caller, detail: why });
+    },
+  },
+  {
+    method: "POST",
+    path: "/reload",
+    call: "reload",
+    pattern: /^\/reload$/,
+    access: "write",
+    doc: "needs the token, as force-release: re-reads the host's config file and applies it (docs/operators.md, \"Reloading\"); 200 `{ source, plugins: { added, replaced, kept, removed }, schedules: { added, changed, removed } }`; nothing changes on an error: 409 `NOT_RELOADABLE` naming each key a reload cannot change, 422 `CONFIG_INVALID` or `ABI_UNSUPPORTED`, 503 `CLOSED` while stopping. One reload runs at a time: a second waits for it",
+    async handle({ res, caller, deps }) {
+      const { reload, log } = deps;
+      if (!reload) return send(res, 404, { code: "NOT_FOUND", message: "this listener serves no host to reload" });
+      log.info({ by: caller.address }, "reload asked for through the admin listener (POST /reload)");
+      try {
+        send(res, 200, await reload());
+      } catch (err) {
+        const e = toLockhostError(err);
+        send(res, RELOAD_STATUS[e.code] ?? HTTP_STATUS[e.code] ?? 500, { code: e.code, message: e.message });
+      }
     },
   },
   {

@@ -48,6 +48,8 @@ export interface AdminServerOptions {
    * (the host starts its listener first, so /livez answers while plugins load). Default: ready.
    */
   readonly started?: () => boolean;
+  /** What POST /reload runs (the host's reload); absent: the route answers 404 NOT_FOUND. */
+  readonly reload?: () => Promise<unknown>;
 }
 
 /** A running admin listener. */
@@ -78,7 +80,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
   const ownFeed = options.feed === undefined;
   const feed = options.feed ?? new ActivityFeed(service);
   const dashboard = new Dashboard({ service, feed, node, log, access: { forceRelease: access.hasToken, auth: access.auth } });
-  const deps: AdminDeps = { service, feed, metrics, dashboard, log, node, ...(options.host && { host: options.host }), started: options.started ?? (() => true) };
+  const deps: AdminDeps = { service, feed, metrics, dashboard, log, node, ...(options.host && { host: options.host }), ...(options.reload && { reload: options.reload }), started: options.started ?? (() => true) };
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     handle(req, res).catch((err: unknown) => {
       // A handler bug must not take the host down; the client gets a 500.
@@ -153,7 +155,7 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
 
 /** What a refusal calls the route ("force-release", "GET /stats"). */
 function describe(route: AdminRoute): string {
-  return route.access === "write" ? "force-release" : `${route.method} ${route.path.split("?", 1)[0]}`;
+  return route.access === "write" ? (route.call ?? route.path) : `${route.method} ${route.path.split("?", 1)[0]}`;
 }
 
 function listen(server: Server, settings: AdminSettings): Promise<void> {

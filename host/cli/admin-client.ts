@@ -43,6 +43,8 @@ function routeRequest(call: AdminCall, params: readonly string[] = [], query: ob
 
 /** How long the CLI waits for the admin listener before saying it does not answer. */
 const REQUEST_TIMEOUT_MS = 5_000;
+/** A reload starts new guest instances (compiled, instantiated, checked) before it answers: longer. */
+const RELOAD_TIMEOUT_MS = 120_000;
 
 /** What to write in a config to get an admin listener: shown whenever none answers. */
 export const ENABLE_ADMIN_HINT = `To enable it, add to the config of 'lockhost run' and restart it:
@@ -194,13 +196,21 @@ export class AdminClient {
     return typeof body.holders === "number" ? body.holders : 0;
   }
 
-  async #request({ method, path }: RouteRequest, token?: string): Promise<unknown> {
+  /**
+   * Asks the host to re-read its config and apply it (route `reload`): what changed. Rejects with
+   * the host's code (NOT_RELOADABLE, CONFIG_INVALID...) when it changed nothing.
+   */
+  reload(): Promise<unknown> {
+    return this.#request(routeRequest("reload"), this.token, RELOAD_TIMEOUT_MS);
+  }
+
+  async #request({ method, path }: RouteRequest, token?: string, timeoutMs = REQUEST_TIMEOUT_MS): Promise<unknown> {
     let res: { status: number; text: string };
     try {
       res = await httpRequest(method, `${this.url}${path}`, {
         accept: "application/json",
         ...(token !== undefined && { authorization: `Bearer ${token}` }),
-      }, this.tls);
+      }, this.tls, timeoutMs);
     } catch (err) {
       const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
       // A certificate problem is the operator's files', not a listener that is not there.
@@ -237,14 +247,14 @@ export class AdminClient {
  * One request with node:http(s) rather than fetch, which refuses ports on the WHATWG "bad
  * port" list (6000, 6665, ...) that an operator may well listen on.
  */
-function httpRequest(method: string, url: string, headers: Record<string, string>, tls: AdminTlsOptions): Promise<{ status: number; text: string }> {
+function httpRequest(method: string, url: string, headers: Record<string, string>, tls: AdminTlsOptions, timeoutMs: number): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const https = url.startsWith("https:");
     const send = https ? httpsRequest : httpRequestRaw;
-    const req = send(url, { method, headers, timeout: REQUEST_TIMEOUT_MS, ...(https && tls) }, (res) => {
+    const req = send(url, { method, headers, timeout: timeoutMs, ...(https && tls) }, (res) => {
       readText(res).then((body) => resolve({ status: res.statusCode ?? 0, text: body }), reject);
     });
-    req.on("timeout", () => req.destroy(Object.assign(new Error(`no answer in ${REQUEST_TIMEOUT_MS} ms`), { code: "ETIMEDOUT" })));
+    req.on("timeout", () => req.destroy(Object.assign(new Error(`no answer in ${timeoutMs} ms`), { code: "ETIMEDOUT" })));
     req.on("error", reject);
     req.end();
   });

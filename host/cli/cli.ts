@@ -9,8 +9,8 @@ import { chosenBackend, createBackend } from "../registry/create.js";
 import { loadConfig } from "../config/load.js";
 import { ADMIN_SCHEMA } from "../config/tables.js";
 import type { LockhostConfig } from "../config/types.js";
-import { LockhostError, } from "../../kit/errors.js";
-import { Host } from "../host.js";
+import { LockhostError, toLockhostError } from "../../kit/errors.js";
+import { Host, type ReloadReport } from "../host.js";
 import { LockService } from "../locking/service.js";
 import { AdminClient, AdminUnreachable, adminTls, adminUrl, type AdminTlsFiles } from "./admin-client.js";
 import { formatLocks, formatStats, formatStatus } from "./format.js";
@@ -18,7 +18,7 @@ import { checkKind, kindRow, LOCK_KINDS, type LockKind } from "../../kit/kinds.j
 import { check } from "./check.js";
 import { call, parseCallArg } from "./call.js";
 import { cliLogger, parseLogFormat, type LogFormat } from "./logger.js";
-import { notify, notifySettled, setNotifyLogger } from "./notify.js";
+import { notify, notifySettled, reloadingState, setNotifyLogger } from "./notify.js";
 import { handleSignals } from "./signals.js";
 import { logSummary } from "./summary.js";
 import { MAX_LIST_LIMIT } from "../locking/list.js";
@@ -39,6 +39,7 @@ Commands:
   status    show a running host's lock counters, or who holds a lock
   locks     list the locks held now: holder, fence, age, TTL left, waiters
   release   force-release a lock (operator action)
+  reload    make a running host re-read its config and apply it, without a gap
 
 Run 'lockhost <command> --help' for a command's options; 'lockhost --version' prints the version.`,
   run: `Usage: lockhost run --config FILE [--local-nodes N] [--log-format json|pretty]
@@ -55,11 +56,13 @@ On SIGINT, SIGTERM or SIGQUIT it stops ticking, ends the waits guests are parked
 (-CANCELLED), lets running calls finish and releases every lock it holds, all within
 [host].shutdown_timeout_ms (a release the backend fails is tried again meanwhile), and exits 0.
 A lock still held then is named (name, kind, fence) in one ERROR line and the exit code is 1.
-A second such signal exits at once (1). SIGHUP is logged and ignored (reload is not supported
-yet), as are SIGUSR2 and the other signals that would end it (docs/operators.md, "Signals").
+A second such signal exits at once (1). SIGHUP re-reads the config file and applies it without
+a gap, as 'lockhost reload' does (docs/operators.md, "Reloading"); SIGUSR2 and the other signals
+that would end it are logged and ignored (docs/operators.md, "Signals").
 Under a service manager that sets NOTIFY_SOCKET (systemd Type=notify) it sends READY=1 once
-/readyz would answer 200 and STOPPING=1 when a stop begins, through systemd-notify
-(docs/deploy.md); a message that cannot be sent is logged once and changes nothing else.
+/readyz would answer 200, RELOADING=1 and READY=1 around a reload, and STOPPING=1 when a stop
+begins, through systemd-notify (docs/deploy.md); a message that cannot be sent is logged once
+and changes nothing else.
 
 Options:
   -c, --config FILE     the TOML config (default: lockhost.toml)
@@ -82,8 +85,8 @@ Each ARG is a number when it reads as one (7, -1, 2.5), passed as the export's i
 and otherwise a string (a JSON string, '"42"', for text that reads as a number). Put "--"
 before arguments that start with "-" (lockhost call p e -- -1).
 An unknown export gets the one it most likely meant ("did you mean").
-Signals act as on 'lockhost run' (Ctrl-C stops, waits end, every lock is released; SIGHUP is
-ignored). Exit codes: 0 the export returned, 1 it failed (trapped, timed out...) or a lock it
+Signals act as on 'lockhost run' (Ctrl-C stops, waits end, every lock is released), but SIGHUP
+is logged and ignored: a call has no config to reload. Exit codes: 0 the export returned, 1 it failed (trapped, timed out...) or a lock it
 took could not be released, 2 bad usage, config, plugin, export or arguments.
 
 Options:
@@ -130,6 +133,31 @@ Options:
       --show-owner    print the lock's owner token (hidden by default: with it anyone can
                       release or restore the lock); through --admin it also needs the token
       --json          print JSON instead of a table
+  -h, --help          this help`,
+  reload: `Usage: lockhost reload [--config FILE] [--admin URL] [--json]
+
+Asks the running host to re-read the config file it was started with and apply it, through its
+admin listener (POST /reload, with the admin token: LOCKHOST_ADMIN_TOKEN, else [admin] token),
+as SIGHUP does. A plugin whose .wasm changed (by SHA-256) or whose entry changed gets new
+instances, started and checked before the old ones finish their calls and close; the others keep
+theirs; plugins and schedules are added and removed, and schedules change at their next tick.
+[locking], [host] node and log_level, and [admin] cannot change while the host runs: a reload
+that changes them is refused, naming each key (NOT_RELOADABLE), and so is one whose file is
+invalid or whose plugin does not load (CONFIG_INVALID, ABI_UNSUPPORTED): the host keeps running
+its config unchanged. One reload runs at a time; a second waits for the first.
+Prints what changed (--json: the listener's answer).
+Exit codes: 0 reloaded, 1 the host refused the reload or it failed (nothing changed; the line
+names the code and why), 2 bad usage, no admin listener answers, or --config itself cannot be
+read or is invalid (this command reads it for the listener's address and token; with --admin
+URL and LOCKHOST_ADMIN_TOKEN it reads none, and the host's own answer says what is wrong).
+
+Options:
+  -c, --config FILE   the TOML config (default: lockhost.toml; optional with --admin): where the
+                      listener is, and its token
+      --admin URL     the admin listener, e.g. http://127.0.0.1:9464 (default: [admin] listen)
+      --admin-ca FILE, --admin-cert FILE, --admin-key FILE
+                      as for 'lockhost status'
+      --json          print the listener's JSON answer
   -h, --help          this help`,
   check: `Usage: lockhost check [--config FILE]
 
@@ -286,6 +314,13 @@ export async function main(argv: string[]): Promise<number> {
     }
     return check(await loadConfig(values.config ?? DEFAULT_CONFIG));
   }
+  if (command === "reload") {
+    if (positionals.length > 0) {
+      console.error(`lockhost reload: takes no arguments besides its options\n\n${HELP.reload}`);
+      return 2;
+    }
+    return orUnreachable(command, async () => reload(await cliConfig(values.config, values.admin !== undefined, "required"), values.admin, values.json ?? false));
+  }
   if (command === "locks") {
     if (positionals.length > 0) {
       console.error(`lockhost locks: takes no KEY (use --prefix)\n\n${HELP.locks}`);
@@ -403,6 +438,33 @@ async function showStats(config: LockhostConfig | undefined, flag: string | unde
   return 0;
 }
 
+/** `lockhost reload`: 0 when the host reloaded, 1 when it refused (or failed) and kept its config. */
+async function reload(config: LockhostConfig | undefined, flag: string | undefined, json: boolean): Promise<number> {
+  const client = adminClient(config, flag);
+  let body: unknown;
+  try {
+    body = await client.reload();
+  } catch (err) {
+    if (!(err instanceof LockhostError)) throw err;
+    console.error(`lockhost reload: ${err.code}: ${err.message}`);
+    return 1;
+  }
+  if (json) {
+    console.log(JSON.stringify(body));
+    return 0;
+  }
+  const reports = (Array.isArray(body) ? body : [body]) as ReloadReport[];
+  for (const r of reports) {
+    const names = (list: readonly string[] | undefined): string => (list && list.length > 0 ? list.join(", ") : "none");
+    console.log(
+      `reloaded ${r.source ?? "the config"} at ${client.url}\n` +
+        `  plugins:   added ${names(r.plugins?.added)}; replaced ${names(r.plugins?.replaced)}; removed ${names(r.plugins?.removed)}; kept ${names(r.plugins?.kept)}\n` +
+        `  schedules: added ${names(r.schedules?.added)}; changed ${names(r.schedules?.changed)}; removed ${names(r.schedules?.removed)}`,
+    );
+  }
+  return 0;
+}
+
 function parseLocalNodes(text: string, config: LockhostConfig): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1 || n > 16) {
@@ -416,6 +478,12 @@ function parseLocalNodes(text: string, config: LockhostConfig): number {
   return n;
 }
 
+/** The config of node `i` of `--local-nodes`: named <node>-<i>; one admin listener for the process (on the first node), as more would fight over its port. */
+function localNode(config: LockhostConfig, i: number): LockhostConfig {
+  const { admin: _admin, ...withoutAdmin } = config;
+  return { ...(i === 1 ? config : withoutAdmin), host: { ...config.host, node: `${config.host.node}-${i}` } };
+}
+
 async function run(config: LockhostConfig, localNodes: number, format: LogFormat | undefined): Promise<number> {
   const hosts: Host[] = [];
   const root = await cliLogger(config.host.logLevel, format, {});
@@ -427,8 +495,39 @@ async function run(config: LockhostConfig, localNodes: number, format: LogFormat
   const stopAsked = new Promise<NodeJS.Signals>((resolve) => (askStop = resolve));
   let forced!: (code: number) => void;
   const force = new Promise<number>((resolve) => (forced = resolve));
+  // SIGHUP and the admin listener's POST /reload: every node of this process re-reads the file.
+  const reloadAll = async (): Promise<unknown> => {
+    if (hosts.length < localNodes) throw new LockhostError("CLOSED", "the host is still starting; nothing was reloaded");
+    // A service manager hears of the reload and of its end, applied or refused (the running config serves either way).
+    void notify(reloadingState());
+    try {
+      return await reloadNodes();
+    } finally {
+      void notify("READY=1");
+    }
+  };
+  const reloadNodes = async (): Promise<unknown> => {
+    if (localNodes === 1) return hosts[0]!.reload();
+    let read: LockhostConfig;
+    try {
+      read = await loadConfig(config.source ?? DEFAULT_CONFIG);
+    } catch (err) {
+      const e = toLockhostError(err);
+      root.error({ code: e.code, err: e.message }, `reload refused; the running config is kept: ${e.code}: ${e.message}`);
+      throw e;
+    }
+    return Promise.all(hosts.map((h, i) => h.reload(localNode(read, i + 1))));
+  };
   handleSignals(root, {
     stop: (signal) => askStop(signal),
+    reload(signal) {
+      root.info({ signal }, `${signal}: reloading ${config.source ?? "the config"}`);
+      // A refusal is logged by the host (or above); the process runs on with its config.
+      reloadAll().catch((err: unknown) => {
+        const e = toLockhostError(err);
+        if (e.code === "CLOSED") root.warn({ signal, err: e.message }, `${signal}: not reloaded: ${e.message}`);
+      });
+    },
     force(signal) {
       // A lock whose release is on its way is not counted as held, and may or may not be released.
       root.warn({ signal }, "second signal: exiting without waiting; a lock not released yet is held until its TTL ends");
@@ -440,12 +539,9 @@ async function run(config: LockhostConfig, localNodes: number, format: LogFormat
   } else {
     const log = root;
     const backend = await createBackend(config.locking, log, config.source);
-    // One admin listener for the process (on the first node): more would fight over its port.
-    const { admin: _admin, ...withoutAdmin } = config;
     for (let i = 1; i <= localNodes; i++) {
-      const node = `${config.host.node}-${i}`;
-      const nodeConfig: LockhostConfig = { ...(i === 1 ? config : withoutAdmin), host: { ...config.host, node } };
-      hosts.push(await Host.start(nodeConfig, { backend, logger: log.child({ node }) }));
+      const nodeConfig = localNode(config, i);
+      hosts.push(await Host.start(nodeConfig, { backend, logger: log.child({ node: nodeConfig.host.node }), reload: reloadAll }));
     }
   }
   for (const host of hosts) host.scheduler.start();

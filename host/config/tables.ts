@@ -140,6 +140,12 @@ export const PLUGIN_SCHEMA = defineTable({
     // Each capability's keys (functions, log_level, config, http), declared by its row.
     ...CAPABILITY_FIELDS,
     wasi: field.bool({ default: false, doc: "let the guest import WASI basics (stdout/stderr to the log, clocks, random; ENOSYS for the rest)" }),
+    sha256: field.string({
+      optional: true,
+      example: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+      doc: "pins the module: the SHA-256 of the .wasm's bytes (64 hex digits, `sha256sum`); other bytes are refused at start and at reload",
+      check: (v) => (/^[0-9a-fA-F]{64}$/.test(v) ? undefined : `must be 64 hex digits (the SHA-256 of the .wasm, as sha256sum prints it), got ${v.length} characters`),
+    }),
   },
 });
 

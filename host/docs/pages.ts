@@ -7,6 +7,7 @@ import { capabilitiesTable } from "./capabilities-table.js";
 import { configReference } from "./config-reference.js";
 import { kindsTable } from "./kinds-table.js";
 import { metricsTable } from "./metrics-table.js";
+import { signalsTable } from "./signals-table.js";
 import { statusCodesTable } from "./status-codes.js";
 import { tracingTable } from "./tracing-table.js";
 
@@ -32,6 +33,7 @@ export const DOC_FILES: readonly DocFile[] = [
   {
     file: "docs/operators.md",
     blocks: [
+      { name: "signals", write: () => signalsTable() },
       { name: "config-reference", write: () => configReference() },
       { name: "metrics", write: () => metricsTable() },
       { name: "admin-routes", write: () => adminRoutesTable() },

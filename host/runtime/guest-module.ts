@@ -1,6 +1,7 @@
 // Loads a guest's .wasm and checks, before any guest code runs, that it fits the ABI: an
 // env.memory import (so the host owns the memory cap), only imports the host provides,
 // and the version marker export. The version number itself is read in the guest's worker.
+import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { FUNCTION_OP, OPS, PARAMS_OF, type OpSpec } from "../../abi/ops.js";
 import { ABI_VERSION } from "../../abi/status.js";
@@ -55,12 +56,16 @@ export interface GuestModule {
   readonly functions: readonly FunctionImport[];
   /** Pages the guest's memory starts with and may grow to. */
   readonly memory: { readonly initial: number; readonly maximum: number };
+  /** The SHA-256 of the bytes compiled (hex): what a reload compares, and `sha256` pins. */
+  readonly sha256: string;
 }
 
 /** What a plugin's config allows its module beyond the ABI: host functions (ImportGrants) and WASI. */
 export interface GuestModuleOptions extends Partial<ImportGrants> {
   /** The plugin may import WASI basics (host/runtime/wasi.ts). */
   readonly wasi?: boolean;
+  /** The SHA-256 (hex) the module's bytes must have ([[plugins]] sha256); other bytes are refused. */
+  readonly sha256?: string;
 }
 
 /** Compiles and checks `path` for `plugin`, with a memory cap of `memoryLimitBytes`. */
@@ -79,6 +84,14 @@ export async function loadGuestModule(plugin: string, path: string, memoryLimitB
         ? `[[plugins]] "${plugin}": wasm = ${JSON.stringify(path)} ${code === "EISDIR" ? "is a folder" : "does not exist"} (a relative path is read from the config file's folder)`
         : `${where}: cannot read the module: ${(err as Error).message}`,
       { cause: err },
+    );
+  }
+  // Of the very bytes compiled: a file replaced between a check and the load cannot slip through.
+  const sha256 = createHash("sha256").update(bytes).digest("hex");
+  if (options.sha256 !== undefined && options.sha256.toLowerCase() !== sha256) {
+    throw new LockhostError(
+      "CONFIG_INVALID",
+      `[[plugins]] "${plugin}": sha256 pins the module to ${options.sha256.toLowerCase()}, but wasm = ${JSON.stringify(path)} has sha256 ${sha256}; the module was not loaded (update the pin to load these bytes)`,
     );
   }
   let module: WebAssembly.Module;
@@ -136,7 +149,7 @@ export async function loadGuestModule(plugin: string, path: string, memoryLimitB
       `${where} needs ${limits.initial} pages (${(limits.initial * PAGE_BYTES) / 2 ** 20} MiB) of memory at start, more than its limit of ${maximum} pages; raise memory_limit_mib`,
     );
   }
-  return { plugin, path, module, exports: facts.exports, functions, memory: { initial: limits.initial, maximum } };
+  return { plugin, path, module, exports: facts.exports, functions, memory: { initial: limits.initial, maximum }, sha256 };
 }
 
 /** A host function import, checked against the plugin's grant, the embedder's functions and the ABI's signature. */

@@ -20,10 +20,14 @@ export class GuestPool implements GuestInstance {
   #closed = false;
   readonly #unlisten: (() => void)[];
 
-  /** A pool of `members` (at least one, all of the same plugin and module). */
-  constructor(members: readonly GuestInstance[]) {
+  /** The SHA-256 of the module its instances run (hex), when known: a reload compares it with the file's. */
+  readonly sha256: string | undefined;
+
+  /** A pool of `members` (at least one, all of the same plugin and module, whose hash is `sha256`). */
+  constructor(members: readonly GuestInstance[], sha256?: string) {
     if (members.length === 0) throw new LockhostError("INVALID_ARGUMENT", "a guest pool needs at least one instance");
     this.members = members;
+    this.sha256 = sha256;
     this.plugin = members[0]!.plugin;
     this.#unlisten = members.map((m) => m.onFree(() => this.#wake()));
   }
@@ -79,6 +83,29 @@ export class GuestPool implements GuestInstance {
     await Promise.all(this.members.map((m) => m.close()));
   }
 
+  /**
+   * Retires the pool once a reload has put another in its place (nothing new is sent here): waits
+   * until no call runs or waits on any instance (calls in flight and queued ones finish here,
+   * on these instances), then closes it, releasing what its instances still hold.
+   */
+  async drain(): Promise<void> {
+    for (;;) {
+      if (this.#closed) return;
+      const busy = this.members.find((m) => !isFree(m));
+      if (!busy && this.#waiters.length === 0) break;
+      // Woken when the busy instance is free; a queued call (without one busy: about to take one) is looked at next turn.
+      if (busy) await new Promise<void>((resolve) => {
+        const stop = busy.onFree(() => {
+          stop();
+          resolve();
+        });
+      });
+      // A tick that waited for this free instance reserves it in the same turn: look after it.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await this.close();
+  }
+
   #free(): GuestReservation | undefined {
     for (const m of this.members) {
       const r = m.reserve();
@@ -105,4 +132,11 @@ export class GuestPool implements GuestInstance {
   #wake(): void {
     this.#waiters.shift()?.();
   }
+}
+
+/** Whether `guest` runs or queues nothing now (asked by claiming it, and giving the claim back at once). */
+function isFree(guest: GuestInstance): boolean {
+  const claim = guest.reserve();
+  claim?.cancel();
+  return claim !== undefined;
 }

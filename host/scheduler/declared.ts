@@ -85,14 +85,18 @@ function scheduleOf(text: string): ScheduleSpec | string {
 
 /**
  * The config's schedules with every short entry replaced by what its plugin declares (read from
- * the running guests). Throws CONFIG_INVALID naming the file, the entry and the plugin: a plugin
+ * the running guests, or from `declarations`). Throws CONFIG_INVALID naming the file, the entry and the plugin: a plugin
  * without the export, a declaration that does not read, an export it does not declare, or an id
  * used twice.
  */
-export async function expandScheduled(config: LockhostConfig, guests: ReadonlyMap<string, GuestInstance>): Promise<ScheduledConfig[]> {
+export async function expandScheduled(
+  config: LockhostConfig,
+  guests: ReadonlyMap<string, GuestInstance>,
+  /** Declarations read already, by plugin (a reload passes those of the plugins it keeps, and is given the rest). */
+  declarations: Map<string, DeclaredSchedule[]> = new Map(),
+): Promise<ScheduledConfig[]> {
   if (!config.scheduled.some((s) => s.schedule.kind === "declared")) return [...config.scheduled];
   const file = config.source ?? "config";
-  const declarations = new Map<string, DeclaredSchedule[]>();
   const declarationOf = async (entry: ScheduledConfig): Promise<DeclaredSchedule[]> => {
     const known = declarations.get(entry.plugin);
     if (known) return known;

@@ -27,8 +27,8 @@ export class Leaders {
   readonly #leading = new Map<string, Leadership>();
   #stop = new AbortController();
   readonly #campaigns = new Set<Promise<void>>();
-  /** The elections campaigned for now: a second start() adds none twice. */
-  readonly #running = new Set<string>();
+  /** The elections campaigned for now, each with what ends its campaign alone: a second start() adds none twice. */
+  readonly #running = new Map<string, AbortController>();
 
   constructor(locks: LockService, log: Logger, health?: OutageReporter) {
     this.#locks = locks;
@@ -41,14 +41,30 @@ export class Leaders {
     if (this.#stop.signal.aborted) this.#stop = new AbortController();
     for (const e of elections) {
       if (this.#running.has(e.name)) continue;
-      this.#running.add(e.name);
-      const run = this.#campaign(e, this.#stop.signal);
+      const own = new AbortController();
+      this.#running.set(e.name, own);
+      const run = this.#campaign(e, AbortSignal.any([this.#stop.signal, own.signal]));
       this.#campaigns.add(run);
       void run.finally(() => {
         this.#campaigns.delete(run);
-        this.#running.delete(e.name);
+        if (this.#running.get(e.name) === own) this.#running.delete(e.name);
       });
     }
+  }
+
+  /** Stops the campaigns of elections not in `names` and resigns their leaderships (a reload dropped their schedules). */
+  async keepOnly(names: ReadonlySet<string>): Promise<void> {
+    const dropped = [...this.#running].filter(([name]) => !names.has(name));
+    for (const [name, own] of dropped) {
+      own.abort();
+      this.#running.delete(name);
+    }
+    const held = dropped.flatMap(([name]) => {
+      const l = this.#leading.get(name);
+      this.#leading.delete(name);
+      return l ? [l] : [];
+    });
+    await Promise.all(held.map((l) => l.resign().catch(() => undefined)));
   }
 
   /** The leadership of `election` while this node holds it. */

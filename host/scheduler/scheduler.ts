@@ -7,6 +7,7 @@
 // certainly still holds, so that wait cannot make it run the same tick again. A job never runs
 // without its lock.
 import { EventEmitter } from "node:events";
+import { isDeepStrictEqual } from "node:util";
 import type { Logger } from "pino";
 import type { ScheduledConfig } from "../config/types.js";
 import { toLockhostError } from "../../kit/errors.js";
@@ -91,9 +92,12 @@ export interface SchedulerDeps {
 }
 
 interface State {
-  readonly config: ScheduledConfig;
-  readonly clock: TickClock;
+  /** Replaced by update() when a reload changes the schedule (a running tick keeps the one it started with). */
+  config: ScheduledConfig;
+  clock: TickClock;
   timer?: NodeJS.Timeout;
+  /** The fire time the timer is armed for. */
+  armedAt?: number;
   /** The running tick; never rejects. */
   running?: Promise<void>;
   /** The running tick is still waiting for the backend to answer for its lock. */
@@ -158,6 +162,8 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   #stopping = new AbortController();
   /** Per plugin, ticks holding a reserved instance while they wait for the backend to give their lock. */
   readonly #locking = new Map<string, number>();
+  /** Running ticks of schedules a reload removed (idle() waits for them too). */
+  readonly #retired = new Set<Promise<void>>();
   /** Ticks by schedule and outcome: an outage's skips are counted here rather than logged one by one. */
   readonly #counts = new Map<string, Record<TickOutcome, number>>();
 
@@ -183,6 +189,54 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     for (const state of this.#states) this.#arm(state, Date.now());
   }
 
+  /**
+   * Runs `schedules` from now on (a reload): a schedule whose entry is unchanged keeps its timer;
+   * a changed one fires next at its new clock's first time at or after the tick it was armed for
+   * (so the tick it waited for is neither fired twice nor skipped when both clocks have it); an
+   * added one fires at its first time after now; a removed one fires no more (a running tick of
+   * it finishes, idle() waits for it) and its leader_only election is resigned. Counts are kept.
+   */
+  update(schedules: readonly ScheduledConfig[]): { added: string[]; changed: string[]; removed: string[] } {
+    const next = new Map(schedules.map((c) => [c.id, c]));
+    const out = { added: [] as string[], changed: [] as string[], removed: [] as string[] };
+    for (const state of [...this.#states]) {
+      const config = next.get(state.config.id);
+      if (config === undefined) {
+        clearTimeout(state.timer);
+        this.#states.splice(this.#states.indexOf(state), 1);
+        if (state.running) {
+          const retired: Promise<void> = state.running.finally(() => this.#retired.delete(retired));
+          this.#retired.add(retired);
+        }
+        out.removed.push(state.config.id);
+      } else if (!isDeepStrictEqual(config, state.config)) {
+        const clock = tickClock(config.schedule);
+        state.config = config;
+        state.clock = clock;
+        out.changed.push(config.id);
+        if (this.#started) {
+          clearTimeout(state.timer);
+          const from = state.armedAt === undefined ? Date.now() : state.armedAt - 1;
+          this.#armAt(state, clock.next(from));
+        }
+      }
+    }
+    for (const config of schedules) {
+      if (this.#states.some((s) => s.config.id === config.id)) continue;
+      const state: State = { config, clock: tickClock(config.schedule), busySkips: 0 };
+      this.#states.push(state);
+      if (!this.#counts.has(config.id)) this.#counts.set(config.id, Object.fromEntries(TICK_OUTCOMES.map((o) => [o, 0])) as Record<TickOutcome, number>);
+      out.added.push(config.id);
+      this.#arm(state, Date.now());
+    }
+    if (this.#started) {
+      const leaderOnly = this.#states.filter((s) => s.config.hint === "leader_only");
+      void this.#leaders.keepOnly(new Set(leaderOnly.map((s) => electionOf(s.config))));
+      this.#leaders.start(leaderOnly.map(({ config }) => ({ name: electionOf(config), ttlMs: config.ttlMs, plugin: config.plugin })));
+    }
+    return out;
+  }
+
   /** Stops firing new ticks; running ticks go on (see idle()). Leaderships are kept until releaseParked(). */
   stop(): void {
     this.#started = false;
@@ -202,7 +256,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
 
   /** Resolves when no tick is running; never rejects. */
   async idle(): Promise<void> {
-    await Promise.all(this.#states.map((s) => s.running));
+    await Promise.all([...this.#states.map((s) => s.running), ...this.#retired]);
   }
 
   /** Releases the schedule locks still held after their ticks, and resigns this node's leaderships. */
@@ -224,6 +278,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   }
 
   #armAt(state: State, at: number): void {
+    state.armedAt = at;
     const delay = at - Date.now();
     if (delay > MAX_TIMER_MS) {
       // setTimeout fires at once past 2^31-1 ms; wait in steps instead.
@@ -236,8 +291,34 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
         const e = toLockhostError(err);
         this.#deps.log.error({ schedule: state.config.id, tickAtMs: at, code: e.code, err: e.message }, "tick failed unexpectedly");
       });
-      this.#arm(state, Math.max(at, Date.now()));
+      const now = Date.now();
+      if (now > at) this.#sayNotFired(state, at, now);
+      this.#arm(state, Math.max(at, now));
     }, Math.max(0, delay));
+  }
+
+  /**
+   * A timer that fires past the next fire time (the event loop was blocked, or the process
+   * stopped) does not fire the ticks it slept through: they are said here, one line for the run.
+   */
+  #sayNotFired(state: State, at: number, now: number): void {
+    let missed = 0;
+    let first: number | undefined;
+    let last: number | undefined;
+    try {
+      for (let t = state.clock.next(at); t <= now && missed < 10_000; t = state.clock.next(t)) {
+        first ??= t;
+        last = t;
+        missed++;
+      }
+    } catch {
+      return;
+    }
+    if (missed === 0) return;
+    this.#deps.log.warn(
+      { schedule: state.config.id, firstTickAtMs: first, lastTickAtMs: last, ticks: missed, lateMs: now - at },
+      `ticks not fired on this node: its timer fired ${now - at} ms late (a blocked event loop), past ${missed} tick${missed === 1 ? "" : "s"} of the schedule`,
+    );
   }
 
   async #fire(state: State, tickAtMs: number): Promise<TickOutcome> {
@@ -264,7 +345,8 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
   }
 
   async #tick(state: State, tickAtMs: number): Promise<TickOutcome> {
-    const { config } = state;
+    // The entry and clock the tick started with, whatever a reload changes meanwhile.
+    const { config, clock } = state;
     const { locks, log } = this.#deps;
     if (config.hint === "leader_only") {
       // No lock per tick: the leadership, held in the background, is the schedule's lock (handle 0).
@@ -330,7 +412,7 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       // Parked, the lock only has to outlive half a period: it needs no more renewals.
       if (lease.state === "held" && lease.keepalive) locks.setKeepalive(lease, false);
       // Whatever happened above, the lock is let go (after half a period).
-      this.#park(lease, () => tickAtMs + (state.clock.next(tickAtMs) - tickAtMs) / 2);
+      this.#park(lease, () => tickAtMs + (clock.next(tickAtMs) - tickAtMs) / 2);
     }
     // Lost before the export was entered: said once, as a tick not run.
     return this.#emit(config.id, tickAtMs, invoked, lease.fence, lockLost && invoked.outcome !== "skipped_lost");

@@ -5,7 +5,20 @@
 // docs/abi.md all derive from this table (test/docs.test.ts holds the docs and the
 // AssemblyScript bindings to it). Adding an operation touches this table, its implementation
 // in host/runtime/lock-ops.ts (or the runtime's local imports), and its tests.
-import { FLAG_FAIR, FLAG_FENCE, FLAG_GLOBAL, FLAG_KEEP, FLAG_KEEPALIVE, FLAG_RW, FLAG_SEMAPHORE, MAX_INPUT_BYTES, MAX_LEADER_VALUE_BYTES, MAX_KEY_BYTES, MAX_LOG_BYTES, MAX_REQUEST_HEAD_BYTES } from "./status.js";
+import {
+  FLAG_FAIR,
+  FLAG_FENCE,
+  FLAG_GLOBAL,
+  FLAG_KEEP,
+  FLAG_KEEPALIVE,
+  FLAG_RW,
+  FLAG_SEMAPHORE,
+  MAX_INPUT_BYTES,
+  MAX_LEADER_VALUE_BYTES,
+  MAX_KEY_BYTES,
+  MAX_LOG_BYTES,
+  MAX_REQUEST_HEAD_BYTES,
+} from "./status.js";
 
 /** How one kind of argument crosses the boundary. */
 export interface ArgForm {
@@ -136,7 +149,10 @@ export const OPS = [
     flags: MUTEX_FLAGS,
     codes: WAIT_CODES,
     runtimes: RUNTIMES,
-    doc: 'handle `> 0` when acquired, waiting up to `wait_ms` for the key (it returns as soon as the holder lets go, see "Waiting"); `-TIMEOUT` when the key stayed held (`last_error` says how long this guest waited); `-code` on error. Never returns 0: with `wait_ms = 0` a held key is `-TIMEOUT` at once.',
+    doc:
+      'handle `> 0` when acquired, waiting up to `wait_ms` for the key (it returns as soon as the holder lets go, see "Waiting"); `-TIMEOUT` when ' +
+      "the key stayed held (`last_error` says how long this guest waited); `-code` on error. Never returns 0: with `wait_ms = 0` a held key is " +
+      "`-TIMEOUT` at once.",
     brief: "handle `> 0` once the key is free, `-TIMEOUT` after `wait_ms`, `-code`",
   },
   {
@@ -147,7 +163,9 @@ export const OPS = [
     flags: 0,
     codes: RENEW_CODES,
     runtimes: RUNTIMES,
-    doc: "`OK` (0), or `-code`. Sets the lease to `ttl_ms` from now on the server's clock; `ttl_ms = 0` reuses the TTL the lock was taken with. `-LOST` if the lock expired or changed hands.",
+    doc:
+      "`OK` (0), or `-code`. Sets the lease to `ttl_ms` from now on the server's clock; `ttl_ms = 0` reuses the TTL the lock was taken with. " +
+      "`-LOST` if the lock expired or changed hands.",
     brief: "`0` or `-code`",
   },
   {
@@ -191,7 +209,9 @@ export const OPS = [
     flags: FLAG_GLOBAL | FLAG_RW | FLAG_SEMAPHORE | FLAG_FAIR,
     codes: TRY_CODES,
     runtimes: RUNTIMES,
-    doc: "length of the status JSON of the key, or `-code`: a mutex's (`held`, `holder`, `fence`, times), or with `FLAG_RW` / `FLAG_SEMAPHORE` / `FLAG_FAIR` a read/write lock's, semaphore's or fair mutex's (`kind`, `limit`, `holders` each with `mode`, `fence`, holder and times, `queued`).",
+    doc:
+      "length of the status JSON of the key, or `-code`: a mutex's (`held`, `holder`, `fence`, times), or with `FLAG_RW` / `FLAG_SEMAPHORE` / " +
+      "`FLAG_FAIR` a read/write lock's, semaphore's or fair mutex's (`kind`, `limit`, `holders` each with `mode`, `fence`, holder and times, `queued`).",
     brief: "length of the status JSON",
   },
   {
@@ -202,7 +222,9 @@ export const OPS = [
     flags: 0,
     codes: ["INVALID_HANDLE"],
     runtimes: RUNTIMES,
-    doc: '`STATE_HELD`, `STATE_LOST` or `STATE_RELEASED` (see "Handle states"), or `-INVALID_HANDLE`. Answered from the host\'s own bookkeeping: no backend round trip.',
+    doc:
+      '`STATE_HELD`, `STATE_LOST` or `STATE_RELEASED` (see "Handle states"), or `-INVALID_HANDLE`. Answered from the host\'s own bookkeeping: no ' +
+      "backend round trip.",
     brief: "`1` held, `2` lost, `3` released, or `-code`; handle `0` is the schedule's lock during a scheduled call",
   },
   {
@@ -213,7 +235,12 @@ export const OPS = [
     flags: TAKE_FLAGS,
     codes: ["NOT_FOUND", "OWNERSHIP_MISMATCH", "ALREADY_RELEASED", "INVALID_ARGUMENT", "PERMISSION_DENIED", "BACKEND_UNAVAILABLE"],
     runtimes: RUNTIMES,
-    doc: "a handle `> 0` for a lock taken elsewhere (another process, another guest) whose owner token (`owner`) this guest was handed, so it can renew or release it; or `-code`: `-NOT_FOUND` (nobody holds the key), `-OWNERSHIP_MISMATCH` (someone else does; nothing is changed), `-ALREADY_RELEASED` (this host released that owner's lock), `-INVALID_ARGUMENT`, `-INVALID_MEMORY`, `-PERMISSION_DENIED`. `ttl_ms = 0` renews with the TTL the lock's current lease was set with (by its acquire or latest renew); otherwise 1 to `MAX_TTL_MS`. The owner token is 1 to 512 bytes of UTF-8.",
+    doc:
+      "a handle `> 0` for a lock taken elsewhere (another process, another guest) whose owner token (`owner`) this guest was handed, so it can " +
+      "renew or release it; or `-code`: `-NOT_FOUND` (nobody holds the key), `-OWNERSHIP_MISMATCH` (someone else does; nothing is changed), " +
+      "`-ALREADY_RELEASED` (this host released that owner's lock), `-INVALID_ARGUMENT`, `-INVALID_MEMORY`, `-PERMISSION_DENIED`. `ttl_ms = 0` renews " +
+      "with the TTL the lock's current lease was set with (by its acquire or latest renew); otherwise 1 to `MAX_TTL_MS`. The owner token is 1 to 512 " +
+      "bytes of UTF-8.",
     brief: "handle for a lock taken elsewhere, by owner token, or `-code`",
   },
   {
@@ -225,7 +252,10 @@ export const OPS = [
     codes: [],
     runtimes: RUNTIMES,
     local: true,
-    doc: "length of the message about this guest instance's last lock call: its error when it failed, whose key it was when a `try` found it contended, 0 after any other success (or before any call). `last_error` itself changes nothing, unless its buffer is bad: that is a failed call and replaces it.",
+    doc:
+      "length of the message about this guest instance's last lock call: its error when it failed, whose key it was when a `try` found it " +
+      "contended, 0 after any other success (or before any call). `last_error` itself changes nothing, unless its buffer is bad: that is a failed " +
+      "call and replaces it.",
     brief: "length of the last error message",
   },
   // Read/write locks and semaphores (appended in v1: a guest importing them needs a host that has them).
@@ -238,7 +268,9 @@ export const OPS = [
     flags: TAKE_FLAGS,
     codes: TRY_CODES,
     runtimes: RUNTIMES,
-    doc: "handle `> 0` for a read lock on the key (readers share it); `TRY_CONTENDED` (0) while a writer holds it or waits for it; `-code` on error. The handle works with every handle operation.",
+    doc:
+      "handle `> 0` for a read lock on the key (readers share it); `TRY_CONTENDED` (0) while a writer holds it or waits for it; `-code` on error. " +
+      "The handle works with every handle operation.",
     brief: "read-lock handle `> 0`, `0` contended, `-code`",
   },
   {
@@ -250,7 +282,9 @@ export const OPS = [
     flags: TAKE_FLAGS,
     codes: TRY_CODES,
     runtimes: RUNTIMES,
-    doc: "handle `> 0` for the write lock on the key (exclusive: no reader, no other writer); `TRY_CONTENDED` (0) while anyone holds it or a writer waits for it; `-code` on error.",
+    doc:
+      "handle `> 0` for the write lock on the key (exclusive: no reader, no other writer); `TRY_CONTENDED` (0) while anyone holds it or a writer " +
+      "waits for it; `-code` on error.",
     brief: "write-lock handle `> 0`, `0` contended, `-code`",
   },
   {
@@ -274,7 +308,9 @@ export const OPS = [
     flags: TAKE_FLAGS,
     codes: WAIT_CODES,
     runtimes: RUNTIMES,
-    doc: "as `try_write`, waiting up to `wait_ms`. A waiting writer queues: readers arriving after it wait behind it, and writers are served in arrival order. `-TIMEOUT` when the key stayed held.",
+    doc:
+      "as `try_write`, waiting up to `wait_ms`. A waiting writer queues: readers arriving after it wait behind it, and writers are served in " +
+      "arrival order. `-TIMEOUT` when the key stayed held.",
     brief: "write-lock handle once free, `-TIMEOUT`, `-code`",
   },
   {
@@ -286,7 +322,9 @@ export const OPS = [
     flags: TAKE_FLAGS,
     codes: ["PERMITS_MISMATCH", ...TRY_CODES],
     runtimes: RUNTIMES,
-    doc: "handle `> 0` for one of the `permits` (1 to 1,000,000) permits of the semaphore on the key; `TRY_CONTENDED` (0) when all are taken; `-PERMITS_MISMATCH` when its holders took it with another number; `-code` on error.",
+    doc:
+      "handle `> 0` for one of the `permits` (1 to 1,000,000) permits of the semaphore on the key; `TRY_CONTENDED` (0) when all are taken; " +
+      "`-PERMITS_MISMATCH` when its holders took it with another number; `-code` on error.",
     brief: "permit handle `> 0`, `0` all taken, `-code`",
   },
   {
@@ -312,7 +350,9 @@ export const OPS = [
     codes: ["INVALID_ARGUMENT"],
     runtimes: RUNTIMES,
     local: true,
-    doc: "`1` when this plugin may use the capability `name`: `http` when its `[plugins.http]` grants requests, a host function namespace its `functions` grants and the embedder registered; `config` and `log` always. `0` when not (an `http.request` then returns `-PERMISSION_DENIED`).",
+    doc:
+      "`1` when this plugin may use the capability `name`: `http` when its `[plugins.http]` grants requests, a host function namespace its " +
+      "`functions` grants and the embedder registered; `config` and `log` always. `0` when not (an `http.request` then returns `-PERMISSION_DENIED`).",
     brief: "`1` granted, `0` not",
   },
   {
@@ -324,7 +364,9 @@ export const OPS = [
     codes: [],
     runtimes: RUNTIMES,
     local: true,
-    doc: "length of the reply of this guest's last `http.request` or host function call, written into the buffer when it fits: a reply too long for that call's own buffer is read here, without making the call (and its effects) again. 0 when the last such call failed.",
+    doc:
+      "length of the reply of this guest's last `http.request` or host function call, written into the buffer when it fits: a reply too long for " +
+      "that call's own buffer is read here, without making the call (and its effects) again. 0 when the last such call failed.",
     brief: "length of the last call's reply",
   },
   {
@@ -336,7 +378,9 @@ export const OPS = [
     codes: ["NOT_FOUND", "INVALID_ARGUMENT"],
     runtimes: RUNTIMES,
     local: true,
-    doc: "length of the UTF-8 value of key `name` in the plugin's `[plugins.config]` table, written into the buffer when it fits; `-NOT_FOUND` when the table has no such key (a value to test, not a trap).",
+    doc:
+      "length of the UTF-8 value of key `name` in the plugin's `[plugins.config]` table, written into the buffer when it fits; `-NOT_FOUND` when " +
+      "the table has no such key (a value to test, not a trap).",
     brief: "length of the config value, `-NOT_FOUND`",
   },
   {
@@ -348,7 +392,10 @@ export const OPS = [
     codes: ["INVALID_ARGUMENT"],
     runtimes: RUNTIMES,
     local: true,
-    doc: "`OK`: logs the UTF-8 message at `level` (`LOG_DEBUG` 0, `LOG_INFO` 1, `LOG_WARN` 2, `LOG_ERROR` 3) through the host's logger, tagged with the plugin. A level below the plugin's `log_level` costs nothing. Shares `trace`'s budget of 100 lines per call (the rest are counted in one line); a message over `MAX_LOG_BYTES` is cut.",
+    doc:
+      "`OK`: logs the UTF-8 message at `level` (`LOG_DEBUG` 0, `LOG_INFO` 1, `LOG_WARN` 2, `LOG_ERROR` 3) through the host's logger, tagged with " +
+      "the plugin. A level below the plugin's `log_level` costs nothing. Shares `trace`'s budget of 100 lines per call (the rest are counted in one " +
+      "line); a message over `MAX_LOG_BYTES` is cut.",
     brief: "`0` or `-code`",
   },
   {
@@ -360,7 +407,13 @@ export const OPS = [
     codes: ["PERMISSION_DENIED", "INVALID_ARGUMENT", "TIMEOUT", "TOO_LARGE", "CALL_FAILED", "CANCELLED", "LOST", "INVALID_HANDLE", "ALREADY_RELEASED"],
     runtimes: RUNTIMES,
     keepsReply: true,
-    doc: "length of the response, written into the buffer when it fits (else read it with `lockhost.last_reply`): the status code, a `\\n`, each header as `name: value\\n` (names lowercase), a `\\n`, then the body. The request is `METHOD URL` then one `Name: value` line per header, `\\n`-separated; `body` may be empty. With `FLAG_FENCE` the host adds `lockhost-lock` (or, for a name a header value would not keep as it is, `lockhost-lock-encoded`, percent-encoded), `lockhost-fence` and `lockhost-kind` headers naming the lock `handle` (0: the schedule's lock in a scheduled call), its fence and kind (`-LOST` once it is no longer held). Only hosts, methods and sizes the plugin's `[plugins.http]` allows; bounded by its `timeout_ms` and the call's time limit.",
+    doc:
+      "length of the response, written into the buffer when it fits (else read it with `lockhost.last_reply`): the status code, a `\\n`, each " +
+      "header as `name: value\\n` (names lowercase), a `\\n`, then the body. The request is `METHOD URL` then one `Name: value` line per header, " +
+      "`\\n`-separated; `body` may be empty. With `FLAG_FENCE` the host adds `lockhost-lock` (or, for a name a header value would not keep as it is, " +
+      "`lockhost-lock-encoded`, percent-encoded), `lockhost-fence` and `lockhost-kind` headers naming the lock `handle` (0: the schedule's lock in a " +
+      "scheduled call), its fence and kind (`-LOST` once it is no longer held). Only hosts, methods and sizes the plugin's `[plugins.http]` allows; " +
+      "bounded by its `timeout_ms` and the call's time limit.",
     brief: "length of the response (status, headers, body), or `-code`",
   },
   {
@@ -372,7 +425,11 @@ export const OPS = [
     codes: ["CALL_FAILED", "TOO_LARGE", "CANCELLED", "INVALID_ARGUMENT", "PERMISSION_DENIED"],
     runtimes: RUNTIMES,
     keepsReply: true,
-    doc: "a function the embedder registered under a namespace the plugin's `functions` grants: bytes in, bytes out. Length of its reply, written into the buffer when it fits (else read it with `lockhost.last_reply`), or `-code`: what the function threw (a LockhostError's own code, else `CALL_FAILED`), `CANCELLED` at shutdown, `TOO_LARGE` for a reply over `MAX_REPLY_BYTES`. A function still running at the call's time limit (worker runtime) ends the call as a spinning guest does (the host restarts the guest).",
+    doc:
+      "a function the embedder registered under a namespace the plugin's `functions` grants: bytes in, bytes out. Length of its reply, written " +
+      "into the buffer when it fits (else read it with `lockhost.last_reply`), or `-code`: what the function threw (a LockhostError's own code, else " +
+      "`CALL_FAILED`), `CANCELLED` at shutdown, `TOO_LARGE` for a reply over `MAX_REPLY_BYTES`. A function still running at the call's time limit " +
+      "(worker runtime) ends the call as a spinning guest does (the host restarts the guest).",
     brief: "length of the function's reply, or `-code`",
   },
   // Leader election (appended in v1: a guest importing them needs a host that has them). The
@@ -387,7 +444,10 @@ export const OPS = [
     flags: FLAG_GLOBAL | FLAG_KEEP,
     codes: TRY_CODES,
     runtimes: RUNTIMES,
-    doc: "a leadership handle `> 0` when this guest now leads the election named by the key, proclaiming `value` (0 to `MAX_LEADER_VALUE_BYTES` bytes); `TRY_CONTENDED` (0) while another leads; `-code` on error. The lease is kept alive until `resign`, `release` or auto-release; `fence` of the handle is the term (strictly increasing per election).",
+    doc:
+      "a leadership handle `> 0` when this guest now leads the election named by the key, proclaiming `value` (0 to `MAX_LEADER_VALUE_BYTES` " +
+      "bytes); `TRY_CONTENDED` (0) while another leads; `-code` on error. The lease is kept alive until `resign`, `release` or auto-release; `fence` " +
+      "of the handle is the term (strictly increasing per election).",
     brief: "leadership handle `> 0`, `0` another leads, `-code`",
   },
   {
@@ -399,7 +459,9 @@ export const OPS = [
     flags: FLAG_GLOBAL | FLAG_KEEP,
     codes: WAIT_CODES,
     runtimes: RUNTIMES,
-    doc: "as `try_campaign`, waiting up to `wait_ms` for the leader to resign or lose its lease (woken by the release, not polling); `-TIMEOUT` when another led all along.",
+    doc:
+      "as `try_campaign`, waiting up to `wait_ms` for the leader to resign or lose its lease (woken by the release, not polling); `-TIMEOUT` when " +
+      "another led all along.",
     brief: "leadership handle once this guest leads, `-TIMEOUT`, `-code`",
   },
   {
@@ -410,7 +472,9 @@ export const OPS = [
     flags: 0,
     codes: RENEW_CODES,
     runtimes: RUNTIMES,
-    doc: "`OK`: the leader's value is now `value` (what `leader` and observers read); `-LOST` when this guest no longer leads; `-INVALID_HANDLE` for a handle that is not a leadership.",
+    doc:
+      "`OK`: the leader's value is now `value` (what `leader` and observers read); `-LOST` when this guest no longer leads; `-INVALID_HANDLE` for " +
+      "a handle that is not a leadership.",
     brief: "`0` or `-code`",
   },
   {
@@ -421,7 +485,9 @@ export const OPS = [
     flags: 0,
     codes: RELEASE_CODES,
     runtimes: RUNTIMES,
-    doc: "`OK`: the leadership is released, so a waiting campaigner takes over at once; `-code` as `release` (`-INVALID_HANDLE` for a handle that is not a leadership).",
+    doc:
+      "`OK`: the leadership is released, so a waiting campaigner takes over at once; `-code` as `release` (`-INVALID_HANDLE` for a handle that is " +
+      "not a leadership).",
     brief: "`0` or `-code`",
   },
   {
@@ -432,7 +498,9 @@ export const OPS = [
     flags: FLAG_GLOBAL,
     codes: TRY_CODES,
     runtimes: RUNTIMES,
-    doc: "length of the JSON of who leads the election now: `{\"key\", \"held\": false}`, or with `held` true the leader's `node`, `plugin`, `value`, `term` and `since_ms`.",
+    doc:
+      'length of the JSON of who leads the election now: `{"key", "held": false}`, or with `held` true the leader\'s `node`, `plugin`, `value`, ' +
+      "`term` and `since_ms`.",
     brief: "length of the leader JSON",
   },
 ] as const satisfies readonly OpSpec[];

@@ -5,14 +5,14 @@
 // Redis the commands sent per handoff (counted in this process, at ioredis's sendCommand: a
 // script call is one, whatever it runs; the round trips, but for the calls one batch or
 // pipeline writes together) and the server's commands per handoff (INFO commandstats deltas,
-// commands run inside scripts included: every client's, so read them on a private Redis). Rows: the LockService on Redis, memory and PostgreSQL; redis-semaphore;
-// The floor row: the Redis backend's handoff step called back to back by one caller, nobody
-// waiting (one round trip and one script per handoff, as the LockService's handoff costs at
-// best): the most handoffs/s any design that asks the server once per handoff gets here.
-// node-redlock (default retry: 200 ms + jitter) only with BENCH_CONTENTION_REDLOCK=1, since its
-// handoffs each wait ~100 ms for a retry and a round would take a minute. With
-// BENCH_CONTENTION_BASE=<a checkout's root> (built: its dist/, node_modules in place) the LockService of that
-// checkout runs on each backend too, in the same rounds: a before/after of one run.
+// commands run inside scripts included: every client's, so read them on a private Redis). Rows: the
+// LockService on Redis, memory and PostgreSQL; redis-semaphore; The floor row: the Redis backend's handoff
+// step called back to back by one caller, nobody waiting (one round trip and one script per handoff, as the
+// LockService's handoff costs at best): the most handoffs/s any design that asks the server once per handoff
+// gets here. node-redlock (default retry: 200 ms + jitter) only with BENCH_CONTENTION_REDLOCK=1, since its
+// handoffs each wait ~100 ms for a retry and a round would take a minute. With BENCH_CONTENTION_BASE=<a
+// checkout's root> (built: its dist/, node_modules in place) the LockService of that checkout runs on each
+// backend too, in the same rounds: a before/after of one run.
 import { randomUUID } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import { Redis } from "ioredis";
@@ -66,9 +66,11 @@ async function contend(turn: Turn, turns: number, key: string, admin?: Redis, ca
   const before = admin ? await serverCalls(admin) : 0;
   const sentBefore = sent;
   const started = performance.now();
-  await Promise.all(Array.from({ length: callers }, async () => {
-    for (let i = 0; i < turns; i++) await turn(key);
-  }));
+  await Promise.all(
+    Array.from({ length: callers }, async () => {
+      for (let i = 0; i < turns; i++) await turn(key);
+    }),
+  );
   const ms = performance.now() - started;
   const handoffs = callers * turns;
   const sentCalls = sent - sentBefore;
@@ -166,12 +168,14 @@ export async function contentionBench(): Promise<void> {
       },
     },
     ...(process.env.BENCH_CONTENTION_REDLOCK === "1"
-      ? [{
-          name: `node-redlock 4 (retry 200 ms + jitter), ${REDLOCK_TURNS} turns`,
-          turns: REDLOCK_TURNS,
-          redis: true,
-          turn: async (key: string) => (await redlock.lock(`${prefix}${key}`, TTL_MS)).unlock().then(() => undefined),
-        }]
+      ? [
+          {
+            name: `node-redlock 4 (retry 200 ms + jitter), ${REDLOCK_TURNS} turns`,
+            turns: REDLOCK_TURNS,
+            redis: true,
+            turn: async (key: string) => (await redlock.lock(`${prefix}${key}`, TTL_MS)).unlock().then(() => undefined),
+          },
+        ]
       : []),
     { name: "lockhost LockService, memory", turns: TURNS, redis: false, turn: serviceTurn(onMemory!) },
     ...(base ? [{ name: "lockhost LockService, memory, base checkout", turns: TURNS, redis: false, turn: serviceTurn(base.memory) }] : []),
@@ -186,7 +190,9 @@ export async function contentionBench(): Promise<void> {
     for (round = 1; round <= ROUNDS; round++) for (const r of rows) results.get(r.name)!.push(await measure(r));
     const rate = (name: string): number => median(results.get(name)!.map((x) => x.handoffsPerSec));
     const mutex = rate(rows.find((r) => r.name.startsWith("redis-semaphore"))!.name);
-    console.log(`\nlockhost bench: contention, ${CALLERS} callers of one key on one host, ${TURNS} acquire-with-wait + release turns each (${ROUNDS} rounds, medians)\n`);
+    console.log(
+      `\nlockhost bench: contention, ${CALLERS} callers of one key on one host, ${TURNS} acquire-with-wait + release turns each (${ROUNDS} rounds, medians)\n`,
+    );
     console.log(
       table(
         ["path", "handoffs/s", "x redis-semaphore", "sent/handoff", "server cmds/handoff"],

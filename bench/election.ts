@@ -83,7 +83,8 @@ async function lags(silencer: Silencer, watcherBackend: LockBackend, electionPol
       const stop = new AbortController();
       let seenAt: number | undefined;
       const observing = (async () => {
-        for await (const info of watcher.observe(election, { signal: stop.signal })) if (seenAt === undefined && (!info.held || info.term !== term)) seenAt = Date.now();
+        for await (const info of watcher.observe(election, { signal: stop.signal }))
+          if (seenAt === undefined && (!info.held || info.term !== term)) seenAt = Date.now();
       })();
       const campaigning = watcher.campaign(election, { ttlMs: 10_000 }).then((l) => ({ leadership: l, atMs: Date.now() }));
       await new Promise((r) => setTimeout(r, 50));
@@ -138,13 +139,34 @@ async function resignLags(leaderBackend: LockBackend, watcherBackend: LockBacken
 }
 
 export async function electionBench(): Promise<void> {
-  console.log(`\nlockhost bench: a leader ended without a notice, from the backend freeing it to another host's observer / campaigner (${ROUNDS} rounds; TTL ${LEADER_TTL_MS} ms), ms\n`);
+  console.log(
+    `\nlockhost bench: a leader ended without a notice, from the backend freeing it to another host's observer / campaigner (${ROUNDS} rounds; ` +
+      `TTL ${LEADER_TTL_MS} ms), ms\n`,
+  );
   const tableName = `lockhost_bench_election_${randomUUID().slice(0, 8)}`;
   const keyPrefix = `lockhost-bench-election:${randomUUID().slice(0, 8)}:`;
   const runs: { path: string; silencer: () => Silencer; watcher: () => LockBackend; pollMs: number; rounds: number }[] = [
-    { path: "redis: lease ran out", silencer: () => redisSilencer(keyPrefix), watcher: () => new RedisBackend({ ...redisDefaults, url: REDIS_URL, keyPrefix }, benchLog), pollMs: 20, rounds: ROUNDS },
-    { path: "pg: sessions ended (election_poll_ms 20)", silencer: () => pgSilencer(tableName), watcher: () => new PgBackend({ ...pgDefaults, url: DATABASE_URL, table: tableName }, benchLog), pollMs: 20, rounds: ROUNDS },
-    { path: "pg: sessions ended, sentinel off (read at the lease's end)", silencer: () => pgSilencer(tableName), watcher: () => new PgBackend({ ...pgDefaults, url: DATABASE_URL, table: tableName }, benchLog), pollMs: 0, rounds: BASELINE_ROUNDS },
+    {
+      path: "redis: lease ran out",
+      silencer: () => redisSilencer(keyPrefix),
+      watcher: () => new RedisBackend({ ...redisDefaults, url: REDIS_URL, keyPrefix }, benchLog),
+      pollMs: 20,
+      rounds: ROUNDS,
+    },
+    {
+      path: "pg: sessions ended (election_poll_ms 20)",
+      silencer: () => pgSilencer(tableName),
+      watcher: () => new PgBackend({ ...pgDefaults, url: DATABASE_URL, table: tableName }, benchLog),
+      pollMs: 20,
+      rounds: ROUNDS,
+    },
+    {
+      path: "pg: sessions ended, sentinel off (read at the lease's end)",
+      silencer: () => pgSilencer(tableName),
+      watcher: () => new PgBackend({ ...pgDefaults, url: DATABASE_URL, table: tableName }, benchLog),
+      pollMs: 0,
+      rounds: BASELINE_ROUNDS,
+    },
   ];
   const rows: string[][] = [];
   for (const run of runs) {
@@ -153,7 +175,11 @@ export async function electionBench(): Promise<void> {
     try {
       const { seen, took } = await lags(silencer, watcherBackend, run.pollMs, run.rounds);
       rows.push([run.path, fmt(median(seen), 1), fmt(quantile(seen, 0.99), 1), fmt(median(took), 1), fmt(quantile(took, 0.99), 1)]);
-      if (run.pollMs > 0) console.log(`${run.path}: seen within ${fmt(quantile(seen, 0.99), 1)} ms (p99; target ≤ ${TARGET_P99_MS} ms: ${quantile(seen, 0.99) <= TARGET_P99_MS ? "met" : "not reached"})`);
+      if (run.pollMs > 0)
+        console.log(
+          `${run.path}: seen within ${fmt(quantile(seen, 0.99), 1)} ms (p99; target ≤ ${TARGET_P99_MS} ` +
+            `ms: ${quantile(seen, 0.99) <= TARGET_P99_MS ? "met" : "not reached"})`,
+        );
     } finally {
       await watcherBackend.close();
       await silencer.close();

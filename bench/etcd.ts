@@ -66,11 +66,16 @@ export async function etcdBench(): Promise<void> {
     const where = cluster === undefined ? endpoints.join(",") : `a private ${cluster.members.length}-member cluster on loopback`;
     console.log(`\nlockhost bench: etcd at ${where} (${ROUNDS} rounds x ${OPS} pairs, medians)\n`);
     console.log("mutex try+release one at a time vs a raw lock by transaction on the same client (ratio: p50; target LockService ≤ 1.3x)\n");
-    console.log(table(["path", "pairs/s", "p50 µs", "p99 µs", "x raw"], [
-      row("raw txn put-if-absent on a lease + delete-if-revision", m.raw!, m.raw),
-      row("EtcdBackend steps (acquire + release)", m.steps!, m.raw),
-      row("LockService tryLock + release", m.service!, m.raw),
-    ]));
+    console.log(
+      table(
+        ["path", "pairs/s", "p50 µs", "p99 µs", "x raw"],
+        [
+          row("raw txn put-if-absent on a lease + delete-if-revision", m.raw!, m.raw),
+          row("EtcdBackend steps (acquire + release)", m.steps!, m.raw),
+          row("LockService tryLock + release", m.service!, m.raw),
+        ],
+      ),
+    );
 
     // Handoff to a waiter on another host (backend instance).
     const handoffMs: number[] = [];
@@ -91,9 +96,12 @@ export async function etcdBench(): Promise<void> {
       await other.release(got);
     }
     console.log(`\nhandoff: release on host A → acquire resolved on host B (${HANDOFFS} handoffs; target p50 ≤ 5 ms)\n`);
-    console.log(table(["path", "p50 ms", "p90 ms", "max ms"], [
-      ["etcd watch wake-up, another backend instance", fmt(median(handoffMs), 2), fmt(quantile(handoffMs, 0.9), 2), fmt(Math.max(...handoffMs), 2)],
-    ]));
+    console.log(
+      table(
+        ["path", "p50 ms", "p90 ms", "max ms"],
+        [["etcd watch wake-up, another backend instance", fmt(median(handoffMs), 2), fmt(quantile(handoffMs, 0.9), 2), fmt(Math.max(...handoffMs), 2)]],
+      ),
+    );
   } finally {
     await locks.close();
     await other.close();

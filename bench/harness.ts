@@ -93,7 +93,12 @@ export async function startBenchGuests(
 }
 
 /** Inline bench guests where this Node has JSPI, else none. */
-export async function startInlineGuests(locks: LockService, count: number, grants: Partial<GuestGrantOptions> = {}, guest: "bench" | "bench-caps" = "bench"): Promise<GuestInstance[]> {
+export async function startInlineGuests(
+  locks: LockService,
+  count: number,
+  grants: Partial<GuestGrantOptions> = {},
+  guest: "bench" | "bench-caps" = "bench",
+): Promise<GuestInstance[]> {
   return INLINE ? startBenchGuests(locks, count, "inline", grants, guest) : [];
 }
 

@@ -40,7 +40,8 @@ export async function httpBench(): Promise<void> {
   const req = { method: "GET", url, headers: [] } as const;
   const m = await interleaved({
     fetch: () => sequential(OPS, async () => (await fetch(url, { headers: { "x-api-key": "bench-secret" } })).arrayBuffer()),
-    undici: () => sequential(OPS, async () => (await agent.request({ origin, path: "/", method: "GET", headers: ["x-api-key", "bench-secret"] })).body.arrayBuffer()),
+    undici: () =>
+      sequential(OPS, async () => (await agent.request({ origin, path: "/", method: "GET", headers: ["x-api-key", "bench-secret"] })).body.arrayBuffer()),
     client: () => sequential(OPS, () => client.request(req, {})),
     ...(inline && { guestInline: () => capsLoop(inline, OPS, url) }),
     guestWorker: () => capsLoop(worker!, OPS, url),

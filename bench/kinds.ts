@@ -33,11 +33,13 @@ function lockhostPairs(locks: LockService): Record<"read" | "write" | "permit" |
   const read = { ...opts, ...READ };
   const write = { ...opts, ...WRITE };
   const permit = { ...opts, ...permitSpec(PERMITS) };
-  const pair = (take: (key: string) => Promise<Lease | null>) => async (key: string): Promise<void> => {
-    const lease = await take(key);
-    if (!lease) throw new Error(`kinds bench: ${key} not acquired`);
-    await locks.release(lease);
-  };
+  const pair =
+    (take: (key: string) => Promise<Lease | null>) =>
+    async (key: string): Promise<void> => {
+      const lease = await take(key);
+      if (!lease) throw new Error(`kinds bench: ${key} not acquired`);
+      await locks.release(lease);
+    };
   return {
     read: pair((k) => locks.try(k, read)),
     write: pair((k) => locks.try(k, write)),
@@ -86,7 +88,9 @@ async function redisPart(): Promise<void> {
       peerMutex16: () => concurrent(CONCURRENCY, OPS, (w) => mutexPair(`${prefix}peer-mutex16-${w}`)),
     });
     const g = r as Record<string, Round>;
-    console.log(`\nlockhost bench: read/write locks and semaphores on redis at ${redactUrlSecrets(REDIS_URL)} (${ROUNDS} rounds x ${OPS} pairs per loop, medians)`);
+    console.log(
+      `\nlockhost bench: read/write locks and semaphores on redis at ${redactUrlSecrets(REDIS_URL)} (${ROUNDS} rounds x ${OPS} pairs per loop, medians)`,
+    );
     console.log(`(ratio: p50 / redis-semaphore Semaphore's one at a time; its throughput / this row's at ${CONCURRENCY}: below 1.00 lockhost is faster)\n`);
     console.log(
       table(
@@ -137,7 +141,10 @@ async function pgPart(): Promise<void> {
       permit: () => sequential(OPS, () => mine.permit("p")),
       mutex: () => sequential(OPS, () => mine.mutex("m")),
     })) as Record<string, Round>;
-    console.log(`\nlockhost bench: read/write locks and semaphores on pg at ${redactUrlSecrets(DATABASE_URL)} (${ROUNDS} rounds x ${OPS} pairs, medians; ratio: p50 / raw)\n`);
+    console.log(
+      `\nlockhost bench: read/write locks and semaphores on pg at ${redactUrlSecrets(DATABASE_URL)} (${ROUNDS} rounds x ${OPS} pairs, medians; ` +
+        `ratio: p50 / raw)\n`,
+    );
     console.log(
       table(
         ["path", "pairs/s", "p50 µs", "p99 µs", "x raw"],

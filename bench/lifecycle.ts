@@ -123,7 +123,13 @@ function handoffTargets(): Backends[] {
   const redis = { ...redisDefaults, url: REDIS_URL, keyPrefix: prefix };
   const pgc = { ...pgDefaults, url: DATABASE_URL, table: pgTable };
   return [
-    { name: "memory", make: () => { const m = new MemoryBackend(); return [m, m]; } },
+    {
+      name: "memory",
+      make: () => {
+        const m = new MemoryBackend();
+        return [m, m];
+      },
+    },
     { name: "redis", make: () => [new RedisBackend(redis, benchLog), new RedisBackend(redis, benchLog)] },
     { name: "pg", make: () => [new PgBackend(pgc, benchLog), new PgBackend(pgc, benchLog)] },
   ];
@@ -154,7 +160,12 @@ export async function handoffBench(): Promise<void> {
     }
   }
   const redlock = await redlockHandoffs(POLLED_HANDOFFS);
-  rows.push(["redis: node-redlock 4, default retry (200 ms + jitter)", fmt(median(redlock), 2), fmt(quantile(redlock, 0.99), 2), fmt(median(redlock) / redisP50, 1)]);
+  rows.push([
+    "redis: node-redlock 4, default retry (200 ms + jitter)",
+    fmt(median(redlock), 2),
+    fmt(quantile(redlock, 0.99), 2),
+    fmt(median(redlock) / redisP50, 1),
+  ]);
   console.log(table(["path", "p50 ms", "p99 ms", "p50 / lockhost"], rows));
   console.log(`\nredis handoff p50: ${fmt(redisP50, 2)} ms (target ≤ 2 ms: ${redisP50 <= 2 ? "met" : "not reached (the closing note shows the floor)"})`);
 }
@@ -171,9 +182,11 @@ async function cpuShare(ms: number): Promise<number> {
 /** Runs `fn` over `items` with at most `limit` at once. */
 async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < items.length) await fn(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
 }
 
 /**
@@ -218,7 +231,10 @@ export async function keepaliveBench(): Promise<void> {
   backend.renewMany = (reqs) => {
     const sentAt = performance.now();
     const replied = renewMany(reqs);
-    replied.then(() => tickMs.push(performance.now() - sentAt), () => undefined);
+    replied.then(
+      () => tickMs.push(performance.now() - sentAt),
+      () => undefined,
+    );
     return replied;
   };
   try {
@@ -242,9 +258,17 @@ export async function keepaliveBench(): Promise<void> {
     lockhostTimers = s1.renewalTimers;
     const lost = s1.lost;
     rows.push([
-      "lockhost renewal manager", String(s1.renewalTimers), String(ticks), fmt(renewed / Math.max(1, ticks), 0),
-      fmt(lockhostWaits, 1), fmt(lockhostTrips, 1), `${fmt(median(tickMs), 1)} / ${fmt(Math.max(...tickMs), 1)}`,
-      seen.scriptsPerS, seen.commands, seen.cpu, String(lost),
+      "lockhost renewal manager",
+      String(s1.renewalTimers),
+      String(ticks),
+      fmt(renewed / Math.max(1, ticks), 0),
+      fmt(lockhostWaits, 1),
+      fmt(lockhostTrips, 1),
+      `${fmt(median(tickMs), 1)} / ${fmt(Math.max(...tickMs), 1)}`,
+      seen.scriptsPerS,
+      seen.commands,
+      seen.cpu,
+      String(lost),
     ]);
     await pool(leases, 256, (lease) => locks.release(lease));
   } finally {
@@ -253,17 +277,31 @@ export async function keepaliveBench(): Promise<void> {
 
   // Baseline: redis-semaphore's Mutex refreshes each lock on its own timer.
   const client = new Redis(REDIS_URL);
-  const mutexes = names.map((n) => new Mutex(client, `${prefix}mutex:${n}`, {
-    lockTimeout: KEEPALIVE_TTL_MS, refreshInterval: KEEPALIVE_TTL_MS / 2, acquireAttemptsLimit: 1,
-    onLockLost: () => undefined,
-  }));
+  const mutexes = names.map(
+    (n) =>
+      new Mutex(client, `${prefix}mutex:${n}`, {
+        lockTimeout: KEEPALIVE_TTL_MS,
+        refreshInterval: KEEPALIVE_TTL_MS / 2,
+        acquireAttemptsLimit: 1,
+        onLockLost: () => undefined,
+      }),
+  );
   try {
     await pool(mutexes, 256, (m) => m.acquire());
     await sleep(KEEPALIVE_TTL_MS);
     const seen = await observe(admin);
     rows.push([
-      "redis-semaphore Mutex (refresh timer per lock)", String(KEEPALIVE_LOCKS), "-", "1",
-      "1.0", "1.0", "-", seen.scriptsPerS, seen.commands, seen.cpu, "-",
+      "redis-semaphore Mutex (refresh timer per lock)",
+      String(KEEPALIVE_LOCKS),
+      "-",
+      "1",
+      "1.0",
+      "1.0",
+      "-",
+      seen.scriptsPerS,
+      seen.commands,
+      seen.cpu,
+      "-",
     ]);
     await pool(mutexes, 256, (m) => m.release());
   } finally {
@@ -272,9 +310,27 @@ export async function keepaliveBench(): Promise<void> {
     for (let i = 0; i < keys.length; i += 1_000) await admin.del(...keys.slice(i, i + 1_000));
     admin.disconnect();
   }
-  console.log(table(["renewer", "timers", "ticks", "renewals/tick", "round trips/tick", "script calls/tick", "tick ms p50 / max", "scripts/s", "commands", "host CPU %", "lost"], rows));
   console.log(
-    `\nlockhost: ${lockhostTimers} timer(s), ${fmt(lockhostWaits, 1)} network round trip(s) per tick, its ${fmt(lockhostTrips, 1)} script calls written together` +
+    table(
+      [
+        "renewer",
+        "timers",
+        "ticks",
+        "renewals/tick",
+        "round trips/tick",
+        "script calls/tick",
+        "tick ms p50 / max",
+        "scripts/s",
+        "commands",
+        "host CPU %",
+        "lost",
+      ],
+      rows,
+    ),
+  );
+  console.log(
+    `\nlockhost: ${lockhostTimers} timer(s), ${fmt(lockhostWaits, 1)} network round trip(s) per tick, its ${fmt(lockhostTrips, 1)} script calls ` +
+      `written together` +
       ` (target one timer and ≤ 1.3 round trips: ${lockhostTimers <= 1 && lockhostWaits <= 1.3 ? "met" : "not reached (the closing note shows the floor)"})`,
   );
 }

@@ -67,7 +67,13 @@ function targets(): { name: string; make: () => [LockBackend, LockBackend] }[] {
   const redis = { ...redisDefaults, url: REDIS_URL, keyPrefix: `lockhost-bench-lost:${randomUUID().slice(0, 8)}:` };
   const pgc = { ...pgDefaults, url: DATABASE_URL, table: `lockhost_bench_lost_${randomUUID().slice(0, 8)}` };
   return [
-    { name: "memory", make: () => { const m = new MemoryBackend(); return [m, m]; } },
+    {
+      name: "memory",
+      make: () => {
+        const m = new MemoryBackend();
+        return [m, m];
+      },
+    },
     { name: "redis", make: () => [new RedisBackend(redis, benchLog), new RedisBackend(redis, benchLog)] },
     { name: "pg", make: () => [new PgBackend(pgc, benchLog), new PgBackend(pgc, benchLog)] },
   ];

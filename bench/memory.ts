@@ -7,7 +7,21 @@ import { SPINS_BEFORE_SLEEP } from "../host/runtime/channel.js";
 import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { bridgeFloor } from "./floor.js";
 import { jspiFloor } from "./floor-jspi.js";
-import { BENCH_FUNCTIONS, capsLoop, capsPairedLoop, fmt, guestLoop, INLINE, interleaved, NOT_MEASURED, ROUNDS, sequential, startBenchGuests, startInlineGuests, TTL_MS } from "./harness.js";
+import {
+  BENCH_FUNCTIONS,
+  capsLoop,
+  capsPairedLoop,
+  fmt,
+  guestLoop,
+  INLINE,
+  interleaved,
+  NOT_MEASURED,
+  ROUNDS,
+  sequential,
+  startBenchGuests,
+  startInlineGuests,
+  TTL_MS,
+} from "./harness.js";
 import { median, medianRound, table, type Round } from "./stats.js";
 
 const OPS = Number(process.env.BENCH_OPS ?? 20_000);
@@ -95,7 +109,9 @@ export async function memoryBench(): Promise<void> {
       ]),
     ),
   );
-  console.log(`\nOne lock call (lock.fence: a handle lookup), and one host function call that returns at once, against each runtime's floor on this machine (medians):\n`);
+  console.log(
+    `\nOne lock call (lock.fence: a handle lookup), and one host function call that returns at once, against each runtime's floor on this machine (medians):\n`,
+  );
   console.log(
     table(
       ["round trip", "calls/s", "p50 µs", "p99 µs", "p50 ratio"],
@@ -113,10 +129,14 @@ export async function memoryBench(): Promise<void> {
     ),
   );
   console.log(
-    `\nper lock call, (guest pair - direct pair) / 2 at p50: inline ${fmt(perCall(get("inline")), 2)} µs${noJspi}, worker ${fmt(perCall(get("worker")), 2)} µs.` +
+    `\nper lock call, (guest pair - direct pair) / 2 at p50: inline ${fmt(perCall(get("inline")), 2)} µs${noJspi}, ` +
+      `worker ${fmt(perCall(get("worker")), 2)} µs.` +
       `\ninline pair / direct pair at p50: ${ratio(get("inline"), d)}x (target ≤ 2x); inline per-call overhead target ≤ 1 µs.` +
-      `\nhost function, inline: p50 - JSPI floor = ${fmt(get("inlineFn").p50Us - get("jspiFloor").p50Us, 2)} µs${noJspi} (target ≤ 1 µs); ${ratio(get("inlineFn"), get("inlineFence"))}x the inline lock.fence.` +
-      `\nhost function, worker: p50 / worker lock.fence p50 = ${ratio(get("workerFn"), get("workerFence"))}x in separate loops, ${fmt(pairedRatio, 2)}x in one loop (median of rounds) (target ≤ 1.1x).` +
-      `\nA worker lock call costs ${ratio(get("workerFence"), get("floor"))}x a bare round trip between two threads: the thread wake-ups set that floor, not lockhost's code.`,
+      `\nhost function, inline: p50 - JSPI floor = ${fmt(get("inlineFn").p50Us - get("jspiFloor").p50Us, 2)} µs${noJspi} (target ≤ 1 ` +
+      `µs); ${ratio(get("inlineFn"), get("inlineFence"))}x the inline lock.fence.` +
+      `\nhost function, worker: p50 / worker lock.fence p50 = ${ratio(get("workerFn"), get("workerFence"))}x in separate ` +
+      `loops, ${fmt(pairedRatio, 2)}x in one loop (median of rounds) (target ≤ 1.1x).` +
+      `\nA worker lock call costs ${ratio(get("workerFence"), get("floor"))}x a bare round trip between two threads: the thread wake-ups set that ` +
+      `floor, not lockhost's code.`,
   );
 }

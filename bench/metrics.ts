@@ -79,7 +79,10 @@ export async function metricsBench(): Promise<void> {
   for (const side of SIDES) twins[side] = await twin(side);
   const runs = Object.fromEntries(SIDES.map((side) => [side, paths(twins[side])])) as Record<Side, Record<string, () => Promise<number>>>;
   const names = Object.keys(runs.bare);
-  const us = Object.fromEntries(SIDES.map((side) => [side, Object.fromEntries(names.map((n) => [n, [] as number[]]))])) as Record<Side, Record<string, number[]>>;
+  const us = Object.fromEntries(SIDES.map((side) => [side, Object.fromEntries(names.map((n) => [n, [] as number[]]))])) as Record<
+    Side,
+    Record<string, number[]>
+  >;
   try {
     // One warm-up round, then ROUNDS interleaved: on every path the sides take turns, in a rotating order.
     for (let r = 0; r <= ROUNDS; r++) {

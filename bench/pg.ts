@@ -80,16 +80,23 @@ export async function pgBench(): Promise<void> {
     console.log(`\nlockhost bench: pg at ${redactUrlSecrets(URL_)} (${ROUNDS} rounds x ${OPS} pairs, medians)\n`);
     console.log("try+release: guests through each runtime vs raw prepared advisory lock + unlock, and vs the LockService called directly (ratio: p50)\n");
     const both = (name: string, round: typeof m.raw): string[] => [...row(name, round!, m.raw), row(name, round!, m.direct)[4]!];
-    console.log(table(["path", "pairs/s", "p50 µs", "p99 µs", "x raw", "x direct"], [
-      both("raw pg_try_advisory_lock + pg_advisory_unlock, one connection", m.raw),
-      both("floor: the backend's acquire + release statements alone, one connection", m.statements),
-      both("LockService direct", m.direct),
-      both("guest via inline runtime", m.inline),
-      both("guest via worker runtime", m.guest),
-    ]));
     console.log(
-      `\nLockService direct / raw p50: ${fmt(m.direct!.p50Us / m.raw!.p50Us, 2)}x (issue 25's target ≤ 1.5x: ${m.direct!.p50Us / m.raw!.p50Us <= 1.5 ? "met" : "not reached"});` +
-        ` the statements alone ${fmt(m.statements!.p50Us / m.raw!.p50Us, 2)}x raw, the LockService ${fmt(m.direct!.p50Us / m.statements!.p50Us, 2)}x the statements` +
+      table(
+        ["path", "pairs/s", "p50 µs", "p99 µs", "x raw", "x direct"],
+        [
+          both("raw pg_try_advisory_lock + pg_advisory_unlock, one connection", m.raw),
+          both("floor: the backend's acquire + release statements alone, one connection", m.statements),
+          both("LockService direct", m.direct),
+          both("guest via inline runtime", m.inline),
+          both("guest via worker runtime", m.guest),
+        ],
+      ),
+    );
+    console.log(
+      `\nLockService direct / raw p50: ${fmt(m.direct!.p50Us / m.raw!.p50Us, 2)}x (issue 25's target ≤ ` +
+        `1.5x: ${m.direct!.p50Us / m.raw!.p50Us <= 1.5 ? "met" : "not reached"});` +
+        ` the statements alone ${fmt(m.statements!.p50Us / m.raw!.p50Us, 2)}x raw, the LockService ${fmt(m.direct!.p50Us / m.statements!.p50Us, 2)}x ` +
+        `the statements` +
         `\ninline guest / LockService direct p50: ${fmt(m.inline.p50Us / m.direct!.p50Us, 2)}x (target ≤ 1.05x);` +
         ` worker guest / raw p50: ${fmt(m.guest!.p50Us / m.raw!.p50Us, 2)}x`,
     );
@@ -113,22 +120,29 @@ export async function pgBench(): Promise<void> {
     const perLockMs: number[] = [];
     for (let r = 0; r < Math.min(ROUNDS, 3); r++) {
       const t0 = performance.now();
-      const clients = await Promise.all(Array.from({ length: room }, async (_, i) => {
-        const c = new pg.Client({ connectionString: URL_ });
-        await c.connect();
-        await c.query("select pg_try_advisory_lock($1)", [String(900_000 + i)]);
-        return c;
-      }));
+      const clients = await Promise.all(
+        Array.from({ length: room }, async (_, i) => {
+          const c = new pg.Client({ connectionString: URL_ });
+          await c.connect();
+          await c.query("select pg_try_advisory_lock($1)", [String(900_000 + i)]);
+          return c;
+        }),
+      );
       perLockMs.push(performance.now() - t0);
       await Promise.all(clients.map((c) => c.end()));
     }
     const perLock = median(perLockMs);
     console.log(`\nholding ${HOLD} locks at once (median of rounds; lockhost: ${config.sessions} session connections)\n`);
-    console.log(table(["approach", "locks", "time ms", "server connections"], [
-      ["lockhost pg backend", String(HOLD), fmt(median(lockhostMs)), String(lockhostConns)],
-      [`connection per lock (measured at ${room}, max_connections ${max})`, String(room), fmt(perLock), String(room)],
-      [`connection per lock, scaled to ${HOLD}`, String(HOLD), fmt((perLock / room) * HOLD), `${HOLD} (refused past ${max})`],
-    ]));
+    console.log(
+      table(
+        ["approach", "locks", "time ms", "server connections"],
+        [
+          ["lockhost pg backend", String(HOLD), fmt(median(lockhostMs)), String(lockhostConns)],
+          [`connection per lock (measured at ${room}, max_connections ${max})`, String(room), fmt(perLock), String(room)],
+          [`connection per lock, scaled to ${HOLD}`, String(HOLD), fmt((perLock / room) * HOLD), `${HOLD} (refused past ${max})`],
+        ],
+      ),
+    );
   } finally {
     await Promise.all([guest?.close(), inline?.close()]);
     await locks.close();

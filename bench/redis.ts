@@ -61,11 +61,13 @@ export async function redisBench(): Promise<void> {
   const redlockAp = new Redlock([peerClientAp], { retryCount: 0 });
   redlockAp.on("clientError", () => undefined);
 
-  const rawPairOn = (client: RawClient) => async (key: string, i: number): Promise<void> => {
-    const token = `t${i}`;
-    if ((await client.set(key, token, "PX", TTL_MS, "NX")) !== "OK") throw new Error("raw: not acquired");
-    if ((await client.compareAndDelete(key, token)) !== 1) throw new Error("raw: not released");
-  };
+  const rawPairOn =
+    (client: RawClient) =>
+    async (key: string, i: number): Promise<void> => {
+      const token = `t${i}`;
+      if ((await client.set(key, token, "PX", TTL_MS, "NX")) !== "OK") throw new Error("raw: not acquired");
+      if ((await client.compareAndDelete(key, token)) !== 1) throw new Error("raw: not released");
+    };
   const rawPair = rawPairOn(raw);
   const rawPairAp = rawPairOn(rawAp);
   const lockhostPair = async (key: string): Promise<void> => {
@@ -73,18 +75,22 @@ export async function redisBench(): Promise<void> {
     if (!lease) throw new Error("lockhost: not acquired");
     await locks.release(lease);
   };
-  const redlockPairOn = (lib: Redlock) => async (key: string): Promise<void> => {
-    const lock = await lib.lock(key, TTL_MS);
-    await lock.unlock();
-  };
+  const redlockPairOn =
+    (lib: Redlock) =>
+    async (key: string): Promise<void> => {
+      const lock = await lib.lock(key, TTL_MS);
+      await lock.unlock();
+    };
   const redlockPair = redlockPairOn(redlock);
   const redlockPairAp = redlockPairOn(redlockAp);
-  const mutexPairOn = (client: Redis) => async (key: string): Promise<void> => {
-    // refreshInterval 0: no renewal timer, as lockhost's lease here.
-    const mutex = new Mutex(client, key, { lockTimeout: TTL_MS, acquireAttemptsLimit: 1, refreshInterval: 0 });
-    await mutex.acquire();
-    await mutex.release();
-  };
+  const mutexPairOn =
+    (client: Redis) =>
+    async (key: string): Promise<void> => {
+      // refreshInterval 0: no renewal timer, as lockhost's lease here.
+      const mutex = new Mutex(client, key, { lockTimeout: TTL_MS, acquireAttemptsLimit: 1, refreshInterval: 0 });
+      await mutex.acquire();
+      await mutex.release();
+    };
   const mutexPair = mutexPairOn(peerClient);
   const mutexPairAp = mutexPairOn(peerClientAp);
 
@@ -135,7 +141,8 @@ export async function redisBench(): Promise<void> {
     const inlineSeq = r.inline!.p50Us / r.lockhost!.p50Us;
     const inline16 = r.inline16!.opsPerSec / r.lockhost16!.opsPerSec;
     console.log(
-      `\ninline guest / LockService direct: p50 ${fmt(inlineSeq, 2)}x one at a time (target ≤ 1.05x), throughput ${fmt(inline16, 2)}x at ${CONCURRENCY} (target ≥ 0.9x)` +
+      `\ninline guest / LockService direct: p50 ${fmt(inlineSeq, 2)}x one at a time (target ≤ 1.05x), throughput ${fmt(inline16, 2)}x ` +
+        `at ${CONCURRENCY} (target ≥ 0.9x)` +
         `\nworker guest / raw ioredis p50, one at a time: ${fmt(r.guest!.p50Us / r.raw!.p50Us, 2)}x` +
         `\nLockService direct / raw ioredis pair p50, one at a time: ${fmt(r.lockhost!.p50Us / r.raw!.p50Us, 2)}x (target ≤ 1.15x)`,
     );
@@ -144,7 +151,11 @@ export async function redisBench(): Promise<void> {
     const faster16 = Math.max(r.redlock16!.opsPerSec, r.mutex16!.opsPerSec);
     console.log("\nacquire+release from the host: lockhost's LockService vs peers (ratio: lockhost throughput / this row's)\n");
     const peerRow = (name: string, round: typeof r.raw, mine: typeof r.raw): string[] => [
-      name, fmt(round!.opsPerSec, 0), fmt(round!.p50Us), fmt(round!.p99Us), fmt(mine!.opsPerSec / round!.opsPerSec, 2),
+      name,
+      fmt(round!.opsPerSec, 0),
+      fmt(round!.p50Us),
+      fmt(round!.p99Us),
+      fmt(mine!.opsPerSec / round!.opsPerSec, 2),
     ];
     console.log(
       table(

@@ -74,7 +74,10 @@ async function rounds(backend: LockBackend, pairs: { seq: number; each: number }
 const perRound = (n: number, f: (i: number) => number): number => median(Array.from({ length: n }, (_, i) => f(i)));
 
 export async function serviceBench(): Promise<void> {
-  const mem = await rounds(new MemoryBackend(), { seq: Number(process.env.BENCH_SERVICE_OPS ?? 40_000), each: Number(process.env.BENCH_SERVICE_OPS ?? 40_000) / 10 });
+  const mem = await rounds(new MemoryBackend(), {
+    seq: Number(process.env.BENCH_SERVICE_OPS ?? 40_000),
+    each: Number(process.env.BENCH_SERVICE_OPS ?? 40_000) / 10,
+  });
   const prefix = `lockhost-bench-service:${randomUUID().slice(0, 8)}:`;
   const redisOps = Number(process.env.BENCH_REDIS_OPS ?? 2_000);
   const red = await rounds(new RedisBackend({ ...redisDefaults, url: REDIS_URL, keyPrefix: prefix }, benchLog), { seq: redisOps, each: redisOps / 4 });
@@ -84,18 +87,47 @@ export async function serviceBench(): Promise<void> {
   if (left.length > 0) await admin.del(...left);
   admin.disconnect();
 
-  console.log(`\nlockhost bench: the LockService over its backend's bare steps, try+release pairs (${ROUNDS} interleaved rounds, medians; µs per pair from wall time)\n`);
+  console.log(
+    `\nlockhost bench: the LockService over its backend's bare steps, try+release pairs (${ROUNDS} interleaved rounds, medians; µs per pair from wall time)\n`,
+  );
   const memRow = (c: "1" | "16"): string[] => {
     const bare = mem[`bare${c}`];
     const svc = mem[`svc${c}`];
-    return [`memory, ${c === "1" ? "one at a time" : `${CONCURRENCY} loops`}`, fmt(median(bare), 3), fmt(median(svc), 3), fmt(perRound(bare.length, (i) => svc[i]! - bare[i]!), 3), fmt(perRound(bare.length, (i) => bare[i]! / svc[i]!), 2)];
+    return [
+      `memory, ${c === "1" ? "one at a time" : `${CONCURRENCY} loops`}`,
+      fmt(median(bare), 3),
+      fmt(median(svc), 3),
+      fmt(
+        perRound(bare.length, (i) => svc[i]! - bare[i]!),
+        3,
+      ),
+      fmt(
+        perRound(bare.length, (i) => bare[i]! / svc[i]!),
+        2,
+      ),
+    ];
   };
   const redRow = (c: "1" | "16"): string[] => {
     const bare = red[`bare${c}`];
     const svc = red[`svc${c}`];
-    return [`redis, ${c === "1" ? "one at a time" : `${CONCURRENCY} loops`}`, fmt(median(bare), 2), fmt(median(svc), 2), fmt(perRound(bare.length, (i) => svc[i]! - bare[i]!), 2), fmt(perRound(bare.length, (i) => bare[i]! / svc[i]!), 3)];
+    return [
+      `redis, ${c === "1" ? "one at a time" : `${CONCURRENCY} loops`}`,
+      fmt(median(bare), 2),
+      fmt(median(svc), 2),
+      fmt(
+        perRound(bare.length, (i) => svc[i]! - bare[i]!),
+        2,
+      ),
+      fmt(
+        perRound(bare.length, (i) => bare[i]! / svc[i]!),
+        3,
+      ),
+    ];
   };
   console.log(table(["pairs", "bare µs", "service µs", "overhead µs", "service/bare pairs/s"], [memRow("1"), memRow("16"), redRow("1"), redRow("16")]));
-  const worst = Math.max(perRound(mem.bare1.length, (i) => mem.svc1[i]! - mem.bare1[i]!), perRound(mem.bare16.length, (i) => mem.svc16[i]! - mem.bare16[i]!));
+  const worst = Math.max(
+    perRound(mem.bare1.length, (i) => mem.svc1[i]! - mem.bare1[i]!),
+    perRound(mem.bare16.length, (i) => mem.svc16[i]! - mem.bare16[i]!),
+  );
   console.log(`\nLockService overhead on memory: at most ${fmt(worst, 2)} µs per pair (target ≤ 1 µs: ${worst <= 1 ? "met" : "not reached"})`);
 }

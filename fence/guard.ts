@@ -132,7 +132,12 @@ function callOutside(next: () => void): void {
 function bodyOf(refusal: FenceRefusal): Record<string, string | null> {
   switch (refusal.error) {
     case "stale_fence":
-      return { error: refusal.error, lock: refusal.lock, fence: String(refusal.fence), last_accepted: refusal.last === undefined ? null : String(refusal.last) };
+      return {
+        error: refusal.error,
+        lock: refusal.lock,
+        fence: String(refusal.fence),
+        last_accepted: refusal.last === undefined ? null : String(refusal.last),
+      };
     case "fence_unavailable":
       return { error: refusal.error, reason: "the fence store did not answer; try again" };
     case "lock_not_accepted":

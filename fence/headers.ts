@@ -47,15 +47,11 @@ export interface Fence {
   readonly fence: bigint;
 }
 
-
 /**
  * What a request's fence headers say: a fence, none at all (`missing`: whether that is fine is
  * the caller's policy), or a reason they cannot be used (`malformed`).
  */
-export type ParsedFence =
-  | ({ readonly kind: "fenced" } & Fence)
-  | { readonly kind: "missing" }
-  | { readonly kind: "malformed"; readonly reason: string };
+export type ParsedFence = ({ readonly kind: "fenced" } & Fence) | { readonly kind: "missing" } | { readonly kind: "malformed"; readonly reason: string };
 
 // Decoding the bytes as UTF-8 (Node hands header values over as latin1) lets a lock name
 // with non-ASCII characters arrive as it was sent; fatal, so a mangled name is refused.
@@ -76,7 +72,8 @@ export function lockHeader(lock: string): readonly [name: string, value: string]
   const bytes = Buffer.from(lock, "utf8");
   if (PLAIN_NAME.test(lock)) return [LOCK_HEADER, bytes.toString("latin1")];
   let value = "";
-  for (const byte of bytes) value += byte > 0x20 && byte < 0x7f && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+  for (const byte of bytes)
+    value += byte > 0x20 && byte < 0x7f && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
   return [ENCODED_LOCK_HEADER, value];
 }
 
@@ -130,7 +127,10 @@ const ENCODED = /^(?:[\x21-\x24\x26-\x7e]|%[0-9A-Fa-f]{2})*$/;
 
 function decodeEncodedLock(raw: string): Part<string> {
   if (!ENCODED.test(raw)) return malformed(`${ENCODED_LOCK_HEADER} must be percent-encoded: visible ASCII, and %XX for every other byte and for %`);
-  const bytes = Buffer.from(raw.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))), "latin1");
+  const bytes = Buffer.from(
+    raw.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))),
+    "latin1",
+  );
   let lock: string;
   try {
     lock = utf8.decode(bytes);

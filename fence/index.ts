@@ -28,8 +28,16 @@
 export { checkFence, type FenceVerdict } from "./check.js";
 export { fenceGuard, fenceOf, type FenceGuardOptions, type FenceMiddleware, type FenceRefusal } from "./guard.js";
 export {
-  ENCODED_LOCK_HEADER, FENCE_HEADER, FENCE_KINDS, KIND_HEADER, LOCK_HEADER, lockHeader, parseFenceHeaders,
-  type Fence, type FenceKind, type ParsedFence,
+  ENCODED_LOCK_HEADER,
+  FENCE_HEADER,
+  FENCE_KINDS,
+  KIND_HEADER,
+  LOCK_HEADER,
+  lockHeader,
+  parseFenceHeaders,
+  type Fence,
+  type FenceKind,
+  type ParsedFence,
 } from "./headers.js";
 export { memoryFenceStore } from "./memory-store.js";
 export { fenceTableDdl, pgFenceStore, type PgFenceStore, type PgFenceStoreOptions, type PgQueryable } from "./pg-store.js";

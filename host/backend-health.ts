@@ -56,12 +56,17 @@ export class BackendHealth implements OutageReporter {
     } catch (err) {
       const e = toLockhostError(err);
       if (isPermanent(e)) {
-        throw new LockhostError("CONFIG_INVALID", `${where}: the ${locks.backendName} backend refused this host for good, so retrying cannot help: ${e.message}`, { cause: e });
+        throw new LockhostError(
+          "CONFIG_INVALID",
+          `${where}: the ${locks.backendName} backend refused this host for good, so retrying cannot help: ${e.message}`,
+          { cause: e },
+        );
       }
       health.#up = false;
       log.warn(
         { backend: locks.backendName, err: e.message },
-        `the ${locks.backendName} backend does not answer at start; the host starts and waits (lock calls fail with BACKEND_UNAVAILABLE and /readyz answers 503 until it answers)`,
+        `the ${locks.backendName} backend does not answer at start; the host starts and waits (lock calls fail with BACKEND_UNAVAILABLE and /readyz ` +
+          `answers 503 until it answers)`,
       );
     }
     return health;
@@ -115,7 +120,8 @@ export class BackendHealth implements OutageReporter {
     if (up !== was) {
       const kind = this.locks.backendName;
       if (up) this.log.info({ backend: kind }, `the ${kind} backend answers again`);
-      else this.log.warn({ backend: kind, err: error }, `the ${kind} backend stopped answering; lock calls fail with BACKEND_UNAVAILABLE until it answers again`);
+      else
+        this.log.warn({ backend: kind, err: error }, `the ${kind} backend stopped answering; lock calls fail with BACKEND_UNAVAILABLE until it answers again`);
       // The pace changes with the state: sooner while down.
       if (this.#running) this.#arm();
       if (up) for (const listener of this.#onBack) this.#tell(listener);

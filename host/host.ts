@@ -166,7 +166,12 @@ export class Host {
     let schedules: ScheduledConfig[] = [];
     let scheduler: Scheduler | undefined;
     let started = false;
-    const counters: HostCounters = { ticks: () => scheduler?.ticks() ?? {}, get backendUp() { return health?.up ?? false; } };
+    const counters: HostCounters = {
+      ticks: () => scheduler?.ticks() ?? {},
+      get backendUp() {
+        return health?.up ?? false;
+      },
+    };
     metrics.showHost(counters);
     try {
       // First, so /livez answers while the backend is asked and plugins load (/readyz: "starting").
@@ -180,7 +185,9 @@ export class Host {
       const functions = options.functions ?? {};
       checkFunctionGrants(config, functions);
       for (const plugin of config.plugins) {
-        const guest = await startPluginGuest(plugin, locks, log, functions, metrics.guest(plugin.name)).catch((e: unknown) => Promise.reject(inFile(e, config.source)));
+        const guest = await startPluginGuest(plugin, locks, log, functions, metrics.guest(plugin.name)).catch((e: unknown) =>
+          Promise.reject(inFile(e, config.source)),
+        );
         guests.set(plugin.name, guest);
       }
       schedules = await expandScheduled(config, guests, declared);
@@ -196,12 +203,12 @@ export class Host {
       await locks.close({ closeBackend: !options.backend });
       throw err;
     }
-    log.info(
-      { backend: backend.name, plugins: [...guests.keys()], schedules: schedules.length, ...(admin && { admin: admin.url }) },
-      "lockhost host started",
-    );
+    log.info({ backend: backend.name, plugins: [...guests.keys()], schedules: schedules.length, ...(admin && { admin: admin.url }) }, "lockhost host started");
     if (config.plugins.length === 0) {
-      log.warn(`${config.source ?? "the config"} declares no [[plugins]]: this host runs no guest and fires no schedule; it only serves lock calls made through its API${admin ? " and admin listener" : ""}`);
+      log.warn(
+        `${config.source ?? "the config"} declares no [[plugins]]: this host runs no guest and fires no schedule; it only serves lock calls made ` +
+          `through its API${admin ? " and admin listener" : ""}`,
+      );
     }
     const host = (self = new Host({ config, log, locks, guests, ownsBackend: !options.backend, admin, health, scheduler, schedules, metrics }));
     host.#functions = options.functions ?? {};
@@ -276,7 +283,8 @@ export class Host {
       if (this.#stopping) throw new LockhostError("CLOSED", "the host is stopping; nothing was reloaded");
       let next = given;
       if (next === undefined) {
-        if (running.source === undefined) throw new LockhostError("INVALID_ARGUMENT", "this host's config was not read from a file: pass the new one, host.reload(config)");
+        if (running.source === undefined)
+          throw new LockhostError("INVALID_ARGUMENT", "this host's config was not read from a file: pass the new one, host.reload(config)");
         next = await loadConfig(running.source);
       }
       const refusal = reloadRefusal(running, next);
@@ -286,13 +294,17 @@ export class Host {
       this.log.info(
         { source: report.source, plugins: report.plugins, schedules: report.schedules },
         `reload: applied ${report.source ?? "the new config"}: ` +
-          `plugins added ${list(report.plugins.added)}, replaced ${list(report.plugins.replaced)}, removed ${list(report.plugins.removed)}, kept ${list(report.plugins.kept)}; ` +
+          `plugins added ${list(report.plugins.added)}, replaced ${list(report.plugins.replaced)}, removed ${list(report.plugins.removed)}, ` +
+          `kept ${list(report.plugins.kept)}; ` +
           `schedules added ${list(report.schedules.added)}, changed ${list(report.schedules.changed)}, removed ${list(report.schedules.removed)}`,
       );
       return report;
     } catch (err) {
       const e = toLockhostError(err);
-      this.log.error({ code: e.code, err: e.message, source: given?.source ?? running.source }, `reload refused; the running config is kept: ${e.code}: ${e.message}`);
+      this.log.error(
+        { code: e.code, err: e.message, source: given?.source ?? running.source },
+        `reload refused; the running config is kept: ${e.code}: ${e.message}`,
+      );
       throw e;
     }
   }
@@ -319,9 +331,14 @@ export class Host {
             if (d) declared.set(plugin.name, d);
             continue;
           }
-          this.log.info({ plugin: plugin.name, moduleChanged: !sameModule, entryChanged: !sameEntry }, `reload: starting new instances of plugin ${plugin.name}`);
+          this.log.info(
+            { plugin: plugin.name, moduleChanged: !sameModule, entryChanged: !sameEntry },
+            `reload: starting new instances of plugin ${plugin.name}`,
+          );
         }
-        const fresh = await startPluginGuest(plugin, this.locks, this.log, this.#functions, this.#metrics.guest(plugin.name)).catch((e: unknown) => Promise.reject(inFile(e, next.source)));
+        const fresh = await startPluginGuest(plugin, this.locks, this.log, this.#functions, this.#metrics.guest(plugin.name)).catch((e: unknown) =>
+          Promise.reject(inFile(e, next.source)),
+        );
         started.set(plugin.name, fresh);
         guests.set(plugin.name, fresh);
         (pool ? replaced : added).push(plugin.name);
@@ -408,7 +425,8 @@ export class Host {
       const names = unreleased.map((l) => `${l.name} (${l.kind}, fence ${l.fence})`).join(", ");
       this.log.error(
         { timeoutMs, unreleased },
-        `lockhost host stopped; ${unreleased.length} lock${unreleased.length === 1 ? "" : "s"} not released within shutdown_timeout_ms (${timeoutMs} ms), each held until its TTL ends: ${names}`,
+        `lockhost host stopped; ${unreleased.length} lock${unreleased.length === 1 ? "" : "s"} not released within shutdown_timeout_ms (${timeoutMs} ` +
+          `ms), each held until its TTL ends: ${names}`,
       );
     }
     return unreleased;
@@ -441,7 +459,11 @@ function unreleasedOf(e: LockhostError): UnreleasedLock {
 /** The running instance of `plugin` among `guests`; INVALID_ARGUMENT naming the configured ones when there is none. */
 function guestOf(guests: ReadonlyMap<string, GuestInstance>, plugin: string): GuestInstance {
   const guest = guests.get(plugin);
-  if (!guest) throw new LockhostError("INVALID_ARGUMENT", `no plugin named "${plugin}" (${didYouMean(plugin, guests.keys())}configured: ${[...guests.keys()].join(", ") || "none"})`);
+  if (!guest)
+    throw new LockhostError(
+      "INVALID_ARGUMENT",
+      `no plugin named "${plugin}" (${didYouMean(plugin, guests.keys())}configured: ${[...guests.keys()].join(", ") || "none"})`,
+    );
   return guest;
 }
 
@@ -459,10 +481,15 @@ async function startAdmin(settings: AdminSettings, locks: LockService, log: Logg
     const problems = [
       ...(data.length > 0 ? [`anyone who can reach it reads ${data.join(", ")} without a token`] : []),
       ...(settings.token === undefined ? [`no [admin] token is set, so every route but ${open.map((r) => r.path).join(", ")} is refused`] : []),
-      ...(settings.token !== undefined && settings.certFile === undefined ? ["it speaks plain HTTP, so the token crosses the network in clear text (set cert_file and key_file)"] : []),
+      ...(settings.token !== undefined && settings.certFile === undefined
+        ? ["it speaks plain HTTP, so the token crosses the network in clear text (set cert_file and key_file)"]
+        : []),
     ];
     if (problems.length > 0) {
-      log.warn({ listen: formatListen(settings.listen), auth: access.auth, open: open.map((r) => r.path) }, `${where}: the admin listener listens beyond this machine${settings.token === undefined ? " without a token" : ""}: ${problems.join("; ")}`);
+      log.warn(
+        { listen: formatListen(settings.listen), auth: access.auth, open: open.map((r) => r.path) },
+        `${where}: the admin listener listens beyond this machine${settings.token === undefined ? " without a token" : ""}: ${problems.join("; ")}`,
+      );
     }
   }
   try {
@@ -476,14 +503,17 @@ async function startAdmin(settings: AdminSettings, locks: LockService, log: Logg
   }
 }
 
-
 /**
  * Refuses the [[scheduled]] entries whose export their plugin lacks (with the export it most
  * likely meant) or that take arguments: the guests are running, so their real export
  * signatures are known. Every such entry is reported at once.
  * @throws LockhostError CONFIG_INVALID naming each entry.
  */
-export function checkScheduledExports(config: LockhostConfig, guests: ReadonlyMap<string, GuestInstance>, schedules: readonly ScheduledConfig[] = config.scheduled): void {
+export function checkScheduledExports(
+  config: LockhostConfig,
+  guests: ReadonlyMap<string, GuestInstance>,
+  schedules: readonly ScheduledConfig[] = config.scheduled,
+): void {
   const problems: LockhostError[] = [];
   for (const s of schedules) {
     if (s.schedule.kind === "declared") continue; // checked once expandScheduled has read it
@@ -492,9 +522,19 @@ export function checkScheduledExports(config: LockhostConfig, guests: ReadonlyMa
     const where = `${config.source ?? "config"}: [[scheduled]] "${s.id}"`;
     if (!sig) {
       const names = guest?.exportNames() ?? [];
-      problems.push(new LockhostError("CONFIG_INVALID", `${where}: plugin ${s.plugin} has no export "${s.export}" (${didYouMean(s.export, names)}it exports: ${names.join(", ") || "nothing callable"})`));
+      problems.push(
+        new LockhostError(
+          "CONFIG_INVALID",
+          `${where}: plugin ${s.plugin} has no export "${s.export}" (${didYouMean(s.export, names)}it exports: ${names.join(", ") || "nothing callable"})`,
+        ),
+      );
     } else if (sig.params.length > 0) {
-      problems.push(new LockhostError("CONFIG_INVALID", `${where}: export ${s.export} of plugin ${s.plugin} takes arguments (${sig.params.join(", ")}); a scheduled export must take none`));
+      problems.push(
+        new LockhostError(
+          "CONFIG_INVALID",
+          `${where}: export ${s.export} of plugin ${s.plugin} takes arguments (${sig.params.join(", ")}); a scheduled export must take none`,
+        ),
+      );
     }
   }
   if (problems.length > 0) throw allProblems(config.source ?? "config", problems);
@@ -512,7 +552,8 @@ export function checkFunctionGrants(config: LockhostConfig, functions: HostFunct
       if (Object.hasOwn(functions, ns)) continue;
       throw new LockhostError(
         "CONFIG_INVALID",
-        `${config.source ?? "config"}: [[plugins]] "${plugin.name}": functions grants namespace "${ns}", which the embedder did not register (registered: ${registered.join(", ") || "none; Host.start(config, { functions }) registers them"})`,
+        `${config.source ?? "config"}: [[plugins]] "${plugin.name}": functions grants namespace "${ns}", which the embedder did not register ` +
+          `(registered: ${registered.join(", ") || "none; Host.start(config, { functions }) registers them"})`,
       );
     }
   }
@@ -523,10 +564,18 @@ export function checkFunctionGrants(config: LockhostConfig, functions: HostFunct
  * it is granted: a pool of its `instances` (one module, each instance its own memory, handles and
  * locks); `recorder` is told of every instance's calls and faults (the host's metrics, per plugin).
  */
-export async function startPluginGuest(plugin: PluginConfig, locks: LockService, log: Logger, functions: HostFunctions = {}, recorder?: GuestRecorder): Promise<GuestPool> {
+export async function startPluginGuest(
+  plugin: PluginConfig,
+  locks: LockService,
+  log: Logger,
+  functions: HostFunctions = {},
+  recorder?: GuestRecorder,
+): Promise<GuestPool> {
   // The entry is handed on whole: each capability reads its own keys of it.
   const shells = await prepareGuests(locks, log, { ...plugin, plugin: plugin.name, hostFunctions: functions }, plugin.instances);
-  const started = await Promise.allSettled(shells.map((shell) => startGuestInstance({ ...shell, runtime: plugin.runtime, callTimeoutMs: plugin.callTimeoutMs, ...(recorder && { recorder }) })));
+  const started = await Promise.allSettled(
+    shells.map((shell) => startGuestInstance({ ...shell, runtime: plugin.runtime, callTimeoutMs: plugin.callTimeoutMs, ...(recorder && { recorder }) })),
+  );
   const members = started.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
   const failed = started.find((s): s is PromiseRejectedResult => s.status === "rejected");
   if (failed) {

@@ -14,7 +14,11 @@ export function logLockEvents(locks: LockService, log: Logger): () => void {
   const stopCleanups = locks.onCleanup((cleaned) => {
     const names = cleaned.slice(0, SHOWN_NAMES).map((c) => c.name);
     const more = cleaned.length > SHOWN_NAMES ? ` and ${cleaned.length - SHOWN_NAMES} more` : "";
-    log.info({ count: cleaned.length, locks: names }, `released ${cleaned.length} lock(s) left behind by calls that failed with the backend (${names.join(", ")}${more}): their acquisition or release had timed out but ran on the server`);
+    log.info(
+      { count: cleaned.length, locks: names },
+      `released ${cleaned.length} lock(s) left behind by calls that failed with the backend (${names.join(", ")}${more}): their acquisition or ` +
+        `release had timed out but ran on the server`,
+    );
   });
   return () => {
     stopEvents();

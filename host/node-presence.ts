@@ -110,7 +110,9 @@ export class NodePresence {
       const node = this.#locks.node;
       this.#log.warn(
         { node, ...(holder.hostname !== undefined && { otherHostname: holder.hostname }), fence: holder.fence },
-        `another live host uses the node name "${node}" (it holds lockhost:${presenceKey(node)}): both record the same holder on their locks, so status, logs and metrics cannot tell them apart (and with reclaim_own_locks each takes the other's locks); give each host its own [host] node`,
+        `another live host uses the node name "${node}" (it holds lockhost:${presenceKey(node)}): both record the same holder on their locks, so ` +
+          `status, logs and metrics cannot tell them apart (and with reclaim_own_locks each takes the other's locks); give each host its own [host] ` +
+          `node`,
       );
     } catch (err) {
       this.#notChecked(err);

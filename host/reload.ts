@@ -94,7 +94,9 @@ function differences(a: object, b: object, table: string): string[] {
 /** The SHA-256 (hex) of the file at `path`, or undefined when it cannot be read (the load then says why). */
 export async function fileSha256(path: string): Promise<string | undefined> {
   try {
-    return createHash("sha256").update(await readFile(path)).digest("hex");
+    return createHash("sha256")
+      .update(await readFile(path))
+      .digest("hex");
   } catch {
     return undefined;
   }

@@ -38,9 +38,7 @@ export interface RenewRequest {
 }
 
 /** The outcome of a compare-and-set renewal. */
-export type RenewResult =
-  | { readonly ok: true; readonly expiresAtMs: number }
-  | { readonly ok: false; readonly reason: "not_found" | "mismatch" };
+export type RenewResult = { readonly ok: true; readonly expiresAtMs: number } | { readonly ok: false; readonly reason: "not_found" | "mismatch" };
 
 /** The outcome of a compare-and-delete release. */
 export type ReleaseResult = "released" | "not_found" | "mismatch";

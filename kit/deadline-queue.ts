@@ -105,11 +105,7 @@ export class DeadlineQueue<T extends Timed> {
     const slack = this.#slackMs;
     let took = false;
     try {
-      for (
-        let first = this.#heap[0];
-        first !== undefined && first.deadline <= (slack === undefined ? now : now + slack(first));
-        first = this.#heap[0]
-      ) {
+      for (let first = this.#heap[0]; first !== undefined && first.deadline <= (slack === undefined ? now : now + slack(first)); first = this.#heap[0]) {
         took = true;
         this.remove(first);
         this.#onDue(first);

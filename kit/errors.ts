@@ -109,9 +109,7 @@ export function isRetryable(code: ErrorCode): boolean {
   return (code in ABI_CODES ? ABI_CODES[code as AbiErrorCode] : HOST_CODES[code as keyof typeof HOST_CODES]).retryable;
 }
 
-const NAME_BY_STATUS = new Map<number, AbiErrorCode>(
-  (Object.entries(ABI_CODES) as [AbiErrorCode, { status: number }][]).map(([k, v]) => [v.status, k]),
-);
+const NAME_BY_STATUS = new Map<number, AbiErrorCode>((Object.entries(ABI_CODES) as [AbiErrorCode, { status: number }][]).map(([k, v]) => [v.status, k]));
 
 /** The code name of an ABI status number ("INVALID_ARGUMENT" for 7), or undefined. */
 export function codeOfStatus(status: number): AbiErrorCode | undefined {

@@ -23,7 +23,16 @@ export type {
   RenewResult,
 } from "./backend.js";
 export { MAX_PERMITS } from "./common.js";
-export { MutexSteps, StepsByKind, type LockPage, type LockRecord, type MutexAcquireRequest, type MutexAcquireResult, type MutexHandoffResult, type MutexStore } from "./mutex.js";
+export {
+  MutexSteps,
+  StepsByKind,
+  type LockPage,
+  type LockRecord,
+  type MutexAcquireRequest,
+  type MutexAcquireResult,
+  type MutexHandoffResult,
+  type MutexStore,
+} from "./mutex.js";
 export { KINDS, LOCK_KINDS, type KindRow, type LockKind, type QueueKind } from "./kinds.js";
 export { defineBackend, type BackendConfigMap, type BackendContext, type BackendDescriptor } from "./descriptor.js";
 export { completeDefaultsOf, field, table, type FieldSpec, type Fields, type TableProblem, type TableSchema } from "./schema.js";

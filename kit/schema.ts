@@ -103,7 +103,8 @@ export const field = {
    * it alone. `Out` is what the table's value holds (with `undefined` when it may be missing),
    * `In` what a config built in code may give (with `undefined` when it may be left out).
    */
-  custom: <Out, In = Out>(o: Pick<Opts<Exclude<Out, undefined>>, "doc" | "defaultDoc" | "toml" | "optional">): Field<Out, In> => ({ kind: "custom", ...o }) as Field<Out, In>,
+  custom: <Out, In = Out>(o: Pick<Opts<Exclude<Out, undefined>>, "doc" | "defaultDoc" | "toml" | "optional">): Field<Out, In> =>
+    ({ kind: "custom", ...o }) as Field<Out, In>,
 } as const;
 
 /** Declares a table schema (a typed identity, so `T` is checked against the fields). */
@@ -119,7 +120,9 @@ type OutOf<F> = F extends { readonly [TYPES]?: { readonly out: infer Out } } ? O
 type InOf<F> = F extends { readonly [TYPES]?: { readonly in: infer In } } ? In : never;
 /** `T` with the properties whose value may be `undefined` made optional. */
 type OptionalWhereUndefined<T> = Flat<
-  { readonly [K in keyof T as undefined extends T[K] ? never : K]: T[K] } & { readonly [K in keyof T as undefined extends T[K] ? K : never]?: Exclude<T[K], undefined> }
+  { readonly [K in keyof T as undefined extends T[K] ? never : K]: T[K] } & {
+    readonly [K in keyof T as undefined extends T[K] ? K : never]?: Exclude<T[K], undefined>;
+  }
 >;
 
 /** The value of a table with fields `F`, as read (defaults applied): a missing optional field is an optional property. */
@@ -138,7 +141,11 @@ export type TableInput<S> = S extends { readonly fields: infer F extends FieldMa
  * Declares a table whose value and input types are derived from its fields (TableValue,
  * TableInput): a field is declared once, here, and the types follow it.
  */
-export function defineTable<const F extends FieldMap>(schema: { readonly doc: string; readonly fields: F; check?(value: ValueOfFields<F>): TableProblem | undefined }): DefinedTable<F> {
+export function defineTable<const F extends FieldMap>(schema: {
+  readonly doc: string;
+  readonly fields: F;
+  check?(value: ValueOfFields<F>): TableProblem | undefined;
+}): DefinedTable<F> {
   return schema as DefinedTable<F>;
 }
 

@@ -51,9 +51,7 @@ export type AcquireResult =
  * What a handoff did (KindSteps.handoff): the holder's release, and when it happened, the next
  * owner's acquisition, made in the same atomic step.
  */
-export type HandoffResult<R = AcquireResult> =
-  | { readonly released: "released"; readonly next: R }
-  | { readonly released: Exclude<ReleaseResult, "released"> };
+export type HandoffResult<R = AcquireResult> = { readonly released: "released"; readonly next: R } | { readonly released: Exclude<ReleaseResult, "released"> };
 
 /** One live holder of a lock, as status and list report it. */
 export interface HolderRecord {

@@ -49,8 +49,10 @@ export function tlsProblem(c: Partial<TlsConfig>, on: boolean, howToTurnOn: stri
       if ((c[key] ?? "") !== "") return { key, problem: `is set, but TLS is off: set tls = true${howToTurnOn ? ` (or ${howToTurnOn})` : ""}, or remove it` };
     }
   }
-  if ((c.certFile ?? "") === "" !== ((c.keyFile ?? "") === "")) {
-    return (c.certFile ?? "") === "" ? { key: "certFile", problem: "is needed with key_file (a client certificate and its key go together)" } : { key: "keyFile", problem: "is needed with cert_file (a client certificate and its key go together)" };
+  if (((c.certFile ?? "") === "") !== ((c.keyFile ?? "") === "")) {
+    return (c.certFile ?? "") === ""
+      ? { key: "certFile", problem: "is needed with key_file (a client certificate and its key go together)" }
+      : { key: "keyFile", problem: "is needed with cert_file (a client certificate and its key go together)" };
   }
   return undefined;
 }
@@ -136,14 +138,49 @@ export const TLS_REFUSED_PATTERN = /\bTLS refused\b/;
 
 /** Codes of Node's verification of the server's certificate (this host refused the server). */
 const SERVER_CERT_CODES = new Set([
-  "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "UNABLE_TO_GET_ISSUER_CERT", "UNABLE_TO_GET_ISSUER_CERT_LOCALLY", "SELF_SIGNED_CERT_IN_CHAIN",
-  "DEPTH_ZERO_SELF_SIGNED_CERT", "CERT_HAS_EXPIRED", "CERT_NOT_YET_VALID", "CERT_UNTRUSTED", "CERT_REJECTED", "CERT_SIGNATURE_FAILURE",
-  "INVALID_CA", "ERR_TLS_CERT_ALTNAME_INVALID", "HOSTNAME_MISMATCH", "CERT_CHAIN_TOO_LONG", "INVALID_PURPOSE",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "CERT_UNTRUSTED",
+  "CERT_REJECTED",
+  "CERT_SIGNATURE_FAILURE",
+  "INVALID_CA",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+  "HOSTNAME_MISMATCH",
+  "CERT_CHAIN_TOO_LONG",
+  "INVALID_PURPOSE",
 ]);
+/** A case-insensitive pattern matching any of `alternatives` (each a regular expression source). */
+function anyOf(alternatives: readonly string[]): RegExp {
+  return new RegExp(alternatives.join("|"), "i");
+}
 /** The same refusals by their messages, for a client that passes on only text (gRPC). */
-const SERVER_CERT_TEXT = /self[- ]signed certificate|unable to verify the first certificate|unable to get (local )?issuer certificate|certificate has expired|certificate is not yet valid|Hostname\/IP does not match certificate's altnames|certificate signature failure|unsuitable certificate purpose/i;
+const SERVER_CERT_TEXT = anyOf([
+  "self[- ]signed certificate",
+  "unable to verify the first certificate",
+  "unable to get (local )?issuer certificate",
+  "certificate has expired",
+  "certificate is not yet valid",
+  "Hostname/IP does not match certificate's altnames",
+  "certificate signature failure",
+  "unsuitable certificate purpose",
+]);
 /** Alerts the server sends when it refuses this host's client certificate (or its absence). */
-const CLIENT_CERT_TEXT = /alert certificate required|alert unknown ca|alert bad certificate|alert certificate expired|alert certificate unknown|alert certificate revoked|alert access denied|alert decrypt error|peer did not return a certificate/i;
+const CLIENT_CERT_TEXT = anyOf([
+  "alert certificate required",
+  "alert unknown ca",
+  "alert bad certificate",
+  "alert certificate expired",
+  "alert certificate unknown",
+  "alert certificate revoked",
+  "alert access denied",
+  "alert decrypt error",
+  "peer did not return a certificate",
+]);
 /** A TLS client talking to a server that does not speak TLS there. */
 const NOT_TLS_TEXT = /wrong version number|packet length too long|unknown protocol|does not support SSL/i;
 
@@ -158,7 +195,9 @@ export function tlsRefusal(err: unknown, files: TlsFiles | undefined, table: str
   const ca = files?.caFile ? `ca_file ${JSON.stringify(files.caFile)}` : "ca_file (not set: the system's CAs)";
   if (SERVER_CERT_CODES.has(code) || SERVER_CERT_TEXT.test(message)) {
     const name = code === "ERR_TLS_CERT_ALTNAME_INVALID" || /altnames/i.test(message);
-    const hint = name ? `check ${table} servername (${files?.servername ? JSON.stringify(files.servername) : "not set: the host connected to"}) or the host name you connect to` : `check ${table} ${ca}`;
+    const hint = name
+      ? `check ${table} servername (${files?.servername ? JSON.stringify(files.servername) : "not set: the host connected to"}) or the host name you connect to`
+      : `check ${table} ${ca}`;
     return `${TLS_REFUSED}: this host refused the server's certificate: ${reason}; ${hint}`;
   }
   if (CLIENT_CERT_TEXT.test(message)) {

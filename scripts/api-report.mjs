@@ -34,7 +34,10 @@ function declarationText(checker, symbol, local) {
   for (const decl of decls) {
     if (ts.isSourceFile(decl) || ts.isModuleDeclaration(decl)) {
       // `export * as name from "..."`: the names of that module.
-      const names = checker.getExportsOfModule(target).map((s) => s.name).sort();
+      const names = checker
+        .getExportsOfModule(target)
+        .map((s) => s.name)
+        .sort();
       parts.push(`namespace ${local} { ${names.join(", ")} }`);
       continue;
     }
@@ -58,7 +61,11 @@ function unexported(checker, exported, root) {
   const visit = (node) => {
     const name = ts.isTypeReferenceNode(node)
       ? node.typeName
-      : ts.isExpressionWithTypeArguments(node) ? node.expression : ts.isTypeQueryNode(node) ? node.exprName : undefined;
+      : ts.isExpressionWithTypeArguments(node)
+        ? node.expression
+        : ts.isTypeQueryNode(node)
+          ? node.exprName
+          : undefined;
     const symbol = name && checker.getSymbolAtLocation(name);
     if (symbol) {
       const target = resolve(symbol);
@@ -78,8 +85,12 @@ export function apiReports(root = ROOT) {
   const program = ts.createProgram(
     list.map((e) => e.types),
     {
-      target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext,
-      noEmit: true, skipLibCheck: true, types: ["node"],
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      noEmit: true,
+      skipLibCheck: true,
+      types: ["node"],
     },
   );
   const checker = program.getTypeChecker();

@@ -73,13 +73,7 @@ async function buildAsc(entry, out) {
   const { default: asc } = await import("assemblyscript/asc");
   const stdout = asc.createMemoryStream();
   const stderr = asc.createMemoryStream();
-  const args = [
-    path.relative(ROOT, entry),
-    "--config", "asconfig.json",
-    "--target", TARGET,
-    "--outFile", path.relative(ROOT, out),
-    "--noColors",
-  ];
+  const args = [path.relative(ROOT, entry), "--config", "asconfig.json", "--target", TARGET, "--outFile", path.relative(ROOT, out), "--noColors"];
   let error;
   try {
     ({ error } = await asc.main(args, { stdout, stderr, readFile: ascReadFile }));
@@ -184,7 +178,10 @@ function listJobs() {
     if (problem && process.env.LOCKHOST_SKIP_NATIVE_GUESTS === "1") {
       console.log(`build-guests: skipping ${native.length} Rust/C guest(s) (LOCKHOST_SKIP_NATIVE_GUESTS=1): ${problem}`);
     } else if (problem) {
-      console.error(`build-guests: cannot build the Rust and C guests: ${problem}\n  (install those packages, or set LOCKHOST_SKIP_NATIVE_GUESTS=1 to skip these guests: the host and the AssemblyScript guests do not need them)`);
+      console.error(
+        `build-guests: cannot build the Rust and C guests: ${problem}\n  (install those packages, or set LOCKHOST_SKIP_NATIVE_GUESTS=1 to skip these ` +
+          `guests: the host and the AssemblyScript guests do not need them)`,
+      );
       process.exit(1);
     } else {
       jobs.push(...native);

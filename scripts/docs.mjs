@@ -29,7 +29,10 @@ for (const { file, blocks } of DOC_FILES) {
   console.log(`${file}: ${blocks.map((b) => b.name).join(", ")} written`);
 }
 
-for (const [file, content] of [["abi/rust/src/sys.rs", rustSys(status)], ["abi/c/lockhost_abi.h", cAbi(status)]]) {
+for (const [file, content] of [
+  ["abi/rust/src/sys.rs", rustSys(status)],
+  ["abi/c/lockhost_abi.h", cAbi(status)],
+]) {
   writeFileSync(path.join(ROOT, file), content);
   console.log(`${file}: written`);
 }

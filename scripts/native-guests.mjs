@@ -74,7 +74,14 @@ export function nativeToolchainProblem(jobs) {
     }
   }
   if (jobs.some((j) => j.kind === "c") && !runs(CLANG, ["--version"])) missing.push(`C (${CLANG} and wasm-ld: Debian packages ${NATIVE_PACKAGES.c.join(" ")})`);
-  if (jobs.some((j) => j.kind === "c" && j.wasi) && !(existsSync("/usr/lib/wasm32-wasi/libc.a") && runs(CLANG, ["--target=wasm32-wasi", "--print-libgcc-file-name"]) && existsSync(execFileSync(CLANG, ["--target=wasm32-wasi", "--print-libgcc-file-name"], { encoding: "utf8" }).trim()))) {
+  if (
+    jobs.some((j) => j.kind === "c" && j.wasi) &&
+    !(
+      existsSync("/usr/lib/wasm32-wasi/libc.a") &&
+      runs(CLANG, ["--target=wasm32-wasi", "--print-libgcc-file-name"]) &&
+      existsSync(execFileSync(CLANG, ["--target=wasm32-wasi", "--print-libgcc-file-name"], { encoding: "utf8" }).trim())
+    )
+  ) {
     missing.push(`wasi-libc and its compiler runtime (Debian packages ${NATIVE_PACKAGES.wasi.join(" ")})`);
   }
   return missing.length > 0 ? `missing ${missing.join("; ")}` : undefined;
@@ -88,7 +95,9 @@ export function nativeToolchainProblem(jobs) {
  */
 export function installToolchains() {
   if (process.getuid?.() !== 0 || !runs("apt-get", ["--version"])) return false;
-  const packages = Object.values(NATIVE_PACKAGES).flat().filter((p) => !runs("dpkg", ["-s", p]));
+  const packages = Object.values(NATIVE_PACKAGES)
+    .flat()
+    .filter((p) => !runs("dpkg", ["-s", p]));
   if (packages.length === 0) return false;
   console.log(`build-guests: installing ${packages.join(" ")} (Debian packages, for the Rust and C guests)`);
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };

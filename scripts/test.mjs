@@ -43,9 +43,7 @@ if (hasJspi || process.env.LOCKHOST_TEST_JSPI === "0") process.exit(first);
 const filters = args.filter((a, i) => !a.startsWith("-") && !(i > 0 && /^--(outputFile|reporter|project|config)$/.test(args[i - 1])));
 const suites = filters.length === 0 ? GUEST_SUITES : GUEST_SUITES.filter((s) => filters.some((f) => s.includes(f)));
 if (suites.length === 0) process.exit(first);
-const options = args
-  .filter((a) => !filters.includes(a))
-  .map((a) => (a.startsWith("--outputFile=") ? `${a}.jspi.json` : a));
+const options = args.filter((a) => !filters.includes(a)).map((a) => (a.startsWith("--outputFile=") ? `${a}.jspi.json` : a));
 const node = jspiNode();
 const version = spawnSync(node, ["--version"], { encoding: "utf8" }).stdout.trim();
 console.log(`\nnpm test: the guest suites again on Node ${version} (WebAssembly JSPI), for the inline runtime\n`);

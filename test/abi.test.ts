@@ -95,7 +95,10 @@ describe("abi/status.ts and ABI.md", () => {
     const flags = named(/^\| `(FLAG_[A-Z]+)` \| (\d+) \|/gm);
     const states = named(/^\| `(STATE_[A-Z]+)` \| (\d+) \|/gm);
     const limits = named(/^\| `(MAX_[A-Z_]+)` \| (\d+) \|/gm);
-    const inSource = (prefix: string): string[] => Object.keys(S).filter((k) => k.startsWith(prefix)).sort();
+    const inSource = (prefix: string): string[] =>
+      Object.keys(S)
+        .filter((k) => k.startsWith(prefix))
+        .sort();
     expect(flags.map(([n]) => n).sort()).toEqual(inSource("FLAG_"));
     expect(states.map(([n]) => n).sort()).toEqual(inSource("STATE_"));
     expect(limits.map(([n]) => n).sort()).toEqual(inSource("MAX_"));

@@ -32,7 +32,12 @@ let capture: ReturnType<typeof captureLogger>;
 beforeEach(async () => {
   locks = new LockService(new MemoryBackend(), { node: "node-admin" });
   capture = captureLogger();
-  server = await startAdminServer({ service: locks, settings: { listen: { host: "127.0.0.1", port: 0 }, token: TOKEN }, log: capture.logger, node: "node-admin" });
+  server = await startAdminServer({
+    service: locks,
+    settings: { listen: { host: "127.0.0.1", port: 0 }, token: TOKEN },
+    log: capture.logger,
+    node: "node-admin",
+  });
 });
 afterEach(async () => {
   await server.close();
@@ -51,10 +56,16 @@ describe("admin listener", () => {
     expect(await (await get("/readyz")).json()).toEqual({ ok: true, backend: "memory" });
   });
 
-  it("while the backend does not answer: /livez and /healthz 200 (no restart), /readyz 503 with the backend's error; /readyz 503 'starting' until the host says it started", async () => {
+  it("backend down: /livez, /healthz 200 (no restart), /readyz 503 with the backend's error; /readyz 503 'starting' until the host started", async () => {
     const down = new LockService(unreachableBackend(), { node: "n" });
     let started = false;
-    const other = await startAdminServer({ service: down, settings: { listen: { host: "127.0.0.1", port: 0 } }, log: capture.logger, node: "n", started: () => started });
+    const other = await startAdminServer({
+      service: down,
+      settings: { listen: { host: "127.0.0.1", port: 0 } },
+      log: capture.logger,
+      node: "n",
+      started: () => started,
+    });
     try {
       for (const path of ["/livez", "/healthz"]) {
         const res = await fetch(`${other.url}${path}`);
@@ -78,7 +89,9 @@ describe("admin listener", () => {
     expect(await locks.tryLock("a", { ttlMs: 5_000 })).toBeNull();
     const body = await (await get("/stats")).json();
     expect(body).toMatchObject({
-      node: "node-admin", backend: "memory", distributed: false,
+      node: "node-admin",
+      backend: "memory",
+      distributed: false,
       stats: { held: 1, keepalive: 1, acquisitions: 1, contended: 1, lost: 0, waiters: 0 },
     });
     await locks.release(lease);
@@ -116,7 +129,14 @@ describe("admin listener", () => {
       expect(shown.holders[0]).not.toHaveProperty("owner");
       expect(JSON.stringify(shown)).not.toContain(lease.owner);
     }
-    expect(await (await get(`/locks/${encodeURIComponent("global:free")}`)).json()).toEqual({ name: "global:free", kind: "mutex", held: false, holders: [], limit: 0, queued: 0 });
+    expect(await (await get(`/locks/${encodeURIComponent("global:free")}`)).json()).toEqual({
+      name: "global:free",
+      kind: "mutex",
+      held: false,
+      holders: [],
+      limit: 0,
+      queued: 0,
+    });
     await locks.release(lease);
   });
 
@@ -128,10 +148,14 @@ describe("admin listener", () => {
     expect(all.locks.map((l) => l.name)).toEqual(["billing:list/b", "global:list/a", "global:list/c"]);
     expect(JSON.stringify(all)).not.toContain(a.owner);
     const first = (await (await get("/locks?prefix=global:&limit=1")).json()) as LockListPage;
-    expect(first.locks).toMatchObject([{ name: "global:list/a", kind: "mutex", mode: "exclusive", fence: a.fence, holder: { plugin: "host", node: "node-admin" }, waiters: 0 }]);
+    expect(first.locks).toMatchObject([
+      { name: "global:list/a", kind: "mutex", mode: "exclusive", fence: a.fence, holder: { plugin: "host", node: "node-admin" }, waiters: 0 },
+    ]);
     const second = await (await get(`/locks?prefix=global:&limit=1&cursor=${encodeURIComponent(first.cursor!)}`)).json();
     expect(second).toEqual({ locks: [expect.objectContaining({ name: "global:list/c" })] });
-    expect(((await (await get("/locks?plugin=billing")).json()) as LockListPage).locks).toMatchObject([{ name: "billing:list/b", holder: { plugin: "billing" } }]);
+    expect(((await (await get("/locks?plugin=billing")).json()) as LockListPage).locks).toMatchObject([
+      { name: "billing:list/b", holder: { plugin: "billing" } },
+    ]);
     const bad = await get("/locks?limit=5000");
     expect(bad.status).toBe(400);
     expect(await bad.json()).toEqual({ code: "INVALID_ARGUMENT", message: 'limit must be an integer from 1 to 1000, got "5000"' });
@@ -171,7 +195,12 @@ describe("admin listener", () => {
     expect(ok.status).toBe(200);
     expect(await ok.json()).toEqual({ name: lease.name, kind: "mutex", released: true, holders: 1 });
     expect((await locks.status({ name: lease.name })).held).toBe(false);
-    expect(await (await forceRelease(lease.name, { authorization: `Bearer ${TOKEN}` })).json()).toEqual({ name: lease.name, kind: "mutex", released: false, holders: 0 });
+    expect(await (await forceRelease(lease.name, { authorization: `Bearer ${TOKEN}` })).json()).toEqual({
+      name: lease.name,
+      kind: "mutex",
+      released: false,
+      holders: 0,
+    });
     // The log tells a release from a call that found the lock free.
     const said = capture.lines.filter((l) => l.msg.includes("through the admin listener")).map((l) => [l.level, l.msg, l.holders]);
     expect(said).toEqual([
@@ -196,13 +225,31 @@ describe("admin listener", () => {
     const permit = (await locks.try("doc", { ttlMs: 30_000, ...permitSpec(2) }))!;
     const path = `/locks/${encodeURIComponent("global:doc")}`;
     const rw = await (await fetch(`${server.url}${path}?kind=rw`, { headers: { authorization: `Bearer ${TOKEN}` } })).json();
-    expect(rw).toMatchObject({ name: "global:doc", kind: "rw", held: true, limit: 0, queued: 0, holders: [{ mode: "shared", fence: reader.fence, node: "node-admin", owner: reader.owner }] });
+    expect(rw).toMatchObject({
+      name: "global:doc",
+      kind: "rw",
+      held: true,
+      limit: 0,
+      queued: 0,
+      holders: [{ mode: "shared", fence: reader.fence, node: "node-admin", owner: reader.owner }],
+    });
     const rwShown = await (await get(`${path}?kind=rw`)).json();
     expect(rwShown).toMatchObject({ name: "global:doc", kind: "rw", held: true, holders: [{ mode: "shared", fence: reader.fence }] });
     expect(JSON.stringify(rwShown)).not.toContain(reader.owner);
     expect(await (await get(`${path}?kind=semaphore`)).json()).toMatchObject({ kind: "semaphore", limit: 2, holders: [{ fence: permit.fence }] });
     // Its mutex is free: the status says which locks of the name are held.
-    expect(await (await get(path)).json()).toEqual({ name: "global:doc", kind: "mutex", held: false, holders: [], limit: 0, queued: 0, heldElsewhere: [{ name: "global:doc", kind: "rw" }, { name: "global:doc", kind: "semaphore" }] });
+    expect(await (await get(path)).json()).toEqual({
+      name: "global:doc",
+      kind: "mutex",
+      held: false,
+      holders: [],
+      limit: 0,
+      queued: 0,
+      heldElsewhere: [
+        { name: "global:doc", kind: "rw" },
+        { name: "global:doc", kind: "semaphore" },
+      ],
+    });
     const listed = (await (await get(`/locks?kind=rw&prefix=${encodeURIComponent("global:doc")}`)).json()) as LockListPage;
     expect(listed.locks.map((l) => [l.name, l.kind, l.mode, l.fence])).toEqual([["global:doc", "rw", "shared", reader.fence]]);
     expect(JSON.stringify(listed)).not.toContain(reader.owner);
@@ -213,7 +260,11 @@ describe("admin listener", () => {
     // Every kind by default, in the kind table's order, a page at a time across the kinds.
     const mutex = (await locks.tryLock("doc", { ttlMs: 30_000 }))!;
     const every = (await (await get(`/locks?prefix=${encodeURIComponent("global:doc")}`)).json()) as LockListPage;
-    const rows = [["global:doc", "mutex", "exclusive", mutex.fence], ["global:doc", "rw", "shared", reader.fence], ["global:doc", "semaphore", "shared", permit.fence]];
+    const rows = [
+      ["global:doc", "mutex", "exclusive", mutex.fence],
+      ["global:doc", "rw", "shared", reader.fence],
+      ["global:doc", "semaphore", "shared", permit.fence],
+    ];
     expect(every.locks.map((l) => [l.name, l.kind, l.mode, l.fence])).toEqual(rows);
     expect(every.cursor).toBeUndefined();
     const paged: (string | number)[][] = [];
@@ -227,7 +278,9 @@ describe("admin listener", () => {
     }
     expect(paged).toEqual(rows);
     expect(cursor).toBeUndefined();
-    expect(((await (await get(`/locks?kind=mutex&prefix=${encodeURIComponent("global:doc")}`)).json()) as LockListPage).locks.map((l) => l.kind)).toEqual(["mutex"]);
+    expect(((await (await get(`/locks?kind=mutex&prefix=${encodeURIComponent("global:doc")}`)).json()) as LockListPage).locks.map((l) => l.kind)).toEqual([
+      "mutex",
+    ]);
     expect(await (await get(`${path}?kind=mutex`)).json()).toMatchObject({ name: "global:doc", kind: "mutex", held: true, holders: [{ fence: mutex.fence }] });
     expect((await get(`/locks?cursor=${encodeURIComponent("queue:x")}`)).status).toBe(400);
     await locks.release(mutex);
@@ -235,7 +288,15 @@ describe("admin listener", () => {
     const ok = await fetch(`${server.url}${path}/force-release?kind=rw`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } });
     expect(await ok.json()).toEqual({ name: "global:doc", kind: "rw", released: true, holders: 1 });
     expect(reader.state).toBe("lost");
-    expect(await (await get(`${path}?kind=rw`)).json()).toEqual({ name: "global:doc", kind: "rw", held: false, holders: [], limit: 0, queued: 0, heldElsewhere: [{ name: "global:doc", kind: "semaphore" }] });
+    expect(await (await get(`${path}?kind=rw`)).json()).toEqual({
+      name: "global:doc",
+      kind: "rw",
+      held: false,
+      holders: [],
+      limit: 0,
+      queued: 0,
+      heldElsewhere: [{ name: "global:doc", kind: "semaphore" }],
+    });
     await locks.release(permit);
   });
 
@@ -243,7 +304,10 @@ describe("admin listener", () => {
     const open = await startAdminServer({ service: locks, settings: { listen: { host: "127.0.0.1", port: 0 } }, log: capture.logger, node: "n" });
     try {
       const lease = (await locks.tryLock("a", { ttlMs: 30_000 }))!;
-      const res = await fetch(`${open.url}/locks/${encodeURIComponent(lease.name)}/force-release`, { method: "POST", headers: { authorization: "Bearer anything-at-all-here" } });
+      const res = await fetch(`${open.url}/locks/${encodeURIComponent(lease.name)}/force-release`, {
+        method: "POST",
+        headers: { authorization: "Bearer anything-at-all-here" },
+      });
       expect(res.status).toBe(403);
       expect(((await res.json()) as { message: string }).message).toMatch(/set \[admin\] token/);
       expect((await locks.status({ name: lease.name })).held).toBe(true);
@@ -259,7 +323,20 @@ describe("admin listener", () => {
       // A lock's age and TTL left change between the two requests, and with them the length;
       // so do the process's metrics (CPU time, memory).
       Object.fromEntries([...res.headers].filter(([name]) => !volatile.has(name) && !(timed && name === "content-length")));
-    for (const path of ["/", "/dashboard", "/dashboard/main.js", "/favicon.ico", "/livez", "/healthz", "/readyz", "/metrics", "/stats", "/locks", "/locks/global%3Aa", "/nope"]) {
+    for (const path of [
+      "/",
+      "/dashboard",
+      "/dashboard/main.js",
+      "/favicon.ico",
+      "/livez",
+      "/healthz",
+      "/readyz",
+      "/metrics",
+      "/stats",
+      "/locks",
+      "/locks/global%3Aa",
+      "/nope",
+    ]) {
       const timed = path.startsWith("/locks") || path === "/metrics";
       const got = await get(path);
       const head = await fetch(`${server.url}${path}`, { method: "HEAD" });
@@ -298,22 +375,34 @@ describe("admin listener", () => {
 
   it("reports a listen address it cannot use as CONFIG_INVALID naming [admin] listen", async () => {
     const port = Number(new URL(server.url).port);
-    await expect(
-      startAdminServer({ service: locks, settings: { listen: { host: "127.0.0.1", port } }, log: capture.logger, node: "n" }),
-    ).rejects.toMatchObject({ code: "CONFIG_INVALID", message: expect.stringMatching(/^\[admin\] listen: cannot listen on 127\.0\.0\.1:\d+ \(EADDRINUSE\)/) });
+    await expect(startAdminServer({ service: locks, settings: { listen: { host: "127.0.0.1", port } }, log: capture.logger, node: "n" })).rejects.toMatchObject(
+      { code: "CONFIG_INVALID", message: expect.stringMatching(/^\[admin\] listen: cannot listen on 127\.0\.0\.1:\d+ \(EADDRINUSE\)/) },
+    );
   });
 });
 
 /** One request with node:http(s), so that the test sets any header (Host included). */
-function request(url: string, options: { method?: string; headers?: Record<string, string>; ca?: string; cert?: string; key?: string } = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+function request(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; ca?: string; cert?: string; key?: string } = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   return new Promise((resolve, reject) => {
     const send = url.startsWith("https:") ? httpsRequest : httpRequest;
-    const req = send(url, { method: options.method ?? "GET", headers: options.headers ?? {}, ...(options.ca && { ca: options.ca }), ...(options.cert && { cert: options.cert, key: options.key }) }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (c: string) => (body += c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
+    const req = send(
+      url,
+      {
+        method: options.method ?? "GET",
+        headers: options.headers ?? {},
+        ...(options.ca && { ca: options.ca }),
+        ...(options.cert && { cert: options.cert, key: options.key }),
+      },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (body += c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
     req.on("error", reject);
     req.end();
   });
@@ -360,7 +449,10 @@ describe("who may read: [admin] auth, metrics_open, the Host header", () => {
     const s = await open({ auth: "all" });
     for (const path of READS) expect([path, await statusOf(s.url, path)]).toEqual([path, 403]);
     for (const path of OPEN) expect([path, await statusOf(s.url, path)]).toEqual([path, 200]);
-    expect(await (await fetch(`${s.url}/locks`)).json()).toEqual({ code: "PERMISSION_DENIED", message: 'GET /locks needs the admin token ([admin] auth = "all"), and none is configured: set [admin] token in the config' });
+    expect(await (await fetch(`${s.url}/locks`)).json()).toEqual({
+      code: "PERMISSION_DENIED",
+      message: 'GET /locks needs the admin token ([admin] auth = "all"), and none is configured: set [admin] token in the config',
+    });
   });
 
   it('defaults to auth = "all" on a listener beyond loopback, "writes" on loopback', async () => {
@@ -369,7 +461,9 @@ describe("who may read: [admin] auth, metrics_open, the Host header", () => {
     expect(await statusOf(url, "/stats")).toBe(401);
     expect(await statusOf(url, "/stats", { authorization: `Bearer ${TOKEN}` })).toBe(200);
     expect(await statusOf(url, "/livez")).toBe(200);
-    expect(capture.lines.find((l) => l.msg === "admin listener started" && l.auth === "all")).toMatchObject({ open: ["/livez", "/healthz", "/readyz", "/", "/dashboard/<file>", "/favicon.ico"] });
+    expect(capture.lines.find((l) => l.msg === "admin listener started" && l.auth === "all")).toMatchObject({
+      open: ["/livez", "/healthz", "/readyz", "/", "/dashboard/<file>", "/favicon.ico"],
+    });
     // This file's listener: loopback, reads open.
     expect(await statusOf(server.url, "/stats")).toBe(200);
   });
@@ -386,7 +480,10 @@ describe("who may read: [admin] auth, metrics_open, the Host header", () => {
     }
     // Writes too, with the right token.
     const lease = (await locks.tryLock("rebind", { ttlMs: 30_000 }))!;
-    const write = await request(`${server.url}/locks/${encodeURIComponent(lease.name)}/force-release`, { method: "POST", headers: { host: "evil.example", authorization: `Bearer ${TOKEN}` } });
+    const write = await request(`${server.url}/locks/${encodeURIComponent(lease.name)}/force-release`, {
+      method: "POST",
+      headers: { host: "evil.example", authorization: `Bearer ${TOKEN}` },
+    });
     expect(write.status).toBe(421);
     expect((await locks.status({ name: lease.name })).held).toBe(true);
     await locks.release(lease);
@@ -420,7 +517,9 @@ describe("event streams that are not read", () => {
     return process.memoryUsage().heapUsed / 2 ** 20;
   };
 
-  it("drops a reader more than its buffer behind, and memory returns; the 33rd stream is 503 TOO_MANY_STREAMS; other clients are served meanwhile", { timeout: 120_000 }, async () => {
+  it("drops a reader more than its buffer behind, and memory returns; the 33rd stream is 503 TOO_MANY_STREAMS; other clients are served meanwhile", {
+    timeout: 120_000,
+  }, async () => {
     const before = heapMb();
     const stalled = spawn("python3", ["-c", STALL, new URL(server.url).port, "32"], { stdio: ["pipe", "pipe", "inherit"] });
     try {
@@ -485,13 +584,23 @@ describe("HTTPS: [admin] cert_file, key_file, client_ca_file", () => {
     });
 
   it("serves HTTPS only, to curl and undici that trust its CA; a client that does not trust it is refused by its own check", async () => {
-    const tls = await startAdminServer({ service: locks, settings: { listen: { host: "127.0.0.1", port: 0 }, token: TOKEN, certFile: certs.serverCert, keyFile: certs.serverKey }, log: capture.logger, node: "n" });
+    const tls = await startAdminServer({
+      service: locks,
+      settings: { listen: { host: "127.0.0.1", port: 0 }, token: TOKEN, certFile: certs.serverCert, keyFile: certs.serverKey },
+      log: capture.logger,
+      node: "n",
+    });
     try {
       expect(tls.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
       expect(JSON.parse((await curl(["--cacert", certs.ca, `${tls.url}/livez`])).out)).toEqual({ ok: true });
-      expect(JSON.parse((await curl(["--cacert", certs.ca, "-H", `authorization: Bearer ${TOKEN}`, `${tls.url}/locks/global%3Ax`])).out)).toMatchObject({ held: false });
+      expect(JSON.parse((await curl(["--cacert", certs.ca, "-H", `authorization: Bearer ${TOKEN}`, `${tls.url}/locks/global%3Ax`])).out)).toMatchObject({
+        held: false,
+      });
       // By name too (the certificate names localhost).
-      expect(JSON.parse((await curl(["--cacert", certs.ca, `${tls.url.replace("127.0.0.1", "localhost")}/readyz`])).out)).toEqual({ ok: true, backend: "memory" });
+      expect(JSON.parse((await curl(["--cacert", certs.ca, `${tls.url.replace("127.0.0.1", "localhost")}/readyz`])).out)).toEqual({
+        ok: true,
+        backend: "memory",
+      });
       const untrusted = await curl(["--cacert", certs.otherCa, `${tls.url}/livez`]);
       expect(untrusted.status).toBe(60);
       // Plain HTTP to the HTTPS port gets no answer of the admin listener.
@@ -519,8 +628,12 @@ describe("HTTPS: [admin] cert_file, key_file, client_ca_file", () => {
     });
     try {
       expect((await curl(["--cacert", certs.ca, `${tls.url}/livez`])).out).not.toContain('"ok"');
-      expect(JSON.parse((await curl(["--cacert", certs.ca, "--cert", certs.clientCert, "--key", certs.clientKey, `${tls.url}/livez`])).out)).toEqual({ ok: true });
-      const agent = new Agent({ connect: { ca: readFileSync(certs.ca, "utf8"), cert: readFileSync(certs.clientCert, "utf8"), key: readFileSync(certs.clientKey, "utf8") } });
+      expect(JSON.parse((await curl(["--cacert", certs.ca, "--cert", certs.clientCert, "--key", certs.clientKey, `${tls.url}/livez`])).out)).toEqual({
+        ok: true,
+      });
+      const agent = new Agent({
+        connect: { ca: readFileSync(certs.ca, "utf8"), cert: readFileSync(certs.clientCert, "utf8"), key: readFileSync(certs.clientKey, "utf8") },
+      });
       try {
         expect((await undiciFetch(`${tls.url}/stats`, { dispatcher: agent })).status).toBe(200);
       } finally {
@@ -539,12 +652,28 @@ describe("HTTPS: [admin] cert_file, key_file, client_ca_file", () => {
 
   it("refuses to start on a file it cannot use: CONFIG_INVALID naming the key, the file and why", async () => {
     const start = (s: Partial<AdminSettings>): Promise<AdminServer> =>
-      startAdminServer({ service: locks, settings: { listen: { host: "127.0.0.1", port: 0 }, certFile: certs.serverCert, keyFile: certs.serverKey, ...s }, log: capture.logger, node: "n" });
+      startAdminServer({
+        service: locks,
+        settings: { listen: { host: "127.0.0.1", port: 0 }, certFile: certs.serverCert, keyFile: certs.serverKey, ...s },
+        log: capture.logger,
+        node: "n",
+      });
     const missing = join(certs.dir, "nope.pem");
     await expect(start({ certFile: missing })).rejects.toMatchObject({ code: "CONFIG_INVALID", message: `[admin] cert_file: cannot read ${missing} (ENOENT)` });
-    await expect(start({ keyFile: certs.serverCert })).rejects.toMatchObject({ code: "CONFIG_INVALID", message: `[admin] key_file: ${certs.serverCert} holds no PEM private key (-----BEGIN ...PRIVATE KEY-----)` });
+    await expect(start({ keyFile: certs.serverCert })).rejects.toMatchObject({
+      code: "CONFIG_INVALID",
+      message: `[admin] key_file: ${certs.serverCert} holds no PEM private key (-----BEGIN ...PRIVATE KEY-----)`,
+    });
     // A key of another certificate: OpenSSL's reason.
-    await expect(start({ keyFile: certs.clientKey })).rejects.toMatchObject({ code: "CONFIG_INVALID", message: expect.stringMatching(new RegExp(`^\\[admin\\] cert_file ${certs.serverCert} and key_file ${certs.clientKey}: not usable \\(.*(mismatch|values)`)) });
-    await expect(start({ clientCaFile: certs.serverKey })).rejects.toMatchObject({ code: "CONFIG_INVALID", message: expect.stringContaining(`[admin] client_ca_file: ${certs.serverKey} holds no PEM certificate`) });
+    await expect(start({ keyFile: certs.clientKey })).rejects.toMatchObject({
+      code: "CONFIG_INVALID",
+      message: expect.stringMatching(
+        new RegExp(`^\\[admin\\] cert_file ${certs.serverCert} and key_file ${certs.clientKey}: not usable \\(.*(mismatch|values)`),
+      ),
+    });
+    await expect(start({ clientCaFile: certs.serverKey })).rejects.toMatchObject({
+      code: "CONFIG_INVALID",
+      message: expect.stringContaining(`[admin] client_ca_file: ${certs.serverKey} holds no PEM certificate`),
+    });
   });
 });

@@ -185,10 +185,14 @@ describe("one keepalive default", () => {
     const tried = (await locks.tryLock("a", { ttlMs: 200 }))!;
     const waited = await locks.acquire("b", { ttlMs: 200, waitMs: 0 });
     let inWith = false;
-    const withLock = locks.withLock("c", async (_s, l) => {
-      inWith = l.keepalive;
-      await sleep(500);
-    }, { ttlMs: 200 });
+    const withLock = locks.withLock(
+      "c",
+      async (_s, l) => {
+        inWith = l.keepalive;
+        await sleep(500);
+      },
+      { ttlMs: 200 },
+    );
     const off = (await locks.tryLock("d", { ttlMs: 200, keepalive: false }))!;
     // Watched, so its end is noticed when it comes (an unwatched lease is found lost on its next use).
     const offSignal = off.signal;

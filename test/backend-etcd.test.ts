@@ -7,7 +7,7 @@
 // stall or reconfigure etcd use private members of their own.
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
-import { isPermanent, LockhostError } from "../kit/errors.js";
+import { isPermanent, type LockhostError } from "../kit/errors.js";
 import { LockService } from "../host/locking/service.js";
 import { EtcdBackend, etcdDefaults, type EtcdConfig } from "../plugins/backends/etcd/index.js";
 import { backendContract } from "./support/backend-contract.js";
@@ -118,7 +118,7 @@ describe("etcd: restarts and watches (private member)", () => {
       await cluster.members[0]!.start();
       let second;
       for (let i = 0; i < 100 && second === undefined; i++) {
-        second = await a.tryLock(key, { ttlMs: 5_000 }).catch(() => undefined) ?? undefined;
+        second = (await a.tryLock(key, { ttlMs: 5_000 }).catch(() => undefined)) ?? undefined;
         if (second === undefined) await sleep(100);
       }
       expect(second!.fence).toBeGreaterThan(first.fence);
@@ -134,7 +134,10 @@ describe("etcd: restarts and watches (private member)", () => {
       const backend = new EtcdBackend(config({ endpoints: [`http://127.0.0.1:${proxy.port}`], commandTimeoutMs: 300, leaseMarginMs: 400 }), silent);
       opened.push(backend);
       let missed = 0;
-      backend.onLost(() => undefined, () => void missed++);
+      backend.onLost(
+        () => undefined,
+        () => void missed++,
+      );
       const steps = backend.steps("mutex");
       await steps.acquire({ name: "k", owner: "o", ttlMs: 5_000, holder: { plugin: "p", node: "n" }, mode: "exclusive", limit: 0, queueMs: 0 });
       await steps.watch("k", () => undefined).ready;
@@ -163,7 +166,9 @@ describe("etcd: bad input and unreachable servers are coded errors, and the host
     expect(err.code).toBe("BACKEND_UNAVAILABLE");
     expect(isPermanent(err)).toBe(false);
     expect(err.message).toContain(`127.0.0.1:${port}`);
-    const acquire = await rejection(backend.steps("mutex").acquire({ name: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" }, mode: "exclusive", limit: 0, queueMs: 0 }));
+    const acquire = await rejection(
+      backend.steps("mutex").acquire({ name: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" }, mode: "exclusive", limit: 0, queueMs: 0 }),
+    );
     expect(acquire.code).toBe("BACKEND_UNAVAILABLE");
   });
 

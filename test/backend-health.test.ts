@@ -72,20 +72,25 @@ describe("a backend the host cannot reach at start", () => {
   it.each([
     ["redis", { backend: "redis", redis: { url: "redis://lockhost-no-such-host.invalid:6379", commandTimeoutMs: 500 } }],
     ["pg", { backend: "pg", pg: { url: "postgres://postgres@lockhost-no-such-host.invalid:5432/test", commandTimeoutMs: 500 } }],
-  ] as const)("starts when the %s server's host name does not resolve yet (a service not up): /readyz says why, nothing is permanent", async (_name, locking) => {
-    const log = captureLogger();
-    const host = await Host.start(resolveConfig({ source: "lockhost.toml", locking, admin: { listen: "127.0.0.1:0" } } as ConfigInput), { logger: log.logger });
-    hosts.push(host);
-    const ready = await fetch(`${host.admin!.url}/readyz`);
-    expect(ready.status).toBe(503);
-    expect(((await ready.json()) as { message: string }).message).toMatch(/ENOTFOUND|EAI_AGAIN/);
-    const err = await host.locks.ping().catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE", retryable: true });
-    expect(isPermanent(err)).toBe(false);
-    expect(log.lines.find((l) => l.level === 40 && l.msg.includes("does not answer at start"))).toBeDefined();
-  });
+  ] as const)(
+    "starts when the %s server's host name does not resolve yet (a service not up): /readyz says why, nothing is permanent",
+    async (_name, locking) => {
+      const log = captureLogger();
+      const host = await Host.start(resolveConfig({ source: "lockhost.toml", locking, admin: { listen: "127.0.0.1:0" } } as ConfigInput), {
+        logger: log.logger,
+      });
+      hosts.push(host);
+      const ready = await fetch(`${host.admin!.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(((await ready.json()) as { message: string }).message).toMatch(/ENOTFOUND|EAI_AGAIN/);
+      const err = await host.locks.ping().catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE", retryable: true });
+      expect(isPermanent(err)).toBe(false);
+      expect(log.lines.find((l) => l.level === 40 && l.msg.includes("does not answer at start"))).toBeDefined();
+    },
+  );
 
-  it("starts while its Redis refuses connections, quietly (campaigns and ticks that fail meanwhile log at debug), and takes locks, runs schedules and leads once it answers", async () => {
+  it("starts while its Redis refuses connections, quietly (failures log at debug), and takes locks, runs schedules and leads once it answers", async () => {
     const redis = await startRedisServer();
     servers.push(redis);
     await redis.kill();
@@ -131,7 +136,7 @@ describe("an outage while the host runs", () => {
     await Promise.all(servers.splice(0).map((s) => s.stop()));
   });
 
-  it("is one line down and one line back per host, however many schedules tick through it; each skipped tick is counted (stats, metrics) and logged at debug", async () => {
+  it("is one line down and one line back per host, however many schedules tick through it; each skipped tick is counted and logged at debug", async () => {
     const redis = await startRedisServer();
     servers.push(redis);
     const log = captureLogger();
@@ -162,7 +167,7 @@ describe("an outage while the host runs", () => {
     expect(stats.backendUp).toBe(false);
     expect(stats.schedules!.a!.skipped_error).toBeGreaterThanOrEqual(5);
     const metrics = await (await fetch(`${host.admin!.url}/metrics`)).text();
-    expect(metrics).toContain("lockhost_backend_up{node=\"outage-node\",backend=\"redis\"} 0");
+    expect(metrics).toContain('lockhost_backend_up{node="outage-node",backend="redis"} 0');
     expect(Number(/lockhost_schedule_ticks_total\{schedule="a",outcome="skipped_error"[^}]*\} (\d+)/.exec(metrics)?.[1])).toBeGreaterThanOrEqual(5);
 
     await redis.start();

@@ -37,7 +37,11 @@ const config = (over: Partial<PgConfig> = {}): PgConfig => ({
 });
 let n = 0;
 const req = (over: Partial<MutexAcquireRequest> = {}): MutexAcquireRequest => ({
-  name: `fault-${++n}`, owner: randomUUID(), ttlMs: 10_000, holder: { plugin: "fault", node: "node-f" }, ...over,
+  name: `fault-${++n}`,
+  owner: randomUUID(),
+  ttlMs: 10_000,
+  holder: { plugin: "fault", node: "node-f" },
+  ...over,
 });
 
 /** Runs `call`, expecting BACKEND_UNAVAILABLE within PROMPT_MS; returns the error. */
@@ -129,7 +133,15 @@ describe("pg backend: server killed, frozen and restarted", () => {
   it("read/write locks and semaphores: fail fast while PostgreSQL is down, then go on with fences that never repeat", async () => {
     const backend = new PgBackend(config(), captureLogger().logger);
     const sem = backend.steps("semaphore");
-    const permit = { name: `fault-sem-${++n}`, owner: randomUUID(), ttlMs: 60_000, holder: { plugin: "fault", node: "node-f" }, mode: "shared" as const, limit: 1, queueMs: 0 };
+    const permit = {
+      name: `fault-sem-${++n}`,
+      owner: randomUUID(),
+      ttlMs: 60_000,
+      holder: { plugin: "fault", node: "node-f" },
+      mode: "shared" as const,
+      limit: 1,
+      queueMs: 0,
+    };
     try {
       const before = await sem.acquire(permit);
       expect(before.acquired).toBe(true);

@@ -32,7 +32,14 @@ let n = 0;
 const key = (label = "k"): string => `pgsh-${run}-${label}-${++n}`;
 const holder = { plugin: "pgtest", node: "node-a" };
 const reader = (k: string, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
-  name: k, owner: randomUUID(), ttlMs: 10_000, holder, mode: "shared", limit: 0, queueMs: 0, ...over,
+  name: k,
+  owner: randomUUID(),
+  ttlMs: 10_000,
+  holder,
+  mode: "shared",
+  limit: 0,
+  queueMs: 0,
+  ...over,
 });
 const writer = (k: string, over: Partial<AcquireRequest> = {}): AcquireRequest => reader(k, { mode: "exclusive", ...over });
 const permit = (k: string, limit: number, over: Partial<AcquireRequest> = {}): AcquireRequest => reader(k, { limit, ...over });
@@ -327,7 +334,9 @@ describe("pg read/write locks", () => {
     await rw.release(left, gone.owner);
     // Another prefix, and the same name in the semaphore namespace, are not listed either.
     await rw.acquire(reader(`pgsh-${run}-other-${n}`));
-    await host().steps("semaphore").acquire(permit(`${prefix}sem`, 2));
+    await host()
+      .steps("semaphore")
+      .acquire(permit(`${prefix}sem`, 2));
     const seen: string[] = [];
     let cursor: string | undefined;
     let pages = 0;
@@ -382,8 +391,7 @@ describe("pg read/write locks under contention", () => {
         if (exclusive) {
           writers++;
           writesGranted++;
-        }
-        else readers++;
+        } else readers++;
         if (writers > 1 || (writers === 1 && readers > 0)) violations++;
         await sleep(Math.random() * 3);
         if (exclusive) writers--;

@@ -41,7 +41,11 @@ function host(over: Partial<PgConfig> = {}, options: PgBackendOptions = {}): PgB
 let n = 0;
 const key = (label = "k"): string => `pg-${run}-${label}-${++n}`;
 const req = (k: string, over: Partial<MutexAcquireRequest> = {}): MutexAcquireRequest => ({
-  name: k, owner: randomUUID(), ttlMs: 10_000, holder: { plugin: "pgtest", node: "node-a" }, ...over,
+  name: k,
+  owner: randomUUID(),
+  ttlMs: 10_000,
+  holder: { plugin: "pgtest", node: "node-a" },
+  ...over,
 });
 
 /** Checks a contended result: not acquired, and a retry hint, when given, within the holder's `ttlMs`. */
@@ -390,10 +394,12 @@ describe("pg backend", () => {
       // A role that does not own the table cannot add the column: told what to run.
       const roleUrl = new URL(url);
       roleUrl.username = role;
-      const denied = await host({ url: roleUrl.toString(), table: t }).acquire(req(key())).then(
-        () => undefined,
-        (err: unknown) => err,
-      );
+      const denied = await host({ url: roleUrl.toString(), table: t })
+        .acquire(req(key()))
+        .then(
+          () => undefined,
+          (err: unknown) => err,
+        );
       expect(denied).toBeInstanceOf(LockhostError);
       expect(denied).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
       expect((denied as Error).message).toContain(`ADD COLUMN IF NOT EXISTS ttl_ms`);
@@ -436,18 +442,14 @@ describe("pg backend", () => {
     expect(conns.rows.length).toBeLessThanOrEqual(8);
     expect(conns.rows.length).toBe(4);
     const pids = conns.rows.map((row) => row.pid);
-    const held = await admin.query<{ n: number }>(
-      "select count(*)::int as n from pg_locks where locktype = 'advisory' and granted and pid = any($1::int[])",
-      [pids],
-    );
+    const held = await admin.query<{ n: number }>("select count(*)::int as n from pg_locks where locktype = 'advisory' and granted and pid = any($1::int[])", [
+      pids,
+    ]);
     expect(held.rows[0]!.n).toBe(1_000);
 
     const released = await Promise.all(reqs.map((r) => backend.release(r.name, r.owner)));
     expect(released.every((r) => r === "released")).toBe(true);
-    const after = await admin.query<{ n: number }>(
-      "select count(*)::int as n from pg_locks where locktype = 'advisory' and pid = any($1::int[])",
-      [pids],
-    );
+    const after = await admin.query<{ n: number }>("select count(*)::int as n from pg_locks where locktype = 'advisory' and pid = any($1::int[])", [pids]);
     expect(after.rows[0]!.n).toBe(0);
     expect(backend.heldCount).toBe(0);
   });
@@ -742,10 +744,7 @@ describe("pg backend", () => {
     const port = await freePort();
     const secret = "s3cretpw";
     const local = captureLogger();
-    const backend = new PgBackend(
-      { ...config(), url: `postgres://postgres:${secret}@127.0.0.1:${port}/test`, commandTimeoutMs: 500 },
-      local.logger,
-    );
+    const backend = new PgBackend({ ...config(), url: `postgres://postgres:${secret}@127.0.0.1:${port}/test`, commandTimeoutMs: 500 }, local.logger);
     try {
       for (const call of [
         () => backend.acquire(req(key())),
@@ -767,7 +766,10 @@ describe("pg backend", () => {
       }
       // A lock this backend does not hold may be held by another host (renew by owner after
       // restore): only the server can answer, so this fails too, and just as carefully.
-      const renewed = await backend.renew(key(), "o", 1_000).then(() => undefined, (e: unknown) => e);
+      const renewed = await backend.renew(key(), "o", 1_000).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(renewed).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
       expect((renewed as Error).message).not.toContain(secret);
       expect(JSON.stringify(local.lines)).not.toContain(secret);
@@ -836,10 +838,13 @@ describe("pg backend: batched renewals, release notifications, owner tokens from
     const sent = a.renewRoundTrips - before;
     expect(sent).toBeGreaterThanOrEqual(1);
     expect(sent).toBeLessThanOrEqual(2);
-    expect(results.map((r) => (r.ok ? "ok" : r.reason))).toEqual([
-      "ok", "mismatch", "not_found", "ok", "mismatch", "not_found", "ok", "ok",
-    ]);
-    for (const [i, r] of [[0, mine[0]!], [3, mine[2]!], [6, theirs], [7, mine[3]!]] as const) {
+    expect(results.map((r) => (r.ok ? "ok" : r.reason))).toEqual(["ok", "mismatch", "not_found", "ok", "mismatch", "not_found", "ok", "ok"]);
+    for (const [i, r] of [
+      [0, mine[0]!],
+      [3, mine[2]!],
+      [6, theirs],
+      [7, mine[3]!],
+    ] as const) {
       const status = await b.status(r.name);
       const result = results[i]!;
       expect(result.ok && status?.expiresAtMs).toBe(result.ok && result.expiresAtMs);
@@ -924,10 +929,16 @@ describe("pg backend: batched renewals, release notifications, owner tokens from
     expect(pid).toBeDefined();
     expect(w.sessionPids).not.toContain(pid);
     const conns = await admin.query<{ pid: number; application_name: string }>(
-      "select pid, application_name from pg_stat_activity where application_name like $1", [`${applicationName}%`],
+      "select pid, application_name from pg_stat_activity where application_name like $1",
+      [`${applicationName}%`],
     );
     expect(conns.rows.find((r) => r.pid === pid)?.application_name).toBe(`${applicationName}:listen`);
-    expect(conns.rows.filter((r) => r.application_name === applicationName).map((r) => r.pid).sort()).toEqual([...w.sessionPids].sort());
+    expect(
+      conns.rows
+        .filter((r) => r.application_name === applicationName)
+        .map((r) => r.pid)
+        .sort(),
+    ).toEqual([...w.sessionPids].sort());
 
     await admin.query("select pg_terminate_backend($1)", [pid]);
     await until("the listener reconnects", 5_000, () => w.listenerPid !== undefined && w.listenerPid !== pid);
@@ -974,7 +985,7 @@ describe("pg backend: batched renewals, release notifications, owner tokens from
     expect(await b.release(k, first.owner)).toBe("mismatch");
   });
 
-  it("releases by owner token sent right after the holder's first acquisition, before its LISTEN connection is open: the holder unlocks all the same", async () => {
+  it("releases by owner token right after the holder's first acquisition, before its LISTEN connection is open: the holder unlocks all the same", async () => {
     const [a, b, c] = [host(), host(), host()];
     const k = key();
     await b.status(k); // b's session is open: its release goes out at once

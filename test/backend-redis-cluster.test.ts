@@ -18,7 +18,7 @@ import type { AcquireRequest, LockMode } from "../kit/backend.js";
 import { backendContract } from "./support/backend-contract.js";
 import { captureLogger, silent } from "./support/log.js";
 import { freePort, startRedisCluster, type RedisClusterServer } from "./support/servers.js";
-import { type RedisConfig } from "../plugins/backends/redis/config.js";
+import type { RedisConfig } from "../plugins/backends/redis/config.js";
 
 const COMMAND_TIMEOUT_MS = 1_000;
 /** Generous: "promptly" means bounded by the command timeout, not a race against the scheduler. */
@@ -43,7 +43,12 @@ afterAll(async () => {
 });
 
 const config = (over: Partial<RedisConfig> = {}): RedisConfig => ({
-  url: cluster.url, keyPrefix: prefix, commandTimeoutMs: COMMAND_TIMEOUT_MS, reclaimOwnLocks: false, cluster: true, ...over,
+  url: cluster.url,
+  keyPrefix: prefix,
+  commandTimeoutMs: COMMAND_TIMEOUT_MS,
+  reclaimOwnLocks: false,
+  cluster: true,
+  ...over,
 });
 /** A backend closed in afterAll. */
 function open(over: Partial<RedisConfig> = {}, log = silent): RedisBackend {
@@ -54,7 +59,11 @@ function open(over: Partial<RedisConfig> = {}, log = silent): RedisBackend {
 let n = 0;
 const name = (): string => `cluster-${++n}`;
 const req = (key: string, over: Partial<MutexAcquireRequest> = {}): MutexAcquireRequest => ({
-  name: key, owner: randomUUID(), ttlMs: 30_000, holder: { plugin: "p", node: "node-a" }, ...over,
+  name: key,
+  owner: randomUUID(),
+  ttlMs: 30_000,
+  holder: { plugin: "p", node: "node-a" },
+  ...over,
 });
 
 /** The primaries, as direct connections (no redirects: each answers for itself only). */
@@ -143,7 +152,10 @@ describe("redis cluster backend: keys across nodes", () => {
       }
       for (const lease of leases) {
         await service.renew(lease);
-        expect(await service.status({ name: lease.name }, { owners: true })).toMatchObject({ held: true, holders: [{ owner: lease.owner, fence: lease.fence }] });
+        expect(await service.status({ name: lease.name }, { owners: true })).toMatchObject({
+          held: true,
+          holders: [{ owner: lease.owner, fence: lease.fence }],
+        });
         await service.release(lease);
         expect(await service.status({ name: lease.name })).toMatchObject({ held: false, holders: [] });
       }
@@ -173,7 +185,10 @@ describe("redis cluster backend: batched renewals and release notifications", ()
     const results = await backend.renewMany(renewals);
     expect(backend.renewRoundTrips - trips).toBe(slots.size);
     expect(results.slice(0, reqs.length).every((r) => r.ok)).toBe(true);
-    expect(results.slice(reqs.length)).toEqual([{ ok: false, reason: "mismatch" }, { ok: false, reason: "not_found" }]);
+    expect(results.slice(reqs.length)).toEqual([
+      { ok: false, reason: "mismatch" },
+      { ok: false, reason: "not_found" },
+    ]);
     for (const r of reqs.slice(0, 10)) expect(await admin.pttl(layout.lock(r.name)), r.name).toBeGreaterThan(59_000);
   });
 
@@ -247,7 +262,14 @@ describe("redis cluster backend: batched renewals and release notifications", ()
 describe("redis cluster backend: read/write locks and semaphores", () => {
   const rwLayout = new QueueKeyLayout(prefix, "rw");
   const shared = (key: string, mode: LockMode, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
-    name: key, owner: randomUUID(), ttlMs: 5_000, holder: { plugin: "p", node: "node-a" }, mode, limit: 0, queueMs: 0, ...over,
+    name: key,
+    owner: randomUUID(),
+    ttlMs: 5_000,
+    holder: { plugin: "p", node: "node-a" },
+    mode,
+    limit: 0,
+    queueMs: 0,
+    ...over,
   });
 
   it("keeps every key of a name on one node, whatever braces it has, spread over the nodes by name", async () => {
@@ -277,7 +299,10 @@ describe("redis cluster backend: read/write locks and semaphores", () => {
     const slots = new Set(reqs.map((r) => slotOf(r.name)));
     expect(slots.size).toBeGreaterThan(1);
     const trips = backend.renewRoundTrips;
-    const results = await sem.renewMany([...reqs.map((r) => ({ name: r.name, owner: r.owner, ttlMs: 60_000 })), { name: reqs[0]!.name, owner: "nobody", ttlMs: 1_000 }]);
+    const results = await sem.renewMany([
+      ...reqs.map((r) => ({ name: r.name, owner: r.owner, ttlMs: 60_000 })),
+      { name: reqs[0]!.name, owner: "nobody", ttlMs: 1_000 },
+    ]);
     expect(backend.renewRoundTrips - trips).toBe(slots.size);
     expect(results.slice(0, reqs.length).every((r) => r.ok)).toBe(true);
     expect(results[reqs.length]).toEqual({ ok: false, reason: "not_found" });
@@ -385,7 +410,10 @@ describe("redis cluster backend: failures", () => {
       // ...when its connection is cut: the server drops the command unrun.
       for (const node of nodes) {
         const list = String(await node.call("CLIENT", "LIST"));
-        for (const id of list.split("\n").filter((l) => / name=lockhost /.test(l)).map((l) => /\bid=(\d+)/.exec(l)?.[1])) {
+        for (const id of list
+          .split("\n")
+          .filter((l) => / name=lockhost /.test(l))
+          .map((l) => /\bid=(\d+)/.exec(l)?.[1])) {
           if (id) await node.call("CLIENT", "KILL", "ID", id);
         }
       }

@@ -14,7 +14,7 @@ import { watchStalls } from "../plugins/backends/redis/client.js";
 import { captureLogger } from "./support/log.js";
 import { startRedisServer, type RedisServer } from "./support/servers.js";
 import { callCounter, watchCounting, type CallCounter } from "./support/counter.js";
-import { type RedisConfig } from "../plugins/backends/redis/config.js";
+import type { RedisConfig } from "../plugins/backends/redis/config.js";
 import { sleep } from "./support/until.js";
 
 const COMMAND_TIMEOUT_MS = 500;
@@ -223,7 +223,14 @@ describe("redis backend: script cache", () => {
 
 describe("redis backend: read/write locks and semaphores when the server fails", () => {
   const shared = (key: string, mode: LockMode, owner: string, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
-    name: key, owner, ttlMs: 10_000, holder: { plugin: "p", node: "n" }, mode, limit: 0, queueMs: 0, ...over,
+    name: key,
+    owner,
+    ttlMs: 10_000,
+    holder: { plugin: "p", node: "n" },
+    mode,
+    limit: 0,
+    queueMs: 0,
+    ...over,
   });
 
   it("sends EVALSHA on their path too, and keeps working after SCRIPT FLUSH", async () => {
@@ -380,10 +387,19 @@ describe("redis backend: one watchdog for every command's timeout", () => {
       const spinning = spin(blocker, 1_200);
       await sleep(50);
       const started = performance.now();
-      const calls = Array.from({ length: 5 }, (_, i) => backend.acquire({ name: `q${i}`, owner: "o", ttlMs: 1_000, holder }).then(() => null, (err: unknown) => err));
+      const calls = Array.from({ length: 5 }, (_, i) =>
+        backend.acquire({ name: `q${i}`, owner: "o", ttlMs: 1_000, holder }).then(
+          () => null,
+          (err: unknown) => err,
+        ),
+      );
       const errors = await Promise.all(calls);
       const elapsed = performance.now() - started;
-      for (const err of errors) expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE", message: expect.stringMatching(/did not answer within 500 ms \(commandTimeoutMs\); the command may still have been applied/) });
+      for (const err of errors)
+        expect(err).toMatchObject({
+          code: "BACKEND_UNAVAILABLE",
+          message: expect.stringMatching(/did not answer within 500 ms \(commandTimeoutMs\); the command may still have been applied/),
+        });
       expect(elapsed).toBeGreaterThan(COMMAND_TIMEOUT_MS - 50);
       expect(elapsed).toBeLessThan(PROMPT_MS);
       await spinning;
@@ -399,7 +415,11 @@ describe("redis backend: one watchdog for every command's timeout", () => {
     watchStalls(client, 1_000);
     await client.connect();
     try {
-      const outcome = (p: Promise<unknown>): Promise<unknown> => p.then(() => "ok", (err: Error) => err);
+      const outcome = (p: Promise<unknown>): Promise<unknown> =>
+        p.then(
+          () => "ok",
+          (err: Error) => err,
+        );
       // Redis reads what is in the socket when it is done with a command, so the three go out
       // apart: the server is busy 0-100 ms with the first, 100-700 with the second (sent at 50:
       // waits 650 ms of the 1,000), 700-1,400 with the third (sent at 150: waits 1,250 ms). It is
@@ -488,14 +508,24 @@ describe("redis backend: the calls of one tick go as batches", () => {
       // A fence counter someone overwrote with a hash: GET on it is refused (WRONGTYPE).
       await admin.hset(`${prefix}fence:{bad}`, "x", "1");
       const [bad, good] = await Promise.all(
-        ["bad", "good"].map((key) => backend.acquire({ name: key, owner: `o-${key}`, ttlMs: 5_000, holder }).then((r) => r, (err: unknown) => err)),
+        ["bad", "good"].map((key) =>
+          backend.acquire({ name: key, owner: `o-${key}`, ttlMs: 5_000, holder }).then(
+            (r) => r,
+            (err: unknown) => err,
+          ),
+        ),
       );
       expect(bad).toMatchObject({ code: "BACKEND_UNAVAILABLE", message: expect.stringMatching(/refused the command: WRONGTYPE/) });
       expect(good).toMatchObject({ acquired: true });
       // A lock key someone overwrote with a string: HMGET on it is refused.
       await admin.set(`${prefix}lock:{bad}`, "x");
       const [badRelease, goodRelease] = await Promise.all(
-        ["bad", "good"].map((key) => backend.release(key, `o-${key}`).then((r) => r, (err: unknown) => err)),
+        ["bad", "good"].map((key) =>
+          backend.release(key, `o-${key}`).then(
+            (r) => r,
+            (err: unknown) => err,
+          ),
+        ),
       );
       expect(badRelease).toMatchObject({ code: "BACKEND_UNAVAILABLE", message: expect.stringMatching(/WRONGTYPE/) });
       expect(goodRelease).toBe("released");
@@ -552,11 +582,18 @@ describe("redis backend: a database the server does not have", () => {
     const backend = new RedisBackend(cfg, capture.logger);
     const fix = new Redis(server.url, { password: "s3cret-db" });
     try {
-      const err = await backend.ping().then(() => null, (e: unknown) => e);
+      const err = await backend.ping().then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE", retryable: false, details: { permanent: 1, database: 99 } });
-      expect((err as Error).message).toMatch(/^\[locking\.redis\] url redis:\/\/\S+\/99 names database 99, which redis at \S+ does not have \(ERR DB index is out of range\)/);
+      expect((err as Error).message).toMatch(
+        /^\[locking\.redis\] url redis:\/\/\S+\/99 names database 99, which redis at \S+ does not have \(ERR DB index is out of range\)/,
+      );
       expect((err as Error).message).not.toContain("s3cret");
-      await expect(backend.acquire({ name: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } })).rejects.toMatchObject({ details: { permanent: 1 } });
+      await expect(backend.acquire({ name: "k", owner: "o", ttlMs: 1_000, holder: { plugin: "p", node: "n" } })).rejects.toMatchObject({
+        details: { permanent: 1 },
+      });
       expect(await fix.keys(`${cfg.keyPrefix}*`)).toEqual([]);
       expect(JSON.stringify(capture.lines)).not.toContain("s3cret");
       expect(capture.lines.filter((l) => l.level >= 50).map((l) => l.msg)).toEqual([(err as Error).message]);
@@ -632,7 +669,9 @@ describe("redis backend: release notifications across a restart", () => {
     try {
       const watches = ["a", "b", "c"].map((k) => backend.watch(k, () => undefined));
       await Promise.all(watches.map((w) => w.ready));
-      const subscribers = String(await admin.client("LIST")).split("\n").filter((l) => / name=lockhost-watch /.test(l));
+      const subscribers = String(await admin.client("LIST"))
+        .split("\n")
+        .filter((l) => / name=lockhost-watch /.test(l));
       expect(subscribers).toHaveLength(1);
       expect(subscribers[0]).toMatch(/ sub=3 /);
       for (const w of watches) w.close();

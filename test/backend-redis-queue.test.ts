@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AcquireRequest, AcquireResult, LockMode } from "../kit/backend.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { QueueKeyLayout, KeyLayout, slotOf } from "../plugins/backends/redis/keys.js";
-import { type RedisConfig } from "../plugins/backends/redis/config.js";
+import type { RedisConfig } from "../plugins/backends/redis/config.js";
 import { redisUrl, startRedisServer, type RedisServer } from "./support/servers.js";
 import { sleep } from "./support/until.js";
 import { silent } from "./support/log.js";
@@ -22,13 +22,24 @@ const keySlot = createRequire(import.meta.url)("cluster-key-slot") as (key: stri
 const url = redisUrl();
 const prefix = `lockhost-test:${randomUUID().slice(0, 8)}:`;
 const config = (over: Partial<RedisConfig> = {}): RedisConfig => ({
-  url, keyPrefix: prefix, commandTimeoutMs: 2_000, reclaimOwnLocks: false, ...over,
+  url,
+  keyPrefix: prefix,
+  commandTimeoutMs: 2_000,
+  reclaimOwnLocks: false,
+  ...over,
 });
 let n = 0;
 const name = (): string => `shared-${++n}`;
 const holder = { plugin: "p", node: "node-a" };
 const req = (key: string, mode: LockMode, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
-  name: key, owner: randomUUID(), ttlMs: 10_000, holder, mode, limit: 0, queueMs: 0, ...over,
+  name: key,
+  owner: randomUUID(),
+  ttlMs: 10_000,
+  holder,
+  mode,
+  limit: 0,
+  queueMs: 0,
+  ...over,
 });
 const fenceOf = (r: AcquireResult): number => {
   if (!r.acquired) throw new Error("expected the acquisition to succeed");
@@ -100,7 +111,12 @@ describe("redis queue kinds: key layout", () => {
     });
     expect(await admin.get(semKeys.fence(k))).toBe(String(r.fence));
     const s = await sem.status(k);
-    expect(s?.holders[0]).toMatchObject({ owner: a.owner, mode: "shared", fence: r.fence, holder: { plugin: "billing", node: "node-7", hostname: hostname() } });
+    expect(s?.holders[0]).toMatchObject({
+      owner: a.owner,
+      mode: "shared",
+      fence: r.fence,
+      holder: { plugin: "billing", node: "node-7", hostname: hostname() },
+    });
     // Nothing in the mutex's or the other kind's namespace.
     expect(await admin.exists(mutexKeys.lock(k), mutexKeys.fence(k), rwKeys.holders(k), rwKeys.fence(k))).toBe(0);
   });
@@ -222,11 +238,7 @@ describe("redis queue kinds: channels and notices", () => {
     const sem = backend.steps("semaphore");
     const k = name();
     const woken = { rw: 0, sem: 0, mutex: 0 };
-    const watches = [
-      rw.watch(k, () => void woken.rw++),
-      sem.watch(k, () => void woken.sem++),
-      backend.watch(k, () => void woken.mutex++),
-    ];
+    const watches = [rw.watch(k, () => void woken.rw++), sem.watch(k, () => void woken.sem++), backend.watch(k, () => void woken.mutex++)];
     await Promise.all(watches.map((w) => w.ready));
     const a = req(k, "shared", { limit: 2 });
     await sem.acquire(a);
@@ -307,7 +319,10 @@ describe("redis queue kinds: batches, listing, arguments", () => {
     const page = await sem.list({ prefix: base, limit: 10 });
     expect(page.records).toHaveLength(1);
     expect(page.records[0]).toMatchObject({ name: `${base}a`, kind: "semaphore", limit: 3, queued: 0 });
-    expect(page.records[0]!.holders.map((h) => [h.owner, h.fence])).toEqual([[a.owner, fa], [b.owner, fb]]);
+    expect(page.records[0]!.holders.map((h) => [h.owner, h.fence])).toEqual([
+      [a.owner, fa],
+      [b.owner, fb],
+    ]);
   });
 
   it("refuses arguments Redis cannot take before sending anything", async () => {
@@ -316,7 +331,10 @@ describe("redis queue kinds: batches, listing, arguments", () => {
     for (const over of [{ ttlMs: 0 }, { ttlMs: 1.5 }, { queueMs: -1 }, { limit: -1 }, { limit: 1_000_001 }, { mode: "both" as LockMode }]) {
       await expect(rw.acquire(req(k, "exclusive", over))).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
     }
-    await expect(rw.renewMany([{ name: k, owner: "x", ttlMs: 0 }])).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("ttlMs") });
+    await expect(rw.renewMany([{ name: k, owner: "x", ttlMs: 0 }])).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      message: expect.stringContaining("ttlMs"),
+    });
     expect(await admin.exists(rwKeys.holders(k), rwKeys.queue(k), rwKeys.fence(k))).toBe(0);
   });
 });

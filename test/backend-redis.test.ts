@@ -16,7 +16,7 @@ import { backendContract } from "./support/backend-contract.js";
 import { captureLogger, silent } from "./support/log.js";
 import { freePort, redisUrl } from "./support/servers.js";
 import { watchCounting } from "./support/counter.js";
-import { type RedisConfig } from "../plugins/backends/redis/config.js";
+import type { RedisConfig } from "../plugins/backends/redis/config.js";
 import { FLAG_TTL_MS } from "../plugins/backends/redis/watch.js";
 import { V1_ACQUIRE, V1_FORCE_RELEASE, V1_RELEASE, V1_RENEW, V1_STATUS } from "./support/redis-v1-scripts.js";
 import { sleep } from "./support/until.js";
@@ -27,12 +27,20 @@ const keySlot = createRequire(import.meta.url)("cluster-key-slot") as (key: stri
 const url = redisUrl();
 const prefix = `lockhost-test:${randomUUID().slice(0, 8)}:`;
 const config = (over: Partial<RedisConfig> = {}): RedisConfig => ({
-  url, keyPrefix: prefix, commandTimeoutMs: 2_000, reclaimOwnLocks: false, ...over,
+  url,
+  keyPrefix: prefix,
+  commandTimeoutMs: 2_000,
+  reclaimOwnLocks: false,
+  ...over,
 });
 let n = 0;
 const name = (): string => `redis-${++n}`;
 const req = (key: string, over: Partial<MutexAcquireRequest> = {}): MutexAcquireRequest => ({
-  name: key, owner: randomUUID(), ttlMs: 10_000, holder: { plugin: "p", node: "node-a" }, ...over,
+  name: key,
+  owner: randomUUID(),
+  ttlMs: 10_000,
+  holder: { plugin: "p", node: "node-a" },
+  ...over,
 });
 
 /** The server's clock in ms, read the way the scripts read it. */
@@ -69,10 +77,7 @@ afterAll(async () => {
 backendContract("redis", { create: () => new RedisBackend(config(), silent), fences: "clock" });
 
 describe("redis backend: key layout", () => {
-  const tricky = [
-    "a", "global:orders", "}", "}x", "{", "{}", "{a}", "a}b{c", "x{y}z", "%", "%7D", "%257D", "%25",
-    "ключ/🔒 *?[x]", "}}}", "{{{",
-  ];
+  const tricky = ["a", "global:orders", "}", "}x", "{", "{}", "{a}", "a}b{c", "x{y}z", "%", "%7D", "%257D", "%25", "ключ/🔒 *?[x]", "}}}", "{{{"];
 
   it("puts the lock and its fence counter under the prefix, with the name as hash tag", () => {
     expect(layout.lock("billing:nightly")).toBe(`${prefix}lock:{billing:nightly}`);
@@ -320,7 +325,10 @@ describe("redis backend: failures", () => {
     try {
       for (let i = 0; i < 3; i++) {
         const started = performance.now();
-        const err = await backend.acquire(req(name())).then(() => undefined, (e: unknown) => e);
+        const err = await backend.acquire(req(name())).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         expect(performance.now() - started).toBeLessThan(1_500);
         expect(err).toBeInstanceOf(LockhostError);
         expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
@@ -358,13 +366,19 @@ describe("redis backend: failures", () => {
     expect(lease).not.toBeNull();
     expect(await service.tryLock(k, { ttlMs: 5_000 })).toBeNull();
     await service.renew(lease!);
-    expect(await service.status({ name: lease!.name }, { owners: true })).toMatchObject({ held: true, holders: [{ owner: lease!.owner, fence: lease!.fence }] });
+    expect(await service.status({ name: lease!.name }, { owners: true })).toMatchObject({
+      held: true,
+      holders: [{ owner: lease!.owner, fence: lease!.fence }],
+    });
     await service.release(lease!);
     await service.close({ closeBackend: false });
 
     const port = await freePort();
     const down = new LockService(new RedisBackend(config({ url: `redis://user:s3cret@127.0.0.1:${port}`, commandTimeoutMs: 300 }), silent), { node: "n" });
-    const err = await down.tryLock("x", { ttlMs: 1_000 }).then(() => undefined, (e: unknown) => e);
+    const err = await down.tryLock("x", { ttlMs: 1_000 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE" });
     expect((err as Error).message).not.toContain("s3cret");
     await expect(down.status({ name: "global:x" })).rejects.toMatchObject({ code: "BACKEND_UNAVAILABLE" });
@@ -459,8 +473,12 @@ describe("redis backend: batched renewals (renewMany)", () => {
     const k = name();
     const a = req(k, { ttlMs: 5_000 });
     expect((await backend.acquire(a)).acquired).toBe(true);
-    await expect(backend.renewMany([{ name: k, owner: a.owner, ttlMs: 60_000 }, { name: k, owner: a.owner, ttlMs: 0 }]))
-      .rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(
+      backend.renewMany([
+        { name: k, owner: a.owner, ttlMs: 60_000 },
+        { name: k, owner: a.owner, ttlMs: 0 },
+      ]),
+    ).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
     expect(backend.renewRoundTrips).toBe(trips);
     expect(await admin.pttl(layout.lock(k))).toBeLessThanOrEqual(5_000);
   });
@@ -587,7 +605,9 @@ describe("redis backend: release notifications only for watched names", () => {
  * it took the name, else the holder's PTTL.
  */
 function v1Acquire(k: string, owner: string, ttlMs: number, node = "node-v1", instance = "v1-instance", reclaim: "0" | "1" = "0"): Promise<number | number[]> {
-  return admin.eval(V1_ACQUIRE, 2, layout.lock(k), layout.fence(k), owner, ttlMs, "v1-plugin", node, "v1-host", instance, reclaim) as Promise<number | number[]>;
+  return admin.eval(V1_ACQUIRE, 2, layout.lock(k), layout.fence(k), owner, ttlMs, "v1-plugin", node, "v1-host", instance, reclaim) as Promise<
+    number | number[]
+  >;
 }
 
 describe("redis backend: handoff (a release and the next owner's acquisition in one script)", () => {
@@ -687,8 +707,13 @@ describe("redis backend: rolling upgrade, against the scripts of the version bef
     expect(batched.acquired).toBe(false);
     expect(other.acquired).toBe(true);
     const shown = {
-      name: k, owner: "v1-owner", fence: oldFence, holder: { plugin: "v1-plugin", node: "node-v1", hostname: "v1-host" },
-      acquiredAtMs: oldAt, expiresAtMs: oldExpires, ttlMs: 400,
+      name: k,
+      owner: "v1-owner",
+      fence: oldFence,
+      holder: { plugin: "v1-plugin", node: "node-v1", hostname: "v1-host" },
+      acquiredAtMs: oldAt,
+      expiresAtMs: oldExpires,
+      ttlMs: 400,
     };
     expect(await backend.status(k)).toMatchObject(shown);
     expect((await backend.list({ prefix: k, limit: 10 })).locks.find((l) => l.name === k)).toMatchObject(shown);
@@ -732,7 +757,10 @@ describe("redis backend: rolling upgrade, against the scripts of the version bef
     const got = await backend.acquire(mine);
     if (!got.acquired) throw new Error("not acquired");
     // Refused as held (its PTTL), never a WRONGTYPE error: the record is the hash it reads.
-    for (const [node, reclaim] of [["node-v1", "0"], ["node-v1", "1"]] as const) {
+    for (const [node, reclaim] of [
+      ["node-v1", "0"],
+      ["node-v1", "1"],
+    ] as const) {
       const pttl = await v1Acquire(k, "v1-owner", 10_000, node, "v1-instance", reclaim);
       expect(typeof pttl, `${node} reclaim ${reclaim}`).toBe("number");
       expect(pttl).toBeGreaterThanOrEqual(0);
@@ -740,8 +768,16 @@ describe("redis backend: rolling upgrade, against the scripts of the version bef
     }
     // Its status shows this version's record, field for field; its release and renew see another owner.
     expect(await admin.eval(V1_STATUS, 1, layout.lock(k))).toEqual([
-      mine.owner, String(got.fence), "p", "node-new", hostname(), String(got.acquiredAtMs), String(got.expiresAtMs), "400",
-      expect.any(Number), [],
+      mine.owner,
+      String(got.fence),
+      "p",
+      "node-new",
+      hostname(),
+      String(got.acquiredAtMs),
+      String(got.expiresAtMs),
+      "400",
+      expect.any(Number),
+      [],
     ]);
     expect(await admin.eval(V1_RELEASE, 1, layout.lock(k), "v1-owner", layout.released(k), "v1-instance", layout.holderHead)).toBe(-2);
     expect(await admin.eval(V1_RENEW, 1, layout.lock(k), "v1-owner", 1_000)).toBe(-2);

@@ -43,7 +43,10 @@ const locking = (name: "redis" | "pg"): ConfigInput["locking"] =>
     : { backend: "pg", pg: { url: servers.pg!.url, commandTimeoutMs: COMMAND_TIMEOUT_MS, table: table() } };
 const backendOf = (name: "redis" | "pg", log = captureLogger().logger): LockBackend =>
   name === "redis"
-    ? new RedisBackend({ url: servers.redis!.url, keyPrefix: `lockhost-stall:${process.pid}:${++n}:`, commandTimeoutMs: COMMAND_TIMEOUT_MS, reclaimOwnLocks: false }, log)
+    ? new RedisBackend(
+        { url: servers.redis!.url, keyPrefix: `lockhost-stall:${process.pid}:${++n}:`, commandTimeoutMs: COMMAND_TIMEOUT_MS, reclaimOwnLocks: false },
+        log,
+      )
     : new PgBackend({ ...pgDefaults, url: servers.pg!.url, table: table(), commandTimeoutMs: COMMAND_TIMEOUT_MS }, log);
 
 describe.each(["redis", "pg"] as const)("%s frozen and resumed", (name) => {
@@ -80,7 +83,7 @@ describe.each(["redis", "pg"] as const)("%s frozen and resumed", (name) => {
     await until("the book is empty", RESUMED_WITHIN_MS, () => service.stats().unsettled === 0);
   });
 
-  it("a release that timed out while the server was frozen is made again once it answers (PostgreSQL: its session ends with its locks), and the key is free at once", async () => {
+  it("a release that timed out in a freeze is made again once the server answers (pg: its session ends with its locks); the key is free at once", async () => {
     const service = new LockService(backendOf(name), { node: "stall" });
     services.push(service);
     const other = new LockService(backendOf(name), { node: "other" });
@@ -143,7 +146,9 @@ describe.each(["redis", "pg"] as const)("%s frozen and resumed", (name) => {
     const clientDown = warnings.filter((m) => !m.startsWith(`the ${name} backend stopped answering`));
     expect(clientDown.length, clientDown.join("\n")).toBeLessThanOrEqual(1);
     expect(warnings.filter((m) => m.includes("still unreachable") || m.includes("still running"))).toEqual([]);
-    const clientBack = at(30).map((l) => l.msg).filter((m) => /recovered|reconnected|connected again/.test(m));
+    const clientBack = at(30)
+      .map((l) => l.msg)
+      .filter((m) => /recovered|reconnected|connected again/.test(m));
     expect(clientBack.length, clientBack.join("\n")).toBeLessThanOrEqual(1);
   }, 60_000);
 });

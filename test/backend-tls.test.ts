@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isPermanent, LockhostError, toLockhostError } from "../kit/errors.js";
+import { isPermanent, type LockhostError, toLockhostError } from "../kit/errors.js";
 import { readTlsFiles, tlsRefusal } from "../kit/tls.js";
 import { BackendHealth } from "../host/backend-health.js";
 import { LockService } from "../host/locking/service.js";
@@ -67,7 +67,10 @@ function runCli(command: "check" | "run", toml: string): { status: number | null
     const file = join(dir, "lockhost.toml");
     writeFileSync(file, toml);
     const r = spawnSync(process.execPath, [cli, command, "--config", file], {
-      cwd: root, encoding: "utf8", timeout: 60_000, env: { ...process.env, LOCKHOST_NODE_NOTICE: "0" },
+      cwd: root,
+      encoding: "utf8",
+      timeout: 60_000,
+      env: { ...process.env, LOCKHOST_NODE_NOTICE: "0" },
     });
     return { status: r.status, output: `${r.stdout}${r.stderr}` };
   } finally {
@@ -91,15 +94,24 @@ describe("what a refused handshake says (kit/tls.ts)", () => {
     expect(tlsRefusal(tlsError("CERT_HAS_EXPIRED", "certificate has expired"), files(), "[locking.x]")).toBe(
       `TLS refused: this host refused the server's certificate: certificate has expired (CERT_HAS_EXPIRED); check [locking.x] ca_file "${certs.ca}"`,
     );
-    expect(tlsRefusal(tlsError("ERR_TLS_CERT_ALTNAME_INVALID", "Hostname/IP does not match certificate's altnames: Host: db. is not in the cert's altnames: DNS:localhost"), files(), "[locking.x]")).toContain(
-      "check [locking.x] servername (not set: the host connected to) or the host name you connect to",
-    );
+    expect(
+      tlsRefusal(
+        tlsError("ERR_TLS_CERT_ALTNAME_INVALID", "Hostname/IP does not match certificate's altnames: Host: db. is not in the cert's altnames: DNS:localhost"),
+        files(),
+        "[locking.x]",
+      ),
+    ).toContain("check [locking.x] servername (not set: the host connected to) or the host name you connect to");
     expect(tlsRefusal(tlsError("ERR_SSL_TLSV1_ALERT_UNKNOWN_CA", "...:tlsv1 alert unknown ca:..."), files(), "[locking.x]")).toContain(
-      `TLS refused: the server refused this host's client certificate: ...:tlsv1 alert unknown ca:... (ERR_SSL_TLSV1_ALERT_UNKNOWN_CA); check [locking.x] cert_file "${certs.clientCert}" and key_file`,
+      `TLS refused: the server refused this host's client certificate: ...:tlsv1 alert unknown ca:... (ERR_SSL_TLSV1_ALERT_UNKNOWN_CA); check ` +
+        `[locking.x] cert_file "${certs.clientCert}" and key_file`,
     );
-    expect(tlsRefusal(new Error("The server does not support SSL connections"), undefined, "[locking.pg]")).toContain("TLS refused: the server does not speak TLS there");
+    expect(tlsRefusal(new Error("The server does not support SSL connections"), undefined, "[locking.pg]")).toContain(
+      "TLS refused: the server does not speak TLS there",
+    );
     // gRPC passes text only.
-    expect(tlsRefusal("No connection established. Last error: Error: self-signed certificate in certificate chain", undefined, "[locking.etcd]")).toContain("check [locking.etcd] ca_file (not set: the system's CAs)");
+    expect(tlsRefusal("No connection established. Last error: Error: self-signed certificate in certificate chain", undefined, "[locking.etcd]")).toContain(
+      "check [locking.etcd] ca_file (not set: the system's CAs)",
+    );
     expect(tlsRefusal(tlsError("ECONNREFUSED", "connect ECONNREFUSED 127.0.0.1:6380"), files(), "[locking.x]")).toBeUndefined();
     expect(tlsRefusal(tlsError("ECONNRESET", "write ECONNRESET"), files(), "[locking.x]")).toBeUndefined();
   });
@@ -119,8 +131,14 @@ describe("redis over TLS with client certificates", () => {
   afterAll(async () => server?.stop());
 
   const config = (over: Partial<RedisConfig> = {}): RedisConfig => ({
-    url: server.url, keyPrefix: "lockhost-tls:", commandTimeoutMs: 5_000, reclaimOwnLocks: false,
-    caFile: certs.ca, certFile: certs.clientCert, keyFile: certs.clientKey, ...over,
+    url: server.url,
+    keyPrefix: "lockhost-tls:",
+    commandTimeoutMs: 5_000,
+    reclaimOwnLocks: false,
+    caFile: certs.ca,
+    certFile: certs.clientCert,
+    keyFile: certs.clientKey,
+    ...over,
   });
 
   it("connects with ca_file, cert_file and key_file, and takes a lock", async () => {
@@ -216,7 +234,9 @@ describe("redis over TLS with client certificates", () => {
   });
 
   it("lockhost check and run exit 2 on a refused certificate, naming the option and the reason", () => {
-    const toml = (ca: string) => `[locking]\nbackend = "redis"\n[locking.redis]\nurl = "${server.url}"\ncommand_timeout_ms = 5000\nca_file = "${ca}"\ncert_file = "${certs.clientCert}"\nkey_file = "${certs.clientKey}"\n`;
+    const toml = (ca: string) =>
+      `[locking]\nbackend = "redis"\n[locking.redis]\nurl = "${server.url}"\ncommand_timeout_ms = 5000\nca_file = "${ca}"\ncert_file = ` +
+      `"${certs.clientCert}"\nkey_file = "${certs.clientKey}"\n`;
     const check = runCli("check", toml(certs.otherCa));
     expect(check.output).toContain("TLS refused: this host refused the server's certificate");
     expect(check.output).toContain(`ca_file "${certs.otherCa}"`);
@@ -240,8 +260,14 @@ describe("pg over TLS with client certificates (hostssl … cert)", () => {
   afterAll(async () => server?.stop());
 
   const config = (over: Partial<PgConfig> = {}): PgConfig => ({
-    url: server.url, sessions: 1, table, commandTimeoutMs: 5_000,
-    caFile: certs.ca, certFile: certs.clientCert, keyFile: certs.clientKey, ...over,
+    url: server.url,
+    sessions: 1,
+    table,
+    commandTimeoutMs: 5_000,
+    caFile: certs.ca,
+    certFile: certs.clientCert,
+    keyFile: certs.clientKey,
+    ...over,
   });
 
   it("connects with ca_file, cert_file and key_file, and takes a lock", async () => {
@@ -324,10 +350,14 @@ describe("pg over TLS with client certificates (hostssl … cert)", () => {
       }
       return "no error";
     };
-    expect(bad({ url: "postgres://db/x?sslrootcert=/etc/ca.pem", caFile: "/etc/ca.pem" })).toContain("url has sslrootcert=/etc/ca.pem: give the file as ca_file only");
+    expect(bad({ url: "postgres://db/x?sslrootcert=/etc/ca.pem", caFile: "/etc/ca.pem" })).toContain(
+      "url has sslrootcert=/etc/ca.pem: give the file as ca_file only",
+    );
     expect(bad({ url: "postgres://db/x?sslmode=disable", tls: true })).toContain("url has sslmode=disable: it contradicts");
     expect(bad({ url: "postgres://db/x?sslmode=no-verify", caFile: "/etc/ca.pem" })).toContain("url has sslmode=no-verify");
-    expect(bad({ url: "postgres://db/x", caFile: "/etc/ca.pem" })).toContain("caFile is set, but TLS is off: set tls = true (or sslmode=verify-full in url), or remove it");
+    expect(bad({ url: "postgres://db/x", caFile: "/etc/ca.pem" })).toContain(
+      "caFile is set, but TLS is off: set tls = true (or sslmode=verify-full in url), or remove it",
+    );
     expect(bad({ url: "postgres://db/x", tls: true, certFile: "/c.pem" })).toContain("keyFile is needed with cert_file");
     expect(bad({ url: "postgres://db/x?sslmode=verify-full", caFile: "/etc/ca.pem" })).toBe("no error");
   });
@@ -348,8 +378,15 @@ describe("etcd over TLS with client certificates (--client-cert-auth)", () => {
   afterAll(async () => cluster?.stop());
 
   const config = (over: Partial<EtcdConfig> = {}): EtcdConfig => ({
-    ...etcdDefaults, endpoints: cluster.endpoints, keyPrefix: `lockhost-tls-${process.pid}/`, dialTimeoutMs: 5_000, commandTimeoutMs: 5_000,
-    caFile: certs.ca, certFile: certs.clientCert, keyFile: certs.clientKey, ...over,
+    ...etcdDefaults,
+    endpoints: cluster.endpoints,
+    keyPrefix: `lockhost-tls-${process.pid}/`,
+    dialTimeoutMs: 5_000,
+    commandTimeoutMs: 5_000,
+    caFile: certs.ca,
+    certFile: certs.clientCert,
+    keyFile: certs.clientKey,
+    ...over,
   });
 
   it("connects with ca_file, cert_file and key_file, and takes a lock", async () => {

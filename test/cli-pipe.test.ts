@@ -56,9 +56,12 @@ describe("the CLI's output in a pipe", () => {
     dir = await mkdtemp(join(tmpdir(), "lockhost-cli-pipe-"));
     file = join(dir, "lockhost.toml");
     await writeFile(file, `[locking]\nbackend = "redis"\n[locking.redis]\nurl = "${redisUrl()}"\nkey_prefix = "${PREFIX}"\n`);
-    locks = new LockService(await createBackend({ backend: "redis", redis: { ...redisDefaults, url: redisUrl(), keyPrefix: PREFIX } }, captureLogger().logger), {
-      node: "cli-pipe-holder-with-a-long-node-name",
-    });
+    locks = new LockService(
+      await createBackend({ backend: "redis", redis: { ...redisDefaults, url: redisUrl(), keyPrefix: PREFIX } }, captureLogger().logger),
+      {
+        node: "cli-pipe-holder-with-a-long-node-name",
+      },
+    );
     // Long names, so one page of them is far past the pipe's 64 KiB.
     const name = (i: number): string => `cli-pipe/${"a-long-lock-name-".repeat(5)}${i}`;
     for (let i = 0; i < LOCKS; i += 100) {

@@ -63,8 +63,11 @@ async function setup(name: string, port: number): Promise<{ file: string; wasm: 
   const wasm = join(dir, `${name}.wasm`);
   await copyFile(guestWasm("ticker"), wasm);
   const write = (extra = "", head = `[host]\nnode = "${name}"\n`): Promise<void> =>
-    writeFile(file, `${head}[locking]\nbackend = "memory"\n[admin]\nlisten = "127.0.0.1:${port}"\ntoken = ` +
-      `"\${LOCKHOST_ADMIN_TOKEN}"\n[[plugins]]\nname = "t"\nwasm = "${wasm}"\n${extra}`);
+    writeFile(
+      file,
+      `${head}[locking]\nbackend = "memory"\n[admin]\nlisten = "127.0.0.1:${port}"\ntoken = ` +
+        `"\${LOCKHOST_ADMIN_TOKEN}"\n[[plugins]]\nname = "t"\nwasm = "${wasm}"\n${extra}`,
+    );
   await write();
   return { file, wasm, write };
 }
@@ -94,7 +97,12 @@ describe("lockhost reload", () => {
     await write("", `[host]\nnode = "renamed"\n`);
     const refused = reload("--config", file);
     expect(refused.status).toBe(1);
-    expect(refused.stderr).toMatch(/^lockhost reload: NOT_RELOADABLE: the admin listener answered 409: .*reload refused, nothing changed: this key changes what a running host cannot: \[host\] node/);
+    expect(refused.stderr).toMatch(
+      new RegExp(
+        "^lockhost reload: NOT_RELOADABLE: the admin listener answered 409: .*" +
+          "reload refused, nothing changed: this key changes what a running host cannot: \\[host\\] node",
+      ),
+    );
     await host.until("reload refused; the running config is kept: NOT_RELOADABLE");
 
     await write(`[[scheduled]]\nplugin = "t"\nexport = "run"\nschedule = "sometimes"\n`);
@@ -109,7 +117,10 @@ describe("lockhost reload", () => {
 
     // Without the token the listener refuses: 1 too, naming the token.
     const noToken = spawnSync(process.execPath, [cli, "reload", "--admin", `http://127.0.0.1:${port}`], {
-      cwd: root, encoding: "utf8", timeout: 60_000, env: { ...process.env, LOCKHOST_ADMIN_TOKEN: "" },
+      cwd: root,
+      encoding: "utf8",
+      timeout: 60_000,
+      env: { ...process.env, LOCKHOST_ADMIN_TOKEN: "" },
     });
     expect(noToken.status).toBe(1);
     expect(noToken.stderr).toContain("PERMISSION_DENIED");

@@ -128,7 +128,10 @@ describe("lockhost run: shutdown tells the truth", () => {
     const { code } = await run.exit;
     redis.resume();
     const lines = run.lines();
-    expect(lines.some((l) => l.msg.includes("every lock released")), run.out()).toBe(false);
+    expect(
+      lines.some((l) => l.msg.includes("every lock released")),
+      run.out(),
+    ).toBe(false);
     const errors = lines.filter((l) => l.level >= 50);
     expect(errors, run.out()).toHaveLength(1);
     const [error] = errors;
@@ -148,7 +151,10 @@ describe("lockhost run: shutdown tells the truth", () => {
     await nodeLockHeld(run, "clean-a");
     run.child.kill("SIGTERM");
     const { code } = await run.exit;
-    expect(run.lines().map((l) => l.msg), run.out()).toContain("lockhost host stopped; every lock released");
+    expect(
+      run.lines().map((l) => l.msg),
+      run.out(),
+    ).toContain("lockhost host stopped; every lock released");
     expect(run.lines().filter((l) => l.level >= 50)).toEqual([]);
     expect(code).toBe(0);
     expect(await heldKeys()).toEqual([]);
@@ -171,8 +177,7 @@ describe("lockhost run: no signal kills a host with locks held", () => {
     expect(code).toBe(1);
   }, 120_000);
 
-
-  it("SIGHUP reloads the config (every plugin kept), SIGUSR2 and SIGALRM are logged and ignored, SIGPIPE is ignored, every lock is kept; SIGQUIT then stops gracefully", async () => {
+  it("SIGHUP reloads (every plugin kept), SIGUSR2 and SIGALRM are logged and ignored, SIGPIPE ignored, every lock kept; SIGQUIT stops gracefully", async () => {
     const file = await config("hup-a");
     const run = start(["run", "--config", file]);
     await nodeLockHeld(run, "hup-a");
@@ -181,7 +186,10 @@ describe("lockhost run: no signal kills a host with locks held", () => {
     expect(run.lines().find((l) => l.signal === "SIGHUP")?.msg, run.out()).toBe(`SIGHUP: reloading ${file}`);
     expect(run.lines().find((l) => l.msg.startsWith("reload: applied"))?.msg, run.out()).toContain("kept report, lifecycle");
     const warned = run.lines().filter((l) => l.signal !== undefined && l.level === 40);
-    expect(warned.find((l) => l.signal === "SIGHUP"), run.out()).toBeUndefined();
+    expect(
+      warned.find((l) => l.signal === "SIGHUP"),
+      run.out(),
+    ).toBeUndefined();
     expect(warned.find((l) => l.signal === "SIGUSR2")?.msg).toBe("SIGUSR2: no action is bound to it; ignored");
     expect(warned.find((l) => l.signal === "SIGALRM")?.msg).toBe("SIGALRM: no action is bound to it; ignored");
     expect(run.exited(), run.out()).toBe(false);
@@ -203,10 +211,12 @@ describe("lockhost run: no signal kills a host with locks held", () => {
 });
 
 describe("lockhost call: signals act as on run", () => {
-  it("SIGHUP is ignored (a call has no config to reload) while the export waits for a lock; SIGINT ends the wait (-CANCELLED), releases every lock and exits 0", async () => {
+  it("SIGHUP is ignored (a call has no config to reload) while the export waits; SIGINT ends the wait (-CANCELLED), releases all, exits 0", async () => {
     const file = await config("call-a");
     // This process holds "lifecycle:k1" (the guest's key "k1" in its plugin's scope), so the call waits on it.
-    const locks = new LockService(await createBackend({ backend: "redis", redis: { ...redisDefaults, url: redis.url } }, captureLogger().logger), { node: "test" });
+    const locks = new LockService(await createBackend({ backend: "redis", redis: { ...redisDefaults, url: redis.url } }, captureLogger().logger), {
+      node: "test",
+    });
     try {
       expect(await locks.tryLock({ name: "lifecycle:k1" }, { ttlMs: 60_000 })).not.toBeNull();
       // acquireKey(keyId 1, ttl 30 s, wait 60 s, flags 0)

@@ -38,7 +38,10 @@ function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
  * The CLI as a child process, without blocking this one: a Host in this process must keep
  * answering the child's admin requests meanwhile.
  */
-function lockhostAsync(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+function lockhostAsync(
+  args: string[],
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [cli, ...args], { cwd: opts.cwd ?? root, env: childEnv(opts.env) });
     let stdout = "";
@@ -88,7 +91,9 @@ describe("lockhost CLI", () => {
   it("says first, on a Node older than 22, that it is end of life and how to get a newer one (LOCKHOST_NODE_NOTICE=0 silences it)", () => {
     expect(nodeNotice("22.0.0")).toBeUndefined();
     expect(nodeNotice("26.1.0")).toBeUndefined();
-    expect(nodeNotice("20.20.2")).toMatch(/^lockhost: Node 20\.20\.2 is end of life and unsupported; lockhost supports Node 22, 24 and 26\. Install one from https:\/\/nodejs\.org/);
+    expect(nodeNotice("20.20.2")).toMatch(
+      /^lockhost: Node 20\.20\.2 is end of life and unsupported; lockhost supports Node 22, 24 and 26\. Install one from https:\/\/nodejs\.org/,
+    );
     const { LOCKHOST_NODE_NOTICE: _quiet, ...env } = process.env;
     const told = spawnSync(process.execPath, [cli, "--version"], { cwd: root, encoding: "utf8", timeout: 20_000, env });
     expect(told.status).toBe(0);
@@ -158,7 +163,10 @@ describe("lockhost CLI", () => {
     run.child.kill("SIGTERM");
     const code = await run.exit;
     const out = run.out();
-    const lines = out.split("\n").filter(Boolean).map((l) => JSON.parse(l) as { msg: string; node?: string });
+    const lines = out
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { msg: string; node?: string });
     const msgs = lines.map((l) => l.msg);
     expect(msgs).toContain("schedule lock taken; running");
     expect(msgs).toContain("tick skipped: another node holds the schedule lock");
@@ -198,7 +206,10 @@ describe("lockhost CLI", () => {
     expect(add.status, add.stderr).toBe(0);
     expect(add.stdout).toBe("5\n");
     // Logs are JSON lines on stderr (piped): the host's, and why its locks are this process's own.
-    const logs = add.stderr.trim().split("\n").map((l) => JSON.parse(l) as { msg: string; node: string });
+    const logs = add.stderr
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { msg: string; node: string });
     expect(logs.map((l) => l.msg)).toContain("lockhost host started");
     expect(logs.find((l) => l.msg.startsWith("the memory backend's locks live in this process"))).toBeDefined();
     expect(logs.every((l) => l.node === `${hostname()}/call`)).toBe(true);
@@ -236,7 +247,10 @@ describe("lockhost CLI", () => {
   });
 
   it("lists the schedules a plugin declares among what `check` would run", async () => {
-    const file = await configFile(`[[plugins]]\nname = "cron"\nwasm = "${guestWasm("cron")}"\n[[scheduled]]\nplugin = "cron"\n[[scheduled]]\nid = "spelled"\nplugin = "cron"\nexport = "other"\nschedule = "1m"\nhint = "node_local"\n`);
+    const file = await configFile(
+      `[[plugins]]\nname = "cron"\nwasm = "${guestWasm("cron")}"\n[[scheduled]]\nplugin = "cron"\n[[scheduled]]\nid = "spelled"\nplugin = ` +
+        `"cron"\nexport = "other"\nschedule = "1m"\nhint = "node_local"\n`,
+    );
     const r = lockhost("check", "--config", file);
     expect(r.status, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toContain(
@@ -259,17 +273,23 @@ describe("lockhost CLI", () => {
     expect(r.stdout).toMatch(/FAIL plugin ghost: .*missing\.wasm.*\n {7}CONFIG_INVALID: .*\[\[plugins\]\] "ghost": wasm = ".*missing\.wasm" does not exist/);
     expect(r.stdout).toMatch(/ok {3}plugin locker: /);
     expect(r.stdout).toMatch(/FAIL backend redis answers\n {7}BACKEND_UNAVAILABLE: /);
-    const noExport = await configFile(`[[plugins]]\nname = "locker"\nwasm = "${guestWasm("locker")}"\n[[scheduled]]\nplugin = "locker"\nexport = "nope"\nschedule = "1s"\n`);
+    const noExport = await configFile(
+      `[[plugins]]\nname = "locker"\nwasm = "${guestWasm("locker")}"\n[[scheduled]]\nplugin = "locker"\nexport = "nope"\nschedule = "1s"\n`,
+    );
     const s = lockhost("check", "--config", noExport);
     expect(s.status).toBe(1);
-    expect(s.stdout).toMatch(/FAIL schedules: every export exists and takes no arguments\n {7}CONFIG_INVALID: .*\[\[scheduled\]\] "locker\.nope": plugin locker has no export "nope"/);
+    expect(s.stdout).toMatch(
+      /FAIL schedules: every export exists and takes no arguments\n {7}CONFIG_INVALID: .*\[\[scheduled\]\] "locker\.nope": plugin locker has no export "nope"/,
+    );
   });
 
   it("exits 2 from check and run when the Redis URL names a database the server does not have, naming [locking.redis] url and the database", async () => {
     const file = await configFile(`[locking]\nbackend = "redis"\n[locking.redis]\nurl = "${redisUrl()}/99"\ncommand_timeout_ms = 2000\n`);
     const c = lockhost("check", "--config", file);
     expect(c.status).toBe(2);
-    expect(c.stdout).toMatch(/FAIL backend redis answers\n {7}CONFIG_INVALID: .*\[locking\.redis\] url \S+\/99 names database 99, which redis at \S+ does not have/);
+    expect(c.stdout).toMatch(
+      /FAIL backend redis answers\n {7}CONFIG_INVALID: .*\[locking\.redis\] url \S+\/99 names database 99, which redis at \S+ does not have/,
+    );
     const r = lockhost("run", "--config", file);
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/CONFIG_INVALID: .*\[locking\.redis\]: the redis backend refused this host for good.*names database 99/);
@@ -288,7 +308,9 @@ describe("lockhost CLI", () => {
     expect(r.stdout).toMatch(/lockhost\.toml: 2 fault\(s\)/);
     expect(r.stdout).toMatch(/FAIL plugin ghost: /);
     expect(r.stdout).toMatch(/FAIL schedules: every export exists and takes no arguments\n {7}CONFIG_INVALID: .*lockhost\.toml: 3 errors:/);
-    expect(r.stdout).toMatch(/\[\[scheduled\]\] "haunt": plugin ghost did not load \(its fault is above\), so this schedule would not run and its export boo is not checked/);
+    expect(r.stdout).toMatch(
+      /\[\[scheduled\]\] "haunt": plugin ghost did not load \(its fault is above\), so this schedule would not run and its export boo is not checked/,
+    );
     expect(r.stdout).toMatch(/\[\[scheduled\]\] "ghost": plugin ghost did not load .* its export \(every one it declares\) is not checked/);
     expect(r.stdout).toMatch(/\[\[scheduled\]\] "locker\.nope": plugin locker has no export "nope"/);
     expect(r.stdout).not.toContain("locker.noop");
@@ -335,7 +357,8 @@ describe.each([
     backend: "pg",
     toml: () => `[locking]\nbackend = "pg"\n[locking.pg]\nurl = "${databaseUrl()}"\ntable = "${TABLE}"`,
     locking: (): LockingConfig => ({ backend: "pg", pg: { ...pgDefaults, url: databaseUrl(), table: TABLE } }),
-    unreachable: (port: number) => `[locking]\nbackend = "pg"\n[locking.pg]\nurl = "postgres://postgres:hunter2@127.0.0.1:${port}/test"\ncommand_timeout_ms = 300`,
+    unreachable: (port: number) =>
+      `[locking]\nbackend = "pg"\n[locking.pg]\nurl = "postgres://postgres:hunter2@127.0.0.1:${port}/test"\ncommand_timeout_ms = 300`,
   },
 ])("lockhost status and release --force on $backend", ({ backend, toml, locking, unreachable }) => {
   afterAll(async () => {
@@ -388,14 +411,20 @@ describe.each([
       const held = lockhost("status", "lockhost:schedule:cli-job", "--config", file);
       expect(held.status, held.stderr).toBe(0);
       expect(held.stdout).toContain("lockhost:schedule:cli-job: held\n");
-      expect(held.stdout).toContain("  schedule:      cli-job: the holder took it for the tick at acquired_at and holds it until half a period after that tick (or until its job ends, if later)");
+      expect(held.stdout).toContain(
+        "  schedule:      cli-job: the holder took it for the tick at acquired_at and holds it until half a period after that tick (or until its job " +
+          "ends, if later)",
+      );
       await locks.release(lease);
       const free = lockhost("status", "lockhost:schedule:cli-job", "--config", file);
       expect(free.status, free.stderr).toBe(0);
       expect(free.stdout).toContain("lockhost:schedule:cli-job: not held\n  schedule cli-job: its lock is held only from a tick until half a period after it");
       expect(free.stdout).toContain("which node ran each tick: the hosts' logs");
       // Data stays data: --json is the status alone.
-      expect(JSON.parse(lockhost("status", "lockhost:schedule:cli-job", "--config", file, "--json").stdout)).toMatchObject({ name: "lockhost:schedule:cli-job", held: false });
+      expect(JSON.parse(lockhost("status", "lockhost:schedule:cli-job", "--config", file, "--json").stdout)).toMatchObject({
+        name: "lockhost:schedule:cli-job",
+        held: false,
+      });
       // Any other lock reads as before.
       expect(lockhost("status", "global:cli-not-a-schedule", "--config", file).stdout).toBe("global:cli-not-a-schedule: not held\n");
     } finally {
@@ -412,7 +441,10 @@ describe.each([
       const shown = lockhost("status", "global:cli-x", "--config", file, "--json", "--show-owner");
       expect(shown.status, shown.stderr).toBe(0);
       expect(JSON.parse(shown.stdout)).toMatchObject({
-        name: "global:cli-x", kind: "mutex", held: true, holders: [{ owner: lease!.owner, fence: lease!.fence, plugin: "host", node: "cli-holder", hostname: hostname() }],
+        name: "global:cli-x",
+        kind: "mutex",
+        held: true,
+        holders: [{ owner: lease!.owner, fence: lease!.fence, plugin: "host", node: "cli-holder", hostname: hostname() }],
       });
       // Without --show-owner the owner token, which lets anyone release or restore the lock, is not printed.
       const hidden = lockhost("status", "global:cli-x", "--config", file, "--json");
@@ -427,7 +459,14 @@ describe.each([
       const released = lockhost("release", "--force", "global:cli-x", "--config", file);
       expect(released.status, released.stderr).toBe(0);
       expect(released.stdout.trim()).toBe("released global:cli-x");
-      expect(JSON.parse(lockhost("status", "global:cli-x", "--config", file, "--json").stdout)).toEqual({ name: "global:cli-x", kind: "mutex", held: false, holders: [], limit: 0, queued: 0 });
+      expect(JSON.parse(lockhost("status", "global:cli-x", "--config", file, "--json").stdout)).toEqual({
+        name: "global:cli-x",
+        kind: "mutex",
+        held: false,
+        holders: [],
+        limit: 0,
+        queued: 0,
+      });
       await expect(locks.renew(lease!)).rejects.toMatchObject({ code: "LOST" });
       expect(lockhost("release", "--force", "global:cli-x", "--config", file).stdout.trim()).toBe("global:cli-x was not held");
     } finally {
@@ -446,7 +485,10 @@ describe.each([
       expect(rw.status, rw.stderr).toBe(0);
       const body = JSON.parse(rw.stdout) as { holders: { mode: string; fence: number; node: string }[] };
       expect(body).toMatchObject({ name: "global:cli-doc", kind: "rw", held: true, limit: 0, queued: 0 });
-      expect(body.holders.map((h) => [h.mode, h.node])).toEqual([["shared", "cli-kinds"], ["shared", "cli-kinds"]]);
+      expect(body.holders.map((h) => [h.mode, h.node])).toEqual([
+        ["shared", "cli-kinds"],
+        ["shared", "cli-kinds"],
+      ]);
       expect(rw.stdout).not.toContain(r1.owner);
       const human = lockhost("status", "global:cli-doc", "--kind", "semaphore", "--config", file);
       expect(human.stdout).toContain("semaphore global:cli-doc: held by 1 of 3 permits");
@@ -454,7 +496,18 @@ describe.each([
       expect(lockhost("status", "global:cli-doc", "--config", file, "--json").stdout).toContain('"held":false');
       // The mutex of the name is free: status says which locks of it are held, here and from the plugin-scope name.
       const free = JSON.parse(lockhost("status", "global:cli-doc", "--config", file, "--json").stdout) as unknown;
-      expect(free).toEqual({ name: "global:cli-doc", kind: "mutex", held: false, holders: [], limit: 0, queued: 0, heldElsewhere: [{ name: "global:cli-doc", kind: "rw" }, { name: "global:cli-doc", kind: "semaphore" }] });
+      expect(free).toEqual({
+        name: "global:cli-doc",
+        kind: "mutex",
+        held: false,
+        holders: [],
+        limit: 0,
+        queued: 0,
+        heldElsewhere: [
+          { name: "global:cli-doc", kind: "rw" },
+          { name: "global:cli-doc", kind: "semaphore" },
+        ],
+      });
       const hint = lockhost("status", "cli-doc", "--config", file).stdout.trim().split("\n");
       expect(hint).toEqual([
         "cli-doc: not held",
@@ -464,17 +517,29 @@ describe.each([
       const listed = lockhost("locks", "--kind", "rw", "--prefix", "global:cli-doc", "--config", file, "--json");
       expect(listed.status, listed.stderr).toBe(0);
       const page = JSON.parse(listed.stdout) as { locks: { name: string; kind: string; mode: string }[] };
-      expect(page.locks.map((l) => [l.name, l.kind, l.mode])).toEqual([["global:cli-doc", "rw", "shared"], ["global:cli-doc", "rw", "shared"]]);
+      expect(page.locks.map((l) => [l.name, l.kind, l.mode])).toEqual([
+        ["global:cli-doc", "rw", "shared"],
+        ["global:cli-doc", "rw", "shared"],
+      ]);
       expect(listed.stdout).not.toContain(r1.owner);
       expect(lockhost("locks", "--kind", "semaphore", "--prefix", "global:cli-doc", "--config", file).stdout).toContain("global:cli-doc (permit)");
       // Without --kind: every kind, with a kind column.
       const every = lockhost("locks", "--prefix", "global:cli-doc", "--config", file, "--json");
       expect(every.status, every.stderr).toBe(0);
       const all = JSON.parse(every.stdout) as { locks: { name: string; kind: string; mode: string }[]; cursor?: string };
-      expect(all.locks.map((l) => [l.name, l.kind, l.mode])).toEqual([["global:cli-doc", "rw", "shared"], ["global:cli-doc", "rw", "shared"], ["global:cli-doc", "semaphore", "shared"]]);
+      expect(all.locks.map((l) => [l.name, l.kind, l.mode])).toEqual([
+        ["global:cli-doc", "rw", "shared"],
+        ["global:cli-doc", "rw", "shared"],
+        ["global:cli-doc", "semaphore", "shared"],
+      ]);
       expect(all.cursor).toBeUndefined();
       const table = lockhost("locks", "--prefix", "global:cli-doc", "--config", file).stdout.trim().split("\n");
-      expect(table.map((line) => line.split(/ {2,}/).slice(0, 2))).toEqual([["LOCK", "KIND"], ["global:cli-doc (reader)", "rw"], ["global:cli-doc (reader)", "rw"], ["global:cli-doc (permit)", "semaphore"]]);
+      expect(table.map((line) => line.split(/ {2,}/).slice(0, 2))).toEqual([
+        ["LOCK", "KIND"],
+        ["global:cli-doc (reader)", "rw"],
+        ["global:cli-doc (reader)", "rw"],
+        ["global:cli-doc (permit)", "semaphore"],
+      ]);
       const released = lockhost("release", "--force", "global:cli-doc", "--kind", "rw", "--config", file);
       expect(released.stdout.trim()).toBe("released rw global:cli-doc (2 holders)");
       await expect(locks.renew(r1)).rejects.toMatchObject({ code: "LOST" });
@@ -483,7 +548,13 @@ describe.each([
         "  but held: semaphore global:cli-doc  (lockhost status global:cli-doc --kind semaphore)",
       ]);
       expect(JSON.parse(lockhost("status", "global:cli-doc", "--kind", "rw", "--config", file, "--json").stdout)).toEqual({
-        name: "global:cli-doc", kind: "rw", held: false, holders: [], limit: 0, queued: 0, heldElsewhere: [{ name: "global:cli-doc", kind: "semaphore" }],
+        name: "global:cli-doc",
+        kind: "rw",
+        held: false,
+        holders: [],
+        limit: 0,
+        queued: 0,
+        heldElsewhere: [{ name: "global:cli-doc", kind: "semaphore" }],
       });
       const bad = lockhost("status", "global:cli-doc", "--kind", "mutexes", "--config", file);
       expect(bad.status).toBe(2);
@@ -506,16 +577,26 @@ describe.each([
       expect(lines).toContain('  value:         "primary"');
       expect(lines).toContain("  holder:        plugin host on node cli-leader" + ` (host ${hostname()})`);
       const json = lockhost("status", "global:cli-election", "--kind", "leader", "--config", file, "--json");
-      expect(JSON.parse(json.stdout)).toMatchObject({ name: "global:cli-election", kind: "leader", held: true, holders: [{ fence: leadership.term, value: "primary" }] });
+      expect(JSON.parse(json.stdout)).toMatchObject({
+        name: "global:cli-election",
+        kind: "leader",
+        held: true,
+        holders: [{ fence: leadership.term, value: "primary" }],
+      });
       expect(json.stdout).not.toContain(leadership.lease.owner);
       // The mutex of the election's name is another lock.
-      expect(JSON.parse(lockhost("status", "global:cli-election", "--config", file, "--json").stdout)).toMatchObject({ held: false, heldElsewhere: [{ name: "global:cli-election", kind: "leader" }] });
+      expect(JSON.parse(lockhost("status", "global:cli-election", "--config", file, "--json").stdout)).toMatchObject({
+        held: false,
+        heldElsewhere: [{ name: "global:cli-election", kind: "leader" }],
+      });
       const released = lockhost("release", "--force", "global:cli-election", "--kind", "leader", "--config", file);
       expect(released.status, released.stderr).toBe(0);
       expect(released.stdout.trim()).toBe("released leader global:cli-election");
       await expect(locks.renew(leadership.lease)).rejects.toMatchObject({ code: "LOST" });
       expect(leadership.signal.aborted).toBe(true);
-      expect(lockhost("release", "--force", "global:cli-election", "--kind", "leader", "--config", file).stdout.trim()).toBe("leader global:cli-election was not held");
+      expect(lockhost("release", "--force", "global:cli-election", "--kind", "leader", "--config", file).stdout.trim()).toBe(
+        "leader global:cli-election was not held",
+      );
     } finally {
       await locks.close();
     }
@@ -540,7 +621,10 @@ describe.each([
         const more = lines.find((l) => l.startsWith("more: "));
         if (!more) break;
         // The printed command runs as it is.
-        args = more.slice("more: lockhost ".length).match(/'[^']*'|\S+/g)!.map((w) => w.replace(/^'|'$/g, ""));
+        args = more
+          .slice("more: lockhost ".length)
+          .match(/'[^']*'|\S+/g)!
+          .map((w) => w.replace(/^'|'$/g, ""));
       }
       expect(seen.sort()).toEqual(["global:cli-list-a", "global:cli-list-b", "global:cli-list-c"]);
       const json = lockhost("locks", "--config", file, "--prefix", "global:cli-list-", "--json");
@@ -642,7 +726,12 @@ describe("lockhost status and release --force through a running host's admin lis
 
     const status = await lockhostAsync(["status", "global:cli-mem-k", "--config", file, "--json", "--show-owner"], { env: { LOCKHOST_ADMIN_TOKEN: TOKEN } });
     expect(status.status, status.stderr).toBe(0);
-    expect(JSON.parse(status.stdout)).toMatchObject({ name: "global:cli-mem-k", kind: "mutex", held: true, holders: [{ owner: lease!.owner, fence: lease!.fence }] });
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      name: "global:cli-mem-k",
+      kind: "mutex",
+      held: true,
+      holders: [{ owner: lease!.owner, fence: lease!.fence }],
+    });
     // The listener shows an owner token only to a caller with the admin token.
     const noToken = await lockhostAsync(["status", "global:cli-mem-k", "--config", file, "--json", "--show-owner"]);
     expect(JSON.parse(noToken.stdout)).toMatchObject({ name: "global:cli-mem-k", kind: "mutex", held: true, holders: [{ fence: lease!.fence }] });
@@ -664,7 +753,15 @@ describe("lockhost status and release --force through a running host's admin lis
     const plugin = await lockhostAsync(["status", "cli-mem-list", "--admin", h.admin!.url], { cwd: tmpdir() });
     expect(plugin.stdout).toContain("cli-mem-list: not held\n  but held: mutex global:cli-mem-list  (lockhost status global:cli-mem-list)");
     const rw = await lockhostAsync(["status", "global:cli-mem-list", "--kind", "rw", "--admin", h.admin!.url, "--json"], { cwd: tmpdir() });
-    expect(JSON.parse(rw.stdout)).toEqual({ name: "global:cli-mem-list", kind: "rw", held: false, holders: [], limit: 0, queued: 0, heldElsewhere: [{ name: "global:cli-mem-list", kind: "mutex" }] });
+    expect(JSON.parse(rw.stdout)).toEqual({
+      name: "global:cli-mem-list",
+      kind: "rw",
+      held: false,
+      holders: [],
+      limit: 0,
+      queued: 0,
+      heldElsewhere: [{ name: "global:cli-mem-list", kind: "mutex" }],
+    });
   });
 
   it("force-releases only with the right token: none, wrong, then from the environment", async () => {
@@ -701,7 +798,12 @@ describe("lockhost status and release --force through a running host's admin lis
     try {
       await run.until((out) => out.includes('"msg":"lockhost host started"'));
       expect(run.exited(), `lockhost run exited early:\n${run.out()}`).toBe(false);
-      const started = run.out().split("\n").filter(Boolean).map((l) => JSON.parse(l) as { msg: string; admin?: string }).find((l) => l.msg === "lockhost host started");
+      const started = run
+        .out()
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { msg: string; admin?: string })
+        .find((l) => l.msg === "lockhost host started");
       expect(started?.admin).toMatch(/^http:\/\/127\.0\.0\.1:[1-9][0-9]*$/);
       const r = await lockhostAsync(["status", "--admin", started!.admin!, "--json"], { cwd: tmpdir() });
       expect(r.status, r.stderr).toBe(0);
@@ -739,7 +841,7 @@ describe("lockhost status and release --force through a running host's admin lis
   });
 });
 
-describe("lockhost status, locks and release --admin against a listener with auth = \"all\" over HTTPS", () => {
+describe('lockhost status, locks and release --admin against a listener with auth = "all" over HTTPS', () => {
   const TOKEN = "cli-tls-token-0123456789abc";
   let certs: TestCerts;
   let host: Host | undefined;
@@ -752,9 +854,15 @@ describe("lockhost status, locks and release --admin against a listener with aut
     host = undefined;
   });
   const start = async (admin: Record<string, unknown>): Promise<Host> => {
-    host = await Host.start(resolveConfig({ host: { node: "cli-tls-node" }, admin: { listen: "127.0.0.1:0", token: TOKEN, auth: "all", certFile: certs.serverCert, keyFile: certs.serverKey, ...admin } } as ConfigInput), {
-      logger: captureLogger().logger,
-    });
+    host = await Host.start(
+      resolveConfig({
+        host: { node: "cli-tls-node" },
+        admin: { listen: "127.0.0.1:0", token: TOKEN, auth: "all", certFile: certs.serverCert, keyFile: certs.serverKey, ...admin },
+      } as ConfigInput),
+      {
+        logger: captureLogger().logger,
+      },
+    );
     return host;
   };
 
@@ -774,7 +882,8 @@ describe("lockhost status, locks and release --admin against a listener with aut
     expect(without.stderr).toContain("set LOCKHOST_ADMIN_TOKEN");
     // The config names the listener (https, as it has cert_file), its certificate and the token.
     const file = await configFile(
-      `[admin]\nlisten = "${url.replace("https://", "")}"\ntoken = "\${CLI_TLS_TOKEN}"\nauth = "all"\ncert_file = "${certs.serverCert}"\nkey_file = "${certs.serverKey}"\n`,
+      `[admin]\nlisten = "${url.replace("https://", "")}"\ntoken = "\${CLI_TLS_TOKEN}"\nauth = "all"\ncert_file = "${certs.serverCert}"\nkey_file = ` +
+        `"${certs.serverKey}"\n`,
     );
     const stats = await lockhostAsync(["status", "--config", file, "--json"], { env: { CLI_TLS_TOKEN: TOKEN } });
     expect(stats.status, stats.stderr).toBe(0);
@@ -844,7 +953,10 @@ function runCli(args: readonly string[], env?: NodeJS.ProcessEnv): CliRun {
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
   return {
-    child, exit, exited: () => exited, out: () => out,
+    child,
+    exit,
+    exited: () => exited,
+    out: () => out,
     async until(ready) {
       const deadline = Date.now() + 15_000;
       while (!exited && Date.now() < deadline && !ready(out)) await Promise.race([new Promise((r) => setTimeout(r, 100)), exit]);

@@ -68,7 +68,16 @@ describe("niceAxis", () => {
 describe("durations", () => {
   it("are written with a unit and at most three digits", () => {
     expect([0, 0.25, 1, 850, 1000, 12_500, 59_000, 60_000, 90_000, 7_200_000].map(formatMs)).toEqual([
-      "0 ms", "0.25 ms", "1 ms", "850 ms", "1 s", "12.5 s", "59 s", "1 min", "1.5 min", "2 h",
+      "0 ms",
+      "0.25 ms",
+      "1 ms",
+      "850 ms",
+      "1 s",
+      "12.5 s",
+      "59 s",
+      "1 min",
+      "1.5 min",
+      "2 h",
     ]);
     expect(trim(8.0234)).toBe("8.02");
   });
@@ -78,7 +87,16 @@ describe("durations", () => {
     expect([0, 1, EDGES_MS.length].map(bucketLabel)).toEqual(["< 1 ms", "1 ms – 2 ms", "≥ 5 min"]);
     expect(edgeTicks().map((t) => t.label)).toEqual(["1 ms", "10 ms", "100 ms", "1 s", "10 s", "1 min", "5 min"]);
     const now = 1_000_000;
-    const counts = histogram([[now - 1, 0.5], [now - 2, 3], [now - 3, 4], [now - 10_000, 3]], now, 5_000);
+    const counts = histogram(
+      [
+        [now - 1, 0.5],
+        [now - 2, 3],
+        [now - 3, 4],
+        [now - 10_000, 3],
+      ],
+      now,
+      5_000,
+    );
     expect(counts[0]).toBe(1);
     expect(counts[2]).toBe(2);
     expect(counts.reduce((a, b) => a + b)).toBe(3);

@@ -25,7 +25,8 @@ import { startRedisServer, type RedisServer } from "./support/servers.js";
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const FOR_DOCS = process.env.LOCKHOST_SCREENSHOT === "docs";
 const SHOTS = mkdtempSync(join(tmpdir(), "lockhost-dashboard-"));
-const screenshot = (name: string): string => (FOR_DOCS && name === "dashboard" ? fileURLToPath(new URL("../docs/dashboard.png", import.meta.url)) : join(SHOTS, `${name}.png`));
+const screenshot = (name: string): string =>
+  FOR_DOCS && name === "dashboard" ? fileURLToPath(new URL("../docs/dashboard.png", import.meta.url)) : join(SHOTS, `${name}.png`);
 const TOKEN = "dashboard-test-token-0123";
 const POLL = { timeout: 10_000 };
 
@@ -83,7 +84,15 @@ beforeAll(async () => {
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     // As the machine notes say: no sandbox as root, and nothing that reaches for the network.
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
   page = await openPage(host.admin!.url);
 }, 60_000);
@@ -162,7 +171,15 @@ describe("the admin dashboard, in Chromium", () => {
     expect(await audit.locator("td").nth(1).textContent()).toBe("audit");
     const logged = log.lines.filter((l) => l.audit === "force-release" && l.lock === "billing:k8");
     expect(logged).toEqual([
-      expect.objectContaining({ level: 40, msg: "lock force-released through the admin listener", kind: "mutex", outcome: "released", holders: 1, from: "127.0.0.1", token: "valid" }),
+      expect.objectContaining({
+        level: 40,
+        msg: "lock force-released through the admin listener",
+        kind: "mutex",
+        outcome: "released",
+        holders: 1,
+        from: "127.0.0.1",
+        token: "valid",
+      }),
     ]);
     expect(logged[0]!.time).toBeGreaterThanOrEqual(before);
     expect(JSON.stringify(log.lines)).not.toContain(TOKEN);
@@ -247,7 +264,8 @@ describe("the admin dashboard, in Chromium", () => {
 
     await expect.poll(async () => Number(await page.locator("#hist-wait").getAttribute("data-total")), POLL).toBeGreaterThanOrEqual(4);
     await expect.poll(async () => Number(await page.locator("#hist-held").getAttribute("data-total")), POLL).toBeGreaterThanOrEqual(6);
-    const axis = async (id: string, which: "y" | "x"): Promise<string[]> => ((await page.locator(`#${id}`).getAttribute(`data-${which}-ticks`)) ?? "").split(" | ");
+    const axis = async (id: string, which: "y" | "x"): Promise<string[]> =>
+      ((await page.locator(`#${id}`).getAttribute(`data-${which}-ticks`)) ?? "").split(" | ");
 
     for (const id of ["hist-held", "hist-wait"]) {
       // Counts: whole numbers from 0, evenly spaced; durations along the bottom at 1-10-100 steps.
@@ -286,7 +304,11 @@ describe("the dashboard while the backend is down", () => {
   it("shows a red banner naming why, and not 'live'; both go when the backend answers again", async () => {
     redis = await startRedisServer();
     down = await Host.start(
-      resolveConfig({ host: { node: "node-r" }, locking: { backend: "redis", redis: { url: redis.url, commandTimeoutMs: 300 } }, admin: { listen: "127.0.0.1:0" } } as ConfigInput),
+      resolveConfig({
+        host: { node: "node-r" },
+        locking: { backend: "redis", redis: { url: redis.url, commandTimeoutMs: 300 } },
+        admin: { listen: "127.0.0.1:0" },
+      } as ConfigInput),
       { logger: captureLogger().logger },
     );
     const lease = (await down.locks.tryLock("outage/a", { ttlMs: 60_000 }))!;
@@ -349,7 +371,9 @@ describe("what the page offers follows the listener's access", () => {
   });
 
   it('with auth = "all": the page asks for the token, then shows the host live with it, force-release included', async () => {
-    other = await Host.start(resolveConfig({ host: { node: "node-all" }, admin: { listen: "127.0.0.1:0", token: TOKEN, auth: "all" } } as ConfigInput), { logger: captureLogger().logger });
+    other = await Host.start(resolveConfig({ host: { node: "node-all" }, admin: { listen: "127.0.0.1:0", token: TOKEN, auth: "all" } } as ConfigInput), {
+      logger: captureLogger().logger,
+    });
     const lease = (await other.locks.tryLock("all/a", { ttlMs: 60_000 }))!;
     const p = await openPage(other.admin!.url);
     try {

@@ -35,7 +35,9 @@ describe("a declaration", () => {
     ["an export declared twice", "tick 5s\ntick 1m", `line 2 declares export tick again (first on line 1)`],
     ["a name that is no export name", "9lives 5s", `line 1 names no export`],
   ])("refuses %s, naming the plugin and the line", (_what, text, message) => {
-    expect(() => parseDeclaredSchedules(text, WHERE)).toThrow(expect.objectContaining({ code: "CONFIG_INVALID", message: expect.stringContaining(`${WHERE}: lockhost_schedules() ${message}`) }));
+    expect(() => parseDeclaredSchedules(text, WHERE)).toThrow(
+      expect.objectContaining({ code: "CONFIG_INVALID", message: expect.stringContaining(`${WHERE}: lockhost_schedules() ${message}`) }),
+    );
   });
 });
 
@@ -45,7 +47,18 @@ describe("a short [[scheduled]] entry in the config", () => {
 
   it("takes a plugin and a hint alone: every schedule the plugin declares, id the plugin's name", () => {
     const config = parse(`${PLUGIN}[[scheduled]]\nplugin = "@acme/cron"\nhint = "require_global"`);
-    expect(config.scheduled).toEqual([{ id: "@acme/cron", plugin: "@acme/cron", export: "*", schedule: { kind: "declared" }, hint: "require_global", ttlMs: 60_000, keepalive: false, fair: false }]);
+    expect(config.scheduled).toEqual([
+      {
+        id: "@acme/cron",
+        plugin: "@acme/cron",
+        export: "*",
+        schedule: { kind: "declared" },
+        hint: "require_global",
+        ttlMs: 60_000,
+        keepalive: false,
+        fair: false,
+      },
+    ]);
     // Round-trips through resolveConfig, as every loaded config does.
     expect(resolveConfig(config).scheduled).toEqual(config.scheduled);
   });
@@ -94,11 +107,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime: Runtime) => {
   it("lets an entry that spells its schedule win over the declaration for that export", async () => {
     const { host } = await start({
       plugins: [plugin],
-      scheduled: [
-        { plugin: "@acme/cron" },
-        { plugin: "@acme/cron", export: "tick", schedule: "1h" },
-        { id: "late", plugin: "@acme/cron", export: "nightly" },
-      ],
+      scheduled: [{ plugin: "@acme/cron" }, { plugin: "@acme/cron", export: "tick", schedule: "1h" }, { id: "late", plugin: "@acme/cron", export: "nightly" }],
     });
     expect(host.schedules.map((s) => [s.id, s.export, s.schedule])).toEqual([
       ["@acme/cron.tick", "tick", { kind: "interval", everyMs: 3_600_000, text: "1h" }],
@@ -107,17 +116,25 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime: Runtime) => {
   });
 
   it("refuses, at start, a plugin that declares nothing or not the export named", async () => {
-    await expect(start({ plugins: [{ name: "locker", wasm: guestWasm("locker"), isolation: runtime }], scheduled: [{ plugin: "locker" }] })).rejects.toMatchObject({
+    await expect(
+      start({ plugins: [{ name: "locker", wasm: guestWasm("locker"), isolation: runtime }], scheduled: [{ plugin: "locker" }] }),
+    ).rejects.toMatchObject({
       code: "CONFIG_INVALID",
-      message: `lockhost.toml: [[scheduled]] "locker": plugin locker declares no schedules (it does not export lockhost_schedules(): string or lockhost_schedules_utf8() -> i64); spell export and schedule in the entry`,
+      message:
+        `lockhost.toml: [[scheduled]] "locker": plugin locker declares no schedules (it does not export lockhost_schedules(): string or ` +
+        `lockhost_schedules_utf8() -> i64); spell export and schedule in the entry`,
     });
     await expect(start({ plugins: [plugin], scheduled: [{ plugin: "@acme/cron", export: "other" }] })).rejects.toMatchObject({
       code: "CONFIG_INVALID",
-      message: `lockhost.toml: [[scheduled]] "@acme/cron.other": plugin @acme/cron declares no schedule for export other (it declares: tick, nightly); spell schedule in the entry`,
+      message:
+        `lockhost.toml: [[scheduled]] "@acme/cron.other": plugin @acme/cron declares no schedule for export other (it declares: tick, ` +
+        `nightly); spell schedule in the entry`,
     });
     await expect(start({ plugins: [plugin], scheduled: [{ plugin: "@acme/cron", export: "nighlty" }] })).rejects.toMatchObject({
       code: "CONFIG_INVALID",
-      message: `lockhost.toml: [[scheduled]] "@acme/cron.nighlty": plugin @acme/cron declares no schedule for export nighlty (did you mean "nightly"? it declares: tick, nightly); spell schedule in the entry`,
+      message:
+        `lockhost.toml: [[scheduled]] "@acme/cron.nighlty": plugin @acme/cron declares no schedule for export nighlty (did you mean ` +
+        `"nightly"? it declares: tick, nightly); spell schedule in the entry`,
     });
   });
 
@@ -138,7 +155,9 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime: Runtime) => {
       await guest.call("declare", ["tick 5s\nnightly at three"]);
       await expect(expandScheduled(config, new Map([["@acme/cron", guest]]))).rejects.toMatchObject({
         code: "CONFIG_INVALID",
-        message: `${WHERE}: lockhost_schedules() line 2 has a schedule that is neither an interval ("500ms", "5s", "1m", "2h") nor a cron expression of 5 or 6 fields, got "nightly at three"`,
+        message:
+          `${WHERE}: lockhost_schedules() line 2 has a schedule that is neither an interval ("500ms", "5s", "1m", "2h") nor a cron expression ` +
+          `of 5 or 6 fields, got "nightly at three"`,
       });
       expect(await guest.call("tickCount")).toBe(0);
     });
@@ -148,11 +167,16 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime: Runtime) => {
       const expanded = await expandScheduled(config, new Map([["@acme/cron", guest]]));
       expect(expanded.map((s) => s.id)).toEqual(["@acme/cron.missing"]);
       const { checkScheduledExports } = await import("../host/host.js");
-      expect(() => checkScheduledExports(config, new Map([["@acme/cron", guest]]), expanded)).toThrow(`lockhost.toml: [[scheduled]] "@acme/cron.missing": plugin @acme/cron has no export "missing"`);
+      expect(() => checkScheduledExports(config, new Map([["@acme/cron", guest]]), expanded)).toThrow(
+        `lockhost.toml: [[scheduled]] "@acme/cron.missing": plugin @acme/cron has no export "missing"`,
+      );
     });
 
     it("a string result that is no string is INVALID_MEMORY, not a trap", async () => {
-      await expect(guest.callString("notAString")).rejects.toMatchObject({ code: "INVALID_MEMORY", message: expect.stringContaining("plugin @acme/cron: export notAString returned") });
+      await expect(guest.callString("notAString")).rejects.toMatchObject({
+        code: "INVALID_MEMORY",
+        message: expect.stringContaining("plugin @acme/cron: export notAString returned"),
+      });
       await expect(guest.callString("tick")).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("must return a string") });
       expect(await guest.callString("lockhost_schedules")).toContain("tick 200ms");
     });

@@ -28,7 +28,13 @@ const read = (file: string): string => readFileSync(join(root, file), "utf8");
 const ops = OPS as readonly OpSpec[];
 const run = promisify(execFile);
 /** The Markdown a reader navigates: the front page, the pages it links to, the ABI spec. */
-const pages = ["README.md", "abi/ABI.md", ...readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
+const pages = [
+  "README.md",
+  "abi/ABI.md",
+  ...readdirSync(join(root, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => `docs/${f}`),
+];
 
 const status = read("abi/status.ts");
 
@@ -49,13 +55,27 @@ describe("generated doc blocks (npm run docs rewrites them; host/docs/pages.ts s
 
   it("the config reference names every table and key the reader accepts", () => {
     const reference = configReference();
-    for (const key of ["[locking.redis]", "key_prefix =", "[locking.pg]", "sessions =", "renew_at_ratio =", "poll_interval_ms =", "token =", "global_keys =", "ttl_ms =", "packages ="]) {
+    for (const key of [
+      "[locking.redis]",
+      "key_prefix =",
+      "[locking.pg]",
+      "sessions =",
+      "renew_at_ratio =",
+      "poll_interval_ms =",
+      "token =",
+      "global_keys =",
+      "ttl_ms =",
+      "packages =",
+    ]) {
       expect(reference).toContain(key);
     }
   });
 
   it("the status-code table runs from 1 without a gap, through every code an operation returns", () => {
-    const values = statusCodesTable(status).split("\n").slice(2).map((row) => Number(row.split("|")[1]));
+    const values = statusCodesTable(status)
+      .split("\n")
+      .slice(2)
+      .map((row) => Number(row.split("|")[1]));
     expect(values).toEqual(values.map((_, i) => i + 1));
     // biome-ignore lint/performance/noDynamicNamespaceImportAccess: the test looks each code up by name
     for (const code of new Set(ops.flatMap((op) => op.codes))) expect(values, code).toContain(S[code as keyof typeof S]);
@@ -84,7 +104,6 @@ describe("the operator guide's metrics (npm run docs rewrites the list in docs/o
 });
 
 describe("the Rust and C SDKs' generated files (npm run docs rewrites them)", () => {
-
   it("abi/rust/src/sys.rs and abi/c/lockhost_abi.h are what abi/ops.ts and abi/status.ts say", () => {
     expect(read("abi/rust/src/sys.rs")).toBe(rustSys(status));
     expect(read("abi/c/lockhost_abi.h")).toBe(cAbi(status));
@@ -111,8 +130,18 @@ describe("the Rust and C SDKs' generated files (npm run docs rewrites them)", ()
 describe("the operation table", () => {
   it("is what the loader accepts as each ABI module's imports (host functions are the embedder's)", () => {
     const modules = new Set(ops.map((op) => op.module).filter((m) => m !== FUNCTION_MODULE));
-    expect(Object.keys(PROVIDED_IMPORTS).filter((m) => m !== "env").sort()).toEqual([...modules].sort());
-    for (const module of modules) expect([...PROVIDED_IMPORTS[module]!].sort(), module).toEqual(ops.filter((op) => op.module === module).map((op) => op.name).sort());
+    expect(
+      Object.keys(PROVIDED_IMPORTS)
+        .filter((m) => m !== "env")
+        .sort(),
+    ).toEqual([...modules].sort());
+    for (const module of modules)
+      expect([...PROVIDED_IMPORTS[module]!].sort(), module).toEqual(
+        ops
+          .filter((op) => op.module === module)
+          .map((op) => op.name)
+          .sort(),
+      );
   });
 
   it("names only status codes abi/status.ts defines", () => {
@@ -122,14 +151,23 @@ describe("the operation table", () => {
   it("matches the SDK's raw bindings (abi/assembly/bindings.ts), name for name and param for param", () => {
     const bindings = read("abi/assembly/bindings.ts");
     const declared = [...bindings.matchAll(/@external\("(\w+)", "(\w+)"\)\s*export declare function \w+\(([^)]*)\): (\w+);/g)].map(
-      ([, module, name, params, result]) => ({ name: `${module}.${name}`, params: params!.split(",").map((p) => p.trim().split(": ")[1]).filter(Boolean), result }),
+      ([, module, name, params, result]) => ({
+        name: `${module}.${name}`,
+        params: params!
+          .split(",")
+          .map((p) => p.trim().split(": ")[1])
+          .filter(Boolean),
+        result,
+      }),
     );
-    const expected = ops.filter((op) => op.module !== FUNCTION_MODULE).map((op) => ({
-      name: `${op.module}.${op.name}`,
-      // Pointers are usize in AssemblyScript (i32 on wasm32); every other param is i32.
-      params: op.args.flatMap((kind) => PARAMS_OF[kind].map((p) => (p.endsWith("_ptr") ? "usize" : "i32"))),
-      result: op.result,
-    }));
+    const expected = ops
+      .filter((op) => op.module !== FUNCTION_MODULE)
+      .map((op) => ({
+        name: `${op.module}.${op.name}`,
+        // Pointers are usize in AssemblyScript (i32 on wasm32); every other param is i32.
+        params: op.args.flatMap((kind) => PARAMS_OF[kind].map((p) => (p.endsWith("_ptr") ? "usize" : "i32"))),
+        result: op.result,
+      }));
     expect(declared.sort(byName)).toEqual(expected.sort(byName));
   });
 });

@@ -37,7 +37,9 @@ afterAll(async () => {
 const targets: { name: "pg" | "redis"; url: string; where: string; create: () => LockBackend }[] = [
   { name: "pg", url: databaseUrl(), where: TABLE, create: () => new PgBackend({ ...pgDefaults, url: databaseUrl(), table: TABLE }, silent) },
   {
-    name: "redis", url: redisUrl(), where: PREFIX,
+    name: "redis",
+    url: redisUrl(),
+    where: PREFIX,
     create: () => new RedisBackend({ url: redisUrl(), keyPrefix: PREFIX, commandTimeoutMs: 2_000, reclaimOwnLocks: false }, silent),
   },
 ];
@@ -57,8 +59,9 @@ function startLeader(target: (typeof targets)[number], election: string): Child 
   createInterface({ input: child.stdout! }).on("line", (line) => {
     const event = JSON.parse(line) as Record<string, unknown>;
     events.push(event);
-    for (const w of waiting.splice(0)) if (w.field in event) w.resolve(event);
-    else waiting.push(w);
+    for (const w of waiting.splice(0))
+      if (w.field in event) w.resolve(event);
+      else waiting.push(w);
   });
   return {
     process: child,
@@ -93,7 +96,7 @@ describe.each(targets)("a killed leader: $name", (target) => {
         await child.exited;
         // When the backend frees the leadership: pg at once (the session dies with the process);
         // Redis when the lease's TTL runs out, on the server's clock (the same machine's here).
-        const freedAtMs = target.name === "pg" ? Date.now() : (await host.leader(election)).expiresAtMs ?? Date.now();
+        const freedAtMs = target.name === "pg" ? Date.now() : ((await host.leader(election)).expiresAtMs ?? Date.now());
         const { leadership, atMs: tookAtMs } = await campaigning;
         const gone = (o: { info: LeaderInfo }): boolean => !o.info.held || o.info.term !== term;
         // The observer may hear of it after the campaigner took over: wait for it, far past the bound.

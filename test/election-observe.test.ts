@@ -58,7 +58,8 @@ describe("observing an election", () => {
 
 const ETCD_PREFIX = `observe-test/${randomUUID().slice(0, 8)}/`;
 const etcdTarget = {
-  name: "etcd", distributed: true,
+  name: "etcd",
+  distributed: true,
   create: () => new EtcdBackend({ ...etcdDefaults, endpoints: etcdEndpoints(), keyPrefix: ETCD_PREFIX }, pino({ level: "silent" })),
 };
 
@@ -92,7 +93,10 @@ for (const target of [...queueBackends(), etcdTarget]) {
         await observing;
         const held = seen.filter((i) => i.held);
         expect(held.map((i) => i.value)).toEqual(["a-0", "b-1", "a-2", "b-3", "a-4", "b-5", "a-6"].filter((v) => held.some((i) => i.value === v)));
-        expect(held.filter((i) => i.value === ""), JSON.stringify(seen.map((i) => [i.term, i.value]))).toEqual([]);
+        expect(
+          held.filter((i) => i.value === ""),
+          JSON.stringify(seen.map((i) => [i.term, i.value])),
+        ).toEqual([]);
         // Every term was seen, each with its own value.
         expect(new Set(held.map((i) => i.value)).size).toBe(7);
       } finally {

@@ -6,7 +6,7 @@ import type { LockState } from "../kit/backend.js";
 import { ElectionSentinel } from "../host/locking/election-sentinel.js";
 import { sleep } from "./support/until.js";
 
-const led = (fence: number): LockState => ({ holders: [{ fence }] } as unknown as LockState);
+const led = (fence: number): LockState => ({ holders: [{ fence }] }) as unknown as LockState;
 
 /** A fake backend: `leaders` maps a lock name to its leader's term (absent: nobody leads); reads are counted. */
 function fakeRead(leaders: Map<string, number>): { read: (name: string) => Promise<LockState | null>; reads: string[] } {

@@ -62,7 +62,10 @@ for (const target of queueBackends()) {
       expect((await s.list({ prefix: `global:${k}`, kind: "mutex" })).locks.map(row)).toEqual([expected[0]]);
       expect((await s.list({ prefix: `global:${k}`, plugin: "nobody" })).locks).toEqual([]);
       await expect(s.list({ cursor: "queue:1" })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
-      await expect(s.list({ kind: "queue" as never })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: 'kind must be mutex, rw, semaphore, fair or leader, got "queue"' });
+      await expect(s.list({ kind: "queue" as never })).rejects.toMatchObject({
+        code: "INVALID_ARGUMENT",
+        message: 'kind must be mutex, rw, semaphore, fair or leader, got "queue"',
+      });
     });
 
     it("says where a lock of a free name's key is held: the other scope, another kind", async () => {
@@ -84,7 +87,13 @@ for (const target of queueBackends()) {
         ],
       });
       // The same, asked by key and scope; and from the global name's side.
-      expect(await s.status(k, { scope: { plugin: "orders" } })).toMatchObject({ held: false, heldElsewhere: [{ name: `global:orders:${k}`, kind: "mutex" }, { name: `orders:${k}`, kind: "rw" }] });
+      expect(await s.status(k, { scope: { plugin: "orders" } })).toMatchObject({
+        held: false,
+        heldElsewhere: [
+          { name: `global:orders:${k}`, kind: "mutex" },
+          { name: `orders:${k}`, kind: "rw" },
+        ],
+      });
       expect(await s.heldElsewhere(`global:orders:${k}`)).toEqual([{ name: `orders:${k}`, kind: "rw" }]);
       expect(await s.heldElsewhere(`orders:${k}`, "rw")).toEqual([{ name: `global:orders:${k}`, kind: "mutex" }]);
       // A held lock has no hint, a free one with nothing elsewhere none either, and callers can skip the look.
@@ -110,12 +119,20 @@ for (const target of queueBackends()) {
       expect(leadership.lease).toMatchObject({ name, kind: "leader", mode: "exclusive", fence: leadership.term });
       expect(await s.leader(election)).toMatchObject({ election, name, held: true, value: "v1", term: leadership.term });
       expect(await s.status({ name }, { kind: "leader" })).toMatchObject({
-        name, kind: "leader", held: true, limit: 0, queued: 0, holders: [{ mode: "exclusive", fence: leadership.term, value: "v1", node: "node-every" }],
+        name,
+        kind: "leader",
+        held: true,
+        limit: 0,
+        queued: 0,
+        holders: [{ mode: "exclusive", fence: leadership.term, value: "v1", node: "node-every" }],
       });
       // The mutex of the election's name is another lock: free, pointing at the leadership.
       expect(await s.status({ name })).toMatchObject({ held: false, heldElsewhere: [{ name, kind: "leader" }] });
       const mutex = (await s.tryLock(election, { ttlMs: 10_000 }))!;
-      expect((await s.list({ prefix: name })).locks.map(row)).toEqual([[name, "mutex", "exclusive", mutex.fence], [name, "leader", "exclusive", leadership.term]]);
+      expect((await s.list({ prefix: name })).locks.map(row)).toEqual([
+        [name, "mutex", "exclusive", mutex.fence],
+        [name, "leader", "exclusive", leadership.term],
+      ]);
       expect((await s.list({ prefix: name, kind: "leader" })).locks).toMatchObject([{ name, kind: "leader", value: "v1" }]);
       // Forced out by kind and name: the leader hears of it at once, the mutex stays.
       expect(await s.forceRelease({ name }, { kind: "leader" })).toBe(1);
@@ -123,7 +140,9 @@ for (const target of queueBackends()) {
       expect(leadership.signal.aborted).toBe(true);
       expect(mutex.state).toBe("held");
       expect(await s.leader(election)).toEqual({ election, name, held: false });
-      expect(events.filter((e) => e.name === name && e.kind === "leader").map((e) => e.type)).toEqual(expect.arrayContaining(["acquired", "force-released", "lost"]));
+      expect(events.filter((e) => e.name === name && e.kind === "leader").map((e) => e.type)).toEqual(
+        expect.arrayContaining(["acquired", "force-released", "lost"]),
+      );
       await s.release(mutex);
     });
   });
@@ -135,13 +154,25 @@ describe("held elsewhere on a backend without read/write locks or semaphores", (
     // A mutex-only backend: the memory backend's mutex methods served as its one kind's steps.
     const mutex = new MutexSteps(inner);
     const mutexOnly: LockBackend = {
-      name: "acme", distributed: false, kinds: ["mutex"],
-      steps: () => mutex, ping: () => inner.ping(), close: () => inner.close(),
+      name: "acme",
+      distributed: false,
+      kinds: ["mutex"],
+      steps: () => mutex,
+      ping: () => inner.ping(),
+      close: () => inner.close(),
     };
     const s = new LockService(mutexOnly, { node: "n" });
     try {
       const lease = (await s.tryLock("a:b", { ttlMs: 5_000 }))!;
-      expect(await s.status({ name: "a:b" })).toEqual({ name: "a:b", kind: "mutex", held: false, holders: [], limit: 0, queued: 0, heldElsewhere: [{ name: "global:a:b", kind: "mutex" }] });
+      expect(await s.status({ name: "a:b" })).toEqual({
+        name: "a:b",
+        kind: "mutex",
+        held: false,
+        holders: [],
+        limit: 0,
+        queued: 0,
+        heldElsewhere: [{ name: "global:a:b", kind: "mutex" }],
+      });
       expect((await s.list()).locks.map(row)).toEqual([["global:a:b", "mutex", "exclusive", lease.fence]]);
     } finally {
       await s.close();

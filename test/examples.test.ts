@@ -26,7 +26,11 @@ interface LogLine {
  * Runs `args` (node arguments) from the repository root until `ready(lines)` holds, then
  * SIGTERM; resolves to its exit code, its JSON log lines and its whole output.
  */
-async function runExample(args: readonly string[], env: NodeJS.ProcessEnv, ready: (lines: LogLine[]) => boolean): Promise<{ code: number | null; lines: LogLine[]; out: string }> {
+async function runExample(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  ready: (lines: LogLine[]) => boolean,
+): Promise<{ code: number | null; lines: LogLine[]; out: string }> {
   const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout.on("data", (d: Buffer) => (out += d.toString()));
@@ -92,9 +96,13 @@ describe("the example configs run clean", () => {
     ["examples/redis.toml", () => ({ REDIS_URL: redis!.url })],
     ["examples/pg.toml", () => ({ DATABASE_URL: pg!.url })],
     ["examples/etcd.toml", () => ({ ETCD_ENDPOINT: etcd!.endpoints[0]! })],
-  ])("%s, on its backend", async (file, backend) => {
-    const env = { ...backend(), LOCKHOST_NODE: "example-a", LOCKHOST_ADMIN_LISTEN: "127.0.0.1:0" };
-    const run = await runExample([cli, "run", "--config", file], env, (lines) => ticks(lines) >= 3);
-    expectClean(run);
-  }, 120_000);
+  ])(
+    "%s, on its backend",
+    async (file, backend) => {
+      const env = { ...backend(), LOCKHOST_NODE: "example-a", LOCKHOST_ADMIN_LISTEN: "127.0.0.1:0" };
+      const run = await runExample([cli, "run", "--config", file], env, (lines) => ticks(lines) >= 3);
+      expectClean(run);
+    },
+    120_000,
+  );
 });

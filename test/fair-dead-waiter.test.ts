@@ -28,7 +28,9 @@ afterAll(async () => {
 const targets: { name: string; url: string; where: string; create: () => LockBackend }[] = [
   { name: "pg", url: databaseUrl(), where: TABLE, create: () => new PgBackend({ ...pgDefaults, url: databaseUrl(), table: TABLE }, silent) },
   {
-    name: "redis", url: redisUrl(), where: PREFIX,
+    name: "redis",
+    url: redisUrl(),
+    where: PREFIX,
     create: () => new RedisBackend({ url: redisUrl(), keyPrefix: PREFIX, commandTimeoutMs: 2_000, reclaimOwnLocks: false }, silent),
   },
 ];

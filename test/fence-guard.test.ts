@@ -4,18 +4,32 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import {
-  checkFence, fenceGuard, fenceOf, FENCE_KINDS, lockHeader, memoryFenceStore, MAX_FENCE, MAX_LOCK_BYTES,
-  type FenceGuardOptions, type FenceRefusal, type FenceStore,
+  checkFence,
+  fenceGuard,
+  fenceOf,
+  FENCE_KINDS,
+  lockHeader,
+  memoryFenceStore,
+  MAX_FENCE,
+  MAX_LOCK_BYTES,
+  type FenceGuardOptions,
+  type FenceRefusal,
+  type FenceStore,
 } from "../fence/index.js";
 import { LOCK_KINDS } from "../kit/kinds.js";
 import { fenced, send, type RawHeaders } from "./support/fenced-request.js";
 
 const servers: Server[] = [];
 afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => new Promise<void>((r) => {
-    s.close(() => r());
-    s.closeAllConnections();
-  })));
+  await Promise.all(
+    servers.splice(0).map(
+      (s) =>
+        new Promise<void>((r) => {
+          s.close(() => r());
+          s.closeAllConnections();
+        }),
+    ),
+  );
 });
 
 /** A node:http server whose every request goes through a guard made of `options`; 200 with the accepted fence. */
@@ -74,7 +88,10 @@ describe("fenceGuard on node:http", () => {
     // beside the real kind's fences instead of being refused.
     for (const kind of ["mutexx", "queue", "rwlock", "election"]) {
       const reply = await post({ ...fenced("global:k", 6), "lockhost-kind": kind });
-      expect(reply, kind).toEqual({ status: 400, body: { error: "bad_fence", reason: `lockhost-kind must be one of mutex, rw, semaphore, fair, leader, got "${kind}"` } });
+      expect(reply, kind).toEqual({
+        status: 400,
+        body: { error: "bad_fence", reason: `lockhost-kind must be one of mutex, rw, semaphore, fair, leader, got "${kind}"` },
+      });
     }
   });
 
@@ -83,7 +100,10 @@ describe("fenceGuard on node:http", () => {
     const as = (lock: string, fence: number): RawHeaders => Object.fromEntries([lockHeader(lock), ["lockhost-fence", String(fence)]]);
     // The holder of `global:ledger ` writes with fence 9: before, Node trimmed the header to
     // `global:ledger`, the guard accepted it and refused the real holder's fence 1 with 409.
-    expect(await post(as("global:ledger ", 9))).toEqual({ status: 403, body: { error: "lock_not_accepted", lock: "global:ledger ", reason: "this resource accepts fences of other locks" } });
+    expect(await post(as("global:ledger ", 9))).toEqual({
+      status: 403,
+      body: { error: "lock_not_accepted", lock: "global:ledger ", reason: "this resource accepts fences of other locks" },
+    });
     expect(await post(as("global:ledger", 1))).toEqual({ status: 200, body: { fenced: true, lock: "global:ledger", fence: "1" } });
     const any = await guarded();
     expect((await any.post(as("global:ledger ", 9))).body).toEqual({ fenced: true, lock: "global:ledger ", fence: "9" });
@@ -102,7 +122,11 @@ describe("fenceGuard on node:http", () => {
     expect(lockHeader("global:ledger ")).toEqual(["lockhost-lock-encoded", "global:ledger%20"]);
     expect(lockHeader("a\r\n100%é ")).toEqual(["lockhost-lock-encoded", "a%0D%0A100%25%C3%A9%20"]);
     // Either form, lower-case hex too, whatever a sender's encoder writes.
-    expect((await post({ "lockhost-lock-encoded": "global%3aledger%20", "lockhost-fence": "100" })).body).toEqual({ fenced: true, lock: "global:ledger ", fence: "100" });
+    expect((await post({ "lockhost-lock-encoded": "global%3aledger%20", "lockhost-fence": "100" })).body).toEqual({
+      fenced: true,
+      lock: "global:ledger ",
+      fence: "100",
+    });
   });
 
   it("opens only to the locks it is told of", async () => {
@@ -149,14 +173,22 @@ describe("fenceGuard on node:http", () => {
     ["a lock over the limit", fenced("k".repeat(MAX_LOCK_BYTES + 1), 1), /601 bytes long, over the limit of 600/],
     ["a lock with a tab", fenced("a\tb", 1), /control character/],
     ["a lock that is not UTF-8", fenced("\u00ff", 1), /not valid UTF-8/],
-    ["a lock sent both ways", { "lockhost-lock": "l", "lockhost-lock-encoded": "l", "lockhost-fence": "1" }, /send one of lockhost-lock and lockhost-lock-encoded, not both/],
+    [
+      "a lock sent both ways",
+      { "lockhost-lock": "l", "lockhost-lock-encoded": "l", "lockhost-fence": "1" },
+      /send one of lockhost-lock and lockhost-lock-encoded, not both/,
+    ],
     ["two encoded locks", { "lockhost-lock-encoded": ["l", "m"], "lockhost-fence": "1" }, /lockhost-lock-encoded was sent 2 times/],
     ["an encoded lock without a fence", { "lockhost-lock-encoded": "l" }, /lockhost-lock-encoded was sent without lockhost-fence/],
     ["an encoded lock with a raw space", { "lockhost-lock-encoded": "a b", "lockhost-fence": "1" }, /must be percent-encoded/],
     ["an encoded lock with a lone %", { "lockhost-lock-encoded": "100%", "lockhost-fence": "1" }, /must be percent-encoded/],
     ["an encoded lock with %zz", { "lockhost-lock-encoded": "a%zz", "lockhost-fence": "1" }, /must be percent-encoded/],
     ["an encoded lock that is not UTF-8", { "lockhost-lock-encoded": "a%FF", "lockhost-fence": "1" }, /not percent-encoded UTF-8/],
-    ["an encoded lock with a line feed", { "lockhost-lock-encoded": "a%0Ab", "lockhost-fence": "1" }, /lockhost-lock-encoded: the lock name contains a control character/],
+    [
+      "an encoded lock with a line feed",
+      { "lockhost-lock-encoded": "a%0Ab", "lockhost-fence": "1" },
+      /lockhost-lock-encoded: the lock name contains a control character/,
+    ],
     ["an empty encoded lock", { "lockhost-lock-encoded": "", "lockhost-fence": "1" }, /lockhost-lock-encoded: the lock name is empty/],
   ])("refuses %s with 400", async (_, headers, reason) => {
     const { post } = await guarded();
@@ -200,7 +232,8 @@ describe("fenceGuard on node:http", () => {
     mode = "throw";
     expect(await post(fenced("s", 1))).toEqual(unavailable);
     expect(refusals.map((r) => (r.error === "fence_unavailable" ? (r.cause as Error).message : r.error))).toEqual([
-      "store unreachable", "store exploded synchronously",
+      "store unreachable",
+      "store exploded synchronously",
     ]);
     mode = "work";
     expect((await post(fenced("s", 1))).status).toBe(200); // a fence the failing store never took is not burnt
@@ -208,17 +241,23 @@ describe("fenceGuard on node:http", () => {
   });
 
   it("answers even when onRefused throws", async () => {
-    const { post } = await guarded({ onRefused: () => { throw new Error("logger down"); } });
+    const { post } = await guarded({
+      onRefused: () => {
+        throw new Error("logger down");
+      },
+    });
     expect((await post(fenced("t", 0))).status).toBe(400);
     expect((await post({})).status).toBe(428);
   });
 
   it("fits an express-style chain: (req, res, next), next called once and only when accepted", async () => {
     type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
-    const chain = (...layers: Middleware[]) => (req: IncomingMessage, res: ServerResponse): void => {
-      const run = (i: number): void => layers[i]?.(req, res, (err?: unknown) => (err === undefined ? run(i + 1) : res.destroy()));
-      run(0);
-    };
+    const chain =
+      (...layers: Middleware[]) =>
+      (req: IncomingMessage, res: ServerResponse): void => {
+        const run = (i: number): void => layers[i]?.(req, res, (err?: unknown) => (err === undefined ? run(i + 1) : res.destroy()));
+        run(0);
+      };
     let handled = 0;
     const guard: Middleware = fenceGuard(); // express's app.post("/write", guard, handler)
     const handler: Middleware = (req, res) => {

@@ -83,8 +83,11 @@ describe("the documented conditional UPDATE", () => {
     await pool.query(`create table ${accounts} (id int primary key, balance bigint not null, fence bigint not null default 0)`);
     await pool.query(`insert into ${accounts} (id, balance) values (1, 100)`);
     const write = (amount: number, fence: bigint) =>
-      pool.query(`UPDATE ${accounts} SET balance = balance + $1, fence = $2
-                   WHERE id = $3 AND fence < $2`, [amount, fence.toString(), 1]);
+      pool.query(
+        `UPDATE ${accounts} SET balance = balance + $1, fence = $2
+                   WHERE id = $3 AND fence < $2`,
+        [amount, fence.toString(), 1],
+      );
     const balance = async (): Promise<{ balance: string; fence: string }> =>
       (await pool.query<{ balance: string; fence: string }>(`select balance::text, fence::text from ${accounts} where id = 1`)).rows[0]!;
 

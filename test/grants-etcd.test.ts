@@ -44,7 +44,8 @@ async function runEtcdctl(endpoint: string, token: string, line: string, rename:
   else if ((m = /^etcdctl --user root role grant-permission (\S+) --prefix=true (read|write|readwrite) (\S+)$/.exec(line))) {
     await call("/v3/auth/role/grant", { name: rename(m[1]!), perm: { permType: m[2]!.toUpperCase(), key: b64(m[3]!), range_end: prefixEnd(m[3]!) } });
   } else if ((m = /^etcdctl --user root user add (\S+)$/.exec(line))) await call("/v3/auth/user/add", { name: rename(m[1]!), password: PASSWORD });
-  else if ((m = /^etcdctl --user root user grant-role (\S+) (\S+)$/.exec(line))) await call("/v3/auth/user/grant", { user: rename(m[1]!), role: rename(m[2]!) });
+  else if ((m = /^etcdctl --user root user grant-role (\S+) (\S+)$/.exec(line)))
+    await call("/v3/auth/user/grant", { user: rename(m[1]!), role: rename(m[2]!) });
   else throw new Error(`the test does not know how to run: ${line}`);
 }
 
@@ -88,7 +89,10 @@ describe("etcd least-privilege role (docs/backends.md)", () => {
   it("a user granted another prefix fails the start, naming the prefix it needs", async () => {
     await userWith("lockhost-other", (l) => l.replace(/readwrite lockhost\/$/, "readwrite other/"));
     const backend = await backendAs("lockhost-other");
-    const err = await backend.ping().then(() => undefined, (e: unknown) => e);
+    const err = await backend.ping().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE", details: { permanent: 1 } });
     expect((err as Error).message).toContain("the etcd user lacks read/write permission on the key prefix lockhost/");
     const locks = new LockService(backend, { node: "n" });
@@ -106,7 +110,10 @@ describe("etcd least-privilege role (docs/backends.md)", () => {
 
   it("a user with read only on the prefix fails the start too", async () => {
     await userWith("lockhost-read", (l) => l.replace(" readwrite ", " read "));
-    const err = await (await backendAs("lockhost-read")).ping().then(() => undefined, (e: unknown) => e);
+    const err = await (await backendAs("lockhost-read")).ping().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE", details: { permanent: 1 } });
     expect((err as Error).message).toContain("the etcd user lacks read/write permission on the key prefix lockhost/");
   });

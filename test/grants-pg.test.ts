@@ -79,7 +79,10 @@ afterAll(async () => {
 describe("PostgreSQL least-privilege grants (docs/backends.md)", () => {
   it("prints the DDL lockhost runs, for the default table", () => {
     // A change to the DDL in mutex-sql.ts or queue-sql.ts changes what an administrator must run: paste ddlFor("lockhost_locks") there.
-    expect(page.includes("```sql\n" + ddlFor("lockhost_locks") + "\n```"), "docs/backends.md prints the DDL of mutex-sql.ts and queue-sql.ts for lockhost_locks").toBe(true);
+    expect(
+      page.includes("```sql\n" + ddlFor("lockhost_locks") + "\n```"),
+      "docs/backends.md prints the DDL of mutex-sql.ts and queue-sql.ts for lockhost_locks",
+    ).toBe(true);
   });
 
   it("(a) a role that owns its tables: the basics and every kind", async () => {
@@ -102,11 +105,16 @@ describe("PostgreSQL least-privilege grants (docs/backends.md)", () => {
   it("a role missing a grant on the mutex tables fails the start naming it", async () => {
     await admin.query(`CREATE SCHEMA ${schema}`);
     await admin.query(ddlFor(table));
-    const url = await roleWith("(b) a role that uses tables an administrator made", "noupdate", (sql) =>
-      `${sql}\nREVOKE UPDATE ON ${table}_holders FROM ${schema}_noupdate;`,
+    const url = await roleWith(
+      "(b) a role that uses tables an administrator made",
+      "noupdate",
+      (sql) => `${sql}\nREVOKE UPDATE ON ${table}_holders FROM ${schema}_noupdate;`,
     );
     const backend = backendAt(url);
-    const err = await backend.ping().then(() => undefined, (e: unknown) => e);
+    const err = await backend.ping().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE", details: { permanent: 1 } });
     expect((err as Error).message).toContain(`the role lacks UPDATE on ${table}_holders`);
     const locks = new LockService(backend, { node: "n" });
@@ -121,7 +129,12 @@ describe("PostgreSQL least-privilege grants (docs/backends.md)", () => {
     await admin.query(`CREATE SCHEMA ${schema}`);
     // The block's role and schema lines only: there are no tables to grant on.
     const url = await roleWith("(b) a role that uses tables an administrator made", "nocreate", (sql) => sql.split("\n").slice(0, 3).join("\n"));
-    const err = await backendAt(url).ping().then(() => undefined, (e: unknown) => e);
+    const err = await backendAt(url)
+      .ping()
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE", details: { permanent: 1 } });
     expect((err as Error).message).toContain(`the role may not create the lock tables (permission denied for schema ${schema}`);
   });
@@ -129,12 +142,17 @@ describe("PostgreSQL least-privilege grants (docs/backends.md)", () => {
   it("a role missing a grant on the queue tables: the step fails for good, naming the table", async () => {
     await admin.query(`CREATE SCHEMA ${schema}`);
     await admin.query(ddlFor(table));
-    const url = await roleWith("(b) a role that uses tables an administrator made", "nodelete", (sql) =>
-      `${sql}\nREVOKE DELETE ON ${table}_shared_holders FROM ${schema}_nodelete;`,
+    const url = await roleWith(
+      "(b) a role that uses tables an administrator made",
+      "nodelete",
+      (sql) => `${sql}\nREVOKE DELETE ON ${table}_shared_holders FROM ${schema}_nodelete;`,
     );
     const locks = new LockService(backendAt(url), { node: "n" });
     const permit = (await locks.try("sem", { ttlMs: 5_000, ...permitSpec(2) }))!;
-    const err = await locks.release(permit).then(() => undefined, (e: unknown) => e);
+    const err = await locks.release(permit).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE", retryable: false });
     expect((err as Error).message).toContain("the role lacks a privilege: permission denied for table locks_shared_holders (SQLSTATE 42501");
     await locks.close({ closeBackend: false });

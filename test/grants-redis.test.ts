@@ -22,7 +22,10 @@ const page = readFileSync(new URL("../docs/backends.md", import.meta.url), "utf8
 function documentedLine(start: string): string[] {
   const line = page.split("\n").find((l) => l.startsWith(`ACL SETUSER lockhost ${start}`));
   if (!line) throw new Error(`docs/backends.md has no \`ACL SETUSER lockhost ${start}...\` line`);
-  return line.split(" ").slice(3).map((w) => (w === ">CHANGE-ME" ? `>${PASSWORD}` : w));
+  return line
+    .split(" ")
+    .slice(3)
+    .map((w) => (w === ">CHANGE-ME" ? `>${PASSWORD}` : w));
 }
 
 /** The docs' ACL SETUSER line for the default prefix, as its words. */
@@ -70,12 +73,20 @@ describe("Redis least-privilege ACL (docs/backends.md)", () => {
   });
 
   it("without EVAL or EVALSHA: the start-up check fails for good, naming the command", async () => {
-    const noEval = await backendAt(await userWith("lockhost-noeval", (r) => [...r, "-eval"])).ping().then(() => undefined, (e: unknown) => e);
+    const noEval = await backendAt(await userWith("lockhost-noeval", (r) => [...r, "-eval"]))
+      .ping()
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(noEval).toMatchObject({ code: "BACKEND_UNAVAILABLE", details: { permanent: 1 } });
     expect((noEval as Error).message).toContain("the Redis user lacks the 'eval' command (+eval)");
     const url = await userWith("lockhost-noevalsha", (r) => [...r, "-evalsha"]);
     const backend = backendAt(url);
-    const err = await backend.ping().then(() => undefined, (e: unknown) => e);
+    const err = await backend.ping().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE", details: { permanent: 1 } });
     expect((err as Error).message).toContain("the Redis user lacks the 'evalsha' command (+evalsha)");
     const locks = new LockService(backend, { node: "n" });
@@ -95,7 +106,12 @@ describe("Redis least-privilege ACL (docs/backends.md)", () => {
 
   it("with a key pattern that misses the prefix: the error names the pattern it needs", async () => {
     const url = await userWith("lockhost-otherkeys", (r) => r.map((w) => (w === "~lockhost:*" ? "~other:*" : w)));
-    const err = await backendAt(url).ping().then(() => undefined, (e: unknown) => e);
+    const err = await backendAt(url)
+      .ping()
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toMatchObject({ code: "BACKEND_UNAVAILABLE", details: { permanent: 1 } });
     expect((err as Error).message).toContain("the Redis user lacks access to lockhost's keys (its key pattern must cover the key prefix: ~lockhost:*)");
   });

@@ -66,10 +66,12 @@ const grant = (over: Partial<HttpGrant> = {}): HttpGrant => ({
 /** Servers behind a fenceGuard the fence cases start; closed after all. */
 const fencedServers: Server[] = [];
 afterAll(async () => {
-  await Promise.all(fencedServers.map((s) => {
-    s.closeAllConnections();
-    return new Promise((resolve) => s.close(resolve));
-  }));
+  await Promise.all(
+    fencedServers.map((s) => {
+      s.closeAllConnections();
+      return new Promise((resolve) => s.close(resolve));
+    }),
+  );
 });
 
 /**
@@ -198,7 +200,12 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
     it("refuses to load a guest importing a namespace its plugin is not granted, naming plugin, module and name", async () => {
       await expect(guest({ functions: [] })).rejects.toMatchObject({
         code: "ABI_UNSUPPORTED",
-        message: expect.stringMatching(/plugin billing .* imports function billing\.echo, which lockhost does not provide: module "billing" is no ABI module, and its \[\[plugins\]\] entry grants no functions/),
+        message: expect.stringMatching(
+          new RegExp(
+            "plugin billing .* imports function billing\\.echo, which lockhost does not provide: " +
+              'module "billing" is no ABI module, and its \\[\\[plugins\\]\\] entry grants no functions',
+          ),
+        ),
       });
       await expect(guest({ hostFunctions: { billing: { echo: functions.billing!.echo! } } })).rejects.toMatchObject({
         code: "ABI_UNSUPPORTED",
@@ -243,7 +250,13 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       for (const key of ["ledger ", "ledger ", "ledger ", "ledger", "ledger"]) statuses.push(await g.call("post", [guarded.url, "x", "", key]));
       expect({ statuses, seen: guarded.seen }).toEqual({
         statuses: [403, 403, 403, 200, 200],
-        seen: ["403 lock_not_accepted global:ledger ", "403 lock_not_accepted global:ledger ", "403 lock_not_accepted global:ledger ", "200 global:ledger 1", "200 global:ledger 2"],
+        seen: [
+          "403 lock_not_accepted global:ledger ",
+          "403 lock_not_accepted global:ledger ",
+          "403 lock_not_accepted global:ledger ",
+          "200 global:ledger 1",
+          "200 global:ledger 2",
+        ],
       });
     });
 
@@ -351,7 +364,10 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       ]);
       const quiet = await guest({ logLevel: "warn", plugin: "quiet" });
       await quiet.call("logAll");
-      expect(fx.log.lines.filter((l) => l.plugin === "quiet" && String(l.msg).startsWith("guest: ")).map((l) => l.msg)).toEqual(["guest: a warn line", "guest: an error line"]);
+      expect(fx.log.lines.filter((l) => l.plugin === "quiet" && String(l.msg).startsWith("guest: ")).map((l) => l.msg)).toEqual([
+        "guest: a warn line",
+        "guest: an error line",
+      ]);
       expect(await g.call("logBadLevel")).toBe(-S.INVALID_ARGUMENT);
     });
   });

@@ -43,7 +43,8 @@ describe("isolation at config load, on this Node", () => {
       expect(resolved('isolation = "inline"').runtime).toBe("inline");
     } else {
       expect(refusal('isolation = "inline"')).toBe(
-        `lockhost.toml: [[plugins]] #1 ("p"): isolation "inline" is not available on this Node: it needs WebAssembly JSPI: Node 26 or later, or Node 24 started with --experimental-wasm-jspi (this is Node ${process.versions.node}); use "worker", or "auto" to fall back to it`,
+        `lockhost.toml: [[plugins]] #1 ("p"): isolation "inline" is not available on this Node: it needs WebAssembly JSPI: Node 26 or later, or Node ` +
+          `24 started with --experimental-wasm-jspi (this is Node ${process.versions.node}); use "worker", or "auto" to fall back to it`,
       );
     }
   });

@@ -67,7 +67,11 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime) => {
     const third = call(c, "fairWait", [0, 10_000, 20_000]);
     await sleep(100);
     expect(await call(a, "fairStatusTrace")).toBeGreaterThan(0);
-    const status = JSON.parse(traces().find((t) => t.startsWith("fair "))!.slice(5));
+    const status = JSON.parse(
+      traces()
+        .find((t) => t.startsWith("fair "))!
+        .slice(5),
+    );
     expect(status).toMatchObject({ key: "test:doc", kind: "fair", held: true, queued: 2 });
     // The plain mutex of the key is another lock.
     expect(await call(a, "mutexLock", [1, 10_000])).toBeGreaterThan(0);
@@ -107,11 +111,19 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime) => {
     await sleep(100);
     await call(a, "permit", [1, 4, 10_000]);
     expect(await call(a, "statuses")).toBeGreaterThan(0);
-    const rw = JSON.parse(traces().find((t) => t.startsWith("rw "))!.slice(3));
+    const rw = JSON.parse(
+      traces()
+        .find((t) => t.startsWith("rw "))!
+        .slice(3),
+    );
     expect(rw).toMatchObject({ key: "test:doc", kind: "rw", held: true, limit: 0, queued: 1 });
     expect(rw.holders).toHaveLength(1);
     expect(rw.holders[0]).toMatchObject({ mode: "shared", holder: { plugin: "test", node: "node-a" }, ttl_ms: 10_000 });
-    const sem = JSON.parse(traces().find((t) => t.startsWith("semaphore "))!.slice(10));
+    const sem = JSON.parse(
+      traces()
+        .find((t) => t.startsWith("semaphore "))!
+        .slice(10),
+    );
     expect(sem).toMatchObject({ key: "test:doc", kind: "semaphore", held: true, limit: 4 });
     expect(await call(a, "release", [0])).toBe(0);
     expect(await queued).toBeGreaterThan(0);

@@ -69,7 +69,11 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime) => {
         logLevel: "info",
         ...options,
       }).then(f.track);
-    const guestLines = () => f.log.messages().filter((m) => m.startsWith("guest: ")).map((m) => m.slice(7));
+    const guestLines = () =>
+      f.log
+        .messages()
+        .filter((m) => m.startsWith("guest: "))
+        .map((m) => m.slice(7));
 
     it("receives string arguments as UTF-8 (ptr, len), two i32 parameters each, an empty one as (0, 0)", async () => {
       const g = await sdkGuest();
@@ -82,11 +86,15 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime) => {
       for (let i = 0; i < 20; i++) expect(await g.call("greet", ["y".repeat(1000), i])).toBe(1000);
     });
 
-    it(`refuses arguments that do not make the export's parameters, naming them; a string over ${allocator} ${wasm === "c-sdk" ? "fails the call like a trap" : "arrives"}`, async () => {
+    it(`refuses arguments that do not make the export's parameters, naming them; a string over ${allocator} ${
+      wasm === "c-sdk" ? "fails the call like a trap" : "arrives"
+    }`, async () => {
       const g = await sdkGuest();
       await expect(g.call("greet", ["x"])).rejects.toMatchObject({
         code: "INVALID_ARGUMENT",
-        message: "export greet(i32, i32, i32) of plugin billing takes 3 parameter(s), got 1 argument(s) that make 2 (a string is 2 of them, ptr and len: this guest receives UTF-8 as (ptr, len))",
+        message:
+          "export greet(i32, i32, i32) of plugin billing takes 3 parameter(s), got 1 argument(s) that make 2 (a string is 2 of them, ptr and len: " +
+          "this guest receives UTF-8 as (ptr, len))",
       });
       const long = g.call("greet", ["z".repeat(5000), 1]);
       if (wasm === "c-sdk") {
@@ -100,7 +108,11 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime) => {
     it("declares its schedules as UTF-8: a short [[scheduled]] entry runs each", async () => {
       const g = await sdkGuest();
       expect(g.exportSignature("lockhost_schedules_utf8")).toEqual({ params: [], results: ["i64"] });
-      const config = parseConfig(`[[plugins]]\nname = "billing"\nwasm = "sdk.wasm"\n[[scheduled]]\nplugin = "billing"\nhint = "node_local"`, { source: "lockhost.toml", baseDir: "/srv", env: {} });
+      const config = parseConfig(`[[plugins]]\nname = "billing"\nwasm = "sdk.wasm"\n[[scheduled]]\nplugin = "billing"\nhint = "node_local"`, {
+        source: "lockhost.toml",
+        baseDir: "/srv",
+        env: {},
+      });
       const expanded = await expandScheduled(config, new Map([["billing", g]]));
       expect(expanded.map((s) => [s.id, s.export, s.schedule])).toEqual([
         ["billing.tick", "tick", { kind: "interval", everyMs: 5_000, text: "5s" }],

@@ -14,7 +14,13 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime) => {
   const guest = async (): Promise<GuestInstance> => fx.track(await startGuest("leader", fx.locks, fx.log.logger, { runtime }));
   const call = async (g: GuestInstance, name: string, args: number[] = []): Promise<number> => Number(await g.call(name, args));
   const traces = (): string[] => guestTraces(fx.log);
-  const leaderJson = (): Record<string, unknown> => JSON.parse(traces().filter((t) => t.startsWith("leader ")).at(-1)!.slice(7)) as Record<string, unknown>;
+  const leaderJson = (): Record<string, unknown> =>
+    JSON.parse(
+      traces()
+        .filter((t) => t.startsWith("leader "))
+        .at(-1)!
+        .slice(7),
+    ) as Record<string, unknown>;
 
   it("elects one guest, reads the leader and its value, proclaims, and hands over on resign with a higher term", async () => {
     const [a, b] = [await guest(), await guest()];

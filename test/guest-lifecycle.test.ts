@@ -326,7 +326,11 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
     it.each(cases)("%s(%j) returns -%i with a message naming the fault", async (name, args, code, message) => {
       const a = await guest();
       expect(await a.call(name, args)).toBe(-code);
-      expect(traces().filter((m) => m.startsWith(`error ${code}: `)).at(-1)).toContain(message);
+      expect(
+        traces()
+          .filter((m) => m.startsWith(`error ${code}: `))
+          .at(-1),
+      ).toContain(message);
       expect(locks.heldCount).toBe(0);
       expect(await a.call("add", [1, 1])).toBe(2);
     });

@@ -106,7 +106,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
         expect(await b.call("hold", [5, 10_000, 0])).toBeGreaterThan(0); // beta:k5, its own
         expect(await c.call("hold", [5, 10_000, S.FLAG_GLOBAL])).toBe(-S.PERMISSION_DENIED);
         expect(await c.call("outcome", [5, 10_000, S.FLAG_GLOBAL])).toBe(100 + S.PERMISSION_DENIED);
-        expect(log.messages().some((m) => m.includes("plugin gamma may not use global key \"k5\""))).toBe(true);
+        expect(log.messages().some((m) => m.includes('plugin gamma may not use global key "k5"'))).toBe(true);
         expect(await a.call("release", [ha])).toBe(S.OK);
       });
 
@@ -225,7 +225,10 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
     it("names memory_limit_mib when a guest runs out of memory", async () => {
       const a = await guest({ memoryLimitMib: 1 });
       const err = await a.call("exhaustMemory").catch((e: unknown) => e as Error);
-      expect(err).toMatchObject({ code: "GUEST_TRAP", message: expect.stringContaining("it had used all of its memory, memory_limit_mib = 1 for plugin test") });
+      expect(err).toMatchObject({
+        code: "GUEST_TRAP",
+        message: expect.stringContaining("it had used all of its memory, memory_limit_mib = 1 for plugin test"),
+      });
       expect(log.messages().some((m) => m.startsWith("guest trapped: ") && m.includes("memory_limit_mib = 1"))).toBe(true);
       expect(await a.call("add", [2, 3])).toBe(5); // restarted with fresh memory
     });

@@ -77,25 +77,35 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
       const g = await guest();
       await expect(g.call("echo", ["x".repeat(MAX_STRING_ARG_UNITS + 1), 1, "b"])).rejects.toMatchObject({
         code: "INVALID_ARGUMENT",
-        message: expect.stringContaining(`export echo(i32, i32, i32) of plugin @acme/cron: argument 1 is a string of ${MAX_STRING_ARG_UNITS + 1} UTF-16 units, over the limit`),
+        message: expect.stringContaining(
+          `export echo(i32, i32, i32) of plugin @acme/cron: argument 1 is a string of ${MAX_STRING_ARG_UNITS + 1} UTF-16 units, over the limit`,
+        ),
       });
       const locker = await guest("locker");
       await expect(locker.call("add", ["1", 2])).rejects.toMatchObject({
         code: "INVALID_ARGUMENT",
-        message: expect.stringContaining("argument 1 is a string: a string argument needs the guest to export lockhost_alloc(i32) -> i32 and lockhost_free(i32)"),
+        message: expect.stringContaining(
+          "argument 1 is a string: a string argument needs the guest to export lockhost_alloc(i32) -> i32 and lockhost_free(i32)",
+        ),
       });
       // Nothing reached the guests: both still answer.
       expect(await locker.call("add", [1, 2])).toBe(3);
       expect(await g.call("echo", ["a", 1, "b"])).toBe(2);
     });
 
-    it("gives a guest exporting lockhost_alloc_utf8 each string as UTF-8 (ptr, len), frees each, and fails the call like a trap when its allocator answers 0", async () => {
+    it("gives a guest exporting lockhost_alloc_utf8 each string as UTF-8 (ptr, len), frees each, fails the call like a trap when it answers 0", async () => {
       const g = await guest("utf8args");
       expect(await g.call("take", ["é", 1])).toBe(0xc3 + 1); // UTF-8's first byte, not UTF-16's
       expect(await g.call("take", ["", 5])).toBe(5); // (0, 0): nothing allocated, nothing freed
       expect(await g.call("frees")).toBe(1);
-      await expect(g.call("take", [1, 2])).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("export take(i32, i32, i32) of plugin @acme/cron takes 3 argument(s), got 2") });
-      await expect(g.call("take", ["x".repeat(101), 1])).rejects.toMatchObject({ code: "GUEST_TRAP", message: expect.stringContaining("lockhost_alloc_utf8(101) returned 0, where a string of 101 bytes does not fit") });
+      await expect(g.call("take", [1, 2])).rejects.toMatchObject({
+        code: "INVALID_ARGUMENT",
+        message: expect.stringContaining("export take(i32, i32, i32) of plugin @acme/cron takes 3 argument(s), got 2"),
+      });
+      await expect(g.call("take", ["x".repeat(101), 1])).rejects.toMatchObject({
+        code: "GUEST_TRAP",
+        message: expect.stringContaining("lockhost_alloc_utf8(101) returned 0, where a string of 101 bytes does not fit"),
+      });
       expect(await g.call("take", ["a", 0])).toBe(0x61);
     });
 
@@ -113,11 +123,34 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
   describe("the string form a guest's exports choose", () => {
     const sig = (params: ValType[], results: ValType[] = []): FuncSignature => ({ params, results });
     it("names what a UTF-8 guest lacks, with the signatures it has and how each SDK provides them", () => {
-      expect(allocatorProblem(new Map([["lockhost_alloc_utf8", sig(["i32"], ["i32"])], ["lockhost_free_utf8", sig(["i32"])]]))).toBe(
-        "a string argument needs the guest to export lockhost_alloc_utf8(i32) -> i32 and lockhost_free_utf8(i32, i32) (Rust: lockhost::export_string_args!(); C: LOCKHOST_STRING_ARGS_ARENA(bytes) or LOCKHOST_STRING_ARGS_MALLOC()); it exports lockhost_alloc_utf8(i32) -> i32 and lockhost_free_utf8(i32) -> nothing",
+      expect(
+        allocatorProblem(
+          new Map([
+            ["lockhost_alloc_utf8", sig(["i32"], ["i32"])],
+            ["lockhost_free_utf8", sig(["i32"])],
+          ]),
+        ),
+      ).toBe(
+        "a string argument needs the guest to export lockhost_alloc_utf8(i32) -> i32 and lockhost_free_utf8(i32, i32) (Rust: " +
+          "lockhost::export_string_args!(); C: LOCKHOST_STRING_ARGS_ARENA(bytes) or LOCKHOST_STRING_ARGS_MALLOC()); it exports " +
+          "lockhost_alloc_utf8(i32) -> i32 and lockhost_free_utf8(i32) -> nothing",
       );
-      expect(allocatorProblem(new Map([["lockhost_alloc_utf8", sig(["i32"], ["i32"])], ["lockhost_free_utf8", sig(["i32", "i32"])]]))).toBeUndefined();
-      expect(allocatorProblem(new Map([["lockhost_alloc", sig(["i32"], ["i32"])], ["lockhost_free", sig(["i32"])]]))).toBeUndefined();
+      expect(
+        allocatorProblem(
+          new Map([
+            ["lockhost_alloc_utf8", sig(["i32"], ["i32"])],
+            ["lockhost_free_utf8", sig(["i32", "i32"])],
+          ]),
+        ),
+      ).toBeUndefined();
+      expect(
+        allocatorProblem(
+          new Map([
+            ["lockhost_alloc", sig(["i32"], ["i32"])],
+            ["lockhost_free", sig(["i32"])],
+          ]),
+        ),
+      ).toBeUndefined();
     });
   });
 
@@ -160,7 +193,13 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (r) => {
     it("reads escapes and unknown fields, and refuses text that is not the status", async () => {
       const g = await guest();
       // biome-ignore-start lint/correctness/noPrecisionLoss: a fence past 2^53, read back as the double it rounds to
-      const json = JSON.stringify({ key: 'a"b\\c\u00e9\n', held: true, extra: { x: [1, { y: null }] }, holder: { plugin: "p", node: "n\u{1F512}" }, fence: 9007199254740993 });
+      const json = JSON.stringify({
+        key: 'a"b\\c\u00e9\n',
+        held: true,
+        extra: { x: [1, { y: null }] },
+        holder: { plugin: "p", node: "n\u{1F512}" },
+        fence: 9007199254740993,
+      });
       // biome-ignore-end lint/correctness/noPrecisionLoss: only that fence
       expect(await g.call("parse", [json])).toBe(1);
       expect(traces().at(-1)).toBe(`parsed key=a"b\\cé\n held=1 plugin=p node=n🔒 fence=9007199254740992`);

@@ -45,7 +45,12 @@ describe("scoped plugin names", () => {
   });
 
   it("work through the admin listener and its client: status, list by plugin, force-release by full name", async () => {
-    const server = await startAdminServer({ service: locks, settings: { listen: { host: "127.0.0.1", port: 0 }, token: "t0k3n-scoped" }, log: captureLogger().logger, node: "node-a" });
+    const server = await startAdminServer({
+      service: locks,
+      settings: { listen: { host: "127.0.0.1", port: 0 }, token: "t0k3n-scoped" },
+      log: captureLogger().logger,
+      node: "node-a",
+    });
     try {
       await locks.tryLock("nightly", { ttlMs: 10_000, scope: { plugin: "@acme/cron" } });
       const list = (await (await fetch(`${server.url}/locks?plugin=${encodeURIComponent("@acme/cron")}`)).json()) as { locks: { name: string }[] };

@@ -6,7 +6,17 @@ import { Lease } from "../host/locking/lease.js";
 import { mintOwner } from "../host/locking/owner-token.js";
 
 const leaseOf = (owner: string, fence = 1): Lease =>
-  new Lease({ name: `global:${owner}`, owner, fence, ttlMs: 1_000, holder: { plugin: "host", node: "n" }, acquiredAtMs: 0, expiresAtMs: 1_000, deadline: 1_000, keepalive: false });
+  new Lease({
+    name: `global:${owner}`,
+    owner,
+    fence,
+    ttlMs: 1_000,
+    holder: { plugin: "host", node: "n" },
+    acquiredAtMs: 0,
+    expiresAtMs: 1_000,
+    deadline: 1_000,
+    keepalive: false,
+  });
 
 /**
  * Minted-form owners that collide: they share the hex digits the table hashes (24..31) and

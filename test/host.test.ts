@@ -21,7 +21,10 @@ afterEach(async () => {
   await Promise.all(hosts.splice(0).map((h) => h.stop(1_000)));
 });
 
-async function start(input: ConfigInput, backend = new MemoryBackend()): Promise<{ host: Host; log: ReturnType<typeof captureLogger>; backend: MemoryBackend }> {
+async function start(
+  input: ConfigInput,
+  backend = new MemoryBackend(),
+): Promise<{ host: Host; log: ReturnType<typeof captureLogger>; backend: MemoryBackend }> {
   const log = captureLogger();
   const host = await Host.start(resolveConfig(input), { logger: log.logger, backend });
   hosts.push(host);
@@ -53,7 +56,10 @@ describe("Host", () => {
       const backend = new MemoryBackend();
       // Each plugin may reach its ledger URL's host and port, and nothing else on this machine.
       const ledgerPlugin = (url: string) => ({
-        name: "ledger", wasm: guestWasm("ledger", "example"), globalKeys: ["ledger"], config: { ledger_url: url },
+        name: "ledger",
+        wasm: guestWasm("ledger", "example"),
+        globalKeys: ["ledger"],
+        config: { ledger_url: url },
         http: { allowedHosts: [new URL(url).host], methods: ["POST"], allowPrivateRanges: ["127.0.0.0/8"] },
       });
       const a = await start({ host: { node: "node-a" }, plugins: [{ name: "report", wasm: guestWasm("report", "example") }, ledgerPlugin(proxyUrl)] }, backend);
@@ -163,13 +169,11 @@ describe("Host", () => {
 
   it("refuses a guest that does not meet the ABI, and leaves nothing running", async () => {
     const backend = new MemoryBackend();
-    await expect(
-      start({ plugins: [locker, { name: "old", wasm: guestWasm("noversion") }] }, backend),
-    ).rejects.toMatchObject({ code: "ABI_UNSUPPORTED" });
+    await expect(start({ plugins: [locker, { name: "old", wasm: guestWasm("noversion") }] }, backend)).rejects.toMatchObject({ code: "ABI_UNSUPPORTED" });
     expect(backend.size).toBe(0);
   });
 
-  it("runs a plugin inline where this Node has JSPI, and elsewhere refuses isolation = \"inline\" naming the file, the key and the Node it needs", async () => {
+  it('runs a plugin inline where this Node has JSPI, and elsewhere refuses isolation = "inline" naming the file, the key and the Node it needs', async () => {
     const source = "/etc/lockhost/lockhost.toml";
     if (jspiAvailable()) {
       const { host } = await start({ source, plugins: [{ ...locker, isolation: "inline" }] });
@@ -179,14 +183,20 @@ describe("Host", () => {
     } else {
       await expect(start({ source, plugins: [{ ...locker, isolation: "inline" }] })).rejects.toMatchObject({
         code: "CONFIG_INVALID",
-        message: `/etc/lockhost/lockhost.toml: plugins[0] ("locker"): isolation "inline" is not available on this Node: it needs WebAssembly JSPI: Node 26 or later, or Node 24 started with --experimental-wasm-jspi (this is Node ${process.versions.node}); use "worker", or "auto" to fall back to it`,
+        message:
+          `/etc/lockhost/lockhost.toml: plugins[0] ("locker"): isolation "inline" is not available on this Node: it needs WebAssembly JSPI: ` +
+          `Node 26 or later, or Node 24 started with --experimental-wasm-jspi (this is Node ${process.versions.node}); use "worker", or "auto" to ` +
+          `fall back to it`,
       });
     }
   });
 
   it.each([
     ["redis", (port: number): ConfigInput["locking"] => ({ backend: "redis", redis: { url: `redis://:hunter2@127.0.0.1:${port}`, commandTimeoutMs: 300 } })],
-    ["pg", (port: number): ConfigInput["locking"] => ({ backend: "pg", pg: { url: `postgres://postgres:hunter2@127.0.0.1:${port}/test`, commandTimeoutMs: 300 } })],
+    [
+      "pg",
+      (port: number): ConfigInput["locking"] => ({ backend: "pg", pg: { url: `postgres://postgres:hunter2@127.0.0.1:${port}/test`, commandTimeoutMs: 300 } }),
+    ],
   ])("starts on %s while its server is down; guests get BACKEND_UNAVAILABLE, the host keeps running", async (_name, locking) => {
     const log = captureLogger();
     const host = await Host.start(resolveConfig({ locking: locking(await freePort()), plugins: [locker] }), { logger: log.logger });
@@ -203,12 +213,28 @@ describe("Host", () => {
   });
 
   it.each([
-    ["redis", (): ConfigInput["locking"] => ({ backend: "redis", redis: { url: `${redisUrl()}/15`.replace(/^redis:\/\//, "redis://lockhost-no-such-user:wrong-password@"), commandTimeoutMs: 1_000 } }), /WRONGPASS|invalid password|AUTH/],
-    ["pg", (): ConfigInput["locking"] => ({ backend: "pg", pg: { url: databaseUrl().replace(/\/[^/]*$/, "/lockhost_no_such_database"), commandTimeoutMs: 2_000 } }), /lockhost_no_such_database/],
+    [
+      "redis",
+      (): ConfigInput["locking"] => ({
+        backend: "redis",
+        redis: { url: `${redisUrl()}/15`.replace(/^redis:\/\//, "redis://lockhost-no-such-user:wrong-password@"), commandTimeoutMs: 1_000 },
+      }),
+      /WRONGPASS|invalid password|AUTH/,
+    ],
+    [
+      "pg",
+      (): ConfigInput["locking"] => ({ backend: "pg", pg: { url: databaseUrl().replace(/\/[^/]*$/, "/lockhost_no_such_database"), commandTimeoutMs: 2_000 } }),
+      /lockhost_no_such_database/,
+    ],
   ])("fails at start when %s refuses this host for good, naming the table, and leaves nothing running", async (_name, locking, why) => {
-    const err = await Host.start(resolveConfig({ source: "/etc/lockhost.toml", locking: locking(), plugins: [locker] }), { logger: captureLogger().logger }).catch((e: unknown) => e);
+    const err = await Host.start(resolveConfig({ source: "/etc/lockhost.toml", locking: locking(), plugins: [locker] }), {
+      logger: captureLogger().logger,
+    }).catch((e: unknown) => e);
     if (err instanceof Host) hosts.push(err);
-    expect(err).toMatchObject({ code: "CONFIG_INVALID", message: expect.stringMatching(/^\/etc\/lockhost.toml: \[locking\.(redis|pg)\]: the (redis|pg) backend refused this host for good/) });
+    expect(err).toMatchObject({
+      code: "CONFIG_INVALID",
+      message: expect.stringMatching(/^\/etc\/lockhost.toml: \[locking\.(redis|pg)\]: the (redis|pg) backend refused this host for good/),
+    });
     expect((err as Error).message).toMatch(why);
     // A refusal for good offers no hope of a retry in the background.
     expect((err as Error).message).not.toContain("reconnecting in the background");
@@ -279,7 +305,11 @@ describe("Host", () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { node: string; backend: string; stats: { held: number; acquisitions: number } };
     expect(body).toMatchObject({ node: "admin-node", backend: "memory", stats: { held: 1, acquisitions: 1 } });
-    expect(await (await fetch(`${url}/locks/${encodeURIComponent(lease!.name)}`)).json()).toMatchObject({ name: lease!.name, held: true, holders: [{ fence: lease!.fence }] });
+    expect(await (await fetch(`${url}/locks/${encodeURIComponent(lease!.name)}`)).json()).toMatchObject({
+      name: lease!.name,
+      held: true,
+      holders: [{ fence: lease!.fence }],
+    });
     expect(await (await fetch(`${url}/metrics`)).text()).toContain("lockhost_locks_held");
 
     await host.stop();
@@ -288,7 +318,7 @@ describe("Host", () => {
     expect(JSON.stringify(log.lines)).not.toContain(token);
   });
 
-  it("starts its admin listener before the backend is asked and plugins load: /livez answers, /readyz is 503 'starting' until the host has started", async () => {
+  it("starts its admin listener before the backend is asked and plugins load: /livez answers, /readyz is 503 'starting' until the host started", async () => {
     const log = captureLogger();
     const backend = new MemoryBackend();
     let answer!: () => void;
@@ -316,7 +346,12 @@ describe("Host", () => {
 
   it("a start that fails closes the admin listener it had started", async () => {
     const log = captureLogger();
-    await expect(Host.start(resolveConfig({ plugins: [{ name: "bad", wasm: "/nonexistent/bad.wasm" }], admin: { listen: "127.0.0.1:0" } }), { logger: log.logger, backend: new MemoryBackend() })).rejects.toThrow();
+    await expect(
+      Host.start(resolveConfig({ plugins: [{ name: "bad", wasm: "/nonexistent/bad.wasm" }], admin: { listen: "127.0.0.1:0" } }), {
+        logger: log.logger,
+        backend: new MemoryBackend(),
+      }),
+    ).rejects.toThrow();
     const url = log.lines.find((l) => l.msg === "admin listener started")!.url as string;
     await expect(fetch(`${url}/livez`)).rejects.toThrow();
   });
@@ -338,9 +373,13 @@ describe("Host", () => {
     // It says exactly what is open: with auth = "all" (the default there) only the probes and the page's files.
     expect(warning?.msg).toContain("no [admin] token is set, so every route but /livez, /healthz, /readyz, /, /dashboard/<file>, /favicon.ico is refused");
     // A token over plain HTTP beyond loopback is said too; reads opened on purpose are named.
-    expect(guarded.log.lines.find((l) => l.level === 40 && l.msg.includes("[admin]"))?.msg).toContain("it speaks plain HTTP, so the token crosses the network in clear text (set cert_file and key_file)");
+    expect(guarded.log.lines.find((l) => l.level === 40 && l.msg.includes("[admin]"))?.msg).toContain(
+      "it speaks plain HTTP, so the token crosses the network in clear text (set cert_file and key_file)",
+    );
     const reads = await start({ admin: { listen: "0.0.0.0:0", token: "guarded-token-0123456789", auth: "writes", metricsOpen: true } });
-    expect(reads.log.lines.find((l) => l.level === 40 && l.msg.includes("[admin]"))?.msg).toContain("anyone who can reach it reads /stats, /metrics, /locks, /locks/<name>, /events without a token");
+    expect(reads.log.lines.find((l) => l.level === 40 && l.msg.includes("[admin]"))?.msg).toContain(
+      "anyone who can reach it reads /stats, /metrics, /locks, /locks/<name>, /events without a token",
+    );
   });
 
   it("refuses to start when the admin address is taken, naming the file and [admin] listen, and leaves nothing running", async () => {

@@ -9,8 +9,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import { LockhostError } from "../kit/errors.js";
 import { lockHeader, parseFenceHeaders } from "../fence/index.js";
 import {
-  cidrProblem, createHttpClient, headerProblem, hostPatternProblem, methodProblem,
-  type GuestHttpRequest, type HttpClient, type HttpGrant,
+  cidrProblem,
+  createHttpClient,
+  headerProblem,
+  hostPatternProblem,
+  methodProblem,
+  type GuestHttpRequest,
+  type HttpClient,
+  type HttpGrant,
 } from "../host/runtime/capabilities/http/index.js";
 import { HostAllowList } from "../host/runtime/capabilities/http/host-pattern.js";
 import { AddressPolicy } from "../host/runtime/capabilities/http/address-policy.js";
@@ -84,7 +90,9 @@ function get(url: string, headers: [string, string][] = []): GuestHttpRequest {
 /** The LockhostError `p` rejects with, after checking it never quotes the grant's secret. */
 async function failure(p: Promise<unknown>): Promise<LockhostError> {
   const err = await p.then(
-    () => { throw new Error("expected a rejection"); },
+    () => {
+      throw new Error("expected a rejection");
+    },
     (e: unknown) => e,
   );
   expect(err).toBeInstanceOf(LockhostError);
@@ -106,7 +114,10 @@ describe("http client: round trips", () => {
     const got = await c.request(get(`${s.origin}/x?q=1`, [["X-Trace", "t1"]]), {});
     expect(got.status).toBe(200);
     expect(JSON.parse(text(got.body))).toEqual({ method: "GET", key: SECRET, trace: "t1", body: "" });
-    expect(got.headers.filter(([n]) => n === "set-cookie")).toEqual([["set-cookie", "a=1"], ["set-cookie", "b=2"]]);
+    expect(got.headers.filter(([n]) => n === "set-cookie")).toEqual([
+      ["set-cookie", "a=1"],
+      ["set-cookie", "b=2"],
+    ]);
     expect(got.headers).toContainEqual(["content-type", "application/json"]);
 
     const posted = await c.request({ method: "post", url: `${s.origin}/y`, headers: [["content-type", "text/plain"]], body: Buffer.from("hello") }, {});
@@ -134,7 +145,9 @@ describe("http client: round trips", () => {
       const got = await c.request(get(s.origin), { hostHeaders: [[...lockHeader(lock)], ["lockhost-fence", "1"]] });
       const body = JSON.parse(text(got.body)) as { lock?: string; reason?: string };
       // A CR/LF name arrives whole, then the guard's rule refuses control characters by name.
-      expect(body, JSON.stringify(lock)).toEqual(/[\r\n]/.test(lock) ? { kind: "malformed", reason: "lockhost-lock-encoded: the lock name contains a control character" } : { lock });
+      expect(body, JSON.stringify(lock)).toEqual(
+        /[\r\n]/.test(lock) ? { kind: "malformed", reason: "lockhost-lock-encoded: the lock name contains a control character" } : { lock },
+      );
     }
   });
 });
@@ -204,9 +217,30 @@ describe("http client: allow-list and addresses", () => {
 
   it("judges IPv4 inside IPv6 (mapped, NAT64, 6to4) and every non-public range", () => {
     const none = new AddressPolicy([]);
-    for (const a of ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0",
-      "224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fd00::1", "fc00::1", "ff02::1",
-      "::ffff:127.0.0.1", "::ffff:a9fe:a9fe", "64:ff9b::a9fe:a9fe", "64:ff9b::10.0.0.1", "2002:7f00:1::1", "::127.0.0.1", "fe80::1%eth0"]) {
+    for (const a of [
+      "127.0.0.1",
+      "10.1.2.3",
+      "172.16.0.1",
+      "192.168.1.1",
+      "169.254.169.254",
+      "100.64.0.1",
+      "0.0.0.0",
+      "224.0.0.1",
+      "255.255.255.255",
+      "::1",
+      "::",
+      "fe80::1",
+      "fd00::1",
+      "fc00::1",
+      "ff02::1",
+      "::ffff:127.0.0.1",
+      "::ffff:a9fe:a9fe",
+      "64:ff9b::a9fe:a9fe",
+      "64:ff9b::10.0.0.1",
+      "2002:7f00:1::1",
+      "::127.0.0.1",
+      "fe80::1%eth0",
+    ]) {
       expect(none.allows(a), a).toBe(false);
     }
     for (const a of ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808"]) expect(none.allows(a), a).toBe(true);
@@ -221,14 +255,22 @@ describe("http client: allow-list and addresses", () => {
 
 describe("http client: redirects", () => {
   it("follows a redirect to an allowed host, and refuses one to a host that is not", async () => {
-    const target = await serve((req, res) => res.end(`target ${req.headers["x-api-key"] === SECRET} ${req.headers.authorization ?? "-"} ${req.headers["x-trace"]}`));
+    const target = await serve((req, res) =>
+      res.end(`target ${req.headers["x-api-key"] === SECRET} ${req.headers.authorization ?? "-"} ${req.headers["x-trace"]}`),
+    );
     const s = await serve((req, res) => {
       res.writeHead(302, { location: req.url === "/away" ? "http://evil.example/steal" : `http://localhost:${target.port}/t` });
       res.end();
     });
     const c = client({ allowedHosts: ["127.0.0.1:*", "localhost:*"] });
     // The grant's headers go to every allowed hop; the guest's credentials do not leave the origin (as in fetch).
-    const got = await c.request(get(`${s.origin}/`, [["authorization", "Bearer guest"], ["x-trace", "t"]]), {});
+    const got = await c.request(
+      get(`${s.origin}/`, [
+        ["authorization", "Bearer guest"],
+        ["x-trace", "t"],
+      ]),
+      {},
+    );
     expect(got.status).toBe(200);
     expect(text(got.body)).toBe("target true - t");
     const err = await failure(c.request(get(`${s.origin}/away`), {}));
@@ -402,7 +444,12 @@ describe("http client: bad requests", () => {
 
   it("refuses URLs that do not parse, other schemes and userinfo", async () => {
     const c = client();
-    for (const [url, says] of [["not a url", "not a valid URL"], ["ftp://127.0.0.1/", 'scheme "ftp"'], ["file:///etc/passwd", 'scheme "file"'], ["http://u:p@127.0.0.1/", "user name or password"]]) {
+    for (const [url, says] of [
+      ["not a url", "not a valid URL"],
+      ["ftp://127.0.0.1/", 'scheme "ftp"'],
+      ["file:///etc/passwd", 'scheme "file"'],
+      ["http://u:p@127.0.0.1/", "user name or password"],
+    ]) {
       const err = await failure(c.request(get(url!), {}));
       expect(err.code, url).toBe("INVALID_ARGUMENT");
       expect(err.message).toContain(says);
@@ -462,11 +509,42 @@ describe("http client: loading", () => {
 
 describe("http grant validation helpers", () => {
   it("hostPatternProblem", () => {
-    for (const ok of ["api.example.com", "API.Example.COM", "*.example.com", "localhost", "127.0.0.1", "::1", "[::1]", "xn--bcher-kva.example", "api.example.com:8443", "127.0.0.1:*", "[::1]:8080", "*.example.com:443"]) {
+    for (const ok of [
+      "api.example.com",
+      "API.Example.COM",
+      "*.example.com",
+      "localhost",
+      "127.0.0.1",
+      "::1",
+      "[::1]",
+      "xn--bcher-kva.example",
+      "api.example.com:8443",
+      "127.0.0.1:*",
+      "[::1]:8080",
+      "*.example.com:443",
+    ]) {
       expect(hostPatternProblem(ok), ok).toBeUndefined();
     }
-    for (const bad of ["", "*", "*.com", "https://api.example.com", "api.example.com:0", "api.example.com:99999", "api.example.com:x", "[::1]:x", "api.example.com/x", "a..b", "-a.com", "a*.example.com",
-      "ex ample.com", "bücher.example", "[127.0.0.1]", "[nope]", "999.1.1.1", "*.127.0.0.1"]) {
+    for (const bad of [
+      "",
+      "*",
+      "*.com",
+      "https://api.example.com",
+      "api.example.com:0",
+      "api.example.com:99999",
+      "api.example.com:x",
+      "[::1]:x",
+      "api.example.com/x",
+      "a..b",
+      "-a.com",
+      "a*.example.com",
+      "ex ample.com",
+      "bücher.example",
+      "[127.0.0.1]",
+      "[nope]",
+      "999.1.1.1",
+      "*.127.0.0.1",
+    ]) {
       expect(hostPatternProblem(bad), bad).toMatch(/^allowed_hosts entry/);
     }
   });

@@ -4,7 +4,24 @@
 import { describe, expect, it } from "vitest";
 import { OPS, type OpSpec } from "../abi/ops.js";
 import * as S from "../abi/status.js";
-import { checkKind, ELECTION, FAIR, flaggedSpec, isQueueKind, KINDS, LOCK_KINDS, limitOf, modeOf, MUTEX, permitSpec, READ, roleOf, QUEUE_KINDS, SPEC_KINDS, WRITE } from "../kit/kinds.js";
+import {
+  checkKind,
+  ELECTION,
+  FAIR,
+  flaggedSpec,
+  isQueueKind,
+  KINDS,
+  LOCK_KINDS,
+  limitOf,
+  modeOf,
+  MUTEX,
+  permitSpec,
+  READ,
+  roleOf,
+  QUEUE_KINDS,
+  SPEC_KINDS,
+  WRITE,
+} from "../kit/kinds.js";
 import { MAX_PERMITS } from "../kit/steps.js";
 import { isCode } from "../kit/errors.js";
 
@@ -15,7 +32,9 @@ describe("the kind table", () => {
     expect(new Set(named).size).toBe(named.length);
     const taking = (OPS as readonly OpSpec[]).filter((op) => op.takesLock === true).map((op) => op.name);
     // Every operation that hands out a new lease says so (restore adopts one, it takes none).
-    const handing = (OPS as readonly OpSpec[]).filter((op) => op.module === "lock" && op.args.includes("ttl") && op.name !== "restore" && op.name !== "renew" && op.name !== "proclaim").map((op) => op.name);
+    const handing = (OPS as readonly OpSpec[])
+      .filter((op) => op.module === "lock" && op.args.includes("ttl") && op.name !== "restore" && op.name !== "renew" && op.name !== "proclaim")
+      .map((op) => op.name);
     expect([...handing].sort()).toEqual([...taking].sort());
     expect([...new Set(entries.map((e) => e.op))].sort()).toEqual([...taking].sort());
     // Leader election's operations are its row's.

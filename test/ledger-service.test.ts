@@ -26,7 +26,8 @@ describe("the ledger service", () => {
     expect(await post(1, 10)).toEqual({ status: 200, body: { balance: 10, fence: "1" } });
     expect(await post(2, 5)).toEqual({ status: 200, body: { balance: 15, fence: "2" } });
     expect(await post(1, 1000)).toEqual({
-      status: 409, body: { error: "stale_fence", lock: "global:ledger", fence: "1", last_accepted: "2" },
+      status: 409,
+      body: { error: "stale_fence", lock: "global:ledger", fence: "1", last_accepted: "2" },
     });
     expect(await send("GET", `${service.url}/balance`)).toEqual({ status: 200, body: { balance: 15, entries: 2 } });
     expect(service.balance()).toBe(15);
@@ -52,7 +53,8 @@ describe("the ledger service", () => {
   it("opens only to its own lock: a fence of any other lock is refused 403", async () => {
     const { service } = await ledger();
     expect(await send("POST", `${service.url}/entries`, fenced("billing:mine", 99), { amount: 1 })).toEqual({
-      status: 403, body: { error: "lock_not_accepted", lock: "billing:mine", reason: "this resource accepts fences of other locks" },
+      status: 403,
+      body: { error: "lock_not_accepted", lock: "billing:mine", reason: "this resource accepts fences of other locks" },
     });
     expect(service.balance()).toBe(0);
   });

@@ -90,7 +90,10 @@ describe("properties (fake timers)", () => {
         async (ttls, batchWindowMs) => {
           // The backend's clock is the faked one too, so server and host agree on time; its renewal batches counted.
           let batches = 0;
-          const backend = renewalSpy(() => performance.now(), () => void batches++);
+          const backend = renewalSpy(
+            () => performance.now(),
+            () => void batches++,
+          );
           const service = new LockService(backend, { node: "prop", keepalive: { batchWindowMs } });
           try {
             const leases = await Promise.all(ttls.map((ttlMs, i) => service.tryLock(`k${i}`, { ttlMs, keepalive: true })));

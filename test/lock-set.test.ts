@@ -3,7 +3,7 @@
 // a rollback of the keys taken when one is held, a fence per key, one signal and one release.
 import { randomUUID } from "node:crypto";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { LockService } from "../host/locking/service.js";
+import type { LockService } from "../host/locking/service.js";
 import { READ, WRITE } from "../kit/kinds.js";
 import { hostsOn, PG_TABLE, REDIS_PREFIX, queueBackends } from "./support/queue-backends.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
@@ -113,8 +113,14 @@ for (const target of queueBackends()) {
     it("refuses an empty list, a key named twice, and an owner token, taking nothing", async () => {
       const [a] = await hosts();
       await expect(a!.tryMany([], { ttlMs: 10_000 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("non-empty") });
-      await expect(a!.tryMany([k("d"), k("d")], { ttlMs: 10_000 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("twice") });
-      await expect(a!.tryMany([k("e")], { ttlMs: 10_000, owner: "mine-1" })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("owner") });
+      await expect(a!.tryMany([k("d"), k("d")], { ttlMs: 10_000 })).rejects.toMatchObject({
+        code: "INVALID_ARGUMENT",
+        message: expect.stringContaining("twice"),
+      });
+      await expect(a!.tryMany([k("e")], { ttlMs: 10_000, owner: "mine-1" })).rejects.toMatchObject({
+        code: "INVALID_ARGUMENT",
+        message: expect.stringContaining("owner"),
+      });
       await expect(a!.tryMany([k("f"), ""], { ttlMs: 10_000 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
       expect(a!.heldCount).toBe(0);
     });

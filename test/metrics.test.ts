@@ -144,8 +144,14 @@ function checkHistograms(metrics: Scrape): void {
   }
   expect(byLabelSet.size).toBeGreaterThan(0);
   for (const [key, buckets] of byLabelSet) {
-    expect(buckets.map((b) => b.le), key).toEqual([...buckets.map((b) => b.le)].sort((x, y) => x - y));
-    expect(buckets.map((b) => b.value), key).toEqual([...buckets.map((b) => b.value)].sort((x, y) => x - y));
+    expect(
+      buckets.map((b) => b.le),
+      key,
+    ).toEqual([...buckets.map((b) => b.le)].sort((x, y) => x - y));
+    expect(
+      buckets.map((b) => b.value),
+      key,
+    ).toEqual([...buckets.map((b) => b.value)].sort((x, y) => x - y));
     const family = key.slice(0, key.indexOf("{"));
     const labels = JSON.parse(key.slice(family.length)) as Record<string, string>;
     expect(buckets.at(-1), key).toEqual({ le: Infinity, value: metrics.value(`${family}_count`, labels) });
@@ -174,7 +180,10 @@ function checkAgainstTable(host: Host, metrics: Scrape): void {
   }
 }
 
-const BACKENDS: readonly (readonly [string, () => Promise<{ locking: ConfigInput["locking"]; backend?: LockBackend; outage: (host: Host) => Promise<void> }>])[] = [
+const BACKENDS: readonly (readonly [
+  string,
+  () => Promise<{ locking: ConfigInput["locking"]; backend?: LockBackend; outage: (host: Host) => Promise<void> }>,
+])[] = [
   [
     "memory",
     async () => {
@@ -201,7 +210,8 @@ describe.each(BACKENDS)("/metrics on %s", (backendName, setUp) => {
     const { locking, backend, outage } = await setUp();
     const host = await start(config(`metrics-${backendName}`, locking), backend);
     const names = await exercise(host, () => outage(host));
-    if (backendName === "redis") await until("the host sees the backend down", 10_000, async () => (await scrape(host)).metrics.value("lockhost_backend_up") === 0);
+    if (backendName === "redis")
+      await until("the host sees the backend down", 10_000, async () => (await scrape(host)).metrics.value("lockhost_backend_up") === 0);
     const { text, metrics } = await scrape(host);
     const v = (row: SeriesRow | string, labels: Record<string, string> = {}): number => metrics.value(typeof row === "string" ? row : row.name, labels);
 
@@ -244,7 +254,9 @@ describe.each(BACKENDS)("/metrics on %s", (backendName, setUp) => {
 
     // Schedules.
     const ticks = (schedule: string, outcome: string): number => v(SERIES.scheduleTicks, { schedule, outcome });
-    expect([ticks("tick-job", "ran"), ticks("tick-job", "skipped_contended"), ticks("tick-job", "skipped_error"), ticks("oom-job", "failed")]).toEqual([1, 1, 1, 1]);
+    expect([ticks("tick-job", "ran"), ticks("tick-job", "skipped_contended"), ticks("tick-job", "skipped_error"), ticks("oom-job", "failed")]).toEqual([
+      1, 1, 1, 1,
+    ]);
     expect(v(`${SERIES.scheduleRunTime.name}_count`, { schedule: "tick-job", outcome: "ran" })).toBe(1);
     expect(v(`${SERIES.scheduleRunTime.name}_count`, { schedule: "oom-job", outcome: "failed" })).toBe(1);
     expect(v(SERIES.acquisitions, { kind: "mutex", plugin: "cron" })).toBe(1);
@@ -274,9 +286,15 @@ describe("/metrics", () => {
     const [sa, sb] = [(await scrape(a)).metrics, (await scrape(b)).metrics];
     expect(sa.value(SERIES.acquisitions.name, { node: "node-a" })).toBe(1);
     expect(sb.value(SERIES.acquisitions.name)).toBe(0);
-    for (const [m, node] of [[sa, "node-a"], [sb, "node-b"]] as const) {
+    for (const [m, node] of [
+      [sa, "node-a"],
+      [sb, "node-b"],
+    ] as const) {
       expect(m.has("process_cpu_user_seconds_total", { node, backend: "memory" }), node).toBe(true);
-      expect(m.samples.every((s) => s.labels.node === node), node).toBe(true);
+      expect(
+        m.samples.every((s) => s.labels.node === node),
+        node,
+      ).toBe(true);
     }
   });
 

@@ -62,7 +62,8 @@ async function etcdOutage(): Promise<Outage> {
   const member = cluster.members[0]!;
   const prefix = `presence/${randomUUID().slice(0, 8)}/`;
   return {
-    backend: async () => new EtcdBackend({ ...etcdDefaults, endpoints: cluster.endpoints, keyPrefix: prefix, commandTimeoutMs: 500, leaseMarginMs: 1_000 }, silent),
+    backend: async () =>
+      new EtcdBackend({ ...etcdDefaults, endpoints: cluster.endpoints, keyPrefix: prefix, commandTimeoutMs: 500, leaseMarginMs: 1_000 }, silent),
     down: () => member.kill(),
     up: async () => {
       await member.start();
@@ -87,43 +88,57 @@ async function redisOutage(): Promise<Outage> {
 }
 
 describe("node presence after an outage", () => {
-  it.each([["etcd", etcdOutage], ["redis", redisOutage]] as const)("%s: each host takes its own name again after the backend is back, and a real twin is still warned about", async (_, make) => {
-    const outage = await make();
-    try {
-      const a = host(await outage.backend(), "a");
-      const b = host(await outage.backend(), "b");
-      await a.presence.claim();
-      await b.presence.claim();
-      expect([await holdsName(a), await holdsName(b)]).toEqual([true, true]);
-      await outage.down();
-      // Long enough for each host to count its hold lost (its renewals fail past its TTL).
-      await sleep(OUTAGE_MS);
-      await outage.up();
-      // What the host's health does once its backend answers again.
-      await Promise.all([a, b].map(async (h) => {
-        await until(`${h.node}'s backend answers`, 20_000, () => h.backend.ping().then(() => true, () => false));
-        await h.presence.claim();
-      }));
-      await until("both hold their names again", 20_000, async () => (await holdsName(a)) && (await holdsName(b))).catch((err: Error) => {
-        throw new Error(`${err.message}; warnings: ${JSON.stringify([...warnings(a), ...warnings(b)].map((l) => l.msg.slice(0, 60)))}`);
-      });
-      // Past the time a recheck would have warned.
-      await sleep(TTL_MS + 1_000);
-      expect(warnings(a).map((l) => l.msg)).toEqual([]);
-      expect(warnings(b).map((l) => l.msg)).toEqual([]);
-      // A second host named "a" is a twin: it is warned about, and a keeps its name.
-      const twin = host(await outage.backend(), "a");
-      await twin.presence.claim();
-      await until("the twin warns", 20_000, () => warnings(twin).length > 0);
-      expect(warnings(twin)[0]).toMatchObject({ node: "a", msg: expect.stringContaining('another live host uses the node name "a"') });
-      expect(await holdsName(a)).toBe(true);
-      expect(warnings(a)).toEqual([]);
-    } finally {
-      for (const h of open.splice(0)) {
-        h.presence.stop();
-        await h.locks.close().catch(() => undefined);
+  it.each([
+    ["etcd", etcdOutage],
+    ["redis", redisOutage],
+  ] as const)(
+    "%s: each host takes its own name again after the backend is back, and a real twin is still warned about",
+    async (_, make) => {
+      const outage = await make();
+      try {
+        const a = host(await outage.backend(), "a");
+        const b = host(await outage.backend(), "b");
+        await a.presence.claim();
+        await b.presence.claim();
+        expect([await holdsName(a), await holdsName(b)]).toEqual([true, true]);
+        await outage.down();
+        // Long enough for each host to count its hold lost (its renewals fail past its TTL).
+        await sleep(OUTAGE_MS);
+        await outage.up();
+        // What the host's health does once its backend answers again.
+        await Promise.all(
+          [a, b].map(async (h) => {
+            await until(`${h.node}'s backend answers`, 20_000, () =>
+              h.backend.ping().then(
+                () => true,
+                () => false,
+              ),
+            );
+            await h.presence.claim();
+          }),
+        );
+        await until("both hold their names again", 20_000, async () => (await holdsName(a)) && (await holdsName(b))).catch((err: Error) => {
+          throw new Error(`${err.message}; warnings: ${JSON.stringify([...warnings(a), ...warnings(b)].map((l) => l.msg.slice(0, 60)))}`);
+        });
+        // Past the time a recheck would have warned.
+        await sleep(TTL_MS + 1_000);
+        expect(warnings(a).map((l) => l.msg)).toEqual([]);
+        expect(warnings(b).map((l) => l.msg)).toEqual([]);
+        // A second host named "a" is a twin: it is warned about, and a keeps its name.
+        const twin = host(await outage.backend(), "a");
+        await twin.presence.claim();
+        await until("the twin warns", 20_000, () => warnings(twin).length > 0);
+        expect(warnings(twin)[0]).toMatchObject({ node: "a", msg: expect.stringContaining('another live host uses the node name "a"') });
+        expect(await holdsName(a)).toBe(true);
+        expect(warnings(a)).toEqual([]);
+      } finally {
+        for (const h of open.splice(0)) {
+          h.presence.stop();
+          await h.locks.close().catch(() => undefined);
+        }
+        await outage.stop();
       }
-      await outage.stop();
-    }
-  }, 90_000);
+    },
+    90_000,
+  );
 });

@@ -19,7 +19,10 @@ afterEach(async () => {
   }
 });
 
-function host(backend: MemoryBackend | ReturnType<typeof faultyBackend>["backend"], node: string): { presence: NodePresence; locks: LockService; log: ReturnType<typeof captureLogger> } {
+function host(
+  backend: MemoryBackend | ReturnType<typeof faultyBackend>["backend"],
+  node: string,
+): { presence: NodePresence; locks: LockService; log: ReturnType<typeof captureLogger> } {
   const log = captureLogger();
   const locks = new LockService(backend, { node });
   const presence = new NodePresence(locks, log.logger, TTL_MS);
@@ -41,7 +44,9 @@ describe("node presence", () => {
     expect(a.locks.heldCount).toBe(1);
     // a renews its hold, so it is still held when b looks again.
     await until("b warns", 5_000, () => warnings(b.log).length > 0);
-    expect(warnings(b.log)).toMatchObject([{ node: "twin", msg: expect.stringMatching(/^another live host uses the node name "twin" \(it holds lockhost:node:twin\)/) }]);
+    expect(warnings(b.log)).toMatchObject([
+      { node: "twin", msg: expect.stringMatching(/^another live host uses the node name "twin" \(it holds lockhost:node:twin\)/) },
+    ]);
     await b.presence.claim(); // warned: it does not fight for the lock
     await sleep(TTL_MS * 2);
     expect(warnings(b.log)).toHaveLength(1);

@@ -31,7 +31,10 @@ beforeAll(async () => {
   await writeFile(join(pkg, "package.json"), JSON.stringify({ name: "lockhost-backend-acme", type: "module", exports: { ".": "./index.js" } }));
   await writeFile(
     join(pkg, "tsconfig.json"),
-    JSON.stringify({ compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, skipLibCheck: true, types: [] }, files: ["index.ts"] }),
+    JSON.stringify({
+      compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, skipLibCheck: true, types: [] },
+      files: ["index.ts"],
+    }),
   );
   await run(node, [join(root, "node_modules/typescript/bin/tsc"), "-p", pkg], { cwd: pkg, timeout: 120_000 });
 
@@ -92,7 +95,8 @@ describe("a third-party backend against the packed lockhost", () => {
         'import { pino } from "pino";',
         'import { backendContract } from "lockhost/testing";',
         'import { backend } from "lockhost-backend-acme";',
-        'backendContract("acme", { create: () => backend.create({ label: "contract", maxLocks: 100_000 }, { log: pino({ level: "silent" }) }), queueKinds: false, election: false });',
+        'backendContract("acme", { create: () => backend.create({ label: "contract", maxLocks: 100_000 }, { log: pino({ level: "silent" }) }), ' +
+          "queueKinds: false, election: false });",
       ].join("\n"),
     );
     const vitest = join(root, "node_modules/vitest/vitest.mjs");
@@ -107,7 +111,9 @@ describe("a third-party backend against the packed lockhost", () => {
   }, 300_000);
 
   it("runs a guest on it through the CLI, named in the TOML only", async () => {
-    await writeFile(join(app, "lockhost.toml"), `
+    await writeFile(
+      join(app, "lockhost.toml"),
+      `
 [host]
 node = "acme-node"
 [locking]
@@ -122,7 +128,8 @@ wasm = "report.wasm"
 plugin = "report"
 export = "run"
 schedule = "1s"
-`);
+`,
+    );
     const cli = spawn(node, [join(app, "node_modules/lockhost/dist/host/cli/main.js"), "run", "--config", "lockhost.toml"], { cwd: app });
     let out = "";
     cli.stdout.on("data", (d: Buffer) => (out += d.toString()));
@@ -150,14 +157,18 @@ schedule = "1s"
       '[locking]\nbackend = "zk"\npackages = ["lockhost-backend-zk"]\n',
       'bad.toml: [locking] packages: "lockhost-backend-zk" could not be loaded',
     ],
-  ])("%s", async (_, toml, message) => {
-    await writeFile(join(app, "bad.toml"), toml);
-    const cli = join(app, "node_modules/lockhost/dist/host/cli/main.js");
-    const refused = await run(node, [cli, "run", "--config", "bad.toml"], { cwd: app, timeout: 30_000 }).then(
-      () => ({ code: 0, stderr: "" }),
-      (e: { code?: number; stderr?: string }) => ({ code: e.code, stderr: e.stderr ?? "" }),
-    );
-    expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain(message);
-  }, 60_000);
+  ])(
+    "%s",
+    async (_, toml, message) => {
+      await writeFile(join(app, "bad.toml"), toml);
+      const cli = join(app, "node_modules/lockhost/dist/host/cli/main.js");
+      const refused = await run(node, [cli, "run", "--config", "bad.toml"], { cwd: app, timeout: 30_000 }).then(
+        () => ({ code: 0, stderr: "" }),
+        (e: { code?: number; stderr?: string }) => ({ code: e.code, stderr: e.stderr ?? "" }),
+      );
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(message);
+    },
+    60_000,
+  );
 });

@@ -137,9 +137,15 @@ describe("Host.metrics, without an admin listener", () => {
     const [sa, sb] = [parsePrometheus(await a.metrics.metrics()), parsePrometheus(await b.metrics.metrics())];
     expect(sa.value(SERIES.acquisitions.name)).toBe(1);
     expect(sb.value(SERIES.acquisitions.name)).toBe(0);
-    for (const [scrape, node] of [[sa, "node-a"], [sb, "node-b"]] as const) {
+    for (const [scrape, node] of [
+      [sa, "node-a"],
+      [sb, "node-b"],
+    ] as const) {
       hasStandardSeries(scrape, { node });
-      expect(scrape.samples.every((s) => s.labels.node === node), node).toBe(true);
+      expect(
+        scrape.samples.every((s) => s.labels.node === node),
+        node,
+      ).toBe(true);
     }
     // One set of process metrics for the process: the same metric in both registries.
     expect(a.metrics.getSingleMetric("process_cpu_seconds_total")).toBe(b.metrics.getSingleMetric("process_cpu_seconds_total"));

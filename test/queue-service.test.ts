@@ -40,7 +40,10 @@ for (const target of queueBackends()) {
       expect(await a!.try(k, { ttlMs: 10_000, ...WRITE })).toBeNull();
       const status = await a!.status(k, { kind: "rw" });
       expect(status).toMatchObject({ name: `global:${k}`, kind: "rw", held: true, limit: 0, queued: 0 });
-      expect(status.holders.map((h) => [h.mode, h.node])).toEqual([["shared", "node-0"], ["shared", "node-1"]]);
+      expect(status.holders.map((h) => [h.mode, h.node])).toEqual([
+        ["shared", "node-0"],
+        ["shared", "node-1"],
+      ]);
       expect(JSON.stringify(status)).not.toContain(r1!.owner);
       await a!.release(r1!);
       await b!.release(r2!);
@@ -134,7 +137,11 @@ for (const target of queueBackends()) {
       expect((await b!.status(k, { kind: "fair" })).queued).toBe(3);
       let last = first;
       await a!.release(first);
-      for (const [expected, w, s] of [["a1", w1, a], ["b", w2, b], ["a2", w3, a]] as const) {
+      for (const [expected, w, s] of [
+        ["a1", w1, a],
+        ["b", w2, b],
+        ["a2", w3, a],
+      ] as const) {
         const lease = await w;
         await sleep(100);
         expect(order.at(-1)).toBe(expected);
@@ -162,14 +169,20 @@ for (const target of queueBackends()) {
       // Now a waiter that times out: the holder keeps the key past its wait.
       const holder = (await a!.tryLock(k, { ttlMs: 30_000, fair: true }))!;
       const t0 = performance.now();
-      await expect(b!.acquire(k, { ttlMs: 10_000, waitMs: 300, fair: true })).rejects.toMatchObject({ code: "TIMEOUT", message: expect.stringContaining("fair mutex") });
+      await expect(b!.acquire(k, { ttlMs: 10_000, waitMs: 300, fair: true })).rejects.toMatchObject({
+        code: "TIMEOUT",
+        message: expect.stringContaining("fair mutex"),
+      });
       await sleep(50);
       expect((await a!.status(k, { kind: "fair" })).queued).toBe(0);
       await a!.release(holder);
       // Nobody queues: a try gets in at once, not after the place would have lapsed.
       expect(await b!.tryLock(k, { ttlMs: 10_000, fair: true })).not.toBeNull();
       expect(performance.now() - t0).toBeLessThan(2_000);
-      await expect(a!.tryLock(k, { ttlMs: 1_000, fair: "yes" } as never)).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("fair") });
+      await expect(a!.tryLock(k, { ttlMs: 1_000, fair: "yes" } as never)).rejects.toMatchObject({
+        code: "INVALID_ARGUMENT",
+        message: expect.stringContaining("fair"),
+      });
     });
 
     it("never holds a semaphore above its permits across two hosts, and refuses another N", async () => {
@@ -200,10 +213,19 @@ for (const target of queueBackends()) {
     it("refuses bad permits and kinds with INVALID_ARGUMENT naming them", async () => {
       const [a] = await hosts(1);
       for (const permits of [0, -1, 1.5, Number.NaN, 2_000_000, "2"]) {
-        await expect(a!.try("p", { ttlMs: 1_000, kind: "semaphore", permits } as never)).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("permits must be") });
+        await expect(a!.try("p", { ttlMs: 1_000, kind: "semaphore", permits } as never)).rejects.toMatchObject({
+          code: "INVALID_ARGUMENT",
+          message: expect.stringContaining("permits must be"),
+        });
       }
-      await expect(a!.status("p", { kind: "bogus" as never })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("kind must be") });
-      await expect(a!.try("p", { ttlMs: 1_000, kind: "bogus" } as never)).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("kind must be") });
+      await expect(a!.status("p", { kind: "bogus" as never })).rejects.toMatchObject({
+        code: "INVALID_ARGUMENT",
+        message: expect.stringContaining("kind must be"),
+      });
+      await expect(a!.try("p", { ttlMs: 1_000, kind: "bogus" } as never)).rejects.toMatchObject({
+        code: "INVALID_ARGUMENT",
+        message: expect.stringContaining("kind must be"),
+      });
     });
 
     it("keeps shared leases alive, and tells a holder of a force-release at once", async () => {
@@ -249,7 +271,10 @@ for (const target of queueBackends()) {
       await a!.with(k, async (signal) => expect(signal.aborted).toBe(false), { ttlMs: 1_000, ...WRITE });
       expect(await a!.status(k, { kind: "rw", elsewhere: false })).toMatchObject({ held: false, holders: [], queued: 0 });
       const held = (await a!.try(k, { ttlMs: 10_000, ...permitSpec(1) }))!;
-      await expect(a!.with(k, () => 1, { ttlMs: 1_000, ...permitSpec(1) })).rejects.toMatchObject({ code: "CONTENDED", message: expect.stringContaining("semaphore") });
+      await expect(a!.with(k, () => 1, { ttlMs: 1_000, ...permitSpec(1) })).rejects.toMatchObject({
+        code: "CONTENDED",
+        message: expect.stringContaining("semaphore"),
+      });
       await a!.release(held);
     });
   });
@@ -268,8 +293,14 @@ describe("a backend without read/write locks or semaphores", () => {
       },
     }) as LockBackend;
     const s = new LockService(bound, { node: "n" });
-    await expect(s.try("a", { ttlMs: 1_000, ...READ })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: "backend acme has no read/write locks (its kinds are mutex)" });
-    await expect(s.try("a", { ttlMs: 1_000, ...permitSpec(2) })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("has no semaphores") });
+    await expect(s.try("a", { ttlMs: 1_000, ...READ })).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      message: "backend acme has no read/write locks (its kinds are mutex)",
+    });
+    await expect(s.try("a", { ttlMs: 1_000, ...permitSpec(2) })).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      message: expect.stringContaining("has no semaphores"),
+    });
     expect(await s.tryLock("a", { ttlMs: 1_000 })).not.toBeNull();
     await s.close();
   });

@@ -27,7 +27,10 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const sha256 = async (path: string): Promise<string> => createHash("sha256").update(await readFile(path)).digest("hex");
+const sha256 = async (path: string): Promise<string> =>
+  createHash("sha256")
+    .update(await readFile(path))
+    .digest("hex");
 
 /** A config file in its own folder, with the plugin "t" running `t.wasm` there (a copy of `guest`). */
 async function setup(name: string, guest = "ticker"): Promise<{ file: string; wasm: string; write: (body: string) => Promise<void> }> {
@@ -103,8 +106,9 @@ describe("Host.reload", () => {
     expect(await host.call("t", "calls")).toBe(0);
     // The old instance finishes the call it was running, and only then closes.
     await expect(inFlight).resolves.toBeTypeOf("number");
-    await until("the old instances closed", 10_000, () => log.messages().includes("reload: the old instances of plugin t finished their calls and " +
-      "were closed"));
+    await until("the old instances closed", 10_000, () =>
+      log.messages().includes("reload: the old instances of plugin t finished their calls and were closed"),
+    );
     await expect(before.call("job", [1])).rejects.toMatchObject({ code: "CLOSED" });
     const lines = log.lines.filter((l) => l.msg.startsWith("reload: applied"));
     expect(lines).toHaveLength(1);
@@ -172,7 +176,7 @@ describe("Host.reload", () => {
     expect(await host.call("t", "calls")).toBe(0);
     expect(log.lines.filter((l) => l.msg.startsWith("reload refused; the running config is kept")).length).toBe(4);
     // A good file afterwards reloads as ever.
-    await write(HEAD + plugin(wasm, 'instances = 2\n'));
+    await write(HEAD + plugin(wasm, "instances = 2\n"));
     expect((await host.reload()).plugins.replaced).toEqual(["t"]);
   });
 

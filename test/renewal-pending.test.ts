@@ -10,9 +10,12 @@ import { renewalSpy } from "./support/renewal-spy.js";
 /** The memory backend's mutexes (clock: the faked performance.now), with each renewed owner recorded. */
 function countingBackend(): { backend: LockBackend; renewed: string[] } {
   const renewed: string[] = [];
-  const backend = renewalSpy(() => performance.now(), (reqs) => {
-    for (const r of reqs) renewed.push(r.owner);
-  });
+  const backend = renewalSpy(
+    () => performance.now(),
+    (reqs) => {
+      for (const r of reqs) renewed.push(r.owner);
+    },
+  );
   return { backend, renewed };
 }
 
@@ -43,7 +46,14 @@ describe("keepalive leases before their first renewal", () => {
   it("keeps every lease held that was taken at any time with any TTL, and renews none released early", async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ afterMs: fc.integer({ min: 0, max: 400 }), ttlMs: fc.integer({ min: 40, max: 2_000 }), releaseAfterMs: fc.option(fc.integer({ min: 0, max: 15 })) }), { minLength: 1, maxLength: 20 }),
+        fc.array(
+          fc.record({
+            afterMs: fc.integer({ min: 0, max: 400 }),
+            ttlMs: fc.integer({ min: 40, max: 2_000 }),
+            releaseAfterMs: fc.option(fc.integer({ min: 0, max: 15 })),
+          }),
+          { minLength: 1, maxLength: 20 },
+        ),
         async (takes) => {
           const { backend, renewed } = countingBackend();
           const service = new LockService(backend, { node: "n", keepalive: { batchWindowMs: 5 } });

@@ -162,7 +162,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime: Runtime) => {
     expect(quickEntries(a)).toEqual([]);
   });
 
-  it("a tick waits for a busy instance at most half its lock's TTL: it never takes the lock once the winner's may have ended, so no tick runs on two nodes", async () => {
+  it("a tick waits for a busy instance at most half its lock's TTL: never takes it once the winner's may have ended; no tick runs on two nodes", async () => {
     // Period 20 s (a quarter: 5 s), TTL 400 ms: the winner's lock ends long before b's only
     // instance is free again (the long job, 2.5 s). Waiting a quarter period, b took the lock
     // after that and ran the tick a had run.
@@ -226,13 +226,15 @@ describe.each(GUEST_RUNTIMES)("the lease check at entry, %s runtime", (runtime: 
         if (prop === "reserve") {
           return (): GuestReservation | undefined => {
             const r = target.reserve();
-            return r && {
-              ...r,
-              call: async (name, args, options) => {
-                expect(await locks.forceRelease({ name: QUICK_LOCK })).toBe(1);
-                return r.call(name, args, options);
-              },
-            };
+            return (
+              r && {
+                ...r,
+                call: async (name, args, options) => {
+                  expect(await locks.forceRelease({ name: QUICK_LOCK })).toBe(1);
+                  return r.call(name, args, options);
+                },
+              }
+            );
           };
         }
         const value: unknown = Reflect.get(target, prop, target);
@@ -240,7 +242,18 @@ describe.each(GUEST_RUNTIMES)("the lease check at entry, %s runtime", (runtime: 
       },
     });
     const scheduler = new Scheduler(
-      [{ id: "quick", plugin: "jobs", export: "quickJob", schedule: { kind: "interval", everyMs: 500, text: "500ms" }, hint: "require_global", ttlMs: 5_000, keepalive: false, fair: false }],
+      [
+        {
+          id: "quick",
+          plugin: "jobs",
+          export: "quickJob",
+          schedule: { kind: "interval", everyMs: 500, text: "500ms" },
+          hint: "require_global",
+          ttlMs: 5_000,
+          keepalive: false,
+          fair: false,
+        },
+      ],
       { locks, guest: () => between, log: log.logger },
     );
     closers.push(() => scheduler.releaseParked());
@@ -255,7 +268,21 @@ describe.each(GUEST_RUNTIMES)("the lease check at entry, %s runtime", (runtime: 
     expect(line).toMatchObject({ level: 50, schedule: "quick", lock: QUICK_LOCK, fence: 1 });
     expect(String(line!.err)).toContain(`plugin jobs export quickJob was not called: its schedule lock ${QUICK_LOCK} was lost`);
     // The instance is free again and runs the next tick under its lock.
-    const plain = new Scheduler([{ id: "quick", plugin: "jobs", export: "quickJob", schedule: { kind: "interval", everyMs: 500, text: "500ms" }, hint: "require_global", ttlMs: 5_000, keepalive: false, fair: false }], { locks, guest: () => guest, log: log.logger });
+    const plain = new Scheduler(
+      [
+        {
+          id: "quick",
+          plugin: "jobs",
+          export: "quickJob",
+          schedule: { kind: "interval", everyMs: 500, text: "500ms" },
+          hint: "require_global",
+          ttlMs: 5_000,
+          keepalive: false,
+          fair: false,
+        },
+      ],
+      { locks, guest: () => guest, log: log.logger },
+    );
     closers.push(() => plain.releaseParked());
     expect(await plain.runTick("quick", Date.now() + 10_000)).toBe("ran");
     expect(quickEntries({ log } as Node)).toEqual([S.STATE_HELD]);
@@ -272,7 +299,10 @@ describe.each(GUEST_RUNTIMES)("the lease check at entry, %s runtime", (runtime: 
     // Released: the same.
     const released = (await locks.tryLock("schedule:released", { ttlMs: 5_000, scope: { plugin: "lockhost" } }))!;
     await locks.release(released);
-    await expect(guest.call("quickJob", [], { scheduleLease: released })).rejects.toMatchObject({ code: "LOST", message: expect.stringContaining("was released before the call could start") });
+    await expect(guest.call("quickJob", [], { scheduleLease: released })).rejects.toMatchObject({
+      code: "LOST",
+      message: expect.stringContaining("was released before the call could start"),
+    });
     expect(quickEntries({ log } as Node)).toEqual([]);
     // The guest runs on.
     expect(await guest.call("add", [1, 2])).toBe(3);

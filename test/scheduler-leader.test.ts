@@ -23,8 +23,15 @@ interface Node {
 const nodes: Node[] = [];
 
 const config: ScheduledConfig = {
-  id: "job", plugin: "test", export: "noop", schedule: { kind: "interval", everyMs: 50, text: "50ms" },
-  hint: "leader_only", election: "jobs", ttlMs: 5_000, keepalive: false, fair: false,
+  id: "job",
+  plugin: "test",
+  export: "noop",
+  schedule: { kind: "interval", everyMs: 50, text: "50ms" },
+  hint: "leader_only",
+  election: "jobs",
+  ttlMs: 5_000,
+  keepalive: false,
+  fair: false,
 };
 
 async function node(name: string, backend: MemoryBackend): Promise<Node> {

@@ -23,7 +23,17 @@ afterEach(async () => {
 });
 
 function schedule(id: string, everyMs: number, hint: LockingHint = "require_global", over: Partial<ScheduledConfig> = {}): ScheduledConfig {
-  return { id, plugin: "test", export: "noop", schedule: { kind: "interval", everyMs, text: `${everyMs}ms` }, hint, ttlMs: 5_000, keepalive: false, fair: false, ...over };
+  return {
+    id,
+    plugin: "test",
+    export: "noop",
+    schedule: { kind: "interval", everyMs, text: `${everyMs}ms` },
+    hint,
+    ttlMs: 5_000,
+    keepalive: false,
+    fair: false,
+    ...over,
+  };
 }
 
 async function scheduler(schedules: ScheduledConfig[]): Promise<{ scheduler: Scheduler; ticks: TickEvent[]; log: ReturnType<typeof captureLogger> }> {

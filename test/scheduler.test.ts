@@ -27,7 +27,17 @@ interface Node {
 const nodes: Node[] = [];
 
 function schedule(hint: LockingHint, over: Partial<ScheduledConfig> = {}): ScheduledConfig {
-  return { id: "job", plugin: "test", export: "noop", schedule: { kind: "interval", everyMs: 200, text: "200ms" }, hint, ttlMs: 5_000, keepalive: false, fair: false, ...over };
+  return {
+    id: "job",
+    plugin: "test",
+    export: "noop",
+    schedule: { kind: "interval", everyMs: 200, text: "200ms" },
+    hint,
+    ttlMs: 5_000,
+    keepalive: false,
+    fair: false,
+    ...over,
+  };
 }
 
 async function node(name: string, backend: LockBackend, config: ScheduledConfig, callTimeoutMs = 5_000, wasm = "locker"): Promise<Node> {

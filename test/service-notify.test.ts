@@ -155,11 +155,18 @@ describe("lockhost run and NOTIFY_SOCKET", () => {
     await until("READY=1", 60_000, () => has(manager.messages(), "READY=1") || host.child.exitCode !== null);
     expect(has(manager.messages(), "READY=1"), `no READY=1; the host printed:\n${host.out()}`).toBe(true);
     process.kill(host.child.pid!, "SIGHUP");
-    await until("READY=1 after the reload", 60_000, () => manager.messages().filter((m) => m.split("\n").includes("READY=1")).length >= 2 || host.child.exitCode !== null);
+    await until(
+      "READY=1 after the reload",
+      60_000,
+      () => manager.messages().filter((m) => m.split("\n").includes("READY=1")).length >= 2 || host.child.exitCode !== null,
+    );
     process.kill(host.child.pid!, "SIGTERM");
     expect(await host.exit, host.out()).toBe(0);
     const order = manager.messages().filter((m) => /(^|\n)(READY|RELOADING|STOPPING)=1/.test(m));
-    expect(order.map((m) => /(?:^|\n)(READY|RELOADING|STOPPING)=1/.exec(m)![1]), JSON.stringify(manager.messages())).toEqual(["READY", "RELOADING", "READY", "STOPPING"]);
+    expect(
+      order.map((m) => /(?:^|\n)(READY|RELOADING|STOPPING)=1/.exec(m)![1]),
+      JSON.stringify(manager.messages()),
+    ).toEqual(["READY", "RELOADING", "READY", "STOPPING"]);
     expect(order[1]).toMatch(/(^|\n)MONOTONIC_USEC=\d+($|\n)/);
   }, 120_000);
 

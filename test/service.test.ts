@@ -155,7 +155,11 @@ describe("LockService close with acquisitions in flight", () => {
       { lock: "global:down-a", kind: "mutex", fence: a.fence },
       { lock: "p:down-b", kind: "semaphore", fence: b.fence },
     ]);
-    for (const e of failed) expect(e).toMatchObject({ code: "BACKEND_UNAVAILABLE", message: expect.stringMatching(/^lock (global:down-a \(mutex|p:down-b \(semaphore), fence \d+\): release failed \(injected fault\)$/) });
+    for (const e of failed)
+      expect(e).toMatchObject({
+        code: "BACKEND_UNAVAILABLE",
+        message: expect.stringMatching(/^lock (global:down-a \(mutex|p:down-b \(semaphore), fence \d+\): release failed \(injected fault\)$/),
+      });
     // Tried more than once each.
     expect(Number.MAX_SAFE_INTEGER - faults.failReleases).toBeGreaterThan(2);
     expect(inner.size).toBeGreaterThan(0); // the mutex (the store counts mutex keys)
@@ -184,7 +188,10 @@ describe("full lock names", () => {
 
   it("still rejects a name longer than any scope prefix plus MAX_KEY_BYTES", async () => {
     const name = "n".repeat(MAX_NAME_BYTES + 1);
-    await expect(locks.status({ name })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringMatching(/^name is \d+ bytes of UTF-8; the maximum is \d+$/) });
+    await expect(locks.status({ name })).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      message: expect.stringMatching(/^name is \d+ bytes of UTF-8; the maximum is \d+$/),
+    });
     await expect(locks.forceRelease({ name })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
     await expect(locks.status({ name: "" })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: "name must not be empty" });
     expect(MAX_NAME_BYTES).toBe(S.MAX_KEY_BYTES + 65);
@@ -269,7 +276,10 @@ describe("LockService lifecycle (memory, faults injected)", () => {
   });
 
   it("rejects bad waitMs with INVALID_ARGUMENT, and waitMs 0 on a held key with TIMEOUT at once", async () => {
-    await expect(locks.acquire("k", { ttlMs: 1_000, waitMs: -1 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringMatching(/^waitMs/) });
+    await expect(locks.acquire("k", { ttlMs: 1_000, waitMs: -1 })).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      message: expect.stringMatching(/^waitMs/),
+    });
     await expect(locks.acquire("k", { ttlMs: 1_000, waitMs: 1.5 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
     await expect(locks.acquire("k", { ttlMs: 1_000, waitMs: S.MAX_WAIT_MS + 1 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
     const held = (await locks.tryLock("k", { ttlMs: 5_000 }))!;
@@ -353,8 +363,12 @@ describe("LockService lifecycle options", () => {
   const make = (opts: object): LockService => new LockService(new MemoryBackend(), { node: "n", ...opts });
 
   it("are validated when the service is made, naming the option at fault", () => {
-    expect(() => make({ keepalive: { renewAtRatio: 1 } })).toThrow(expect.objectContaining({ code: "INVALID_ARGUMENT", message: expect.stringMatching(/^keepalive\.renewAtRatio/) }));
-    expect(() => make({ keepalive: { renewAtRatio: 0.9, safetyMarginRatio: 0.2 } })).toThrow(/^keepalive\.safetyMarginRatio .* less than 1 - renewAtRatio \(0\.1\)/);
+    expect(() => make({ keepalive: { renewAtRatio: 1 } })).toThrow(
+      expect.objectContaining({ code: "INVALID_ARGUMENT", message: expect.stringMatching(/^keepalive\.renewAtRatio/) }),
+    );
+    expect(() => make({ keepalive: { renewAtRatio: 0.9, safetyMarginRatio: 0.2 } })).toThrow(
+      /^keepalive\.safetyMarginRatio .* less than 1 - renewAtRatio \(0\.1\)/,
+    );
     expect(() => make({ keepalive: { maxRetries: -1 } })).toThrow(/^keepalive\.maxRetries must be an integer from 0 to 100/);
     expect(() => make({ keepalive: { batchWindowMs: 1.5 } })).toThrow(/^keepalive\.batchWindowMs/);
     expect(() => make({ waiting: { pollIntervalMs: 0 } })).toThrow(/^waiting\.pollIntervalMs must be an integer from 10/);
@@ -610,7 +624,18 @@ describe("releaseIfHeld that fails (review finding)", () => {
 describe("pre-checked requests", () => {
   it("checkRequest qualifies the key and fills in the defaults once", () => {
     // Keepalive is on by default (DEFAULT_KEEPALIVE), no owner means one is minted per attempt, and a mutex is the default kind.
-    expect(checkRequest("k", { ttlMs: 10 })).toEqual({ name: "global:k", key: "k", scope: "global", ttlMs: 10, plugin: "host", keepalive: true, owner: undefined, spec: { kind: "mutex" }, mode: "exclusive", limit: 0 });
+    expect(checkRequest("k", { ttlMs: 10 })).toEqual({
+      name: "global:k",
+      key: "k",
+      scope: "global",
+      ttlMs: 10,
+      plugin: "host",
+      keepalive: true,
+      owner: undefined,
+      spec: { kind: "mutex" },
+      mode: "exclusive",
+      limit: 0,
+    });
     expect(checkRequest("k", { ttlMs: 10, scope: { plugin: "billing" }, keepalive: true })).toMatchObject({
       name: "billing:k",
       plugin: "billing",
@@ -683,8 +708,15 @@ describe("Lease is read-only to its users", () => {
 
   it("is built from one object of named fields", () => {
     const lease = new Lease({
-      name: "global:k", owner: "o", fence: 7, ttlMs: 100, holder: { plugin: "host", node: "n" },
-      acquiredAtMs: 1, expiresAtMs: 101, deadline: 50, keepalive: false,
+      name: "global:k",
+      owner: "o",
+      fence: 7,
+      ttlMs: 100,
+      holder: { plugin: "host", node: "n" },
+      acquiredAtMs: 1,
+      expiresAtMs: 101,
+      deadline: 50,
+      keepalive: false,
     });
     expect(lease).toMatchObject({ name: "global:k", owner: "o", fence: 7, ttlMs: 100, acquiredAtMs: 1 });
     expect([lease.state, lease.expiresAtMs, lease.deadline, lease.keepalive, lease.lostReason]).toEqual(["held", 101, 50, false, undefined]);

@@ -27,7 +27,11 @@ describe("a string an export returns", () => {
     ["a number, not an i64", 100, "export s returned 100, not an i64 (len << 32 | ptr)"],
     ["bytes outside memory", packed(65_530, 10), "export s returned a string (ptr 65530, len 10) that lies outside guest memory (65536 bytes)"],
     ["a null pointer with a length", packed(0, 4), "export s returned a string (ptr 0, len 4) that lies outside guest memory"],
-    ["a string over the limit", packed(0, MAX_STRING_RESULT_BYTES + 1), `export s returned a string of ${MAX_STRING_RESULT_BYTES + 1} bytes, over the limit of ${MAX_STRING_RESULT_BYTES}`],
+    [
+      "a string over the limit",
+      packed(0, MAX_STRING_RESULT_BYTES + 1),
+      `export s returned a string of ${MAX_STRING_RESULT_BYTES + 1} bytes, over the limit of ${MAX_STRING_RESULT_BYTES}`,
+    ],
   ])("refuses %s", (_what, value, message) => {
     expect(() => readStringResult(memory, value, "export s", "utf8")).toThrow(StringResultError);
     expect(() => readStringResult(memory, value, "export s", "utf8")).toThrow(message);

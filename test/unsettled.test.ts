@@ -20,7 +20,7 @@ function stalling(): { backend: LockBackend; memory: MemoryBackend; state: { sta
   const wrap = (steps: KindSteps): KindSteps => ({
     ...steps,
     acquire: async (req) => {
-    const result = await steps.acquire(req);
+      const result = await steps.acquire(req);
       if (state.stalled) throw timedOut();
       return result;
     },
@@ -152,7 +152,7 @@ describe("locks left behind by calls that failed", () => {
     await memory.close();
   });
 
-  it("a waiting writer's grant that came with no time left is released once, not booked: the book cannot release the lock its next attempt (same owner) takes", async () => {
+  it("a waiting writer's grant with no time left is released once, not booked: the book cannot release what its next attempt (same owner) takes", async () => {
     const { backend, memory, applied, answer } = lateWriter();
     const locks = service(backend);
     const writer = locks.acquire("w", { kind: "fair", ttlMs: 60_000, waitMs: 60_000 });

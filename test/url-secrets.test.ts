@@ -66,7 +66,9 @@ const shape = fc.record({
 function urlOf(s: Shape, pw: string, port: number): string {
   const secret = s.encoded ? encodeURIComponent(pw) : pw;
   const path = s.scheme === "redis" ? "/0" : "/test";
-  return s.inQuery ? `${s.scheme}://${s.user ? `${s.user}@` : ""}127.0.0.1:${port}${path}?password=${secret}` : `${s.scheme}://${s.user}:${secret}@127.0.0.1:${port}${path}`;
+  return s.inQuery
+    ? `${s.scheme}://${s.user ? `${s.user}@` : ""}127.0.0.1:${port}${path}?password=${secret}`
+    : `${s.scheme}://${s.user}:${secret}@127.0.0.1:${port}${path}`;
 }
 const backendOf = (s: Shape): "redis" | "pg" => (s.scheme === "redis" ? "redis" : "pg");
 
@@ -104,9 +106,10 @@ async function runtimeOutputs(s: Shape, url: string): Promise<string> {
   const { logger, lines } = captureLogger();
   const table = backendOf(s);
   try {
-    const backend = table === "redis"
-      ? new RedisBackend({ url, keyPrefix: "lockhost-secrets:", commandTimeoutMs: 300, reclaimOwnLocks: false }, logger)
-      : new PgBackend({ url, sessions: 1, table: "lockhost_secrets", commandTimeoutMs: 300 }, logger);
+    const backend =
+      table === "redis"
+        ? new RedisBackend({ url, keyPrefix: "lockhost-secrets:", commandTimeoutMs: 300, reclaimOwnLocks: false }, logger)
+        : new PgBackend({ url, sessions: 1, table: "lockhost_secrets", commandTimeoutMs: 300 }, logger);
     const locks = new LockService(backend, { node: "n1" });
     out.push(JSON.stringify(await readiness(locks)));
     await locks.close();
@@ -136,19 +139,25 @@ describe("a connection URL's password is never printed", () => {
 
   it("the repro: a password with '/' in a config error", () => {
     const message = configOutputs({ scheme: "redis", user: "user", encoded: false, inQuery: false }, "redis://user:Acl/Pass@w0rd@127.0.0.1:6390");
-    expect(message).toContain('url is not a valid URL (percent-encode "/", "?", "#" and "@" in a user name or password (%2F, %3F, %23, %40)), got "redis://user:***@127.0.0.1:6390"');
+    expect(message).toContain(
+      'url is not a valid URL (percent-encode "/", "?", "#" and "@" in a user name or password (%2F, %3F, %23, %40)), got "redis://user:***@127.0.0.1:6390"',
+    );
     expect(message).not.toContain("Acl/Pass");
     expect(message).not.toContain("w0rd");
   });
 
   it("masks by where the userinfo ends, whatever the password holds, and keeps the rest", () => {
     expect(redactUrlSecrets("redis://user:Acl/Pass@w0rd@h:6379/0")).toBe("redis://user:***@h:6379/0");
-    expect(redactUrlSecrets("postgres://app:a b\"c@db/x?sslmode=verify-full")).toBe("postgres://app:***@db/x?sslmode=verify-full");
-    expect(redactUrlSecrets("see postgres://app:pw@db/x and rediss://u:p2@c\nnext redis://h:6379")).toBe("see postgres://app:***@db/x and rediss://u:***@c\nnext redis://h:6379");
+    expect(redactUrlSecrets('postgres://app:a b"c@db/x?sslmode=verify-full')).toBe("postgres://app:***@db/x?sslmode=verify-full");
+    expect(redactUrlSecrets("see postgres://app:pw@db/x and rediss://u:p2@c\nnext redis://h:6379")).toBe(
+      "see postgres://app:***@db/x and rediss://u:***@c\nnext redis://h:6379",
+    );
     expect(redactUrlSecrets("postgres://db/x?application_name=a&password=p/w?x&b=1")).toBe("postgres://db/x?application_name=a&password=***&b=1");
     expect(redactUrlSecrets("redis://user@h redis://h:6379")).toBe("redis://user@h redis://h:6379");
     // A password that holds "x://" is not cut in two (before: printed whole).
-    expect(redactUrlSecrets('[locking.redis] url "redis://user:ab://cd@127.0.0.1:6379": bad')).toBe('[locking.redis] url "redis://user:***@127.0.0.1:6379": bad');
+    expect(redactUrlSecrets('[locking.redis] url "redis://user:ab://cd@127.0.0.1:6379": bad')).toBe(
+      '[locking.redis] url "redis://user:***@127.0.0.1:6379": bad',
+    );
     expect(redactUrlSecrets("redis://u:a b://c@h/0 and redis://h2:6379")).toBe("redis://u:***@h/0 and redis://h2:6379");
     expect(redactUrlSecrets("redis://u@h/0?password=xy://cd&db=1")).toBe("redis://u@h/0?password=***&db=1");
   });

@@ -16,7 +16,6 @@ import type { ContractTarget } from "./target.js";
 
 export type { ContractTarget };
 
-
 const holder = { plugin: "contract", node: "node-a" };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -38,7 +37,11 @@ export function backendContract(name: string, target: ContractTarget): void {
     let n = 0;
     const key = (): string => `contract-${run}-${++n}`;
     const req = (k: string, over: Partial<MutexAcquireRequest> = {}): MutexAcquireRequest => ({
-      name: k, owner: randomUUID(), ttlMs: 10_000, holder, ...over,
+      name: k,
+      owner: randomUUID(),
+      ttlMs: 10_000,
+      holder,
+      ...over,
     });
 
     beforeAll(async () => {
@@ -165,18 +168,21 @@ export function backendContract(name: string, target: ContractTarget): void {
       for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]!);
     });
 
-    it(target.fences === "clock"
-      ? "gives a later acquisition of any key a higher fence (fences follow the server's clock)"
-      : "keeps fence counters of different keys independent", async () => {
-      const k1 = key();
-      const k2 = key();
-      const a = await m.acquire(req(k1));
-      await m.acquire(req(k1 + "-other"));
-      const b = await m.acquire(req(k2));
-      if (!a.acquired || !b.acquired) throw new Error("not acquired");
-      if (target.fences === "clock") expect(b.fence).toBeGreaterThan(a.fence);
-      else expect(b.fence).toBe(a.fence);
-    });
+    it(
+      target.fences === "clock"
+        ? "gives a later acquisition of any key a higher fence (fences follow the server's clock)"
+        : "keeps fence counters of different keys independent",
+      async () => {
+        const k1 = key();
+        const k2 = key();
+        const a = await m.acquire(req(k1));
+        await m.acquire(req(k1 + "-other"));
+        const b = await m.acquire(req(k2));
+        if (!a.acquired || !b.acquired) throw new Error("not acquired");
+        if (target.fences === "clock") expect(b.fence).toBeGreaterThan(a.fence);
+        else expect(b.fence).toBe(a.fence);
+      },
+    );
 
     it("reports holder, owner, fence and times in status", async () => {
       const k = key();
@@ -185,8 +191,13 @@ export function backendContract(name: string, target: ContractTarget): void {
       if (!r.acquired) throw new Error("not acquired");
       const s = await m.status(k);
       expect(s).toMatchObject({
-        name: k, owner: a.owner, fence: r.fence, holder: { plugin: "billing", node: "node-b" },
-        acquiredAtMs: r.acquiredAtMs, expiresAtMs: r.expiresAtMs, ttlMs: 8_000,
+        name: k,
+        owner: a.owner,
+        fence: r.fence,
+        holder: { plugin: "billing", node: "node-b" },
+        acquiredAtMs: r.acquiredAtMs,
+        expiresAtMs: r.expiresAtMs,
+        ttlMs: 8_000,
       });
       expect(s!.ttlRemainingMs).toBeGreaterThan(0);
       expect(s!.ttlRemainingMs).toBeLessThanOrEqual(8_000);

@@ -6,7 +6,7 @@
 // two processes would have), or over one shared instance for memory.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LockhostError } from "../kit/errors.js";
+import type { LockhostError } from "../kit/errors.js";
 import type { LockBackend } from "../kit/backend.js";
 import type { Lease } from "../host/locking/lease.js";
 import { LockService, type LockServiceOptions } from "../host/locking/service.js";
@@ -199,12 +199,14 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       const order: number[] = [];
       const waiters: Promise<void>[] = [];
       for (const i of [1, 2, 3, 4]) {
-        waiters.push((async () => {
-          const lease = await b.acquire(k, { ttlMs: 5_000, waitMs: 10_000 });
-          order.push(i);
-          await sleep(10);
-          await b.release(lease);
-        })());
+        waiters.push(
+          (async () => {
+            const lease = await b.acquire(k, { ttlMs: 5_000, waitMs: 10_000 });
+            order.push(i);
+            await sleep(10);
+            await b.release(lease);
+          })(),
+        );
         // The next one arrives once this one waits. (Callers 40 ms apart were not enough on a
         // loaded machine: two calls whose first attempts overlapped queued in the order those
         // answered, on two pg sessions [2, 1, 3, 4].)
@@ -276,17 +278,29 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
 
     it("withLock runs the function under the lock with a lock-loss signal, and always releases", async () => {
       const k = key();
-      const value = await a.withLock(k, async (signal, lease) => {
-        expect(signal.aborted).toBe(false);
-        expect((await b.tryLock(k, { ttlMs: 1_000 })) === null).toBe(true);
-        expect(lease.keepalive).toBe(true);
-        await sleep(1_500); // longer than the TTL: keepalive carries it
-        expect(lease.state).toBe("held");
-        return 42;
-      }, { ttlMs: 1_000 });
+      const value = await a.withLock(
+        k,
+        async (signal, lease) => {
+          expect(signal.aborted).toBe(false);
+          expect((await b.tryLock(k, { ttlMs: 1_000 })) === null).toBe(true);
+          expect(lease.keepalive).toBe(true);
+          await sleep(1_500); // longer than the TTL: keepalive carries it
+          expect(lease.state).toBe("held");
+          return 42;
+        },
+        { ttlMs: 1_000 },
+      );
       expect(value).toBe(42);
       expect((await a.status({ name: `global:${k}` })).held).toBe(false);
-      await expect(a.withLock(k, () => { throw new Error("boom"); }, { ttlMs: 1_000 })).rejects.toThrow("boom");
+      await expect(
+        a.withLock(
+          k,
+          () => {
+            throw new Error("boom");
+          },
+          { ttlMs: 1_000 },
+        ),
+      ).rejects.toThrow("boom");
       expect((await a.status({ name: `global:${k}` })).held).toBe(false);
     });
 
@@ -295,12 +309,16 @@ export function lifecycleContract(name: string, target: ContractTarget): void {
       const held = (await b.tryLock(k, { ttlMs: 30_000 }))!;
       expect((await rejection(a.withLock(k, () => 1, { ttlMs: 1_000 }))).code).toBe("CONTENDED");
       setTimeout(() => void b.release(held), 100);
-      const reason = await a.withLock(k, async (signal) => {
-        await b.forceRelease({ name: `global:${k}` });
-        // A backend that tells holders at once (LockBackend.onLost) may have aborted it already.
-        if (signal.aborted) return signal.reason;
-        return new Promise<unknown>((resolve) => signal.addEventListener("abort", () => resolve(signal.reason)));
-      }, { ttlMs: 400, waitMs: 5_000 });
+      const reason = await a.withLock(
+        k,
+        async (signal) => {
+          await b.forceRelease({ name: `global:${k}` });
+          // A backend that tells holders at once (LockBackend.onLost) may have aborted it already.
+          if (signal.aborted) return signal.reason;
+          return new Promise<unknown>((resolve) => signal.addEventListener("abort", () => resolve(signal.reason)));
+        },
+        { ttlMs: 400, waitMs: 5_000 },
+      );
       expect((reason as LockhostError).code).toBe("LOST");
     });
   });

@@ -44,7 +44,13 @@ export function lockSetContract(name: string, target: ContractTarget): void {
   // One kind of exclusive hold per row: the mutex everywhere, the queue kinds' exclusive holds where served.
   const exclusive: readonly (readonly [string, LockSpec])[] = [
     ["mutex", MUTEX],
-    ...(target.queueKinds === false ? [] : ([["fair mutex", FAIR], ["write lock", WRITE], ["semaphore of 1 permit", permitSpec(1)]] as const)),
+    ...(target.queueKinds === false
+      ? []
+      : ([
+          ["fair mutex", FAIR],
+          ["write lock", WRITE],
+          ["semaphore of 1 permit", permitSpec(1)],
+        ] as const)),
   ];
 
   describe(`lock set contract: ${name}`, () => {
@@ -144,10 +150,7 @@ export function lockSetContract(name: string, target: ContractTarget): void {
           timer = setTimeout(() => reject(new Error("the two hosts' sets did not all complete within 15 s: a deadlock?")), 15_000);
         });
         try {
-          const done = await Promise.race([
-            Promise.all([loop(a, ks), loop(b, [ks[2]!, ks[0]!, ks[3]!, ks[1]!].reverse())]),
-            bound,
-          ]);
+          const done = await Promise.race([Promise.all([loop(a, ks), loop(b, [ks[2]!, ks[0]!, ks[3]!, ks[1]!].reverse())]), bound]);
           expect(done).toEqual([rounds, rounds]);
         } finally {
           clearTimeout(timer);

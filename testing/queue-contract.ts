@@ -23,7 +23,14 @@ export function queueContract(name: string, target: ContractTarget): void {
     let n = 0;
     const key = (): string => `shared-${run}-${++n}`;
     const req = (k: string, mode: LockMode, over: Partial<AcquireRequest> = {}): AcquireRequest => ({
-      name: k, owner: randomUUID(), ttlMs: 10_000, holder, mode, limit: 0, queueMs: 0, ...over,
+      name: k,
+      owner: randomUUID(),
+      ttlMs: 10_000,
+      holder,
+      mode,
+      limit: 0,
+      queueMs: 0,
+      ...over,
     });
     const read = (k: string, over: Partial<AcquireRequest> = {}): AcquireRequest => req(k, "shared", over);
     const write = (k: string, over: Partial<AcquireRequest> = {}): AcquireRequest => req(k, "exclusive", over);
@@ -182,7 +189,10 @@ export function queueContract(name: string, target: ContractTarget): void {
       const k = key();
       const a = write(k, { ttlMs: 5_000 });
       await rw.acquire(a);
-      const [renewed, stranger] = await rw.renewMany([{ name: k, owner: a.owner, ttlMs: 20_000 }, { name: k, owner: "nobody", ttlMs: 1_000 }]);
+      const [renewed, stranger] = await rw.renewMany([
+        { name: k, owner: a.owner, ttlMs: 20_000 },
+        { name: k, owner: "nobody", ttlMs: 1_000 },
+      ]);
       expect(renewed?.ok).toBe(true);
       if (renewed?.ok) expect(renewed.expiresAtMs - Date.now()).toBeGreaterThan(10_000);
       expect(stranger).toEqual({ ok: false, reason: "not_found" });
@@ -215,7 +225,10 @@ export function queueContract(name: string, target: ContractTarget): void {
       await rw.acquire(write(k, { queueMs: 10_000 }));
       const s = await rw.status(k);
       expect(s).toMatchObject({ name: k, kind: "rw", limit: 0, queued: 1 });
-      expect(s!.holders.map((h) => [h.owner, h.mode, h.fence])).toEqual([[a.owner, "shared", fa], [b.owner, "shared", fb]]);
+      expect(s!.holders.map((h) => [h.owner, h.mode, h.fence])).toEqual([
+        [a.owner, "shared", fa],
+        [b.owner, "shared", fb],
+      ]);
       const h = s!.holders[1]!;
       expect(h.holder).toMatchObject(holder);
       expect(h.ttlMs).toBe(7_000);
@@ -251,7 +264,10 @@ export function queueContract(name: string, target: ContractTarget): void {
         expect(record?.kind, steps.kind).toBe(steps.kind);
         // Each kind lists its own name once, under its own name.
         const listed = (await steps.list({ prefix: k, limit: 10 })).records;
-        expect(listed.map((r) => [r.name, r.kind]), steps.kind).toEqual([[k, steps.kind]]);
+        expect(
+          listed.map((r) => [r.name, r.kind]),
+          steps.kind,
+        ).toEqual([[k, steps.kind]]);
       }
     });
 

@@ -204,7 +204,10 @@ export declare function http_request(reqPtr: usize, reqLen: i32, bodyPtr: usize,
 @external("lock", "try_campaign")
 export declare function lock_try_campaign(keyPtr: usize, keyLen: i32, valuePtr: usize, valueLen: i32, ttlMs: i32, flags: i32): i32;
 
-/** `lock.campaign(key_ptr, key_len, value_ptr, value_len, ttl_ms, wait_ms, flags) -> i32`: `try_campaign`, waiting up to `waitMs` to lead; `-TIMEOUT` when another led all along. */
+/**
+ * `lock.campaign(key_ptr, key_len, value_ptr, value_len, ttl_ms, wait_ms, flags) -> i32`:
+ * `try_campaign`, waiting up to `waitMs` to lead; `-TIMEOUT` when another led all along.
+ */
 // @ts-ignore: decorator
 @external("lock", "campaign")
 export declare function lock_campaign(keyPtr: usize, keyLen: i32, valuePtr: usize, valueLen: i32, ttlMs: i32, waitMs: i32, flags: i32): i32;

@@ -122,7 +122,14 @@ export class HttpResponse {
  * stale holder; `scheduleFence` sends the fence of the scheduled call's lock
  * instead.
  */
-export function httpRequest(method: string, url: string, headers: string[] = [], body: ArrayBuffer | null = null, fence: Lock | null = null, scheduleFence: bool = false): HttpResponse {
+export function httpRequest(
+  method: string,
+  url: string,
+  headers: string[] = [],
+  body: ArrayBuffer | null = null,
+  fence: Lock | null = null,
+  scheduleFence: bool = false,
+): HttpResponse {
   let head = method + " " + url;
   for (let i = 0; i < headers.length; i++) head += "\n" + headers[i];
   const h = String.UTF8.encode(head);

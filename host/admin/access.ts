@@ -58,11 +58,17 @@ export class AdminAccess {
   refusal(access: RouteAccess, token: AdminCaller["token"], what: string): Refusal | undefined {
     if (!this.needsToken(access) || token === "valid") return undefined;
     if (this.#digest === undefined) {
-      const why = access === "write" ? `${what} through the admin listener is disabled` : `${what} needs the admin token ([admin] auth = "all"), and none is configured`;
+      const why =
+        access === "write" ? `${what} through the admin listener is disabled` : `${what} needs the admin token ([admin] auth = "all"), and none is configured`;
       return { status: 403, code: "PERMISSION_DENIED", message: `${why}: set [admin] token in the config` };
     }
     if (token === "none") {
-      return { status: 401, code: "PERMISSION_DENIED", message: `${what} needs an Authorization: Bearer <token> header ([admin] token)`, headers: { "www-authenticate": 'Bearer realm="lockhost"' } };
+      return {
+        status: 401,
+        code: "PERMISSION_DENIED",
+        message: `${what} needs an Authorization: Bearer <token> header ([admin] token)`,
+        headers: { "www-authenticate": 'Bearer realm="lockhost"' },
+      };
     }
     return { status: 403, code: "PERMISSION_DENIED", message: "wrong admin token" };
   }
@@ -82,7 +88,9 @@ export class AdminAccess {
     return {
       status: 421,
       code: "HOST_NOT_ALLOWED",
-      message: `this admin listener listens on loopback and answers requests for loopback names only (localhost, 127.0.0.1, [::1]), not Host: ${JSON.stringify(host.slice(0, 100))}`,
+      message:
+        `this admin listener listens on loopback and answers requests for loopback names only (localhost, 127.0.0.1, [::1]), not ` +
+        `Host: ${JSON.stringify(host.slice(0, 100))}`,
     };
   }
 }

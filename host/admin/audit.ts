@@ -16,6 +16,18 @@ const SAID: Record<AuditEntry["outcome"], readonly ["info" | "warn", string]> = 
 /** Records `entry` in the log and in the feed. */
 export function audit(log: Logger, feed: ActivityFeed, entry: AuditEntry): void {
   const [level, msg] = SAID[entry.outcome];
-  log[level]({ audit: entry.action, lock: entry.name, kind: entry.kind, outcome: entry.outcome, holders: entry.holders, from: entry.by.address, token: entry.by.token, ...(entry.detail !== undefined && { detail: entry.detail }) }, msg);
+  log[level](
+    {
+      audit: entry.action,
+      lock: entry.name,
+      kind: entry.kind,
+      outcome: entry.outcome,
+      holders: entry.holders,
+      from: entry.by.address,
+      token: entry.by.token,
+      ...(entry.detail !== undefined && { detail: entry.detail }),
+    },
+    msg,
+  );
   feed.audit(entry);
 }

@@ -24,7 +24,13 @@ const SHOWN: readonly Shown[] = [
   one(SERIES.locksHeld, (s) => s.held),
   one(SERIES.locksKeepalive, (s) => s.keepalive),
   one(SERIES.waiters, (s) => s.waiters),
-  [SERIES.renewals, [[{ result: "ok" }, (s) => s.renewalsOk], [{ result: "failed" }, (s) => s.renewalsFailed]]],
+  [
+    SERIES.renewals,
+    [
+      [{ result: "ok" }, (s) => s.renewalsOk],
+      [{ result: "failed" }, (s) => s.renewalsFailed],
+    ],
+  ],
   one(SERIES.renewalBatches, (s) => s.renewalBatches),
   one(SERIES.renewalTimers, (s) => s.renewalTimers),
   one(SERIES.cleanups, (s) => s.cleanups),

@@ -4,9 +4,7 @@ import { toLockhostError } from "../../kit/errors.js";
 import type { LockService } from "../locking/service.js";
 
 /** What `/readyz` answers (200 when ok, 503 when not). */
-export type Readiness =
-  | { readonly ok: true; readonly backend: string }
-  | { readonly ok: false; readonly backend: string; readonly message: string };
+export type Readiness = { readonly ok: true; readonly backend: string } | { readonly ok: false; readonly backend: string; readonly message: string };
 
 /** Asks the backend afresh (LockService.ping); never rejects. */
 export async function readiness(service: LockService): Promise<Readiness> {

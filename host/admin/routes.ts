@@ -99,16 +99,35 @@ const live = ({ res }: RouteContext): void => send(res, 200, { ok: true });
 
 /** Every admin route. The order matters only where two patterns could match one path: none do. */
 export const ADMIN_ROUTES: readonly AdminRoute[] = [
-  { method: "GET", path: "/livez", pattern: /^\/livez$/, access: "open", doc: "liveness: 200 `{\"ok\":true}` while the process and its event loop work, whatever the backend does", handle: live },
-  { method: "GET", path: "/healthz", pattern: /^\/healthz$/, access: "open", doc: "the same as `/livez`, for older probes (it used to answer 503 while the backend was down, so a liveness probe on it restarted every pod in a backend outage)", handle: live },
+  {
+    method: "GET",
+    path: "/livez",
+    pattern: /^\/livez$/,
+    access: "open",
+    doc: 'liveness: 200 `{"ok":true}` while the process and its event loop work, whatever the backend does',
+    handle: live,
+  },
+  {
+    method: "GET",
+    path: "/healthz",
+    pattern: /^\/healthz$/,
+    access: "open",
+    doc:
+      "the same as `/livez`, for older probes (it used to answer 503 while the backend was down, so a liveness probe on it restarted every pod in " +
+      "a backend outage)",
+    handle: live,
+  },
   {
     method: "GET",
     path: "/readyz",
     pattern: /^\/readyz$/,
     access: "open",
-    doc: "readiness: 200 `{\"ok\":true,\"backend\":…}` while the backend answers (asked afresh each time); 503 `{\"ok\":false,\"status\":\"starting\",…}` until the plugins are loaded, 503 `{\"ok\":false,\"backend\":…,\"message\":…}` while the backend does not answer",
+    doc:
+      'readiness: 200 `{"ok":true,"backend":…}` while the backend answers (asked afresh each time); 503 `{"ok":false,"status":"starting",…}` ' +
+      'until the plugins are loaded, 503 `{"ok":false,"backend":…,"message":…}` while the backend does not answer',
     async handle({ res, deps }) {
-      if (!deps.started()) return send(res, 503, { ok: false, status: "starting", backend: deps.service.backendName, message: "the host is loading its plugins" });
+      if (!deps.started())
+        return send(res, 503, { ok: false, status: "starting", backend: deps.service.backendName, message: "the host is loading its plugins" });
       const ready = await readiness(deps.service);
       send(res, ready.ok ? 200 : 503, ready);
     },
@@ -119,11 +138,16 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     call: "stats",
     pattern: /^\/stats$/,
     access: "read",
-    doc: "`{ node, backend, distributed, stats, backendUp, schedules }`: `LockService.stats()`, whether the backend answered the host's last check, and each schedule's ticks on this node by outcome (`ran`, `failed`, `skipped_contended`, `skipped_overlap`, `skipped_error`, `skipped_lost`)",
+    doc:
+      "`{ node, backend, distributed, stats, backendUp, schedules }`: `LockService.stats()`, whether the backend answered the host's last check, " +
+      "and each schedule's ticks on this node by outcome (`ran`, `failed`, `skipped_contended`, `skipped_overlap`, `skipped_error`, `skipped_lost`)",
     handle({ res, deps }) {
       const { host, service, node } = deps;
       const body: AdminStatsBody = {
-        node, backend: service.backendName, distributed: service.distributed, stats: service.stats(),
+        node,
+        backend: service.backendName,
+        distributed: service.distributed,
+        stats: service.stats(),
         ...(host && { backendUp: host.backendUp, schedules: host.ticks() }),
       };
       send(res, 200, body);
@@ -146,7 +170,9 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     call: "list",
     pattern: /^\/locks$/,
     access: "read",
-    doc: "one page of held locks of every kind (or of `kind`), `{ locks, cursor }`, each with its `kind` and `mode`, as `lockhost locks --json` prints it (no owner tokens)",
+    doc:
+      "one page of held locks of every kind (or of `kind`), `{ locks, cursor }`, each with its `kind` and `mode`, as `lockhost locks --json` " +
+      "prints it (no owner tokens)",
     handle({ res, query, deps }) {
       const limitText = query.get("limit");
       const limit = limitText === null ? undefined : Number(limitText);
@@ -157,11 +183,16 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
       const plugin = query.get("plugin");
       const cursor = query.get("cursor");
       const kind = query.get("kind");
-      return answer(res, (): Promise<ListPage> =>
-        deps.service.list({
-          ...(limit !== undefined && { limit }), ...(prefix && { prefix }), ...(plugin && { plugin }), ...(cursor && { cursor }),
-          ...(kind !== null && { kind: checkKind(kind, LOCK_KINDS) }),
-        }),
+      return answer(
+        res,
+        (): Promise<ListPage> =>
+          deps.service.list({
+            ...(limit !== undefined && { limit }),
+            ...(prefix && { prefix }),
+            ...(plugin && { plugin }),
+            ...(cursor && { cursor }),
+            ...(kind !== null && { kind: checkKind(kind, LOCK_KINDS) }),
+          }),
       );
     },
   },
@@ -171,7 +202,9 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     call: "status",
     pattern: /^\/locks\/([^/]+)$/,
     access: "read",
-    doc: "the status of one lock (name URL-encoded, e.g. `global%3Aorders`; `kind` default `mutex`), with `heldElsewhere` when it is free and a lock of its key is held in the other scope or of another kind; its owner tokens only with the token",
+    doc:
+      "the status of one lock (name URL-encoded, e.g. `global%3Aorders`; `kind` default `mutex`), with `heldElsewhere` when it is free and a lock " +
+      "of its key is held in the other scope or of another kind; its owner tokens only with the token",
     handle({ res, query, params, caller, deps }) {
       const kind = kindOf(query, res);
       if (kind === undefined) return;
@@ -215,7 +248,11 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     call: "reload",
     pattern: /^\/reload$/,
     access: "write",
-    doc: "needs the token, as force-release: re-reads the host's config file and applies it (docs/operators.md, \"Reloading\"); 200 `{ source, plugins: { added, replaced, kept, removed }, schedules: { added, changed, removed } }`; nothing changes on an error: 409 `NOT_RELOADABLE` naming each key a reload cannot change, 422 `CONFIG_INVALID` or `ABI_UNSUPPORTED`, 503 `CLOSED` while stopping. One reload runs at a time: a second waits for it",
+    doc:
+      'needs the token, as force-release: re-reads the host\'s config file and applies it (docs/operators.md, "Reloading"); 200 `{ source, ' +
+      "plugins: { added, replaced, kept, removed }, schedules: { added, changed, removed } }`; nothing changes on an error: 409 `NOT_RELOADABLE` " +
+      "naming each key a reload cannot change, 422 `CONFIG_INVALID` or `ABI_UNSUPPORTED`, 503 `CLOSED` while stopping. One reload runs at a time: a " +
+      "second waits for it",
     async handle({ res, caller, deps }) {
       const { reload, log } = deps;
       if (!reload) return send(res, 404, { code: "NOT_FOUND", message: "this listener serves no host to reload" });
@@ -233,12 +270,36 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     path: "/events",
     pattern: /^\/events$/,
     access: "read",
-    doc: "the dashboard's feed as server-sent events: `snapshot` (recent activity, per-plugin counters, per-second series, recent hold and wait durations), then `item` per lock event, schedule run or audit line, `stats` every second, `health` (what `/readyz` says) on each change. At most 32 at once (503 `TOO_MANY_STREAMS` beyond); a reader more than 1 MiB behind is dropped",
+    doc:
+      "the dashboard's feed as server-sent events: `snapshot` (recent activity, per-plugin counters, per-second series, recent hold and wait " +
+      "durations), then `item` per lock event, schedule run or audit line, `stats` every second, `health` (what `/readyz` says) on each change. At " +
+      "most 32 at once (503 `TOO_MANY_STREAMS` beyond); a reader more than 1 MiB behind is dropped",
     handle: ({ req, res, deps }) => deps.dashboard.events(req, res),
   },
-  { method: "GET", path: "/", pattern: /^\/(?:dashboard)?$/, access: "open", doc: "the live dashboard (also `/dashboard`): static files only, no data; the page gets its data from `/events` and `/locks`", handle: ({ res, deps }) => file(deps, "index.html", res) },
-  { method: "GET", path: "/dashboard/<file>", pattern: /^\/dashboard\/([^/]+)$/, access: "open", doc: "the dashboard's script, stylesheet and icon", handle: ({ res, params, deps }) => file(deps, params[0]!, res) },
-  { method: "GET", path: "/favicon.ico", pattern: /^\/favicon\.ico$/, access: "open", doc: "the dashboard's icon", handle: ({ res, deps }) => file(deps, "favicon.svg", res) },
+  {
+    method: "GET",
+    path: "/",
+    pattern: /^\/(?:dashboard)?$/,
+    access: "open",
+    doc: "the live dashboard (also `/dashboard`): static files only, no data; the page gets its data from `/events` and `/locks`",
+    handle: ({ res, deps }) => file(deps, "index.html", res),
+  },
+  {
+    method: "GET",
+    path: "/dashboard/<file>",
+    pattern: /^\/dashboard\/([^/]+)$/,
+    access: "open",
+    doc: "the dashboard's script, stylesheet and icon",
+    handle: ({ res, params, deps }) => file(deps, params[0]!, res),
+  },
+  {
+    method: "GET",
+    path: "/favicon.ico",
+    pattern: /^\/favicon\.ico$/,
+    access: "open",
+    doc: "the dashboard's icon",
+    handle: ({ res, deps }) => file(deps, "favicon.svg", res),
+  },
 ];
 
 async function file(deps: AdminDeps, name: string, res: ServerResponse): Promise<void> {

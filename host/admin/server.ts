@@ -80,7 +80,17 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
   const ownFeed = options.feed === undefined;
   const feed = options.feed ?? new ActivityFeed(service);
   const dashboard = new Dashboard({ service, feed, node, log, access: { forceRelease: access.hasToken, auth: access.auth } });
-  const deps: AdminDeps = { service, feed, metrics, dashboard, log, node, ...(options.host && { host: options.host }), ...(options.reload && { reload: options.reload }), started: options.started ?? (() => true) };
+  const deps: AdminDeps = {
+    service,
+    feed,
+    metrics,
+    dashboard,
+    log,
+    node,
+    ...(options.host && { host: options.host }),
+    ...(options.reload && { reload: options.reload }),
+    started: options.started ?? (() => true),
+  };
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     handle(req, res).catch((err: unknown) => {
       // A handler bug must not take the host down; the client gets a 500.
@@ -135,7 +145,13 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `${tls === undefined ? "http" : "https"}://${host}:${address.port}`;
   log.info(
-    { url, auth: access.auth, open: access.openRoutes(ADMIN_ROUTES), forceRelease: access.hasToken, tls: tls === undefined ? "off" : tls.requestCert ? "mutual" : "on" },
+    {
+      url,
+      auth: access.auth,
+      open: access.openRoutes(ADMIN_ROUTES),
+      forceRelease: access.hasToken,
+      tls: tls === undefined ? "off" : tls.requestCert ? "mutual" : "on",
+    },
     "admin listener started",
   );
   let closing: Promise<void> | undefined;
@@ -161,12 +177,7 @@ function describe(route: AdminRoute): string {
 function listen(server: Server, settings: AdminSettings): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException): void => {
-      reject(
-        new LockhostError(
-          "CONFIG_INVALID",
-          `[admin] listen: cannot listen on ${formatListen(settings.listen)} (${err.code ?? err.message})`,
-        ),
-      );
+      reject(new LockhostError("CONFIG_INVALID", `[admin] listen: cannot listen on ${formatListen(settings.listen)} (${err.code ?? err.message})`));
     };
     server.once("error", onError);
     server.listen(settings.listen.port, settings.listen.host, () => {

@@ -207,20 +207,35 @@ export class AdminClient {
   async #request({ method, path }: RouteRequest, token?: string, timeoutMs = REQUEST_TIMEOUT_MS): Promise<unknown> {
     let res: { status: number; text: string };
     try {
-      res = await httpRequest(method, `${this.url}${path}`, {
-        accept: "application/json",
-        ...(token !== undefined && { authorization: `Bearer ${token}` }),
-      }, this.tls, timeoutMs);
+      res = await httpRequest(
+        method,
+        `${this.url}${path}`,
+        {
+          accept: "application/json",
+          ...(token !== undefined && { authorization: `Bearer ${token}` }),
+        },
+        this.tls,
+        timeoutMs,
+      );
     } catch (err) {
       const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
       // A certificate problem is the operator's files', not a listener that is not there.
       if (/ALERT/i.test(why)) {
-        throw new LockhostError("CONFIG_INVALID", `the admin listener at ${this.url} refused this client's TLS handshake (${why}): it may ask for a client certificate ([admin] client_ca_file): pass --admin-cert and --admin-key`);
+        throw new LockhostError(
+          "CONFIG_INVALID",
+          `the admin listener at ${this.url} refused this client's TLS handshake (${why}): it may ask for a client certificate ([admin] ` +
+            `client_ca_file): pass --admin-cert and --admin-key`,
+        );
       }
       if (/CERT|SELF_SIGNED|UNABLE_TO|VERIFY|ERR_TLS|ERR_SSL/i.test(why)) {
-        throw new LockhostError("CONFIG_INVALID", `the admin listener at ${this.url} shows a certificate that ${this.trusting} does not vouch for (${why}: ${(err as Error).message})`);
+        throw new LockhostError(
+          "CONFIG_INVALID",
+          `the admin listener at ${this.url} shows a certificate that ${this.trusting} does not vouch for (${why}: ${(err as Error).message})`,
+        );
       }
-      throw new AdminUnreachable(`no admin listener answers at ${this.url} (${why}). Is 'lockhost run' running, with an [admin] table in its config?\n${ENABLE_ADMIN_HINT}`);
+      throw new AdminUnreachable(
+        `no admin listener answers at ${this.url} (${why}). Is 'lockhost run' running, with an [admin] table in its config?\n${ENABLE_ADMIN_HINT}`,
+      );
     }
     let body: unknown;
     try {
@@ -247,7 +262,13 @@ export class AdminClient {
  * One request with node:http(s) rather than fetch, which refuses ports on the WHATWG "bad
  * port" list (6000, 6665, ...) that an operator may well listen on.
  */
-function httpRequest(method: string, url: string, headers: Record<string, string>, tls: AdminTlsOptions, timeoutMs: number): Promise<{ status: number; text: string }> {
+function httpRequest(
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  tls: AdminTlsOptions,
+  timeoutMs: number,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const https = url.startsWith("https:");
     const send = https ? httpsRequest : httpRequestRaw;

@@ -55,7 +55,10 @@ export async function call(config: LockhostConfig, request: CallRequest, format:
   const { admin: _admin, ...withoutAdmin } = config;
   const log = await cliLogger(config.host.logLevel, format, { node }, "stderr");
   if (!chosenBackend(config.locking).distributed) {
-    log.warn({ backend: config.locking.backend }, `the ${config.locking.backend} backend's locks live in this process: this call's locks do not exclude a running host's`);
+    log.warn(
+      { backend: config.locking.backend },
+      `the ${config.locking.backend} backend's locks live in this process: this call's locks do not exclude a running host's`,
+    );
   }
   // Signals do what they do to `run` (signals.ts), from before the host takes a lock: Ctrl-C
   // stops the host (waits end, the call may finish, every lock is released), SIGHUP is ignored,
@@ -87,7 +90,9 @@ export async function call(config: LockhostConfig, request: CallRequest, format:
   const outcome = (async (): Promise<number> => {
     let code: number;
     try {
-      const value = request.string ? await started.guest(request.plugin).callString(request.export, request.args) : await started.call(request.plugin, request.export, request.args);
+      const value = request.string
+        ? await started.guest(request.plugin).callString(request.export, request.args)
+        : await started.call(request.plugin, request.export, request.args);
       print(value, request.json);
       code = 0;
     } catch (err) {

@@ -28,8 +28,14 @@ interface Finding {
 export function grantLines(config: LockhostConfig): string[] {
   return config.plugins.map((p) => {
     const keys = Object.keys(p.config);
-    const http = p.http ? `http to ${p.http.allowedHosts.join(", ")} (${p.http.methods.join(", ")}${Object.keys(p.http.headers).length > 0 ? `; headers ${Object.keys(p.http.headers).join(", ")}` : ""})` : "no http";
-    return `plugin ${p.name} may: config ${keys.length > 0 ? keys.join(", ") : "none"}; ${http}; functions ${p.functions.length > 0 ? p.functions.join(", ") : "none"}`;
+    const http = p.http
+      ? `http to ${p.http.allowedHosts.join(", ")} ` +
+        `(${p.http.methods.join(", ")}${Object.keys(p.http.headers).length > 0 ? `; headers ${Object.keys(p.http.headers).join(", ")}` : ""})`
+      : "no http";
+    return (
+      `plugin ${p.name} may: config ${keys.length > 0 ? keys.join(", ") : "none"}; ${http}; ` +
+      `functions ${p.functions.length > 0 ? p.functions.join(", ") : "none"}`
+    );
   });
 }
 
@@ -43,7 +49,14 @@ async function checkSchedules(config: LockhostConfig, guests: ReadonlyMap<string
   const file = config.source ?? "config";
   const problems: LockhostError[] = config.scheduled
     .filter((s) => !guests.has(s.plugin))
-    .map((s) => new LockhostError("CONFIG_INVALID", `${file}: [[scheduled]] "${s.id}": plugin ${s.plugin} did not load (its fault is above), so this schedule would not run and its export ${s.export === ALL_DECLARED ? "(every one it declares)" : s.export} is not checked`));
+    .map(
+      (s) =>
+        new LockhostError(
+          "CONFIG_INVALID",
+          `${file}: [[scheduled]] "${s.id}": plugin ${s.plugin} did not load (its fault is above), so this schedule would not run and its ` +
+            `export ${s.export === ALL_DECLARED ? "(every one it declares)" : s.export} is not checked`,
+        ),
+    );
   const loaded: LockhostConfig = { ...config, scheduled: config.scheduled.filter((s) => guests.has(s.plugin)) };
   let expanded: ScheduledConfig[] = [];
   try {
@@ -110,14 +123,19 @@ export async function check(config: LockhostConfig): Promise<number> {
       backendRefused = e.code === "CONFIG_INVALID" || isPermanent(e);
       if (!isPermanent(e)) throw e;
       // As run's start says it (host/backend-health.ts).
-      throw new LockhostError("CONFIG_INVALID", `[locking.${config.locking.backend}]: the ${config.locking.backend} backend refused this host for good, so retrying cannot help: ${e.message}`, { cause: e });
+      throw new LockhostError(
+        "CONFIG_INVALID",
+        `[locking.${config.locking.backend}]: the ${config.locking.backend} backend refused this host for good, so retrying cannot help: ${e.message}`,
+        { cause: e },
+      );
     }
   });
 
   const faults = findings.filter((f) => f.fault);
   console.log(`${config.source ?? "config"}: ${faults.length === 0 ? "ok" : `${faults.length} fault(s)`}`);
   // A fault of several errors (every bad schedule) has a line each, kept under the FAIL.
-  for (const f of findings) console.log(f.fault ? `  FAIL ${f.what}\n       ${f.fault.code}: ${f.fault.message.replace(/\n/g, "\n       ")}` : `  ok   ${f.what}`);
+  for (const f of findings)
+    console.log(f.fault ? `  FAIL ${f.what}\n       ${f.fault.code}: ${f.fault.message.replace(/\n/g, "\n       ")}` : `  ok   ${f.what}`);
   if (faults.length === 0) {
     console.log("\nWould run:");
     const admin = config.admin && `http://${formatListen(config.admin.listen)}`;

@@ -319,7 +319,9 @@ export async function main(argv: string[]): Promise<number> {
       console.error(`lockhost reload: takes no arguments besides its options\n\n${HELP.reload}`);
       return 2;
     }
-    return orUnreachable(command, async () => reload(await cliConfig(values.config, values.admin !== undefined, "required"), values.admin, values.json ?? false));
+    return orUnreachable(command, async () =>
+      reload(await cliConfig(values.config, values.admin !== undefined, "required"), values.admin, values.json ?? false),
+    );
   }
   if (command === "locks") {
     if (positionals.length > 0) {
@@ -341,7 +343,9 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   if (command === "status" && key === undefined) {
-    return orUnreachable(command, async () => showStats(await cliConfig(values.config, values.admin !== undefined, "if-set"), values.admin, values.json ?? false));
+    return orUnreachable(command, async () =>
+      showStats(await cliConfig(values.config, values.admin !== undefined, "if-set"), values.admin, values.json ?? false),
+    );
   }
   let kind: LockKind | undefined;
   try {
@@ -427,7 +431,12 @@ function adminClient(config: LockhostConfig | undefined, flag: string | undefine
   const url = adminUrl(flag, config?.admin, config?.source);
   // Checked before any request, so a wrong file is said as such (exit 2), not as a TLS failure.
   const tls = adminTls(adminTlsFiles, config?.admin);
-  const trusting = adminTlsFiles.ca !== undefined ? `--admin-ca ${adminTlsFiles.ca}` : config?.admin?.certFile !== undefined ? `[admin] cert_file ${config.admin.certFile} (or the system's CAs)` : "the system's CAs (pass --admin-ca FILE)";
+  const trusting =
+    adminTlsFiles.ca !== undefined
+      ? `--admin-ca ${adminTlsFiles.ca}`
+      : config?.admin?.certFile !== undefined
+        ? `[admin] cert_file ${config.admin.certFile} (or the system's CAs)`
+        : "the system's CAs (pass --admin-ca FILE)";
   return new AdminClient(url, token, tls, trusting);
 }
 
@@ -458,7 +467,8 @@ async function reload(config: LockhostConfig | undefined, flag: string | undefin
     const names = (list: readonly string[] | undefined): string => (list && list.length > 0 ? list.join(", ") : "none");
     console.log(
       `reloaded ${r.source ?? "the config"} at ${client.url}\n` +
-        `  plugins:   added ${names(r.plugins?.added)}; replaced ${names(r.plugins?.replaced)}; removed ${names(r.plugins?.removed)}; kept ${names(r.plugins?.kept)}\n` +
+        `  plugins:   added ${names(r.plugins?.added)}; replaced ${names(r.plugins?.replaced)}; removed ${names(r.plugins?.removed)}; ` +
+        `kept ${names(r.plugins?.kept)}\n` +
         `  schedules: added ${names(r.schedules?.added)}; changed ${names(r.schedules?.changed)}; removed ${names(r.schedules?.removed)}`,
     );
   }
@@ -591,14 +601,20 @@ function throughAdmin(config: LockhostConfig | undefined, flag: string | undefin
   return flag !== undefined || (config !== undefined && !chosenBackend(config.locking).distributed && config.admin !== undefined);
 }
 
-async function onLocks(config: LockhostConfig | undefined, command: string, flag: string | undefined, action: (locks: LockReader) => Promise<number>): Promise<number> {
+async function onLocks(
+  config: LockhostConfig | undefined,
+  command: string,
+  flag: string | undefined,
+  action: (locks: LockReader) => Promise<number>,
+): Promise<number> {
   if (throughAdmin(config, flag)) return action(adminClient(config, flag));
   // cliConfig returns a config whenever --admin is absent.
   const cfg = config!;
   if (!chosenBackend(cfg.locking).distributed) {
     throw new LockhostError(
       "CONFIG_INVALID",
-      `lockhost ${command} needs a shared backend: with [locking] backend = "${cfg.locking.backend}" the locks live inside the 'lockhost run' process and no other process can see them (use redis or pg, or add an [admin] table to the config so this command can ask the running host)`,
+      `lockhost ${command} needs a shared backend: with [locking] backend = "${cfg.locking.backend}" the locks live inside the 'lockhost run' ` +
+        `process and no other process can see them (use redis or pg, or add an [admin] table to the config so this command can ask the running host)`,
     );
   }
   const log = pino({ level: "warn" }, pino.destination(2));
@@ -625,4 +641,3 @@ async function inspect(locks: LockReader, command: string, name: string, kind: L
   console.log(holders > 0 ? `released ${what}${holders > 1 ? ` (${holders} holders)` : ""}` : `${what} was not held`);
   return 0;
 }
-

@@ -17,7 +17,11 @@ export function formatStatus(s: LockStatus): string {
   const waiting = `${row.roles.exclusive ?? "waiter"}(s) queued`;
   const schedule = row.isDefault ? scheduleOfLock(s.name) : undefined;
   if (!s.held) {
-    return [`${what}: not held${s.queued > 0 ? ` (${s.queued} ${waiting})` : ""}`, ...elsewhereLines(s.heldElsewhere ?? []), ...(schedule !== undefined ? scheduleLines(schedule, false) : [])].join("\n");
+    return [
+      `${what}: not held${s.queued > 0 ? ` (${s.queued} ${waiting})` : ""}`,
+      ...elsewhereLines(s.heldElsewhere ?? []),
+      ...(schedule !== undefined ? scheduleLines(schedule, false) : []),
+    ].join("\n");
   }
   const iso = (ms: number): string => new Date(ms).toISOString();
   const one = s.holders[0]!;
@@ -35,10 +39,15 @@ export function formatStatus(s: LockStatus): string {
       ...(schedule !== undefined ? scheduleLines(schedule, true) : []),
     ].join("\n");
   }
-  const lines = [`${what}: held by ${s.holders.length}${row.limit ? ` of ${s.limit} ${row.limit.field}` : ""}${row.queuesExclusive ? `, ${s.queued} ${waiting}` : ""}`];
+  const lines = [
+    `${what}: held by ${s.holders.length}${row.limit ? ` of ${s.limit} ${row.limit.field}` : ""}${row.queuesExclusive ? `, ${s.queued} ${waiting}` : ""}`,
+  ];
   for (const h of s.holders) {
     const mode = roleOf(s.kind, h.mode);
-    lines.push(`  ${mode.padEnd(6)} fence ${h.fence}  plugin ${h.plugin} on node ${h.node}  acquired ${iso(h.acquiredAtMs)}  ttl_remaining ${h.ttlRemainingMs} ms of ${h.ttlMs} ms`);
+    lines.push(
+      `  ${mode.padEnd(6)} fence ${h.fence}  plugin ${h.plugin} on node ${h.node}  acquired ${iso(h.acquiredAtMs)}  ` +
+        `ttl_remaining ${h.ttlRemainingMs} ms of ${h.ttlMs} ms`,
+    );
   }
   return lines.join("\n");
 }
@@ -51,11 +60,15 @@ export function formatStatus(s: LockStatus): string {
 function scheduleLines(id: string, held: boolean): string[] {
   return [
     held
-      ? `  schedule:      ${id}: the holder took it for the tick at acquired_at and holds it until half a period after that tick (or until its job ends, if later)`
+      ? `  schedule:      ${id}: the holder took it for the tick at acquired_at and holds it until half a period after that tick (or until its job ` +
+        `ends, if later)`
       : `  schedule ${id}: its lock is held only from a tick until half a period after it (or until the job ends, if later), so between ticks it is not held;`,
     ...(held
       ? []
-      : [`  which node ran each tick: the hosts' logs ("schedule lock taken; running"), lockhost status --admin URL (ticks by outcome), lockhost_schedule_ticks_total`]),
+      : [
+          `  which node ran each tick: the hosts' logs ("schedule lock taken; running"), lockhost status --admin URL (ticks by outcome), ` +
+            `lockhost_schedule_ticks_total`,
+        ]),
   ];
 }
 
@@ -92,7 +105,11 @@ const STAT_LABELS: Record<keyof LockStats, readonly [label: string, unit?: strin
 export function formatStats(body: AdminStatsBody, url: string): string {
   const kind = body.distributed ? "distributed" : "not distributed: this process only";
   const stats = body.stats as unknown as Record<string, unknown>;
-  const rows = Object.entries(STAT_LABELS).map(([key, [label, unit = ""]]): [label: string, value: string, unit: string] => [label, String(stats[key] ?? "-"), unit]);
+  const rows = Object.entries(STAT_LABELS).map(([key, [label, unit = ""]]): [label: string, value: string, unit: string] => [
+    label,
+    String(stats[key] ?? "-"),
+    unit,
+  ]);
   // A newer host may count more than this CLI knows: show those too, by their own names.
   for (const [key, value] of Object.entries(stats)) if (!(key in STAT_LABELS)) rows.push([key, String(value), ""]);
   const labelWidth = Math.max(...rows.map(([label]) => label.length));
@@ -109,7 +126,15 @@ function tickLines(schedules: Readonly<Record<string, Readonly<Record<string, nu
   const ids = Object.keys(schedules);
   if (ids.length === 0) return [];
   const width = Math.max(...ids.map((id) => id.length));
-  return ["schedule ticks on this node:", ...ids.map((id) => `  ${id.padEnd(width)}  ${Object.entries(schedules[id]!).map(([outcome, n]) => `${outcome} ${n}`).join(", ")}`)];
+  return [
+    "schedule ticks on this node:",
+    ...ids.map(
+      (id) =>
+        `  ${id.padEnd(width)}  ${Object.entries(schedules[id]!)
+          .map(([outcome, n]) => `${outcome} ${n}`)
+          .join(", ")}`,
+    ),
+  ];
 }
 
 /** A page of held locks as a table, a row per holder with its kind, and the command that shows the next page. */
@@ -127,7 +152,11 @@ export function formatLocks(page: LockListPage, next: (cursor: string) => string
   ]);
   const header = ["LOCK", "KIND", "HOLDER", "FENCE", "AGE", "TTL LEFT", "WAITERS"];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === 3 || i === 6 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((c, i) => (i === 3 || i === 6 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd();
   const out = [line(header), ...rows.map(line)];
   if (page.cursor !== undefined) out.push("", `more: ${next(page.cursor)}`);
   out.push(...notes);

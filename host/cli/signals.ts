@@ -25,7 +25,7 @@ export const SIGNALS: readonly SignalRow[] = [
   { signal: "SIGQUIT", action: "stop", why: "Ctrl-\\; no core dump" },
   { signal: "SIGXCPU", action: "stop", why: "the soft CPU time limit was reached: stop before the hard limit's SIGKILL" },
   { signal: "SIGPWR", action: "stop", why: "a power failure notice" },
-  { signal: "SIGHUP", action: "reload", why: "re-read the config file and apply it without a gap (docs/operators.md, \"Reloading\")" },
+  { signal: "SIGHUP", action: "reload", why: 're-read the config file and apply it without a gap (docs/operators.md, "Reloading")' },
   { signal: "SIGUSR2", action: "ignore", why: "no action is bound to it" },
   { signal: "SIGALRM", action: "ignore", why: "no action is bound to it" },
   { signal: "SIGVTALRM", action: "ignore", why: "no action is bound to it" },

@@ -20,8 +20,18 @@ function factsOf(config: LockhostConfig, schedules: readonly ScheduledConfig[] =
   const target = backendTarget(config);
   return {
     backend: `${config.locking.backend}${target ? ` at ${target}` : ""}`,
-    plugins: config.plugins.map((p) => ({ name: p.name, runtime: p.runtime, memoryLimitMib: p.memoryLimitMib, ...(p.runtime === "worker" && { callTimeoutMs: p.callTimeoutMs }), ...(p.instances > 1 && { instances: p.instances }) })),
-    schedules: schedules.map((s) => ({ id: s.id, every: s.schedule.kind === "interval" ? s.schedule.text : s.schedule.kind === "cron" ? s.schedule.expression : "declared by the plugin", hint: s.hint })),
+    plugins: config.plugins.map((p) => ({
+      name: p.name,
+      runtime: p.runtime,
+      memoryLimitMib: p.memoryLimitMib,
+      ...(p.runtime === "worker" && { callTimeoutMs: p.callTimeoutMs }),
+      ...(p.instances > 1 && { instances: p.instances }),
+    })),
+    schedules: schedules.map((s) => ({
+      id: s.id,
+      every: s.schedule.kind === "interval" ? s.schedule.text : s.schedule.kind === "cron" ? s.schedule.expression : "declared by the plugin",
+      hint: s.hint,
+    })),
   };
 }
 
@@ -46,8 +56,14 @@ export function summaryLines(config: LockhostConfig, nodes: readonly string[], a
   const { backend, plugins, schedules: shown } = factsOf(config, schedules);
   return [
     `${nodes.length === 1 ? `node ${nodes[0]}` : `${nodes.length} nodes (${nodes.join(", ")})`}, backend ${backend}`,
-    ...(plugins.length === 0 ? ["  plugins:   none (idle)"] : plugins.map((p, i) =>
-      `  ${i === 0 ? "plugins:  " : "          "} ${p.name}  ${p.runtime} runtime, ${p.memoryLimitMib} MiB${p.callTimeoutMs !== undefined ? `, ${p.callTimeoutMs} ms per call` : ", no time limit"}${p.instances !== undefined ? `, ${p.instances} instances (one call each at a time; up to ${p.instances * p.memoryLimitMib} MiB in all)` : ""}`)),
+    ...(plugins.length === 0
+      ? ["  plugins:   none (idle)"]
+      : plugins.map(
+          (p, i) =>
+            `  ${i === 0 ? "plugins:  " : "          "} ${p.name}  ${p.runtime} runtime, ${p.memoryLimitMib} ` +
+            `MiB${p.callTimeoutMs !== undefined ? `, ${p.callTimeoutMs} ms per call` : ", no time limit"}` +
+            (p.instances !== undefined ? `, ${p.instances} instances (one call each at a time; up to ${p.instances * p.memoryLimitMib} MiB in all)` : ""),
+        )),
     ...(shown.length === 0 ? ["  schedules: none"] : shown.map((s, i) => `  ${i === 0 ? "schedules:" : "          "} ${s.id}  every ${s.every}, ${s.hint}`)),
     `  admin:     ${admin ? `${admin}  (dashboard: ${admin}/)` : "off (add an [admin] table for status, metrics and the dashboard)"}`,
     "  Ctrl-C stops: no new ticks, waits cancelled, running calls finish, every lock released.",

@@ -5,15 +5,7 @@ import { completeDefaultsOf, defaultsOf } from "../../kit/schema.js";
 import { KEEPALIVE_DEFAULTS, WAITING_DEFAULTS } from "../locking/options.js";
 import { parseListen } from "./listen.js";
 import { ADMIN_SCHEMA, HOST_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "./tables.js";
-import type {
-  BackendName,
-  HostSettings,
-  KeepaliveSettings,
-  ListenAddress,
-  PluginConfig,
-  ScheduledConfig,
-  WaitingSettings,
-} from "./types.js";
+import type { BackendName, HostSettings, KeepaliveSettings, ListenAddress, PluginConfig, ScheduledConfig, WaitingSettings } from "./types.js";
 
 /** Defaults of every optional config field, grouped by the table they belong to. */
 export interface ConfigDefaults {

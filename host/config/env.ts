@@ -56,7 +56,9 @@ function lookup(reference: string, env: NodeJS.ProcessEnv, where: () => string):
   const value = env[name];
   if (fallback !== undefined) return value === undefined || value === "" ? fallback : value;
   if (value === undefined) {
-    throw invalid(where, `uses \${${name}}, but the environment variable ${name} is not set (set it, or give a default: \${${name}:-value})`, { unsetVariable: name });
+    throw invalid(where, `uses \${${name}}, but the environment variable ${name} is not set (set it, or give a default: \${${name}:-value})`, {
+      unsetVariable: name,
+    });
   }
   return value;
 }

@@ -60,10 +60,7 @@ export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.
  * @param opts.env variables for `${VAR}` substitution; when omitted, no variable is set.
  * @throws LockhostError CONFIG_INVALID naming the file, table and key at fault.
  */
-export function parseConfig(
-  text: string,
-  opts: { source: string; baseDir: string; env?: NodeJS.ProcessEnv },
-): LockhostConfig {
+export function parseConfig(text: string, opts: { source: string; baseDir: string; env?: NodeJS.ProcessEnv }): LockhostConfig {
   const ctx: Ctx = { source: opts.source, mode: "toml", baseDir: opts.baseDir, env: opts.env ?? {} };
   return build(ctx, parseTomlText(text, opts.source), opts.source);
 }
@@ -102,9 +99,7 @@ function tomlSyntaxError(source: string, err: unknown): LockhostError {
   }
   const reason = err.message.replace(/^Invalid TOML document: /, "").split("\n", 1)[0];
   // No cause: the parser's own message quotes the file's lines unredacted.
-  return configError(
-    `${source}: TOML syntax error at line ${err.line}, column ${err.column}: ${reason}\n\n${maskSecretLines(err.codeblock.trimEnd())}`,
-  );
+  return configError(`${source}: TOML syntax error at line ${err.line}, column ${err.column}: ${reason}\n\n${maskSecretLines(err.codeblock.trimEnd())}`);
 }
 
 /**

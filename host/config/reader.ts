@@ -134,10 +134,13 @@ export class Table {
       const value = this.raw[name];
       const hint = didYouMean(name, known);
       const what =
-        this.ctx.mode === "code" ? `unknown key "${name}"`
-        : isTable(value) ? `unknown table [${this.header ? `${this.header}.` : ""}${name}]`
-        : Array.isArray(value) && value.length > 0 && value.every(isTable) ? `unknown table [[${name}]]`
-        : `unknown key "${name}"`;
+        this.ctx.mode === "code"
+          ? `unknown key "${name}"`
+          : isTable(value)
+            ? `unknown table [${this.header ? `${this.header}.` : ""}${name}]`
+            : Array.isArray(value) && value.length > 0 && value.every(isTable)
+              ? `unknown table [[${name}]]`
+              : `unknown key "${name}"`;
       // The table's other keys are still read: an unknown one does not change what they mean.
       this.attempt(() => {
         throw configError(`${this.prefix()}${what} (${hint}known: ${known.join(", ")})`);
@@ -169,12 +172,13 @@ export class Table {
     if (value === undefined) return [];
     if (!Array.isArray(value)) this.fail(key, `must be an array of tables (${this.plural(key)}), got ${this.show(value)}`);
     // An entry that is no table is reported, and the others are read.
-    return value.flatMap((item: unknown, i) =>
-      this.attempt(() => {
-        const label = this.ctx.mode === "toml" ? `[[${key}]] #${i + 1}` : `${key}[${i}]`;
-        if (!isTable(item)) throw configError(`${this.ctx.source}: ${label} must be a table, got ${this.show(item)}`);
-        return [new Table(this.ctx, label, key, item)];
-      }) ?? [],
+    return value.flatMap(
+      (item: unknown, i) =>
+        this.attempt(() => {
+          const label = this.ctx.mode === "toml" ? `[[${key}]] #${i + 1}` : `${key}[${i}]`;
+          if (!isTable(item)) throw configError(`${this.ctx.source}: ${label} must be a table, got ${this.show(item)}`);
+          return [new Table(this.ctx, label, key, item)];
+        }) ?? [],
     );
   }
 
@@ -238,9 +242,12 @@ export class Table {
     if (value === undefined) return undefined;
     const { gt, ge, lt, le } = range;
     const ok =
-      typeof value === "number" && Number.isFinite(value) &&
-      (gt === undefined || value > gt) && (ge === undefined || value >= ge) &&
-      (lt === undefined || value < lt) && (le === undefined || value <= le);
+      typeof value === "number" &&
+      Number.isFinite(value) &&
+      (gt === undefined || value > gt) &&
+      (ge === undefined || value >= ge) &&
+      (lt === undefined || value < lt) &&
+      (le === undefined || value <= le);
     if (!ok) this.fail(key, `must be a number ${describeRange(range)}, got ${this.show(value)}${from}`);
     return value as number;
   }
@@ -254,7 +261,12 @@ export class Table {
     const value = this.get(key);
     if (typeof value !== "string" || this.ctx.env === undefined || !value.includes("${")) return { value, from: "" };
     const text = this.expand(value, () => this.where(key));
-    return { value: parse(text.trim()) ?? text, from: ` (from ${variablesIn(value).map((v) => `\${${v}}`).join(", ")})` };
+    return {
+      value: parse(text.trim()) ?? text,
+      from: ` (from ${variablesIn(value)
+        .map((v) => `\${${v}}`)
+        .join(", ")})`,
+    };
   }
 
   /**
@@ -335,10 +347,14 @@ export class Table {
  */
 export function allProblems(source: string, problems: readonly LockhostError[]): LockhostError {
   if (problems.length === 1) return problems[0]!;
-  return new LockhostError("CONFIG_INVALID", `${source}: ${problems.length} errors:\n${problems.map((p) => `  ${p.message.replace(/\n/g, "\n  ")}`).join("\n")}`, {
-    cause: new AggregateError(problems),
-    details: { errors: problems.length },
-  });
+  return new LockhostError(
+    "CONFIG_INVALID",
+    `${source}: ${problems.length} errors:\n${problems.map((p) => `  ${p.message.replace(/\n/g, "\n  ")}`).join("\n")}`,
+    {
+      cause: new AggregateError(problems),
+      details: { errors: problems.length },
+    },
+  );
 }
 
 /**

@@ -116,7 +116,8 @@ function keepaliveSettings(t: Table): KeepaliveSettings {
     const whose = t.get(renew) === undefined ? ` (its default)` : "";
     t.fail(
       keyOf("safetyMarginRatio"),
-      `must be less than 1 - ${renewKey}, got ${safetyMarginRatio} with ${renewKey} = ${renewAtRatio}${whose}: a renewal must fall due before the safety margin starts`,
+      `must be less than 1 - ${renewKey}, got ${safetyMarginRatio} with ${renewKey} = ${renewAtRatio}${whose}: a renewal must fall due before the ` +
+        `safety margin starts`,
     );
   }
   return settings;
@@ -189,7 +190,10 @@ function pluginEntry(entry: Table, seen: Map<string, string>, names: Set<string>
   t.attempt(() => {
     if (name === undefined) return nameRead ? t.fail("name", "is required") : undefined;
     if (!PLUGIN_NAME_PATTERN.test(name)) {
-      t.fail("name", `must be 1 to 64 of lowercase letters, digits, '-', '_' and '.', optionally scoped as "@scope/name" (${PLUGIN_NAME_PATTERN}), got ${t.show(name)}`);
+      t.fail(
+        "name",
+        `must be 1 to 64 of lowercase letters, digits, '-', '_' and '.', optionally scoped as "@scope/name" (${PLUGIN_NAME_PATTERN}), got ${t.show(name)}`,
+      );
     }
     if (RESERVED_PLUGIN_NAMES.has(name)) {
       t.fail("name", `${t.show(name)} is reserved (reserved names: ${[...RESERVED_PLUGIN_NAMES].join(", ")})`);
@@ -265,7 +269,8 @@ function guestRuntime(t: Table, isolation: Isolation): GuestRuntime {
   if (timeLimitSet) {
     t.fail(
       timeLimitKey,
-      `cannot be honoured with isolation = "inline": a guest on the host's thread cannot be stopped mid-call; remove it, or use isolation = "worker" (or "auto") for a time limit`,
+      `cannot be honoured with isolation = "inline": a guest on the host's thread cannot be stopped mid-call; remove it, or use isolation = "worker" ` +
+        `(or "auto") for a time limit`,
     );
   }
   return "inline";
@@ -330,7 +335,10 @@ function scheduleSpec(t: Table): ScheduleSpec {
   if (everyMs !== undefined) return { kind: "interval", everyMs, text };
   const fields = text.split(/\s+/).length;
   if (text === "" || fields === 1) {
-    t.fail("schedule", `must be an interval ("500ms", "5s", "1m", "2h": a whole number greater than 0) or a cron expression of 5 or 6 fields, got ${t.show(text)}`);
+    t.fail(
+      "schedule",
+      `must be an interval ("500ms", "5s", "1m", "2h": a whole number greater than 0) or a cron expression of 5 or 6 fields, got ${t.show(text)}`,
+    );
   }
   if (fields !== 5 && fields !== 6) {
     t.fail("schedule", `must be a cron expression of 5 fields (minute hour day month weekday) or 6 (seconds first), got ${fields} fields: ${t.show(text)}`);
@@ -373,4 +381,3 @@ function checkCron(t: Table, key: Key, expression: string): string {
   }
   return expression;
 }
-

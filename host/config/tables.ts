@@ -65,7 +65,7 @@ export const ADMIN_SCHEMA = defineTable({
       optional: true,
       example: "${LOCKHOST_ADMIN_TOKEN}",
       env: "LOCKHOST_ADMIN_TOKEN",
-      doc: "16+ printable characters; force-release needs it, and so does every route but the probes and the page's files with auth = \"all\"; never logged",
+      doc: '16+ printable characters; force-release needs it, and so does every route but the probes and the page\'s files with auth = "all"; never logged',
       // Neither message shows the token, nor any part of it.
       check: (token) =>
         token.length < 16 || token.length > 4096
@@ -80,7 +80,9 @@ export const ADMIN_SCHEMA = defineTable({
       optional: true,
       defaultDoc: '"all" when listen is beyond loopback, else "writes"',
       example: "all",
-      doc: 'which routes need the token: "writes" (force-release) or "all" (every route but /livez, /readyz, /healthz and the dashboard\'s files); without a token, what needs it is refused',
+      doc:
+        'which routes need the token: "writes" (force-release) or "all" (every route but /livez, /readyz, /healthz and the dashboard\'s files); ' +
+        "without a token, what needs it is refused",
     }),
     metricsOpen: field.bool({
       optional: true,
@@ -120,7 +122,10 @@ export const PLUGIN_SCHEMA = defineTable({
     }),
     /** Absolute path of the .wasm (relative paths in TOML resolve against the config file's folder, in code against ConfigInput.baseDir). */
     wasm: field.custom<string>({ toml: '"plugins/guests/build/report.wasm"', doc: "the guest module; relative to the config file" }),
-    isolation: field.oneOf(ISOLATIONS, { default: "worker", doc: "worker (own thread, time limit) | inline (host's thread, needs JSPI) | auto (inline where JSPI exists and call_timeout_ms is not set)" }),
+    isolation: field.oneOf(ISOLATIONS, {
+      default: "worker",
+      doc: "worker (own thread, time limit) | inline (host's thread, needs JSPI) | auto (inline where JSPI exists and call_timeout_ms is not set)",
+    }),
     memoryLimitMib: field.int({ default: 16, min: 1, max: 4096, unit: "MiB", doc: "cap of the guest's memory" }),
     /** A call running longer is stopped and the guest restarted (worker runtime); an inline guest keeps the default, not enforced. */
     callTimeoutMs: field.int({
@@ -134,7 +139,9 @@ export const PLUGIN_SCHEMA = defineTable({
       default: 1,
       min: 1,
       max: MAX_INSTANCES,
-      doc: "guest instances run side by side (each runs one call at a time; each costs its own memory, up to memory_limit_mib, and a worker thread in the worker runtime); a scheduled tick finding none free is skipped as an overlap",
+      doc:
+        "guest instances run side by side (each runs one call at a time; each costs its own memory, up to memory_limit_mib, and a worker thread " +
+        "in the worker runtime); a scheduled tick finding none free is skipped as an overlap",
     }),
     globalKeys: field.stringList({ default: [], example: ["ledger", "jobs/*"], doc: "global keys it may use; * matches anything" }),
     // Each capability's keys (functions, log_level, config, http), declared by its row.
@@ -144,7 +151,8 @@ export const PLUGIN_SCHEMA = defineTable({
       optional: true,
       example: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
       doc: "pins the module: the SHA-256 of the .wasm's bytes (64 hex digits, `sha256sum`); other bytes are refused at start and at reload",
-      check: (v) => (/^[0-9a-fA-F]{64}$/.test(v) ? undefined : `must be 64 hex digits (the SHA-256 of the .wasm, as sha256sum prints it), got ${v.length} characters`),
+      check: (v) =>
+        /^[0-9a-fA-F]{64}$/.test(v) ? undefined : `must be 64 hex digits (the SHA-256 of the .wasm, as sha256sum prints it), got ${v.length} characters`,
     }),
   },
 });
@@ -184,7 +192,9 @@ export const SCHEDULED_SCHEMA = defineTable({
      */
     fair: field.bool({
       default: false,
-      doc: "take the schedule's lock as a fair mutex: a tick still only tries it (a tick never waits, or a node would run it twice), and is skipped while anyone waits for the key (acquire with fair), so ticks cannot starve a waiter",
+      doc:
+        "take the schedule's lock as a fair mutex: a tick still only tries it (a tick never waits, or a node would run it twice), and is skipped " +
+        "while anyone waits for the key (acquire with fair), so ticks cannot starve a waiter",
     }),
   },
 });

@@ -7,7 +7,10 @@ import { OPS, signatureOf, type OpSpec } from "../../abi/ops.js";
 /** Which rows a table shows: the lock module's, or every other module's. */
 export type OpGroup = "lock" | "capabilities";
 
-const inGroup = (group: OpGroup) => (op: OpSpec): boolean => (op.module === "lock") === (group === "lock");
+const inGroup =
+  (group: OpGroup) =>
+  (op: OpSpec): boolean =>
+    (op.module === "lock") === (group === "lock");
 
 /** ABI.md's table: every import, its signature, its result and the codes it returns. */
 export function abiSpecTable(group: OpGroup = "lock"): string {

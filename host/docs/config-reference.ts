@@ -65,4 +65,3 @@ function rangeOf(spec: FieldSpec<unknown>): string | undefined {
   }
   return undefined;
 }
-

@@ -87,14 +87,23 @@ export function rustSys(statusSource: string): string {
     if (c.doc) lines.push(`/// ${c.doc}`);
     lines.push(`pub const ${c.name}: i32 = ${c.value};`);
   }
-  lines.push("", "/// The name of a status code (`7` is `\"INVALID_ARGUMENT\"`), or `\"UNKNOWN\"`.", "pub const fn status_name(code: i32) -> &'static str {", "    match code {");
+  lines.push(
+    "",
+    '/// The name of a status code (`7` is `"INVALID_ARGUMENT"`), or `"UNKNOWN"`.',
+    "pub const fn status_name(code: i32) -> &'static str {",
+    "    match code {",
+  );
   for (const c of codes(statusSource)) lines.push(`        ${c.value} => "${c.name}",`);
   lines.push('        _ => "UNKNOWN",', "    }", "}");
   for (const [module, decls] of byModule(imports())) {
     lines.push("", `#[link(wasm_import_module = "${module}")]`, 'extern "C" {');
     for (const d of decls) {
       const params = d.params.map((p) => `${p}: ${paramType(p, "rust")}`).join(", ");
-      lines.push(`    /// \`${module}.${d.name}\`: ${opDoc(d.name, module)}.`, `    #[link_name = "${d.name}"]`, `    pub fn ${d.symbol}(${params}) -> ${d.result};`);
+      lines.push(
+        `    /// \`${module}.${d.name}\`: ${opDoc(d.name, module)}.`,
+        `    #[link_name = "${d.name}"]`,
+        `    pub fn ${d.symbol}(${params}) -> ${d.result};`,
+      );
     }
     lines.push("}");
   }
@@ -103,13 +112,26 @@ export function rustSys(statusSource: string): string {
 
 /** abi/c/lockhost_abi.h: the constants as macros and the raw import prototypes. */
 export function cAbi(statusSource: string): string {
-  const lines = [`/* lockhost guest ABI, raw. ${HEADER} */`, "#ifndef LOCKHOST_ABI_H", "#define LOCKHOST_ABI_H", "", "#include <stddef.h>", "#include <stdint.h>", ""];
+  const lines = [
+    `/* lockhost guest ABI, raw. ${HEADER} */`,
+    "#ifndef LOCKHOST_ABI_H",
+    "#define LOCKHOST_ABI_H",
+    "",
+    "#include <stddef.h>",
+    "#include <stdint.h>",
+    "",
+  ];
   for (const c of statusConstants(statusSource)) {
     if (c.section) lines.push("", `/* ${c.section} */`);
     if (c.doc) lines.push(`/** ${c.doc} */`);
     lines.push(`#define LOCKHOST_${c.name} ${c.value}`);
   }
-  lines.push("", "/** The name of a status code (7 is \"INVALID_ARGUMENT\"), or \"UNKNOWN\". */", "static inline const char *lockhost_status_name(int32_t code) {", "  switch (code) {");
+  lines.push(
+    "",
+    '/** The name of a status code (7 is "INVALID_ARGUMENT"), or "UNKNOWN". */',
+    "static inline const char *lockhost_status_name(int32_t code) {",
+    "  switch (code) {",
+  );
   for (const c of codes(statusSource)) lines.push(`  case ${c.value}: return "${c.name}";`);
   lines.push('  default: return "UNKNOWN";', "  }", "}");
   for (const [module, decls] of byModule(imports())) {

@@ -85,7 +85,8 @@ function contendedHere(core: ServiceCore, request: CheckedRequest): boolean {
 /** Counts an attempt that found the key held (and tells the listeners that asked for "contended" events). */
 export function countContended(core: ServiceCore, request: CheckedRequest): void {
   core.counts.contended++;
-  if (core.events.wants("contended")) core.events.emit({ type: "contended", ...kindOf(request.spec), name: request.name, plugin: request.plugin, atMs: Date.now() });
+  if (core.events.wants("contended"))
+    core.events.emit({ type: "contended", ...kindOf(request.spec), name: request.name, plugin: request.plugin, atMs: Date.now() });
 }
 
 /** Takes a checked request's key, waiting up to `waitMs` (validated) for it (see LockService.acquire). */
@@ -181,7 +182,15 @@ function releaseOnce(core: ServiceCore, request: CheckedRequest, req: AcquireReq
  * `reused`: the owner is a waiting writer's, which its next attempt uses again: released once
  * (releaseOnce), not booked.
  */
-export function taken<C>(core: ServiceCore, request: CheckedRequest, result: AcquireResult, req: AcquireRequest, sentAt: number, contended: (result: Contended) => C, reused = false): Lease | C {
+export function taken<C>(
+  core: ServiceCore,
+  request: CheckedRequest,
+  result: AcquireResult,
+  req: AcquireRequest,
+  sentAt: number,
+  contended: (result: Contended) => C,
+  reused = false,
+): Lease | C {
   const { spec } = request;
   if (!result.acquired) {
     if ("limit" in result && result.limit !== undefined && KINDS[spec.kind].limit !== null) throw permitsMismatch(request, request.limit, result.limit);
@@ -214,8 +223,18 @@ function leaseOf(core: ServiceCore, request: CheckedRequest, result: Acquired, r
   const { name, ttlMs, keepalive, spec } = request;
   const { fence, acquiredAtMs, expiresAtMs } = result;
   const lease = new Lease({
-    name, owner: req.owner, fence, ttlMs, holder: req.holder, acquiredAtMs, expiresAtMs, deadline, keepalive, hooks: core.hooks,
-    kind: spec.kind, mode: req.mode,
+    name,
+    owner: req.owner,
+    fence,
+    ttlMs,
+    holder: req.holder,
+    acquiredAtMs,
+    expiresAtMs,
+    deadline,
+    keepalive,
+    hooks: core.hooks,
+    kind: spec.kind,
+    mode: req.mode,
   });
   core.hold(lease, request.owner === undefined);
   return lease;
@@ -255,7 +274,11 @@ async function wait(
   let taken: Lease | undefined;
   try {
     // The subscription is bounded by the wait and its signal: polling covers a late one.
-    await untilSettled(core.waits.join(queueKey, waiter, (listener) => steps.watch(name, listener)), deadline - performance.now(), signal);
+    await untilSettled(
+      core.waits.join(queueKey, waiter, (listener) => steps.watch(name, listener)),
+      deadline - performance.now(),
+      signal,
+    );
     let hint = first?.retryAfterMs;
     // Subscribed now: one more try, or a release just before the subscription would be missed.
     let shouldTry = true;
@@ -331,9 +354,13 @@ function timeoutError(request: CheckedRequest, waitedMs: number, waitMs: number)
 
 /** A semaphore taken with another number of permits than its live holders'. */
 function permitsMismatch(request: CheckedRequest, permits: number, theirs: number): LockhostError {
-  return new LockhostError("PERMITS_MISMATCH", `semaphore ${request.name} is held with ${theirs} permits; this call names permits ${permits} (a key keeps its holders' number until the last one lets go)`, {
-    details: { permits, heldWith: theirs, name: request.name },
-  });
+  return new LockhostError(
+    "PERMITS_MISMATCH",
+    `semaphore ${request.name} is held with ${theirs} permits; this call names permits ${permits} (a key keeps its holders' number until the last one lets go)`,
+    {
+      details: { permits, heldWith: theirs, name: request.name },
+    },
+  );
 }
 
 /** Resolves when `promise` settles, `ms` pass, or `signal` aborts, whichever is first. */

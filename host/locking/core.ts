@@ -107,7 +107,8 @@ export class ServiceCore {
       (owner) => {
         const lease = this.held.get(owner);
         // This service's own force-release marks its lease itself, with the operator as the reason.
-        if (lease && !this.forceReleasing.has(waitKey(lease.kind, lease.name))) this.markLost(lease, new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) was lost: another process released or force-released it`));
+        if (lease && !this.forceReleasing.has(waitKey(lease.kind, lease.name)))
+          this.markLost(lease, new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) was lost: another process released or force-released it`));
       },
       () => void verifyHeld(this),
     );
@@ -130,7 +131,15 @@ export class ServiceCore {
     this.counts.acquisitions++;
     if (lease.keepalive) this.renewals.start(lease);
     if (this.events.wants("acquired")) {
-      this.events.emit({ type: "acquired", ...kindOf(lease), name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, ttlMs: lease.ttlMs, atMs: Date.now() });
+      this.events.emit({
+        type: "acquired",
+        ...kindOf(lease),
+        name: lease.name,
+        fence: lease.fence,
+        plugin: lease.holder.plugin,
+        ttlMs: lease.ttlMs,
+        atMs: Date.now(),
+      });
     }
   }
 
@@ -194,7 +203,16 @@ export class ServiceCore {
     this.waits.forget(waitKey(lease.kind, lease.name), lease);
     if (this.events.wants("lost")) {
       const atMs = Date.now();
-      this.events.emit({ type: "lost", ...kindOf(lease), name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, reason: reason.message, heldMs: atMs - lease.acquiredAtMs, atMs });
+      this.events.emit({
+        type: "lost",
+        ...kindOf(lease),
+        name: lease.name,
+        fence: lease.fence,
+        plugin: lease.holder.plugin,
+        reason: reason.message,
+        heldMs: atMs - lease.acquiredAtMs,
+        atMs,
+      });
     }
   }
 }
@@ -219,8 +237,5 @@ export function backendError(err: unknown): LockhostError {
 /** The error of a renew or release the backend refused: the lease had ended or changed hands. */
 export function lostError(lease: Lease, reason: "not_found" | "mismatch"): LockhostError {
   const why = reason === "mismatch" ? "another owner holds it now" : "it expired or was force-released";
-  return new LockhostError(
-    "LOST",
-    `lock ${lease.name} (fence ${lease.fence}) is no longer held: ${why}; nothing was changed`,
-  );
+  return new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) is no longer held: ${why}; nothing was changed`);
 }

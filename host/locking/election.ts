@@ -59,12 +59,20 @@ export function validateLeaderValue(value: unknown, argName = "value"): string {
 /** The backend's proclaim step; INVALID_ARGUMENT naming the backend when it has none. */
 export function proclaimStep(core: ServiceCore): NonNullable<KindSteps["proclaim"]> {
   const step = core.steps(ELECTION).proclaim;
-  if (typeof step !== "function") throw new LockhostError("INVALID_ARGUMENT", `backend ${core.backend.name} has no leader election (its ${ELECTION} steps have no proclaim)`);
+  if (typeof step !== "function")
+    throw new LockhostError("INVALID_ARGUMENT", `backend ${core.backend.name} has no leader election (its ${ELECTION} steps have no proclaim)`);
   return step;
 }
 
 /** Campaigns for the checked election `request` (see LockService.campaign). */
-export async function campaign(core: ServiceCore, election: string, request: CheckedRequest, value: string, waitMs: number, signal: AbortSignal | undefined): Promise<Leadership> {
+export async function campaign(
+  core: ServiceCore,
+  election: string,
+  request: CheckedRequest,
+  value: string,
+  waitMs: number,
+  signal: AbortSignal | undefined,
+): Promise<Leadership> {
   const proclaim = proclaimStep(core);
   const started = performance.now();
   for (;;) {
@@ -89,7 +97,8 @@ export async function campaign(core: ServiceCore, election: string, request: Che
     // lease's end, a server paused past it, must not make a leader of a lease with no time left).
     if (held && lease.state === "held" && performance.now() < lease.deadline) return new Leadership(core, election, lease, value);
     // Lost between winning and proclaiming (force-released, expired): not a leader; campaign on.
-    if (lease.state === "held") core.markLost(lease, new LockhostError("LOST", `leadership of ${election} (term ${lease.fence}) ended before it was proclaimed`));
+    if (lease.state === "held")
+      core.markLost(lease, new LockhostError("LOST", `leadership of ${election} (term ${lease.fence}) ended before it was proclaimed`));
   }
 }
 

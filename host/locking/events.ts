@@ -8,9 +8,24 @@ import type { LockKind } from "../../kit/kinds.js";
 export type LockEvent = (
   | { readonly type: "acquired"; readonly name: string; readonly fence: number; readonly plugin: string; readonly ttlMs: number; readonly atMs: number }
   | { readonly type: "released"; readonly name: string; readonly fence: number; readonly plugin: string; readonly heldMs: number; readonly atMs: number }
-  | { readonly type: "lost"; readonly name: string; readonly fence: number; readonly plugin: string; readonly reason: string; readonly heldMs: number; readonly atMs: number }
+  | {
+      readonly type: "lost";
+      readonly name: string;
+      readonly fence: number;
+      readonly plugin: string;
+      readonly reason: string;
+      readonly heldMs: number;
+      readonly atMs: number;
+    }
   | { readonly type: "force-released"; readonly name: string; readonly found: boolean; readonly atMs: number }
-  | { readonly type: "waited"; readonly name: string; readonly plugin: string; readonly waitedMs: number; readonly outcome: "acquired" | "timeout" | "failed"; readonly atMs: number }
+  | {
+      readonly type: "waited";
+      readonly name: string;
+      readonly plugin: string;
+      readonly waitedMs: number;
+      readonly outcome: "acquired" | "timeout" | "failed";
+      readonly atMs: number;
+    }
   /** An attempt found the key held by someone else (each try of a waiting acquire is one): told only to a listener that names this type. */
   | { readonly type: "contended"; readonly name: string; readonly plugin: string; readonly atMs: number }
 ) & {

@@ -37,7 +37,9 @@ export function leaderInfo(election: string, name: string, state: LockState | nu
   const record = state?.holders[0];
   if (record === undefined) return { election, name, held: false };
   return {
-    election, name, held: true,
+    election,
+    name,
+    held: true,
     node: record.holder.node,
     plugin: record.holder.plugin,
     value: record.value ?? "",
@@ -64,7 +66,12 @@ function identity(info: LeaderInfo): string {
  * nobody), until `signal` aborts or the service closes (LockService.observe). A change within
  * one wake-up that is undone by the next read is not seen; the latest state always is.
  */
-export async function* observeLeader(core: ServiceCore, election: string, name: string, signal: AbortSignal | undefined): AsyncGenerator<LeaderInfo, void, undefined> {
+export async function* observeLeader(
+  core: ServiceCore,
+  election: string,
+  name: string,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<LeaderInfo, void, undefined> {
   core.life.checkOpen();
   let pending = true;
   let wake: (() => void) | undefined;

@@ -25,8 +25,7 @@ export interface LeaseHooks {
  * Internal: what a new Lease is made of: its fields by name (so no two numbers can be swapped
  * unseen), with the values its changing fields start from.
  */
-export interface LeaseInit
-  extends Pick<Lease, "name" | "owner" | "fence" | "ttlMs" | "holder" | "acquiredAtMs" | "expiresAtMs" | "deadline" | "keepalive"> {
+export interface LeaseInit extends Pick<Lease, "name" | "owner" | "fence" | "ttlMs" | "holder" | "acquiredAtMs" | "expiresAtMs" | "deadline" | "keepalive"> {
   /** The service's hooks (absent: nobody watches the lease's end). */
   readonly hooks?: LeaseHooks | undefined;
   /** What the lease holds (default a mutex, exclusive). */

@@ -114,7 +114,11 @@ const CURSOR_SEPARATOR = ":";
 function parseCursor(text: string, kinds: readonly LockKind[]): { index: number; cursor: string | undefined } {
   const at = text.indexOf(CURSOR_SEPARATOR);
   const index = at < 0 ? -1 : kinds.indexOf(text.slice(0, at) as LockKind);
-  if (index < 0) throw new LockhostError("INVALID_ARGUMENT", `cursor ${JSON.stringify(text)} is not one a listing of every kind gave (pass the cursor of the previous page, with the same kind option)`);
+  if (index < 0)
+    throw new LockhostError(
+      "INVALID_ARGUMENT",
+      `cursor ${JSON.stringify(text)} is not one a listing of every kind gave (pass the cursor of the previous page, with the same kind option)`,
+    );
   const rest = text.slice(at + CURSOR_SEPARATOR.length);
   return { index, cursor: rest === "" ? undefined : rest };
 }

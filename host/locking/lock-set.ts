@@ -73,7 +73,8 @@ export class LockSet implements AsyncDisposable {
 export function canonicalKeys(keys: readonly string[], options: TryLockOptions): string[] {
   if (!Array.isArray(keys) || keys.length === 0) throw new LockhostError("INVALID_ARGUMENT", "keys must be a non-empty array of keys");
   if (keys.length > MAX_SET_KEYS) throw new LockhostError("INVALID_ARGUMENT", `keys names ${keys.length} keys; a set takes at most ${MAX_SET_KEYS}`);
-  if (options.owner !== undefined) throw new LockhostError("INVALID_ARGUMENT", "owner names one lock, and a set holds several: leave it out (each lock gets its own)");
+  if (options.owner !== undefined)
+    throw new LockhostError("INVALID_ARGUMENT", "owner names one lock, and a set holds several: leave it out (each lock gets its own)");
   const scope = options.scope ?? "global";
   const named = keys.map((key) => {
     if (typeof key !== "string") throw new LockhostError("INVALID_ARGUMENT", `keys must be strings, got ${typeof key}`);
@@ -117,7 +118,11 @@ export async function takeAll(keys: readonly string[], steps: SetSteps): Promise
   const lost = taken.find((lease) => lease.state !== "held" || performance.now() >= lease.deadline);
   if (lost) {
     await rollback(taken, steps);
-    throw new LockhostError("LOST", `lock ${lost.name} of the set ended while the set's later keys were being taken (its TTL of ${lost.ttlMs} ms ran out: take the set with keepalive, or a longer TTL); none is held`);
+    throw new LockhostError(
+      "LOST",
+      `lock ${lost.name} of the set ended while the set's later keys were being taken (its TTL of ${lost.ttlMs} ms ran out: take the set with ` +
+        `keepalive, or a longer TTL); none is held`,
+    );
   }
   return new LockSet(taken, steps.release);
 }

@@ -30,7 +30,6 @@ export interface WaitingSettings {
   readonly electionPollMs: number;
 }
 
-
 /**
  * `[locking.keepalive]`: each field declared once. The config reads the table with it, and a
  * LockService built in code checks its options against the same ranges and defaults.

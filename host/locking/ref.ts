@@ -63,7 +63,8 @@ export function keyOf<O extends { readonly scope?: Scope }>(ref: unknown, option
   if (typeof ref === "string") return { key: ref, options };
   const name = nameOf(ref, options);
   const at = name.indexOf(":");
-  if (at <= 0 || at === name.length - 1) throw new LockhostError("INVALID_ARGUMENT", `name ${JSON.stringify(name)} is not a full lock name ("global:<key>" or "<plugin>:<key>")`);
+  if (at <= 0 || at === name.length - 1)
+    throw new LockhostError("INVALID_ARGUMENT", `name ${JSON.stringify(name)} is not a full lock name ("global:<key>" or "<plugin>:<key>")`);
   const prefix = name.slice(0, at);
   const scope: Scope = prefix === "global" ? "global" : { plugin: prefix };
   return { key: name.slice(at + 1), options: { ...options, scope } };

@@ -89,6 +89,14 @@ export function releaseDone(core: ServiceCore, lease: Lease): void {
   endHold(lease);
   if (core.events.wants("released")) {
     const atMs = Date.now();
-    core.events.emit({ type: "released", ...kindOf(lease), name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, heldMs: atMs - lease.acquiredAtMs, atMs });
+    core.events.emit({
+      type: "released",
+      ...kindOf(lease),
+      name: lease.name,
+      fence: lease.fence,
+      plugin: lease.holder.plugin,
+      heldMs: atMs - lease.acquiredAtMs,
+      atMs,
+    });
   }
 }

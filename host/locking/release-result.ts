@@ -38,7 +38,10 @@ export function releaseTarget(target: unknown, owner: unknown, options: ReleaseO
     return target;
   }
   if (typeof target !== "string" && (typeof target !== "object" || target === null)) {
-    throw new LockhostError("INVALID_ARGUMENT", `lease must be a Lease, or a key (or { name }) followed by an owner token, got ${target === null ? "null" : typeof target}`);
+    throw new LockhostError(
+      "INVALID_ARGUMENT",
+      `lease must be a Lease, or a key (or { name }) followed by an owner token, got ${target === null ? "null" : typeof target}`,
+    );
   }
   const { name, kind } = checkRef(target, options);
   validateKey(owner, "owner");

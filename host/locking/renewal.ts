@@ -30,7 +30,6 @@ export interface RenewalHost {
   lost(lease: Lease, reason: LockhostError, stillHeld: boolean): void;
 }
 
-
 /** The one item of the queue that is no lease's: when due, the pending leases move into the heap. */
 interface ScanMark extends Timed {
   readonly phase: "scan";

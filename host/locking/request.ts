@@ -117,7 +117,8 @@ function checkScope(scope: Scope): void {
   if (!isPluginName(plugin) || plugin === "global") {
     throw new LockhostError(
       "INVALID_ARGUMENT",
-      `scope must be "global" or { plugin } with a plugin name other than "global" matching ${PLUGIN_NAME_PATTERN}, got ${show(typeof scope === "string" ? scope : plugin)}`,
+      `scope must be "global" or { plugin } with a plugin name other than "global" matching ${PLUGIN_NAME_PATTERN}, ` +
+        `got ${show(typeof scope === "string" ? scope : plugin)}`,
     );
   }
 }

@@ -71,7 +71,10 @@ async function restoreNamed(core: ServiceCore, { name, kind }: CheckedRef, owner
       throw new LockhostError("ALREADY_RELEASED", `lock ${kindName(kind, name)} with that owner token was already released by this host`);
     }
     if (holders.length === 0) throw new LockhostError("NOT_FOUND", `no lock is held under ${kindName(kind, name)}`);
-    throw new LockhostError("OWNERSHIP_MISMATCH", `lock ${kindName(kind, name)} belongs to another owner token (fence ${holders[0]!.fence}); nothing was changed`);
+    throw new LockhostError(
+      "OWNERSHIP_MISMATCH",
+      `lock ${kindName(kind, name)} belongs to another owner token (fence ${holders[0]!.fence}); nothing was changed`,
+    );
   }
   // One lease per owner: the one this service holds (or a concurrent restore just made).
   const mine = sameLease(core, name, owner, options);

@@ -14,9 +14,7 @@ export const MAX_PLUGIN_NAME_LENGTH = 64;
  * plugin can carry the name of the package it ships in. Never ':' (the scope separator of lock
  * names, so `@acme/cron:nightly` splits at its first ':'), never upper case or spaces.
  */
-export const PLUGIN_NAME_PATTERN = new RegExp(
-  `^(?=.{1,${MAX_PLUGIN_NAME_LENGTH}}$)(?:@[a-z0-9][a-z0-9_.-]*/)?[a-z0-9][a-z0-9_.-]*$`,
-);
+export const PLUGIN_NAME_PATTERN = new RegExp(`^(?=.{1,${MAX_PLUGIN_NAME_LENGTH}}$)(?:@[a-z0-9][a-z0-9_.-]*/)?[a-z0-9][a-z0-9_.-]*$`);
 
 /**
  * The longest scope prefix qualify() puts before a key, in UTF-8 bytes: a maximal plugin
@@ -51,7 +49,10 @@ export function otherScopeName(name: string): string | undefined {
 export function globalKeyMatcher(patterns: readonly string[]): (key: string) => boolean {
   if (patterns.length === 0) return () => false;
   const escaped = patterns.map((p) =>
-    p.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*"),
+    p
+      .split("*")
+      .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+      .join(".*"),
   );
   const re = new RegExp(`^(?:${escaped.join("|")})$`, "su");
   return (key) => re.test(key);

@@ -3,7 +3,7 @@
 // Backends stay atomic steps; guests and embedders both come through here. This file is the
 // facade: each job lives in its own module (acquire, restore, release, renew, status, stats,
 // close), working on one ServiceCore per service.
-import { canonicalKeys, LockSet, remainingWait, takeAll } from "./lock-set.js";
+import { canonicalKeys, type LockSet, remainingWait, takeAll } from "./lock-set.js";
 import type { KeepaliveSettings, WaitingSettings } from "./options.js";
 import { LockhostError } from "../../kit/errors.js";
 import type { LockBackend } from "../../kit/backend.js";
@@ -106,7 +106,10 @@ export class LockService {
 
   constructor(backend: LockBackend, options: LockServiceOptions) {
     if (typeof backend !== "object" || backend === null || typeof backend.steps !== "function" || !Array.isArray(backend.kinds)) {
-      throw new LockhostError("INVALID_ARGUMENT", `backend must be a LockBackend (with kinds and steps(kind)), got ${backend === null ? "null" : typeof backend}`);
+      throw new LockhostError(
+        "INVALID_ARGUMENT",
+        `backend must be a LockBackend (with kinds and steps(kind)), got ${backend === null ? "null" : typeof backend}`,
+      );
     }
     validateOptions(options, "options", true);
     if (typeof options.node !== "string" || options.node.length === 0) {
@@ -267,7 +270,10 @@ export class LockService {
     validateSignal(options.signal, "signal");
     const taking = { ...options, keepalive: validateFlag(options.keepalive, "keepalive") ?? DEFAULT_KEEPALIVE };
     options.signal?.throwIfAborted();
-    const lease = options.waitMs !== undefined && options.waitMs !== 0 ? await this.#acquire(ref, { ...taking, waitMs: options.waitMs }, spec) : await this.#try(ref, taking, spec);
+    const lease =
+      options.waitMs !== undefined && options.waitMs !== 0
+        ? await this.#acquire(ref, { ...taking, waitMs: options.waitMs }, spec)
+        : await this.#try(ref, taking, spec);
     if (!lease) throw new LockhostError("CONTENDED", `lock ${kindName(spec.kind, nameOf(ref, options))} is held by someone else`);
     try {
       const signal = options.signal ? AbortSignal.any([lease.signal, options.signal]) : lease.signal;

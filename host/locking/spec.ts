@@ -27,17 +27,20 @@ export type SpecOptions = ({ readonly kind?: "mutex" } & FairOption) | Exclude<L
 export function specOf(options: SpecOptions | undefined): LockSpec {
   const given = options as { kind?: unknown; mode?: unknown; permits?: unknown; fair?: unknown } | undefined;
   if (given?.kind === undefined || given.kind === MUTEX.kind) {
-    if (given?.mode !== undefined && given.mode !== "exclusive") throw new LockhostError("INVALID_ARGUMENT", `mode must be "exclusive" or absent for a mutex, got ${show(given.mode)}`);
+    if (given?.mode !== undefined && given.mode !== "exclusive")
+      throw new LockhostError("INVALID_ARGUMENT", `mode must be "exclusive" or absent for a mutex, got ${show(given.mode)}`);
     if (given?.permits !== undefined) throw new LockhostError("INVALID_ARGUMENT", `permits is for ${limitKinds()}, not a mutex`);
     return validateFlag(given?.fair, "fair") === true ? FAIR : MUTEX;
   }
   const kind: SpecKind = checkKind(given.kind, SPEC_KINDS);
   const row = KINDS[kind];
-  if (given.fair !== undefined) throw new LockhostError("INVALID_ARGUMENT", `fair is for the mutex; kind ${kind} takes no fair option (kind "fair" is the fair mutex)`);
+  if (given.fair !== undefined)
+    throw new LockhostError("INVALID_ARGUMENT", `fair is for the mutex; kind ${kind} takes no fair option (kind "fair" is the fair mutex)`);
   const modes: readonly string[] = row.modes;
   let mode = given.mode;
   if (modes.length > 1) {
-    if (!modes.includes(mode as string)) throw new LockhostError("INVALID_ARGUMENT", `mode must be ${modes.map(show).join(" or ")} for a ${row.label}, got ${show(mode)}`);
+    if (!modes.includes(mode as string))
+      throw new LockhostError("INVALID_ARGUMENT", `mode must be ${modes.map(show).join(" or ")} for a ${row.label}, got ${show(mode)}`);
   } else if (mode !== undefined && mode !== modes[0]) {
     throw new LockhostError("INVALID_ARGUMENT", `mode must be ${show(modes[0])} or absent for a ${row.label}, got ${show(mode)}`);
   } else {
@@ -51,6 +54,9 @@ export function specOf(options: SpecOptions | undefined): LockSpec {
 }
 
 /** The kinds whose row takes a limit, for messages: 'kind "semaphore"'. */
-const limitKinds = (): string => SPEC_KINDS.filter((kind) => KINDS[kind].limit !== null).map((kind) => `kind "${kind}"`).join(" or ");
+const limitKinds = (): string =>
+  SPEC_KINDS.filter((kind) => KINDS[kind].limit !== null)
+    .map((kind) => `kind "${kind}"`)
+    .join(" or ");
 
 const show = (value: unknown): string => (typeof value === "string" ? JSON.stringify(value) : String(value));

@@ -151,10 +151,13 @@ export class UnsettledLocks {
 
   #arm(): void {
     if (this.#closed || this.#timer !== undefined || this.#round !== undefined || this.#entries.size === 0) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      void this.#runRound().then(() => this.#arm());
-    }, timerMs(jittered(RETRY_MS)));
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = undefined;
+        void this.#runRound().then(() => this.#arm());
+      },
+      timerMs(jittered(RETRY_MS)),
+    );
     this.#timer.unref();
   }
 

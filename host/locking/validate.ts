@@ -27,7 +27,8 @@ export function validateName(name: unknown, argName = "name"): string {
   const value = validateString(name, argName, MAX_NAME_BYTES);
   // A full name starts with its scope; a control character there would reach into the namespace
   // a store keeps for another kind (KindRow.namespace).
-  if (value.charCodeAt(0) < 0x20) throw new LockhostError("INVALID_ARGUMENT", `${argName} must start with its scope ("global:" or a plugin name), got a control character`);
+  if (value.charCodeAt(0) < 0x20)
+    throw new LockhostError("INVALID_ARGUMENT", `${argName} must start with its scope ("global:" or a plugin name), got a control character`);
   return value;
 }
 
@@ -93,7 +94,8 @@ export function validateOwner(owner: unknown, argName = "owner"): string {
   if (typeof owner !== "string" || !OWNER_PATTERN.test(owner)) {
     throw new LockhostError(
       "INVALID_ARGUMENT",
-      `${argName} must be 1 to ${MAX_OWNER_LENGTH} printable ASCII characters without spaces, got ${typeof owner === "string" ? JSON.stringify(owner) : typeof owner}`,
+      `${argName} must be 1 to ${MAX_OWNER_LENGTH} printable ASCII characters without spaces, ` +
+        `got ${typeof owner === "string" ? JSON.stringify(owner) : typeof owner}`,
     );
   }
   return owner;
@@ -105,7 +107,10 @@ export function validateOptions<T extends object>(options: T | undefined, argNam
 export function validateOptions<T extends object>(options: T | undefined, argName: string, required = false): T | undefined {
   if (options === undefined && !required) return undefined;
   if (typeof options !== "object" || options === null) {
-    throw new LockhostError("INVALID_ARGUMENT", `${argName} must be an object${required ? "" : " when given"}, got ${options === null ? "null" : typeof options}`);
+    throw new LockhostError(
+      "INVALID_ARGUMENT",
+      `${argName} must be an object${required ? "" : " when given"}, got ${options === null ? "null" : typeof options}`,
+    );
   }
   return options;
 }

@@ -42,5 +42,11 @@ async function verifyOne(core: HeldBooks, lease: Lease): Promise<void> {
   }
   // Released or lost here meanwhile, or being force-released by this service: nothing to tell.
   if (held || core.held.get(lease.owner) !== lease || core.forceReleasing.has(waitKey(lease.kind, lease.name))) return;
-  core.markLost(lease, new LockhostError("LOST", `lock ${lease.name} (fence ${lease.fence}) was lost: another process released, force-released or took it while this host's notices were interrupted`));
+  core.markLost(
+    lease,
+    new LockhostError(
+      "LOST",
+      `lock ${lease.name} (fence ${lease.fence}) was lost: another process released, force-released or took it while this host's notices were interrupted`,
+    ),
+  );
 }

@@ -17,7 +17,8 @@ export function chosenBackend(locking: Pick<LockingConfig, "backend">): BackendD
   if (!descriptor) {
     throw new LockhostError(
       "CONFIG_INVALID",
-      `[locking] backend ${JSON.stringify(locking.backend)} is not registered (registered: ${backendNames().join(", ") || "none"}; a third-party backend is named in [locking] packages)`,
+      `[locking] backend ${JSON.stringify(locking.backend)} is not registered (registered: ${backendNames().join(", ") || "none"}; a third-party ` +
+        `backend is named in [locking] packages)`,
     );
   }
   return descriptor;

@@ -19,7 +19,10 @@ export function registerBackend(descriptor: BackendDescriptor): void {
   // Checked at run time too: a package's export is whatever it is.
   const d: Partial<Record<keyof BackendDescriptor, unknown>> = descriptor ?? {};
   if (typeof d.name !== "string" || !BACKEND_NAME.test(d.name) || RESERVED.has(d.name)) {
-    throw new LockhostError("CONFIG_INVALID", `backend name ${JSON.stringify(d.name)} must match ${BACKEND_NAME} and not be one of ${[...RESERVED].join(", ")}`);
+    throw new LockhostError(
+      "CONFIG_INVALID",
+      `backend name ${JSON.stringify(d.name)} must match ${BACKEND_NAME} and not be one of ${[...RESERVED].join(", ")}`,
+    );
   }
   if (typeof d.create !== "function" || typeof d.config !== "object" || d.config === null) {
     throw new LockhostError("CONFIG_INVALID", `backend ${d.name} is not a BackendDescriptor (it needs name, config and create)`);

@@ -65,7 +65,8 @@ export class GuestMemory {
   /** The (-code) for a (ptr, len) argument outside memory or over `maxBytes` (unbounded when undefined), else 0. */
   checkBytes(what: string, ptr: number, len: number, maxBytes: number | undefined, text = false): number {
     if (!this.inBounds(ptr, len)) return this.outOfBounds(what, ptr, len);
-    if (maxBytes !== undefined && len >>> 0 > maxBytes) return this.fail(INVALID_ARGUMENT, `${what} is ${len >>> 0} bytes${text ? " of UTF-8" : ""}; the maximum is ${maxBytes}`);
+    if (maxBytes !== undefined && len >>> 0 > maxBytes)
+      return this.fail(INVALID_ARGUMENT, `${what} is ${len >>> 0} bytes${text ? " of UTF-8" : ""}; the maximum is ${maxBytes}`);
     return 0;
   }
 
@@ -127,8 +128,7 @@ export function envImports(mem: GuestMemory, traces: TraceBudget): ImportModule 
     abort: (msg: number, file: number, line: number, column: number) => {
       throw new GuestAbort({ message: mem.asString(msg), file: mem.asString(file), line, column });
     },
-    trace: (msg: number, n: number, ...args: number[]) =>
-      traces.line(() => `${mem.asString(msg)}${n > 0 ? " " + args.slice(0, n).join(", ") : ""}`),
+    trace: (msg: number, n: number, ...args: number[]) => traces.line(() => `${mem.asString(msg)}${n > 0 ? " " + args.slice(0, n).join(", ") : ""}`),
     seed: () => Math.random() * Number.MAX_SAFE_INTEGER,
     "Date.now": () => Date.now(),
     "performance.now": () => performance.now(),

@@ -145,7 +145,8 @@ export class GuestLocks {
   scheduleLease(mustHold: boolean): Lease {
     const schedule = this.#schedule;
     if (!schedule) throw new LockhostError("INVALID_HANDLE", "handle 0 names the schedule's lock, and only during a scheduled call");
-    if (mustHold && stateOf(schedule) !== STATE_HELD) throw new LockhostError("LOST", `lock ${schedule.name} (fence ${schedule.fence}) is no longer held: its lease ended`);
+    if (mustHold && stateOf(schedule) !== STATE_HELD)
+      throw new LockhostError("LOST", `lock ${schedule.name} (fence ${schedule.fence}) is no longer held: its lease ended`);
     return schedule;
   }
 
@@ -165,11 +166,12 @@ export class GuestLocks {
   attachSchedule(lease: Lease, notify: boolean): () => void {
     this.#schedule = lease;
     const epoch = this.#epoch;
-    const unwatch = notify && this.#lostListener
-      ? lease.onLost(() => {
-          if (epoch === this.#epoch) this.#lostListener?.(0, lease);
-        })
-      : noop;
+    const unwatch =
+      notify && this.#lostListener
+        ? lease.onLost(() => {
+            if (epoch === this.#epoch) this.#lostListener?.(0, lease);
+          })
+        : noop;
     return () => {
       unwatch();
       if (this.#schedule === lease) this.#schedule = undefined;
@@ -311,7 +313,10 @@ export class GuestLocks {
   /** Refuses, before anything is taken, a lock no handle would be left for. */
   checkRoom(): void {
     if (this.handles.full) {
-      throw new LockhostError("INVALID_ARGUMENT", `this guest already holds ${this.handles.size} locks, every handle there is; release some first (nothing was taken)`);
+      throw new LockhostError(
+        "INVALID_ARGUMENT",
+        `this guest already holds ${this.handles.size} locks, every handle there is; release some first (nothing was taken)`,
+      );
     }
   }
 
@@ -328,10 +333,7 @@ export class GuestLocks {
   scopeOf(key: string, flags: number): Scope {
     if ((flags & FLAG_GLOBAL) === 0) return this.#ownScope;
     if (!this.policy.allowsGlobal(key)) {
-      throw new LockhostError(
-        "PERMISSION_DENIED",
-        `plugin ${this.policy.plugin} may not use global key "${key}": add a matching pattern to its global_keys`,
-      );
+      throw new LockhostError("PERMISSION_DENIED", `plugin ${this.policy.plugin} may not use global key "${key}": add a matching pattern to its global_keys`);
     }
     return "global";
   }

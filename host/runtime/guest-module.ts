@@ -33,7 +33,10 @@ function providedByTable(): Record<string, Set<string>> {
 }
 
 /** A host function's wasm signature: `(in_ptr, in_len, buf_ptr, buf_cap) -> i32`. */
-const FUNCTION_SIGNATURE = `(${FUNCTION_OP.args.flatMap((a) => PARAMS_OF[a]).map(() => "i32").join(", ")}) -> ${FUNCTION_OP.result}`;
+const FUNCTION_SIGNATURE = `(${FUNCTION_OP.args
+  .flatMap((a) => PARAMS_OF[a])
+  .map(() => "i32")
+  .join(", ")}) -> ${FUNCTION_OP.result}`;
 
 /** What a plugin may import besides the ABI's own modules. */
 export interface ImportGrants {
@@ -81,7 +84,8 @@ export async function loadGuestModule(plugin: string, path: string, memoryLimitB
     throw new LockhostError(
       missing ? "CONFIG_INVALID" : "ABI_UNSUPPORTED",
       missing
-        ? `[[plugins]] "${plugin}": wasm = ${JSON.stringify(path)} ${code === "EISDIR" ? "is a folder" : "does not exist"} (a relative path is read from the config file's folder)`
+        ? `[[plugins]] "${plugin}": wasm = ${JSON.stringify(path)} ${code === "EISDIR" ? "is a folder" : "does not exist"} (a relative path is read ` +
+            `from the config file's folder)`
         : `${where}: cannot read the module: ${(err as Error).message}`,
       { cause: err },
     );
@@ -91,7 +95,8 @@ export async function loadGuestModule(plugin: string, path: string, memoryLimitB
   if (options.sha256 !== undefined && options.sha256.toLowerCase() !== sha256) {
     throw new LockhostError(
       "CONFIG_INVALID",
-      `[[plugins]] "${plugin}": sha256 pins the module to ${options.sha256.toLowerCase()}, but wasm = ${JSON.stringify(path)} has sha256 ${sha256}; the module was not loaded (update the pin to load these bytes)`,
+      `[[plugins]] "${plugin}": sha256 pins the module to ${options.sha256.toLowerCase()}, but wasm = ${JSON.stringify(path)} has sha256 ${sha256}; ` +
+        `the module was not loaded (update the pin to load these bytes)`,
     );
   }
   let module: WebAssembly.Module;
@@ -123,7 +128,8 @@ export async function loadGuestModule(plugin: string, path: string, memoryLimitB
       if (options.wasi) continue; // the stub answers what it does not provide with ENOSYS
       throw new LockhostError(
         "ABI_UNSUPPORTED",
-        `${where} imports ${imp.module}.${imp.name} (WASI), which lockhost provides only to a plugin that allows it: set ${WASI_KEY} = true in its [[plugins]] entry`,
+        `${where} imports ${imp.module}.${imp.name} (WASI), which lockhost provides only to a plugin that allows it: set ${WASI_KEY} = true in its ` +
+          `[[plugins]] entry`,
       );
     }
     // Own keys only: a module named "constructor" or "__proto__" is no ABI module.
@@ -146,7 +152,8 @@ export async function loadGuestModule(plugin: string, path: string, memoryLimitB
   if (limits.initial > maximum) {
     throw new LockhostError(
       "ABI_UNSUPPORTED",
-      `${where} needs ${limits.initial} pages (${(limits.initial * PAGE_BYTES) / 2 ** 20} MiB) of memory at start, more than its limit of ${maximum} pages; raise memory_limit_mib`,
+      `${where} needs ${limits.initial} pages (${(limits.initial * PAGE_BYTES) / 2 ** 20} MiB) of memory at start, more than its limit of ${maximum} ` +
+        `pages; raise memory_limit_mib`,
     );
   }
   return { plugin, path, module, exports: facts.exports, functions, memory: { initial: limits.initial, maximum }, sha256 };
@@ -159,7 +166,8 @@ function functionImport(where: string, imp: WebAssembly.ModuleImportDescriptor, 
   if (!names && grants.granted.includes(imp.module)) {
     throw new LockhostError(
       "ABI_UNSUPPORTED",
-      `${where} imports ${what}: its [[plugins]] entry grants namespace "${imp.module}", but no host functions are registered under it (the embedder registers them: Host.start(config, { functions }); lockhost run has none)`,
+      `${where} imports ${what}: its [[plugins]] entry grants namespace "${imp.module}", but no host functions are registered under it (the embedder ` +
+        `registers them: Host.start(config, { functions }); lockhost run has none)`,
     );
   }
   if (!names) {
@@ -177,7 +185,11 @@ function functionImport(where: string, imp: WebAssembly.ModuleImportDescriptor, 
   }
   const got = sig && `(${sig.params.join(", ")}) -> ${sig.results.join(", ") || "nothing"}`;
   if (got !== FUNCTION_SIGNATURE) {
-    throw new LockhostError("ABI_UNSUPPORTED", `${where} imports host function ${imp.module}.${imp.name} as ${got ?? imp.kind}; a host function is ${FUNCTION_SIGNATURE} (in_ptr, in_len, buf_ptr, buf_cap)`);
+    throw new LockhostError(
+      "ABI_UNSUPPORTED",
+      `${where} imports host function ${imp.module}.${imp.name} as ${got ?? imp.kind}; a host function is ${FUNCTION_SIGNATURE} (in_ptr, in_len, ` +
+        `buf_ptr, buf_cap)`,
+    );
   }
   return { module: imp.module, name: imp.name };
 }

@@ -94,12 +94,13 @@ export class GuestPool implements GuestInstance {
       const busy = this.members.find((m) => !isFree(m));
       if (!busy && this.#waiters.length === 0) break;
       // Woken when the busy instance is free; a queued call (without one busy: about to take one) is looked at next turn.
-      if (busy) await new Promise<void>((resolve) => {
-        const stop = busy.onFree(() => {
-          stop();
-          resolve();
+      if (busy)
+        await new Promise<void>((resolve) => {
+          const stop = busy.onFree(() => {
+            stop();
+            resolve();
+          });
         });
-      });
       // A tick that waited for this free instance reserves it in the same turn: look after it.
       await new Promise((resolve) => setImmediate(resolve));
     }

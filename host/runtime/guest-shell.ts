@@ -194,7 +194,8 @@ export abstract class GuestShell implements GuestInstance {
     if (!form) {
       throw new LockhostError(
         "INVALID_ARGUMENT",
-        `export ${exportName} of plugin ${this.plugin} must return a string (an i32 pointer to an AssemblyScript string, or an i64 len << 32 | ptr of UTF-8), but returns ${sig.results.join(", ") || "nothing"}`,
+        `export ${exportName} of plugin ${this.plugin} must return a string (an i32 pointer to an AssemblyScript string, or an i64 len << 32 | ptr ` +
+          `of UTF-8), but returns ${sig.results.join(", ") || "nothing"}`,
       );
     }
     const parent = context.active();
@@ -299,7 +300,10 @@ export abstract class GuestShell implements GuestInstance {
     const sig = this.exportSignature(name);
     if (!sig) {
       const names = this.exportNames();
-      throw new LockhostError("UNKNOWN_EXPORT", `plugin ${this.plugin} has no export "${name}" (${didYouMean(name, names)}it exports: ${names.join(", ") || "nothing callable"})`);
+      throw new LockhostError(
+        "UNKNOWN_EXPORT",
+        `plugin ${this.plugin} has no export "${name}" (${didYouMean(name, names)}it exports: ${names.join(", ") || "nothing callable"})`,
+      );
     }
     const where = `export ${name}(${sig.params.join(", ")}) of plugin ${this.plugin}`;
     const form = stringFormOf((n) => this.module.exports.has(n));
@@ -309,7 +313,9 @@ export abstract class GuestShell implements GuestInstance {
       const each = strings > 0 && form.params === 2 ? ` (a string is 2 of them, ptr and len: this guest receives ${form.label})` : "";
       throw new LockhostError(
         "INVALID_ARGUMENT",
-        each ? `${where} takes ${sig.params.length} parameter(s), got ${args.length} argument(s) that make ${wanted}${each}` : `${where} takes ${sig.params.length} argument(s), got ${args.length}`,
+        each
+          ? `${where} takes ${sig.params.length} parameter(s), got ${args.length} argument(s) that make ${wanted}${each}`
+          : `${where} takes ${sig.params.length} argument(s), got ${args.length}`,
       );
     }
     let p = 0;
@@ -321,7 +327,11 @@ export abstract class GuestShell implements GuestInstance {
       }
       const type = sig.params[p++]!;
       if (type === "i32" ? !Number.isInteger(a) || a < -0x80000000 || a > 0xffffffff : type === "f32" || type === "f64" ? typeof a !== "number" : true) {
-        throw new LockhostError("INVALID_ARGUMENT", `${where}: argument ${i + 1} must be ${type === "i32" || type === "f32" || type === "f64" ? `an ${type}` : `one of i32, f32, f64 (the host cannot pass ${type})`}, got ${a}`);
+        throw new LockhostError(
+          "INVALID_ARGUMENT",
+          `${where}: argument ${i + 1} must ` +
+            `be ${type === "i32" || type === "f32" || type === "f64" ? `an ${type}` : `one of i32, f32, f64 (the host cannot pass ${type})`}, got ${a}`,
+        );
       }
     });
   }
@@ -329,10 +339,17 @@ export abstract class GuestShell implements GuestInstance {
   /** A string argument goes where the export takes i32s (its pointer, or ptr and len), to a guest with an allocator. */
   #checkStringArg(where: string, types: readonly string[], i: number, a: string, label: string): void {
     if (types.some((t) => t !== "i32")) {
-      throw new LockhostError("INVALID_ARGUMENT", `${where}: argument ${i + 1} is a string, which the guest receives as ${label} (${types.length === 1 ? "an i32" : "two i32s"}), but the parameter${types.length === 1 ? " is" : "s are"} ${types.join(", ")}`);
+      throw new LockhostError(
+        "INVALID_ARGUMENT",
+        `${where}: argument ${i + 1} is a string, which the guest receives as ${label} (${types.length === 1 ? "an i32" : "two i32s"}), but the ` +
+          `parameter${types.length === 1 ? " is" : "s are"} ${types.join(", ")}`,
+      );
     }
     if (a.length > MAX_STRING_ARG_UNITS) {
-      throw new LockhostError("INVALID_ARGUMENT", `${where}: argument ${i + 1} is a string of ${a.length} UTF-16 units, over the limit of ${MAX_STRING_ARG_UNITS}`);
+      throw new LockhostError(
+        "INVALID_ARGUMENT",
+        `${where}: argument ${i + 1} is a string of ${a.length} UTF-16 units, over the limit of ${MAX_STRING_ARG_UNITS}`,
+      );
     }
     const problem = allocatorProblem(this.module.exports);
     if (problem) throw new LockhostError("INVALID_ARGUMENT", `${where}: argument ${i + 1} is a string: ${problem}`);
@@ -346,9 +363,10 @@ export abstract class GuestShell implements GuestInstance {
     // A guest at its cap when it trapped most likely ran out of memory (AssemblyScript's
     // allocator traps with a bare "unreachable" when memory.grow fails).
     const full = memoryBytes + PAGE_BYTES > this.module.memory.maximum * PAGE_BYTES;
-    const limit = full || outOfMemory(abort?.message ?? message)
-      ? `; it had used all of its memory, memory_limit_mib = ${this.#memoryLimitMib()} for plugin ${this.plugin}`
-      : "";
+    const limit =
+      full || outOfMemory(abort?.message ?? message)
+        ? `; it had used all of its memory, memory_limit_mib = ${this.#memoryLimitMib()} for plugin ${this.plugin}`
+        : "";
     this.log.error(
       { export: name, ...(abort && knownPlace(abort) && { file: abort.file, line: abort.line, column: abort.column }) },
       abort ? `guest abort: ${abort.message} ${placeOf(abort)}${limit}` : `guest trapped: ${message}${limit}`,

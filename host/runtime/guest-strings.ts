@@ -100,7 +100,10 @@ export function allocatorProblem(exports: ReadonlyMap<string, FuncSignature>): s
   const okFree = free && same(free.params, form.freeParams) && free.results.length === 0;
   if (okAlloc && okFree) return undefined;
   const has = [alloc && describeSig(form.alloc, alloc), free && describeSig(form.free, free)].filter(Boolean);
-  return `a string argument needs the guest to export ${form.alloc}(i32) -> i32 and ${form.free}(${form.freeParams.join(", ")}) (${form.sdk})${has.length > 0 ? `; it exports ${has.join(" and ")}` : ""}`;
+  return (
+    `a string argument needs the guest to export ${form.alloc}(i32) -> i32 and ${form.free}(${form.freeParams.join(", ")}) ` +
+    `(${form.sdk})${has.length > 0 ? `; it exports ${has.join(" and ")}` : ""}`
+  );
 }
 
 /** The string arguments of one call in guest memory: the wasm arguments, and how to let go of them. */
@@ -140,7 +143,10 @@ export function writeStringArgs(exports: WebAssembly.Exports, memory: WebAssembl
       }
       const ptr = alloc(bytes.length) >>> 0;
       if (ptr === 0 || ptr % form.align !== 0 || ptr + bytes.length > memory.buffer.byteLength) {
-        throw new Error(`${form.alloc}(${bytes.length}) returned ${ptr}, where a string of ${bytes.length} bytes does not fit in guest memory (${memory.buffer.byteLength} bytes)`);
+        throw new Error(
+          `${form.alloc}(${bytes.length}) returned ${ptr}, where a string of ${bytes.length} bytes does not fit in guest memory ` +
+            `(${memory.buffer.byteLength} bytes)`,
+        );
       }
       frees.push(form.params === 2 ? [ptr, bytes.length] : [ptr]);
       // Written after the allocation: it may have grown (and so detached) the memory's buffer.

@@ -29,9 +29,7 @@ interface Slot<T, E> {
 }
 
 /** What a handle designates: a live value, or the tombstone of a released handle. */
-export type HandleEntry<T, E> =
-  | { readonly live: true; readonly value: T }
-  | { readonly live: false; readonly tombstone: E | undefined };
+export type HandleEntry<T, E> = { readonly live: true; readonly value: T } | { readonly live: false; readonly tombstone: E | undefined };
 
 /**
  * Maps guest-visible handles to host-side values. `E` is a small record kept for a released
@@ -96,9 +94,7 @@ export class HandleTable<T, E = never> {
    */
   lookup(handle: number, argName = "handle"): HandleEntry<T, E> {
     const slot = this.#slot(handle, argName);
-    return slot.released || slot.value === undefined
-      ? { live: false, tombstone: slot.tombstone }
-      : { live: true, value: slot.value };
+    return slot.released || slot.value === undefined ? { live: false, tombstone: slot.tombstone } : { live: true, value: slot.value };
   }
 
   /**

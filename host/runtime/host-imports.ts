@@ -47,7 +47,10 @@ export class OpImport {
 
   #read(mem: GuestMemory, params: readonly number[], sink: ParamSink, serving: boolean): number {
     if (!serving) {
-      return mem.fail(INVALID_ARGUMENT, "lock calls are not available while the module instantiates (top-level code or start function); call them from an export");
+      return mem.fail(
+        INVALID_ARGUMENT,
+        "lock calls are not available while the module instantiates (top-level code or start function); call them from an export",
+      );
     }
     const at = this.#bufAt;
     if (at >= 0 && !mem.inBounds(params[at]!, params[at + 1]!)) return mem.outOfBounds("buffer", params[at]!, params[at + 1]!);

@@ -68,7 +68,11 @@ export function localImports(mem: GuestMemory, services: LocalServices): Readonl
       const key = name(ptr, len);
       if (typeof key === "number") return key;
       const value = config.get(key);
-      if (!value) return mem.fail(NOT_FOUND, `config has no key ${JSON.stringify(key)} (keys: ${[...config.keys()].join(", ") || "none"}); set it in the plugin's [plugins.config] table`);
+      if (!value)
+        return mem.fail(
+          NOT_FOUND,
+          `config has no key ${JSON.stringify(key)} (keys: ${[...config.keys()].join(", ") || "none"}); set it in the plugin's [plugins.config] table`,
+        );
       return deliver(buf, cap, value);
     },
     "log.write": (level: number, ptr: number, len: number) => {

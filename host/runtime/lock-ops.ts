@@ -9,7 +9,7 @@
 // guest memory (host-imports.ts OpImport.read, before any trip to the host), its emptiness and
 // UTF-8 as it is decoded below. What it becomes (the full lock name) is not checked again on the
 // way to the backend.
-import { ARG_FORMS, OPS, type ArgForm, type ArgKind, type OpName, type OpSpec, type RemoteOpName } from "../../abi/ops.js";
+import { ARG_FORMS, type OPS, type ArgForm, type ArgKind, type OpName, type OpSpec, type RemoteOpName } from "../../abi/ops.js";
 import { checkFlags, decodeText } from "./abi-args.js";
 import type { GuestLocks } from "./guest-locks.js";
 import { errorReply, type AbiReply } from "./guest-reply.js";
@@ -63,7 +63,11 @@ type Row<N extends OpName> = Extract<(typeof OPS)[number], { name: N }>;
 
 /** The checked arguments of operation `N`: text decoded, bytes copied, numbers as given. */
 export type ArgsOf<N extends OpName> = {
-  readonly [K in Row<N>["args"][number] as Fields[K]]: (typeof ARG_FORMS)[K]["form"] extends "text" ? string : (typeof ARG_FORMS)[K]["form"] extends "bytes" ? Uint8Array : number;
+  readonly [K in Row<N>["args"][number] as Fields[K]]: (typeof ARG_FORMS)[K]["form"] extends "text"
+    ? string
+    : (typeof ARG_FORMS)[K]["form"] extends "bytes"
+      ? Uint8Array
+      : number;
 };
 
 export type { CallContext } from "./call-context.js";

@@ -39,7 +39,12 @@ export async function prepareGuests(service: LockService, log: Logger, o: GuestG
   const granted = o.functions ?? [];
   const registered = o.hostFunctions ?? {};
   const namespaces = new Map(granted.filter((ns) => Object.hasOwn(registered, ns)).map((ns) => [ns, new Set(Object.keys(registered[ns]!))] as const));
-  const module = await loadGuestModule(o.plugin, o.wasm, o.memoryLimitMib * 2 ** 20, { functions: namespaces, granted, wasi: o.wasi ?? false, ...(o.sha256 !== undefined && { sha256: o.sha256 }) });
+  const module = await loadGuestModule(o.plugin, o.wasm, o.memoryLimitMib * 2 ** 20, {
+    functions: namespaces,
+    granted,
+    wasi: o.wasi ?? false,
+    ...(o.sha256 !== undefined && { sha256: o.sha256 }),
+  });
   return Array.from({ length: count }, (_, i) => instanceShell(service, log, o, module, registered, [...namespaces.keys()], count > 1 ? i : undefined));
 }
 

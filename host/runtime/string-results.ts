@@ -42,7 +42,9 @@ function readAsStringResult(memory: WebAssembly.Memory, value: unknown, what: st
   const buf = memory.buffer;
   const ptr = typeof value === "number" ? value >>> 0 : 0;
   if (ptr < 4 || ptr > buf.byteLength || ptr % 2 !== 0) {
-    throw new StringResultError(`${what} returned ${String(value)}, which is not a string in guest memory (${buf.byteLength} bytes): it must return an AssemblyScript string`);
+    throw new StringResultError(
+      `${what} returned ${String(value)}, which is not a string in guest memory (${buf.byteLength} bytes): it must return an AssemblyScript string`,
+    );
   }
   const bytes = new DataView(buf).getUint32(ptr - 4, true);
   if (bytes % 2 !== 0 || ptr + bytes > buf.byteLength) {
@@ -64,7 +66,9 @@ function readUtf8Result(memory: WebAssembly.Memory, value: unknown, what: string
     throw new StringResultError(`${what} returned a string of ${len} bytes, over the limit of ${MAX_STRING_RESULT_BYTES}`);
   }
   if (ptr + len > buf.byteLength || (len > 0 && ptr === 0)) {
-    throw new StringResultError(`${what} returned a string (ptr ${ptr}, len ${len}) that lies outside guest memory (${buf.byteLength} bytes): it must return len << 32 | ptr`);
+    throw new StringResultError(
+      `${what} returned a string (ptr ${ptr}, len ${len}) that lies outside guest memory (${buf.byteLength} bytes): it must return len << 32 | ptr`,
+    );
   }
   try {
     // A copy: TextDecoder refuses a view of a shared memory.

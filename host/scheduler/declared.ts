@@ -106,7 +106,8 @@ export async function expandScheduled(
     if (!guest || !exportName) {
       throw new LockhostError(
         "CONFIG_INVALID",
-        `${where} declares no schedules (it does not export ${SCHEDULES_EXPORT}(): string or ${SCHEDULES_UTF8_EXPORT}() -> i64); spell export and schedule in the entry`,
+        `${where} declares no schedules (it does not export ${SCHEDULES_EXPORT}(): string or ${SCHEDULES_UTF8_EXPORT}() -> i64); spell export and ` +
+          `schedule in the entry`,
       );
     }
     let text: string;
@@ -135,7 +136,10 @@ export async function expandScheduled(
       if (!line) {
         throw new LockhostError(
           "CONFIG_INVALID",
-          `${file}: [[scheduled]] "${entry.id}": plugin ${entry.plugin} declares no schedule for export ${entry.export} (${didYouMean(entry.export, declared.map((d) => d.export))}it declares: ${declared.map((d) => d.export).join(", ") || "none"}); spell schedule in the entry`,
+          `${file}: [[scheduled]] "${entry.id}": plugin ${entry.plugin} declares no schedule for export ${entry.export} (${didYouMean(
+            entry.export,
+            declared.map((d) => d.export),
+          )}it declares: ${declared.map((d) => d.export).join(", ") || "none"}); spell schedule in the entry`,
         );
       }
       out.push({ ...entry, schedule: line.schedule });
@@ -149,7 +153,11 @@ export async function expandScheduled(
   }
   const ids = new Set<string>();
   for (const s of out) {
-    if (ids.has(s.id)) throw new LockhostError("CONFIG_INVALID", `${file}: [[scheduled]] id "${s.id}" is used twice once plugin ${s.plugin}'s declared schedules are added; give the entries distinct ids`);
+    if (ids.has(s.id))
+      throw new LockhostError(
+        "CONFIG_INVALID",
+        `${file}: [[scheduled]] id "${s.id}" is used twice once plugin ${s.plugin}'s declared schedules are added; give the entries distinct ids`,
+      );
     ids.add(s.id);
   }
   return out.map((s) => Object.freeze(s));

@@ -97,7 +97,11 @@ export class Leaders {
           l.signal.addEventListener("abort", () => resolve(), { once: true });
         });
         if (this.#leading.get(e.name) === l) this.#leading.delete(e.name);
-        if (!signal.aborted) this.#log.warn({ election: e.name, term: l.term, err: String((l.signal.reason as Error | undefined)?.message) }, "leadership lost: campaigning again");
+        if (!signal.aborted)
+          this.#log.warn(
+            { election: e.name, term: l.term, err: String((l.signal.reason as Error | undefined)?.message) },
+            "leadership lost: campaigning again",
+          );
       } catch (err) {
         if (signal.aborted) return;
         const x = toLockhostError(err);

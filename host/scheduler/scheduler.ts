@@ -42,7 +42,10 @@ export type TickOutcome =
   | "skipped_error";
 
 /** Every TickOutcome, in a record so that a new outcome fails to compile here until listed. */
-export const TICK_OUTCOMES = Object.keys({ ran: 1, failed: 1, skipped_contended: 1, skipped_overlap: 1, skipped_error: 1, skipped_lost: 1 } satisfies Record<TickOutcome, 1>) as readonly TickOutcome[];
+export const TICK_OUTCOMES = Object.keys({ ran: 1, failed: 1, skipped_contended: 1, skipped_overlap: 1, skipped_error: 1, skipped_lost: 1 } satisfies Record<
+  TickOutcome,
+  1
+>) as readonly TickOutcome[];
 
 /** How many ticks of one schedule had each outcome on this node since its scheduler was made. */
 export type TickCounts = Readonly<Record<TickOutcome, number>>;
@@ -185,7 +188,11 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     if (this.#started) return;
     this.#started = true;
     if (this.#stopping.signal.aborted) this.#stopping = new AbortController();
-    this.#leaders.start(this.#states.filter((s) => s.config.hint === "leader_only").map(({ config }) => ({ name: electionOf(config), ttlMs: config.ttlMs, plugin: config.plugin })));
+    this.#leaders.start(
+      this.#states
+        .filter((s) => s.config.hint === "leader_only")
+        .map(({ config }) => ({ name: electionOf(config), ttlMs: config.ttlMs, plugin: config.plugin })),
+    );
     for (const state of this.#states) this.#arm(state, Date.now());
   }
 
@@ -285,16 +292,19 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       state.timer = setTimeout(() => this.#armAt(state, at), MAX_TIMER_MS);
       return;
     }
-    state.timer = setTimeout(() => {
-      // Nobody awaits a timer's tick: a failure is logged, never an unhandled rejection.
-      traceTick(state.config, at, () => this.#fire(state, at), true).catch((err: unknown) => {
-        const e = toLockhostError(err);
-        this.#deps.log.error({ schedule: state.config.id, tickAtMs: at, code: e.code, err: e.message }, "tick failed unexpectedly");
-      });
-      const now = Date.now();
-      if (now > at) this.#sayNotFired(state, at, now);
-      this.#arm(state, Math.max(at, now));
-    }, Math.max(0, delay));
+    state.timer = setTimeout(
+      () => {
+        // Nobody awaits a timer's tick: a failure is logged, never an unhandled rejection.
+        traceTick(state.config, at, () => this.#fire(state, at), true).catch((err: unknown) => {
+          const e = toLockhostError(err);
+          this.#deps.log.error({ schedule: state.config.id, tickAtMs: at, code: e.code, err: e.message }, "tick failed unexpectedly");
+        });
+        const now = Date.now();
+        if (now > at) this.#sayNotFired(state, at, now);
+        this.#arm(state, Math.max(at, now));
+      },
+      Math.max(0, delay),
+    );
   }
 
   /**
@@ -453,7 +463,8 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     const quiet = state.busySkips++ > 0 || this.#deps.health?.up === false || (this.#locking.get(config.plugin) ?? 0) > 0;
     this.#deps.log[quiet ? "debug" : "warn"](
       { schedule: config.id, tickAtMs, plugin: config.plugin, instances: guest.size },
-      `tick skipped: every instance of plugin ${config.plugin} is busy (instances = ${guest.size}); it took no lock. More instances let its schedules run beside each other`,
+      `tick skipped: every instance of plugin ${config.plugin} is busy (instances = ${guest.size}); it took no lock. More instances let its ` +
+        `schedules run beside each other`,
     );
     return undefined;
   }
@@ -481,7 +492,10 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     } catch (err) {
       const e = toLockhostError(err);
       if (e.code === "LOST" && e.details?.entered === 0) {
-        this.#deps.log.error({ schedule: config.id, tickAtMs, lock: scheduleLease?.name, fence: scheduleLease?.fence, err: e.message }, "tick not run: its schedule lock was gone when the job was to start");
+        this.#deps.log.error(
+          { schedule: config.id, tickAtMs, lock: scheduleLease?.name, fence: scheduleLease?.fence, err: e.message },
+          "tick not run: its schedule lock was gone when the job was to start",
+        );
         return { outcome: "skipped_lost" };
       }
       this.#deps.log.error({ schedule: config.id, code: e.code, err: e.message }, "scheduled call failed");
@@ -501,7 +515,10 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
       void this.#unpark(lease);
       return;
     }
-    this.#parked.set(lease, setTimeout(() => void this.#unpark(lease), delay));
+    this.#parked.set(
+      lease,
+      setTimeout(() => void this.#unpark(lease), delay),
+    );
   }
 
   async #unpark(lease: Lease): Promise<void> {
@@ -513,10 +530,16 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     if (health && isOutage(e)) {
       // The lock service releases it once the backend answers (at the latest, it expires at its
       // TTL); the outage itself was said once.
-      log.debug({ lock: lease.name, code: e.code, err: e.message }, "schedule lock not released (the backend is unavailable); it is released once the backend answers");
+      log.debug(
+        { lock: lease.name, code: e.code, err: e.message },
+        "schedule lock not released (the backend is unavailable); it is released once the backend answers",
+      );
       health.unavailable(e);
     } else {
-      log.warn({ lock: lease.name, code: e.code, err: e.message }, "schedule lock release failed; it is released once the backend answers, or expires at its TTL");
+      log.warn(
+        { lock: lease.name, code: e.code, err: e.message },
+        "schedule lock release failed; it is released once the backend answers, or expires at its TTL",
+      );
     }
   }
 
@@ -527,7 +550,9 @@ export class Scheduler extends EventEmitter<{ tick: [TickEvent] }> {
     if (counts) counts[outcome]++;
     try {
       this.emit("tick", {
-        id, tickAtMs, outcome,
+        id,
+        tickAtMs,
+        outcome,
         ...(fence !== undefined && { fence }),
         ...(lockLost && { lockLost }),
         ...(runMs !== undefined && { runMs }),

@@ -52,18 +52,22 @@ export interface HammerRun {
 /** Starts one hammer process of `run` named `node`; it hammers once told to go. */
 export function startHammerNode(run: HammerRun, node: string): HammerNode {
   const o = run.options;
-  return startNode(join(import.meta.dirname, "hammer-node.mjs"), {
-    dist: pathToFileURL(join(ROOT, "dist/host/index.js")).href,
-    wasm: join(ROOT, "test/guests/build/hammer.wasm"),
+  return startNode(
+    join(import.meta.dirname, "hammer-node.mjs"),
+    {
+      dist: pathToFileURL(join(ROOT, "dist/host/index.js")).href,
+      wasm: join(ROOT, "test/guests/build/hammer.wasm"),
+      node,
+      locking: typeof o.locking === "function" ? o.locking(node) : o.locking,
+      guests: o.guestsPerNode,
+      keys: o.keys,
+      holdMs: o.holdMs,
+      ttlMs: o.ttlMs,
+      kind: o.kind ?? { kind: "mutex" },
+      log: run.log,
+    },
     node,
-    locking: typeof o.locking === "function" ? o.locking(node) : o.locking,
-    guests: o.guestsPerNode,
-    keys: o.keys,
-    holdMs: o.holdMs,
-    ttlMs: o.ttlMs,
-    kind: o.kind ?? { kind: "mutex" },
-    log: run.log,
-  }, node);
+  );
 }
 
 /** A temporary folder with the run's shared log, removed after `body`. */

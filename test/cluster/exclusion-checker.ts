@@ -73,7 +73,16 @@ export function checkExclusion(log: string): ExclusionReport {
   let perNodeAfterFaults: Record<string, number> = {};
   const perKey: Record<string, number> = {};
   const samples: string[] = [];
-  const counts = { acquisitions: 0, overlaps: 0, unexplainedOverlaps: 0, fenceRegressions: 0, unmatchedExits: 0, writes: 0, refusedWrites: 0, unexplainedRefusals: 0 };
+  const counts = {
+    acquisitions: 0,
+    overlaps: 0,
+    unexplainedOverlaps: 0,
+    fenceRegressions: 0,
+    unmatchedExits: 0,
+    writes: 0,
+    refusedWrites: 0,
+    unexplainedRefusals: 0,
+  };
   const note = (line: number, text: string): void => void (samples.length < 10 && samples.push(`line ${line}: ${text}`));
   const everyOpen = function* (): Generator<Section> {
     for (const sections of open.values()) yield* sections.values();
@@ -115,7 +124,14 @@ export function checkExclusion(log: string): ExclusionReport {
     const [, key, fenceText, node, modeText, extra] = fields;
     const fence = Number(fenceText);
     const mode = modeOf(modeText);
-    if (key === undefined || node === undefined || extra !== undefined || !Number.isSafeInteger(fence) || mode === undefined || (kind !== "E" && modeText !== undefined)) {
+    if (
+      key === undefined ||
+      node === undefined ||
+      extra !== undefined ||
+      !Number.isSafeInteger(fence) ||
+      mode === undefined ||
+      (kind !== "E" && modeText !== undefined)
+    ) {
       throw new Error(`line ${line} is not "E key fence node [w|r|p<N>]" nor "W|X key fence node": ${JSON.stringify(raw)}`);
     }
     const id = `${fence} ${node}`;

@@ -53,12 +53,23 @@ describe("checkExclusion", () => {
   });
 
   it("explains an overlap with a holder that was paused, and expects its late write refused", () => {
-    const r = checkExclusion([
-      "E 1 5 a", "W 1 5 a", "P a", // a freezes inside its section, past its TTL
-      "E 1 6 b", "W 1 6 b", "X 1 6 b", "C a",
-      "W 1 5 a", "X 1 5 a", // a's late write: refused, as fencing should
-      "E 1 7 b", "W 1 7 b", "X 1 7 b", "",
-    ].join("\n"));
+    const r = checkExclusion(
+      [
+        "E 1 5 a",
+        "W 1 5 a",
+        "P a", // a freezes inside its section, past its TTL
+        "E 1 6 b",
+        "W 1 6 b",
+        "X 1 6 b",
+        "C a",
+        "W 1 5 a",
+        "X 1 5 a", // a's late write: refused, as fencing should
+        "E 1 7 b",
+        "W 1 7 b",
+        "X 1 7 b",
+        "",
+      ].join("\n"),
+    );
     expect(r).toMatchObject({ overlaps: 1, unexplainedOverlaps: 0, writes: 4, refusedWrites: 1, unexplainedRefusals: 0, perNodeAfterFaults: { b: 1 } });
     expect(r.samples[0]).toContain("(explained: it lived through a fault)");
   });
@@ -84,8 +95,21 @@ async function expectExclusion(locking: Exclude<HammerOptions["locking"], (node:
   const { report, stats } = await runHammer({ ...SHAPE, locking, ...(kind && { kind }) });
   const summary = { report, stats };
   // The counts go to the log for the closing note / CI output.
-  console.log(`exclusion on ${locking.backend} (${kind?.kind ?? "mutex"}): ${JSON.stringify({ acquisitions: report.acquisitions, overlaps: report.overlaps, fenceRegressions: report.fenceRegressions, perNode: report.perNode, contended: stats.reduce((n, s) => n + s.contended, 0), errors: stats.reduce((n, s) => n + s.errors, 0) })}`);
-  expect(stats.flatMap((s) => s.errorSamples), JSON.stringify(summary)).toEqual([]);
+  console.log(
+    `exclusion on ${locking.backend} ` +
+      `(${kind?.kind ?? "mutex"}): ${JSON.stringify({
+        acquisitions: report.acquisitions,
+        overlaps: report.overlaps,
+        fenceRegressions: report.fenceRegressions,
+        perNode: report.perNode,
+        contended: stats.reduce((n, s) => n + s.contended, 0),
+        errors: stats.reduce((n, s) => n + s.errors, 0),
+      })}`,
+  );
+  expect(
+    stats.flatMap((s) => s.errorSamples),
+    JSON.stringify(summary),
+  ).toEqual([]);
   expect(report.overlaps, report.samples.join("\n")).toBe(0);
   expect(report.fenceRegressions, report.samples.join("\n")).toBe(0);
   expect(report.unmatchedExits, report.samples.join("\n")).toBe(0);

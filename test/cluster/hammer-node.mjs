@@ -16,12 +16,23 @@ const opts = JSON.parse(process.argv[2] ?? "{}");
 const { Host, resolveConfig } = await import(opts.dist);
 
 const plugins = Array.from({ length: opts.guests }, (_, i) => ({
-  name: `hammer-${i}`, wasm: opts.wasm, globalKeys: ["hammer-*"], callTimeoutMs: 10_000,
+  name: `hammer-${i}`,
+  wasm: opts.wasm,
+  globalKeys: ["hammer-*"],
+  callTimeoutMs: 10_000,
 }));
 const config = resolveConfig({ host: { node: opts.node, logLevel: "warn" }, locking: opts.locking, plugins });
 const host = await Host.start(config, { logger: pino({ level: "warn" }, pino.destination(2)) });
 const fd = openSync(opts.log, "a");
-const stats = { node: opts.node, attempts: 0, acquired: 0, contended: 0, errors: 0, errorSamples: /** @type {string[]} */ ([]), errorKinds: /** @type {Record<string, number>} */ ({}) };
+const stats = {
+  node: opts.node,
+  attempts: 0,
+  acquired: 0,
+  contended: 0,
+  errors: 0,
+  errorSamples: /** @type {string[]} */ ([]),
+  errorKinds: /** @type {Record<string, number>} */ ({}),
+};
 /** Counts an error by what it was (its sample text), and keeps the first few samples. */
 function error(what) {
   stats.errors++;
@@ -37,62 +48,66 @@ const go = JSON.parse(await new Promise((resolve) => lines.once("line", resolve)
 opts.endAtMs = go.endAtMs;
 // A later line moves the deadline (the fault runner ends a run once its faults are over).
 lines.on("line", (line) => void (opts.endAtMs = JSON.parse(line).endAtMs));
-await Promise.all(plugins.map(async (p) => {
-  while (Date.now() < opts.endAtMs) {
-    const keyId = Math.floor(Math.random() * opts.keys);
-    stats.attempts++;
-    // mode: 0 mutex, 1 reader, 2 writer, 3 permit (hammer.ts enterAs); tag: the log's mode field.
-    const { mode, tag } = pick(opts.kind);
-    let fence;
-    // The lock (no keepalive) ends at its TTL from this send: a section must begin before then.
-    const sentAt = performance.now();
-    try {
-      fence = Number(mode === 0
-        ? await host.call(p.name, "enter", [keyId, opts.ttlMs])
-        : await host.call(p.name, "enterAs", [keyId, opts.ttlMs, mode, opts.kind?.permits ?? 0]));
-    } catch (err) {
-      error(String(err));
-      continue;
-    }
-    if (fence === 0) {
-      stats.contended++;
-      // Let the holder finish rather than spin on the key.
-      await sleep(Math.random() * opts.holdMs);
-      continue;
-    }
-    if (fence < 0) {
-      error(`enter returned ${fence}`);
-      continue;
-    }
-    stats.acquired++;
-    if (performance.now() - sentAt >= opts.ttlMs) {
-      // The answer came back (or this process got the CPU again) only after the lock's TTL: the
-      // lock may have ended and another holder entered, so acting on it now would be a client
-      // that does not check its lease. Seen on a loaded machine (load 36+): an entry logged 1+ s
-      // after its acquisition, below a fence entered meanwhile. Not entered; counted.
-      error("entered past its TTL (not entered)");
+await Promise.all(
+  plugins.map(async (p) => {
+    while (Date.now() < opts.endAtMs) {
+      const keyId = Math.floor(Math.random() * opts.keys);
+      stats.attempts++;
+      // mode: 0 mutex, 1 reader, 2 writer, 3 permit (hammer.ts enterAs); tag: the log's mode field.
+      const { mode, tag } = pick(opts.kind);
+      let fence;
+      // The lock (no keepalive) ends at its TTL from this send: a section must begin before then.
+      const sentAt = performance.now();
       try {
-        await host.call(p.name, "leave", [keyId]);
-      } catch {
-        // its lease ends at its TTL
+        fence = Number(
+          mode === 0
+            ? await host.call(p.name, "enter", [keyId, opts.ttlMs])
+            : await host.call(p.name, "enterAs", [keyId, opts.ttlMs, mode, opts.kind?.permits ?? 0]),
+        );
+      } catch (err) {
+        error(String(err));
+        continue;
       }
-      continue;
+      if (fence === 0) {
+        stats.contended++;
+        // Let the holder finish rather than spin on the key.
+        await sleep(Math.random() * opts.holdMs);
+        continue;
+      }
+      if (fence < 0) {
+        error(`enter returned ${fence}`);
+        continue;
+      }
+      stats.acquired++;
+      if (performance.now() - sentAt >= opts.ttlMs) {
+        // The answer came back (or this process got the CPU again) only after the lock's TTL: the
+        // lock may have ended and another holder entered, so acting on it now would be a client
+        // that does not check its lease. Seen on a loaded machine (load 36+): an entry logged 1+ s
+        // after its acquisition, below a fence entered meanwhile. Not entered; counted.
+        error("entered past its TTL (not entered)");
+        try {
+          await host.call(p.name, "leave", [keyId]);
+        } catch {
+          // its lease ends at its TTL
+        }
+        continue;
+      }
+      // Write to the fenced register on entering and once more after the pause, which is when
+      // a host the test paused past its TTL comes back and must be refused.
+      const writes = tag === "" || tag === " w";
+      writeSync(fd, `E ${keyId} ${fence} ${opts.node}${tag}\n${writes ? `W ${keyId} ${fence} ${opts.node}\n` : ""}`);
+      await sleep(Math.random() * opts.holdMs);
+      writeSync(fd, `${writes ? `W ${keyId} ${fence} ${opts.node}\n` : ""}X ${keyId} ${fence} ${opts.node}\n`);
+      let left;
+      try {
+        left = Number(await host.call(p.name, "leave", [keyId]));
+      } catch (err) {
+        left = String(err);
+      }
+      if (left !== 0) error(`leave returned ${left}`);
     }
-    // Write to the fenced register on entering and once more after the pause, which is when
-    // a host the test paused past its TTL comes back and must be refused.
-    const writes = tag === "" || tag === " w";
-    writeSync(fd, `E ${keyId} ${fence} ${opts.node}${tag}\n${writes ? `W ${keyId} ${fence} ${opts.node}\n` : ""}`);
-    await sleep(Math.random() * opts.holdMs);
-    writeSync(fd, `${writes ? `W ${keyId} ${fence} ${opts.node}\n` : ""}X ${keyId} ${fence} ${opts.node}\n`);
-    let left;
-    try {
-      left = Number(await host.call(p.name, "leave", [keyId]));
-    } catch (err) {
-      left = String(err);
-    }
-    if (left !== 0) error(`leave returned ${left}`);
-  }
-}));
+  }),
+);
 closeSync(fd);
 lines.close();
 process.stdin.destroy();

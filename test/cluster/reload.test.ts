@@ -222,7 +222,10 @@ ttl_ms = 10000
         if (ran.get(t) === 1) continue;
         // Allowed only when every host that ran the schedule around t said it slept through t.
         const around = hosts.filter((_, i) => fired[i]!.length > 0 && Math.min(...fired[i]!) <= t && t <= Math.max(...fired[i]!));
-        expect(around.every((h) => h.notFired(id, t)), `${id} tick ${t} (${new Date(t).toISOString()}) ran on no host\n${all}`).toBe(true);
+        expect(
+          around.every((h) => h.notFired(id, t)),
+          `${id} tick ${t} (${new Date(t).toISOString()}) ran on no host\n${all}`,
+        ).toBe(true);
         missed++;
       }
       expect(missed, all).toBeLessThanOrEqual(2);
@@ -231,7 +234,9 @@ ttl_ms = 10000
     // The new build took over on each host at its reload, and its instances started afresh; the
     // old build ran nothing once its instances were drained.
     for (const [host, h] of hosts.entries()) {
-      const swapped = h.lines.findIndex((l) => l.msg.startsWith("reload: applied") && (l as { plugins?: { replaced?: string[] } }).plugins?.replaced?.includes("ticker"));
+      const swapped = h.lines.findIndex(
+        (l) => l.msg.startsWith("reload: applied") && (l as { plugins?: { replaced?: string[] } }).plugins?.replaced?.includes("ticker"),
+      );
       const drained = h.lines.findIndex((l) => l.msg === "reload: the old instances of plugin ticker finished their calls and were closed");
       expect(swapped, all).toBeGreaterThan(0);
       expect(drained, all).toBeGreaterThan(swapped);
@@ -243,7 +248,13 @@ ttl_ms = 10000
       const b = mine.filter((r) => r.build === "b");
       if (b.length > 0) expect(Math.min(...b.map((r) => r.call)), all).toBe(1);
     }
-    expect(runs.some((r) => r.build === "b"), all).toBe(true);
-    expect(runs.some((r) => r.schedule === "other"), all).toBe(true);
+    expect(
+      runs.some((r) => r.build === "b"),
+      all,
+    ).toBe(true);
+    expect(
+      runs.some((r) => r.schedule === "other"),
+      all,
+    ).toBe(true);
   }, 180_000);
 });

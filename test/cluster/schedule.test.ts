@@ -16,7 +16,11 @@ const ROOT = resolve(import.meta.dirname, "../..");
 const RAN = "schedule lock taken; running";
 const SKIPPED = "tick skipped: another node holds the schedule lock";
 
-interface LogLine { readonly msg: string; readonly tickAtMs?: number; readonly schedule?: string }
+interface LogLine {
+  readonly msg: string;
+  readonly tickAtMs?: number;
+  readonly schedule?: string;
+}
 
 /** A `lockhost run` process and everything it printed. */
 class RunningHost {
@@ -28,7 +32,9 @@ class RunningHost {
 
   constructor(config: string, node: string) {
     this.#child = spawn(process.execPath, [DIST_CLI, "run", "--config", config], {
-      cwd: ROOT, env: { ...process.env, LOCKHOST_NODE: node }, stdio: ["ignore", "pipe", "pipe"],
+      cwd: ROOT,
+      env: { ...process.env, LOCKHOST_NODE: node },
+      stdio: ["ignore", "pipe", "pipe"],
     });
     this.#exit = new Promise((r) => this.#child.once("exit", (code) => r(code)));
     this.#child.stdout!.on("data", (d: Buffer) => {
@@ -61,7 +67,9 @@ class RunningHost {
 async function oneRunnerPerTick(locking: string): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "lockhost-schedule-"));
   const config = join(dir, "lockhost.toml");
-  writeFileSync(config, `
+  writeFileSync(
+    config,
+    `
 [host]
 node = "\${LOCKHOST_NODE}"
 shutdown_timeout_ms = 2000
@@ -78,7 +86,8 @@ export = "run"
 schedule = "300ms"
 hint = "require_global"
 ttl_ms = 10000
-`);
+`,
+  );
   const hosts = [new RunningHost(config, "node-a"), new RunningHost(config, "node-b")];
   try {
     // Run until both have seen at least eight ticks together.
@@ -101,7 +110,10 @@ ttl_ms = 10000
     const all = hosts.flatMap((h) => h.ticks(RAN));
     expect(new Set(all).size, detail).toBe(all.length);
     // Both nodes took part in the run.
-    expect(hosts.every((h) => h.ticks(RAN).length > 0 || h.ticks(SKIPPED).length > 0), detail).toBe(true);
+    expect(
+      hosts.every((h) => h.ticks(RAN).length > 0 || h.ticks(SKIPPED).length > 0),
+      detail,
+    ).toBe(true);
   } finally {
     await Promise.all(hosts.map((h) => h.stop()));
     rmSync(dir, { recursive: true, force: true });
@@ -117,7 +129,9 @@ ttl_ms = 10000
 async function quickBesideLong(locking: string): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "lockhost-schedule-"));
   const config = join(dir, "lockhost.toml");
-  writeFileSync(config, `
+  writeFileSync(
+    config,
+    `
 [host]
 node = "\${LOCKHOST_NODE}"
 shutdown_timeout_ms = 5000
@@ -144,7 +158,8 @@ export = "quickJob"
 schedule = "500ms"
 hint = "require_global"
 ttl_ms = 1000
-`);
+`,
+  );
   const hosts = [new RunningHost(config, "node-a"), new RunningHost(config, "node-b")];
   const BUSY = "tick skipped: every instance of plugin jobs is busy (instances = 1); it took no lock. More instances let its schedules run beside each other";
   try {
@@ -158,14 +173,23 @@ ttl_ms = 1000
     expect(enough(), detail).toBe(true);
     const entries = hosts.flatMap((h) => h.lines.flatMap((l) => /^guest: quick job start state (-?\d+)$/.exec(l.msg)?.slice(1) ?? []));
     expect(entries.length, detail).toBeGreaterThan(0);
-    expect(entries.filter((state) => state !== "1"), detail).toEqual([]);
-    expect(hosts.flatMap((h) => h.lines.filter((l) => l.schedule === "quick" && /lock lost|not run/.test(l.msg))), detail).toEqual([]);
+    expect(
+      entries.filter((state) => state !== "1"),
+      detail,
+    ).toEqual([]);
+    expect(
+      hosts.flatMap((h) => h.lines.filter((l) => l.schedule === "quick" && /lock lost|not run/.test(l.msg))),
+      detail,
+    ).toEqual([]);
     const ran = hosts.flatMap((h) => h.ticks(RAN, "quick"));
     expect(new Set(ran).size, detail).toBe(ran.length);
     // A skipped tick took no lock on the host that skipped it.
     for (const h of hosts) {
       const taken = new Set(h.ticks(RAN, "quick"));
-      expect(h.ticks(BUSY, "quick").filter((t) => taken.has(t)), detail).toEqual([]);
+      expect(
+        h.ticks(BUSY, "quick").filter((t) => taken.has(t)),
+        detail,
+      ).toEqual([]);
     }
   } finally {
     await Promise.all(hosts.map((h) => h.stop()));

@@ -107,7 +107,13 @@ export interface ElectionReport {
   readonly resignLatencies: readonly number[];
   readonly resolvedLatencies: readonly number[];
   /** The slowest clean resignations: when the process decided, how long resign() took, when the observer showed it. */
-  readonly slowestResignations: readonly { readonly node: string; readonly term: number; readonly at: number; readonly resignMs: number; readonly seenMs: number }[];
+  readonly slowestResignations: readonly {
+    readonly node: string;
+    readonly term: number;
+    readonly at: number;
+    readonly resignMs: number;
+    readonly seenMs: number;
+  }[];
   /**
    * Clean resignations whose term the observer never showed, nor any later one (a stuck
    * observer; left out of the latencies).
@@ -211,7 +217,11 @@ export function checkElection(run: ElectionRun): ElectionReport {
       pausedLeaders.push({ node: s.node, term: s.term, toldAfterMs });
       if (toldAfterMs === undefined || toldAfterMs > run.ttlMs) {
         untoldPausedLeaders++;
-        note(`${s.node} led term ${s.term} when it was paused for ${p.to - p.from} ms (past its TTL) and was ${toldAfterMs === undefined ? "not told it lost after it resumed" : `told it lost only ${toldAfterMs} ms after it resumed`} (span ends: ${s.how} at ${s.end})`);
+        note(
+          `${s.node} led term ${s.term} when it was paused for ${p.to - p.from} ms (past its TTL) and ` +
+            `was ${toldAfterMs === undefined ? "not told it lost after it resumed" : `told it lost only ${toldAfterMs} ms after it resumed`} (span ` +
+            `ends: ${s.how} at ${s.end})`,
+        );
       }
     }
   }

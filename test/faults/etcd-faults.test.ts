@@ -30,14 +30,16 @@ const FAULTS: readonly Fault[] = [
 /** The index of the member that leads, asked of the members through etcd's JSON gateway. */
 async function leaderOf(cluster: EtcdCluster): Promise<number> {
   for (;;) {
-    const status = await Promise.all(cluster.endpoints.map(async (endpoint) => {
-      try {
-        const res = await fetch(`${endpoint}/v3/maintenance/status`, { method: "POST", body: "{}", signal: AbortSignal.timeout(500) });
-        return (await res.json()) as { header?: { member_id?: string }; leader?: string };
-      } catch {
-        return undefined;
-      }
-    }));
+    const status = await Promise.all(
+      cluster.endpoints.map(async (endpoint) => {
+        try {
+          const res = await fetch(`${endpoint}/v3/maintenance/status`, { method: "POST", body: "{}", signal: AbortSignal.timeout(500) });
+          return (await res.json()) as { header?: { member_id?: string }; leader?: string };
+        } catch {
+          return undefined;
+        }
+      }),
+    );
     const leader = status.find((s) => s?.leader !== undefined)?.leader;
     const i = status.findIndex((s) => s?.header?.member_id === leader);
     if (i >= 0) return i;
@@ -83,7 +85,12 @@ describe("faults on etcd (three members)", () => {
       faults: FAULTS,
       locking: (node) => ({
         backend: "etcd",
-        etcd: { endpoints: proxies.get(group(node))!.map((p) => `http://127.0.0.1:${p.port}`), keyPrefix: "faults/", commandTimeoutMs: 1_000, leaseMarginMs: 1_000 },
+        etcd: {
+          endpoints: proxies.get(group(node))!.map((p) => `http://127.0.0.1:${p.port}`),
+          keyPrefix: "faults/",
+          commandTimeoutMs: 1_000,
+          leaseMarginMs: 1_000,
+        },
       }),
       members: {
         members: cluster.members,

@@ -188,14 +188,24 @@ function errorKinds(stats: FaultRunResult["stats"]): Record<string, number> {
   return kinds;
 }
 
-/** Asserts a run safe (no unexplained overlap, no fence back, no refused write to an untouched holder, a killed host's keys taken again) and live (every survivor entered after the faults); logs its counts. */
+/**
+ * Asserts a run safe (no unexplained overlap, no fence back, no refused write to an untouched
+ * holder, a killed host's keys taken again) and live (every survivor entered after the faults);
+ * logs its counts.
+ */
 export function expectSafeAndLive(name: string, r: FaultRunResult): void {
   const { report } = r;
   const summary = {
-    acquisitions: report.acquisitions, overlaps: report.overlaps, unexplainedOverlaps: report.unexplainedOverlaps,
-    fenceRegressions: report.fenceRegressions, writes: report.writes, refusedWrites: report.refusedWrites,
-    unexplainedRefusals: report.unexplainedRefusals, perNodeAfterFaults: report.perNodeAfterFaults,
-    errors: r.stats.reduce((n, s) => n + s.errors, 0), errorKinds: errorKinds(r.stats),
+    acquisitions: report.acquisitions,
+    overlaps: report.overlaps,
+    unexplainedOverlaps: report.unexplainedOverlaps,
+    fenceRegressions: report.fenceRegressions,
+    writes: report.writes,
+    refusedWrites: report.refusedWrites,
+    unexplainedRefusals: report.unexplainedRefusals,
+    perNodeAfterFaults: report.perNodeAfterFaults,
+    errors: r.stats.reduce((n, s) => n + s.errors, 0),
+    errorKinds: errorKinds(r.stats),
   };
   // The counts go to the log for the closing note / CI output.
   console.log(`faults ${name}: ${JSON.stringify(summary)}`);

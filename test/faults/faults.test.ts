@@ -28,12 +28,14 @@ const MIXED: readonly Fault[] = [
 ];
 
 /** The runs: the mixed one, and in the full suite each fault three times on its own first. */
-const RUNS: ReadonlyArray<readonly [string, readonly Fault[]]> = [
-  ...(FULL ? MIXED.map((f) => [f.kind, [f, f, f]] as const) : []),
-  ["mixed", MIXED],
-];
+const RUNS: ReadonlyArray<readonly [string, readonly Fault[]]> = [...(FULL ? MIXED.map((f) => [f.kind, [f, f, f]] as const) : []), ["mixed", MIXED]];
 
-function faultSuite(backend: "redis" | "pg", start: () => Promise<TestServer>, sessionKiller: (url: string) => () => Promise<void>, locking: (url: string) => FaultRunOptions["locking"]): void {
+function faultSuite(
+  backend: "redis" | "pg",
+  start: () => Promise<TestServer>,
+  sessionKiller: (url: string) => () => Promise<void>,
+  locking: (url: string) => FaultRunOptions["locking"],
+): void {
   describe(`faults on ${backend === "redis" ? "Redis (no persistence)" : "PostgreSQL"}`, () => {
     let server: TestServer;
     beforeAll(async () => {

@@ -105,7 +105,8 @@ export function get(url: string): i32 {
     return -r.error!.code;
   }
   const type = r.header("content-type");
-  trace("status " + r.status.toString() + " " + (type === null ? "" : type!) + " " + (r.body.byteLength > 60 ? "(" + r.body.byteLength.toString() + " bytes)" : r.text()));
+  const shown = r.body.byteLength > 60 ? "(" + r.body.byteLength.toString() + " bytes)" : r.text();
+  trace("status " + r.status.toString() + " " + (type === null ? "" : type!) + " " + shown);
   return r.status;
 }
 

@@ -41,7 +41,10 @@ function adminContract(name: string, target: ContractTarget): void {
       const lease = (await a.tryLock(k, { ttlMs: 30_000 }))!;
       const token = "contract-token-0123456789";
       const server = await startAdminServer({
-        service: a, settings: { listen: { host: "127.0.0.1", port: 0 }, token }, log: silent, node: "host-a",
+        service: a,
+        settings: { listen: { host: "127.0.0.1", port: 0 }, token },
+        log: silent,
+        node: "host-a",
       });
       try {
         const url = `${server.url}/locks/${encodeURIComponent(lease.name)}/force-release`;

@@ -43,7 +43,26 @@ export function makeTestCerts(clientName = "lockhost", owner?: { uid: number; gi
   const signed = (name: string, cn: string, ext: string): void => {
     openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", `/CN=${cn}`], dir);
     writeFileSync(join(dir, `${name}.ext`), ext);
-    openssl(["x509", "-req", "-in", `${name}.csr`, "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", `${name}.pem`, "-days", "2", "-extfile", `${name}.ext`], dir);
+    openssl(
+      [
+        "x509",
+        "-req",
+        "-in",
+        `${name}.csr`,
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        `${name}.pem`,
+        "-days",
+        "2",
+        "-extfile",
+        `${name}.ext`,
+      ],
+      dir,
+    );
   };
   ca("ca");
   ca("other-ca");

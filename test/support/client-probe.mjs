@@ -11,8 +11,10 @@ const etcd = backend === "etcd" ? { etcd: { endpoints: (process.env.ETCD_ENDPOIN
 const host = await Host.start(resolveConfig({ host: { logLevel: "silent" }, locking: { backend, ...etcd } }), { logger: pino({ level: "silent" }) });
 await host.stop();
 const loaded = Object.keys(createRequire(import.meta.url).cache);
-console.log(JSON.stringify({
-  ioredis: loaded.some((p) => p.includes("/node_modules/ioredis/")),
-  pg: loaded.some((p) => /\/node_modules\/pg\//.test(p)),
-  grpc: loaded.some((p) => p.includes("/node_modules/@grpc/grpc-js/")),
-}));
+console.log(
+  JSON.stringify({
+    ioredis: loaded.some((p) => p.includes("/node_modules/ioredis/")),
+    pg: loaded.some((p) => /\/node_modules\/pg\//.test(p)),
+    grpc: loaded.some((p) => p.includes("/node_modules/@grpc/grpc-js/")),
+  }),
+);

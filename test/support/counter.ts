@@ -40,10 +40,7 @@ export function callCounter(): CallCounter {
 }
 
 /** A counting watch of `key` on `backend`, once it is ready. */
-export async function watchCounting(
-  backend: Pick<KindSteps, "watch">,
-  key: string,
-): Promise<CallCounter & { readonly watch: ReleaseWatch }> {
+export async function watchCounting(backend: Pick<KindSteps, "watch">, key: string): Promise<CallCounter & { readonly watch: ReleaseWatch }> {
   const counter = callCounter();
   const watch = backend.watch(key, counter.listener);
   await watch.ready;

@@ -6,7 +6,9 @@ const b64 = (s: string): string => Buffer.from(s, "utf8").toString("base64");
 /** POSTs `body` to `path` on `endpoint` and returns the JSON answer (throws with etcd's message on an error status). */
 export async function gateway<T = Record<string, unknown>>(endpoint: string, path: string, body: object, token?: string): Promise<T> {
   const res = await fetch(`${endpoint}${path}`, {
-    method: "POST", body: JSON.stringify(body), signal: AbortSignal.timeout(5_000),
+    method: "POST",
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(5_000),
     headers: token === undefined ? {} : { Authorization: token },
   });
   const json = (await res.json()) as T & { error?: string; message?: string };

@@ -81,7 +81,9 @@ export async function startEtcdCluster(size = 1, options: { readonly tls?: Serve
     let child: ChildProcess | undefined;
     const endpoint = `${tls ? "https" : "http"}://127.0.0.1:${ports[i]!.client}`;
     const member = {
-      name, endpoint, output: "",
+      name,
+      endpoint,
+      output: "",
       get pid() {
         return child?.pid;
       },
@@ -91,14 +93,40 @@ export async function startEtcdCluster(size = 1, options: { readonly tls?: Serve
         // a test run loads every core, and a starved member answers a Raft write in 100+ ms.
         // Only root may raise a priority; others run it as is.
         const [cmd, pre] = process.getuid?.() === 0 ? ["nice", ["-n", "-10", bin]] : [bin, []];
-        child = spawn(cmd, [...pre,
-          "--name", name, "--data-dir", join(dir, name),
-          "--listen-client-urls", endpoint, "--advertise-client-urls", endpoint,
-          "--listen-peer-urls", `http://127.0.0.1:${ports[i]!.peer}`, "--initial-advertise-peer-urls", `http://127.0.0.1:${ports[i]!.peer}`,
-          "--initial-cluster", initialCluster, "--initial-cluster-token", token, "--initial-cluster-state", "new",
-          "--heartbeat-interval", "50", "--election-timeout", "500", "--log-level", "error", "--logger", "zap",
-          ...(tls ? ["--cert-file", tls.cert, "--key-file", tls.key, "--trusted-ca-file", tls.ca, "--client-cert-auth"] : []),
-        ], { stdio: ["ignore", "pipe", "pipe"] });
+        child = spawn(
+          cmd,
+          [
+            ...pre,
+            "--name",
+            name,
+            "--data-dir",
+            join(dir, name),
+            "--listen-client-urls",
+            endpoint,
+            "--advertise-client-urls",
+            endpoint,
+            "--listen-peer-urls",
+            `http://127.0.0.1:${ports[i]!.peer}`,
+            "--initial-advertise-peer-urls",
+            `http://127.0.0.1:${ports[i]!.peer}`,
+            "--initial-cluster",
+            initialCluster,
+            "--initial-cluster-token",
+            token,
+            "--initial-cluster-state",
+            "new",
+            "--heartbeat-interval",
+            "50",
+            "--election-timeout",
+            "500",
+            "--log-level",
+            "error",
+            "--logger",
+            "zap",
+            ...(tls ? ["--cert-file", tls.cert, "--key-file", tls.key, "--trusted-ca-file", tls.ca, "--client-cert-auth"] : []),
+          ],
+          { stdio: ["ignore", "pipe", "pipe"] },
+        );
         child.stdout?.on("data", (d: Buffer) => void (member.output = (member.output + d.toString()).slice(-4000)));
         child.stderr?.on("data", (d: Buffer) => void (member.output = (member.output + d.toString()).slice(-4000)));
       },

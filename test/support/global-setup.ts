@@ -4,10 +4,7 @@
 // When even those binaries are missing the run stops here, saying what to install: `npm test`
 // never skips the backend tests silently.
 import { redactUrlSecrets } from "../../kit/redact.js";
-import {
-  databaseUrl, postgresAnswers, redisAnswers, redisUrl, startPostgresServer, startRedisServer,
-  type TestServer,
-} from "./servers.js";
+import { databaseUrl, postgresAnswers, redisAnswers, redisUrl, startPostgresServer, startRedisServer, type TestServer } from "./servers.js";
 import { startEtcdCluster } from "./etcd-servers.js";
 
 const started: TestServer[] = [];

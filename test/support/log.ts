@@ -19,7 +19,10 @@ export function captureLogger(): { logger: Logger; lines: LogLine[]; messages: (
 
 /** What the guest traced, from a captured log: its "guest: " lines without that prefix. */
 export function guestTraces(log: { messages: () => string[] }): string[] {
-  return log.messages().filter((m) => m.startsWith("guest: ")).map((m) => m.slice(7));
+  return log
+    .messages()
+    .filter((m) => m.startsWith("guest: "))
+    .map((m) => m.slice(7));
 }
 
 /** A logger that writes nothing, for tests that do not read what is logged. */

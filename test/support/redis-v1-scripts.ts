@@ -3,7 +3,10 @@
 // of that version runs against the same Redis during a rolling upgrade. Tests call them with
 // EVAL to check that the two versions never both hold one name (test/backend-redis.test.ts).
 
-/** KEYS: lock, fence. ARGV: owner, ttlMs, plugin, node, hostname, instance, reclaim ("1"/"0"). Acquired: [fence, now, expires(, oldFence, lockKey, node)]; contended: the PTTL. */
+/**
+ * KEYS: lock, fence. ARGV: owner, ttlMs, plugin, node, hostname, instance, reclaim ("1"/"0").
+ * Acquired: [fence, now, expires(, oldFence, lockKey, node)]; contended: the PTTL.
+ */
 export const V1_ACQUIRE = `
 local clockMicros
 local function clock()

@@ -149,14 +149,32 @@ export async function startRedisServer(options: { readonly tls?: ServerTls } = {
   const start = async (): Promise<void> => {
     output = "";
     const listen = tls
-      ? ["--port", "0", "--tls-port", String(port), "--tls-cert-file", tls.cert, "--tls-key-file", tls.key, "--tls-ca-cert-file", tls.ca, "--tls-auth-clients", "yes"]
+      ? [
+          "--port",
+          "0",
+          "--tls-port",
+          String(port),
+          "--tls-cert-file",
+          tls.cert,
+          "--tls-key-file",
+          tls.key,
+          "--tls-ca-cert-file",
+          tls.ca,
+          "--tls-auth-clients",
+          "yes",
+        ]
       : ["--port", String(port)];
     child = spawn(bin, [...listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], {
       stdio: ["ignore", "pipe", "pipe"],
     });
     child.stdout?.on("data", (d: Buffer) => void (output += d.toString()));
     child.stderr?.on("data", (d: Buffer) => void (output += d.toString()));
-    await waitUntil(`redis-server on port ${port}`, () => redisPing(port, tls), () => child, () => output);
+    await waitUntil(
+      `redis-server on port ${port}`,
+      () => redisPing(port, tls),
+      () => child,
+      () => output,
+    );
   };
   const kill = async (): Promise<void> => {
     child?.kill("SIGKILL");
@@ -253,7 +271,12 @@ export async function startPostgresServer(options: PgServerOptions = {}): Promis
     for (const k of ["cert", "key", "ca"] as const) {
       copyFileSync(options.tls[k], files[k]);
       chmodSync(files[k], 0o600);
-      if (asRoot) chownSync(files[k], Number(spawnSync("id", ["-u", "postgres"], { encoding: "utf8" }).stdout.trim()), Number(spawnSync("id", ["-g", "postgres"], { encoding: "utf8" }).stdout.trim()));
+      if (asRoot)
+        chownSync(
+          files[k],
+          Number(spawnSync("id", ["-u", "postgres"], { encoding: "utf8" }).stdout.trim()),
+          Number(spawnSync("id", ["-g", "postgres"], { encoding: "utf8" }).stdout.trim()),
+        );
     }
     writeFileSync(join(data, "pg_hba.conf"), "local all all trust\nhostnossl postgres postgres 127.0.0.1/32 trust\nhostssl all all 127.0.0.1/32 cert\n");
     tlsArgs.push("-c", "ssl=on", "-c", `ssl_cert_file=${files.cert}`, "-c", `ssl_key_file=${files.key}`, "-c", `ssl_ca_file=${files.ca}`);
@@ -264,15 +287,32 @@ export async function startPostgresServer(options: PgServerOptions = {}): Promis
   const start = async (): Promise<void> => {
     output = "";
     const [cmd, args] = wrap(postgres, [
-      "-D", data, "-p", String(port), "-k", dir, "-c", "listen_addresses=127.0.0.1",
-      "-c", "fsync=off", "-c", `synchronous_commit=${options.durableCommits === true ? "on" : "off"}`, "-c", "full_page_writes=off",
+      "-D",
+      data,
+      "-p",
+      String(port),
+      "-k",
+      dir,
+      "-c",
+      "listen_addresses=127.0.0.1",
+      "-c",
+      "fsync=off",
+      "-c",
+      `synchronous_commit=${options.durableCommits === true ? "on" : "off"}`,
+      "-c",
+      "full_page_writes=off",
       ...tlsArgs,
       ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ["-c", `${name}=${value}`]),
     ]);
     child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
     child.stdout?.on("data", (d: Buffer) => void (output += d.toString()));
     child.stderr?.on("data", (d: Buffer) => void (output += d.toString()));
-    await waitUntil(`postgres on port ${port}`, () => pgReady(port), () => child, () => output);
+    await waitUntil(
+      `postgres on port ${port}`,
+      () => pgReady(port),
+      () => child,
+      () => output,
+    );
   };
   const kill = async (): Promise<void> => {
     // SIGQUIT is PostgreSQL's immediate shutdown: every backend goes at once, as in a crash.
@@ -403,29 +443,52 @@ export async function startRedisCluster(size = 3): Promise<RedisClusterServer> {
   try {
     for (const port of ports) {
       outputs.set(port, "");
-      const child = spawn(server, [
-        "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir,
-        "--cluster-enabled", "yes", "--cluster-config-file", join(dir, `nodes-${port}.conf`),
-      ], { stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(
+        server,
+        [
+          "--port",
+          String(port),
+          "--bind",
+          "127.0.0.1",
+          "--save",
+          "",
+          "--appendonly",
+          "no",
+          "--dir",
+          dir,
+          "--cluster-enabled",
+          "yes",
+          "--cluster-config-file",
+          join(dir, `nodes-${port}.conf`),
+        ],
+        { stdio: ["ignore", "pipe", "pipe"] },
+      );
       const append = (d: Buffer): void => void outputs.set(port, outputs.get(port) + d.toString());
       child.stdout?.on("data", append);
       child.stderr?.on("data", append);
       children.push(child);
-      await waitUntil(`cluster redis-server on port ${port}`, () => redisPing(port), () => child, () => outputs.get(port) ?? "");
+      await waitUntil(
+        `cluster redis-server on port ${port}`,
+        () => redisPing(port),
+        () => child,
+        () => outputs.get(port) ?? "",
+      );
     }
-    const create = spawnSync(
-      cli,
-      ["--cluster", "create", ...ports.map((p) => `127.0.0.1:${p}`), "--cluster-replicas", "0", "--cluster-yes"],
-      { encoding: "utf8", timeout: START_TIMEOUT_MS },
-    );
+    const create = spawnSync(cli, ["--cluster", "create", ...ports.map((p) => `127.0.0.1:${p}`), "--cluster-replicas", "0", "--cluster-yes"], {
+      encoding: "utf8",
+      timeout: START_TIMEOUT_MS,
+    });
     if (create.status !== 0) {
       throw new Error(`redis-cli --cluster create failed (${create.status ?? create.signal}):\n${create.stdout}\n${create.stderr}`);
     }
     // Every node must agree the cluster is up: a node that has not heard of the others yet
     // answers CLUSTERDOWN, which would make the first test flaky.
     const allOk = async (): Promise<boolean> => ports.every((p) => /^cluster_state:ok\r?$/m.test(clusterInfo(cli, p)));
-    await waitUntil("redis cluster (cluster_state:ok on every node)", allOk, () => children.find((c) => c.exitCode !== null), () =>
-      ports.map((p) => `--- node ${p}:\n${clusterInfo(cli, p)}${outputs.get(p) ?? ""}`).join("\n"),
+    await waitUntil(
+      "redis cluster (cluster_state:ok on every node)",
+      allOk,
+      () => children.find((c) => c.exitCode !== null),
+      () => ports.map((p) => `--- node ${p}:\n${clusterInfo(cli, p)}${outputs.get(p) ?? ""}`).join("\n"),
     );
   } catch (err) {
     await stop();

@@ -81,8 +81,12 @@ export class Dashboard {
       return;
     }
     if (this.#streams >= MAX_STREAMS) {
-      reply(res, 503, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", "retry-after": "5" },
-        JSON.stringify({ code: "TOO_MANY_STREAMS", message: `too many event streams open (at most ${MAX_STREAMS}); close a dashboard or try again later` }));
+      reply(
+        res,
+        503,
+        { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", "retry-after": "5" },
+        JSON.stringify({ code: "TOO_MANY_STREAMS", message: `too many event streams open (at most ${MAX_STREAMS}); close a dashboard or try again later` }),
+      );
       return;
     }
     this.#streams++;
@@ -105,7 +109,15 @@ export class Dashboard {
     };
     const event = (name: string, data: unknown): void => send(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
     const known: WireHealth | undefined = this.#health.last;
-    const snapshot: Snapshot = { node, backend: service.backendName, distributed: service.distributed, access, stats: service.stats(), feed: feed.snapshot(), ...(known && { health: known }) };
+    const snapshot: Snapshot = {
+      node,
+      backend: service.backendName,
+      distributed: service.distributed,
+      access,
+      stats: service.stats(),
+      feed: feed.snapshot(),
+      ...(known && { health: known }),
+    };
     // The counters change with the events: they follow them shortly (once per burst), so the
     // cards never disagree with the lists for a whole STATS_EVERY_MS.
     let statsDue: NodeJS.Timeout | undefined;

@@ -55,8 +55,16 @@ export const NAMESPACE_PATTERN = /^[a-z][a-z0-9_-]{0,63}$/;
  */
 export const RESERVED_NAMESPACES: ReadonlySet<string> = new Set([
   ...(OPS as readonly OpSpec[]).map((op) => op.module).filter((m) => m !== FUNCTION_MODULE),
-  "env", "wasi_snapshot_preview1", "wasi_unstable", "wasi",
-  "constructor", "prototype", "__proto__", "hasownproperty", "tostring", "valueof",
+  "env",
+  "wasi_snapshot_preview1",
+  "wasi_unstable",
+  "wasi",
+  "constructor",
+  "prototype",
+  "__proto__",
+  "hasownproperty",
+  "tostring",
+  "valueof",
 ]);
 
 const utf8 = new TextEncoder();
@@ -110,16 +118,26 @@ async function settle(pending: Promise<HostFunctionResult>, ctx: HostFunctionCon
 
 function toBytes(ctx: HostFunctionContext, result: HostFunctionResult): Uint8Array {
   const bytes =
-    result === undefined ? NO_REPLY
-    : typeof result === "string" ? utf8.encode(result)
-    : result instanceof Uint8Array ? result
-    : result instanceof ArrayBuffer ? new Uint8Array(result)
-    : undefined;
+    result === undefined
+      ? NO_REPLY
+      : typeof result === "string"
+        ? utf8.encode(result)
+        : result instanceof Uint8Array
+          ? result
+          : result instanceof ArrayBuffer
+            ? new Uint8Array(result)
+            : undefined;
   if (!bytes) {
-    throw new LockhostError("CALL_FAILED", `host function ${ctx.function} returned ${describe(result)}; a host function returns a Uint8Array, an ArrayBuffer, a string or nothing`);
+    throw new LockhostError(
+      "CALL_FAILED",
+      `host function ${ctx.function} returned ${describe(result)}; a host function returns a Uint8Array, an ArrayBuffer, a string or nothing`,
+    );
   }
   if (bytes.byteLength > MAX_REPLY_BYTES) {
-    throw new LockhostError("TOO_LARGE", `host function ${ctx.function} returned ${bytes.byteLength} bytes; a reply may be at most ${MAX_REPLY_BYTES} (MAX_REPLY_BYTES)`);
+    throw new LockhostError(
+      "TOO_LARGE",
+      `host function ${ctx.function} returned ${bytes.byteLength} bytes; a reply may be at most ${MAX_REPLY_BYTES} (MAX_REPLY_BYTES)`,
+    );
   }
   return bytes;
 }

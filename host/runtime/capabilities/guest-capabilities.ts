@@ -60,7 +60,10 @@ export class GuestCapabilities {
     try {
       locks.checkNotCancelled();
       if (!http) {
-        throw new LockhostError("PERMISSION_DENIED", `plugin ${plugin} may not make HTTP requests: its [[plugins]] entry has no [plugins.http] table (allowed_hosts, methods, ...)`);
+        throw new LockhostError(
+          "PERMISSION_DENIED",
+          `plugin ${plugin} may not make HTTP requests: its [[plugins]] entry has no [plugins.http] table (allowed_hosts, methods, ...)`,
+        );
       }
       const req = parseRequestHead(head);
       let hostHeaders: [string, string][] | undefined;

@@ -23,7 +23,8 @@ export function parseRequestHead(head: string): RequestHead {
   }
   const headers = lines.slice(1).map((line, i): [string, string] => {
     const colon = line.indexOf(":");
-    if (colon <= 0) throw new LockhostError("INVALID_ARGUMENT", `request line ${i + 2} must be a header "Name: value", got ${JSON.stringify(line.slice(0, 200))}`);
+    if (colon <= 0)
+      throw new LockhostError("INVALID_ARGUMENT", `request line ${i + 2} must be a header "Name: value", got ${JSON.stringify(line.slice(0, 200))}`);
     return [line.slice(0, colon).trim(), line.slice(colon + 1).trim()];
   });
   return { method: first.slice(0, space), url: first.slice(space + 1), headers };

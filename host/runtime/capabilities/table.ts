@@ -63,7 +63,9 @@ export const CAPABILITIES = [
   {
     // Each namespace is a capability of its own: `lockhost.capability("billing")`.
     name: FUNCTION_MODULE,
-    doc: "host functions: `billing.charge(in, out)`, bytes in, bytes out, may be async; the embedder registers them under the namespaces `functions` grants (`Host.start(config, { functions })`)",
+    doc:
+      "host functions: `billing.charge(in, out)`, bytes in, bytes out, may be async; the embedder registers them under the namespaces `functions` " +
+      "grants (`Host.start(config, { functions })`)",
     modules: [FUNCTION_MODULE],
     fields: {
       functions: field.stringList({
@@ -72,7 +74,11 @@ export const CAPABILITIES = [
         doc: "host function namespaces its guest may import (the embedder registers them: Host.start(config, { functions }))",
         check: (list) =>
           firstProblem(list, (ns, i) =>
-            NAMESPACE_PATTERN.test(ns) ? (RESERVED_NAMESPACES.has(ns) ? `entry ${i + 1}: "${ns}" is an ABI module, not a namespace` : undefined) : `entry ${i + 1}: "${ns}" is not a namespace (${NAMESPACE_PATTERN})`,
+            NAMESPACE_PATTERN.test(ns)
+              ? RESERVED_NAMESPACES.has(ns)
+                ? `entry ${i + 1}: "${ns}" is an ABI module, not a namespace`
+                : undefined
+              : `entry ${i + 1}: "${ns}" is not a namespace (${NAMESPACE_PATTERN})`,
           ),
       }),
     },
@@ -83,7 +89,11 @@ export const CAPABILITIES = [
     doc: "log lines at debug, info, warn and error, tagged with the plugin; always granted, those below `log_level` dropped",
     modules: ["log"],
     fields: {
-      logLevel: field.oneOf(LOG_LEVELS, { optional: true, defaultDoc: "[host] log_level", doc: "its guest's lines (trace, log.write) below this level are dropped in the guest's runtime" }),
+      logLevel: field.oneOf(LOG_LEVELS, {
+        optional: true,
+        defaultDoc: "[host] log_level",
+        doc: "its guest's lines (trace, log.write) below this level are dropped in the guest's runtime",
+      }),
     },
     names: () => ["log"],
   },

@@ -125,7 +125,10 @@ export class InlineGuest extends GuestShell {
   #explain(err: unknown): string {
     // A lock import suspends, which needs a promising caller; a start function has none.
     if (err instanceof Error && err.constructor.name === "SuspendError") {
-      return "it calls a lock function while it instantiates (top-level code or start function), which the inline runtime cannot serve; call lock functions from an export";
+      return (
+        "it calls a lock function while it instantiates (top-level code or start function), which the inline runtime cannot serve; call lock " +
+        "functions from an export"
+      );
     }
     return describeError(err);
   }

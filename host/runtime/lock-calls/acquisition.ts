@@ -31,7 +31,15 @@ export async function tryLock(locks: GuestLocks, key: string, ttlMs: number, fla
  * call's time limit) is cut to it, so the guest gets -TIMEOUT while its call can still return
  * instead of being stopped.
  */
-export async function acquireLock(locks: GuestLocks, key: string, ttlMs: number, waitMs: number, flags: number, limit?: WaitLimit, spec: LockSpec = MUTEX): Promise<AbiReply> {
+export async function acquireLock(
+  locks: GuestLocks,
+  key: string,
+  ttlMs: number,
+  waitMs: number,
+  flags: number,
+  limit?: WaitLimit,
+  spec: LockSpec = MUTEX,
+): Promise<AbiReply> {
   const epoch = locks.epoch;
   spec = flaggedSpec(spec, flags);
   const signal = locks.signal;

@@ -20,7 +20,15 @@ import { quietly, releaseLock } from "./renew-release.js";
  * leads): a handle for the leadership of election `key` (the key in the leader kind, kept
  * alive), proclaiming `value`. The wait is cut to the call's time limit as acquire's is.
  */
-export async function campaignLock(locks: GuestLocks, key: string, value: string, ttlMs: number, waitMs: number, flags: number, limit?: WaitLimit): Promise<AbiReply> {
+export async function campaignLock(
+  locks: GuestLocks,
+  key: string,
+  value: string,
+  ttlMs: number,
+  waitMs: number,
+  flags: number,
+  limit?: WaitLimit,
+): Promise<AbiReply> {
   const epoch = locks.epoch;
   locks.checkRoom();
   // An election's lock key is its name (election.ts electionKey), checked at the boundary.
@@ -58,7 +66,9 @@ export function resignLock(locks: GuestLocks, handle: number): Promise<AbiReply>
 export async function leaderOf(locks: GuestLocks, key: string, flags: number): Promise<AbiReply> {
   const scope = locks.scopeOf(key, flags);
   const l = await readLeader(locks.core, key, qualify(key, scope));
-  return textReply(JSON.stringify(l.held ? { key, held: true, node: l.node, plugin: l.plugin, value: l.value, term: l.term, since_ms: l.sinceMs } : { key, held: false }));
+  return textReply(
+    JSON.stringify(l.held ? { key, held: true, node: l.node, plugin: l.plugin, value: l.value, term: l.term, since_ms: l.sinceMs } : { key, held: false }),
+  );
 }
 
 function leadershipOf(locks: GuestLocks, handle: number, lease: Lease): Leadership {

@@ -43,9 +43,14 @@ export async function lockStatus(locks: GuestLocks, key: string, flags: number):
   const json = JSON.stringify(
     one !== undefined
       ? {
-          key: s.name, held: true, holder: { plugin: one.plugin, node: one.node },
-          fence: one.fence, acquired_at_ms: one.acquiredAtMs, expires_at_ms: one.expiresAtMs,
-          ttl_remaining_ms: one.ttlRemainingMs, ttl_ms: one.ttlMs,
+          key: s.name,
+          held: true,
+          holder: { plugin: one.plugin, node: one.node },
+          fence: one.fence,
+          acquired_at_ms: one.acquiredAtMs,
+          expires_at_ms: one.expiresAtMs,
+          ttl_remaining_ms: one.ttlRemainingMs,
+          ttl_ms: one.ttlMs,
         }
       : { key: s.name, held: false },
   );
@@ -55,7 +60,11 @@ export async function lockStatus(locks: GuestLocks, key: string, flags: number):
 /** The kind a status call's flags ask for (each kind's status flag): undefined for the mutex; two at once is INVALID_ARGUMENT. */
 function queueKindOfFlags(flags: number): QueueKind | undefined {
   const asked = QUEUE_KINDS.filter((kind) => (flags & KINDS[kind].statusFlag) !== 0);
-  if (asked.length > 1) throw new LockhostError("INVALID_ARGUMENT", `flags may hold ${QUEUE_KINDS.map((kind) => KINDS[kind].statusFlagName).join(" or ")}, not ${asked.length === 2 ? "both" : "several"}`);
+  if (asked.length > 1)
+    throw new LockhostError(
+      "INVALID_ARGUMENT",
+      `flags may hold ${QUEUE_KINDS.map((kind) => KINDS[kind].statusFlagName).join(" or ")}, not ${asked.length === 2 ? "both" : "several"}`,
+    );
   return asked[0];
 }
 
@@ -68,8 +77,13 @@ function queueStatusJson(s: LockStatus): string {
     limit: s.limit,
     queued: s.queued,
     holders: s.holders.map((h) => ({
-      mode: h.mode, fence: h.fence, holder: { plugin: h.plugin, node: h.node },
-      acquired_at_ms: h.acquiredAtMs, expires_at_ms: h.expiresAtMs, ttl_remaining_ms: h.ttlRemainingMs, ttl_ms: h.ttlMs,
+      mode: h.mode,
+      fence: h.fence,
+      holder: { plugin: h.plugin, node: h.node },
+      acquired_at_ms: h.acquiredAtMs,
+      expires_at_ms: h.expiresAtMs,
+      ttl_remaining_ms: h.ttlRemainingMs,
+      ttl_ms: h.ttlMs,
     })),
   });
 }

@@ -22,14 +22,24 @@ export interface WorkerInit {
 }
 
 /** Main thread to worker. */
-export type ToWorker = { readonly type: "call"; readonly id: number; readonly name: string; readonly args: readonly GuestArg[]; readonly stringResult?: StringResultForm };
-
+export type ToWorker = {
+  readonly type: "call";
+  readonly id: number;
+  readonly name: string;
+  readonly args: readonly GuestArg[];
+  readonly stringResult?: StringResultForm;
+};
 
 /** Worker to main thread. */
 export type FromWorker =
   | { readonly type: "instantiating" }
   | { readonly type: "ready"; readonly abiVersion: unknown }
   | { readonly type: "failed"; readonly message: string }
-  | { readonly type: "return"; readonly id: number; readonly value: GuestValue | string; readonly problem?: { readonly code: "INVALID_MEMORY"; readonly message: string } }
+  | {
+      readonly type: "return";
+      readonly id: number;
+      readonly value: GuestValue | string;
+      readonly problem?: { readonly code: "INVALID_MEMORY"; readonly message: string };
+    }
   | { readonly type: "trap"; readonly id: number; readonly message: string; readonly abort?: AbortInfo; readonly memoryBytes: number }
   | { readonly type: "trace"; readonly level: number; readonly message: string };

@@ -185,9 +185,10 @@ port.on("message", (msg: ToWorker) => {
   } catch (err) {
     traces.flush();
     const memoryBytes = mem.memory.buffer.byteLength;
-    const trap: FromWorker = err instanceof GuestAbort
-      ? { type: "trap", id: msg.id, message: err.message, abort: err.info, memoryBytes }
-      : { type: "trap", id: msg.id, message: describeError(err), memoryBytes };
+    const trap: FromWorker =
+      err instanceof GuestAbort
+        ? { type: "trap", id: msg.id, message: err.message, abort: err.info, memoryBytes }
+        : { type: "trap", id: msg.id, message: describeError(err), memoryBytes };
     try {
       instantiate();
     } catch (again) {

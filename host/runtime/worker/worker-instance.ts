@@ -155,8 +155,13 @@ export class WorkerGuest extends GuestShell {
     const channel = new Channel();
     const ports = new MessageChannel();
     const init: WorkerInit = {
-      plugin: module.plugin, module: module.module, channel: channel.buffer, memory: module.memory,
-      bulk: ports.port2, grants: this.grants, functions: module.functions,
+      plugin: module.plugin,
+      module: module.module,
+      channel: channel.buffer,
+      memory: module.memory,
+      bulk: ports.port2,
+      grants: this.grants,
+      functions: module.functions,
     };
     const worker = new Worker(WORKER.entry, { eval: WORKER.eval, workerData: init, transferList: [ports.port2] });
     const gen: Generation = { worker, channel, bulk: ports.port1, alive: true, contexts: [] };

@@ -73,9 +73,14 @@ export class EtcdClient {
   async #open(): Promise<Loaded> {
     const config = this.#config;
     const tls = this.#tls;
-    const [grpc, loader] = await Promise.all([importClient<typeof Grpc>("@grpc/grpc-js"), importClient<typeof import("@grpc/proto-loader")>("@grpc/proto-loader")]);
+    const [grpc, loader] = await Promise.all([
+      importClient<typeof Grpc>("@grpc/grpc-js"),
+      importClient<typeof import("@grpc/proto-loader")>("@grpc/proto-loader"),
+    ]);
     const definition = loader.fromJSON(ETCD_PROTO as never, { keepCase: true, longs: String, enums: String, bytes: Buffer, defaults: true, oneofs: true });
-    const pkg = grpc.loadPackageDefinition(definition) as unknown as { etcdserverpb: Record<ServiceName, new (address: string, creds: Grpc.ChannelCredentials, options: object) => ServiceClient> };
+    const pkg = grpc.loadPackageDefinition(definition) as unknown as {
+      etcdserverpb: Record<ServiceName, new (address: string, creds: Grpc.ChannelCredentials, options: object) => ServiceClient>;
+    };
     const credentials = tls ? grpc.credentials.createSsl(tls.ca ?? null, tls.key ?? null, tls.cert ?? null) : grpc.credentials.createInsecure();
     const options = {
       // The name the members' certificates must carry, in place of the endpoint's host.
@@ -92,7 +97,10 @@ export class EtcdClient {
       const address = new URL(endpoint).host;
       const channel = new grpc.Channel(address, credentials, options);
       const make = (name: ServiceName): ServiceClient => new pkg.etcdserverpb[name](address, credentials, { ...options, channelOverride: channel });
-      return { address: endpoint, services: { KV: make("KV"), Lease: make("Lease"), Watch: make("Watch"), Auth: make("Auth"), Maintenance: make("Maintenance") } };
+      return {
+        address: endpoint,
+        services: { KV: make("KV"), Lease: make("Lease"), Watch: make("Watch"), Auth: make("Auth"), Maintenance: make("Maintenance") },
+      };
     });
     return { grpc, members };
   }
@@ -163,7 +171,14 @@ export class EtcdClient {
     if (this.#loaded !== undefined) closeMembers(this.#loaded.members);
   }
 
-  async #call(service: ServiceName, method: string, req: object, retryable: boolean, what = "the request", timeoutMs = this.#config.commandTimeoutMs): Promise<unknown> {
+  async #call(
+    service: ServiceName,
+    method: string,
+    req: object,
+    retryable: boolean,
+    what = "the request",
+    timeoutMs = this.#config.commandTimeoutMs,
+  ): Promise<unknown> {
     if (this.#closed) throw new LockhostError("CLOSED", "the etcd backend is closed");
     let attempts = retryable ? this.#config.endpoints.length : 1;
     let reauthenticated = false;
@@ -207,7 +222,9 @@ export class EtcdClient {
 
   #authToken(): Promise<string> {
     this.#token ??= (async () => {
-      const res = (await this.#once(this.#current, "Auth", "Authenticate", { name: this.#config.username, password: this.#config.password })) as { token: string };
+      const res = (await this.#once(this.#current, "Auth", "Authenticate", { name: this.#config.username, password: this.#config.password })) as {
+        token: string;
+      };
       return res.token;
     })().catch((err: unknown) => {
       this.#token = undefined;
@@ -238,7 +255,9 @@ async function importClient<T>(name: string): Promise<T> {
     return (await import(name)) as T;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ERR_MODULE_NOT_FOUND") {
-      throw new LockhostError("BACKEND_UNAVAILABLE", `the etcd backend needs ${name}: npm install @grpc/grpc-js @grpc/proto-loader`, { details: { permanent: 1 } });
+      throw new LockhostError("BACKEND_UNAVAILABLE", `the etcd backend needs ${name}: npm install @grpc/grpc-js @grpc/proto-loader`, {
+        details: { permanent: 1 },
+      });
     }
     throw err;
   }

@@ -56,7 +56,10 @@ export const etcdConfigSchema = table<EtcdConfig>({
     dialTimeoutMs: field.int({ default: 5_000, min: 1, max: 600_000, unit: "ms", doc: "longest the start and health checks wait for a member" }),
     commandTimeoutMs: field.int({ default: 2_000, min: 1, max: 600_000, unit: "ms", doc: "longest a lock call waits on etcd before BACKEND_UNAVAILABLE" }),
     leaseMarginMs: field.int({
-      default: 2_000, min: 200, max: 600_000, unit: "ms",
+      default: 2_000,
+      min: 200,
+      max: 600_000,
+      unit: "ms",
       doc: "how far leases are kept ahead of their locks: a dead host's lock lasts at most TTL + this, in whole seconds",
     }),
     ...tlsFields("https:// endpoints"),

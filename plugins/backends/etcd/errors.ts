@@ -16,7 +16,8 @@ interface GrpcError {
 }
 
 /** etcd's messages for requests that are wrong in themselves: retrying the same request cannot help. */
-const INVALID = /request is too large|received message larger than max|too many operations in txn request|key is not provided|duplicate key given in txn request/;
+const INVALID =
+  /request is too large|received message larger than max|too many operations in txn request|key is not provided|duplicate key given in txn request/;
 /** Refusals that stay refusals however often the call is made. */
 const PERMANENT = /authentication failed|invalid user ID or password|user name is empty|permission denied|authentication is not enabled/;
 
@@ -56,7 +57,10 @@ export function etcdError(err: unknown, server: string, commandTimeoutMs: number
     return new LockhostError("BACKEND_UNAVAILABLE", `${server} refused ${what}: ${text} (${hint})`, { details: { permanent: 1 } });
   }
   if (code === GRPC.DEADLINE_EXCEEDED) {
-    return new LockhostError("BACKEND_UNAVAILABLE", `${server} did not answer within ${commandTimeoutMs} ms (command_timeout_ms); ${what} may still have been applied`);
+    return new LockhostError(
+      "BACKEND_UNAVAILABLE",
+      `${server} did not answer within ${commandTimeoutMs} ms (command_timeout_ms); ${what} may still have been applied`,
+    );
   }
   if (code === GRPC.UNAVAILABLE) {
     // gRPC passes on a refused handshake as text only ("No connection established. Last error: ...").

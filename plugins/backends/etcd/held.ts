@@ -102,7 +102,19 @@ export class HeldLocks {
   }
 
   #entry(owner: string, key: string, fence: string, lease: ClassLease, ttlMs: number, record: StoredHolder, place: boolean): HeldEntry {
-    const entry: HeldEntry = { owner, key, fence, lease, leaseId: lease.id!, place, record, lettingGo: false, gone: false, deadline: performance.now() + ttlMs, heapIndex: -1 };
+    const entry: HeldEntry = {
+      owner,
+      key,
+      fence,
+      lease,
+      leaseId: lease.id!,
+      place,
+      record,
+      lettingGo: false,
+      gone: false,
+      deadline: performance.now() + ttlMs,
+      heapIndex: -1,
+    };
     this.#leases.use(lease);
     this.#due.add(entry);
     return entry;
@@ -255,10 +267,13 @@ export class HeldLocks {
           this.#due.add(entry);
           return;
         }
-        const res = await this.#client.txn({
-          compare: [{ key: entry.key, target: TARGET.MOD, result: CMP.EQUAL, mod_revision: found.kv.mod_revision }],
-          success: [{ request_delete_range: { key: entry.key } }],
-        }, "the deletion of an expired lock");
+        const res = await this.#client.txn(
+          {
+            compare: [{ key: entry.key, target: TARGET.MOD, result: CMP.EQUAL, mod_revision: found.kv.mod_revision }],
+            success: [{ request_delete_range: { key: entry.key } }],
+          },
+          "the deletion of an expired lock",
+        );
         if (res.succeeded) {
           this.#forget(entry);
           return;
@@ -299,16 +314,18 @@ export async function renewRequests(
   const results: RenewResult[] = new Array(reqs.length);
   const held: HeldRenewal[] = [];
   const at: number[] = [];
-  await Promise.all(reqs.map(async (r, i) => {
-    const key = keyOf(r);
-    const own = c.book.get(r.owner);
-    const entry = own?.key === key ? own : await readEntry(key, r.owner);
-    if (typeof entry === "string") results[i] = { ok: false, reason: entry };
-    else {
-      held.push({ entry, ttlMs: r.ttlMs });
-      at.push(i);
-    }
-  }));
+  await Promise.all(
+    reqs.map(async (r, i) => {
+      const key = keyOf(r);
+      const own = c.book.get(r.owner);
+      const entry = own?.key === key ? own : await readEntry(key, r.owner);
+      if (typeof entry === "string") results[i] = { ok: false, reason: entry };
+      else {
+        held.push({ entry, ttlMs: r.ttlMs });
+        at.push(i);
+      }
+    }),
+  );
   (await renewHeld(c, held, refused)).forEach((r, j) => (results[at[j]!] = r));
   return results;
 }

@@ -85,11 +85,14 @@ export class EtcdBackend implements LockBackend {
     if (this.#granted) return;
     const key = `${this.#prefix}${GRANT_CHECK_KEY}`;
     await this.#client
-      .txn({
-        compare: [{ key, target: TARGET.VERSION, result: CMP.LESS, version: 0 }],
-        success: [{ request_put: { key, value: "" } }],
-        failure: [{ request_range: { key, count_only: true } }],
-      }, "the start-up check of its key permissions")
+      .txn(
+        {
+          compare: [{ key, target: TARGET.VERSION, result: CMP.LESS, version: 0 }],
+          success: [{ request_put: { key, value: "" } }],
+          failure: [{ request_range: { key, count_only: true } }],
+        },
+        "the start-up check of its key permissions",
+      )
       .catch((err: unknown) => {
         if (!isPermanent(err) || !/permission denied/.test((err as Error).message)) throw err;
         throw new LockhostError(

@@ -3,7 +3,18 @@
 // that compares the key's create revision. The fence is that create revision: etcd's revision
 // of the acquiring transaction, above every revision before it in the whole cluster, durable
 // and the same on every member, so it never steps back, whatever restarts or elections happen.
-import type { ListRequest, LockPage, LockRecord, MutexAcquireRequest, MutexAcquireResult, MutexStore, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
+import type {
+  ListRequest,
+  LockPage,
+  LockRecord,
+  MutexAcquireRequest,
+  MutexAcquireResult,
+  MutexStore,
+  ReleaseResult,
+  ReleaseWatch,
+  RenewRequest,
+  RenewResult,
+} from "../../../kit/index.js";
 import { isLeaseGone } from "./errors.js";
 import { renewRequests, type EtcdContext, type HeldEntry, type Refusal } from "./held.js";
 import { mutexKey, prefixEnd } from "./keys.js";
@@ -27,11 +38,14 @@ export class EtcdMutexStore implements MutexStore {
       const expiresAtMs = endOf(now, req.ttlMs, lease);
       const record = storedHolder(req.owner, "exclusive", 0, req.holder, now, expiresAtMs, req.ttlMs);
       try {
-        const res = await this.#c.client.txn({
-          compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: 0 }],
-          success: [{ request_put: { key, value: encode(record), lease: leaseId } }],
-          failure: [{ request_range: { key } }],
-        }, "an acquisition");
+        const res = await this.#c.client.txn(
+          {
+            compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: 0 }],
+            success: [{ request_put: { key, value: encode(record), lease: leaseId } }],
+            failure: [{ request_range: { key } }],
+          },
+          "an acquisition",
+        );
         if (!res.succeeded) {
           const held = decodeHolder(res.responses[0]?.response_range?.kvs[0]?.value ?? Buffer.alloc(0));
           return { acquired: false, ...retryAfter(held === undefined ? [] : [held.e]) };
@@ -51,7 +65,13 @@ export class EtcdMutexStore implements MutexStore {
   }
 
   renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
-    return renewRequests(this.#c, reqs, (r) => mutexKey(this.#c.prefix, r.name), (key, owner) => this.#holderRead(key, owner), (key) => this.#refused(key));
+    return renewRequests(
+      this.#c,
+      reqs,
+      (r) => mutexKey(this.#c.prefix, r.name),
+      (key, owner) => this.#holderRead(key, owner),
+      (key) => this.#refused(key),
+    );
   }
 
   async release(name: string, owner: string): Promise<ReleaseResult> {
@@ -67,11 +87,16 @@ export class EtcdMutexStore implements MutexStore {
       if (found.stored.o !== owner) return "mismatch";
       entry = await this.#c.book.adopt(owner, key, found.kv, found.stored);
     }
-    const res = await this.#c.book.letGo(entry, () => this.#c.client.txn({
-      compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: entry.fence }],
-      success: [{ request_delete_range: { key } }],
-      failure: [{ request_range: { key, count_only: true } }],
-    }, "a release"));
+    const res = await this.#c.book.letGo(entry, () =>
+      this.#c.client.txn(
+        {
+          compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: entry.fence }],
+          success: [{ request_delete_range: { key } }],
+          failure: [{ request_range: { key, count_only: true } }],
+        },
+        "a release",
+      ),
+    );
     if (res === undefined || res.succeeded) return "released";
     return Number(res.responses[0]?.response_range?.count ?? 0) > 0 ? "mismatch" : "not_found";
   }
@@ -113,10 +138,13 @@ export class EtcdMutexStore implements MutexStore {
     const entry = own?.key === key ? own : await this.#holderRead(key, owner);
     if (typeof entry === "string") return false;
     const record: StoredHolder = { ...entry.record, v: value };
-    const res = await this.#c.client.txn({
-      compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: entry.fence }],
-      success: [{ request_put: { key, value: encode(record), ignore_lease: true } }],
-    }, "a proclamation");
+    const res = await this.#c.client.txn(
+      {
+        compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: entry.fence }],
+        success: [{ request_put: { key, value: encode(record), ignore_lease: true } }],
+      },
+      "a proclamation",
+    );
     if (res.succeeded) entry.record = record;
     return res.succeeded;
   }
@@ -133,7 +161,6 @@ export class EtcdMutexStore implements MutexStore {
     if (found.stored.o !== owner) return "mismatch";
     return this.#c.book.adopt(owner, key, found.kv, found.stored);
   }
-
 }
 
 function withoutMode<T extends { mode: unknown }>(record: T): Omit<T, "mode"> {

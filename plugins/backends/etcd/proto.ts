@@ -45,8 +45,15 @@ export const ETCD_PROTO = {
       nested: {
         ResponseHeader: message({ cluster_id: "uint64 1", member_id: "uint64 2", revision: "int64 3", raft_term: "uint64 4" }),
         RangeRequest: message({
-          key: "bytes 1", range_end: "bytes 2", limit: "int64 3", revision: "int64 4", sort_order: "int32 5", sort_target: "int32 6",
-          serializable: "bool 7", keys_only: "bool 8", count_only: "bool 9",
+          key: "bytes 1",
+          range_end: "bytes 2",
+          limit: "int64 3",
+          revision: "int64 4",
+          sort_order: "int32 5",
+          sort_target: "int32 6",
+          serializable: "bool 7",
+          keys_only: "bool 8",
+          count_only: "bool 9",
         }),
         RangeResponse: message({ header, kvs: "repeated mvccpb.KeyValue 2", more: "bool 3", count: "int64 4" }),
         PutRequest: message({ key: "bytes 1", value: "bytes 2", lease: "int64 3", prev_kv: "bool 4", ignore_value: "bool 5", ignore_lease: "bool 6" }),
@@ -54,35 +61,56 @@ export const ETCD_PROTO = {
         DeleteRangeRequest: message({ key: "bytes 1", range_end: "bytes 2", prev_kv: "bool 3" }),
         DeleteRangeResponse: message({ header, deleted: "int64 2", prev_kvs: "repeated mvccpb.KeyValue 3" }),
         RequestOp: message({
-          request_range: "oneof:request RangeRequest 1", request_put: "oneof:request PutRequest 2",
-          request_delete_range: "oneof:request DeleteRangeRequest 3", request_txn: "oneof:request TxnRequest 4",
+          request_range: "oneof:request RangeRequest 1",
+          request_put: "oneof:request PutRequest 2",
+          request_delete_range: "oneof:request DeleteRangeRequest 3",
+          request_txn: "oneof:request TxnRequest 4",
         }),
         ResponseOp: message({
-          response_range: "oneof:response RangeResponse 1", response_put: "oneof:response PutResponse 2",
-          response_delete_range: "oneof:response DeleteRangeResponse 3", response_txn: "oneof:response TxnResponse 4",
+          response_range: "oneof:response RangeResponse 1",
+          response_put: "oneof:response PutResponse 2",
+          response_delete_range: "oneof:response DeleteRangeResponse 3",
+          response_txn: "oneof:response TxnResponse 4",
         }),
         // result: EQUAL 0, GREATER 1, LESS 2, NOT_EQUAL 3; target: VERSION 0, CREATE 1, MOD 2, VALUE 3, LEASE 4.
         Compare: message({
-          result: "int32 1", target: "int32 2", key: "bytes 3",
-          version: "oneof:target_union int64 4", create_revision: "oneof:target_union int64 5",
-          mod_revision: "oneof:target_union int64 6", value: "oneof:target_union bytes 7", lease: "oneof:target_union int64 8",
+          result: "int32 1",
+          target: "int32 2",
+          key: "bytes 3",
+          version: "oneof:target_union int64 4",
+          create_revision: "oneof:target_union int64 5",
+          mod_revision: "oneof:target_union int64 6",
+          value: "oneof:target_union bytes 7",
+          lease: "oneof:target_union int64 8",
           range_end: "bytes 64",
         }),
         TxnRequest: message({ compare: "repeated Compare 1", success: "repeated RequestOp 2", failure: "repeated RequestOp 3" }),
         TxnResponse: message({ header, succeeded: "bool 2", responses: "repeated ResponseOp 3" }),
         WatchRequest: message({
-          create_request: "oneof:request_union WatchCreateRequest 1", cancel_request: "oneof:request_union WatchCancelRequest 2",
+          create_request: "oneof:request_union WatchCreateRequest 1",
+          cancel_request: "oneof:request_union WatchCancelRequest 2",
           progress_request: "oneof:request_union WatchProgressRequest 3",
         }),
         WatchCreateRequest: message({
-          key: "bytes 1", range_end: "bytes 2", start_revision: "int64 3", progress_notify: "bool 4",
-          prev_kv: "bool 6", watch_id: "int64 7", fragment: "bool 8",
+          key: "bytes 1",
+          range_end: "bytes 2",
+          start_revision: "int64 3",
+          progress_notify: "bool 4",
+          prev_kv: "bool 6",
+          watch_id: "int64 7",
+          fragment: "bool 8",
         }),
         WatchCancelRequest: message({ watch_id: "int64 1" }),
         WatchProgressRequest: message({}),
         WatchResponse: message({
-          header, watch_id: "int64 2", created: "bool 3", canceled: "bool 4", compact_revision: "int64 5",
-          cancel_reason: "string 6", fragment: "bool 7", events: "repeated mvccpb.Event 11",
+          header,
+          watch_id: "int64 2",
+          created: "bool 3",
+          canceled: "bool 4",
+          compact_revision: "int64 5",
+          cancel_reason: "string 6",
+          fragment: "bool 7",
+          events: "repeated mvccpb.Event 11",
         }),
         LeaseGrantRequest: message({ TTL: "int64 1", ID: "int64 2" }),
         LeaseGrantResponse: message({ header, ID: "int64 2", TTL: "int64 3", error: "string 4" }),
@@ -172,10 +200,7 @@ export interface Compare {
   readonly lease?: string;
 }
 
-export type RequestOp =
-  | { readonly request_range: RangeRequest }
-  | { readonly request_put: PutRequest }
-  | { readonly request_delete_range: DeleteRangeRequest };
+export type RequestOp = { readonly request_range: RangeRequest } | { readonly request_put: PutRequest } | { readonly request_delete_range: DeleteRangeRequest };
 
 export interface TxnRequest {
   readonly compare?: readonly Compare[];

@@ -5,7 +5,19 @@
 // created or changed since that read (a compare over the directory's range), so two hosts never
 // both decide on the same state. Queue places are ordered by their create revision: FIFO across
 // every host, from etcd itself. The fence is the revision of the acquiring transaction.
-import type { AcquireRequest, AcquireResult, KindSteps, LockState, LockStatePage, ListRequest, QueueKind, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "../../../kit/index.js";
+import type {
+  AcquireRequest,
+  AcquireResult,
+  KindSteps,
+  LockState,
+  LockStatePage,
+  ListRequest,
+  QueueKind,
+  ReleaseResult,
+  ReleaseWatch,
+  RenewRequest,
+  RenewResult,
+} from "../../../kit/index.js";
 import { KINDS } from "../../../kit/index.js";
 import { isLeaseGone } from "./errors.js";
 import { renewRequests, type EtcdContext, type HeldEntry } from "./held.js";
@@ -48,9 +60,10 @@ export class EtcdQueueSteps implements KindSteps {
         const theirs = d.holders[0]!.stored.l ?? 0;
         if (theirs !== req.limit) return { acquired: false, limit: theirs };
       }
-      const free = req.mode === "exclusive"
-        ? d.holders.length === 0 && (d.places.length === 0 || d.places[0]!.owner === req.owner)
-        : d.holders.every((h) => h.stored.m === "s") && d.places.length === 0 && (req.limit === 0 || d.holders.length < req.limit);
+      const free =
+        req.mode === "exclusive"
+          ? d.holders.length === 0 && (d.places.length === 0 || d.places[0]!.owner === req.owner)
+          : d.holders.every((h) => h.stored.m === "s") && d.places.length === 0 && (req.limit === 0 || d.holders.length < req.limit);
       if (!free) {
         if (req.mode === "exclusive" && req.queueMs > 0 && this.#queues) await this.#keepPlace(placeKey, req);
         return { acquired: false, ...retryAfter(d.holders.map((h) => h.stored.e)) };
@@ -63,11 +76,14 @@ export class EtcdQueueSteps implements KindSteps {
       if (d.places.some((p) => p.owner === req.owner)) success.push({ request_delete_range: { key: placeKey } });
       let res;
       try {
-        res = await this.#c.client.txn({
-          // Nothing in the directory created or changed since the read (deletions only free it further).
-          compare: [{ key: dir, range_end: prefixEnd(dir), target: TARGET.MOD, result: CMP.LESS, mod_revision: String(Number(d.revision) + 1) }],
-          success,
-        }, "an acquisition");
+        res = await this.#c.client.txn(
+          {
+            // Nothing in the directory created or changed since the read (deletions only free it further).
+            compare: [{ key: dir, range_end: prefixEnd(dir), target: TARGET.MOD, result: CMP.LESS, mod_revision: String(Number(d.revision) + 1) }],
+            success,
+          },
+          "an acquisition",
+        );
       } catch (err) {
         if (!isLeaseGone(err)) {
           // Its answer was lost, not its request perhaps: the key may be there, on a lease this host keeps alive.
@@ -88,7 +104,13 @@ export class EtcdQueueSteps implements KindSteps {
 
   renewMany(reqs: readonly RenewRequest[]): Promise<RenewResult[]> {
     // A holder key names its owner: a key that is there is the caller's.
-    return renewRequests(this.#c, reqs, (r) => `${queueDir(this.#c.prefix, this.kind, r.name)}h/${r.owner}`, (key, owner) => this.#holderRead(key, owner), async () => "not_found");
+    return renewRequests(
+      this.#c,
+      reqs,
+      (r) => `${queueDir(this.#c.prefix, this.kind, r.name)}h/${r.owner}`,
+      (key, owner) => this.#holderRead(key, owner),
+      async () => "not_found",
+    );
   }
 
   async release(name: string, owner: string): Promise<ReleaseResult> {
@@ -103,10 +125,15 @@ export class EtcdQueueSteps implements KindSteps {
       entry = await this.#c.book.adopt(owner, key, found.kv, found.stored);
     }
     const held = entry;
-    const res = await this.#c.book.letGo(held, () => this.#c.client.txn({
-      compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: held.fence }],
-      success: [{ request_delete_range: { key } }],
-    }, "a release"));
+    const res = await this.#c.book.letGo(held, () =>
+      this.#c.client.txn(
+        {
+          compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: held.fence }],
+          success: [{ request_delete_range: { key } }],
+        },
+        "a release",
+      ),
+    );
     return res === undefined || res.succeeded ? "released" : "not_found";
   }
 
@@ -195,17 +222,21 @@ export class EtcdQueueSteps implements KindSteps {
     const lease = await this.#c.leases.leaseFor(0);
     const now = Date.now();
     const record = storedHolder(req.owner, "exclusive", 0, req.holder, now, now + req.queueMs, req.queueMs);
-    const res = await this.#c.client.txn({
-      compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: 0 }],
-      success: [{ request_put: { key, value: encode(record), lease: lease.id! } }],
-      failure: [{ request_range: { key } }],
-    }, "taking a queue place");
+    const res = await this.#c.client.txn(
+      {
+        compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: 0 }],
+        success: [{ request_put: { key, value: encode(record), lease: lease.id! } }],
+        failure: [{ request_range: { key } }],
+      },
+      "taking a queue place",
+    );
     if (res.succeeded) this.#c.book.add(req.owner, key, res.header.revision, lease, req.queueMs, record, true);
     else {
       // There already (an earlier write of this waiter's whose answer was lost): kept by this host's timer all the same.
       const kv = res.responses[0]?.response_range?.kvs[0];
       const there = kv === undefined ? undefined : decodeHolder(kv.value);
-      if (kv !== undefined && there?.o === req.owner) this.#c.book.add(req.owner, key, kv.create_revision, this.#c.leases.byId(kv.lease) ?? lease, req.queueMs, record, true);
+      if (kv !== undefined && there?.o === req.owner)
+        this.#c.book.add(req.owner, key, kv.create_revision, this.#c.leases.byId(kv.lease) ?? lease, req.queueMs, record, true);
     }
   }
 
@@ -233,7 +264,9 @@ export class EtcdQueueSteps implements KindSteps {
 
   #record(name: string, d: Dir, now: number): LockState {
     return {
-      name, kind: this.kind, limit: d.holders[0]?.stored.l ?? 0,
+      name,
+      kind: this.kind,
+      limit: d.holders[0]?.stored.l ?? 0,
       holders: d.holders.map((h) => holderRecord(h.kv, h.stored, now)),
       queued: d.places.length,
     };

@@ -23,11 +23,25 @@ export interface StoredHolder {
   readonly v?: string;
 }
 
-export function storedHolder(owner: string, mode: LockMode, limit: number, holder: Holder, acquiredAtMs: number, expiresAtMs: number, ttlMs: number): StoredHolder {
+export function storedHolder(
+  owner: string,
+  mode: LockMode,
+  limit: number,
+  holder: Holder,
+  acquiredAtMs: number,
+  expiresAtMs: number,
+  ttlMs: number,
+): StoredHolder {
   return {
-    o: owner, ...(mode === "shared" && { m: "s" as const }), ...(limit > 0 && { l: limit }),
-    p: holder.plugin, n: holder.node, ...(holder.hostname !== undefined && { h: holder.hostname }),
-    a: acquiredAtMs, e: expiresAtMs, t: ttlMs,
+    o: owner,
+    ...(mode === "shared" && { m: "s" as const }),
+    ...(limit > 0 && { l: limit }),
+    p: holder.plugin,
+    n: holder.node,
+    ...(holder.hostname !== undefined && { h: holder.hostname }),
+    a: acquiredAtMs,
+    e: expiresAtMs,
+    t: ttlMs,
   };
 }
 

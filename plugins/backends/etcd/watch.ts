@@ -84,7 +84,9 @@ export class PrefixWatcher {
     stream.on("end", () => this.#broken(false));
     stream.write({
       create_request: withBytes({
-        key: this.#prefix, range_end: prefixEnd(this.#prefix), prev_kv: true,
+        key: this.#prefix,
+        range_end: prefixEnd(this.#prefix),
+        prev_kv: true,
         ...(this.#revision > 0 && { start_revision: String(this.#revision + 1) }),
       }),
     });
@@ -120,9 +122,12 @@ export class PrefixWatcher {
       if (owner !== undefined) this.#sink.deleted(owner, key);
       this.#listeners.wake(ref.watchKey);
     } else if (
-      ref.type === "mutex" && prev !== null && prev.create_revision === kv.create_revision &&
+      ref.type === "mutex" &&
+      prev !== null &&
+      prev.create_revision === kv.create_revision &&
       // Every renewal is a put too: only one someone here watches is decoded.
-      this.#listeners.has(ref.watchKey) && decodeHolder(prev.value)?.v !== decodeHolder(kv.value)?.v
+      this.#listeners.has(ref.watchKey) &&
+      decodeHolder(prev.value)?.v !== decodeHolder(kv.value)?.v
     ) {
       // A holder proclaimed a new value in place (a leader): its election's observers hear of it.
       this.#listeners.wake(ref.watchKey);

@@ -10,9 +10,7 @@ export const memoryBackend = defineBackend<MemoryConfig>({
   distributed: false,
   config: memoryConfigSchema,
   async create(_config, { log }) {
-    log.warn(
-      "memory backend: locks live in this process only and are NOT shared with other hosts; use redis or pg for a cluster",
-    );
+    log.warn("memory backend: locks live in this process only and are NOT shared with other hosts; use redis or pg for a cluster");
     const { MemoryBackend } = await import("./index.js");
     return new MemoryBackend();
   },

@@ -6,8 +6,19 @@
 // It is the package entry (`lockhost/memory`).
 import { LOCK_KINDS, StepsByKind } from "../../../kit/index.js";
 import type {
-  KindSteps, LockKind, MutexAcquireRequest, MutexAcquireResult, ListRequest, LockBackend, LockPage, LockRecord, MutexStore,
-  ReleaseResult, ReleaseWatch, RenewRequest, RenewResult,
+  KindSteps,
+  LockKind,
+  MutexAcquireRequest,
+  MutexAcquireResult,
+  ListRequest,
+  LockBackend,
+  LockPage,
+  LockRecord,
+  MutexStore,
+  ReleaseResult,
+  ReleaseWatch,
+  RenewRequest,
+  RenewResult,
 } from "../../../kit/index.js";
 import type { MemoryBackendOptions } from "./config.js";
 import { MemoryMutex } from "./mutex.js";

@@ -4,8 +4,17 @@
 // no subscription round trip.
 import { ReleaseListeners } from "../../../kit/index.js";
 import type {
-  Holder, ListRequest, LockPage, LockRecord, MutexAcquireRequest, MutexAcquireResult, MutexStore, ReleaseResult, ReleaseWatch,
-  RenewRequest, RenewResult,
+  Holder,
+  ListRequest,
+  LockPage,
+  LockRecord,
+  MutexAcquireRequest,
+  MutexAcquireResult,
+  MutexStore,
+  ReleaseResult,
+  ReleaseWatch,
+  RenewRequest,
+  RenewResult,
 } from "../../../kit/index.js";
 
 interface Entry {

@@ -3,8 +3,20 @@
 // Expired holders and queue places are dropped whenever the key is touched.
 import { ReleaseListeners } from "../../../kit/index.js";
 import type {
-  Holder, ListRequest, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult,
-  AcquireRequest, AcquireResult, HolderRecord, QueueKind, LockMode, KindSteps, LockState, LockStatePage,
+  Holder,
+  ListRequest,
+  ReleaseResult,
+  ReleaseWatch,
+  RenewRequest,
+  RenewResult,
+  AcquireRequest,
+  AcquireResult,
+  HolderRecord,
+  QueueKind,
+  LockMode,
+  KindSteps,
+  LockState,
+  LockStatePage,
 } from "../../../kit/index.js";
 
 interface HolderEntry {
@@ -170,7 +182,13 @@ export class MemoryQueueSteps implements KindSteps {
 
   #record(name: string, entry: KeyEntry, now: number): LockState {
     const holders: HolderRecord[] = [...entry.holders].map(([owner, h]) => ({
-      owner, mode: h.mode, fence: h.fence, holder: h.holder, acquiredAtMs: h.acquiredAtMs, expiresAtMs: h.expiresAtMs, ttlMs: h.ttlMs,
+      owner,
+      mode: h.mode,
+      fence: h.fence,
+      holder: h.holder,
+      acquiredAtMs: h.acquiredAtMs,
+      expiresAtMs: h.expiresAtMs,
+      ttlMs: h.ttlMs,
       ttlRemainingMs: Math.max(0, h.expiresAtMs - now),
     }));
     holders.sort((a, b) => a.fence - b.fence);
@@ -183,5 +201,4 @@ export class MemoryQueueSteps implements KindSteps {
   }
 }
 
-const contended = (retryAfterMs: number | undefined): AcquireResult =>
-  retryAfterMs === undefined ? { acquired: false } : { acquired: false, retryAfterMs };
+const contended = (retryAfterMs: number | undefined): AcquireResult => (retryAfterMs === undefined ? { acquired: false } : { acquired: false, retryAfterMs });

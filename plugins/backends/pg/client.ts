@@ -248,8 +248,7 @@ export class Session {
       "BACKEND_UNAVAILABLE",
       sent
         ? `${where} did not answer within commandTimeoutMs (${this.#options.commandTimeoutMs} ms)`
-        : `${where}: no turn on a busy session within commandTimeoutMs (${this.#options.commandTimeoutMs} ms; ` +
-            `${this.#waiting.length} statements waiting)`,
+        : `${where}: no turn on a busy session within commandTimeoutMs (${this.#options.commandTimeoutMs} ms; ${this.#waiting.length} statements waiting)`,
     );
     if (!sent && !call.dropOnError) notSent.add(err);
     return err;
@@ -262,7 +261,9 @@ export class Session {
     if (wait > 0 && this.#lastFailure !== undefined) {
       return Promise.reject(
         // Its details too: a failure that retrying cannot help (permanent) stays so.
-        new LockhostError("BACKEND_UNAVAILABLE", `${this.#lastFailure.message} (next attempt in ${Math.ceil(wait)} ms)`, { details: this.#lastFailure.details }),
+        new LockhostError("BACKEND_UNAVAILABLE", `${this.#lastFailure.message} (next attempt in ${Math.ceil(wait)} ms)`, {
+          details: this.#lastFailure.details,
+        }),
       );
     }
     const attempt = this.#open().then(

@@ -26,7 +26,8 @@ export interface PgConfig extends Partial<TlsConfig> {
   readonly sessions: number;
   /**
    * The fence table, created on first use (`name` or `schema.name`), with its unlogged
-   * holders table `<name>_holders` beside it, and, once a queue kind (read/write lock, semaphore, fair mutex) is used, the `<name>_shared_*` tables and the `<name>_shared_acquire` function.
+   * holders table `<name>_holders` beside it, and, once a queue kind (read/write lock, semaphore,
+   * fair mutex) is used, the `<name>_shared_*` tables and the `<name>_shared_acquire` function.
    */
   readonly table: string;
   /** Longest a lock call waits on PostgreSQL (connecting included) before BACKEND_UNAVAILABLE. */
@@ -48,7 +49,9 @@ export const pgConfigSchema = table<PgConfig>({
     sessions: field.int({ default: 4, min: 1, max: 64, doc: "session connections that hold the advisory locks" }),
     table: field.string({
       default: "lockhost_locks",
-      doc: 'fence table ("name" or "schema.name") + <table>_holders; created on first use (the queue kinds add <table>_shared_* tables and a function on their first use)',
+      doc:
+        'fence table ("name" or "schema.name") + <table>_holders; created on first use (the queue kinds add <table>_shared_* tables and a ' +
+        "function on their first use)",
       check: (v) => (PG_TABLE.test(v) ? undefined : `must be a lowercase SQL identifier, optionally schema-qualified (${PG_TABLE})`),
     }),
     commandTimeoutMs: field.int({
@@ -73,7 +76,10 @@ export function urlSslParams(url: string): Map<string, string> {
   const out = new Map<string, string>();
   const q = url.indexOf("?");
   if (q < 0) return out;
-  for (const part of url.slice(q + 1).split("#")[0]!.split("&")) {
+  for (const part of url
+    .slice(q + 1)
+    .split("#")[0]!
+    .split("&")) {
     const eq = part.indexOf("=");
     let name: string;
     let value: string;

@@ -27,7 +27,10 @@ export const closedError = (): LockhostError => new LockhostError("CLOSED", "the
  * 3D000 (no such database), answers of the server itself. A host name that does not resolve is
  * not among them: it may resolve soon (a Kubernetes service not up yet).
  */
-export const PG_PERMANENT = new RegExp(`SQLSTATE (28P01|28000|3D000)|password authentication failed|no pg_hba\\.conf entry|database "[^"]*" does not exist|${TLS_REFUSED_PATTERN.source}`, "i");
+export const PG_PERMANENT = new RegExp(
+  `SQLSTATE (28P01|28000|3D000)|password authentication failed|no pg_hba\\.conf entry|database "[^"]*" does not exist|${TLS_REFUSED_PATTERN.source}`,
+  "i",
+);
 
 /** Whether `err` is an error the server sent (as opposed to the socket or the driver). */
 export function isServerError(err: unknown): err is pg.DatabaseError {

@@ -89,7 +89,10 @@ export class HeldLocks {
             }
             // After the session's own bookkeeping is done: a listener may call back into the backend.
             const tell = options.onSessionLost;
-            if (tell !== undefined && locks.length > 0) queueMicrotask(() => { for (const lock of locks) tell(lock.owner); });
+            if (tell !== undefined && locks.length > 0)
+              queueMicrotask(() => {
+                for (const lock of locks) tell(lock.owner);
+              });
           },
           reconnectAfter: options.reconnectAfter,
           errors: options.errors,

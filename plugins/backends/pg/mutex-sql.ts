@@ -207,8 +207,7 @@ const advisoryLock = (c: string, o: string): string =>
   ` AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`;
 
 /** The same, for an int8 advisory id in column `id`. */
-const advisoryLockOfId = (id: string): string =>
-  advisoryLock(`((${id} >> 32) & 4294967295)`, `(${id} & 4294967295)`);
+const advisoryLockOfId = (id: string): string => advisoryLock(`((${id} >> 32) & 4294967295)`, `(${id} & 4294967295)`);
 
 const ms = (column: string): string => `(extract(epoch FROM ${column}) * 1000)::int8`;
 const serverNow = "date_trunc('milliseconds', now())";

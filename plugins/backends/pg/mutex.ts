@@ -178,7 +178,15 @@ export class PgMutexStore implements MutexStore {
     const book = this.#ctx.book;
     if (book.closed) throw closedError();
     const advisory = book.keyOf(name);
-    const rows = await book.run("proclaim", advisory, book.sql.proclaim, [advisory.id, name, value, owner, advisory.classid, advisory.objid, book.channels.released]);
+    const rows = await book.run("proclaim", advisory, book.sql.proclaim, [
+      advisory.id,
+      name,
+      value,
+      owner,
+      advisory.classid,
+      advisory.objid,
+      book.channels.released,
+    ]);
     return rows.length > 0;
   }
 
@@ -263,7 +271,14 @@ function tryAcquire(ctx: MutexContext, req: MutexAcquireRequest, advisory: Advis
  * past the reserved block first reserves the next one (flushed); if that fails, the lock is
  * unlocked and the failure thrown.
  */
-function grant(ctx: MutexContext, session: Session, lock: HeldLock, row: readonly unknown[], sentAt: number, ttlMs: number): MutexAcquireResult | Promise<MutexAcquireResult> {
+function grant(
+  ctx: MutexContext,
+  session: Session,
+  lock: HeldLock,
+  row: readonly unknown[],
+  sentAt: number,
+  ttlMs: number,
+): MutexAcquireResult | Promise<MutexAcquireResult> {
   const { book } = ctx;
   const { advisory } = lock;
   const [fence, reserved, acquiredAt, expiresAt] = row.map(Number) as [number, number, number, number];
@@ -460,7 +475,11 @@ class BatchRenewer {
       for (const { items: round } of rounds) {
         this.#statements++;
         sent.push(
-          renewAll(book, session, round.map((i) => i.renewal)).then((answers) => {
+          renewAll(
+            book,
+            session,
+            round.map((i) => i.renewal),
+          ).then((answers) => {
             round.forEach((item, j) => (results[item.index] = answers[j]!));
           }),
         );
@@ -474,14 +493,7 @@ class BatchRenewer {
 // By owner: renew and release of a lock another process holds, and control messages.
 
 /** Renews (`name`, `owner`) on its holders row, for a lock not in this backend's bookkeeping. */
-async function renewElsewhere(
-  book: HeldLocks,
-  session: Session,
-  advisory: AdvisoryKey,
-  name: string,
-  owner: string,
-  ttlMs: number,
-): Promise<RenewResult> {
+async function renewElsewhere(book: HeldLocks, session: Session, advisory: AdvisoryKey, name: string, owner: string, ttlMs: number): Promise<RenewResult> {
   return (await renewAll(book, session, [{ req: { name, owner, ttlMs }, advisory, lock: undefined }]))[0]!;
 }
 

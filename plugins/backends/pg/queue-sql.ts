@@ -319,4 +319,3 @@ export function dropQueueSql(table: string): string {
   return `DROP FUNCTION IF EXISTS ${quoteTable(o.acquire)}(${ACQUIRE_ARGS});
     DROP TABLE IF EXISTS ${[o.keys, o.fences, o.holders, o.queue].map(quoteTable).join(", ")}`;
 }
-

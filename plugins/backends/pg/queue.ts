@@ -55,7 +55,19 @@ export class PgQueueSteps implements KindSteps {
   /** One attempt: the key's row locked, expired holders and places pruned, the rules checked (queue-sql.ts). */
   async acquire(req: AcquireRequest): Promise<AcquireResult> {
     const { plugin, node } = req.holder;
-    const values = [this.kind, req.name, req.owner, req.mode, req.limit, req.ttlMs, req.mode === "exclusive" ? req.queueMs : 0, plugin, node, this.#ctx.hostname, this.#ctx.instance];
+    const values = [
+      this.kind,
+      req.name,
+      req.owner,
+      req.mode,
+      req.limit,
+      req.ttlMs,
+      req.mode === "exclusive" ? req.queueMs : 0,
+      plugin,
+      node,
+      this.#ctx.hostname,
+      this.#ctx.instance,
+    ];
     const row = (await this.#run("acquire", req.name, this.#ctx.sql.acquire, values))[0] ?? [];
     const [fence, acquiredAt, expiresAt, retry, limit] = row;
     if (fence !== null && fence !== undefined) {
@@ -63,7 +75,9 @@ export class PgQueueSteps implements KindSteps {
       return { acquired: true, fence: Number(fence), acquiredAtMs: Number(acquiredAt), expiresAtMs: Number(expiresAt) };
     }
     if (limit !== null && limit !== undefined) {
-      return retry === null || retry === undefined ? { acquired: false, limit: Number(limit) } : { acquired: false, retryAfterMs: Number(retry), limit: Number(limit) };
+      return retry === null || retry === undefined
+        ? { acquired: false, limit: Number(limit) }
+        : { acquired: false, retryAfterMs: Number(retry), limit: Number(limit) };
     }
     return retry === null || retry === undefined ? NOT_ACQUIRED : { acquired: false, retryAfterMs: Number(retry) };
   }

@@ -115,11 +115,7 @@ export class TickBatcher<Req, Res> {
    * backend's acquires name its releases: a batch filled up goes at once, and without this an
    * acquire could overtake a release of the same key called before it and find it held.
    */
-  constructor(
-    one: (req: Req) => Promise<Res>,
-    many: (reqs: readonly Req[]) => Promise<readonly (Res | Error)[]>,
-    before?: { flush(): void },
-  ) {
+  constructor(one: (req: Req) => Promise<Res>, many: (reqs: readonly Req[]) => Promise<readonly (Res | Error)[]>, before?: { flush(): void }) {
     this.#one = one;
     this.#many = many;
     this.#before = before;

@@ -48,7 +48,17 @@ import type { ConnectionOptions } from "node:tls";
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import { clusterSeed, redisTlsOn, type RedisConfig } from "./config.js";
-import { LockhostError, maskUrl, readTlsFiles, type Scrubber, scrubberFor, tlsOptionsOf, tlsRefusal, type TlsConfig, type TlsFiles } from "../../../kit/index.js";
+import {
+  LockhostError,
+  maskUrl,
+  readTlsFiles,
+  type Scrubber,
+  scrubberFor,
+  tlsOptionsOf,
+  tlsRefusal,
+  type TlsConfig,
+  type TlsFiles,
+} from "../../../kit/index.js";
 import { backendError, unreachableMessage, type ErrorContext } from "./errors.js";
 import { defineLockCommands, type LockCommands } from "./mutex-lua.js";
 import { defineQueueCommands, type QueueCommands } from "./queue-lua.js";
@@ -168,7 +178,10 @@ export class RedisConnection {
         reject(new LockhostError("BACKEND_UNAVAILABLE", unreachableMessage(this.#context(), this.#tooSlow())));
       }, this.#timeoutMs);
       const waiter: Waiter = {
-        ready: () => run().then(resolve, reject).finally(() => clearTimeout(timer)),
+        ready: () =>
+          run()
+            .then(resolve, reject)
+            .finally(() => clearTimeout(timer)),
         fail: (err) => {
           clearTimeout(timer);
           reject(err);
@@ -206,8 +219,13 @@ export class RedisConnection {
 
   #context(): ErrorContext {
     return {
-      url: this.url, server: this.#server, cluster: this.#cluster,
-      commandTimeoutMs: this.#timeoutMs, scrub: this.#scrub, lastError: this.#lastError, keyPrefix: this.#keyPrefix,
+      url: this.url,
+      server: this.#server,
+      cluster: this.#cluster,
+      commandTimeoutMs: this.#timeoutMs,
+      scrub: this.#scrub,
+      lastError: this.#lastError,
+      keyPrefix: this.#keyPrefix,
     };
   }
 
@@ -343,7 +361,8 @@ export class RedisConnection {
     }
     const now = Date.now();
     if (now - this.#lastLoggedAt < REPEAT_LOG_MS) {
-      if (message !== this.#lastLogged) this.#log.debug({ url: this.url, error: message, downMs: now - this.#downSince }, `${this.#server} still unreachable: ${message}`);
+      if (message !== this.#lastLogged)
+        this.#log.debug({ url: this.url, error: message, downMs: now - this.#downSince }, `${this.#server} still unreachable: ${message}`);
       this.#lastLogged = message;
       return;
     }
@@ -504,13 +523,15 @@ function singleClient(config: Pick<RedisConfig, "url" | "commandTimeoutMs">, tls
  */
 export function createSubscriber(config: Pick<RedisConfig, "url" | "commandTimeoutMs" | "cluster">, shown: string, tls?: ConnectionOptions): Redis | Cluster {
   if (config.cluster) return guardSocketErrors(clusterClient(config, shown, tls));
-  return guardSocketErrors(new Redis(config.url, {
-    ...connectionOptions(config, tls),
-    socketTimeout: undefined, // a subscriber waits for messages as long as it takes
-    connectionName: "lockhost-watch",
-    autoResubscribe: false,
-    retryStrategy: reconnectDelay,
-  }));
+  return guardSocketErrors(
+    new Redis(config.url, {
+      ...connectionOptions(config, tls),
+      socketTimeout: undefined, // a subscriber waits for messages as long as it takes
+      connectionName: "lockhost-watch",
+      autoResubscribe: false,
+      retryStrategy: reconnectDelay,
+    }),
+  );
 }
 
 function clusterClient(config: Pick<RedisConfig, "url" | "commandTimeoutMs">, shown: string, tls: ConnectionOptions | undefined): Cluster {
@@ -636,7 +657,8 @@ async function checkNode(redis: Redis, log: Logger, url: string, node?: string):
     if (policy?.startsWith("allkeys-")) {
       log.warn(
         { url, ...(node && { node }), maxmemoryPolicy: policy },
-        `redis at ${node ?? url} uses maxmemory-policy ${policy}: under memory pressure it may evict fence counters, and fences would restart at 1; use noeviction or a volatile-* policy`,
+        `redis at ${node ?? url} uses maxmemory-policy ${policy}: under memory pressure it may evict fence counters, and fences would restart at 1; ` +
+          `use noeviction or a volatile-* policy`,
       );
     }
   } catch {

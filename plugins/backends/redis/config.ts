@@ -116,8 +116,8 @@ export function clusterSeed(url: string, shown: string): ClusterSeed {
   let username: string;
   let password: string;
   try {
-    username = fromUserinfo ? decodeURIComponent(parsed.username) : parsed.searchParams.get("username") ?? "";
-    password = fromUserinfo ? decodeURIComponent(parsed.password) : parsed.searchParams.get("password") ?? "";
+    username = fromUserinfo ? decodeURIComponent(parsed.username) : (parsed.searchParams.get("username") ?? "");
+    password = fromUserinfo ? decodeURIComponent(parsed.password) : (parsed.searchParams.get("password") ?? "");
   } catch {
     throw invalid("its user name or password has a malformed %-escape");
   }

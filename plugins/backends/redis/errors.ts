@@ -83,7 +83,10 @@ function describe(name: string, message: string, ctx: ErrorContext): string {
   if (message === "Connection is closed." && ctx.cluster) {
     // A cluster client says this both for a node it could not reach and for a connection that
     // dropped under a sent command: it cannot tell which, so neither can the caller.
-    return `the connection to a node of ${ctx.server} closed; the command may or may not have been applied${ctx.lastError ? ` (last error: ${ctx.lastError})` : ""}`;
+    return (
+      `the connection to a node of ${ctx.server} closed; the command may or may not have been ` +
+      `applied${ctx.lastError ? ` (last error: ${ctx.lastError})` : ""}`
+    );
   }
   if (message.startsWith("Stream isn't writeable") || message === "Connection is closed.") {
     return unreachableMessage(ctx, "is not connected");

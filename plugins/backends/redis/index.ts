@@ -114,16 +114,18 @@ export class RedisBackend implements LockBackend, MutexStore {
       cluster: config.cluster,
       countRenewCalls,
     });
-    this.#steps = new StepsByKind(this, (kind) =>
-      new RedisQueueSteps(kind, {
-        conn: this.#conn,
-        keys: this.#keys,
-        watcher: this.#watcher,
-        hostname: this.#hostname,
-        instanceId: this.instanceId,
-        countRenewCalls,
-        present: () => (this.#present ??= this.#confirmPresence()),
-      }),
+    this.#steps = new StepsByKind(
+      this,
+      (kind) =>
+        new RedisQueueSteps(kind, {
+          conn: this.#conn,
+          keys: this.#keys,
+          watcher: this.#watcher,
+          hostname: this.#hostname,
+          instanceId: this.instanceId,
+          countRenewCalls,
+          present: () => (this.#present ??= this.#confirmPresence()),
+        }),
     );
   }
 

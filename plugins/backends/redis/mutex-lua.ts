@@ -83,8 +83,15 @@ export type RenewManyReply = readonly RenewReply[];
 export type StatusReply =
   | typeof NOT_FOUND
   | readonly [
-      owner: string, fence: string, plugin: string, node: string, hostname: string,
-      acquiredAt: string, expiresAt: string, ttlMs: string, pttl: number,
+      owner: string,
+      fence: string,
+      plugin: string,
+      node: string,
+      hostname: string,
+      acquiredAt: string,
+      expiresAt: string,
+      ttlMs: string,
+      pttl: number,
       /** [value] when the holder proclaimed one, else []; absent from an earlier version's script. */
       value?: readonly string[],
     ];
@@ -332,8 +339,15 @@ return #KEYS`;
 /** The scripts as ioredis commands on a client; see the Lua above for arguments and replies. */
 export interface LockCommands {
   lockhostAcquire(
-    lockKey: string, fenceKey: string, owner: string, ttlMs: number,
-    plugin: string, node: string, hostname: string, instance: string, reclaim: "1" | "0",
+    lockKey: string,
+    fenceKey: string,
+    owner: string,
+    ttlMs: number,
+    plugin: string,
+    node: string,
+    hostname: string,
+    instance: string,
+    reclaim: "1" | "0",
   ): Promise<AcquireReply>;
   /** `args`: the number of keys 2n, lock and fence key of each, hostname, instance, reclaim, then owner, ttlMs, plugin and node of each. */
   lockhostAcquireMany(args: readonly (string | number)[]): Promise<readonly (AcquireReply | string)[]>;
@@ -344,8 +358,16 @@ export interface LockCommands {
   /** `args`: the number of keys 2n, lock and watched key of each, instance, holder channel head, then owner and release channel of each. */
   lockhostReleaseMany(args: readonly (string | number)[]): Promise<readonly (ReleaseReply | string)[]>;
   lockhostHandoff(
-    lockKey: string, fenceKey: string, owner: string, nextOwner: string, ttlMs: number,
-    plugin: string, node: string, hostname: string, instance: string, holderHead: string,
+    lockKey: string,
+    fenceKey: string,
+    owner: string,
+    nextOwner: string,
+    ttlMs: number,
+    plugin: string,
+    node: string,
+    hostname: string,
+    instance: string,
+    holderHead: string,
   ): Promise<AcquireReply>;
   lockhostStatus(lockKey: string): Promise<StatusReply>;
   lockhostForceRelease(lockKey: string, watchedKey: string, channel: string, holderHead: string): Promise<number>;

@@ -28,10 +28,7 @@ import type {
 import { renewCalls, TickBatcher } from "./batch.js";
 import type { LockClient, RedisConnection } from "./client.js";
 import { scanNames, type KeyLayout } from "./keys.js";
-import {
-  DELETED, MISMATCH, NOT_FOUND,
-  type AcquireReply, type ReleaseReply, type RenewReply, type StatusReply,
-} from "./mutex-lua.js";
+import { DELETED, MISMATCH, NOT_FOUND, type AcquireReply, type ReleaseReply, type RenewReply, type StatusReply } from "./mutex-lua.js";
 import type { ReleaseWatcher, WatchFlags } from "./watch.js";
 
 // Results that carry nothing per call are shared, frozen, so the lock path allocates none.
@@ -90,9 +87,7 @@ function refused(message: string): Error {
 const validTtl = (ttlMs: number): boolean => ttlMs > 0 && Number.isSafeInteger(ttlMs);
 
 function ttlError(ttlMs: number): Promise<never> {
-  return Promise.reject(
-    new LockhostError("INVALID_ARGUMENT", `ttlMs must be a positive integer number of milliseconds, got ${String(ttlMs)}`),
-  );
+  return Promise.reject(new LockhostError("INVALID_ARGUMENT", `ttlMs must be a positive integer number of milliseconds, got ${String(ttlMs)}`));
 }
 
 /** What the mutex borrows from its RedisBackend. */
@@ -157,8 +152,15 @@ export class RedisMutex implements MutexStore {
     this.#flags = parts.flags;
     this.#countRenewCalls = parts.countRenewCalls;
     if (!parts.cluster) {
-      this.#releases = new TickBatcher((r) => this.#releaseOne(r.name, r.owner), (rs) => this.#releaseMany(rs));
-      this.#acquires = new TickBatcher((req) => this.#acquireOne(req), (reqs) => this.#acquireMany(reqs), this.#releases);
+      this.#releases = new TickBatcher(
+        (r) => this.#releaseOne(r.name, r.owner),
+        (rs) => this.#releaseMany(rs),
+      );
+      this.#acquires = new TickBatcher(
+        (req) => this.#acquireOne(req),
+        (reqs) => this.#acquireMany(reqs),
+        this.#releases,
+      );
     }
   }
 
@@ -230,9 +232,7 @@ export class RedisMutex implements MutexStore {
 
   /** The live holder of `name`, or null (MutexStore.status); the holder includes the hostname. */
   status(name: string): Promise<LockRecord | null> {
-    return this.#conn.whenReady(() =>
-      this.#redis.lockhostStatus(this.#keys.lock(name)).then((reply) => toRecord(name, reply), this.#fail),
-    );
+    return this.#conn.whenReady(() => this.#redis.lockhostStatus(this.#keys.lock(name)).then((reply) => toRecord(name, reply), this.#fail));
   }
 
   /** A page of held locks: SCAN over the prefix, then each one's status (MutexStore.list). */
@@ -286,8 +286,15 @@ export class RedisMutex implements MutexStore {
     const { name, holder, ttlMs } = req;
     return this.#redis
       .lockhostAcquire(
-        this.#keys.lock(name), this.#keys.fence(name), req.owner, ttlMs,
-        holder.plugin, holder.node, this.#hostname, this.#instanceId, this.#reclaim,
+        this.#keys.lock(name),
+        this.#keys.fence(name),
+        req.owner,
+        ttlMs,
+        holder.plugin,
+        holder.node,
+        this.#hostname,
+        this.#instanceId,
+        this.#reclaim,
       )
       .then((reply) => this.#onAcquire(reply, ttlMs), this.#fail);
   }
@@ -310,19 +317,28 @@ export class RedisMutex implements MutexStore {
       args[a + 2] = req.holder.plugin;
       args[a + 3] = req.holder.node;
     }
-    return this.#redis
-      .lockhostAcquireMany(args)
-      .then((replies) => this.#perCall(replies, (reply, j) => this.#onAcquire(reply, reqs[j]!.ttlMs)), this.#fail);
+    return this.#redis.lockhostAcquireMany(args).then((replies) => this.#perCall(replies, (reply, j) => this.#onAcquire(reply, reqs[j]!.ttlMs)), this.#fail);
   }
 
   #handoff(name: string, owner: string, next: MutexAcquireRequest): Promise<MutexHandoffResult> {
     const { ttlMs, holder } = next;
     return this.#redis
       .lockhostHandoff(
-        this.#keys.lock(name), this.#keys.fence(name), owner, next.owner, ttlMs,
-        holder.plugin, holder.node, this.#hostname, this.#instanceId, this.#keys.holderHead,
+        this.#keys.lock(name),
+        this.#keys.fence(name),
+        owner,
+        next.owner,
+        ttlMs,
+        holder.plugin,
+        holder.node,
+        this.#hostname,
+        this.#instanceId,
+        this.#keys.holderHead,
       )
-      .then((reply) => (typeof reply === "number" && reply <= 0 ? handoffRefused(reply) : { released: "released" as const, next: this.#onAcquire(reply, ttlMs) }), this.#fail);
+      .then(
+        (reply) => (typeof reply === "number" && reply <= 0 ? handoffRefused(reply) : { released: "released" as const, next: this.#onAcquire(reply, ttlMs) }),
+        this.#fail,
+      );
   }
 
   #renew(name: string, owner: string, ttlMs: number): Promise<RenewResult> {

@@ -252,18 +252,29 @@ return #owners`;
 /** The queue scripts as ioredis commands; see the Lua above for arguments and replies. */
 export interface QueueCommands {
   lockhostQueueAcquire(
-    holders: string, info: string, queue: string, places: string, fence: string, waiters: string,
-    owner: string, ttlMs: number, mode: string, limit: number, queueMs: number,
-    plugin: string, node: string, hostname: string, instance: string, holderHead: string,
+    holders: string,
+    info: string,
+    queue: string,
+    places: string,
+    fence: string,
+    waiters: string,
+    owner: string,
+    ttlMs: number,
+    mode: string,
+    limit: number,
+    queueMs: number,
+    plugin: string,
+    node: string,
+    hostname: string,
+    instance: string,
+    holderHead: string,
   ): Promise<QueueAcquireReply>;
   /** `args`: 2n, then holders and info of each request, then owner and ttlMs of each. */
   lockhostQueueRenewMany(args: readonly (string | number)[]): Promise<readonly number[]>;
   lockhostQueueRelease(holders: string, info: string, owner: string, channel: string, instance: string, holderHead: string): Promise<number>;
   lockhostQueueLeaveQueue(queue: string, places: string, waiters: string, owner: string, channel: string): Promise<number>;
   lockhostQueueStatus(holders: string, info: string, queue: string, places: string): Promise<QueueStatusReply>;
-  lockhostQueueForceRelease(
-    holders: string, info: string, queue: string, places: string, channel: string, holderHead: string,
-  ): Promise<number>;
+  lockhostQueueForceRelease(holders: string, info: string, queue: string, places: string, channel: string, holderHead: string): Promise<number>;
 }
 
 const DEFINITIONS: Record<keyof QueueCommands, ScriptDefinition> = {

@@ -3,10 +3,22 @@
 // backend's connection; wake-ups and loss notices over the backend's subscriber (watch.ts),
 // on channels of the kind's own namespace, apart from the mutex's of the same name.
 import {
-  LockhostError, MAX_PERMITS,
-  type Holder, type ListRequest, type ReleaseResult, type ReleaseWatch, type RenewRequest, type RenewResult,
-  type AcquireRequest, type AcquireResult, type HolderRecord, type QueueKind, type LockMode,
-  type KindSteps, type LockState, type LockStatePage,
+  LockhostError,
+  MAX_PERMITS,
+  type Holder,
+  type ListRequest,
+  type ReleaseResult,
+  type ReleaseWatch,
+  type RenewRequest,
+  type RenewResult,
+  type AcquireRequest,
+  type AcquireResult,
+  type HolderRecord,
+  type QueueKind,
+  type LockMode,
+  type KindSteps,
+  type LockState,
+  type LockStatePage,
 } from "../../../kit/index.js";
 import { renewCallsOf } from "./batch.js";
 import type { LockClient, RedisConnection } from "./client.js";
@@ -63,15 +75,29 @@ export class RedisQueueSteps implements KindSteps {
     const { name, holder } = req;
     // A cluster's subscribers are counted per node: no liveness check there (queue-lua.ts).
     const liveness = this.#redis.isCluster ? "" : this.#parts.keys.holderHead;
-    const send = (check: string): Promise<AcquireResult> => this.#parts.conn.whenReady(() =>
-      this.#redis
-        .lockhostQueueAcquire(
-          k.holders(name), k.info(name), k.queue(name), k.places(name), k.fence(name), k.waiters(name),
-          req.owner, req.ttlMs, req.mode, req.limit, req.queueMs,
-          holder.plugin, holder.node, this.#parts.hostname, this.#parts.instanceId, check,
-        )
-        .then(toAcquireResult, this.#fail),
-    );
+    const send = (check: string): Promise<AcquireResult> =>
+      this.#parts.conn.whenReady(() =>
+        this.#redis
+          .lockhostQueueAcquire(
+            k.holders(name),
+            k.info(name),
+            k.queue(name),
+            k.places(name),
+            k.fence(name),
+            k.waiters(name),
+            req.owner,
+            req.ttlMs,
+            req.mode,
+            req.limit,
+            req.queueMs,
+            holder.plugin,
+            holder.node,
+            this.#parts.hostname,
+            this.#parts.instanceId,
+            check,
+          )
+          .then(toAcquireResult, this.#fail),
+      );
     return req.queueMs > 0 && liveness !== "" ? this.#parts.present().then((ok) => send(ok ? liveness : "")) : send(liveness);
   }
 
@@ -153,9 +179,7 @@ export class RedisQueueSteps implements KindSteps {
 
   #status(name: string): Promise<LockState | null> {
     const k = this.#keys;
-    return this.#redis
-      .lockhostQueueStatus(k.holders(name), k.info(name), k.queue(name), k.places(name))
-      .then((reply) => toRecord(name, this.kind, reply));
+    return this.#redis.lockhostQueueStatus(k.holders(name), k.info(name), k.queue(name), k.places(name)).then((reply) => toRecord(name, this.kind, reply));
   }
 
   readonly #fail = (err: unknown): never => {

@@ -61,9 +61,11 @@ function detailOf(item: Exclude<FeedItem, { type: "tick" }>): string {
 export function auditLine(audit: Audit): string {
   const token = audit.by.token === "valid" ? "with the admin token" : audit.by.token === "wrong" ? "with a wrong token" : "without a token";
   const outcome =
-    audit.outcome === "released" ? `released (${audit.holders ?? 0} holder${audit.holders === 1 ? "" : "s"})`
-    : audit.outcome === "not-held" ? "was not held"
-    : `${audit.outcome}: ${audit.detail ?? ""}`;
+    audit.outcome === "released"
+      ? `released (${audit.holders ?? 0} holder${audit.holders === 1 ? "" : "s"})`
+      : audit.outcome === "not-held"
+        ? "was not held"
+        : `${audit.outcome}: ${audit.detail ?? ""}`;
   return `${audit.action} by ${audit.by.address} ${token}: ${outcome}`;
 }
 

@@ -19,10 +19,16 @@ function confirmed(lock: Listing): Promise<boolean> {
   return new Promise((resolve) => dialog.addEventListener("close", () => resolve(dialog.returnValue === "release"), { once: true }));
 }
 
-/** Confirms, then force-releases `lock` (its kind goes along: each kind has its own names); resolves to what to tell the operator, or undefined when cancelled. */
+/**
+ * Confirms, then force-releases `lock` (its kind goes along: each kind has its own names); resolves
+ * to what to tell the operator, or undefined when cancelled.
+ */
 export async function forceRelease(lock: Listing): Promise<string | undefined> {
   if (!(await confirmed(lock))) return undefined;
-  const res = await fetch(`/locks/${encodeURIComponent(lock.name)}/force-release?kind=${encodeURIComponent(lock.kind)}`, { method: "POST", headers: tokenHeaders() });
+  const res = await fetch(`/locks/${encodeURIComponent(lock.name)}/force-release?kind=${encodeURIComponent(lock.kind)}`, {
+    method: "POST",
+    headers: tokenHeaders(),
+  });
   const body = (await res.json().catch(() => ({}))) as ErrorBody & { readonly released?: boolean };
   if (!res.ok) return `force-release refused (${res.status}): ${body.message ?? res.statusText}`;
   return body.released === true ? `force-released ${lock.name}` : `${lock.name} was not held`;

@@ -32,12 +32,17 @@ export class HealthView {
 
   #render(): void {
     const [text, state] =
-      this.#connection === "reconnecting" ? ["reconnecting", "off"]
-      : this.#connection === "token" ? ["admin token needed", "off"]
-      : this.#connection === "connecting" ? ["connecting…", "off"]
-      : this.#health === undefined ? ["checking backend…", "wait"]
-      : this.#health.ok ? ["live", "on"]
-      : ["backend down", "off"];
+      this.#connection === "reconnecting"
+        ? ["reconnecting", "off"]
+        : this.#connection === "token"
+          ? ["admin token needed", "off"]
+          : this.#connection === "connecting"
+            ? ["connecting…", "off"]
+            : this.#health === undefined
+              ? ["checking backend…", "wait"]
+              : this.#health.ok
+                ? ["live", "on"]
+                : ["backend down", "off"];
     this.#pill.textContent = text;
     this.#pill.className = `pill ${state}`;
     const health = this.#health;

@@ -198,7 +198,8 @@ export class LocksView {
     }
 
     const total = sorted.length;
-    this.#pageInfo.textContent = total === 0 ? "" : `${formatCount(from + 1)}–${formatCount(from + shown.length)} of ${formatCount(total)}${this.#truncated ? "+" : ""}`;
+    this.#pageInfo.textContent =
+      total === 0 ? "" : `${formatCount(from + 1)}–${formatCount(from + shown.length)} of ${formatCount(total)}${this.#truncated ? "+" : ""}`;
     this.#pager.first.disabled = this.#pager.prev.disabled = this.#page === 0;
     this.#pager.next.disabled = this.#pager.last.disabled = this.#page >= pages - 1;
     const notes = [

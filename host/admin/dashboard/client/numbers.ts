@@ -89,12 +89,20 @@ export function renderCharts(): void {
   series = series.filter((p) => p.second > nowSecond - SPAN_SECONDS);
   held = held.filter(([atMs]) => atMs > nowMs - SPAN_SECONDS * 1000);
   waited = waited.filter(([atMs]) => atMs > nowMs - SPAN_SECONDS * 1000);
-  const line = (color: string, label: string, value: (p: SeriesPoint) => number): Line => ({ color, label, bySecond: new Map(series.map((p) => [p.second, value(p)])) });
-  drawSeries(byId("plot-acq", HTMLCanvasElement), [line("#3fcf8e", "acquisitions per second", (p) => p.acquired)], nowSecond, SPAN_SECONDS, (max) => countScale(max, "/s"));
+  const line = (color: string, label: string, value: (p: SeriesPoint) => number): Line => ({
+    color,
+    label,
+    bySecond: new Map(series.map((p) => [p.second, value(p)])),
+  });
+  drawSeries(byId("plot-acq", HTMLCanvasElement), [line("#3fcf8e", "acquisitions per second", (p) => p.acquired)], nowSecond, SPAN_SECONDS, (max) =>
+    countScale(max, "/s"),
+  );
   drawSeries(
     byId("plot-wait", HTMLCanvasElement),
     [line("#4fb3ff", "mean wait", (p) => (p.waits > 0 ? p.waitMsTotal / p.waits : 0)), line("#f2b84b", "longest wait", (p) => p.waitMsMax)],
-    nowSecond, SPAN_SECONDS, durationScale,
+    nowSecond,
+    SPAN_SECONDS,
+    durationScale,
   );
   drawHistogram(byId("hist-held", HTMLCanvasElement), histogram(held, nowMs, SPAN_SECONDS * 1000), "#4fb3ff", "hold times");
   drawHistogram(byId("hist-wait", HTMLCanvasElement), histogram(waited, nowMs, SPAN_SECONDS * 1000), "#f2b84b", "wait times");

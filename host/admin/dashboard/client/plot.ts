@@ -82,7 +82,11 @@ export function drawSeries(canvas: HTMLCanvasElement, lines: readonly Line[], no
   for (const line of lines) for (const [second, value] of line.bySecond) if (second > start) max = Math.max(max, value);
   const f = frame(canvas, scale(max));
   const x = (second: number): number => f.left + (f.width - f.left - 1) * ((second - start) / spanSeconds);
-  xLabels(f, canvas, timeTicks(spanSeconds).map((t) => ({ x: x(nowSecond - t.secondsAgo), label: t.label })));
+  xLabels(
+    f,
+    canvas,
+    timeTicks(spanSeconds).map((t) => ({ x: x(nowSecond - t.secondsAgo), label: t.label })),
+  );
   for (const line of lines) {
     f.g.strokeStyle = line.color;
     f.g.lineWidth = 1.6;
@@ -109,9 +113,17 @@ export function drawHistogram(canvas: HTMLCanvasElement, counts: readonly number
     const top = f.y(count);
     f.g.fillRect(x(i) + 1, top, Math.max(1, slot - 2), f.y(0) - top);
   });
-  xLabels(f, canvas, edgeTicks().map((t) => ({ x: x(t.edge), label: t.label })));
+  xLabels(
+    f,
+    canvas,
+    edgeTicks().map((t) => ({ x: x(t.edge), label: t.label })),
+  );
   const total = counts.reduce((a, b) => a + b, 0);
   const busiest = counts.indexOf(Math.max(...counts));
   canvas.dataset.total = String(total);
-  canvas.setAttribute("aria-label", `${what}: ${formatCount(total)} in the last 5 min${total > 0 ? `, most between ${bucketLabel(busiest)}` : ""}; y axis ${canvas.dataset.yTicks ?? ""}; x axis ${canvas.dataset.xTicks ?? ""}`);
+  canvas.setAttribute(
+    "aria-label",
+    `${what}: ${formatCount(total)} in the last 5 min${total > 0 ? `, most between ${bucketLabel(busiest)}` : ""}; y ` +
+      `axis ${canvas.dataset.yTicks ?? ""}; x axis ${canvas.dataset.xTicks ?? ""}`,
+  );
 }

@@ -20,7 +20,10 @@ export class EventStream {
   #abort: AbortController | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(private readonly url: string, private readonly on: StreamHandlers) {}
+  constructor(
+    private readonly url: string,
+    private readonly on: StreamHandlers,
+  ) {}
 
   /** Connects (again) now, dropping the current connection. */
   retry(): void {

@@ -20,11 +20,43 @@ export interface Stats {
 
 /** A lock event, a schedule tick, or an operator's action (an audit line). */
 export type FeedItem =
-  | { readonly type: "acquired"; readonly name: string; readonly fence: number; readonly plugin: string; readonly ttlMs: number; readonly atMs: number; readonly kind?: Kind }
-  | { readonly type: "released"; readonly name: string; readonly fence: number; readonly plugin: string; readonly heldMs: number; readonly atMs: number; readonly kind?: Kind }
-  | { readonly type: "lost"; readonly name: string; readonly fence: number; readonly plugin: string; readonly reason: string; readonly atMs: number; readonly kind?: Kind }
+  | {
+      readonly type: "acquired";
+      readonly name: string;
+      readonly fence: number;
+      readonly plugin: string;
+      readonly ttlMs: number;
+      readonly atMs: number;
+      readonly kind?: Kind;
+    }
+  | {
+      readonly type: "released";
+      readonly name: string;
+      readonly fence: number;
+      readonly plugin: string;
+      readonly heldMs: number;
+      readonly atMs: number;
+      readonly kind?: Kind;
+    }
+  | {
+      readonly type: "lost";
+      readonly name: string;
+      readonly fence: number;
+      readonly plugin: string;
+      readonly reason: string;
+      readonly atMs: number;
+      readonly kind?: Kind;
+    }
   | { readonly type: "force-released"; readonly name: string; readonly found: boolean; readonly atMs: number; readonly kind?: Kind }
-  | { readonly type: "waited"; readonly name: string; readonly plugin: string; readonly waitedMs: number; readonly outcome: string; readonly atMs: number; readonly kind?: Kind }
+  | {
+      readonly type: "waited";
+      readonly name: string;
+      readonly plugin: string;
+      readonly waitedMs: number;
+      readonly outcome: string;
+      readonly atMs: number;
+      readonly kind?: Kind;
+    }
   | { readonly type: "tick"; readonly atMs: number; readonly id: string; readonly tickAtMs: number; readonly outcome: string; readonly fence?: number }
   | Audit;
 

@@ -51,9 +51,7 @@ type Family = "ipv4" | "ipv6";
  */
 export function cidrProblem(cidr: string): string | undefined {
   const parsed = parseCidr(cidr);
-  return parsed === undefined
-    ? `allow_private_ranges entry ${JSON.stringify(cidr)} is not a CIDR such as "127.0.0.0/8" or "fd00::/8"`
-    : undefined;
+  return parsed === undefined ? `allow_private_ranges entry ${JSON.stringify(cidr)} is not a CIDR such as "127.0.0.0/8" or "fd00::/8"` : undefined;
 }
 
 function parseCidr(cidr: string): { address: string; prefix: number; family: Family } | undefined {

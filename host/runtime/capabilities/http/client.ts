@@ -78,13 +78,16 @@ class PluginHttpClient implements HttpClient {
   }
 
   async #load(): Promise<Agent> {
-    this.#loading ??= import("undici").then(({ Agent }) => new Agent({
-      connect: { lookup: guardedLookup(this.rules) },
-      // The request's own deadline (timeout_ms) bounds headers and body; undici's 300 s
-      // defaults would turn a longer grant into a CALL_FAILED.
-      headersTimeout: 0,
-      bodyTimeout: 0,
-    }));
+    this.#loading ??= import("undici").then(
+      ({ Agent }) =>
+        new Agent({
+          connect: { lookup: guardedLookup(this.rules) },
+          // The request's own deadline (timeout_ms) bounds headers and body; undici's 300 s
+          // defaults would turn a longer grant into a CALL_FAILED.
+          headersTimeout: 0,
+          bodyTimeout: 0,
+        }),
+    );
     const agent = await this.#loading;
     if (this.#closed) throw this.#closedError();
     this.#agent = agent;

@@ -16,7 +16,9 @@ export const HTTP_SCHEMA = defineTable({
       example: ["api.example.com", "*.example.com"],
       // "api.example.com" (exact, case-insensitive) or "*.example.com" (any subdomain at any depth, not
       // the apex); IPv4/IPv6 literals as exact entries ("127.0.0.1", "[::1]" or "::1").
-      doc: 'host[:port] it may reach: exact names or IPs, or "*.domain" for any subdomain; without a port only 80/443, ":*" any port; no other host or port is reached, redirects included',
+      doc:
+        'host[:port] it may reach: exact names or IPs, or "*.domain" for any subdomain; without a port only 80/443, ":*" any port; no other host ' +
+        "or port is reached, redirects included",
       check: (list) => (list.length === 0 ? "must name at least one host" : firstProblem(list, hostPatternProblem, "allowed_hosts")),
     }),
     methods: field.stringList({ default: ["GET", "HEAD"], doc: "the methods it may use", check: (list) => firstProblem(list, methodProblem, "methods") }),
@@ -46,7 +48,6 @@ export const HTTP_SCHEMA = defineTable({
     }),
   },
 });
-
 
 /**
  * What the operator granted one plugin (`[plugins.http]`), validated by HTTP_SCHEMA (host

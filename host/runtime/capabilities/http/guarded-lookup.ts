@@ -16,7 +16,16 @@ export function guardedLookup(rules: GrantRules): LookupFunction {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
       if (err) return callback(err, "", 0);
       const allowed = addresses.filter((a) => rules.addresses.allows(a.address));
-      if (allowed.length === 0) return callback(addressDenied(rules, hostname, addresses.map((a) => a.address)), "", 0);
+      if (allowed.length === 0)
+        return callback(
+          addressDenied(
+            rules,
+            hostname,
+            addresses.map((a) => a.address),
+          ),
+          "",
+          0,
+        );
       if (options.all) return callback(null, allowed);
       const first = allowed[0]!;
       callback(null, first.address, first.family);

@@ -16,11 +16,13 @@ function splitPort(pattern: string): { host: string; port: number | "*" | "defau
   const colon = pattern.lastIndexOf(":");
   // A URL or a path is no host: the host checks say so in their own words.
   if (/[/@?#\s]/.test(pattern)) return { host: pattern, port: "default" };
-  if (colon < 0 || (!pattern.startsWith("[") && pattern.indexOf(":") !== colon) || (pattern.startsWith("[") && pattern.endsWith("]"))) return { host: pattern, port: "default" };
+  if (colon < 0 || (!pattern.startsWith("[") && pattern.indexOf(":") !== colon) || (pattern.startsWith("[") && pattern.endsWith("]")))
+    return { host: pattern, port: "default" };
   const host = pattern.slice(0, colon);
   const port = pattern.slice(colon + 1);
   if (port === "*") return { host, port };
-  if (!/^\d{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) return `allowed_hosts entry ${JSON.stringify(pattern)} has port ${JSON.stringify(port)}: write 1 to 65535, or * for any port`;
+  if (!/^\d{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535)
+    return `allowed_hosts entry ${JSON.stringify(pattern)} has port ${JSON.stringify(port)}: write 1 to 65535, or * for any port`;
   return { host, port: Number(port) };
 }
 
@@ -50,7 +52,8 @@ export function hostPatternProblem(entry: string): string | undefined {
     return `allowed_hosts entry ${JSON.stringify(pattern)} is not a valid host name (labels of letters, digits and inner hyphens; "*." only at the start)`;
   }
   // "*.com" would grant a whole top-level domain: surely not what an operator means.
-  if (wildcard && labels.length < 2) return `allowed_hosts entry ${JSON.stringify(pattern)} is too broad: name a domain under the top level, as in "*.example.com"`;
+  if (wildcard && labels.length < 2)
+    return `allowed_hosts entry ${JSON.stringify(pattern)} is too broad: name a domain under the top level, as in "*.example.com"`;
   // A URL parser reads a name whose last label is numeric as an IPv4 address: never a DNS name.
   if (/^\d+$/.test(labels[labels.length - 1]!)) {
     return wildcard

@@ -7,10 +7,7 @@ import { tomlList } from "./toml-list.js";
 /** A host outside `allowed_hosts` (the first URL's or a redirect's). */
 export function hostDenied(rules: GrantRules, host: string, redirectedFrom?: string): LockhostError {
   const via = redirectedFrom === undefined ? "" : ` (redirected from ${redirectedFrom})`;
-  return new LockhostError(
-    "PERMISSION_DENIED",
-    `plugin ${rules.plugin} may not reach ${JSON.stringify(host)}${via}: allowed_hosts = ${rules.hosts}`,
-  );
+  return new LockhostError("PERMISSION_DENIED", `plugin ${rules.plugin} may not reach ${JSON.stringify(host)}${via}: allowed_hosts = ${rules.hosts}`);
 }
 
 /** An allowed host at an address that is not public and not in `allow_private_ranges`. */
@@ -18,8 +15,7 @@ export function addressDenied(rules: GrantRules, host: string, addresses: readon
   const at = addresses.length === 1 ? `address ${addresses[0]}` : `addresses ${addresses.join(", ")}`;
   return new LockhostError(
     "PERMISSION_DENIED",
-    `plugin ${rules.plugin} may not reach ${JSON.stringify(host)} at ${at}: not a public address, ` +
-      `and not in allow_private_ranges = ${rules.addresses}`,
+    `plugin ${rules.plugin} may not reach ${JSON.stringify(host)} at ${at}: not a public address, and not in allow_private_ranges = ${rules.addresses}`,
   );
 }
 
@@ -38,9 +34,8 @@ export function invalidRequest(rules: GrantRules, problem: string): LockhostErro
 
 /** No complete response within `ms`: the grant's `timeout_ms`, or what was left of the call's time. */
 export function timedOut(rules: GrantRules, origin: string, ms: number): LockhostError {
-  const source = ms < rules.grant.timeoutMs
-    ? `what was left of the call's time; timeout_ms = ${rules.grant.timeoutMs}`
-    : `timeout_ms = ${rules.grant.timeoutMs}`;
+  const source =
+    ms < rules.grant.timeoutMs ? `what was left of the call's time; timeout_ms = ${rules.grant.timeoutMs}` : `timeout_ms = ${rules.grant.timeoutMs}`;
   return new LockhostError("TIMEOUT", `plugin ${rules.plugin}: http request to ${origin} got no complete response within ${ms} ms (${source})`, {
     details: { timeoutMs: ms },
   });

@@ -24,7 +24,11 @@ export function nextHop(rules: GrantRules, from: Hop, status: number, location: 
   checkDestination(rules, url, from.url.origin);
   // The grant's headers (tokens, often) would go in the clear: an https request stays https.
   if (from.url.protocol === "https:" && url.protocol === "http:") {
-    throw new LockhostError("PERMISSION_DENIED", `plugin ${rules.plugin}: a redirect from ${from.url.origin} to ${url.origin} leaves https for http, which lockhost does not follow (the grant's headers would travel in the clear)`);
+    throw new LockhostError(
+      "PERMISSION_DENIED",
+      `plugin ${rules.plugin}: a redirect from ${from.url.origin} to ${url.origin} leaves https for http, which lockhost does not follow (the ` +
+        `grant's headers would travel in the clear)`,
+    );
   }
   const toGet = (status === 303 && from.method !== "HEAD") || ((status === 301 || status === 302) && from.method === "POST");
   const method = toGet ? checkMethod(rules, "GET") : checkMethod(rules, from.method);

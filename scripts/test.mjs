@@ -8,7 +8,10 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { jspiNode } from "./jspi-node.mjs";
 
-/** The suites that start guests, run against every runtime the Node has. */
+/**
+ * The suites run again on the newer Node: those that start guests, against every runtime the
+ * Node has, and those whose cases need a newer Node than the machine's (native `await using`).
+ */
 const GUEST_SUITES = [
   "test/guest-runtime.test.ts",
   "test/guest-languages.test.ts",
@@ -24,6 +27,7 @@ const GUEST_SUITES = [
   "test/scheduler.test.ts",
   "test/scheduler-instances.test.ts",
   "test/metrics.test.ts",
+  "test/dispose.test.ts",
 ];
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");

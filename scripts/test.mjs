@@ -24,6 +24,7 @@ const GUEST_SUITES = [
   "test/scheduler.test.ts",
   "test/scheduler-instances.test.ts",
   "test/metrics.test.ts",
+  "test/testing-guest.test.ts",
 ];
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");

@@ -12,7 +12,8 @@ function missing(cause: unknown): typeof Vitest {
     });
   };
   const stub: object = new Proxy(() => undefined, { get: fail, apply: fail });
-  return new Proxy({}, { get: () => stub }) as typeof Vitest;
+  // No `then`: it is awaited as the module would be, and must not pass for a promise.
+  return new Proxy({}, { get: (_, name) => (name === "then" ? undefined : stub) }) as typeof Vitest;
 }
 
 // A vitest that is missing or fails to load says why where a suite uses it, not on import.

@@ -8,6 +8,7 @@ import * as S from "../abi/status.js";
 import { loadGuest, OTHER_NODE, type LoadGuestOptions, type TestGuest } from "../testing/index.js";
 import { GUEST_RUNTIMES } from "./support/guest.js";
 import { guestWasm } from "./support/guests.js";
+import { sleep } from "./support/until.js";
 
 describe.each(GUEST_RUNTIMES)("%s runtime", (isolation) => {
   const load = async (wasm: string, options: LoadGuestOptions = {}): Promise<TestGuest> => loadGuest(wasm, { isolation, ...options });
@@ -59,6 +60,17 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (isolation) => {
     expect(await guest.call("renew", [handle, 5_000])).toBeLessThan(0);
     expect(guest.clock.advancedMs).toBe(15_000);
     expect(() => guest.clock.advance(-1)).toThrow(expect.objectContaining({ code: "INVALID_ARGUMENT" }));
+  });
+
+  it("gives a guest waiting for a key the test holds the key once the test releases it", async () => {
+    await using guest = await load(guestWasm("lifecycle"));
+    const lease = await guest.hold("k1");
+    const waiting = guest.call("acquireKey", [1, 10_000, 20_000, 0]);
+    await sleep(200);
+    await guest.locks.release(lease);
+    // Within its wait of 20 s (woken by the release, or at worst by the waiting's polling), not at its end.
+    expect(await waiting).toBeGreaterThan(0);
+    expect(guest.logs.filter((l) => l.guest)).toEqual([]);
   });
 
   it("closes once: the guest's kept locks and the test's are released, later calls reject with CLOSED", async () => {

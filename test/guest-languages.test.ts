@@ -230,7 +230,7 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime) => {
         expect(received[1]!.headers).toMatchObject({ "content-type": "application/json", "x-trace": "sdk", "x-api-key": "s3cret-value" });
         expect(received.map((r) => r.headers["lockhost-fence"])).toEqual([undefined, undefined]);
         expect(guestLines()).toEqual([
-          expect.stringMatching(/^http 200 content-type=text\/plain body=GET \/hello  \(\d+ bytes, read first\)$/),
+          expect.stringMatching(/^http 200 content-type=text\/plain body=GET \/hello {2}\(\d+ bytes, read first\)$/),
           expect.stringMatching(/^http 201 content-type=text\/plain body=POST \/entries \{"amount":1\} \(\d+ bytes, read first\)$/),
         ]);
       });

@@ -7,8 +7,8 @@
 // (ptr, len), declare their schedules as UTF-8, and use config, log, a host function and the
 // capability query through the SDKs' wrappers, and HTTP through them against a real server the
 // test starts (GET and POST with headers and a body, a reply longer than the guest's buffer, a
-// fenced write and a stale one refused by lockhost/fence's guard, a non-2xx status, the
-// allow-list's refusals).
+// fenced write and a stale one refused by lockhost/fence's guard, the schedule's lock's fence, a
+// non-2xx status, the allow-list's refusals).
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -268,6 +268,17 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime) => {
         expect(await http("POST BASE/fenced", "never", key)).toBe(-1000);
         await f.locks.release(other!);
         expect(received).toHaveLength(3);
+      });
+
+      it("sends the scheduled call's lock's fence (handle 0) during a scheduled call, and is refused it outside one", async () => {
+        const g = await sdkGuest({ http: HTTP });
+        const lease = (await f.locks.tryLock(`tick-${runtime}-${wasm}`, { ttlMs: 10_000, scope: { plugin: "billing" } }))!;
+        expect(await g.call("scheduledRequest", [`POST ${base}/fenced`, "tick"], { scheduleLease: lease })).toBe(201);
+        expect(received[0]!.headers).toMatchObject({ "lockhost-lock": lease.name, "lockhost-fence": String(lease.fence), "lockhost-kind": "mutex" });
+        expect(await g.call("scheduledRequest", [`POST ${base}/fenced`, "no tick"])).toBe(-S.INVALID_HANDLE);
+        expect(received).toHaveLength(1);
+        expect(guestLines()).toEqual(["scheduled 201", "scheduled failed: INVALID_HANDLE (8)"]);
+        await f.locks.release(lease);
       });
 
       it("returns a non-2xx status as the status, with its body", async () => {

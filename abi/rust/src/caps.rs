@@ -62,6 +62,13 @@ pub fn http_request(head: &str, body: &[u8], fence: Option<&Lock>, buf: &mut [u8
     Error::check(unsafe { sys::http_request(head.as_ptr(), head.len(), body.as_ptr(), body.len(), handle, flags, buf.as_mut_ptr(), buf.len()) }).map(|n| n as usize)
 }
 
+/// [`http_request`] with the fence of the scheduled call's lock (handle 0) rather than a lock of
+/// the guest's own: a scheduled export writing under the schedule's lock. `LOST` once that lock
+/// is no longer held; `INVALID_HANDLE` outside a scheduled call.
+pub fn http_request_schedule_fenced(head: &str, body: &[u8], buf: &mut [u8]) -> Result<usize, Error> {
+    Error::check(unsafe { sys::http_request(head.as_ptr(), head.len(), body.as_ptr(), body.len(), 0, sys::FLAG_FENCE, buf.as_mut_ptr(), buf.len()) }).map(|n| n as usize)
+}
+
 /// The status code at the start of an `http_request` response (`"200\n…"`).
 pub fn http_status(response: &[u8]) -> Option<u16> {
     let end = response.iter().position(|&b| b == b'\n')?;

@@ -242,3 +242,27 @@ int32_t request(const char *head_ptr, size_t head_len, const char *body, size_t 
   emit(LOCKHOST_LOG_INFO);
   return status;
 }
+
+/*
+ * Sends the request `head` with `body` under the fence of the scheduled call's lock (handle 0):
+ * logs "scheduled <status>" and returns the status, or logs "scheduled failed: <error>" and
+ * returns -code.
+ */
+LOCKHOST_EXPORT(scheduledRequest) int32_t scheduledRequest(const char *head_ptr, size_t head_len, const char *body, size_t body_len) {
+  static uint8_t buf[512];
+  char head[2048];
+  size_t h = head_len < sizeof head - 1 ? head_len : sizeof head - 1;
+  for (size_t i = 0; i < h; i++) head[i] = head_ptr[i];
+  head[h] = 0;
+  int32_t n = lockhost_http(head, (const uint8_t *)body, body_len, 0, buf, sizeof buf);
+  if (n < 0) {
+    puts_("scheduled failed: ");
+    put_error(-n);
+    emit(LOCKHOST_LOG_WARN);
+    return n;
+  }
+  puts_("scheduled ");
+  put_int(lockhost_http_status(buf, (size_t)n <= sizeof buf ? n : (int32_t)sizeof buf));
+  emit(LOCKHOST_LOG_INFO);
+  return lockhost_http_status(buf, (size_t)n <= sizeof buf ? n : (int32_t)sizeof buf);
+}

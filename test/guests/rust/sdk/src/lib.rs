@@ -174,3 +174,23 @@ pub extern "C" fn request(head_ptr: *const u8, head_len: usize, body_ptr: *const
         -e.code()
     })
 }
+
+/// Sends the request `head` with `body` under the fence of the scheduled call's lock (handle 0):
+/// logs "scheduled <status>" and returns the status, or logs "scheduled failed: <error>" and
+/// returns -code.
+#[no_mangle]
+pub extern "C" fn scheduledRequest(head_ptr: *const u8, head_len: usize, body_ptr: *const u8, body_len: usize) -> i32 {
+    let (head, body) = unsafe { (str_arg(head_ptr, head_len), str_arg(body_ptr, body_len)) };
+    let mut buf = [0u8; 512];
+    match lockhost::http_request_schedule_fenced(head, body.as_bytes(), &mut buf) {
+        Ok(n) => {
+            let status = lockhost::http_status(&buf[..n.min(buf.len())]).map_or(-1, i32::from);
+            log::info(&format!("scheduled {}", status));
+            status
+        }
+        Err(e) => {
+            log::warn(&format!("scheduled failed: {}", e));
+            -e.code()
+        }
+    }
+}

@@ -24,6 +24,18 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (isolation) => {
     expect(guest.heldLocks).toBe(0);
   });
 
+  it("passes strings both ways, and gives the guest the host functions its entry grants", async () => {
+    const hostFunctions = { billing: { echo: (input: Uint8Array) => input } };
+    await using guest = await load(guestWasm("rust-sdk"), { name: "billing", functions: ["billing"], hostFunctions });
+    expect(await guest.callString("lockhost_schedules_utf8")).toBe("# the SDK guest's jobs\ntick 5s\nreport 0 3 * * *\n");
+    expect(await guest.call("greet", ["wörld", 2])).toBe(6);
+    expect(await guest.call("echo", ["héllo"])).toBe(6);
+    expect(guest.logs.filter((l) => l.guest).map((l) => [l.level, l.msg])).toEqual([
+      ["info", "hello wörld x2"],
+      ["info", "echo héllo (6)"],
+    ]);
+  });
+
   it("makes the guest see contention on a key the test holds in the plugin's scope, until it is released", async () => {
     await using guest = await load(guestWasm("rust-fenced", "example"), { name: "jobs" });
     const lease = await guest.hold("daily-report");

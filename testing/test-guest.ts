@@ -55,9 +55,9 @@ export const OTHER_NODE = "other-node";
  * CONFIG_INVALID naming an option at fault, ABI_UNSUPPORTED for a module the host would not run.
  *
  * ```ts
- * const guest = await loadGuest("build/report.wasm");
- * expect(await guest.call("run")).toBe(1);
- * await guest.close();
+ * await using guest = await loadGuest("build/fenced.wasm");
+ * await guest.hold("daily-report");            // another node holds the job's lock
+ * expect(await guest.call("run")).toBe(0);     // so the guest skips it
  * ```
  */
 export async function loadGuest(wasm: string, options: LoadGuestOptions = {}): Promise<TestGuest> {

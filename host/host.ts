@@ -13,17 +13,15 @@ import { AdminAccess } from "./admin/access.js";
 import { ADMIN_ROUTES } from "./admin/routes.js";
 import { createBackend } from "./registry/create.js";
 import { formatListen, isLoopbackHost } from "./config/listen.js";
-import type { AdminSettings, LockhostConfig, PluginConfig, ScheduledConfig } from "./config/types.js";
+import type { AdminSettings, LockhostConfig, ScheduledConfig } from "./config/types.js";
 import { LockhostError, toLockhostError, type ErrorCode } from "../kit/errors.js";
 import type { LockKind } from "../kit/kinds.js";
 import type { LockBackend } from "../kit/backend.js";
 import { LockService } from "./locking/service.js";
 import type { GuestInstance, GuestValue } from "./runtime/guest-instance.js";
-import { prepareGuests } from "./runtime/prepare-guest.js";
-import { GuestPool } from "./runtime/guest-pool.js";
+import type { GuestPool } from "./runtime/guest-pool.js";
 import type { HostFunctions } from "./runtime/capabilities/functions.js";
-import type { GuestRecorder } from "./runtime/guest-recorder.js";
-import { startGuestInstance } from "./runtime/start-guest.js";
+import { startPluginGuest } from "./runtime/start-plugin.js";
 import { logLockEvents } from "./lock-log.js";
 import { NodePresence } from "./node-presence.js";
 import { Scheduler } from "./scheduler/scheduler.js";
@@ -557,32 +555,6 @@ export function checkFunctionGrants(config: LockhostConfig, functions: HostFunct
       );
     }
   }
-}
-
-/**
- * Starts the guest of one [[plugins]] entry in its runtime, on `locks`, with the host functions
- * it is granted: a pool of its `instances` (one module, each instance its own memory, handles and
- * locks); `recorder` is told of every instance's calls and faults (the host's metrics, per plugin).
- */
-export async function startPluginGuest(
-  plugin: PluginConfig,
-  locks: LockService,
-  log: Logger,
-  functions: HostFunctions = {},
-  recorder?: GuestRecorder,
-): Promise<GuestPool> {
-  // The entry is handed on whole: each capability reads its own keys of it.
-  const shells = await prepareGuests(locks, log, { ...plugin, plugin: plugin.name, hostFunctions: functions }, plugin.instances);
-  const started = await Promise.allSettled(
-    shells.map((shell) => startGuestInstance({ ...shell, runtime: plugin.runtime, callTimeoutMs: plugin.callTimeoutMs, ...(recorder && { recorder }) })),
-  );
-  const members = started.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
-  const failed = started.find((s): s is PromiseRejectedResult => s.status === "rejected");
-  if (failed) {
-    await Promise.all(members.map((m) => m.close()));
-    throw failed.reason;
-  }
-  return new GuestPool(members, shells[0]!.module.sha256);
 }
 
 /** A CONFIG_INVALID raised without the file's name, with it in front. */

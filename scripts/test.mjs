@@ -28,6 +28,7 @@ const GUEST_SUITES = [
   "test/scheduler-instances.test.ts",
   "test/metrics.test.ts",
   "test/dispose.test.ts",
+  "test/testing-guest.test.ts",
 ];
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");

@@ -5,11 +5,18 @@
 // outcomes, fences) run in guest-runtime.test.ts against each language's twin of one guest.
 // The SDK guests (test/guests/rust/sdk, test/guests/c/sdk.c) take string arguments as UTF-8
 // (ptr, len), declare their schedules as UTF-8, and use config, log, a host function and the
-// capability query through the SDKs' wrappers.
-import { describe, expect, it } from "vitest";
+// capability query through the SDKs' wrappers, and HTTP through them against a real server the
+// test starts (GET and POST with headers and a body, a reply longer than the guest's buffer, a
+// fenced write and a stale one refused by lockhost/fence's guard, the schedule's lock's fence, a
+// non-2xx status, the allow-list's refusals).
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { fenceGuard } from "../fence/index.js";
 import * as S from "../abi/status.js";
 import { parseConfig } from "../host/config/load.js";
 import type { HostFunctions } from "../host/runtime/capabilities/functions.js";
+import type { HttpGrant } from "../host/runtime/capabilities/http/index.js";
 import { expandScheduled } from "../host/scheduler/declared.js";
 import { startGuest, GUEST_RUNTIMES, type TestGuestOptions } from "./support/guest.js";
 import { guestFixture } from "./support/guest-fixture.js";
@@ -21,6 +28,46 @@ const ERROR = 50;
 /** The embedder's function the SDK guests call: bytes back as they came, or a throw for a leading "!". */
 const functions: HostFunctions = {
   billing: { echo: (input) => (input.byteLength > 0 && input[0] === 0x21 ? Promise.reject(new Error("no bangs")) : Promise.resolve(input)) },
+};
+
+/** What the test server received: method, path, headers and body of each request. */
+const received: { method: string; url: string; headers: IncomingMessage["headers"]; body: string }[] = [];
+let server: Server;
+let base: string;
+/** The ledger's side of fencing: it accepts a write only with a fence above any it has seen for the lock. */
+const guard = fenceGuard();
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c: Buffer) => (body += c.toString()));
+    req.on("end", () => {
+      received.push({ method: req.method!, url: req.url!, headers: req.headers, body });
+      if (req.url === "/fenced") return guard(req, res, () => res.writeHead(201, { "content-type": "text/plain" }).end(`ok ${body}`));
+      if (req.url === "/missing") return res.writeHead(404, { "content-type": "text/plain" }).end("no such thing");
+      if (req.url === "/big") return res.writeHead(200, { "content-type": "text/plain" }).end("b".repeat(1_000));
+      res.writeHead(req.method === "POST" ? 201 : 200, { "content-type": "text/plain", "x-test": "yes" });
+      res.end(`${req.method} ${req.url} ${body}`);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+/** The SDK guests' HTTP grant: the test server, reachable although it is loopback. */
+const HTTP: HttpGrant = {
+  allowedHosts: ["127.0.0.1:*"],
+  methods: ["GET", "POST"],
+  timeoutMs: 5_000,
+  maxRequestBytes: 1 << 20,
+  maxResponseBytes: 100_000,
+  headers: { "x-api-key": "s3cret-value" },
+  allowPrivateRanges: ["127.0.0.0/8"],
+  maxRedirects: 0,
 };
 
 describe.each(GUEST_RUNTIMES)("%s runtime", (runtime) => {
@@ -167,6 +214,87 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (runtime) => {
       // A new leadership's term is higher; every lock was resigned or released.
       expect(await g.call("elect", ["main"])).toBeGreaterThan(term);
       expect(f.locks.heldCount).toBe(0);
+    });
+
+    describe("HTTP through the SDK's wrappers, against a real server", () => {
+      beforeEach(() => void (received.length = 0));
+      /** request(head, body, key, cap): the guest's export; status or -code. */
+      const http = (head: string, body = "", key = "", cap = 512) =>
+        sdkGuest({ http: HTTP }).then((g) => g.call("request", [head.replace("BASE", base), body, key, cap]));
+
+      it("sends a GET and a POST with their headers and body, and reads the status, a header and the body", async () => {
+        expect(await http("GET BASE/hello\nx-trace: sdk")).toBe(200);
+        expect(received[0]).toMatchObject({ method: "GET", url: "/hello", body: "", headers: { "x-trace": "sdk", "x-api-key": "s3cret-value" } });
+        expect(await http("POST BASE/entries\ncontent-type: application/json\nx-trace: sdk", '{"amount":1}')).toBe(201);
+        expect(received[1]).toMatchObject({ method: "POST", url: "/entries", body: '{"amount":1}' });
+        expect(received[1]!.headers).toMatchObject({ "content-type": "application/json", "x-trace": "sdk", "x-api-key": "s3cret-value" });
+        expect(received.map((r) => r.headers["lockhost-fence"])).toEqual([undefined, undefined]);
+        expect(guestLines()).toEqual([
+          expect.stringMatching(/^http 200 content-type=text\/plain body=GET \/hello {2}\(\d+ bytes, read first\)$/),
+          expect.stringMatching(/^http 201 content-type=text\/plain body=POST \/entries \{"amount":1\} \(\d+ bytes, read first\)$/),
+        ]);
+      });
+
+      it("reads a response longer than its buffer whole from the kept reply, without sending the request again", async () => {
+        expect(await http("GET BASE/big", "", "", 16)).toBe(200);
+        expect(received).toHaveLength(1);
+        expect(guestLines()).toEqual([
+          expect.stringMatching(new RegExp(`^http 200 content-type=text/plain body=${"b".repeat(1_000)} \\(\\d+ bytes, read again\\)$`)),
+        ]);
+      });
+
+      it("sends a held lock's name, kind and fence; the resource refuses a stale fence (409), and the guest gets that status", async () => {
+        const key = `acct-${runtime}-${wasm}`;
+        expect(await http("POST BASE/fenced", "first", key)).toBe(201);
+        expect(received[0]!.headers).toMatchObject({ "lockhost-lock": `billing:${key}`, "lockhost-fence": "1", "lockhost-kind": "mutex" });
+        // A newer holder writes with fence 5 (as after this guest's lease ended): the guest's next fence, 2, is stale.
+        const newer = await fetch(`${base}/fenced`, {
+          method: "POST",
+          headers: { "lockhost-lock": `billing:${key}`, "lockhost-fence": "5", "lockhost-kind": "mutex" },
+          body: "newer",
+        });
+        expect(newer.status).toBe(201);
+        expect(await http("POST BASE/fenced", "late", key)).toBe(409);
+        expect(received.map((r) => [r.body, r.headers["lockhost-fence"]])).toEqual([
+          ["first", "1"],
+          ["newer", "5"],
+          ["late", "2"],
+        ]);
+        expect(guestLines()[1]).toMatch(
+          /^http 409 content-type=application\/json; charset=utf-8 body=\{"error":"stale_fence",.*"fence":"2","last_accepted":"5"\} \(\d+ bytes, read first\)$/,
+        );
+        // While another holds the lock, the guest sends nothing.
+        const other = await f.locks.tryLock(key, { ttlMs: 10_000, scope: { plugin: "billing" } });
+        expect(await http("POST BASE/fenced", "never", key)).toBe(-1000);
+        await f.locks.release(other!);
+        expect(received).toHaveLength(3);
+      });
+
+      it("sends the scheduled call's lock's fence (handle 0) during a scheduled call, and is refused it outside one", async () => {
+        const g = await sdkGuest({ http: HTTP });
+        const lease = (await f.locks.tryLock(`tick-${runtime}-${wasm}`, { ttlMs: 10_000, scope: { plugin: "billing" } }))!;
+        expect(await g.call("scheduledRequest", [`POST ${base}/fenced`, "tick"], { scheduleLease: lease })).toBe(201);
+        expect(received[0]!.headers).toMatchObject({ "lockhost-lock": lease.name, "lockhost-fence": String(lease.fence), "lockhost-kind": "mutex" });
+        expect(await g.call("scheduledRequest", [`POST ${base}/fenced`, "no tick"])).toBe(-S.INVALID_HANDLE);
+        expect(received).toHaveLength(1);
+        expect(guestLines()).toEqual(["scheduled 201", "scheduled failed: INVALID_HANDLE (8)"]);
+        await f.locks.release(lease);
+      });
+
+      it("returns a non-2xx status as the status, with its body", async () => {
+        expect(await http("GET BASE/missing")).toBe(404);
+        expect(guestLines()).toEqual([expect.stringMatching(/^http 404 content-type=text\/plain body=no such thing \(\d+ bytes, read first\)$/)]);
+      });
+
+      it("is refused a host outside the allow-list and a method it does not allow, before any connection", async () => {
+        expect(await http("GET http://api.example.com/x")).toBe(-S.PERMISSION_DENIED);
+        expect(await http("DELETE BASE/entries")).toBe(-S.PERMISSION_DENIED);
+        expect(received).toEqual([]);
+        expect(guestLines()).toEqual([
+          expect.stringMatching(/^http failed: PERMISSION_DENIED \(10\): plugin billing may not reach "api\.example\.com"/),
+          expect.stringMatching(/^http failed: PERMISSION_DENIED \(10\): plugin billing may not use method "DELETE"/),
+        ]);
+      });
     });
   });
 

@@ -3,7 +3,7 @@
 // against real servers. Keys are unique per test, so a shared server needs no cleanup
 // between tests beyond what each test releases.
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "./vitest.js";
 import type { LockBackend, MutexAcquireRequest } from "../kit/backend.js";
 import { singleView, type SingleView } from "./mutex-view.js";
 import { ELECTION, LOCK_KINDS, QUEUE_KINDS } from "../kit/kinds.js";

@@ -4,7 +4,7 @@
 // resignations and losses, proclaimed values seen by leader(), observers told of each change
 // quickly, and a leader told at once when its lease is taken from it.
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "./vitest.js";
 import type { LockBackend } from "../kit/backend.js";
 import { LockService, type LeaderInfo } from "../host/locking/service.js";
 import { closeBackends, hostBackends, type ContractTarget } from "./target.js";

@@ -6,7 +6,7 @@
 // starved by the handoffs (the fairness bound). The backend's mutex steps are counted through a
 // thin wrapper, so "without asking the backend" is seen, not assumed.
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "./vitest.js";
 import type { AcquireRequest, KindSteps, LockBackend } from "../kit/backend.js";
 import type { Lease } from "../host/locking/lease.js";
 import { LockService, type LockServiceOptions } from "../host/locking/service.js";

@@ -11,3 +11,10 @@
 //   import { backendContract } from "lockhost/testing";
 //   backendContract("acme", { create: () => new AcmeBackend(...) });
 export { backendContract, type ContractTarget } from "./backend-contract.js";
+// A guest's unit test, under any test runner (vitest, node:test): see docs/guests.md "Testing a guest".
+//
+//   import { loadGuest } from "lockhost/testing";
+//   const guest = await loadGuest("build/report.wasm");
+export { loadGuest, OTHER_NODE, type HoldOptions, type LoadGuestOptions, type TestGuest } from "./test-guest.js";
+export type { TestClock } from "./test-clock.js";
+export type { GuestLogLine } from "./guest-logs.js";

@@ -5,7 +5,7 @@
 // two services over two backend instances when the backend is distributed (two connections, as
 // two processes would have), or over one shared instance for memory.
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "./vitest.js";
 import type { LockhostError } from "../kit/errors.js";
 import type { LockBackend } from "../kit/backend.js";
 import type { Lease } from "../host/locking/lease.js";

@@ -6,7 +6,7 @@
 // permit. As in lifecycle-contract.ts, "two hosts" are two LockServices over two backend
 // instances (one shared instance for a backend that is not distributed).
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "./vitest.js";
 import { LockhostError } from "../kit/errors.js";
 import type { LockBackend } from "../kit/backend.js";
 import { FAIR, MUTEX, permitSpec, READ, WRITE, type LockSpec } from "../kit/kinds.js";

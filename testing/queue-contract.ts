@@ -3,7 +3,7 @@
 // backend that runs backendContract() runs these cases against its real server unless its
 // target says it has no queue kinds (ContractTarget.queueKinds = false).
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "./vitest.js";
 import type { LockBackend } from "../kit/backend.js";
 import type { AcquireRequest, KindSteps } from "../kit/steps.js";
 import type { LockMode } from "../kit/common.js";

@@ -233,6 +233,41 @@ static inline int32_t lockhost_http_status(const uint8_t *response, int32_t len)
   }
   return i > 0 && i < len ? code : -1;
 }
+/*
+ * A response is the status line, one "name: value" line per header (names lowercase), an empty
+ * line, then the body. The start of the body of a response of `len` bytes; its length in
+ * *body_len (0 when it has none).
+ */
+static inline const uint8_t *lockhost_http_body(const uint8_t *response, int32_t len, int32_t *body_len) {
+  int32_t i = 0;
+  while (i < len && response[i] != '\n') i++; /* the status line */
+  /* Each header line ends with '\n'; the empty line after them is the first '\n' at a line's start. */
+  for (i++; i < len && response[i] != '\n'; i++)
+    while (i < len && response[i] != '\n') i++;
+  i = i < len ? i + 1 : len;
+  *body_len = len - i;
+  return response + i;
+}
+/* The value of the first header `name` (lowercase, NUL-terminated) of a response of `len` bytes,
+ * its length in *value_len; 0 (NULL) when it has none. */
+static inline const uint8_t *lockhost_http_header(const uint8_t *response, int32_t len, const char *name, int32_t *value_len) {
+  size_t name_len = lockhost__strlen(name);
+  int32_t i = 0;
+  while (i < len && response[i] != '\n') i++; /* the status line */
+  for (i++; i < len && response[i] != '\n';) {
+    int32_t start = i, end = i;
+    while (end < len && response[end] != '\n') end++;
+    size_t k = 0;
+    while (k < name_len && start + (int32_t)k < end && response[start + k] == (uint8_t)name[k]) k++;
+    if (k == name_len && start + (int32_t)k + 1 < end && response[start + k] == ':' && response[start + k + 1] == ' ') {
+      *value_len = end - (start + (int32_t)k + 2);
+      return response + start + k + 2;
+    }
+    i = end + 1;
+  }
+  *value_len = 0;
+  return 0;
+}
 /**
  * What a reply-returning call (a host function, lockhost_http) answered (`n`), with its reply
  * in buf whenever buf holds it (copied from the kept reply, so buf may be bigger than the

@@ -7,8 +7,8 @@ import { parse as parseToml, TomlError } from "smol-toml";
 import { LockhostError } from "../../kit/errors.js";
 import { loadBackendPackages } from "../registry/packages.js";
 import { configError, isTable, show, Table, type Ctx, type Raw } from "./reader.js";
-import { buildConfig } from "./schema.js";
-import type { ConfigInput, LockhostConfig } from "./types.js";
+import { buildConfig, buildPlugin } from "./schema.js";
+import type { ConfigInput, LockhostConfig, PluginConfig, PluginInput } from "./types.js";
 
 export type { ConfigInput, PluginInput, ScheduledInput } from "./types.js";
 // Callers written before kit/redact.ts existed import it from here.
@@ -91,6 +91,20 @@ export function resolveConfig(partial: ConfigInput): LockhostConfig {
   const baseDir = typeof partial.baseDir === "string" ? partial.baseDir : process.cwd();
   const ctx: Ctx = { source: source ?? "config", mode: "code", baseDir, env: undefined };
   return build(ctx, partial as unknown as Raw, source);
+}
+
+/**
+ * Builds one [[plugins]] entry in code, as resolveConfig builds each (the same keys, defaults
+ * and checks), without a whole config: what lockhost/testing's loadGuest loads.
+ *
+ * @param options.source names the entry in messages (default "plugin").
+ * @param options.baseDir where a relative wasm path resolves from (default: the working directory).
+ * @throws LockhostError CONFIG_INVALID naming the field at fault.
+ */
+export function resolvePlugin(input: PluginInput, options: { readonly source?: string; readonly baseDir?: string } = {}): PluginConfig {
+  if (!isTable(input)) throw configError(`a [[plugins]] entry must be an object, got ${show(input, "code")}`);
+  const ctx: Ctx = { source: options.source ?? "plugin", mode: "code", baseDir: options.baseDir ?? process.cwd(), env: undefined };
+  return deepFreeze(buildPlugin(Table.root(ctx, { plugins: [input] } as unknown as Raw)));
 }
 
 function tomlSyntaxError(source: string, err: unknown): LockhostError {

@@ -59,6 +59,20 @@ export function buildConfig(root: Table, source: string | undefined): LockhostCo
   return config;
 }
 
+/**
+ * One [[plugins]] entry on its own, read and checked as in a whole config (the same keys,
+ * defaults, runtime and capability tables); no backend is named, so none need be registered.
+ * `root` holds it as `plugins`, one entry.
+ *
+ * @throws LockhostError CONFIG_INVALID naming each key that breaks the schema.
+ */
+export function buildPlugin(root: Table): PluginConfig {
+  const problems: LockhostError[] = [];
+  const { plugins } = pluginList(root.collecting(problems));
+  if (problems.length > 0 || plugins.length !== 1) throw allProblems(root.ctx.source, problems);
+  return plugins[0]!;
+}
+
 function readConfig(root: Table, source: string | undefined): LockhostConfig {
   if (root.ctx.mode === "code") {
     root.onlyKeys(CODE_KEYS);

@@ -62,10 +62,54 @@ pub fn http_request(head: &str, body: &[u8], fence: Option<&Lock>, buf: &mut [u8
     Error::check(unsafe { sys::http_request(head.as_ptr(), head.len(), body.as_ptr(), body.len(), handle, flags, buf.as_mut_ptr(), buf.len()) }).map(|n| n as usize)
 }
 
+/// [`http_request`] with the fence of the scheduled call's lock (handle 0) rather than a lock of
+/// the guest's own: a scheduled export writing under the schedule's lock. `LOST` once that lock
+/// is no longer held; `INVALID_HANDLE` outside a scheduled call.
+pub fn http_request_schedule_fenced(head: &str, body: &[u8], buf: &mut [u8]) -> Result<usize, Error> {
+    Error::check(unsafe { sys::http_request(head.as_ptr(), head.len(), body.as_ptr(), body.len(), 0, sys::FLAG_FENCE, buf.as_mut_ptr(), buf.len()) }).map(|n| n as usize)
+}
+
 /// The status code at the start of an `http_request` response (`"200\n…"`).
 pub fn http_status(response: &[u8]) -> Option<u16> {
     let end = response.iter().position(|&b| b == b'\n')?;
     core::str::from_utf8(&response[..end]).ok()?.parse().ok()
+}
+
+/// The header lines of an `http_request` response (`name: value` each, names lowercase) and its
+/// body: the response is the status line, the header lines, an empty line, then the body.
+fn http_parts(response: &[u8]) -> (&[u8], &[u8]) {
+    let status_end = match response.iter().position(|&b| b == b'\n') {
+        Some(end) => end,
+        None => return (&[], &[]),
+    };
+    let rest = &response[status_end + 1..];
+    // No headers: the empty line comes at once.
+    if rest.first() == Some(&b'\n') {
+        return (&[], &rest[1..]);
+    }
+    match rest.windows(2).position(|w| w == b"\n\n") {
+        Some(end) => (&rest[..end], &rest[end + 2..]),
+        None => (rest, &[]),
+    }
+}
+
+/// The body of an `http_request` response (empty when it has none).
+pub fn http_body(response: &[u8]) -> &[u8] {
+    http_parts(response).1
+}
+
+/// The value of the first header `name` of an `http_request` response (names are lowercase:
+/// pass `name` in lowercase), or `None`.
+pub fn http_header<'a>(response: &'a [u8], name: &str) -> Option<&'a str> {
+    let headers = core::str::from_utf8(http_parts(response).0).ok()?;
+    headers.split('\n').find_map(|line| {
+        let (n, v) = line.split_once(": ")?;
+        if n == name {
+            Some(v)
+        } else {
+            None
+        }
+    })
 }
 
 /// Copies the reply of this guest's last `http.request` or host function call into `buf` when

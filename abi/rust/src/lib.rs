@@ -28,7 +28,7 @@ pub mod sys;
 mod caps;
 mod strings;
 
-pub use caps::{capability, config_get, http_request, http_status, last_reply, log, reply};
+pub use caps::{capability, config_get, http_body, http_header, http_request, http_request_schedule_fenced, http_status, last_reply, log, reply};
 #[cfg(feature = "alloc")]
 pub use caps::{config, reply_vec};
 pub use strings::{str_arg, utf8_result};

@@ -184,3 +184,85 @@ LOCKHOST_EXPORT(elect) int32_t elect(const char *name_ptr, size_t name_len) {
   }
   return term;
 }
+
+/*
+ * Sends the request `head` ("METHOD URL" then "Name: value" lines) with `body`, under the lock
+ * `key`'s fence when `key` is not empty (-1000 when another holds it), reading the response into
+ * a buffer of `cap` bytes, then whole through the kept reply when it is longer. Logs "http
+ * <status> content-type=<value> body=<body> (<len> bytes, read <first|again>)" and returns the
+ * status, or logs "http failed: <error>: <last_error>" and returns -code.
+ */
+LOCKHOST_EXPORT(request)
+int32_t request(const char *head_ptr, size_t head_len, const char *body, size_t body_len, const char *key_ptr, size_t key_len, int32_t cap) {
+  static uint8_t first[4096], whole[16384];
+  char head[2048], key[256];
+  size_t h = head_len < sizeof head - 1 ? head_len : sizeof head - 1, k = key_len < sizeof key - 1 ? key_len : sizeof key - 1;
+  for (size_t i = 0; i < h; i++) head[i] = head_ptr[i];
+  head[h] = 0;
+  for (size_t i = 0; i < k; i++) key[i] = key_ptr[i];
+  key[k] = 0;
+  LOCKHOST_SCOPED int32_t lock = LOCKHOST_NO_FENCE;
+  if (k > 0) {
+    lock = lockhost_try(key, 10000, 0);
+    if (lock == LOCKHOST_TRY_CONTENDED) return -1000;
+    if (lock < 0) return lock;
+  }
+  size_t size = cap < 0 ? 0 : (size_t)cap < sizeof first ? (size_t)cap : sizeof first;
+  int32_t n = lockhost_http(head, (const uint8_t *)body, body_len, lock, first, size);
+  if (n < 0) {
+    char why[512];
+    lockhost_last_error(why, sizeof why);
+    puts_("http failed: ");
+    put_error(-n);
+    puts_(": ");
+    puts_(why);
+    emit(LOCKHOST_LOG_WARN);
+    return n;
+  }
+  int fits = (size_t)n <= size;
+  const uint8_t *response = first;
+  if (!fits) {
+    if ((size_t)n > sizeof whole) return -LOCKHOST_TOO_LARGE;
+    lockhost_reply(n, whole, sizeof whole);
+    response = whole;
+  }
+  int32_t status = lockhost_http_status(response, n), type_len, body_len_got;
+  const uint8_t *type = lockhost_http_header(response, n, "content-type", &type_len);
+  const uint8_t *got = lockhost_http_body(response, n, &body_len_got);
+  puts_("http ");
+  put_int(status);
+  puts_(" content-type=");
+  if (type) put((const char *)type, (size_t)type_len);
+  else puts_("none");
+  puts_(" body=");
+  put((const char *)got, (size_t)body_len_got);
+  puts_(" (");
+  put_int(n);
+  puts_(fits ? " bytes, read first)" : " bytes, read again)");
+  emit(LOCKHOST_LOG_INFO);
+  return status;
+}
+
+/*
+ * Sends the request `head` with `body` under the fence of the scheduled call's lock (handle 0):
+ * logs "scheduled <status>" and returns the status, or logs "scheduled failed: <error>" and
+ * returns -code.
+ */
+LOCKHOST_EXPORT(scheduledRequest) int32_t scheduledRequest(const char *head_ptr, size_t head_len, const char *body, size_t body_len) {
+  static uint8_t buf[512];
+  char head[2048];
+  size_t h = head_len < sizeof head - 1 ? head_len : sizeof head - 1;
+  for (size_t i = 0; i < h; i++) head[i] = head_ptr[i];
+  head[h] = 0;
+  int32_t n = lockhost_http(head, (const uint8_t *)body, body_len, 0, buf, sizeof buf);
+  if (n < 0) {
+    puts_("scheduled failed: ");
+    put_error(-n);
+    emit(LOCKHOST_LOG_WARN);
+    return n;
+  }
+  puts_("scheduled ");
+  put_int(lockhost_http_status(buf, (size_t)n <= sizeof buf ? n : (int32_t)sizeof buf));
+  emit(LOCKHOST_LOG_INFO);
+  return lockhost_http_status(buf, (size_t)n <= sizeof buf ? n : (int32_t)sizeof buf);
+}

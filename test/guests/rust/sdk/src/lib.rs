@@ -136,3 +136,61 @@ pub extern "C" fn elect(name_ptr: *const u8, name_len: usize) -> i32 {
         -e.code()
     })
 }
+
+/// Sends the request `head` ("METHOD URL" then "Name: value" lines) with `body`, under the lock
+/// `key`'s fence when `key` is not empty (-1000 when another holds it), reading the response into
+/// a buffer of `cap` bytes, then whole through the kept reply when it is longer. Logs "http
+/// <status> content-type=<value> body=<body> (<len> bytes, read <first|again>)" and returns the
+/// status, or logs "http failed: <error>: <last_error>" and returns -code.
+#[no_mangle]
+pub extern "C" fn request(head_ptr: *const u8, head_len: usize, body_ptr: *const u8, body_len: usize, key_ptr: *const u8, key_len: usize, cap: i32) -> i32 {
+    let (head, body, key) = unsafe { (str_arg(head_ptr, head_len), str_arg(body_ptr, body_len), str_arg(key_ptr, key_len)) };
+    let run = || -> Result<i32, lockhost::Error> {
+        let lock = if key.is_empty() {
+            None
+        } else {
+            match lockhost::try_lock(key, 10_000)? {
+                Some(lock) => Some(lock),
+                None => return Ok(-1000),
+            }
+        };
+        let mut buf = vec![0u8; cap as usize];
+        let n = lockhost::http_request(head, body.as_bytes(), lock.as_ref(), &mut buf)?;
+        let fits = n <= buf.len();
+        let response = if fits { buf[..n].to_vec() } else { lockhost::reply_vec(n as i32)? };
+        let status = lockhost::http_status(&response).map_or(-1, i32::from);
+        log::info(&format!(
+            "http {} content-type={} body={} ({} bytes, read {})",
+            status,
+            lockhost::http_header(&response, "content-type").unwrap_or("none"),
+            String::from_utf8_lossy(lockhost::http_body(&response)),
+            n,
+            if fits { "first" } else { "again" }
+        ));
+        Ok(status)
+    };
+    run().unwrap_or_else(|e| {
+        log::warn(&format!("http failed: {}: {}", e, lockhost::last_error()));
+        -e.code()
+    })
+}
+
+/// Sends the request `head` with `body` under the fence of the scheduled call's lock (handle 0):
+/// logs "scheduled <status>" and returns the status, or logs "scheduled failed: <error>" and
+/// returns -code.
+#[no_mangle]
+pub extern "C" fn scheduledRequest(head_ptr: *const u8, head_len: usize, body_ptr: *const u8, body_len: usize) -> i32 {
+    let (head, body) = unsafe { (str_arg(head_ptr, head_len), str_arg(body_ptr, body_len)) };
+    let mut buf = [0u8; 512];
+    match lockhost::http_request_schedule_fenced(head, body.as_bytes(), &mut buf) {
+        Ok(n) => {
+            let status = lockhost::http_status(&buf[..n.min(buf.len())]).map_or(-1, i32::from);
+            log::info(&format!("scheduled {}", status));
+            status
+        }
+        Err(e) => {
+            log::warn(&format!("scheduled failed: {}", e));
+            -e.code()
+        }
+    }
+}

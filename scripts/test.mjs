@@ -18,6 +18,7 @@ const GUEST_SUITES = [
   "test/guest-worker.test.ts",
   "test/guest-shapes.test.ts",
   "test/guest-tracing.test.ts",
+  "test/guest-extism-kernel.test.ts",
   "test/declared-schedules.test.ts",
   "test/abi.test.ts",
   "test/host.test.ts",

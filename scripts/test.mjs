@@ -20,6 +20,7 @@ const GUEST_SUITES = [
   "test/guest-tracing.test.ts",
   "test/guest-extism-kernel.test.ts",
   "test/guest-extism-locks.test.ts",
+  "test/guest-extism-scheduler.test.ts",
   "test/declared-schedules.test.ts",
   "test/abi.test.ts",
   "test/host.test.ts",

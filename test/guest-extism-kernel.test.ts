@@ -4,11 +4,17 @@
 // errors and traps, call after call (vars live across calls, and across a trap). Then what only
 // lockhost adds: the memory cap covering the kernel's blocks, the loader's checks.
 import { readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import createPlugin, { type Plugin } from "@extism/extism";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Runtime } from "../abi/ops.js";
 import type { LockhostError } from "../kit/errors.js";
 import { loadGuestModule } from "../host/runtime/guest-module.js";
+import type { HttpGrant } from "../host/runtime/capabilities/http/index.js";
+import { extismLockFunctions } from "../host/runtime/extism/index.js";
+import { LockService } from "../host/locking/service.js";
+import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { GUEST_RUNTIMES, startGuest } from "./support/guest.js";
 import { guestFixture } from "./support/guest-fixture.js";
 import { guestWasm } from "./support/guests.js";
@@ -72,7 +78,81 @@ beforeAll(async () => {
   reference = { outcomes, logs };
 });
 
-afterAll(() => undefined);
+/**
+ * The lock plugin's calls compared the same way: HTTP through the kernel (@extism/extism's own
+ * http_request, lockhost's through the plugin's grant) and the lock functions (lockhost/extism's
+ * under @extism/extism, lockhost's own kernel under lockhost): the same replies, byte for byte.
+ */
+async function lockCalls(call: (name: string, input: string) => Promise<string>): Promise<string[]> {
+  const out: string[] = [];
+  const ask = async (name: string, args: unknown): Promise<string> => {
+    const reply = await call(name, typeof args === "string" ? args : JSON.stringify(args));
+    out.push(reply);
+    return reply;
+  };
+  const handle = (JSON.parse(await ask("call_try", { key: "k", ttl_ms: 60_000, flags: 2 })) as { result: number }).result;
+  await ask("call_fence", { handle });
+  await ask("call_state", { handle });
+  await ask("call_renew", { handle, ttl_ms: 0 });
+  await ask("call_release", { handle });
+  await ask("call_release", { handle });
+  await ask("call_state", { handle });
+  await ask("call_try", "not json");
+  await ask("call_try", { key: "k" });
+  await ask("call_fence", { handle: 77 });
+  return out;
+}
+let server: Server;
+let lockReference: string[];
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c: Buffer) => (body += c.toString()));
+    req.on("end", () => {
+      res.writeHead(req.method === "POST" ? 201 : 200);
+      res.end(`${req.method} ${req.url} ${body}`);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const service = new LockService(new MemoryBackend(), { node: "reference" });
+  const locks = extismLockFunctions(service, { plugin: "test" });
+  const plugin = await createPlugin(
+    { wasm: [{ data: readFileSync(guestWasm("extism-locks")) }] },
+    { runInWorker: true, functions: locks.functions, allowedHosts: ["127.0.0.1"], logger: console },
+  );
+  const call = async (name: string, input: string) => (await locks.call(() => plugin.call(name, input)))?.text() ?? "";
+  lockReference = [];
+  for (const [name, input] of httpCalls()) lockReference.push(await call(name, input));
+  lockReference.push(...(await lockCalls(call)));
+  await plugin.close();
+  await locks.close();
+  await service.close();
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+function httpCalls(): [string, string][] {
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return [
+    ["http", JSON.stringify({ method: "GET", url: `${url}/get?x=1` })],
+    ["http", `${JSON.stringify({ method: "POST", url: `${url}/post`, headers: { "content-type": "text/plain" } })}\nthe body`],
+  ];
+}
+
+const grant = {
+  allowedHosts: ["127.0.0.1:*"],
+  methods: ["GET", "POST"],
+  timeoutMs: 2_000,
+  maxRequestBytes: 1 << 16,
+  maxResponseBytes: 1 << 16,
+  headers: {},
+  allowPrivateRanges: ["127.0.0.0/8"],
+  maxRedirects: 0,
+} as HttpGrant;
 
 describe.each(GUEST_RUNTIMES)("the Extism kernel, as @extism/extism runs it (%s runtime)", (runtime: Runtime) => {
   it("gives the same outputs, errors, traps and logs for the same calls", async () => {
@@ -98,6 +178,19 @@ describe.each(GUEST_RUNTIMES)("the Extism kernel, as @extism/extism runs it (%s 
       .map((l) => `${({ 20: "debug", 30: "info", 40: "warn", 50: "error" } as Record<number, string>)[l.level as number]}: ${l.msg.slice(7)}`);
     expect(logs).toEqual(reference.logs);
     expect(logs).toHaveLength(4);
+  });
+
+  it("gives the same HTTP responses and lock replies as @extism/extism with lockhost/extism", async () => {
+    const guest = fx.track(await startGuest("extism-locks", fx.locks, fx.log.logger, { runtime, http: grant }));
+    const call = (name: string, input: string) => guest.callString(name, [input]);
+    const got: string[] = [];
+    for (const [name, input] of httpCalls()) got.push(await call(name, input));
+    got.push(...(await lockCalls(call)));
+    expect(got).toEqual(lockReference);
+    expect(got[0]).toMatch(/^200\nGET \/get\?x=1 $/);
+    expect(got[1]).toBe("201\nPOST /post the body");
+    expect(JSON.parse(got[3]!)).toEqual({ result: 1 });
+    expect(JSON.parse(got[7]!)).toMatchObject({ code: "ALREADY_RELEASED" });
   });
 
   it("returns an export's return code from call(), and its error as CALL_FAILED", async () => {

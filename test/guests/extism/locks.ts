@@ -4,7 +4,7 @@
 // request through the kernel (its input: the request JSON, a newline, the body) and outputs the
 // status, a newline and the body. test/guest-extism-locks.test.ts drives it in both runtimes,
 // and test/extism-entry.test.ts under @extism/extism with lockhost/extism's functions.
-import { Host, Memory } from "@extism/as-pdk";
+import { Config, Host, LogLevel, Memory } from "@extism/as-pdk";
 import { http_request, length } from "@extism/as-pdk/lib/env";
 
 function guestAbort(message: string | null, fileName: string | null, line: u32, column: u32): void {
@@ -31,6 +31,28 @@ export function http(): i32 {
   const res = http_request(req.offset, body.offset);
   const text = new Memory(res, length(res)).toString();
   Host.outputString(`${http_status_code()}\n${text}`);
+  return 0;
+}
+
+/** A lock function's JSON reply to `args`, as text. */
+function ask(fn: (offset: u64) => u64, args: string): string {
+  const reply = fn(Memory.allocateString(args).offset);
+  return new Memory(reply, length(reply)).toString();
+}
+
+/**
+ * A scheduled job: its schedule's lock is handle 0 while it runs (for state and a fenced
+ * request, as in the native ABI). It logs that lock's state and, when its config has
+ * `ledger_url`, writes there under that lock's fence.
+ */
+export function tick(): i32 {
+  Host.log(LogLevel.Info, `tick state ${ask((o: u64): u64 => lock_state(o), '{"handle":0}')}`);
+  const url = Config.get("ledger_url");
+  if (url !== null) {
+    const req = Memory.allocateString(`{"method":"POST","url":"${url}","fence_handle":0}`);
+    const res = http_request(req.offset, Memory.allocateString("tick").offset);
+    Host.log(LogLevel.Info, `wrote ${http_status_code()} ${new Memory(res, length(res)).toString()}`);
+  }
   return 0;
 }
 

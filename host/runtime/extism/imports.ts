@@ -12,17 +12,20 @@ import type { ImportModule } from "../guest-env.js";
 import { type ExtismKernel, KernelError } from "./kernel.js";
 import { lockArgs, lockReply } from "./lock-json.js";
 
-/** What a remote operation answered: its result, and its reply's bytes (read at once: valid until the next call). */
+/** What a remote operation answered: its result, and its reply's bytes and text (read at once: valid until the next call). */
 export interface RemoteReply {
   readonly result: number;
   readonly bytes: () => Uint8Array;
+  /** The reply as text, undefined when it has none. */
+  readonly text: () => string | undefined;
 }
 
 /**
  * How the runtime makes one operation of the table on the host: the row's index in OPS, its
- * number and string arguments in ABI order (lengths already checked).
+ * number and string arguments in ABI order (lengths already checked); its reply goes to
+ * `answer`, at once when the operation answers at once (no promise more than the operation's).
  */
-export type Remote = (index: number, numbers: readonly number[], strings: readonly Uint8Array[]) => RemoteReply | Promise<RemoteReply>;
+export type Remote = <T>(index: number, numbers: readonly number[], strings: readonly Uint8Array[], answer: (reply: RemoteReply) => T) => T | Promise<T>;
 
 /** The index of `http.request` in OPS. */
 const HTTP_INDEX = (OPS as readonly OpSpec[]).findIndex((op) => op.module === "http" && op.name === "request");
@@ -47,13 +50,11 @@ export function extismImports(kernel: ExtismKernel, remote: Remote, wrap: (fn: (
 function lockCall(kernel: ExtismKernel, remote: Remote, fn: LockFunction, addr: bigint): bigint | Promise<bigint> {
   const args = lockArgs(fn, kernel.read(addr));
   if (args instanceof Uint8Array) return kernel.store(args);
-  return then(remote(fn.index, args.numbers, args.strings), (r) => kernel.store(lockReply(fn, { result: r.result, text: text(r) })));
+  return remote(fn.index, args.numbers, args.strings, (r) => kernel.store(lockReply(fn, r.result, r.text())));
 }
 
-const text = (r: RemoteReply): string | undefined => {
-  const bytes = r.bytes();
-  return bytes.byteLength === 0 ? undefined : lenient.decode(bytes);
-};
+/** A reply's bytes as text, undefined when empty. */
+export const replyText = (bytes: Uint8Array): string | undefined => (bytes.byteLength === 0 ? undefined : lenient.decode(bytes));
 
 /**
  * http_request: the request JSON (`method`, `url`, `headers`; lockhost's own `fence_handle`:
@@ -81,8 +82,8 @@ function httpRequest(kernel: ExtismKernel, remote: Remote, reqAddr: bigint, body
   const body = BigInt.asUintN(64, bodyAddr) === 0n || method === "GET" || method === "HEAD" ? EMPTY : (kernel.read(bodyAddr) ?? EMPTY);
   if (body.byteLength > MAX_INPUT_BYTES) throw new KernelError(`http_request: the body is over ${MAX_INPUT_BYTES} bytes`);
   const numbers = fence === undefined ? [0, 0] : [fence, FLAG_FENCE];
-  return then(remote(HTTP_INDEX, numbers, [headBytes, body]), (r) => {
-    if (r.result < 0) throw new KernelError(`http_request to ${req.url as string} failed: ${codeOfStatus(r.result) ?? "INTERNAL"}: ${text(r) ?? ""}`);
+  return remote(HTTP_INDEX, numbers, [headBytes, body], (r) => {
+    if (r.result < 0) throw new KernelError(`http_request to ${req.url as string} failed: ${codeOfStatus(r.result) ?? "INTERNAL"}: ${r.text() ?? ""}`);
     const res = parseResponse(r.bytes());
     kernel.httpStatus = res.status;
     kernel.httpHeaders = res.headers;
@@ -103,9 +104,4 @@ function parseResponse(bytes: Uint8Array): { status: number; headers: Record<str
     if (colon > 0) headers[line.slice(0, colon)] = line.slice(colon + 1).trim();
   }
   return { status: Number(lines[0]), headers, body: bytes.slice(end + 2) };
-}
-
-/** `f` of a value that may come later. */
-function then<T, U>(value: T | Promise<T>, f: (v: T) => U): U | Promise<U> {
-  return value instanceof Promise ? value.then(f) : f(value);
 }

@@ -86,7 +86,7 @@ export function extismLockFunctions(service: LockService, options: ExtismLockOpt
         (r: AbiReply) => r,
       );
       const text = reply.text ?? (reply.bytes ? utf8.decode(reply.bytes) : undefined);
-      return context.store(lockReply(f, { result: reply.result, text }));
+      return context.store(lockReply(f, reply.result, text));
     };
   const user: Record<string, ExtismHostFunction> = {};
   for (const f of LOCK_FUNCTIONS) user[f.name] = fn(f);

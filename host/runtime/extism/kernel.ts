@@ -11,9 +11,24 @@ import type { TraceBudget } from "../guest-env.js";
 
 const SHIFT = 48n;
 const MASK = (1n << SHIFT) - 1n;
+const BLOCK = 2 ** 48;
+/** Below this an address is exact as a Number: index and offset come from it without BigInt arithmetic. */
+const EXACT = 2 ** 53;
 
 /** A block's address. */
-export const addressOf = (index: number): bigint => BigInt(index) << SHIFT;
+export const addressOf = (index: number): bigint => (index < 32 ? BigInt(index * BLOCK) : BigInt(index) << SHIFT);
+
+/** The block index of an address (its high 16 bits). */
+export function indexOf(addr: bigint): number {
+  const n = Number(addr);
+  return n >= 0 && n < EXACT ? Math.floor(n / BLOCK) : Number(BigInt.asUintN(64, addr) >> SHIFT);
+}
+
+/** The offset within its block of an address (its low 48 bits). */
+export function offsetOf(addr: bigint): number {
+  const n = Number(addr);
+  return n >= 0 && n < EXACT ? n % BLOCK : Number(BigInt.asUintN(64, addr) & MASK);
+}
 
 /** What a kernel misuse throws: the plugin's call traps with it, as under Extism. */
 export class KernelError extends Error {}
@@ -46,11 +61,15 @@ export class ExtismKernel {
   readonly #o: KernelOptions;
   /** Index 0 is the null address. */
   readonly #blocks: (Uint8Array | null)[] = [null];
+  /** Each block's DataView, made at its first load or store (loads and stores are the plugin's hottest calls). */
+  readonly #views: (DataView | null)[] = [null];
   /** Free indices, reused before the array grows. */
   readonly #freeSlots: number[] = [];
   #bytes = 0;
   /** Var name -> block index; the blocks outlive the call. */
   readonly #vars = new Map<string, number>();
+  /** The block indices the vars hold. */
+  readonly #varBlocks = new Set<number>();
   readonly #config: ReadonlyMap<string, Uint8Array>;
   #input = 0;
   #output: { index: number; length: number } | undefined;
@@ -67,15 +86,14 @@ export class ExtismKernel {
   /** Starts a call with `input` as its input. */
   begin(input: Uint8Array): void {
     this.end();
-    this.#input = input.byteLength === 0 ? 0 : Number(this.store(input) >> SHIFT);
+    this.#input = input.byteLength === 0 ? 0 : indexOf(this.store(input));
   }
 
   /** Ends a call: what it output, or its error; every block but the vars' is freed. */
   end(): CallEnd {
     const output = this.#output && this.#blocks[this.#output.index]?.slice(0, this.#output.length);
     const error = this.#error !== undefined ? this.#blocks[this.#error] : undefined;
-    const kept = new Set(this.#vars.values());
-    for (let i = 1; i < this.#blocks.length; i++) if (!kept.has(i)) this.#release(i);
+    for (let i = 1; i < this.#blocks.length; i++) if (!this.#varBlocks.has(i)) this.#release(i);
     this.#input = 0;
     this.#output = undefined;
     this.#error = undefined;
@@ -115,13 +133,13 @@ export class ExtismKernel {
   /** A new block holding `bytes`; its address. */
   store(bytes: Uint8Array): bigint {
     const addr = this.alloc(bytes.byteLength);
-    this.#blocks[Number(addr >> SHIFT)]!.set(bytes);
+    this.#blocks[indexOf(addr)]!.set(bytes);
     return addr;
   }
 
   /** The whole block at `addr` (its offset part ignored), or undefined for no block. */
   read(addr: bigint): Uint8Array | undefined {
-    return this.#blocks[Number(BigInt.asUintN(64, addr) >> SHIFT)] ?? undefined;
+    return this.#blocks[indexOf(addr)] ?? undefined;
   }
 
   /** A block's bytes as text (lenient: a log line or message shows bad UTF-8 as U+FFFD). */
@@ -134,6 +152,7 @@ export class ExtismKernel {
     if (!block) return;
     this.#bytes -= block.byteLength;
     this.#blocks[index] = null;
+    this.#views[index] = null;
     this.#freeSlots.push(index);
   }
 
@@ -143,21 +162,36 @@ export class ExtismKernel {
     return block;
   }
 
-  /** A DataView of the block `addr` names, and the offset within it. */
-  #at(addr: bigint, what: string, width: number): [DataView, number] {
-    const block = this.#block(addr, what);
-    const offset = Number(BigInt.asUintN(64, addr) & MASK);
-    if (offset + width > block.byteLength) {
-      throw new KernelError(`${what}: offset ${offset} (+${width}) lies outside its block of ${block.byteLength} bytes`);
+  /** The DataView of the block `addr` names; #offset is the offset within it, checked against `width`. */
+  #at(addr: bigint, what: string, width: number): DataView {
+    const index = indexOf(addr);
+    const view = this.#views[index] ?? this.#viewOf(index);
+    if (!view) throw new KernelError(`${what}: address 0x${BigInt.asUintN(64, addr).toString(16)} names no memory block`);
+    const offset = offsetOf(addr);
+    if (offset + width > view.byteLength) {
+      throw new KernelError(`${what}: offset ${offset} (+${width}) lies outside its block of ${view.byteLength} bytes`);
     }
-    return [new DataView(block.buffer, block.byteOffset, block.byteLength), offset];
+    this.#offset = offset;
+    return view;
   }
 
-  #inputAt(offset: bigint, width: number, what: string): [DataView, number] {
-    const input = this.#blocks[this.#input] ?? EMPTY;
-    const at = Number(BigInt.asUintN(64, offset) & MASK);
-    if (at + width > input.byteLength) throw new KernelError(`${what}: offset ${at} (+${width}) lies outside the input of ${input.byteLength} bytes`);
-    return [new DataView(input.buffer, input.byteOffset, input.byteLength), at];
+  #viewOf(index: number): DataView | undefined {
+    const block = this.#blocks[index];
+    if (!block) return undefined;
+    const view = new DataView(block.buffer);
+    this.#views[index] = view;
+    return view;
+  }
+
+  /** The offset #at found (kept in a field: no array per load or store). */
+  #offset = 0;
+
+  #inputAt(offset: bigint, width: number, what: string): DataView {
+    const view = (this.#input === 0 ? undefined : (this.#views[this.#input] ?? this.#viewOf(this.#input))) ?? EMPTY_VIEW;
+    const at = offsetOf(offset);
+    if (at + width > view.byteLength) throw new KernelError(`${what}: offset ${at} (+${width}) lies outside the input of ${view.byteLength} bytes`);
+    this.#offset = at;
+    return view;
   }
 
   #log(level: number, addr: bigint, what: string): void {
@@ -172,47 +206,29 @@ export class ExtismKernel {
     return {
       alloc: (n: bigint) => this.alloc(n),
       free: (addr: bigint) => {
-        const index = Number(BigInt.asUintN(64, addr) >> SHIFT);
+        const index = indexOf(addr);
         // A var's block stays the var's until var_set replaces it.
-        if (![...this.#vars.values()].includes(index)) this.#release(index);
+        if (!this.#varBlocks.has(index)) this.#release(index);
       },
       length: (addr: bigint) => BigInt(this.read(addr)?.byteLength ?? 0),
       length_unsafe: (addr: bigint) => BigInt(this.read(addr)?.byteLength ?? 0),
-      load_u8: (addr: bigint) => {
-        const [view, at] = this.#at(addr, "load_u8", 1);
-        return view.getUint8(at);
-      },
-      load_u64: (addr: bigint) => {
-        const [view, at] = this.#at(addr, "load_u64", 8);
-        return view.getBigUint64(at, true);
-      },
-      store_u8: (addr: bigint, value: number) => {
-        const [view, at] = this.#at(addr, "store_u8", 1);
-        view.setUint8(at, value);
-      },
-      store_u64: (addr: bigint, value: bigint) => {
-        const [view, at] = this.#at(addr, "store_u64", 8);
-        view.setBigUint64(at, BigInt.asUintN(64, value), true);
-      },
+      load_u8: (addr: bigint) => this.#at(addr, "load_u8", 1).getUint8(this.#offset),
+      load_u64: (addr: bigint) => this.#at(addr, "load_u64", 8).getBigUint64(this.#offset, true),
+      store_u8: (addr: bigint, value: number) => this.#at(addr, "store_u8", 1).setUint8(this.#offset, value),
+      store_u64: (addr: bigint, value: bigint) => this.#at(addr, "store_u64", 8).setBigUint64(this.#offset, value, true),
       input_offset: () => addressOf(this.#input),
       input_length: () => BigInt(this.#blocks[this.#input]?.byteLength ?? 0),
-      input_load_u8: (offset: bigint) => {
-        const [view, at] = this.#inputAt(offset, 1, "input_load_u8");
-        return view.getUint8(at);
-      },
-      input_load_u64: (offset: bigint) => {
-        const [view, at] = this.#inputAt(offset, 8, "input_load_u64");
-        return view.getBigUint64(at, true);
-      },
+      input_load_u8: (offset: bigint) => this.#inputAt(offset, 1, "input_load_u8").getUint8(this.#offset),
+      input_load_u64: (offset: bigint) => this.#inputAt(offset, 8, "input_load_u64").getBigUint64(this.#offset, true),
       output_set: (addr: bigint, length: bigint) => {
         const block = this.#block(addr, "output_set");
         const n = Number(BigInt.asUintN(64, length));
         if (n > block.byteLength) throw new KernelError(`output_set: length ${n} is longer than its block of ${block.byteLength} bytes`);
-        this.#output = { index: Number(BigInt.asUintN(64, addr) >> SHIFT), length: n };
+        this.#output = { index: indexOf(addr), length: n };
       },
       error_set: (addr: bigint) => {
         this.#block(addr, "error_set");
-        this.#error = Number(BigInt.asUintN(64, addr) >> SHIFT);
+        this.#error = indexOf(addr);
       },
       config_get: (addr: bigint) => {
         const value = this.#config.get(this.text(addr, "config_get"));
@@ -228,9 +244,11 @@ export class ExtismKernel {
         if (BigInt.asUintN(64, value) === 0n) this.#vars.delete(name);
         else {
           this.#block(value, "var_set");
-          this.#vars.set(name, Number(BigInt.asUintN(64, value) >> SHIFT));
+          this.#vars.set(name, indexOf(value));
         }
-        if (old !== undefined && this.#vars.get(name) !== old) this.#release(old);
+        this.#varBlocks.clear();
+        for (const index of this.#vars.values()) this.#varBlocks.add(index);
+        if (old !== undefined && !this.#varBlocks.has(old)) this.#release(old);
       },
       http_status_code: () => this.httpStatus,
       http_headers: () => this.store(utf8.encode(JSON.stringify(this.httpHeaders))),
@@ -244,7 +262,7 @@ export class ExtismKernel {
   }
 }
 
-const EMPTY = new Uint8Array(0);
+const EMPTY_VIEW = new DataView(new ArrayBuffer(0));
 
 /** The Extism log level of a plugin whose least severe logged LOG_* level is `level`. */
 function extismLevel(level: number): number {

@@ -16,12 +16,6 @@ export interface NativeArgs {
   readonly strings: Uint8Array[];
 }
 
-/** What an operation answered: its result and, when it has any, its text or bytes. */
-export interface NativeReply {
-  readonly result: number;
-  readonly text?: string | undefined;
-}
-
 /** The native arguments of a lock function's JSON call, or the reply refusing it (-INVALID_ARGUMENT). */
 export function lockArgs(fn: LockFunction, input: Uint8Array | undefined): NativeArgs | Uint8Array {
   let args: unknown;
@@ -50,10 +44,14 @@ export function lockArgs(fn: LockFunction, input: Uint8Array | undefined): Nativ
       numbers.push(value | 0);
     }
   }
-  const known = new Set(fn.fields.map((f) => f.field));
-  const unknown = Object.keys(given).filter((k) => !known.has(k));
-  if (unknown.length > 0) {
-    return refused(fn, `unknown field(s) ${unknown.map((k) => JSON.stringify(k)).join(", ")}; it takes ${[...known].join(", ") || "none"}`);
+  // Each field given was read above, unless it is unknown (the common call has none).
+  let read = 0;
+  for (const { field } of fn.fields) if (Object.hasOwn(given, field)) read++;
+  for (const _ in given) {
+    if (read-- > 0) continue;
+    const known = fn.fields.map((f) => f.field);
+    const unknown = Object.keys(given).filter((k) => !known.includes(k));
+    return refused(fn, `unknown field(s) ${unknown.map((k) => JSON.stringify(k)).join(", ")}; it takes ${known.join(", ") || "none"}`);
   }
   return { numbers, strings };
 }
@@ -64,14 +62,22 @@ export function lockArgs(fn: LockFunction, input: Uint8Array | undefined): Nativ
  * error's name when it failed, `message` its message (or a contended try's note), `value` the
  * output of status, leader (JSON) and owner (a string).
  */
-export function lockReply(fn: LockFunction, reply: NativeReply): Uint8Array {
-  const out: Record<string, unknown> = { result: reply.result };
-  if (reply.result < 0) out.code = codeOfStatus(reply.result) ?? "INTERNAL";
-  if (fn.output && reply.result >= 0) out.value = fn.output === "json" ? JSON.parse(reply.text ?? "null") : (reply.text ?? "");
-  else if (reply.text) out.message = reply.text;
+export function lockReply(fn: LockFunction, result: number, text: string | undefined): Uint8Array {
+  // The common reply (a handle, OK, a fence, a state) is its result alone: ASCII, written byte by byte.
+  if (text === undefined && result >= 0) return asciiBytes(`{"result":${result}}`);
+  const out: Record<string, unknown> = { result };
+  if (result < 0) out.code = codeOfStatus(result) ?? "INTERNAL";
+  if (fn.output && result >= 0) out.value = fn.output === "json" ? JSON.parse(text ?? "null") : (text ?? "");
+  else if (text) out.message = text;
   return utf8.encode(JSON.stringify(out));
 }
 
+function asciiBytes(s: string): Uint8Array {
+  const out = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+  return out;
+}
+
 function refused(fn: LockFunction, message: string): Uint8Array {
-  return lockReply(fn, { result: -INVALID_ARGUMENT, text: `${fn.name}: ${message}` });
+  return lockReply(fn, -INVALID_ARGUMENT, `${fn.name}: ${message}`);
 }

@@ -23,7 +23,7 @@ import { initializeReactor, wasiImports, WASI_MODULE } from "../wasi.js";
 import { OPS, type OpSpec } from "../../../abi/ops.js";
 import { ABI_VERSION } from "../../../abi/status.js";
 import { ExtismKernel } from "../extism/kernel.js";
-import { extismImports, type Remote, type RemoteReply } from "../extism/imports.js";
+import { extismImports, replyText, type Remote, type RemoteReply } from "../extism/imports.js";
 import { extismCall, nativeCall, type CallShape } from "../call-shape.js";
 
 /** Options of an inline guest instance: the runtime-neutral ones (it has no time limit). */
@@ -213,7 +213,7 @@ export class InlineGuest extends GuestShell {
   }
 
   /** How an Extism plugin's kernel makes an operation of the table: as a native guest's import does (runOp), never resuming a replaced instance. */
-  readonly #remote: Remote = (index, numbers, strings) => {
+  readonly #remote: Remote = (index, numbers, strings, answer) => {
     const generation = this.#generation;
     return runOp(
       this.calls,
@@ -221,7 +221,7 @@ export class InlineGuest extends GuestShell {
       (i) => numbers[i]!,
       (i) => strings[i]!,
       NO_LIMIT,
-      (reply): RemoteReply | Promise<never> => (generation === this.#generation ? remoteReply(reply) : NEVER),
+      (reply) => (generation === this.#generation ? answer(new InlineReply(reply)) : NEVER),
     );
   };
 
@@ -273,8 +273,17 @@ export class InlineGuest extends GuestShell {
 }
 
 /** A reply as an Extism plugin's kernel reads it. */
-function remoteReply(reply: AbiReply): RemoteReply {
-  return { result: reply.result, bytes: () => reply.bytes ?? (reply.text ? utf8.encode(reply.text) : NO_TEXT) };
+class InlineReply implements RemoteReply {
+  readonly result: number;
+  constructor(readonly reply: AbiReply) {
+    this.result = reply.result;
+  }
+  bytes(): Uint8Array {
+    return this.reply.bytes ?? (this.reply.text ? utf8.encode(this.reply.text) : NO_TEXT);
+  }
+  text(): string | undefined {
+    return this.reply.text ?? (this.reply.bytes ? replyText(this.reply.bytes) : undefined);
+  }
 }
 
 /** One call's arguments, as the import reads them off guest memory and runOp reads them back. */

@@ -15,7 +15,7 @@ import { OPS, type OpSpec } from "../../../abi/ops.js";
 import { ABI_VERSION } from "../../../abi/status.js";
 import type { LockhostError } from "../../../kit/errors.js";
 import { ExtismKernel, KernelError } from "../extism/kernel.js";
-import { extismImports, type Remote } from "../extism/imports.js";
+import { extismImports, replyText as textOf, type Remote } from "../extism/imports.js";
 import { extismCall, nativeCall, type CallShape } from "../call-shape.js";
 import { PAGE_BYTES } from "../guest-module.js";
 
@@ -160,13 +160,15 @@ const kernel =
 
 /** How an Extism plugin's kernel makes an operation of the table: through the channel, as a native import does. */
 const extismSink = new ChannelSink();
-const remote: Remote = (index, numbers, strings) => {
+const extismOps: OpImport[] = [];
+const remote: Remote = (index, numbers, strings, answer) => {
   if (!serving) throw new KernelError("lock functions and HTTP are not available while the module instantiates; call them from an export");
   extismSink.reset();
   numbers.forEach((n, i) => extismSink.number(i, n));
   strings.forEach((b, i) => extismSink.string(i, b));
-  const result = request(new OpImport((OPS as readonly OpSpec[])[index]!, index), extismSink);
-  return { result, bytes: replyView };
+  const op = (extismOps[index] ??= new OpImport((OPS as readonly OpSpec[])[index]!, index));
+  const result = request(op, extismSink);
+  return answer({ result, bytes: replyView, text: () => textOf(replyView()) });
 };
 
 /** A fresh memory and instance, at start and after a trap, whose state cannot be trusted. */

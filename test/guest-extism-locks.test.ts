@@ -4,6 +4,7 @@
 // owner, read/write, semaphore, leader), gets the native ABI's results and status codes, has
 // the locks it forgets released when its call returns, and writes through a real HTTP server
 // behind lockhost/fence with its lock's fence, refused once it is stale.
+import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
@@ -215,5 +216,18 @@ describe("Extism plugins' limits (worker runtime)", () => {
     expect(fx.locks.heldCount).toBe(0);
     // Restarted: it takes locks again.
     expect((await lock(g, "try", { key: "spin", ttl_ms: 5_000 })).result).toBeGreaterThan(0);
+  });
+});
+
+describe("docs/guests-extism.md", () => {
+  it("declares the lock functions for the AssemblyScript PDK as the tested plugin does, and lists every one", async () => {
+    const guide = readFileSync(new URL("../docs/guests-extism.md", import.meta.url), "utf8");
+    const plugin = readFileSync(new URL("./guests/extism/locks.ts", import.meta.url), "utf8");
+    const asBlock = /```ts\n(import \{ Host, Memory \} from "@extism\/as-pdk";[\s\S]*?)```/.exec(guide)![1]!;
+    const declarations = asBlock.split("\n").filter((l) => l.startsWith("@external") || l.startsWith("declare function"));
+    expect(declarations.length).toBeGreaterThan(0);
+    for (const line of declarations) expect(plugin).toContain(line);
+    const { LOCK_FUNCTIONS } = await import("../abi/extism.js");
+    for (const f of LOCK_FUNCTIONS) expect(guide).toContain(`\`${f.name}\``);
   });
 });

@@ -16,7 +16,10 @@ import { MemoryBackend } from "../plugins/backends/memory/index.js";
 import { GUEST_RUNTIMES, startGuest } from "./support/guest.js";
 import { captureLogger, guestTraces } from "./support/log.js";
 import { closeNodes, type SchedulerNode } from "./support/scheduler-nodes.js";
-import { sleep } from "./support/until.js";
+import { sleep, until } from "./support/until.js";
+import { parseConfig } from "../host/config/load.js";
+import { Host } from "../host/host.js";
+import { guestWasm } from "./support/guests.js";
 
 const nodes: (SchedulerNode & { ticks: TickEvent[]; log: ReturnType<typeof captureLogger> })[] = [];
 afterEach(() => closeNodes(nodes));
@@ -102,5 +105,42 @@ describe.each(GUEST_RUNTIMES)("the scheduler runs an Extism export under its loc
     expect(traces.filter((l) => l === "wrote 200 ok")).toHaveLength(ran.length);
     expect(fences).toEqual(ran.map((t) => t.fence));
     expect(refused).toEqual([]);
+  });
+});
+
+describe.each(GUEST_RUNTIMES)("a host configured in TOML runs an Extism plugin (%s runtime)", (runtime: Runtime) => {
+  it('loads it by abi = "extism", gives it its config and grant, and runs its schedule', async () => {
+    const { url, fences } = await ledger();
+    const toml = `
+[[plugins]]
+name = "billing"
+wasm = ${JSON.stringify(guestWasm("extism-locks"))}
+abi = "extism"
+isolation = "${runtime}"
+memory_limit_mib = 8
+[plugins.config]
+ledger_url = "${url}"
+[plugins.http]
+allowed_hosts = ["127.0.0.1:*"]
+allow_private_ranges = ["127.0.0.0/8"]
+methods = ["POST"]
+
+[[scheduled]]
+plugin = "billing"
+export = "tick"
+schedule = "200ms"
+`;
+    const log = captureLogger();
+    const host = await Host.start(parseConfig(toml, { source: "extism.toml", baseDir: "/" }), { logger: log.logger, backend: new MemoryBackend() });
+    host.scheduler.start();
+    try {
+      await until("two ticks written", 10_000, () => fences.length >= 2);
+      expect(fences[1]).toBeGreaterThan(fences[0]!);
+      expect(guestTraces(log)).toContain('tick state {"result":1}');
+      // Called from the host API the Extism way: the input in, the output out.
+      expect(await host.guest("billing").callString("call_try", [JSON.stringify({ key: "k", ttl_ms: 5_000 })])).toMatch(/^\{"result":\d+\}$/);
+    } finally {
+      await host.stop(2_000);
+    }
   });
 });

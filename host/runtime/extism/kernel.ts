@@ -65,6 +65,13 @@ export class ExtismKernel {
   readonly #views: (DataView | null)[] = [null];
   /** Free indices, reused before the array grows. */
   readonly #freeSlots: number[] = [];
+  /**
+   * Small blocks (arguments, replies: most of a plugin's blocks) are slots of one buffer with one
+   * DataView, so a block costs no buffer and no view of its own.
+   */
+  readonly #slab = new Uint8Array(SLOT_BYTES * SLOTS);
+  readonly #slabView = new DataView(this.#slab.buffer);
+  readonly #freeSlabSlots: number[] = Array.from({ length: SLOTS }, (_, i) => SLOTS - 1 - i);
   #bytes = 0;
   /** Var name -> block index; the blocks outlive the call. */
   readonly #vars = new Map<string, number>();
@@ -123,7 +130,13 @@ export class ExtismKernel {
           `(${this.#o.guestBytes()} in its own memory, ${this.#bytes} in kernel blocks); raise memory_limit_mib`,
       );
     }
-    const block = new Uint8Array(n);
+    const slot = n <= SLOT_BYTES ? this.#freeSlabSlots.pop() : undefined;
+    let block: Uint8Array;
+    if (slot === undefined) block = new Uint8Array(n);
+    else {
+      block = this.#slab.subarray(slot * SLOT_BYTES, slot * SLOT_BYTES + n);
+      block.fill(0);
+    }
     const index = this.#freeSlots.pop() ?? this.#blocks.length;
     this.#blocks[index] = block;
     this.#bytes += n;
@@ -154,6 +167,7 @@ export class ExtismKernel {
     this.#blocks[index] = null;
     this.#views[index] = null;
     this.#freeSlots.push(index);
+    if (block.buffer === this.#slab.buffer) this.#freeSlabSlots.push(block.byteOffset / SLOT_BYTES);
   }
 
   #block(addr: bigint, what: string): Uint8Array {
@@ -165,14 +179,18 @@ export class ExtismKernel {
   /** The DataView of the block `addr` names; #offset is the offset within it, checked against `width`. */
   #at(addr: bigint, what: string, width: number): DataView {
     const index = indexOf(addr);
-    const view = this.#views[index] ?? this.#viewOf(index);
-    if (!view) throw new KernelError(`${what}: address 0x${BigInt.asUintN(64, addr).toString(16)} names no memory block`);
+    const block = this.#blocks[index];
+    if (!block) throw new KernelError(`${what}: address 0x${BigInt.asUintN(64, addr).toString(16)} names no memory block`);
     const offset = offsetOf(addr);
-    if (offset + width > view.byteLength) {
-      throw new KernelError(`${what}: offset ${offset} (+${width}) lies outside its block of ${view.byteLength} bytes`);
+    if (offset + width > block.byteLength) {
+      throw new KernelError(`${what}: offset ${offset} (+${width}) lies outside its block of ${block.byteLength} bytes`);
+    }
+    if (block.buffer === this.#slab.buffer) {
+      this.#offset = block.byteOffset + offset;
+      return this.#slabView;
     }
     this.#offset = offset;
-    return view;
+    return this.#views[index] ?? this.#viewOf(index)!;
   }
 
   #viewOf(index: number): DataView | undefined {
@@ -187,11 +205,15 @@ export class ExtismKernel {
   #offset = 0;
 
   #inputAt(offset: bigint, width: number, what: string): DataView {
-    const view = (this.#input === 0 ? undefined : (this.#views[this.#input] ?? this.#viewOf(this.#input))) ?? EMPTY_VIEW;
+    const input = this.#blocks[this.#input] ?? EMPTY;
     const at = offsetOf(offset);
-    if (at + width > view.byteLength) throw new KernelError(`${what}: offset ${at} (+${width}) lies outside the input of ${view.byteLength} bytes`);
+    if (at + width > input.byteLength) throw new KernelError(`${what}: offset ${at} (+${width}) lies outside the input of ${input.byteLength} bytes`);
+    if (input.buffer === this.#slab.buffer) {
+      this.#offset = input.byteOffset + at;
+      return this.#slabView;
+    }
     this.#offset = at;
-    return view;
+    return this.#views[this.#input] ?? this.#viewOf(this.#input)!;
   }
 
   #log(level: number, addr: bigint, what: string): void {
@@ -262,7 +284,10 @@ export class ExtismKernel {
   }
 }
 
-const EMPTY_VIEW = new DataView(new ArrayBuffer(0));
+const EMPTY = new Uint8Array(0);
+/** The slab's slots: blocks up to SLOT_BYTES take one (64 KiB in all per plugin instance). */
+const SLOT_BYTES = 64;
+const SLOTS = 1024;
 
 /** The Extism log level of a plugin whose least severe logged LOG_* level is `level`. */
 function extismLevel(level: number): number {

@@ -36,15 +36,26 @@ function result(reply: u64): i64 {
   return negative ? -value : value;
 }
 
+/**
+ * A string in a new kernel block, written 8 bytes a call (Memory.store); as-pdk's
+ * Memory.allocateString writes it a byte a call.
+ */
+function block(s: string): Memory {
+  const bytes = Uint8Array.wrap(String.UTF8.encode(s));
+  const mem = Memory.allocate(bytes.length);
+  mem.store(bytes);
+  return mem;
+}
+
 export function loop(): i32 {
   const input = Host.inputString();
   const space = input.indexOf(" ");
   const n = I32.parseInt(input.slice(0, space));
-  const tryArgs = Memory.allocateString(`{"key":"k${input.slice(space + 1)}","ttl_ms":10000}`);
+  const tryArgs = block(`{"key":"k${input.slice(space + 1)}","ttl_ms":10000}`);
   for (let i = 0; i < n; i++) {
     const h = result(lock_try(tryArgs.offset));
     assert(h > 0, "bench: try did not acquire");
-    const args = Memory.allocateString(`{"handle":${h}}`);
+    const args = block(`{"handle":${h}}`);
     const r = result(lock_release(args.offset));
     args.free();
     assert(r == 0, "bench: release failed");

@@ -98,15 +98,27 @@ export class ExtismKernel {
 
   /** Ends a call: what it output, or its error; every block but the vars' is freed. */
   end(): CallEnd {
+    // Read before the blocks are freed (a slab slot is reused by the next allocation).
     const output = this.#output && this.#blocks[this.#output.index]?.slice(0, this.#output.length);
-    const error = this.#error !== undefined ? this.#blocks[this.#error] : undefined;
+    const errorBlock = this.#error !== undefined ? this.#blocks[this.#error] : undefined;
+    const error = errorBlock ? lenient.decode(errorBlock) : undefined;
     for (let i = 1; i < this.#blocks.length; i++) if (!this.#varBlocks.has(i)) this.#release(i);
+    // A call that made many blocks leaves no long tail of empty indices behind it.
+    let length = this.#blocks.length;
+    while (length > 1 && this.#blocks[length - 1] === null) length--;
+    if (length < this.#blocks.length) {
+      this.#blocks.length = length;
+      this.#views.length = length;
+      let kept = 0;
+      for (const i of this.#freeSlots) if (i < length) this.#freeSlots[kept++] = i;
+      this.#freeSlots.length = kept;
+    }
     this.#input = 0;
     this.#output = undefined;
     this.#error = undefined;
     this.httpStatus = 0;
     this.httpHeaders = {};
-    return { output: output ?? undefined, error: error ? lenient.decode(error) : undefined };
+    return { output: output ?? undefined, error };
   }
 
   /** After a trap: the call's blocks go; the vars stay (they are the plugin's, not the instance's). */

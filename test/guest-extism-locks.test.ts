@@ -127,7 +127,7 @@ describe.each(GUEST_RUNTIMES)("Extism plugins' locks (%s runtime)", (runtime: Ru
     expect((await lock(other, "try", { key: "kept", ttl_ms: 5_000 })).result).toBe(S.TRY_CONTENDED);
   });
 
-  it("shares read locks, excludes a writer, and counts a semaphore's permits", async () => {
+  it("shares read locks, excludes a writer, counts a semaphore's permits, and queues a fair mutex", async () => {
     const a = await start();
     const b = await start();
     expect((await lock(a, "try_read", { key: "rw", ttl_ms: 5_000, flags: KEEP })).result).toBeGreaterThan(0);
@@ -138,6 +138,10 @@ describe.each(GUEST_RUNTIMES)("Extism plugins' locks (%s runtime)", (runtime: Ru
     expect((await lock(b, "try_permit", { key: "sem", permits: 2, ttl_ms: 5_000, flags: KEEP })).result).toBeGreaterThan(0);
     expect((await lock(b, "try_permit", { key: "sem", permits: 2, ttl_ms: 5_000 })).result).toBe(S.TRY_CONTENDED);
     expect(await lock(b, "try_permit", { key: "sem", permits: 3, ttl_ms: 5_000 })).toMatchObject({ result: -S.PERMITS_MISMATCH, code: "PERMITS_MISMATCH" });
+    // The fair mutex rides try and acquire with FLAG_FAIR, as in the native ABI.
+    expect((await lock(a, "try", { key: "fair", ttl_ms: 5_000, flags: S.FLAG_FAIR | KEEP })).result).toBeGreaterThan(0);
+    expect((await lock(b, "try", { key: "fair", ttl_ms: 5_000, flags: S.FLAG_FAIR })).result).toBe(S.TRY_CONTENDED);
+    expect(await lock(b, "status", { key: "fair", flags: S.FLAG_FAIR })).toMatchObject({ value: { kind: "fair", holders: [{}] } });
   });
 
   it("campaigns, proclaims, shows the leader and resigns", async () => {

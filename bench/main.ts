@@ -11,7 +11,8 @@
 // mutex pair vs a raw lock by transaction, and handoff to another host, on three members),
 // metrics (what the host's metrics cost per lock operation and per guest call, metered vs plain),
 // contention (16 callers of one key on one host taking turns, handoffs/s vs redis-semaphore's Mutex),
-// tracing (what the OpenTelemetry spans cost: no SDK registered vs a baseline without them, and with an SDK).
+// tracing (what the OpenTelemetry spans cost: no SDK registered vs a baseline without them, and with an SDK),
+// extism (an Extism plugin's lock call through the lock functions vs lockhost's own ABI, inline and worker).
 //   npm run bench                 every part
 //   npm run bench -- redis pg     only those parts
 //   npm run bench -- --json       one JSON object per table row (part, path, p50Us, p99Us, opsPerSec, …)
@@ -20,6 +21,7 @@
 import { contentionBench } from "./contention.js";
 import { electionBench } from "./election.js";
 import { etcdBench } from "./etcd.js";
+import { extismBench } from "./extism.js";
 import { handoffBench, keepaliveBench } from "./lifecycle.js";
 import { httpBench } from "./http.js";
 import { lostBench } from "./lost.js";
@@ -47,6 +49,7 @@ const PARTS: Record<string, () => Promise<void>> = {
   metrics: metricsBench,
   contention: contentionBench,
   tracing: tracingBench,
+  extism: extismBench,
 };
 
 async function main(): Promise<void> {

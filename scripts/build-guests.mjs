@@ -2,6 +2,7 @@
 // Builds the WebAssembly guests:
 //   plugins/guests/*.ts            -> plugins/guests/build/<name>.wasm   (AssemblyScript)
 //   test/guests/*.ts, *.wat        -> test/guests/build/<name>.wasm      (AssemblyScript, WebAssembly text)
+//   test/guests/extism/*.ts        -> test/guests/build/extism-<name>.wasm (AssemblyScript with @extism/as-pdk)
 //   <dir>/rust/<crate>/Cargo.toml  -> <dir>/build/rust-<crate>.wasm      (Rust, the `lockhost` crate)
 //   <dir>/c/<name>.c               -> <dir>/build/c-<name>.wasm          (C, abi/c/lockhost.h)
 //   <dir>/c/<name>.wasi.c          -> <dir>/build/c-<name>.wasm          (C against wasi-libc)
@@ -13,6 +14,9 @@
 //
 // AssemblyScript goes through asc's programmatic API with the shared options of
 // asconfig.json (`--config asconfig.json --target release`, or LOCKHOST_ASC_TARGET=debug).
+// Extism guests have their own (test/guests/extism/asconfig.json: the module keeps its own
+// memory, as Extism hosts expect) and name their abort hook, as @extism/as-pdk's README says
+// (`--use abort=<file>/guestAbort`).
 // WebAssembly text goes through the `wabt` package.
 //
 // `import ... from "lockhost"` in a guest resolves exactly as it does for a plugin
@@ -68,12 +72,12 @@ async function ascReadFile(filename, baseDir) {
 }
 
 /** Compiles one AssemblyScript entry; returns { ok, out, bytes, ms, message }. */
-async function buildAsc(entry, out) {
+async function buildAsc(entry, out, config = "asconfig.json", extra = []) {
   const t0 = performance.now();
   const { default: asc } = await import("assemblyscript/asc");
   const stdout = asc.createMemoryStream();
   const stderr = asc.createMemoryStream();
-  const args = [path.relative(ROOT, entry), "--config", "asconfig.json", "--target", TARGET, "--outFile", path.relative(ROOT, out), "--noColors"];
+  const args = [path.relative(ROOT, entry), "--config", config, "--target", TARGET, "--outFile", path.relative(ROOT, out), "--noColors", ...extra];
   let error;
   try {
     ({ error } = await asc.main(args, { stdout, stderr, readFile: ascReadFile }));
@@ -117,12 +121,17 @@ function runJob(job) {
   rmSync(job.out, { force: true });
   rmSync(`${job.out}.map`, { force: true });
   if (job.kind === "rust" || job.kind === "c") return buildNative(job);
+  if (job.kind === "asc-extism") {
+    const rel = path.relative(ROOT, job.src).slice(0, -".ts".length).split(path.sep).join("/");
+    return buildAsc(job.src, job.out, EXTISM_ASCONFIG, ["--use", `abort=${rel}/guestAbort`]);
+  }
   return job.kind === "asc" ? buildAsc(job.src, job.out) : buildWat(job.src, job.out);
 }
 
 /** What a job's build depends on besides the files it reads: the compiler and its options. */
 function jobKey(job) {
   if (job.kind === "asc") return `asc ${packageVersion(ROOT, "assemblyscript")} ${TARGET}`;
+  if (job.kind === "asc-extism") return `asc ${packageVersion(ROOT, "assemblyscript")} ${TARGET} extism ${packageVersion(ROOT, "@extism/as-pdk")}`;
   if (job.kind === "wat") return `wabt ${packageVersion(ROOT, "wabt")}`;
   if (job.kind === "rust") return `rust ${job.target}`;
   return `c${job.wasi ? " wasi" : ""}`;
@@ -133,8 +142,11 @@ function jobInputs(job) {
   if (job.kind === "wat") return [job.src];
   if (job.kind === "rust") return [...filesUnder(path.dirname(job.src)), ...filesUnder(path.join(ROOT, "abi", "rust"))];
   if (job.kind === "c") return [job.src, ...filesUnder(job.include)];
-  return [job.src, path.join(ROOT, "asconfig.json")];
+  return [job.src, path.join(ROOT, job.kind === "asc-extism" ? EXTISM_ASCONFIG : "asconfig.json")];
 }
+
+/** The asc options of the Extism guests (their own memory; no lockhost ABI). */
+const EXTISM_ASCONFIG = "test/guests/extism/asconfig.json";
 
 /** The cache of the build folder a job writes to. */
 const caches = new Map();
@@ -168,6 +180,13 @@ function listJobs() {
   };
   add("plugins/guests", [".ts"]);
   add("test/guests", [".ts", ".wat"]);
+  const extism = path.join(ROOT, "test/guests/extism");
+  if (existsSync(extism)) {
+    for (const name of readdirSync(extism).sort()) {
+      if (!name.endsWith(".ts") || name.endsWith(".d.ts")) continue;
+      jobs.push({ kind: "asc-extism", src: path.join(extism, name), out: path.join(ROOT, "test/guests/build", `extism-${name.slice(0, -3)}.wasm`) });
+    }
+  }
   const allNative = nativeJobs(ROOT, ["plugins/guests", "test/guests"]);
   const native = allNative.filter((job) => !upToDate(job));
   upToDateNative = allNative.length - native.length;

@@ -158,6 +158,7 @@ schedule = "  */15 * * * *  "
           isolation: "auto",
           // A time limit is set, which only the worker runtime can honour.
           runtime: "worker",
+          abi: "auto",
           memoryLimitMib: 64,
           callTimeoutMs: 1000,
           instances: 4,
@@ -171,6 +172,7 @@ schedule = "  */15 * * * *  "
           wasm: resolve("/opt/guests/cleanup.wasm"),
           isolation: "worker",
           runtime: "worker",
+          abi: "auto",
           memoryLimitMib: 16,
           callTimeoutMs: 5000,
           instances: 1,
@@ -1353,6 +1355,7 @@ describe("resolveConfig", () => {
           wasm: resolve(BASE, "r.wasm"),
           isolation: "worker",
           runtime: "worker",
+          abi: "auto",
           memoryLimitMib: 32,
           callTimeoutMs: 5000,
           instances: 1,

@@ -9,12 +9,14 @@ import type { AdminAuth, BackendName, Isolation, ListenAddress, LockingHint, Sch
 import { CAPABILITY_FIELDS } from "../runtime/capabilities/table.js";
 import { keysOf, LOG_LEVELS } from "./field-rules.js";
 import { MAX_INSTANCES } from "../runtime/guest-pool.js";
+import type { AbiChoice } from "../runtime/extism/module.js";
 
 // Records keyed by the union types, so adding a member to a union in types.ts fails to compile
 // here until the loader accepts it.
 const ISOLATIONS = keysOf<Isolation>({ worker: 1, inline: 1, auto: 1 });
 const HINTS = keysOf<LockingHint>({ node_local: 1, require_global: 1, prefer_global: 1, leader_only: 1 });
 const ADMIN_AUTHS = keysOf<AdminAuth>({ writes: 1, all: 1 });
+const ABIS = keysOf<AbiChoice>({ auto: 1, lockhost: 1, extism: 1 });
 
 /** `[host]` */
 export const HOST_SCHEMA = defineTable({
@@ -126,7 +128,19 @@ export const PLUGIN_SCHEMA = defineTable({
       default: "worker",
       doc: "worker (own thread, time limit) | inline (host's thread, needs JSPI) | auto (inline where JSPI exists and call_timeout_ms is not set)",
     }),
-    memoryLimitMib: field.int({ default: 16, min: 1, max: 4096, unit: "MiB", doc: "cap of the guest's memory" }),
+    abi: field.oneOf(ABIS, {
+      default: "auto",
+      doc:
+        "lockhost (this project's ABI) | extism (a module built with an Extism PDK: docs/guests-extism.md) | auto (extism when the module imports " +
+        "from extism:host/)",
+    }),
+    memoryLimitMib: field.int({
+      default: 16,
+      min: 1,
+      max: 4096,
+      unit: "MiB",
+      doc: "cap of the guest's memory (an Extism plugin's: its own memory and its kernel's blocks together)",
+    }),
     /** A call running longer is stopped and the guest restarted (worker runtime); an inline guest keeps the default, not enforced. */
     callTimeoutMs: field.int({
       default: 5000,

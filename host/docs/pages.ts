@@ -5,6 +5,7 @@ import { abiBriefTable, abiSpecTable } from "./abi-ops.js";
 import { adminRoutesTable } from "./admin-routes.js";
 import { capabilitiesTable } from "./capabilities-table.js";
 import { configReference } from "./config-reference.js";
+import { extismFunctionsTable } from "./extism-functions.js";
 import { kindsTable } from "./kinds-table.js";
 import { metricsTable } from "./metrics-table.js";
 import { signalsTable } from "./signals-table.js";
@@ -55,6 +56,7 @@ export const DOC_FILES: readonly DocFile[] = [
     ],
   },
   { file: "docs/lock-model.md", blocks: [{ name: "lock-kinds", write: () => kindsTable() }] },
+  { file: "docs/guests-extism.md", blocks: [{ name: "extism-lock-functions", write: () => extismFunctionsTable() }] },
   {
     file: "abi/ABI.md",
     blocks: [

@@ -61,7 +61,9 @@ export interface GuestInstance {
    * UNKNOWN_EXPORT, GUEST_TRAP, GUEST_TIMEOUT, GUEST_CRASHED or CLOSED, and with LOST (details
    * `entered` = 0) when `options.scheduleLease` is no longer held, or has no time left, at the
    * moment the export would be entered: the export is not called then. Lost-lock
-   * notifications (`lockhost_on_lost`) due are delivered before the call starts.
+   * notifications (`lockhost_on_lost`) due are delivered before the call starts. An Extism
+   * plugin's export (docs/guests-extism.md) takes its input as one string argument (or none)
+   * and resolves to its return code; an error it sets rejects with CALL_FAILED and its message.
    */
   call(exportName: string, args?: readonly GuestArg[], options?: CallOptions): Promise<GuestValue>;
   /**
@@ -69,7 +71,8 @@ export interface GuestInstance {
    * AssemblyScript `string` (an i32 pointer), or UTF-8 as an i64 `len << 32 | ptr`. Rejects as
    * call() does, with INVALID_ARGUMENT for an export that returns neither, and INVALID_MEMORY
    * when what it returned is not a string in its memory (or is over 64 Ki UTF-16 units or 64 KiB
-   * of UTF-8, or not UTF-8); the guest keeps running then.
+   * of UTF-8, or not UTF-8); the guest keeps running then. An Extism plugin's export resolves to
+   * its output, decoded as UTF-8 (empty when it set none).
    */
   callString(exportName: string, args?: readonly GuestArg[]): Promise<string>;
   /**

@@ -9,6 +9,7 @@ import { LockhostError } from "../../kit/errors.js";
 import { readModuleFacts, type FuncSignature } from "./wasm-binary.js";
 import type { FunctionImport } from "./host-imports.js";
 import { WASI_KEY, WASI_MODULE } from "./wasi.js";
+import { checkExtismImport, EXTISM_EXPORT_SIGNATURE, importsExtism, ownMemoryToImport, type AbiChoice, type GuestAbi } from "./extism/module.js";
 
 /** WebAssembly pages are 64 KiB. */
 export const PAGE_BYTES = 65536;
@@ -61,6 +62,8 @@ export interface GuestModule {
   readonly memory: { readonly initial: number; readonly maximum: number };
   /** The SHA-256 of the bytes compiled (hex): what a reload compares, and `sha256` pins. */
   readonly sha256: string;
+  /** The ABI it is built for: lockhost's, or Extism's (host/runtime/extism/). */
+  readonly abi: GuestAbi;
 }
 
 /** What a plugin's config allows its module beyond the ABI: host functions (ImportGrants) and WASI. */
@@ -69,6 +72,8 @@ export interface GuestModuleOptions extends Partial<ImportGrants> {
   readonly wasi?: boolean;
   /** The SHA-256 (hex) the module's bytes must have ([[plugins]] sha256); other bytes are refused. */
   readonly sha256?: string;
+  /** The ABI the module is built for ([[plugins]] abi); `auto`: Extism when it imports from `extism:host/`. */
+  readonly abi?: AbiChoice;
 }
 
 /** Compiles and checks `path` for `plugin`, with a memory cap of `memoryLimitBytes`. */
@@ -106,6 +111,10 @@ export async function loadGuestModule(plugin: string, path: string, memoryLimitB
     throw new LockhostError("ABI_UNSUPPORTED", `${where}: not a valid WebAssembly module: ${(err as Error).message}`, { cause: err });
   }
 
+  const abi = options.abi ?? "auto";
+  if (abi === "extism" || (abi === "auto" && importsExtism(WebAssembly.Module.imports(module)))) {
+    return loadExtismModule(plugin, path, bytes, sha256, memoryLimitBytes, options);
+  }
   const exports = WebAssembly.Module.exports(module);
   // The module compiled, so its binary is well-formed: reading it cannot fail.
   const facts = readModuleFacts(bytes);
@@ -156,7 +165,60 @@ export async function loadGuestModule(plugin: string, path: string, memoryLimitB
         `pages; raise memory_limit_mib`,
     );
   }
-  return { plugin, path, module, exports: facts.exports, functions, memory: { initial: limits.initial, maximum }, sha256 };
+  return { plugin, path, module, exports: facts.exports, functions, memory: { initial: limits.initial, maximum }, sha256, abi: "lockhost" };
+}
+
+/**
+ * An Extism plugin (host/runtime/extism/): its imports checked against the kernel and the lock
+ * functions (WASI when granted), its own memory made an import so the host caps it, and only
+ * its exports of Extism's convention (`() -> i32`) callable.
+ */
+async function loadExtismModule(
+  plugin: string,
+  path: string,
+  original: Uint8Array,
+  sha256: string,
+  memoryLimitBytes: number,
+  options: GuestModuleOptions,
+): Promise<GuestModule> {
+  const where = `plugin ${plugin} (${path}, an Extism plugin)`;
+  const moved = ownMemoryToImport(original);
+  const bytes = moved?.bytes ?? original;
+  const facts = readModuleFacts(bytes);
+  let module: WebAssembly.Module;
+  try {
+    module = await WebAssembly.compile(bytes);
+  } catch (err) {
+    throw new LockhostError("ABI_UNSUPPORTED", `${where}: its memory could not be given a cap: ${(err as Error).message}`, { cause: err });
+  }
+  for (const imp of WebAssembly.Module.imports(module)) {
+    if (imp.module === "env" && imp.name === "memory" && imp.kind === "memory") continue;
+    if (imp.module === WASI_MODULE && imp.kind === "function") {
+      if (options.wasi) continue;
+      throw new LockhostError(
+        "ABI_UNSUPPORTED",
+        `${where} imports ${imp.module}.${imp.name} (WASI), which lockhost provides only to a plugin that allows it: set ${WASI_KEY} = true in its ` +
+          `[[plugins]] entry`,
+      );
+    }
+    checkExtismImport(where, imp, facts.imports.get(`${imp.module}.${imp.name}`));
+  }
+  const limits = facts.memoryImport;
+  if (!limits) throw new LockhostError("ABI_UNSUPPORTED", `${where} has no memory`);
+  if (limits.shared) throw new LockhostError("ABI_UNSUPPORTED", `${where} has a shared memory; lockhost gives each guest its own`);
+  const capPages = Math.floor(memoryLimitBytes / PAGE_BYTES);
+  const declared = moved ? moved.maximum : limits.maximum;
+  const maximum = Math.min(capPages, declared ?? capPages);
+  if (limits.initial > maximum) {
+    throw new LockhostError(
+      "ABI_UNSUPPORTED",
+      `${where} needs ${limits.initial} pages (${(limits.initial * PAGE_BYTES) / 2 ** 20} MiB) of memory at start, more than its limit of ${maximum} ` +
+        `pages; raise memory_limit_mib`,
+    );
+  }
+  // Only exports of Extism's convention are callable: what a reactor's runtime exports is not.
+  const exports = new Map([...facts.exports].filter(([, sig]) => `(${sig.params.join(", ")}) -> ${sig.results.join(", ")}` === EXTISM_EXPORT_SIGNATURE));
+  return { plugin, path, module, exports, functions: [], memory: { initial: limits.initial, maximum }, sha256, abi: "extism" };
 }
 
 /** A host function import, checked against the plugin's grant, the embedder's functions and the ABI's signature. */

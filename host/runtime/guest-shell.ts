@@ -190,7 +190,8 @@ export abstract class GuestShell implements GuestInstance {
     if (this.closed) throw this.closedError();
     this.#checkArgs(exportName, args);
     const sig = this.exportSignature(exportName)!;
-    const form = stringResultFormOf(sig.results);
+    // An Extism export's string is its output (input bytes in, output bytes out).
+    const form = this.module.abi === "extism" ? "extism" : stringResultFormOf(sig.results);
     if (!form) {
       throw new LockhostError(
         "INVALID_ARGUMENT",
@@ -306,6 +307,23 @@ export abstract class GuestShell implements GuestInstance {
       );
     }
     const where = `export ${name}(${sig.params.join(", ")}) of plugin ${this.plugin}`;
+    if (this.module.abi === "extism") {
+      // The Extism way: the input is bytes (here one string, its UTF-8), the export takes no parameters.
+      if (args.length > 1 || (args.length === 1 && typeof args[0] !== "string")) {
+        throw new LockhostError(
+          "INVALID_ARGUMENT",
+          `${where} is an Extism export: it takes its input as one string argument (or none), got ${args.length} argument(s)` +
+            `${args.length === 1 ? ` (a ${typeof args[0]})` : ""}`,
+        );
+      }
+      if (args.length === 1 && (args[0] as string).length > MAX_STRING_ARG_UNITS) {
+        throw new LockhostError(
+          "INVALID_ARGUMENT",
+          `${where}: its input is a string of ${(args[0] as string).length} UTF-16 units, over the limit of ${MAX_STRING_ARG_UNITS}`,
+        );
+      }
+      return;
+    }
     const form = stringFormOf((n) => this.module.exports.has(n));
     const strings = args.filter((a) => typeof a === "string").length;
     const wanted = args.length + strings * (form.params - 1);

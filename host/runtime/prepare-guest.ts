@@ -43,6 +43,7 @@ export async function prepareGuests(service: LockService, log: Logger, o: GuestG
     functions: namespaces,
     granted,
     wasi: o.wasi ?? false,
+    ...(o.abi !== undefined && { abi: o.abi }),
     ...(o.sha256 !== undefined && { sha256: o.sha256 }),
   });
   return Array.from({ length: count }, (_, i) => instanceShell(service, log, o, module, registered, [...namespaces.keys()], count > 1 ? i : undefined));

@@ -9,7 +9,7 @@
 // own thread (the worker's, or the host's for inline guests).
 
 /** How an export returns a string, by its result type. */
-export type StringResultForm = "assemblyscript" | "utf8";
+export type StringResultForm = "assemblyscript" | "utf8" | "extism";
 
 /** The string form of an export returning `results`, or undefined when it returns no string. */
 export function stringResultFormOf(results: readonly string[]): StringResultForm | undefined {
@@ -34,6 +34,8 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
  * does not fit the guest's memory, the string is over its limit, or UTF-8 does not decode.
  */
 export function readStringResult(memory: WebAssembly.Memory, value: unknown, what: string, form: StringResultForm): string {
+  // An Extism export's output is the kernel's (host/runtime/extism/): its runtime reads it, not this.
+  if (form === "extism") throw new Error(`${what}: an Extism export's output is read from its kernel`);
   return form === "utf8" ? readUtf8Result(memory, value, what) : readAsStringResult(memory, value, what);
 }
 

@@ -12,14 +12,19 @@ import { describeError, envImports, GuestAbort, GuestMemory, TraceBudget, type I
 import { logLine } from "../guest-log.js";
 import type { GuestValue } from "../guest-instance.js";
 import type { AbiReply } from "../guest-locks.js";
-import { checkAbiVersion, VERSION_EXPORT } from "../guest-module.js";
+import { checkAbiVersion, PAGE_BYTES, VERSION_EXPORT } from "../guest-module.js";
 import { GuestShell, type GuestShellOptions } from "../guest-shell.js";
 import { jspiAvailable, jspiRequirement } from "../jspi.js";
 import { functionIndex, hostImports, type OpImport, type ParamSink } from "../host-imports.js";
 import { runOp, type CallContext } from "../lock-ops.js";
-import { writeStringArgs, type GuestArg, type WrittenArgs } from "../guest-strings.js";
-import { readStringResult, type StringResultForm } from "../string-results.js";
+import type { GuestArg } from "../guest-strings.js";
+import type { StringResultForm } from "../string-results.js";
 import { initializeReactor, wasiImports, WASI_MODULE } from "../wasi.js";
+import { OPS, type OpSpec } from "../../../abi/ops.js";
+import { ABI_VERSION } from "../../../abi/status.js";
+import { ExtismKernel } from "../extism/kernel.js";
+import { extismImports, replyText, type Remote, type RemoteReply } from "../extism/imports.js";
+import { extismCall, nativeCall, type CallShape } from "../call-shape.js";
 
 /** Options of an inline guest instance: the runtime-neutral ones (it has no time limit). */
 export type InlineGuestOptions = GuestShellOptions;
@@ -59,6 +64,8 @@ export class InlineGuest extends GuestShell {
   readonly #imports: Record<string, ImportModule>;
   /** Empty unless the loader let the module import WASI (`wasi = true`). */
   readonly #wasi: ImportModule;
+  /** An Extism plugin's kernel (host/runtime/extism/); undefined for a lockhost guest. */
+  readonly #kernel: ExtismKernel | undefined;
   /** Undefined after an instantiation failed; the next call tries again. */
   #instance: Instance | undefined;
   /**
@@ -73,13 +80,24 @@ export class InlineGuest extends GuestShell {
   private constructor(opts: InlineGuestOptions) {
     super(opts);
     this.#traces = new TraceBudget((level, message) => logLine(this.log, level, message));
-    const firstFunction = functionIndex(0);
-    this.#imports = hostImports("inline", this.#mem, { grants: this.grants, lines: this.#traces }, this.module.functions, (op) => {
-      // One per operation: calls into an instance are serialized, and runOp reads them at once.
-      const args = new Args();
-      const ctx: CallContext = op.index >= firstFunction ? { ...NO_LIMIT, fn: op.index - firstFunction } : NO_LIMIT;
-      return new jspi.Suspending((...params: number[]) => this.#call(op, args, params, ctx));
-    });
+    if (this.module.abi === "extism") {
+      this.#kernel = new ExtismKernel({
+        config: this.grants.config,
+        logLevel: this.grants.logLevel,
+        capBytes: this.module.memory.maximum * PAGE_BYTES,
+        guestBytes: () => this.#mem.memory.buffer.byteLength,
+        lines: this.#traces,
+      });
+      this.#imports = extismImports(this.#kernel, this.#remote, (fn) => new jspi.Suspending(fn));
+    } else {
+      const firstFunction = functionIndex(0);
+      this.#imports = hostImports("inline", this.#mem, { grants: this.grants, lines: this.#traces }, this.module.functions, (op) => {
+        // One per operation: calls into an instance are serialized, and runOp reads them at once.
+        const args = new Args();
+        const ctx: CallContext = op.index >= firstFunction ? { ...NO_LIMIT, fn: op.index - firstFunction } : NO_LIMIT;
+        return new jspi.Suspending((...params: number[]) => this.#call(op, args, params, ctx));
+      });
+    }
     this.#wasi = wasiImports(opts.module.module, this.#mem, this.#traces);
   }
 
@@ -112,7 +130,8 @@ export class InlineGuest extends GuestShell {
       const imports = { ...this.#imports, env: envImports(this.#mem, this.#traces), [WASI_MODULE]: this.#wasi };
       const { exports } = new WebAssembly.Instance(this.module.module, imports as WebAssembly.Imports);
       initializeReactor(exports);
-      const version = (exports[VERSION_EXPORT] as () => unknown)();
+      // An Extism plugin has no version marker: its kernel imports say what it needs.
+      const version = this.#kernel ? ABI_VERSION : (exports[VERSION_EXPORT] as () => unknown)();
       this.#instance = { exports, promising: new Map() };
       this.#serving = true;
       return version;
@@ -145,10 +164,12 @@ export class InlineGuest extends GuestShell {
 
   protected invoke(name: string, args: readonly GuestArg[], stringResult?: StringResultForm): Promise<GuestValue | string> {
     const instance = this.#instance!;
-    let strings: WrittenArgs;
+    let shape: CallShape;
     try {
       // The allocator runs before the call, unsuspended: it never makes a lock call.
-      strings = writeStringArgs(instance.exports, this.#mem.memory, args);
+      shape = this.#kernel
+        ? extismCall(this.#kernel, this.plugin, name, args, stringResult !== undefined)
+        : nativeCall(instance.exports, this.#mem.memory, this.plugin, name, args, stringResult);
     } catch (err) {
       this.#traces.flush();
       return this.#trap(name, err).then((e) => Promise.reject(e));
@@ -159,7 +180,7 @@ export class InlineGuest extends GuestShell {
       instance.promising.set(name, fn);
     }
     const generation = this.#generation;
-    const call = fn(...strings.params);
+    const call = fn(...shape.params);
     return new Promise<GuestValue | string>((resolve, reject) => {
       this.#running = { name, reject };
       call.then(
@@ -168,21 +189,17 @@ export class InlineGuest extends GuestShell {
           if (generation !== this.#generation) return; // closed meanwhile: already failed
           this.#running = undefined;
           try {
-            strings.release();
+            shape.release();
           } catch (err) {
             reject(await this.#trap(name, err));
             return;
           }
           await this.locks.endCall();
-          if (!stringResult) {
-            resolve(value);
-            return;
-          }
-          // A result that is no string is the guest's mistake, not a trap: the instance runs on.
+          // A result that is no string, or an Extism plugin's error, is not a trap: the instance runs on.
           try {
-            resolve(readStringResult(this.#mem.memory, value, `export ${name}`, stringResult));
+            resolve(shape.finish(value));
           } catch (err) {
-            reject(new LockhostError("INVALID_MEMORY", `plugin ${this.plugin}: ${(err as Error).message}`));
+            reject(err);
           }
         },
         async (err: unknown) => {
@@ -195,12 +212,26 @@ export class InlineGuest extends GuestShell {
     });
   }
 
+  /** How an Extism plugin's kernel makes an operation of the table: as a native guest's import does (runOp), never resuming a replaced instance. */
+  readonly #remote: Remote = (index, numbers, strings, answer) => {
+    const generation = this.#generation;
+    return runOp(
+      this.calls,
+      (OPS as readonly OpSpec[])[index]!,
+      (i) => numbers[i]!,
+      (i) => strings[i]!,
+      NO_LIMIT,
+      (reply) => (generation === this.#generation ? answer(new InlineReply(reply)) : NEVER),
+    );
+  };
+
   /** A trapped export: its instance cannot be trusted, so a fresh one replaces it; its locks are freed. */
   async #trap(name: string, err: unknown): Promise<LockhostError> {
     this.#generation++;
     const abort = err instanceof GuestAbort ? err.info : undefined;
     const message = abort ? (err as GuestAbort).message : describeError(err);
     const memoryBytes = this.#mem.memory.buffer.byteLength;
+    this.#kernel?.reset();
     try {
       this.#instantiate();
     } catch (again) {
@@ -238,6 +269,20 @@ export class InlineGuest extends GuestShell {
     if (op.op.keepsReply) this.#mem.lastReply = reply.result >= 0 ? out() : NO_TEXT;
     if (reply.result >= 0) op.deliver(this.#mem, params, reply.result, out);
     return op.wasmResult(reply.result);
+  }
+}
+
+/** A reply as an Extism plugin's kernel reads it. */
+class InlineReply implements RemoteReply {
+  readonly result: number;
+  constructor(readonly reply: AbiReply) {
+    this.result = reply.result;
+  }
+  bytes(): Uint8Array {
+    return this.reply.bytes ?? (this.reply.text ? utf8.encode(this.reply.text) : NO_TEXT);
+  }
+  text(): string | undefined {
+    return this.reply.text ?? (this.reply.bytes ? replyText(this.reply.bytes) : undefined);
   }
 }
 

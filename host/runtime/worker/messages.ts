@@ -6,6 +6,7 @@ import type { StringResultForm } from "../string-results.js";
 import type { MessagePort } from "node:worker_threads";
 import type { FunctionImport } from "../host-imports.js";
 import type { GuestGrants } from "../local-imports.js";
+import type { GuestAbi } from "../extism/module.js";
 
 /** What the worker is started with. */
 export interface WorkerInit {
@@ -19,6 +20,8 @@ export interface WorkerInit {
   readonly grants: GuestGrants;
   /** The guest's host function imports, numbered as the channel numbers them. */
   readonly functions: readonly FunctionImport[];
+  /** The ABI the module is built for (an Extism plugin's kernel runs in the worker). */
+  readonly abi: GuestAbi;
 }
 
 /** Main thread to worker. */
@@ -39,7 +42,8 @@ export type FromWorker =
       readonly type: "return";
       readonly id: number;
       readonly value: GuestValue | string;
-      readonly problem?: { readonly code: "INVALID_MEMORY"; readonly message: string };
+      /** Not a trap: a string result that is none (INVALID_MEMORY), an Extism plugin's error (CALL_FAILED). The message is whole. */
+      readonly problem?: { readonly code: "INVALID_MEMORY" | "CALL_FAILED"; readonly message: string; readonly details?: Readonly<Record<string, number>> };
     }
   | { readonly type: "trap"; readonly id: number; readonly message: string; readonly abort?: AbortInfo; readonly memoryBytes: number }
   | { readonly type: "trace"; readonly level: number; readonly message: string };

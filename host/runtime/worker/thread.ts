@@ -8,11 +8,16 @@ import { parentPort, workerData } from "node:worker_threads";
 import { ARG, BULK, BULK_TEXT, Channel, DATA_BYTES, OP, receiveBulk, REQ_SEQ, RESP_SEQ, SPINS_BEFORE_SLEEP, STR_LEN, TEXT_LEN } from "../channel.js";
 import { describeError, envImports, GuestAbort, GuestMemory, TraceBudget } from "../guest-env.js";
 import { VERSION_EXPORT } from "../guest-module.js";
-import { hostImports, type OpImport, type ParamSink } from "../host-imports.js";
+import { hostImports, OpImport, type ParamSink } from "../host-imports.js";
 import type { FromWorker, ToWorker, WorkerInit } from "./messages.js";
-import { writeStringArgs } from "../guest-strings.js";
-import { readStringResult } from "../string-results.js";
 import { initializeReactor, wasiImports, WASI_MODULE } from "../wasi.js";
+import { OPS, type OpSpec } from "../../../abi/ops.js";
+import { ABI_VERSION } from "../../../abi/status.js";
+import type { LockhostError } from "../../../kit/errors.js";
+import { ExtismKernel, KernelError } from "../extism/kernel.js";
+import { extismImports, replyText as textOf, type Remote } from "../extism/imports.js";
+import { extismCall, nativeCall, type CallShape } from "../call-shape.js";
+import { PAGE_BYTES } from "../guest-module.js";
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
@@ -141,15 +146,43 @@ function remoteImport(op: OpImport): (...params: number[]) => number | bigint {
   };
 }
 
-/** A fresh memory and instance: at start and after a trap, whose state cannot be trusted. */
+/** An Extism plugin's kernel (host/runtime/extism/), kept across restarts: its vars are the plugin's. */
+const kernel =
+  init.abi === "extism"
+    ? new ExtismKernel({
+        config: init.grants.config,
+        logLevel: init.grants.logLevel,
+        capBytes: init.memory.maximum * PAGE_BYTES,
+        guestBytes: () => mem.memory.buffer.byteLength,
+        lines: traces,
+      })
+    : undefined;
+
+/** How an Extism plugin's kernel makes an operation of the table: through the channel, as a native import does. */
+const extismSink = new ChannelSink();
+const extismOps: OpImport[] = [];
+const remote: Remote = (index, numbers, strings, answer) => {
+  if (!serving) throw new KernelError("lock functions and HTTP are not available while the module instantiates; call them from an export");
+  extismSink.reset();
+  numbers.forEach((n, i) => extismSink.number(i, n));
+  strings.forEach((b, i) => extismSink.string(i, b));
+  const op = (extismOps[index] ??= new OpImport((OPS as readonly OpSpec[])[index]!, index));
+  const result = request(op, extismSink);
+  return answer({ result, bytes: replyView, text: () => textOf(replyView()) });
+};
+
+/** A fresh memory and instance, at start and after a trap, whose state cannot be trusted. */
 function instantiate(): unknown {
   serving = false;
   mem.reset(init.memory);
-  const modules = hostImports("worker", mem, { grants: init.grants, lines: traces }, init.functions, remoteImport);
+  const modules = kernel
+    ? extismImports(kernel, remote, (fn) => fn)
+    : hostImports("worker", mem, { grants: init.grants, lines: traces }, init.functions, remoteImport);
   const imports = { ...modules, env: envImports(mem, traces), [WASI_MODULE]: wasi };
   exports = new WebAssembly.Instance(init.module, imports as WebAssembly.Imports).exports;
   initializeReactor(exports);
-  const version = (exports[VERSION_EXPORT] as () => unknown)();
+  // An Extism plugin has no version marker: its kernel imports say what it needs.
+  const version = kernel ? ABI_VERSION : (exports[VERSION_EXPORT] as () => unknown)();
   serving = true;
   return version;
 }
@@ -168,19 +201,24 @@ try {
 port.on("message", (msg: ToWorker) => {
   try {
     const fn = exports[msg.name] as (...args: number[]) => number | bigint | undefined;
-    const strings = writeStringArgs(exports, mem.memory, msg.args);
-    const value = fn(...strings.params);
-    strings.release();
+    const shape: CallShape = kernel
+      ? extismCall(kernel, init.plugin, msg.name, msg.args, msg.stringResult !== undefined)
+      : nativeCall(exports, mem.memory, init.plugin, msg.name, msg.args, msg.stringResult);
+    const value = fn(...shape.params);
+    shape.release();
     traces.flush();
-    if (!msg.stringResult) {
-      post({ type: "return", id: msg.id, value });
-      return;
-    }
-    // A result that is no string is the guest's mistake, not a trap: the instance runs on.
+    // A result that is no string, or an Extism plugin's error, is not a trap: the instance runs on.
     try {
-      post({ type: "return", id: msg.id, value: readStringResult(mem.memory, value, `export ${msg.name}`, msg.stringResult) });
+      post({ type: "return", id: msg.id, value: shape.finish(value) });
     } catch (err) {
-      post({ type: "return", id: msg.id, value: undefined, problem: { code: "INVALID_MEMORY", message: err instanceof Error ? err.message : String(err) } });
+      const e = err as LockhostError;
+      const code = e.code === "CALL_FAILED" ? "CALL_FAILED" : "INVALID_MEMORY";
+      post({
+        type: "return",
+        id: msg.id,
+        value: undefined,
+        problem: { code, message: e.message, ...(e.details && { details: e.details as Record<string, number> }) },
+      });
     }
   } catch (err) {
     traces.flush();
@@ -189,6 +227,7 @@ port.on("message", (msg: ToWorker) => {
       err instanceof GuestAbort
         ? { type: "trap", id: msg.id, message: err.message, abort: err.info, memoryBytes }
         : { type: "trap", id: msg.id, message: describeError(err), memoryBytes };
+    kernel?.reset();
     try {
       instantiate();
     } catch (again) {

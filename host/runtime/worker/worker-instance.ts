@@ -162,6 +162,7 @@ export class WorkerGuest extends GuestShell {
       bulk: ports.port2,
       grants: this.grants,
       functions: module.functions,
+      abi: module.abi,
     };
     const worker = new Worker(WORKER.entry, { eval: WORKER.eval, workerData: init, transferList: [ports.port2] });
     const gen: Generation = { worker, channel, bulk: ports.port1, alive: true, contexts: [] };
@@ -234,7 +235,7 @@ export class WorkerGuest extends GuestShell {
       gen.pending = undefined;
       clearTimeout(pending.timer);
       await this.locks.endCall();
-      if (msg.problem) pending.reject(new LockhostError(msg.problem.code, `plugin ${this.plugin}: ${msg.problem.message}`));
+      if (msg.problem) pending.reject(new LockhostError(msg.problem.code, msg.problem.message, msg.problem.details ? { details: msg.problem.details } : {}));
       else pending.resolve(msg.value);
       return;
     }

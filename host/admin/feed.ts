@@ -68,6 +68,7 @@ export class ActivityFeed {
   readonly #held = new PairRing(DURATIONS);
   readonly #waited = new PairRing(DURATIONS);
   readonly #subscribers = new Set<(item: FeedItem) => void>();
+  #lastCounters: { readonly plugin: string; readonly counters: PluginCounters } | undefined;
   readonly #stop: () => void;
 
   constructor(locks: LockService) {
@@ -120,8 +121,11 @@ export class ActivityFeed {
   /** Where #add counts (feed-count.ts, shared with the open page). */
   readonly #counts: FeedCounts = {
     counters: (plugin) => {
+      // Most items in a row are one plugin's: found without a lookup.
+      if (this.#lastCounters?.plugin === plugin) return this.#lastCounters.counters;
       let c = this.#plugins.get(plugin);
       if (!c) this.#plugins.set(plugin, (c = noCounts()));
+      this.#lastCounters = { plugin, counters: c };
       return c;
     },
     point: (atMs) => this.#point(atMs),

@@ -2,7 +2,9 @@
 // servers. Parts: memory (the bridge), redis (vs raw ioredis, redlock, redis-semaphore),
 // pg (vs raw advisory locks, and holding 1,000 locks vs a connection per lock), handoff
 // (release -> waiter, per backend, vs polling at redlock's 200 ms), keepalive (10,000
-// keepalive locks on Redis: timers, round trips per tick, CPU, vs a timer per lock), lost
+// keepalive locks on Redis: timers, round trips per tick, CPU, vs a timer per lock),
+// keepalive-scale (10k, 100k and 1M keepalive locks on one host: round trips per tick, CPU
+// per renewal, memory per lock, flat or not), lost
 // (a force-released holder told, vs redis-semaphore's onLockLost), election (a leader ended
 // without a notice, seen by another host's observer and campaigner), kinds (read/write locks and
 // semaphores on Redis and PostgreSQL, vs redis-semaphore's Semaphore and raw shared advisory locks),
@@ -23,6 +25,7 @@ import { electionBench } from "./election.js";
 import { etcdBench } from "./etcd.js";
 import { extismBench } from "./extism.js";
 import { handoffBench, keepaliveBench } from "./lifecycle.js";
+import { keepaliveScaleBench } from "./keepalive-scale.js";
 import { httpBench } from "./http.js";
 import { lostBench } from "./lost.js";
 import { kindsBench } from "./kinds.js";
@@ -41,6 +44,7 @@ const PARTS: Record<string, () => Promise<void>> = {
   etcd: etcdBench,
   handoff: handoffBench,
   keepalive: keepaliveBench,
+  "keepalive-scale": keepaliveScaleBench,
   lost: lostBench,
   election: electionBench,
   kinds: kindsBench,

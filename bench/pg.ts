@@ -92,9 +92,28 @@ export async function pgBench(): Promise<void> {
         ],
       ),
     );
+    // The hot-key target: the LockService's pair within 1.2x (moonshot 1.1x) of the raw advisory
+    // pair at p50, its floor the backend's own statements (one holder-row write per acquisition:
+    // what status and listing from every host, and fences, are read from).
+    const ratio = m.direct!.p50Us / m.raw!.p50Us;
+    console.log("\npg LockService pair / raw advisory pair, p50 (same run)\n");
     console.log(
-      `\nLockService direct / raw p50: ${fmt(m.direct!.p50Us / m.raw!.p50Us, 2)}x (issue 25's target ≤ ` +
-        `1.5x: ${m.direct!.p50Us / m.raw!.p50Us <= 1.5 ? "met" : "not reached"});` +
+      table(
+        ["path", "ratio", "floor (statements / raw)", "LockService / statements", "target"],
+        [
+          [
+            "pg LockService pair / raw advisory pair",
+            fmt(ratio, 2),
+            fmt(m.statements!.p50Us / m.raw!.p50Us, 2),
+            fmt(m.direct!.p50Us / m.statements!.p50Us, 2),
+            ratio <= 1.1 ? "moonshot met (≤ 1.1x)" : ratio <= 1.2 ? "met (≤ 1.2x)" : "not met (≤ 1.2x)",
+          ],
+        ],
+      ),
+    );
+    console.log(
+      `\nLockService direct / raw p50: ${fmt(ratio, 2)}x (target ≤ ` +
+        `1.2x: ${ratio <= 1.2 ? "met" : "not reached"});` +
         ` the statements alone ${fmt(m.statements!.p50Us / m.raw!.p50Us, 2)}x raw, the LockService ${fmt(m.direct!.p50Us / m.statements!.p50Us, 2)}x ` +
         `the statements` +
         `\ninline guest / LockService direct p50: ${fmt(m.inline.p50Us / m.direct!.p50Us, 2)}x (target ≤ 1.05x);` +

@@ -6,7 +6,8 @@
 //    acquire+release (targets: ≥ 1.0x the faster peer's throughput one at a time, ≥ 1.5x with 16
 //    at once). lockhost writes each command as it comes, as the peers do; ioredis's
 //    enableAutoPipelining is the client option a peer's user could switch on, so at 16 they
-//    (and raw ioredis) are also measured on a client with it on.
+//    (and raw ioredis) are also measured on a client with it on;
+// 3. the server's time per pair, lockhost vs redis-semaphore and node-redlock (redis-server-time.ts).
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import Redlock from "redlock";
@@ -31,6 +32,7 @@ import {
 } from "./harness.js";
 import { table } from "./stats.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
+import { redisServerTime } from "./redis-server-time.js";
 
 const OPS = Number(process.env.BENCH_REDIS_OPS ?? 2_000);
 const CONCURRENCY = 16;
@@ -188,4 +190,5 @@ export async function redisBench(): Promise<void> {
     if (keys.length > 0) await raw.del(...keys);
     for (const client of [raw, rawAp, peerClient, peerClientAp]) client.disconnect();
   }
+  await redisServerTime();
 }

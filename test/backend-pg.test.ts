@@ -374,6 +374,23 @@ describe("pg backend", () => {
     }
   });
 
+  it("works with a logged holders table an operator made, and says how to make it unlogged", async () => {
+    const t = `lockhost_test_${run}_logged`;
+    tables.push(t);
+    for (const ddl of statementsFor(t).createTables) await admin.query(ddl.replace("CREATE UNLOGGED TABLE", "CREATE TABLE"));
+    const backend = host({ table: t });
+    const k = key();
+    const a = req(k);
+    const first = await backend.acquire(a);
+    expect(first.acquired).toBe(true);
+    expect(await backend.release(k, a.owner)).toBe("released");
+    const b = req(k);
+    const second = await backend.acquire(b);
+    expect(second.acquired && first.acquired && second.fence > first.fence).toBe(true);
+    expect(await backend.release(k, b.owner)).toBe("released");
+    expect(capture.messages().some((m) => m.includes("logged table") && m.includes(`ALTER TABLE "${holdersTableOf(t)}" SET UNLOGGED`))).toBe(true);
+  });
+
   it("adds ttl_ms to a holders table an earlier version made, and reads rows it wrote without one", async () => {
     const schema = `lockhost_test_${run}_up`;
     const role = `lockhost_test_${run}_uprole`;

@@ -8,6 +8,7 @@ import type { LockService } from "../locking/service.js";
 import type { TickEvent } from "../scheduler/scheduler.js";
 import { countItem, noCounts, type FeedCounts } from "./dashboard/client/feed-count.js";
 import type { DurationSample, PluginCounters, SeriesPoint } from "./dashboard/client/wire.js";
+import { PairRing, Ring } from "./ring.js";
 
 /** Who made an admin request, as far as the listener can tell. */
 export interface AdminCaller {
@@ -61,12 +62,13 @@ const DURATIONS = 2_000;
 
 /** The host's activity, for the dashboard. */
 export class ActivityFeed {
-  readonly #recent: FeedItem[] = [];
+  readonly #recent = new Ring<FeedItem>(RECENT);
   readonly #plugins = new Map<string, PluginCounters>();
   readonly #series: SeriesPoint[] = [];
-  readonly #held: DurationSample[] = [];
-  readonly #waited: DurationSample[] = [];
+  readonly #held = new PairRing(DURATIONS);
+  readonly #waited = new PairRing(DURATIONS);
   readonly #subscribers = new Set<(item: FeedItem) => void>();
+  #lastCounters: { readonly plugin: string; readonly counters: PluginCounters } | undefined;
   readonly #stop: () => void;
 
   constructor(locks: LockService) {
@@ -89,9 +91,9 @@ export class ActivityFeed {
   snapshot(): FeedSnapshot {
     const nowMs = Date.now();
     this.#trim(Math.floor(nowMs / 1000));
-    const recent = (samples: readonly DurationSample[]): DurationSample[] => samples.filter(([atMs]) => atMs > nowMs - SERIES_SECONDS * 1000);
+    const recent = (samples: PairRing): DurationSample[] => samples.toArray((atMs) => atMs > nowMs - SERIES_SECONDS * 1000);
     return {
-      recent: [...this.#recent],
+      recent: this.#recent.toArray(),
       plugins: Object.fromEntries(this.#plugins),
       series: this.#series.map((p) => ({ ...p })),
       durations: { held: recent(this.#held), waited: recent(this.#waited) },
@@ -112,7 +114,6 @@ export class ActivityFeed {
 
   #add(item: FeedItem): void {
     this.#recent.push(item);
-    if (this.#recent.length > RECENT) this.#recent.splice(0, this.#recent.length - RECENT);
     countItem(this.#counts, item);
     for (const subscriber of this.#subscribers) subscriber(item);
   }
@@ -120,13 +121,16 @@ export class ActivityFeed {
   /** Where #add counts (feed-count.ts, shared with the open page). */
   readonly #counts: FeedCounts = {
     counters: (plugin) => {
+      // Most items in a row are one plugin's: found without a lookup.
+      if (this.#lastCounters?.plugin === plugin) return this.#lastCounters.counters;
       let c = this.#plugins.get(plugin);
       if (!c) this.#plugins.set(plugin, (c = noCounts()));
+      this.#lastCounters = { plugin, counters: c };
       return c;
     },
     point: (atMs) => this.#point(atMs),
-    held: (sample) => keep(this.#held, sample),
-    waited: (sample) => keep(this.#waited, sample),
+    held: (atMs, ms) => this.#held.push(atMs, ms),
+    waited: (atMs, ms) => this.#waited.push(atMs, ms),
   };
 
   #point(atMs: number): SeriesPoint {
@@ -144,10 +148,4 @@ export class ActivityFeed {
     while (drop < this.#series.length && this.#series[drop]!.second <= nowSecond - SERIES_SECONDS) drop++;
     if (drop > 0) this.#series.splice(0, drop);
   }
-}
-
-/** Adds `sample`, dropping the oldest beyond DURATIONS (in batches: one splice per DURATIONS / 4 samples). */
-function keep(samples: DurationSample[], sample: DurationSample): void {
-  samples.push(sample);
-  if (samples.length > DURATIONS * 1.25) samples.splice(0, samples.length - DURATIONS);
 }

@@ -6,7 +6,7 @@ import type { KeepaliveSettings } from "./options.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { Holder, LockBackend } from "../../kit/backend.js";
 import type { Lease, LeaseHooks } from "./lease.js";
-import { LockEvents } from "./events.js";
+import { LockEvents, type LockEvent } from "./events.js";
 import { leases } from "./lease-control.js";
 import { HeldLeases } from "./held-leases.js";
 import { ReleasedOwners } from "./released-owners.js";
@@ -131,15 +131,9 @@ export class ServiceCore {
     this.counts.acquisitions++;
     if (lease.keepalive) this.renewals.start(lease);
     if (this.events.wants("acquired")) {
-      this.events.emit({
-        type: "acquired",
-        ...kindOf(lease),
-        name: lease.name,
-        fence: lease.fence,
-        plugin: lease.holder.plugin,
-        ttlMs: lease.ttlMs,
-        atMs: Date.now(),
-      });
+      this.events.emit(
+        kinded(lease.kind, { type: "acquired", name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, ttlMs: lease.ttlMs, atMs: Date.now() }),
+      );
     }
   }
 
@@ -223,6 +217,14 @@ const KNOWN_HOLDERS = 1_024;
 /** An event's kind field: absent for a mutex, so mutex events look as they always did. */
 export function kindOf(lease: { readonly kind: LockKind }): { kind?: LockKind } {
   return KINDS[lease.kind].isDefault ? {} : { kind: lease.kind };
+}
+
+/**
+ * `event` with its kind field (kindOf) for a lock of `kind`. A mutex's event is the literal as
+ * built, with no spread: acquisitions and releases build one per operation while a feed listens.
+ */
+export function kinded<E extends LockEvent>(kind: LockKind, event: E): E {
+  return KINDS[kind].isDefault ? event : { ...event, kind };
 }
 
 function backendFailure(err: unknown): never {

@@ -2,7 +2,7 @@
 // release (release.ts) and one that hands the key to this host's next waiter (handoff.ts).
 import type { LockhostError } from "../../kit/errors.js";
 import type { ReleaseResult } from "../../kit/backend.js";
-import { backendError, kindOf, lostError, type ServiceCore } from "./core.js";
+import { backendError, kinded, lostError, type ServiceCore } from "./core.js";
 import type { Lease } from "./lease.js";
 import { leases } from "./lease-control.js";
 import { waitKey } from "./kinds.js";
@@ -89,14 +89,8 @@ export function releaseDone(core: ServiceCore, lease: Lease): void {
   endHold(lease);
   if (core.events.wants("released")) {
     const atMs = Date.now();
-    core.events.emit({
-      type: "released",
-      ...kindOf(lease),
-      name: lease.name,
-      fence: lease.fence,
-      plugin: lease.holder.plugin,
-      heldMs: atMs - lease.acquiredAtMs,
-      atMs,
-    });
+    core.events.emit(
+      kinded(lease.kind, { type: "released", name: lease.name, fence: lease.fence, plugin: lease.holder.plugin, heldMs: atMs - lease.acquiredAtMs, atMs }),
+    );
   }
 }

@@ -43,7 +43,8 @@ export interface Statement {
 export interface Statements {
   /**
    * [whether both tables exist, whether the holders table has every column this version
-   * writes]: checked first, so a role without CREATE can use tables made for it.
+   * writes, whether the holders table is logged]: checked first, so a role without CREATE can
+   * use tables made for it.
    */
   readonly tablesExist: { readonly text: string; readonly values: readonly string[] };
   /**
@@ -51,6 +52,8 @@ export interface Statements {
    * when it has them all]: read when the tables exist (docs/backends.md, "Least-privilege grants").
    */
   readonly privilegesMissing: { readonly text: string; readonly values: readonly string[] };
+  /** The holders table's name, quoted (for messages that name it). */
+  readonly holdersTable: string;
   /** Creates both tables if missing (two statements, run one at a time). */
   readonly createTables: readonly string[];
   /** Adds to an existing holders table (made by an earlier version) the columns it lacks. */
@@ -219,7 +222,8 @@ export function statementsFor(table: string): Statements {
   return {
     tablesExist: {
       text: `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL,
-          (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($2) AND attname IN ('ttl_ms', 'value') AND NOT attisdropped) = 2`,
+          (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($2) AND attname IN ('ttl_ms', 'value') AND NOT attisdropped) = 2,
+          coalesce((SELECT relpersistence = 'p' FROM pg_class WHERE oid = to_regclass($2)), false)`,
       values: [t, h],
     },
     privilegesMissing: {
@@ -229,6 +233,7 @@ export function statementsFor(table: string): Statements {
         WHERE NOT has_table_privilege(t, p)`,
       values: [t, h],
     },
+    holdersTable: h,
     createTables: [
       `CREATE TABLE IF NOT EXISTS ${t} (id bigint PRIMARY KEY, reserved bigint NOT NULL)`,
       `CREATE UNLOGGED TABLE IF NOT EXISTS ${h} (
@@ -257,20 +262,24 @@ export function statementsFor(table: string): Statements {
     // CAREFUL: the statement's snapshot is taken before pg_try_advisory_lock runs, so a plain
     // read here may miss what the previous holder committed in between. The fence therefore
     // comes from ON CONFLICT DO UPDATE, which works on the latest row version: last fence + 1.
-    // Only with no holders row at all (a new id, or emptied by a crash: then no holder
-    // committed anything since) is it taken from `reserved`. When the fence passes the
-    // row's copy of `reserved`, the caller runs `reserve` before handing the fence out.
+    // With no holders row at all (a new id, or emptied by a crash) the row starts at fence 1
+    // with `reserved` 0, past its block, so the caller runs `reserve`, which takes the fence
+    // from the logged `<table>` (above every fence handed out) before it goes out. So the
+    // usual acquisition reads only the holders row: the fence table is read once per block.
+    // (Earlier versions read `<table>.reserved` in every acquisition for that first row; they
+    // share tables with this one safely: a row either writes is past its block or within one
+    // that `reserve` made.) When the fence passes the row's copy of `reserved`, the caller
+    // runs `reserve` before handing the fence out.
     // A session-level advisory lock survives the rollback of a failed statement: the caller
     // unlocks after any error.
     acquire: {
       name: "lockhost_acquire",
       text: `WITH l AS (SELECT pg_try_advisory_lock($1::int8) AS got),
-        r AS (SELECT coalesce((SELECT reserved FROM ${t} WHERE id = $1::int8), 0) AS reserved),
         i AS (
           INSERT INTO ${h} AS h (id, key, fence, reserved, owner, plugin, node, hostname, pid, acquired_at, expires_at, ttl_ms)
-          SELECT $1::int8, $2::text, r.reserved + 1, r.reserved, $3::text, $4::text, $5::text, $6::text, pg_backend_pid(),
+          SELECT $1::int8, $2::text, 1, 0, $3::text, $4::text, $5::text, $6::text, pg_backend_pid(),
                  ${serverNow}, ${serverNow} + $7::int8 * interval '1 millisecond', $7::int8
-          FROM l, r WHERE l.got
+          FROM l WHERE l.got
           ON CONFLICT (id) DO UPDATE SET fence = h.fence + 1, key = EXCLUDED.key, owner = EXCLUDED.owner,
             plugin = EXCLUDED.plugin, node = EXCLUDED.node, hostname = EXCLUDED.hostname, pid = EXCLUDED.pid,
             acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at, ttl_ms = EXCLUDED.ttl_ms, value = NULL

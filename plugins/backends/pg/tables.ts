@@ -50,8 +50,13 @@ export class Tables {
     const until = performance.now() + timeoutMs;
     const left = (): number => Math.max(1, until - performance.now());
     const { text, values } = this.#sql.tablesExist;
-    const exist = await client.query<[boolean, boolean]>({ text, values: [...values], rowMode: "array", query_timeout: left() } as pg.QueryArrayConfig);
-    const [tables, columns] = exist.rows[0] ?? [];
+    const exist = await client.query<[boolean, boolean, boolean]>({
+      text,
+      values: [...values],
+      rowMode: "array",
+      query_timeout: left(),
+    } as pg.QueryArrayConfig);
+    const [tables, columns, logged] = exist.rows[0] ?? [];
     const run = async (ddl: readonly string[]): Promise<void> => {
       for (const statement of ddl) {
         try {
@@ -67,6 +72,15 @@ export class Tables {
       });
     } else {
       await this.#checkPrivileges(client, left());
+      // Made by an operator without UNLOGGED: it works (fences live in the logged table either
+      // way), but every acquisition then waits for a WAL flush. Converting it is the owner's call.
+      if (logged === true) {
+        this.#log.warn(
+          { table: this.#sql.holdersTable },
+          `the pg lock holders table is a logged table: every acquisition writes WAL; have its owner run ` +
+            `ALTER TABLE ${this.#sql.holdersTable} SET UNLOGGED (docs/backends.md, PostgreSQL)`,
+        );
+      }
     }
     // Also after creating: a host of an earlier version may have won the race to create them.
     if (columns !== true) {

@@ -42,8 +42,8 @@ export function count(item: FeedItem): void {
 const live: FeedCounts = {
   counters: (plugin) => (plugins[plugin] ??= noCounts()),
   point,
-  held: (sample) => void held.push(sample),
-  waited: (sample) => void waited.push(sample),
+  held: (atMs, ms) => void held.push([atMs, ms]),
+  waited: (atMs, ms) => void waited.push([atMs, ms]),
 };
 
 function point(atMs: number): SeriesPoint {

@@ -95,6 +95,16 @@ describe.each(GUEST_RUNTIMES)("%s runtime", (isolation) => {
     await expect(guest.call("noop")).rejects.toMatchObject({ code: "CLOSED" });
   });
 
+  it("loads an Extism PDK plugin the same way (its ABI told by its imports): input bytes in, output out, the test's key contended", async () => {
+    await using guest = await load(guestWasm("extism-locks"), { name: "pdk" });
+    const tryKey = async () => JSON.parse(await guest.callString("call_try", ['{"key":"k","ttl_ms":5000}'])) as { result: number };
+    expect((await tryKey()).result).toBeGreaterThan(0);
+    expect(guest.heldLocks).toBe(0); // released when the call returned
+    const lease = await guest.hold("k");
+    expect(lease.name).toBe("pdk:k");
+    expect((await tryKey()).result).toBe(S.TRY_CONTENDED);
+  });
+
   it("checks its options as the config schema checks a [[plugins]] entry, and refuses what the host would not load", async () => {
     await expect(load(example("report"), { memoryLimitMib: 0 })).rejects.toMatchObject({
       code: "CONFIG_INVALID",

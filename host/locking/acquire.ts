@@ -6,6 +6,7 @@
 // acquire queues without asking the backend, and a release hands the key to the sleeping head
 // (handoff.ts). Written once here, above every backend.
 import { mintOwner } from "./owner-token.js";
+import type { DelegatedRequest } from "./delegation.js";
 import { LockhostError } from "../../kit/errors.js";
 import type { Acquired } from "../../kit/common.js";
 import type { AcquireRequest, AcquireResult } from "../../kit/steps.js";
@@ -148,7 +149,17 @@ export function acquireRequest(core: ServiceCore, request: CheckedRequest, queue
   const owner = request.owner ?? minted ?? mintOwner();
   if (request.owner !== undefined) checkOwnerFree(core, name, owner);
   // Only a waiting writer passes a queueMs (acquireChecked).
-  return { name, owner, ttlMs: request.ttlMs, holder: core.holderOf(request.plugin), mode: request.mode, limit: request.limit, queueMs };
+  const req: DelegatedRequest = {
+    name,
+    owner,
+    ttlMs: request.ttlMs,
+    holder: core.holderOf(request.plugin),
+    mode: request.mode,
+    limit: request.limit,
+    queueMs,
+    delegate: request.delegate,
+  };
+  return req;
 }
 
 /**

@@ -66,6 +66,24 @@ async function hammer(service: LockService, key: string, callers: number, stopAt
   return done;
 }
 
+describe("lock delegation's options", () => {
+  it("refuses bad settings and a bad per-acquisition option, naming them", async () => {
+    const backend = stores.redis!();
+    expect(() => new LockService(backend, { node: "a", delegation: { fenceBlock: 1 } })).toThrow(
+      /delegation\.fenceBlock must be an integer from 2 to 1000000, got 1/,
+    );
+    expect(() => new LockService(backend, { node: "a", delegation: { enabled: "yes" as unknown as boolean } })).toThrow(
+      /delegation\.enabled must be true or false/,
+    );
+    const locks = new LockService(backend, { node: "a" });
+    try {
+      await expect(locks.acquire("x", { ttlMs: 1_000, waitMs: 0, delegate: 1 as unknown as boolean })).rejects.toThrow(/delegate must be true or false/);
+    } finally {
+      await locks.close();
+    }
+  });
+});
+
 describe.each(Object.keys(stores))("%s: lock delegation", (store) => {
   const open: LockService[] = [];
   const host = (node: string, delegation = ON): LockService => {

@@ -10,7 +10,7 @@
 // the host handed out locally as long as the host hands out at most one fence per µs since the
 // grant was sent, which host/locking/delegation.ts enforces.
 //
-// Wanted: a grant that finds the key held by someone else sets the wanted mark (a small key with
+// Wanted: a grant that finds the key held by another instance sets the wanted mark (a small key with
 // a TTL, holding the requester's instance id) and publishes on the wanted channel, which the
 // delegating host watches. While another instance's mark lasts, a grant of the free key is
 // refused: the host that gave the key up for the marking one cannot take it straight back.
@@ -27,10 +27,14 @@ import type { ReleaseWatcher } from "./watch.js";
  * `-1 - remaining` ms (contended: the holder's lease, or another instance's wanted mark).
  */
 const GRANT = `
-local held = redis.call('HGET', KEYS[1], 'owner')
+local record = redis.call('HMGET', KEYS[1], 'owner', 'instance')
+local held = record[1]
 if held and held ~= ARGV[8] then
-  redis.call('SET', KEYS[3], ARGV[6], 'PX', ARGV[10])
-  redis.call('PUBLISH', ARGV[9], ARGV[6])
+  -- Marked only by another instance: this one's own callers queue in its own line.
+  if record[2] ~= ARGV[6] then
+    redis.call('SET', KEYS[3], ARGV[6], 'PX', ARGV[10])
+    redis.call('PUBLISH', ARGV[9], ARGV[6])
+  end
   return -1 - redis.call('PTTL', KEYS[1])
 end
 local mark = redis.call('GET', KEYS[3])

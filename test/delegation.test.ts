@@ -8,22 +8,27 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { LockBackend } from "../kit/backend.js";
 import { LockService, type LockServiceOptions } from "../host/locking/service.js";
 import type { Lease } from "../host/locking/lease.js";
+import { PgBackend } from "../plugins/backends/pg/index.js";
+import { pgDefaults } from "../plugins/backends/pg/config.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
-import { dropRedisPrefix } from "./support/cleanup.js";
+import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";
-import { redisUrl } from "./support/servers.js";
+import { databaseUrl, redisUrl } from "./support/servers.js";
 import { sleep, until } from "./support/until.js";
 
 const RUN = randomUUID().slice(0, 8);
 const PREFIX = `lockhost-test:deleg-${RUN}:`;
+const TABLE = `lockhost_test_deleg_${RUN}`;
 
 const stores: Record<string, () => LockBackend> = {
   redis: () => new RedisBackend({ ...redisDefaults, url: redisUrl(), keyPrefix: PREFIX }, captureLogger().logger),
+  pg: () => new PgBackend({ ...pgDefaults, url: databaseUrl(), table: TABLE }, captureLogger().logger),
 };
 
 afterAll(async () => {
   await dropRedisPrefix(redisUrl(), PREFIX);
+  await dropPgTable(databaseUrl(), TABLE);
 });
 
 const ON: LockServiceOptions["delegation"] = { enabled: true, maxHoldMs: 0 };

@@ -84,6 +84,8 @@ export class DelegatingSteps implements KindSteps {
   readonly #steps: DelegationSteps;
   readonly #settings: DelegationSettings;
   readonly #grants = new Map<string, Grant>();
+  /** Keys given up for another host's waiter, and until when (performance.now()) this host's own grants stand back for it. */
+  readonly #standBack = new Map<string, number>();
   /** Grants by their backend owner (loss notices name it). */
   readonly #byOwner = new Map<string, Grant>();
   readonly proclaim?: (name: string, owner: string, value: string) => Promise<boolean>;
@@ -122,6 +124,14 @@ export class DelegatingSteps implements KindSteps {
     const g = this.#live(req.name);
     // Held here already (a tryLock's holder, outside the waiting line): contended, without asking.
     if (g !== undefined) return Promise.resolve({ acquired: false, retryAfterMs: Math.max(0, Math.floor(g.deadline - performance.now())) });
+    if (this.#standBack.size > 0) {
+      const until = this.#standBack.get(req.name);
+      if (until !== undefined) {
+        const left = until - performance.now();
+        if (left > 0) return Promise.resolve({ acquired: false, retryAfterMs: Math.ceil(left) });
+        this.#standBack.delete(req.name);
+      }
+    }
     return this.#grant(req, undefined, undefined);
   }
 
@@ -209,6 +219,7 @@ export class DelegatingSteps implements KindSteps {
   /** Drops every grant (the service closes: its leases are released or given up). */
   clear(): void {
     for (const g of [...this.#grants.values()]) this.#drop(g);
+    this.#standBack.clear();
   }
 
   /** A grant of this host on `name` whose lease has not ended by this host's clock. */
@@ -274,6 +285,9 @@ export class DelegatingSteps implements KindSteps {
   /** Releases `g` for the other hosts: the next local waiter gets no lease from it and tries on its own. */
   async #giveUp(g: Grant): Promise<HandoffResult> {
     this.counts.yielded++;
+    // Given up for a waiter of another host: this host's own waiters let it take the key (a
+    // backend that keeps a wanted mark, as Redis does, also refuses them on the server).
+    if (g.wanted !== 0) this.#standBack.set(g.name, performance.now() + this.#settings.wantedMs);
     const released = await this.release(g.name, g.local);
     // Nothing is taken for `next`: it was not given this step's owner, so the host tries (and waits) for it as for any waiter.
     return released === "released" ? { released, next: NOT_ACQUIRED } : { released };

@@ -336,7 +336,10 @@ export class PgBackend implements LockBackend, MutexStore {
     else if (channel === this.#book.channels.queue) this.#queueNotice(payload);
   }
 
-  /** `w:<id>`: a queue-kind key may be free; `d:<id>`: another host wants a delegated key; `l:<instance>:<owner>`: a force-release removed `owner` (ours if the instance is). */
+  /**
+   * `w:<id>`: a queue-kind key may be free; `d:<id>`: another host wants a delegated key (delegation.ts);
+   * `l:<instance>:<owner>`: a force-release removed `owner` (ours if the instance is).
+   */
   #queueNotice(payload: string): void {
     if (payload.startsWith("w:")) {
       this.#queueWatchers.wake(payload.slice(2));

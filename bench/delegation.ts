@@ -13,11 +13,13 @@ import pg from "pg";
 import { Mutex } from "redis-semaphore";
 import type { LockBackend } from "../kit/backend.js";
 import { LockService, type LockServiceOptions } from "../host/locking/service.js";
+import { EtcdBackend, etcdDefaults, type EtcdConfig } from "../plugins/backends/etcd/index.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
 import { pgDefaults } from "../plugins/backends/pg/config.js";
 import { holdersTableOf } from "../plugins/backends/pg/mutex-sql.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
+import { startEtcdCluster, type EtcdCluster } from "../test/support/etcd-servers.js";
 import { DATABASE_URL, REDIS_URL, ROUNDS, TTL_MS, benchLog, fmt } from "./harness.js";
 import { median, table } from "./stats.js";
 
@@ -54,13 +56,17 @@ async function contend(turns: readonly Turn[], callers: number, rounds: number, 
   return (turns.length * callers * rounds * 1000) / (performance.now() - started);
 }
 
+/** Waits of the remote waiter per round (the row's value is their median). */
+const REMOTE_WAITS = 9;
+
 /**
- * 8 callers of `busy` keep `key` held, HOLD_MS each time; once they are under way, a caller of
- * `other` asks for it. What it waited beyond the hold current when it asked, in ms.
+ * 8 callers of `busy` keep `key` held, HOLD_MS each time; while they are under way, a caller of
+ * `other` asks for it REMOTE_WAITS times, 30 ms apart. The median of what it waited beyond the
+ * hold current when it asked, in ms.
  */
 async function remoteWait(busy: LockService, other: LockService, key: string): Promise<number> {
   let stop = false;
-  let released: number[] = [];
+  const released: number[] = [];
   const loops = Array.from({ length: 8 }, async () => {
     while (!stop) {
       const lease = await busy.acquire(key, { ttlMs: TTL_MS, waitMs: WAIT_MS });
@@ -69,17 +75,23 @@ async function remoteWait(busy: LockService, other: LockService, key: string): P
       await busy.release(lease);
     }
   });
-  await new Promise((r) => setTimeout(r, 50));
-  released = [];
-  const asked = performance.now();
-  const lease = await other.acquire(key, { ttlMs: TTL_MS, waitMs: WAIT_MS });
-  const got = performance.now();
-  stop = true;
-  await other.release(lease);
-  await Promise.all(loops);
-  // The hold current when it asked ended at the first release after `asked`.
-  const end = released.find((t) => t >= asked) ?? got;
-  return got - end;
+  const beyond: number[] = [];
+  try {
+    for (let i = 0; i < REMOTE_WAITS; i++) {
+      await new Promise((r) => setTimeout(r, 30));
+      released.length = 0;
+      const asked = performance.now();
+      const lease = await other.acquire(key, { ttlMs: TTL_MS, waitMs: WAIT_MS });
+      const got = performance.now();
+      await other.release(lease);
+      // The hold current when it asked ended at the first release after `asked`.
+      beyond.push(got - (released.find((t) => t >= asked) ?? got));
+    }
+  } finally {
+    stop = true;
+    await Promise.all(loops);
+  }
+  return median(beyond);
 }
 
 /** The median round trip of a PING, ms. */
@@ -114,6 +126,10 @@ export async function delegationBench(): Promise<void> {
     service(new RedisBackend({ ...redisDefaults, url: REDIS_URL, keyPrefix: prefix }, benchLog), node, delegation);
   const postgres = (node: string, delegation?: LockServiceOptions["delegation"]): LockService =>
     service(new PgBackend({ ...pgDefaults, url: DATABASE_URL, table: pgTable }, benchLog), node, delegation);
+  let cluster: EtcdCluster | undefined;
+  const endpoints = process.env.ETCD_ENDPOINTS?.split(",") ?? (cluster = await startEtcdCluster(1)).endpoints;
+  const etcdConfig: EtcdConfig = { ...etcdDefaults, endpoints, keyPrefix: `lockhost-bench-delegation/${randomUUID().slice(0, 8)}/` };
+  const etcd = (node: string, delegation?: LockServiceOptions["delegation"]): LockService => service(new EtcdBackend(etcdConfig, benchLog), node, delegation);
   const redisA = redis("a", DELEGATE);
   const redisB = redis("b", DELEGATE);
   const redisPlainA = redis("a");
@@ -122,6 +138,10 @@ export async function delegationBench(): Promise<void> {
   const pgB = postgres("b", DELEGATE);
   const pgPlainA = postgres("a");
   const pgPlainB = postgres("b");
+  const etcdA = etcd("a", DELEGATE);
+  const etcdB = etcd("b", DELEGATE);
+  const etcdPlainA = etcd("a");
+  const etcdPlainB = etcd("b");
   const rows: Row[] = [
     { name: "redis, 1 host x 16: delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(redisA)], CALLERS, DELEGATED_TURNS, k) },
     { name: "redis, 1 host x 16: not delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(redisPlainA)], CALLERS, TURNS, k) },
@@ -156,6 +176,12 @@ export async function delegationBench(): Promise<void> {
     { name: "pg, 2 hosts x 8: delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(pgA), serviceTurn(pgB)], 8, 4 * TURNS, k) },
     { name: "pg, 2 hosts x 8: not delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(pgPlainA), serviceTurn(pgPlainB)], 8, TURNS, k) },
     { name: `pg, remote waiter beyond the current ${HOLD_MS} ms hold: delegated`, unit: "ms", run: (k) => remoteWait(pgA, pgB, k) },
+    { name: `pg, remote waiter beyond the current ${HOLD_MS} ms hold: not delegated`, unit: "ms", run: (k) => remoteWait(pgPlainA, pgPlainB, k) },
+    // etcd has no delegation steps: its delegated rows are the plain path (delegation silently off).
+    { name: "etcd, 1 host x 16: delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(etcdA)], CALLERS, TURNS, k) },
+    { name: "etcd, 1 host x 16: not delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(etcdPlainA)], CALLERS, TURNS, k) },
+    { name: "etcd, 2 hosts x 8: delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(etcdA), serviceTurn(etcdB)], 8, TURNS, k) },
+    { name: "etcd, 2 hosts x 8: not delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(etcdPlainA), serviceTurn(etcdPlainB)], 8, TURNS, k) },
   ];
   const results = new Map<string, number[]>(rows.map((r) => [r.name, []]));
   try {
@@ -187,6 +213,7 @@ export async function delegationBench(): Promise<void> {
     console.log(`\nredis, 1 host x 16, delegated / redis-semaphore: ${fmt(local, 1)}x (target ≥ 10x: ${local >= 10 ? "met" : "not reached"}; moonshot 20x)`);
   } finally {
     await Promise.all(services.map((s) => s.close()));
+    await cluster?.stop();
     const keys = await admin.keys(`${prefix}*`);
     if (keys.length > 0) await admin.del(...keys);
     admin.disconnect();

@@ -87,7 +87,7 @@ export interface DelegationSettings {
 }
 
 export const DELEGATION_SCHEMA = table<DelegationSettings>({
-  doc: "lock delegation: a host keeps a hot mutex while its own callers wait and hands it between them without a round trip (redis)",
+  doc: "lock delegation: a host keeps a hot mutex while its own callers wait and hands it between them without a round trip (redis, pg)",
   fields: {
     enabled: field.bool({ default: false, doc: "delegate every mutex acquisition of this host (an acquisition's `delegate` option overrides it)" }),
     fenceBlock: field.int({

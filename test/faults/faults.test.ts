@@ -7,8 +7,8 @@
 // holder that lived through no fault (none after the Redis restart), every lock of a killed host
 // taken again, and every host still taking locks once the faults are over.
 //
-// `npm test` runs the short version: each fault once, in one run per backend, and once more on
-// Redis with lock delegation on (host/locking/delegation.ts: the hosts hand keys between their own
+// `npm test` runs the short version: each fault once, in one run per backend, and once more
+// with lock delegation on (host/locking/delegation.ts: the hosts hand keys between their own
 // guests without a round trip). `npm run faults` (LOCKHOST_FAULTS=full) runs each fault three times
 // in a run of its own, then all of them mixed, each with and without delegation.
 import { afterAll, beforeAll, describe, it } from "vitest";
@@ -34,9 +34,9 @@ const RUNS: ReadonlyArray<readonly [string, readonly Fault[]]> = [...(FULL ? MIX
 
 /**
  * With lock delegation on or off: the full suite runs every run both ways; the short one runs the
- * mixed run delegated too where delegation has steps (Redis; elsewhere it is silently off).
+ * mixed run both ways (both backends here have delegation's steps).
  */
-const modesOf = (backend: "redis" | "pg", name: string): readonly boolean[] => (FULL || (backend === "redis" && name === "mixed") ? [false, true] : [false]);
+const modesOf = (name: string): readonly boolean[] => (FULL || name === "mixed" ? [false, true] : [false]);
 
 function faultSuite(
   backend: "redis" | "pg",
@@ -54,7 +54,7 @@ function faultSuite(
     }, 60_000);
 
     for (const [name, faults] of RUNS) {
-      for (const delegated of modesOf(backend, name)) {
+      for (const delegated of modesOf(name)) {
         const what = `${name === "mixed" ? "every fault in turn" : `${name} ×${faults.length}`}${delegated ? ", with lock delegation" : ""}`;
         it(`keeps exclusion, fences and liveness through ${what}`, async () => {
           const base = locking(server.url);

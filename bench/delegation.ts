@@ -61,8 +61,8 @@ const REMOTE_WAITS = 9;
 
 /**
  * 8 callers of `busy` keep `key` held, HOLD_MS each time; while they are under way, a caller of
- * `other` asks for it REMOTE_WAITS times, 30 ms apart. The median of what it waited beyond the
- * hold current when it asked, in ms.
+ * `other` asks for it REMOTE_WAITS times, each once `busy` hands it on again. The median of what it
+ * waited beyond the hold current when it asked, in ms.
  */
 async function remoteWait(busy: LockService, other: LockService, key: string): Promise<number> {
   let stop = false;
@@ -78,7 +78,9 @@ async function remoteWait(busy: LockService, other: LockService, key: string): P
   const beyond: number[] = [];
   try {
     for (let i = 0; i < REMOTE_WAITS; i++) {
-      await new Promise((r) => setTimeout(r, 30));
+      // Asked only once `busy` has the key back and hands it on again (it stands back a little after giving it up).
+      released.length = 0;
+      while (released.length < 2) await new Promise((r) => setTimeout(r, 5));
       released.length = 0;
       const asked = performance.now();
       const lease = await other.acquire(key, { ttlMs: TTL_MS, waitMs: WAIT_MS });

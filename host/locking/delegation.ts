@@ -48,6 +48,8 @@ interface Grant {
   deadline: number;
   /** When the current block's grant was sent (performance.now()): the one-fence-per-µs rule. */
   sentAt: number;
+  /** How long the grant took to come back, ms: the stand-back after giving the key up is a few of these. */
+  rttMs: number;
   /** When the key was first granted to this host in this run of grants (max_hold_ms, min_hold_ms). */
   readonly since: number;
   /** When another host marked it wanted (0: not yet), and local handoffs since. */
@@ -57,6 +59,9 @@ interface Grant {
 }
 
 const NOT_ACQUIRED: AcquireResult = Object.freeze({ acquired: false });
+
+/** Round trips (of this host's grant) its own waiters stand back after it gave a key up for another host's waiter. */
+const STAND_BACK_RTTS = 4;
 
 /** What the host knows of one delegated key (status). */
 export interface DelegatedKey {
@@ -256,6 +261,7 @@ export class DelegatingSteps implements KindSteps {
       local: req.owner,
       deadline: sentAt + life,
       sentAt,
+      rttMs: performance.now() - sentAt,
       since: since ?? sentAt,
       wanted: prev?.wanted ?? 0,
       wantedHandoffs: prev?.wantedHandoffs ?? 0,
@@ -285,9 +291,10 @@ export class DelegatingSteps implements KindSteps {
   /** Releases `g` for the other hosts: the next local waiter gets no lease from it and tries on its own. */
   async #giveUp(g: Grant): Promise<HandoffResult> {
     this.counts.yielded++;
-    // Given up for a waiter of another host: this host's own waiters let it take the key (a
-    // backend that keeps a wanted mark, as Redis does, also refuses them on the server).
-    if (g.wanted !== 0) this.#standBack.set(g.name, performance.now() + this.#settings.wantedMs);
+    // Given up for a waiter of another host: this host's own waiters let it take the key, for the
+    // few round trips that takes (its notice, its grant), at most wanted_ms. A backend that keeps a
+    // wanted mark (Redis) also refuses them on the server until the marking host has it.
+    if (g.wanted !== 0) this.#standBack.set(g.name, performance.now() + Math.min(this.#settings.wantedMs, Math.max(1, STAND_BACK_RTTS * g.rttMs)));
     const released = await this.release(g.name, g.local);
     // Nothing is taken for `next`: it was not given this step's owner, so the host tries (and waits) for it as for any waiter.
     return released === "released" ? { released, next: NOT_ACQUIRED } : { released };

@@ -63,15 +63,6 @@ const NOT_ACQUIRED: AcquireResult = Object.freeze({ acquired: false });
 /** Round trips (of this host's grant) its own waiters stand back after it gave a key up for another host's waiter. */
 const STAND_BACK_RTTS = 4;
 
-/** What the host knows of one delegated key (status). */
-export interface DelegatedKey {
-  readonly owner: string;
-  readonly local: string;
-  readonly fence: number;
-  readonly base: number;
-  readonly block: number;
-}
-
 /**
  * The mutex's steps with delegation: DelegatingSteps when the backend has the steps of
  * kit/delegation.ts and serves the mutex, else undefined (delegation silently off).
@@ -108,12 +99,6 @@ export class DelegatingSteps implements KindSteps {
   delegates(name: string, owner: string): boolean {
     const g = this.#live(name);
     return g !== undefined && g.local === owner;
-  }
-
-  /** What this host knows of a delegated key, or undefined. */
-  delegated(name: string): DelegatedKey | undefined {
-    const g = this.#live(name);
-    return g && { owner: g.owner, local: g.local, fence: g.base + g.used - 1, base: g.base, block: this.#settings.fenceBlock };
   }
 
   /** The owner token a backend's loss notice about `owner` means here: a grant's current local holder (the grant ends), or `owner` itself. */

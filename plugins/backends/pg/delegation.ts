@@ -1,12 +1,13 @@
 // The PostgreSQL steps of lock delegation (kit/delegation.ts), over the mutex's own (mutex.ts):
 // a grant is the mutex's acquisition (or, replacing this host's grant, its handoff: the session
 // keeps the advisory lock, the key is never free) followed by one statement on the same session
-// that raises the holder row's fence to the block's top and reserves past it, flushed, in the
-// fences table (as mutex-sql.ts's reserve does): every later acquisition of the id, also after a
-// crash that empties the unlogged holders table, gets a fence above the block. Two round trips
-// and a flush per grant; the local handoffs between grants cost none.
+// that raises the holder row's fence to the block's top and, when that passes the reservation,
+// reserves past it, flushed, in the fences table (as mutex-sql.ts's reserve does): every later
+// acquisition of the id, also after a crash that empties the unlogged holders table, gets a fence
+// above the block. Two round trips per grant (and a flush in RESERVED_BLOCKS); the local handoffs
+// between grants cost none.
 //
-// Wanted: a grant that finds the key held sends `d:<id>` on the table's queue channel (the one
+// Wanted: a grant sends `d:<id>` on the table's queue channel, before it asks (the one
 // the LISTEN connection of every backend instance hears, index.ts), and the delegating host's
 // watch of the id hears it. PostgreSQL keeps no mark: the host that gave the key up stands back
 // for `wantedMs` itself (host/locking/delegation.ts).
@@ -17,6 +18,9 @@ import type { PgMutexStore } from "./mutex.js";
 import { FENCE_BLOCK, holdersTableOf, quoteTable, type Statement } from "./mutex-sql.js";
 
 const NOT_ACQUIRED: MutexAcquireResult = Object.freeze({ acquired: false });
+
+/** Blocks reserved past a grant's top when it passes the reservation: one flushed write in this many grants. */
+const RESERVED_BLOCKS = 16;
 
 /** What the delegation steps borrow from their PgBackend. */
 export interface PgDelegationParts {
@@ -33,18 +37,23 @@ function statementsOf(table: string): { readonly raise: Statement; readonly noti
   const h = quoteTable(holdersTableOf(table));
   return {
     // $1 id, $2 owner, $3 block. Only while the row names the owner on this session (a
-    // force-release clears the owner first). The reservation is flushed, as reserve's is.
+    // force-release clears the owner first). Only a top past the row's copy of `reserved` writes
+    // the fences table, reserving RESERVED_BLOCKS blocks past it, flushed as reserve's is; the
+    // other grants write the unlogged holders row alone (no WAL, no flush).
     raise: {
       name: "lockhost_delegation_raise",
-      text: `WITH cur AS (SELECT fence + $3::int8 - 1 AS top FROM ${h} WHERE id = $1::int8 AND owner = $2::text AND pid = pg_backend_pid()),
+      text: `WITH cur AS (
+          SELECT fence + $3::int8 - 1 AS top, reserved FROM ${h} WHERE id = $1::int8 AND owner = $2::text AND pid = pg_backend_pid()
+        ),
         f AS (
           INSERT INTO ${t} AS f (id, reserved)
-          SELECT $1::int8, cur.top + ${FENCE_BLOCK} FROM cur
-          WHERE current_setting('synchronous_commit') <> 'off' OR set_config('synchronous_commit', 'on', true) = 'on'
+          SELECT $1::int8, cur.top + greatest(${FENCE_BLOCK}, ${RESERVED_BLOCKS} * $3::int8) FROM cur
+          WHERE cur.top > cur.reserved
+            AND (current_setting('synchronous_commit') <> 'off' OR set_config('synchronous_commit', 'on', true) = 'on')
           ON CONFLICT (id) DO UPDATE SET reserved = greatest(f.reserved, EXCLUDED.reserved)
           RETURNING reserved
         )
-        UPDATE ${h} h SET fence = cur.top, reserved = f.reserved FROM cur, f WHERE h.id = $1::int8
+        UPDATE ${h} h SET fence = cur.top, reserved = coalesce((SELECT reserved FROM f), cur.reserved) FROM cur WHERE h.id = $1::int8
         RETURNING h.fence`,
     },
     notify: { name: "lockhost_delegation_wanted", text: "SELECT pg_notify($1::text, $2::text)" },
@@ -65,6 +74,14 @@ export class PgDelegation implements DelegationSteps {
     const { book, mutex } = this.#parts;
     let result: MutexAcquireResult;
     if (req.from === undefined) {
+      // The wanted notice goes first, on the session the acquisition takes (pipelined: no round
+      // trip of its own), so a delegating holder hears it a round trip sooner. When the key was
+      // free it tells nobody anything: no host delegates a key nobody holds.
+      const advisory = book.keyOf(req.name);
+      void book
+        .sessionOf(advisory)
+        .run(this.#sql.notify, [book.channels.queue, `d:${advisory.id}`])
+        .catch(ignore);
       result = await mutex.acquire(req);
     } else {
       const moved = await mutex.handoff(req.name, req.from, req);
@@ -74,10 +91,7 @@ export class PgDelegation implements DelegationSteps {
     }
     const advisory = book.keyOf(req.name);
     const session = book.sessionOf(advisory);
-    if (!result.acquired) {
-      void session.run(this.#sql.notify, [book.channels.queue, `d:${advisory.id}`]).catch(ignore);
-      return result;
-    }
+    if (!result.acquired) return result;
     let top: number | undefined;
     try {
       const rows = await session.run(this.#sql.raise, [advisory.id, req.owner, req.block]);

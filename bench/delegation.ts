@@ -96,6 +96,27 @@ async function remoteWait(busy: LockService, other: LockService, key: string): P
   return median(beyond);
 }
 
+/**
+ * The floor under the remote waiter's wait: `holder` holds `key`, a caller of `waiter` waits for it
+ * (subscribed, asleep), and `holder` releases it: from the release call to the waiter holding the
+ * key, ms (median of REMOTE_WAITS). Any design that releases, then lets the other host take the
+ * key, pays at least this beyond the last hold.
+ */
+async function releaseToRemote(holder: LockService, waiter: LockService, key: string): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < REMOTE_WAITS; i++) {
+    const lease = await holder.acquire(key, { ttlMs: TTL_MS, waitMs: WAIT_MS });
+    let got = 0;
+    const waiting = waiter.acquire(key, { ttlMs: TTL_MS, waitMs: WAIT_MS }).then((l) => ((got = performance.now()), l));
+    await new Promise((r) => setTimeout(r, 20));
+    const released = performance.now();
+    await holder.release(lease);
+    await waiter.release(await waiting);
+    times.push(got - released);
+  }
+  return median(times);
+}
+
 /** The median round trip of a PING, ms. */
 async function pingMs(redis: Redis): Promise<number> {
   const times: number[] = [];
@@ -172,6 +193,7 @@ export async function delegationBench(): Promise<void> {
     },
     { name: `redis, remote waiter beyond the current ${HOLD_MS} ms hold: delegated`, unit: "ms", run: (k) => remoteWait(redisA, redisB, k) },
     { name: `redis, remote waiter beyond the current ${HOLD_MS} ms hold: not delegated`, unit: "ms", run: (k) => remoteWait(redisPlainA, redisPlainB, k) },
+    { name: "redis, floor: a release to the waiter of another host", unit: "ms", run: (k) => releaseToRemote(redisA, redisB, k) },
     { name: "redis, round trip (PING)", unit: "ms", run: () => pingMs(admin) },
     { name: "pg, 1 host x 16: delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(pgA)], CALLERS, DELEGATED_TURNS, k) },
     { name: "pg, 1 host x 16: not delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(pgPlainA)], CALLERS, TURNS, k) },
@@ -179,6 +201,7 @@ export async function delegationBench(): Promise<void> {
     { name: "pg, 2 hosts x 8: not delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(pgPlainA), serviceTurn(pgPlainB)], 8, TURNS, k) },
     { name: `pg, remote waiter beyond the current ${HOLD_MS} ms hold: delegated`, unit: "ms", run: (k) => remoteWait(pgA, pgB, k) },
     { name: `pg, remote waiter beyond the current ${HOLD_MS} ms hold: not delegated`, unit: "ms", run: (k) => remoteWait(pgPlainA, pgPlainB, k) },
+    { name: "pg, floor: a release to the waiter of another host", unit: "ms", run: (k) => releaseToRemote(pgA, pgB, k) },
     // etcd has no delegation steps: its delegated rows are the plain path (delegation silently off).
     { name: "etcd, 1 host x 16: delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(etcdA)], CALLERS, TURNS, k) },
     { name: "etcd, 1 host x 16: not delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(etcdPlainA)], CALLERS, TURNS, k) },

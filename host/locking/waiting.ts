@@ -222,6 +222,7 @@ export class WaitQueues {
    * The line's sleeping head, claimed for a handoff (Waiter.claim) of `name` from `lease`, which
    * is being released: undefined when there is none to hand it to, or when the fairness bound
    * says this release frees the key for every host (then `released` wakes nobody here).
+   * `unbounded`: the key is delegated (delegation.ts), whose grant's own rules bound it instead.
    */
   claimNext(name: string, lease: Lease, unbounded = false): Waiter | undefined {
     if (this.#queues.size === 0) return undefined;

@@ -25,7 +25,8 @@ export interface DelegatedGrant extends MutexAcquireRequest {
    * When the name is held by someone else: how long the requester's mark that it wants the key
    * lasts (ms, server clock). While the mark of one backend instance lasts, other instances'
    * grants of the free name are refused (contended, `retryAfterMs` the mark's remaining life), so
-   * the host that gave the key up for it cannot take it straight back.
+   * the host that gave the key up for it cannot take it straight back. 0: the requester will not
+   * wait (a try): the key is not marked, and nobody is told.
    */
   readonly wantedMs: number;
 }
@@ -38,7 +39,7 @@ export interface DelegatedGrant extends MutexAcquireRequest {
 export interface DelegationSteps {
   /**
    * Takes `req.name` (free, or held by `req.from`) with a fence block; when someone else holds it,
-   * marks it wanted by this backend instance for `req.wantedMs` and tells the holder's host
+   * marks it wanted by this backend instance for `req.wantedMs` (unless 0) and tells the holder's host
    * (wanted) in the same step, and answers contended.
    */
   grant(req: DelegatedGrant): Promise<MutexAcquireResult>;

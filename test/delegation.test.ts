@@ -158,6 +158,21 @@ describe.each(Object.keys(stores))("%s: lock delegation", (store) => {
     expect(a.stats().delegationsYielded).toBeGreaterThan(0);
   });
 
+  it("a try of another host does not take the key from the delegating host (only a waiter marks it wanted)", async () => {
+    const a = host("a");
+    const b = host("b");
+    const key = "tried";
+    const first = await a.acquire(key, { ttlMs: 10_000, waitMs: 0 });
+    const second = a.acquire(key, { ttlMs: 10_000, waitMs: 5_000 });
+    expect(await b.tryLock(key, { ttlMs: 10_000 })).toBeNull();
+    await sleep(100);
+    await a.release(first);
+    const next = await second;
+    expect(next.fence).toBe(first.fence + 1);
+    expect(a.stats().delegationsYielded).toBe(0);
+    await a.release(next);
+  });
+
   it("force-release: the current local holder hears lost, and the next grant fences it", async () => {
     const a = host("a");
     const b = host("b");

@@ -32,6 +32,11 @@ import type { DelegationSettings } from "./options.js";
 export interface DelegatedRequest extends AcquireRequest {
   /** Delegate this acquisition (true), never (false), or as `[locking.delegation] enabled` says (absent). */
   readonly delegate?: boolean;
+  /**
+   * Made for a waiting acquisition: only a waiter marks a key wanted (a try that finds it held
+   * does not come back for it, and a mark would keep it idle for nobody).
+   */
+  readonly waiting?: boolean;
 }
 
 /** One delegated grant this host holds. */
@@ -230,7 +235,7 @@ export class DelegatingSteps implements KindSteps {
       ttlMs: req.ttlMs,
       holder: req.holder,
       block: s.fenceBlock,
-      wantedMs: s.wantedMs,
+      wantedMs: (req as DelegatedRequest).waiting === true ? s.wantedMs : 0,
       ...(prev && { from: prev.owner }),
     });
     const watch = prev?.watch;

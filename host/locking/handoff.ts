@@ -29,7 +29,7 @@ export function handOver(core: ServiceCore, lease: Lease, minted: boolean): Prom
   if (waiter === undefined) return undefined;
   let req: AcquireRequest;
   try {
-    req = acquireRequest(core, waiter.request!, 0, undefined);
+    req = acquireRequest(core, waiter.request!, 0, undefined, true);
   } catch {
     // The head's own request is refused here (its owner holds another lock now): it tries, and hears why.
     waiter.deliver(undefined);

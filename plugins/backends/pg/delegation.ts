@@ -73,7 +73,9 @@ export class PgDelegation implements DelegationSteps {
   async grant(req: DelegatedGrant): Promise<MutexAcquireResult> {
     const { book, mutex } = this.#parts;
     let result: MutexAcquireResult;
-    if (req.from === undefined) {
+    if (req.from === undefined && req.wantedMs === 0) {
+      result = await mutex.acquire(req);
+    } else if (req.from === undefined) {
       // The wanted notice goes first, on the session the acquisition takes (pipelined: no round
       // trip of its own), so a delegating holder hears it a round trip sooner. When the key was
       // free it tells nobody anything: no host delegates a key nobody holds.

@@ -30,8 +30,9 @@ const GRANT = `
 local record = redis.call('HMGET', KEYS[1], 'owner', 'instance')
 local held = record[1]
 if held and held ~= ARGV[8] then
-  -- Marked only by another instance: this one's own callers queue in its own line.
-  if record[2] ~= ARGV[6] then
+  -- Marked only by another instance (this one's own callers queue in its own line), and only
+  -- for a waiter (wantedMs 0: a try, which does not come back for it).
+  if record[2] ~= ARGV[6] and ARGV[10] ~= '0' then
     redis.call('SET', KEYS[3], ARGV[6], 'PX', ARGV[10])
     redis.call('PUBLISH', ARGV[9], ARGV[6])
   end

@@ -14,13 +14,15 @@
 // metrics (what the host's metrics cost per lock operation and per guest call, metered vs plain),
 // contention (16 callers of one key on one host taking turns, handoffs/s vs redis-semaphore's Mutex),
 // tracing (what the OpenTelemetry spans cost: no SDK registered vs a baseline without them, and with an SDK),
-// extism (an Extism plugin's lock call through the lock functions vs lockhost's own ABI, inline and worker).
+// extism (an Extism plugin's lock call through the lock functions vs lockhost's own ABI, inline and worker),
+// delegation (one hot key handed between a host's callers without a round trip: vs not delegated, redis-semaphore, two hosts).
 //   npm run bench                 every part
 //   npm run bench -- redis pg     only those parts
 //   npm run bench -- --json       one JSON object per table row (part, path, p50Us, p99Us, opsPerSec, …)
 // REDIS_URL / DATABASE_URL / ETCD_ENDPOINTS choose the servers (loopback defaults; etcd: a
 // private cluster); BENCH_ROUNDS the rounds.
 import { contentionBench } from "./contention.js";
+import { delegationBench } from "./delegation.js";
 import { electionBench } from "./election.js";
 import { etcdBench } from "./etcd.js";
 import { extismBench } from "./extism.js";
@@ -52,6 +54,7 @@ const PARTS: Record<string, () => Promise<void>> = {
   service: serviceBench,
   metrics: metricsBench,
   contention: contentionBench,
+  delegation: delegationBench,
   tracing: tracingBench,
   extism: extismBench,
 };

@@ -150,8 +150,8 @@ export class Host {
   static async start(config: LockhostConfig, options: HostOptions = {}): Promise<Host> {
     const log = options.logger ?? pino({ level: config.host.logLevel, base: { node: config.host.node } });
     const backend = options.backend ?? (await createBackend(config.locking, log, config.source));
-    const { keepalive, waiting } = config.locking;
-    const locks = new LockService(backend, { node: config.host.node, keepalive, waiting });
+    const { keepalive, waiting, delegation } = config.locking;
+    const locks = new LockService(backend, { node: config.host.node, keepalive, waiting, delegation });
     logLockEvents(locks, log);
     // Before any guest starts: its calls are counted from the first.
     const metrics = lockMetrics(locks, config.host.node);

@@ -73,6 +73,7 @@ export type { LoadOptions } from "./config/load.js";
 export type {
   AdminSettings,
   ConfigInput,
+  DelegationSettings,
   HostSettings,
   KeepaliveSettings,
   LockhostConfig,

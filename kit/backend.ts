@@ -5,11 +5,13 @@
 // LockService, so a backend stays a set of small files. Expected outcomes are results; only
 // failures throw (a LockhostError with code BACKEND_UNAVAILABLE).
 import type { LockKind } from "./kinds.js";
+import type { DelegationSteps } from "./delegation.js";
 import type { KindSteps } from "./steps.js";
 
 export type { Acquired, Holder, ListRequest, LockMode, ReleaseResult, ReleaseWatch, RenewRequest, RenewResult } from "./common.js";
 export type { AcquireRequest, AcquireResult, HandoffResult, HolderRecord, KindSteps, LockState, LockStatePage } from "./steps.js";
 export type { LockPage, LockRecord, MutexAcquireRequest, MutexAcquireResult, MutexHandoffResult, MutexStore } from "./mutex.js";
+export type { DelegatedGrant, DelegationSteps } from "./delegation.js";
 
 /** A lock store. */
 export interface LockBackend {
@@ -37,6 +39,11 @@ export interface LockBackend {
    * served through kit/mutex.ts's MutexSteps.
    */
   steps(kind: LockKind): KindSteps;
+  /**
+   * Optional: the steps of lock delegation (kit/delegation.ts), for the mutex. Absent, the host
+   * never delegates on this backend (every acquisition goes to it, as before).
+   */
+  readonly delegation?: DelegationSteps;
   /**
    * Optional: calls `listener` with a lock's owner token when a lock this backend instance took
    * was released or force-released by someone else (another process through restore, an

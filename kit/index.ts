@@ -7,6 +7,8 @@
 export type {
   Acquired,
   AcquireRequest,
+  DelegatedGrant,
+  DelegationSteps,
   AcquireResult,
   HandoffResult,
   Holder,

@@ -49,6 +49,7 @@ function expectDeepFrozen(value: unknown, path = "config"): void {
 /** The documented defaults of [locking.keepalive] and [locking.waiting], written out. */
 const KEEPALIVE = { renewAtRatio: 0.5, maxRetries: 3, safetyMarginRatio: 0.1, batchWindowMs: 20 };
 const WAITING = { pollIntervalMs: 1000, electionPollMs: 20 };
+const DELEGATION = { enabled: false, fenceBlock: 1024, minHoldMs: 0, wantedHandoffs: 0, maxHoldMs: 1000, wantedMs: 200 };
 
 const PLUGIN = `
 [[plugins]]
@@ -150,6 +151,7 @@ schedule = "  */15 * * * *  "
         },
         keepalive: { renewAtRatio: 0.6, maxRetries: 5, safetyMarginRatio: 0.2, batchWindowMs: 50 },
         waiting: { pollIntervalMs: 250, electionPollMs: 20 },
+        delegation: DELEGATION,
       },
       plugins: [
         {
@@ -214,7 +216,7 @@ schedule = "  */15 * * * *  "
     expect(config).toEqual({
       source: SOURCE,
       host: { node: hostname(), shutdownTimeoutMs: 10000, logLevel: "info" },
-      locking: { backend: "memory", keepalive: KEEPALIVE, waiting: WAITING },
+      locking: { backend: "memory", keepalive: KEEPALIVE, waiting: WAITING, delegation: DELEGATION },
       plugins: [],
       scheduled: [],
     });
@@ -239,6 +241,7 @@ schedule = "  */15 * * * *  "
       },
       keepalive: KEEPALIVE,
       waiting: WAITING,
+      delegation: DELEGATION,
     });
     expect(parse(`[locking]\nbackend = "pg"`).locking).toEqual({
       backend: "pg",
@@ -255,6 +258,7 @@ schedule = "  */15 * * * *  "
       },
       keepalive: KEEPALIVE,
       waiting: WAITING,
+      delegation: DELEGATION,
     });
   });
 
@@ -275,6 +279,7 @@ schedule = "  */15 * * * *  "
       },
       keepalive: KEEPALIVE,
       waiting: WAITING,
+      delegation: DELEGATION,
     });
     expect(messageOf(`[locking]\nbackend = "memory"\n[locking.pg]\nurl = "mysql://db"`)).toContain("[locking.pg]: url");
   });
@@ -1064,6 +1069,7 @@ describe("[admin]", () => {
     );
     expect(bad({ locking: { keepalive: { max_retries: 1 } } })).toContain(`config: locking.keepalive: unknown key "max_retries" (did you mean "maxRetries"?`);
     expect(bad({ locking: { waiting: { pollIntervalMs: 1 } } })).toBe("config: locking.waiting: pollIntervalMs must be an integer from 10 to 3600000, got 1");
+    expect(bad({ locking: { delegation: { fenceBlock: 1 } } })).toBe("config: locking.delegation: fenceBlock must be an integer from 2 to 1000000, got 1");
     expect(bad({ admin: { listen: "localhost" } })).toContain(`config: admin: listen must be "host:port"`);
     expect(bad({ admin: { listen: { host: "::1", port: 70000 } } })).toBe("config: admin.listen: port must be an integer from 0 to 65535, got 70000");
     expect(bad({ admin: { listen: { host: "[::1]" } } })).toBe(
@@ -1297,7 +1303,7 @@ describe("resolveConfig", () => {
     const config = resolveConfig({});
     expect(config).toEqual({
       host: { node: hostname(), shutdownTimeoutMs: 10000, logLevel: "info" },
-      locking: { backend: "memory", keepalive: KEEPALIVE, waiting: WAITING },
+      locking: { backend: "memory", keepalive: KEEPALIVE, waiting: WAITING, delegation: DELEGATION },
       plugins: [],
       scheduled: [],
     });
@@ -1348,6 +1354,7 @@ describe("resolveConfig", () => {
         },
         keepalive: KEEPALIVE,
         waiting: WAITING,
+        delegation: DELEGATION,
       },
       plugins: [
         {

@@ -99,6 +99,9 @@ const STAT_LABELS: Record<keyof LockStats, readonly [label: string, unit?: strin
   renewalTicks: ["renewal ticks"],
   renewalBatches: ["renewal batches"],
   renewalTimers: ["renewal timers"],
+  delegatedGrants: ["delegated grants"],
+  delegatedHandoffs: ["delegated handoffs"],
+  delegationsYielded: ["delegations given up"],
 };
 
 /** A host's counters as a two-column table, under a line naming the node and backend. */

@@ -2,10 +2,19 @@
 // options). One frozen object, so the loader, the docs and the tests agree on a single set of
 // values and nothing at runtime can change them.
 import { completeDefaultsOf, defaultsOf } from "../../kit/schema.js";
-import { KEEPALIVE_DEFAULTS, WAITING_DEFAULTS } from "../locking/options.js";
+import { DELEGATION_DEFAULTS, KEEPALIVE_DEFAULTS, WAITING_DEFAULTS } from "../locking/options.js";
 import { parseListen } from "./listen.js";
 import { ADMIN_SCHEMA, HOST_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "./tables.js";
-import type { BackendName, HostSettings, KeepaliveSettings, ListenAddress, PluginConfig, ScheduledConfig, WaitingSettings } from "./types.js";
+import type {
+  BackendName,
+  DelegationSettings,
+  HostSettings,
+  KeepaliveSettings,
+  ListenAddress,
+  PluginConfig,
+  ScheduledConfig,
+  WaitingSettings,
+} from "./types.js";
 
 /** Defaults of every optional config field, grouped by the table they belong to. */
 export interface ConfigDefaults {
@@ -17,6 +26,8 @@ export interface ConfigDefaults {
   readonly keepalive: KeepaliveSettings;
   /** `[locking.waiting]`: the very object a LockService defaults to (WAITING_DEFAULTS). */
   readonly waiting: WaitingSettings;
+  /** `[locking.delegation]`: the very object a LockService defaults to (DELEGATION_DEFAULTS). */
+  readonly delegation: DelegationSettings;
   /** `[admin]` listen: loopback only, unless the operator says otherwise. */
   readonly adminListen: ListenAddress;
 }
@@ -31,6 +42,7 @@ export const CONFIG_DEFAULTS: ConfigDefaults = Object.freeze({
   // set of values, so a config that leaves a key out means what the service does.
   keepalive: KEEPALIVE_DEFAULTS,
   waiting: WAITING_DEFAULTS,
+  delegation: DELEGATION_DEFAULTS,
   adminListen: Object.freeze(listenDefault()),
 });
 

@@ -7,7 +7,7 @@ import { resolve } from "node:path";
 import { Cron } from "croner";
 import type { TableSchema } from "../../kit/schema.js";
 import { backendDescriptor, backendNames } from "../registry/registry.js";
-import { KEEPALIVE_SCHEMA, marginFits, WAITING_SCHEMA } from "../locking/options.js";
+import { DELEGATION_SCHEMA, KEEPALIVE_SCHEMA, marginFits, WAITING_SCHEMA } from "../locking/options.js";
 import { PLUGIN_NAME_PATTERN, RESERVED_PLUGIN_NAMES } from "../locking/scope.js";
 import { CONFIG_DEFAULTS } from "./defaults.js";
 import { parseDuration } from "./duration.js";
@@ -95,7 +95,7 @@ function readConfig(root: Table, source: string | undefined): LockhostConfig {
 function lockingConfig(t: Table): LockingConfig {
   const names = backendNames();
   const since = t.recorded;
-  t.onlyKeys([...Object.keys(LOCKING_SCHEMA.fields), "keepalive", "waiting", ...names]);
+  t.onlyKeys([...Object.keys(LOCKING_SCHEMA.fields), "keepalive", "waiting", "delegation", ...names]);
   // A bad backend name is reported; the tables are still read, against the default's rules.
   const backend = t.attempt(() => t.oneOf("backend", names)) ?? CONFIG_DEFAULTS.backend;
   const packages = t.attempt(() => readFields(t, LOCKING_SCHEMA).packages);
@@ -113,8 +113,9 @@ function lockingConfig(t: Table): LockingConfig {
   }
   const keepalive = t.attempt(() => keepaliveSettings(t.emptyTable("keepalive", "locking.keepalive")));
   const waiting = t.attempt(() => readTable(t.emptyTable("waiting", "locking.waiting"), WAITING_SCHEMA));
+  const delegation = t.attempt(() => readTable(t.emptyTable("delegation", "locking.delegation"), DELEGATION_SCHEMA));
   t.stopIfFailedSince(since);
-  return { backend, ...(packages && { packages }), ...tables, keepalive: keepalive!, waiting: waiting! };
+  return { backend, ...(packages && { packages }), ...tables, keepalive: keepalive!, waiting: waiting!, delegation: delegation! };
 }
 
 const hasFields = (schema: TableSchema<unknown>): boolean => Object.keys(schema.fields).length > 0;

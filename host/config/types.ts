@@ -5,11 +5,11 @@
 // (the unions its fields take, ScheduleSpec, ListenAddress, the top level) is written here.
 import type { Runtime } from "../../abi/ops.js";
 import type { BackendConfigMap } from "../../kit/descriptor.js";
-import type { KeepaliveSettings, WaitingSettings } from "../locking/options.js";
+import type { DelegationSettings, KeepaliveSettings, WaitingSettings } from "../locking/options.js";
 import type { TableInput, TableValue } from "../../kit/schema.js";
 import type { ADMIN_SCHEMA, HOST_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "./tables.js";
 
-export type { KeepaliveSettings, WaitingSettings };
+export type { DelegationSettings, KeepaliveSettings, WaitingSettings };
 
 /**
  * A backend an operator can name: a registered backend's name. The config checks it against
@@ -50,6 +50,8 @@ export type LockingConfig = BackendTables &
     readonly keepalive?: KeepaliveSettings;
     /** Absent means the defaults (a config read by the loader always has it). */
     readonly waiting?: WaitingSettings;
+    /** Absent means the defaults (a config read by the loader always has it). */
+    readonly delegation?: DelegationSettings;
   };
 
 /** Where the admin listener listens. */
@@ -130,6 +132,7 @@ export interface ConfigInput {
   } & TableInput<typeof LOCKING_SCHEMA> & {
       readonly keepalive?: Partial<KeepaliveSettings>;
       readonly waiting?: Partial<WaitingSettings>;
+      readonly delegation?: Partial<DelegationSettings>;
     };
   readonly plugins?: readonly PluginInput[];
   readonly scheduled?: readonly ScheduledInput[];

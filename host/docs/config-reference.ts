@@ -6,7 +6,7 @@ import { tomlKey } from "../../kit/schema.js";
 import { backendDescriptor, backendNames } from "../registry/registry.js";
 import { ADMIN_SCHEMA, HOST_SCHEMA, LOCKING_SCHEMA, PLUGIN_SCHEMA, SCHEDULED_SCHEMA } from "../config/tables.js";
 import { CAPABILITIES, type CapabilityRow } from "../runtime/capabilities/table.js";
-import { KEEPALIVE_SCHEMA, WAITING_SCHEMA } from "../locking/options.js";
+import { DELEGATION_SCHEMA, KEEPALIVE_SCHEMA, WAITING_SCHEMA } from "../locking/options.js";
 
 /** The reference as a TOML block: the host's tables and every registered backend's. */
 export function configReference(): string {
@@ -20,6 +20,7 @@ export function configReference(): string {
     ...backends,
     section("[locking.keepalive]", KEEPALIVE_SCHEMA),
     section("[locking.waiting]", WAITING_SCHEMA),
+    section("[locking.delegation]", DELEGATION_SCHEMA),
     section("[admin]", ADMIN_SCHEMA),
     section("[[plugins]]", PLUGIN_SCHEMA),
     // Each capability's own table under the entry ([plugins.http]).

@@ -6,6 +6,7 @@
 // acquire queues without asking the backend, and a release hands the key to the sleeping head
 // (handoff.ts). Written once here, above every backend.
 import { mintOwner } from "./owner-token.js";
+import type { DelegatedRequest } from "./delegation.js";
 import { LockhostError } from "../../kit/errors.js";
 import type { Acquired } from "../../kit/common.js";
 import type { AcquireRequest, AcquireResult } from "../../kit/steps.js";
@@ -104,7 +105,7 @@ async function acquireWaiting(core: ServiceCore, request: CheckedRequest, waitMs
   const writer = waitMs > 0 && KINDS[request.spec.kind].queuesExclusive && request.mode === "exclusive";
   const queue: Queueing | undefined = writer ? { queueMs: queueMsOf(core), owner: request.owner ?? mintOwner() } : undefined;
   // Held or queued here: straight into this host's line, where a release hands the key over.
-  const first = contendedHere(core, request) ? undefined : await attempt(core, request, asIs, queue?.queueMs, queue?.owner);
+  const first = contendedHere(core, request) ? undefined : await attempt(core, request, asIs, queue?.queueMs, queue?.owner, waitMs > 0);
   if (first instanceof Lease) return first;
   if (waitMs === 0) throw timeoutError(request, 0, waitMs);
   return wait(core, request, first, started, waitMs, signal, queue);
@@ -118,8 +119,15 @@ async function acquireWaiting(core: ServiceCore, request: CheckedRequest, waitMs
  * and after the await lives in plain functions: an async function keeps every local of its own
  * in an object made per call, so the fewer it has, the less each attempt allocates.
  */
-async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended: (result: Contended) => C, queueMs = 0, minted?: string): Promise<Lease | C> {
-  const req = acquireRequest(core, request, queueMs, minted);
+async function attempt<C>(
+  core: ServiceCore,
+  request: CheckedRequest,
+  contended: (result: Contended) => C,
+  queueMs = 0,
+  minted?: string,
+  waiting = false,
+): Promise<Lease | C> {
+  const req = acquireRequest(core, request, queueMs, minted, waiting);
   const steps = core.steps(request.spec.kind);
   core.life.attemptStarted();
   try {
@@ -142,13 +150,27 @@ async function attempt<C>(core: ServiceCore, request: CheckedRequest, contended:
   }
 }
 
-/** The backend's request for one attempt, with its owner: the caller's, the waiter's (`minted`), or a fresh one. */
-export function acquireRequest(core: ServiceCore, request: CheckedRequest, queueMs: number, minted: string | undefined): AcquireRequest {
+/**
+ * The backend's request for one attempt, with its owner: the caller's, the waiter's (`minted`), or a
+ * fresh one. `waiting`: made for a waiting acquisition (a delegated one then marks the key wanted).
+ */
+export function acquireRequest(core: ServiceCore, request: CheckedRequest, queueMs: number, minted: string | undefined, waiting = false): AcquireRequest {
   const { name } = request;
   const owner = request.owner ?? minted ?? mintOwner();
   if (request.owner !== undefined) checkOwnerFree(core, name, owner);
   // Only a waiting writer passes a queueMs (acquireChecked).
-  return { name, owner, ttlMs: request.ttlMs, holder: core.holderOf(request.plugin), mode: request.mode, limit: request.limit, queueMs };
+  const req: DelegatedRequest = {
+    name,
+    owner,
+    ttlMs: request.ttlMs,
+    holder: core.holderOf(request.plugin),
+    mode: request.mode,
+    limit: request.limit,
+    queueMs,
+    delegate: request.delegate,
+    waiting,
+  };
+  return req;
 }
 
 /**
@@ -293,7 +315,7 @@ async function wait(
       if (local !== undefined) {
         hint = local.deadline - performance.now();
       } else if (head && shouldTry && performance.now() >= notBefore) {
-        const result = await attempt(core, request, asIs, queue?.queueMs, queue?.owner);
+        const result = await attempt(core, request, asIs, queue?.queueMs, queue?.owner, true);
         if (result instanceof Lease) {
           taken = result;
           return result;

@@ -38,6 +38,8 @@ async function closeOnce(core: ServiceCore, closeBackend: boolean, releaseTimeou
   await core.unsettled.close();
   const failed = deadline === undefined ? await releaseAll(core) : await releaseAllUntil(core, deadline);
   core.renewals.close();
+  // Released above: the grants' wanted watches end with them.
+  core.delegation?.clear();
   core.life.closed = true;
   if (closeBackend) await core.backend.close();
   return failed;

@@ -2,7 +2,8 @@
 // status, stats, close), and the few steps they all take. One object per service, passed to
 // each job: no globals, and the facade (service.ts) stays a list of entry points.
 import { ElectionSentinel } from "./election-sentinel.js";
-import type { KeepaliveSettings } from "./options.js";
+import type { DelegationSettings, KeepaliveSettings } from "./options.js";
+import { delegatingSteps, type DelegatingSteps } from "./delegation.js";
 import { LockhostError, toLockhostError } from "../../kit/errors.js";
 import type { Holder, LockBackend } from "../../kit/backend.js";
 import type { Lease, LeaseHooks } from "./lease.js";
@@ -42,6 +43,8 @@ export interface ServiceParts {
   readonly pollIntervalMs: number;
   /** Validated (resolveWaiting): the election sentinel's interval, 0 for none. */
   readonly electionPollMs: number;
+  /** Validated (resolveDelegation). */
+  readonly delegation: DelegationSettings;
   /** The renewal manager's events, applied to the core being made (renew.ts). */
   readonly renewalHost: (core: ServiceCore) => RenewalHost;
   /** What the book of unsettled locks asks of the core being made (release-books.ts). */
@@ -78,6 +81,8 @@ export class ServiceCore {
   /** Locks whose acquisition or release failed with the outcome unknown, released by owner once the backend answers. */
   readonly unsettled: UnsettledLocks;
 
+  /** The mutex's steps with delegation (delegation.ts), when the backend has its steps. */
+  readonly delegation: DelegatingSteps | undefined;
   /** The mutex's steps, asked for on every acquisition, release and renewal: made at once, kept apart from the map. */
   readonly #mutexSteps: KindSteps | undefined;
   /** The other kinds' steps, asked for once each. */
@@ -88,7 +93,8 @@ export class ServiceCore {
 
   constructor(parts: ServiceParts) {
     this.backend = parts.backend;
-    this.#mutexSteps = parts.backend.kinds.includes(MUTEX.kind) ? parts.backend.steps(MUTEX.kind) : undefined;
+    this.delegation = delegatingSteps(parts.backend, parts.delegation);
+    this.#mutexSteps = this.delegation ?? (parts.backend.kinds.includes(MUTEX.kind) ? parts.backend.steps(MUTEX.kind) : undefined);
     this.config = Object.freeze({ node: parts.node, pollIntervalMs: parts.pollIntervalMs });
     this.waits = new WaitQueues();
     // Only a backend whose locks may end silently before their lease does needs the sentinel: an
@@ -104,7 +110,9 @@ export class ServiceCore {
     };
     // Told by the backend that a lock was taken from under us: the lease is lost now, not at its next renewal.
     parts.backend.onLost?.(
-      (owner) => {
+      (backendOwner) => {
+        // A delegated grant's backend owner is its first holder's: the loss is its current local holder's.
+        const owner = this.delegation === undefined ? backendOwner : this.delegation.localOwnerOf(backendOwner);
         const lease = this.held.get(owner);
         // This service's own force-release marks its lease itself, with the operator as the reason.
         if (lease && !this.forceReleasing.has(waitKey(lease.kind, lease.name)))

@@ -23,11 +23,13 @@ import { jittered, timerMs, type Waiter } from "./waiting.js";
  */
 export function handOver(core: ServiceCore, lease: Lease, minted: boolean): Promise<void> | undefined {
   if (!KINDS[lease.kind].handsOffLocally) return undefined;
-  const waiter = core.waits.claimNext(waitKey(lease.kind, lease.name), lease);
+  // A delegated key is handed on without the bound of local handoffs in a row: its grant's own rules (delegation.ts) say when it goes.
+  const delegated = core.delegation?.delegates(lease.name, lease.owner) === true;
+  const waiter = core.waits.claimNext(waitKey(lease.kind, lease.name), lease, delegated);
   if (waiter === undefined) return undefined;
   let req: AcquireRequest;
   try {
-    req = acquireRequest(core, waiter.request!, 0, undefined);
+    req = acquireRequest(core, waiter.request!, 0, undefined, true);
   } catch {
     // The head's own request is refused here (its owner holds another lock now): it tries, and hears why.
     waiter.deliver(undefined);

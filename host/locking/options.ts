@@ -76,6 +76,56 @@ export const WAITING_SCHEMA = table<WaitingSettings>({
  * a lease held for as long as the caller needs it, not silently ended by a TTL picked for the
  * common case. Pass `keepalive: false` for a lease that must end at its TTL.
  */
+/** `[locking.delegation]`: lock delegation for hot mutexes (delegation.ts). */
+export interface DelegationSettings {
+  readonly enabled: boolean;
+  readonly fenceBlock: number;
+  readonly minHoldMs: number;
+  readonly wantedHandoffs: number;
+  readonly maxHoldMs: number;
+  readonly wantedMs: number;
+}
+
+export const DELEGATION_SCHEMA = table<DelegationSettings>({
+  doc: "lock delegation: a host keeps a hot mutex while its own callers wait and hands it between them without a round trip (redis, pg)",
+  fields: {
+    enabled: field.bool({ default: false, doc: "delegate every mutex acquisition of this host (an acquisition's `delegate` option overrides it)" }),
+    fenceBlock: field.int({
+      default: 1_024,
+      min: 2,
+      max: 1_000_000,
+      doc: "fences each backend grant reserves: the local holders get base … base + fence_block − 1, every later grant more",
+    }),
+    minHoldMs: field.int({
+      default: 0,
+      min: 0,
+      max: 60_000,
+      unit: "ms",
+      doc: "once another host wants the key, local handoffs go on until the grant is this old (GFS2's minimum hold)",
+    }),
+    wantedHandoffs: field.int({
+      default: 0,
+      min: 0,
+      max: 1_000_000,
+      doc: "once another host wants the key, this many more local handoffs before it is given up",
+    }),
+    maxHoldMs: field.int({
+      default: 1_000,
+      min: 0,
+      max: 3_600_000,
+      unit: "ms",
+      doc: "a grant is given up at the first release after this long, however busy this host (for waiters that do not mark it wanted; 0: no bound)",
+    }),
+    wantedMs: field.int({
+      default: 200,
+      min: 1,
+      max: 60_000,
+      unit: "ms",
+      doc: "how long a waiter's mark that it wants a key lasts: other hosts' grants of the freed key stand back for it that long",
+    }),
+  },
+});
+
 export const DEFAULT_KEEPALIVE = true;
 
 /** Frozen defaults of the keepalive settings (the config's `[locking.keepalive]` defaults). */
@@ -83,6 +133,8 @@ export const KEEPALIVE_DEFAULTS: KeepaliveSettings = completeDefaultsOf(KEEPALIV
 
 /** Frozen defaults of the waiting settings (the config's `[locking.waiting]` defaults). */
 export const WAITING_DEFAULTS: WaitingSettings = completeDefaultsOf(WAITING_SCHEMA);
+
+export const DELEGATION_DEFAULTS: DelegationSettings = completeDefaultsOf(DELEGATION_SCHEMA);
 
 /**
  * Whether a renewal sent at `renewAtRatio` of the TTL leaves room before the safety margin.
@@ -116,6 +168,16 @@ export function resolveWaiting(given: Partial<WaitingSettings> | undefined, wher
   const s = { ...WAITING_DEFAULTS, ...definedOnly(given) };
   integerIn(s.pollIntervalMs, rangeOf(WAITING_SCHEMA.fields.pollIntervalMs), `${where}.pollIntervalMs`);
   integerIn(s.electionPollMs, rangeOf(WAITING_SCHEMA.fields.electionPollMs), `${where}.electionPollMs`);
+  return Object.freeze(s);
+}
+
+/** Delegation settings with the defaults filled in, each checked (INVALID_ARGUMENT naming it). */
+export function resolveDelegation(given: Partial<DelegationSettings> | undefined, where = "delegation"): DelegationSettings {
+  const s = { ...DELEGATION_DEFAULTS, ...definedOnly(given) };
+  if (typeof s.enabled !== "boolean") bad(`${where}.enabled must be true or false, got ${String(s.enabled)}`);
+  for (const key of ["fenceBlock", "minHoldMs", "wantedHandoffs", "maxHoldMs", "wantedMs"] as const) {
+    integerIn(s[key], rangeOf(DELEGATION_SCHEMA.fields[key]), `${where}.${key}`);
+  }
   return Object.freeze(s);
 }
 

@@ -35,6 +35,11 @@ export interface TryLockOptions {
    * an owner unique per live lock across processes too.
    */
   readonly owner?: string;
+  /**
+   * Lock delegation for this acquisition of a mutex (delegation.ts): true delegates, false never
+   * does, absent follows `[locking.delegation] enabled`. Off on a backend without its steps.
+   */
+  readonly delegate?: boolean;
 }
 
 declare const checkedBrand: unique symbol;
@@ -63,6 +68,8 @@ export interface CheckedRequest {
   /** The spec's mode and limit, read once here rather than on every attempt. */
   readonly mode: LockMode;
   readonly limit: number;
+  /** The caller's `delegate` option, when given. */
+  readonly delegate: boolean | undefined;
   readonly [checkedBrand]: true;
 }
 
@@ -97,7 +104,8 @@ export function requestFor(key: string, options: TryLockOptions, spec: TakeSpec 
   const rule = KINDS[spec.kind].limit;
   const limit = limitOf(spec);
   if (rule !== null) validateLimit(limit, rule);
-  return { name: qualify(key, scope), key, scope, ttlMs, plugin, keepalive, owner, spec, mode: modeOf(spec), limit } as CheckedRequest;
+  const delegate = validateFlag(options.delegate, "delegate");
+  return { name: qualify(key, scope), key, scope, ttlMs, plugin, keepalive, owner, spec, mode: modeOf(spec), limit, delegate } as CheckedRequest;
 }
 
 /**

@@ -4,14 +4,14 @@
 // facade: each job lives in its own module (acquire, restore, release, renew, status, stats,
 // close), working on one ServiceCore per service.
 import { canonicalKeys, type LockSet, remainingWait, takeAll } from "./lock-set.js";
-import type { KeepaliveSettings, WaitingSettings } from "./options.js";
+import type { DelegationSettings, KeepaliveSettings, WaitingSettings } from "./options.js";
 import { LockhostError } from "../../kit/errors.js";
 import type { LockBackend } from "../../kit/backend.js";
 import { acquireChecked, tryChecked, type AcquireOptions } from "./acquire.js";
 import { close } from "./close.js";
 import { closedError, ServiceCore } from "./core.js";
 import { Lease } from "./lease.js";
-import { DEFAULT_KEEPALIVE, resolveKeepalive, resolveWaiting } from "./options.js";
+import { DEFAULT_KEEPALIVE, resolveDelegation, resolveKeepalive, resolveWaiting } from "./options.js";
 import { release, releaseAll, releaseIfHeld } from "./release.js";
 import { unsettledHost } from "./release-books.js";
 import type { CleanedLock } from "./unsettled.js";
@@ -59,6 +59,11 @@ export interface LockServiceOptions {
   readonly keepalive?: Partial<KeepaliveSettings>;
   /** How waiting acquisitions fall back to polling (default: at most 1,000 ms between tries, jittered). */
   readonly waiting?: Partial<WaitingSettings>;
+  /**
+   * Lock delegation for hot mutexes (default: off; an acquisition's `delegate` option turns it on
+   * for that acquisition). Silently off on a backend without the steps (LockBackend.delegation).
+   */
+  readonly delegation?: Partial<DelegationSettings>;
 }
 
 /** Options of withLock. */
@@ -122,6 +127,7 @@ export class LockService {
       keepalive: resolveKeepalive(options.keepalive),
       pollIntervalMs: waiting.pollIntervalMs,
       electionPollMs: waiting.electionPollMs,
+      delegation: resolveDelegation(options.delegation),
       renewalHost,
       unsettledHost,
     });

@@ -38,6 +38,12 @@ export interface LockStats {
   readonly renewalBatches: number;
   /** Timers the renewal manager has armed now (0 or 1: one for the whole host). */
   readonly renewalTimers: number;
+  /** Delegated grants taken from the backend, each with a block of fences (delegation.ts; 0 when delegation is off). */
+  readonly delegatedGrants: number;
+  /** Keys handed from one local holder to the next under a delegated grant, without a round trip. */
+  readonly delegatedHandoffs: number;
+  /** Delegated grants given up for waiters of other hosts (or after max_hold_ms). */
+  readonly delegationsYielded: number;
 }
 
 /**
@@ -79,5 +85,8 @@ export function statsOf(core: ServiceCore): LockStats {
     renewalTicks: renewals.batches,
     renewalBatches: renewals.batches,
     renewalTimers: renewals.timers,
+    delegatedGrants: core.delegation?.counts.grants ?? 0,
+    delegatedHandoffs: core.delegation?.counts.localHandoffs ?? 0,
+    delegationsYielded: core.delegation?.counts.yielded ?? 0,
   };
 }

@@ -222,15 +222,16 @@ export class WaitQueues {
    * The line's sleeping head, claimed for a handoff (Waiter.claim) of `name` from `lease`, which
    * is being released: undefined when there is none to hand it to, or when the fairness bound
    * says this release frees the key for every host (then `released` wakes nobody here).
+   * `unbounded`: the key is delegated (delegation.ts), whose grant's own rules bound it instead.
    */
-  claimNext(name: string, lease: Lease): Waiter | undefined {
+  claimNext(name: string, lease: Lease, unbounded = false): Waiter | undefined {
     if (this.#queues.size === 0) return undefined;
     const queue = this.#queues.get(name);
     if (queue === undefined) return undefined;
     if (queue.holder === lease) queue.holder = undefined;
     const head = queue.waiters[0];
     if (head === undefined || head.placed) return undefined;
-    if (queue.handoffs >= MAX_LOCAL_HANDOFFS) {
+    if (queue.handoffs >= MAX_LOCAL_HANDOFFS && !unbounded) {
       queue.handoffs = 0;
       queue.yielding = true;
       return undefined;

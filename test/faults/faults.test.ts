@@ -7,8 +7,10 @@
 // holder that lived through no fault (none after the Redis restart), every lock of a killed host
 // taken again, and every host still taking locks once the faults are over.
 //
-// `npm test` runs the short version: each fault once, in one run per backend. `npm run faults`
-// (LOCKHOST_FAULTS=full) runs each fault three times in a run of its own, then all of them mixed.
+// `npm test` runs the short version: each fault once, in one run per backend, and once more
+// with lock delegation on (host/locking/delegation.ts: the hosts hand keys between their own
+// guests without a round trip). `npm run faults` (LOCKHOST_FAULTS=full) runs each fault three times
+// in a run of its own, then all of them mixed, each with and without delegation.
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { startPostgresServer, startRedisServer, type TestServer } from "../support/servers.js";
 import { killPgSessions, killRedisSessions } from "../support/kill-sessions.js";
@@ -30,6 +32,12 @@ const MIXED: readonly Fault[] = [
 /** The runs: the mixed one, and in the full suite each fault three times on its own first. */
 const RUNS: ReadonlyArray<readonly [string, readonly Fault[]]> = [...(FULL ? MIXED.map((f) => [f.kind, [f, f, f]] as const) : []), ["mixed", MIXED]];
 
+/**
+ * With lock delegation on or off: the full suite runs every run both ways; the short one runs the
+ * mixed run both ways (both backends here have delegation's steps).
+ */
+const modesOf = (name: string): readonly boolean[] => (FULL || name === "mixed" ? [false, true] : [false]);
+
 function faultSuite(
   backend: "redis" | "pg",
   start: () => Promise<TestServer>,
@@ -46,10 +54,20 @@ function faultSuite(
     }, 60_000);
 
     for (const [name, faults] of RUNS) {
-      it(`keeps exclusion, fences and liveness through ${name === "mixed" ? "every fault in turn" : `${name} ×${faults.length}`}`, async () => {
-        const r = await runFaults({ ...SHAPE, server, locking: locking(server.url), killSessions: sessionKiller(server.url), faults });
-        expectSafeAndLive(`${backend} ${name}`, r);
-      }, 240_000);
+      for (const delegated of modesOf(name)) {
+        const what = `${name === "mixed" ? "every fault in turn" : `${name} ×${faults.length}`}${delegated ? ", with lock delegation" : ""}`;
+        it(`keeps exclusion, fences and liveness through ${what}`, async () => {
+          const base = locking(server.url);
+          const r = await runFaults({
+            ...SHAPE,
+            server,
+            locking: delegated ? { ...base, delegation: { enabled: true } } : base,
+            killSessions: sessionKiller(server.url),
+            faults,
+          });
+          expectSafeAndLive(`${backend} ${name}${delegated ? " delegated" : ""}`, r);
+        }, 240_000);
+      }
     }
   });
 }

@@ -63,6 +63,7 @@ import { HeldLocks, ignore } from "./held.js";
 import { advisoryKeyFromId, advisoryKeyOf, waitLockOf, type AdvisoryKey } from "./keys.js";
 import { onControl, PgMutexStore, recheckHeld } from "./mutex.js";
 import { channelsOf, statementsFor } from "./mutex-sql.js";
+import { PgDelegation } from "./delegation.js";
 import { PgQueueSteps, type QueueContext } from "./queue.js";
 import { queueObjectsOf, queueStatementsFor } from "./queue-sql.js";
 import { QueueTables, Tables } from "./tables.js";
@@ -109,6 +110,10 @@ export class PgBackend implements LockBackend, MutexStore {
     first: (id) => void this.#listener.register(id, waitLockOf(advisoryKeyFromId(BigInt(id)))),
     last: (id) => this.#listener.unregister(id),
   });
+  /** Watchers of the wanted notices of delegated keys (delegation.ts), by advisory id. */
+  readonly #wantedWatchers = new ReleaseListeners<string>();
+  /** Lock delegation's steps (delegation.ts): grants with fence blocks, wanted notices. */
+  readonly delegation: PgDelegation;
   /** This instance's token in shared holder rows: a force-release's loss notice names it. */
   readonly #instance = randomUUID();
   readonly #queue: QueueContext;
@@ -208,6 +213,12 @@ export class PgBackend implements LockBackend, MutexStore {
       },
     };
     this.#steps = new StepsByKind(this.#mutex, (kind) => new PgQueueSteps(kind, this.#queue));
+    this.delegation = new PgDelegation({
+      book: this.#book,
+      mutex: this.#mutex,
+      table: config.table,
+      wanted: (id, listener) => ({ ready: this.#listener.start(), close: this.#wantedWatchers.add(id, listener) }),
+    });
   }
 
   /** The steps of `kind` (LockBackend.steps). */
@@ -325,10 +336,15 @@ export class PgBackend implements LockBackend, MutexStore {
     else if (channel === this.#book.channels.queue) this.#queueNotice(payload);
   }
 
-  /** `w:<id>`: a queue-kind key may be free; `l:<instance>:<owner>`: a force-release removed `owner` (ours if the instance is). */
+  /**
+   * `w:<id>`: a queue-kind key may be free; `d:<id>`: another host wants a delegated key (delegation.ts);
+   * `l:<instance>:<owner>`: a force-release removed `owner` (ours if the instance is).
+   */
   #queueNotice(payload: string): void {
     if (payload.startsWith("w:")) {
       this.#queueWatchers.wake(payload.slice(2));
+    } else if (payload.startsWith("d:")) {
+      this.#wantedWatchers.wake(payload.slice(2));
     } else if (payload.startsWith(`l:${this.#instance}:`)) {
       const owner = payload.slice(3 + this.#instance.length);
       this.#book.log.info({ owner }, "pg queue-kind hold force-released by another host");

@@ -28,6 +28,7 @@ import type {
 import { LOCK_KINDS, StepsByKind } from "../../../kit/index.js";
 import { createSubscriber, RECONNECTING, RedisConnection, type LockClient } from "./client.js";
 import { REDIS_PERMANENT } from "./errors.js";
+import { RedisDelegation } from "./delegation.js";
 import { KeyLayout } from "./keys.js";
 import { RedisMutex } from "./mutex.js";
 import { RedisQueueSteps } from "./queue.js";
@@ -61,6 +62,8 @@ export class RedisBackend implements LockBackend, MutexStore {
    * another instance id was taken by an earlier process, which reclaimOwnLocks may take over.
    */
   readonly instanceId: string = randomUUID();
+  /** Lock delegation's steps (delegation.ts): grants with fence blocks, wanted notices. */
+  readonly delegation: RedisDelegation;
   readonly #conn: RedisConnection;
   readonly #redis: LockClient;
   readonly #keys: KeyLayout;
@@ -113,6 +116,13 @@ export class RedisBackend implements LockBackend, MutexStore {
       reclaimOwnLocks: config.reclaimOwnLocks,
       cluster: config.cluster,
       countRenewCalls,
+    });
+    this.delegation = new RedisDelegation({
+      conn: this.#conn,
+      keys: this.#keys,
+      watcher: this.#watcher,
+      hostname: this.#hostname,
+      instanceId: this.instanceId,
     });
     this.#steps = new StepsByKind(
       this,

@@ -1,0 +1,213 @@
+// Lock delegation (host/locking/delegation.ts) on every backend with its steps: two hosts (two
+// LockServices, each with its own backend instance) on one server. Exclusion across the hosts and
+// fences strictly increasing in the order of the critical sections, also across a host that stops
+// without a word; a waiter of another host is not starved; a force-release tells the current
+// local holder `lost`; status shows the current local holder; the per-acquisition option.
+import { randomUUID } from "node:crypto";
+import { afterAll, describe, expect, it } from "vitest";
+import type { LockBackend } from "../kit/backend.js";
+import { LockService, type LockServiceOptions } from "../host/locking/service.js";
+import type { Lease } from "../host/locking/lease.js";
+import { PgBackend } from "../plugins/backends/pg/index.js";
+import { pgDefaults } from "../plugins/backends/pg/config.js";
+import { RedisBackend } from "../plugins/backends/redis/index.js";
+import { redisDefaults } from "../plugins/backends/redis/config.js";
+import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
+import { captureLogger } from "./support/log.js";
+import { databaseUrl, redisUrl } from "./support/servers.js";
+import { sleep, until } from "./support/until.js";
+
+const RUN = randomUUID().slice(0, 8);
+const PREFIX = `lockhost-test:deleg-${RUN}:`;
+const TABLE = `lockhost_test_deleg_${RUN}`;
+
+const stores: Record<string, () => LockBackend> = {
+  redis: () => new RedisBackend({ ...redisDefaults, url: redisUrl(), keyPrefix: PREFIX }, captureLogger().logger),
+  pg: () => new PgBackend({ ...pgDefaults, url: databaseUrl(), table: TABLE }, captureLogger().logger),
+};
+
+afterAll(async () => {
+  await dropRedisPrefix(redisUrl(), PREFIX);
+  await dropPgTable(databaseUrl(), TABLE);
+});
+
+const ON: LockServiceOptions["delegation"] = { enabled: true, maxHoldMs: 0 };
+
+/** A critical section log shared by the hosts of one test (they run in this process). */
+class Sections {
+  inside = 0;
+  overlaps = 0;
+  readonly fences: number[] = [];
+  enter(lease: Lease): void {
+    if (this.inside++ > 0) this.overlaps++;
+    this.fences.push(lease.fence);
+  }
+  exit(): void {
+    this.inside--;
+  }
+  regressions(): number {
+    let n = 0;
+    for (let i = 1; i < this.fences.length; i++) if (this.fences[i]! <= this.fences[i - 1]!) n++;
+    return n;
+  }
+}
+
+/** `callers` loops on `key` until `until` (performance.now()), each section `holdMs` long (0: a microtask). */
+async function hammer(service: LockService, key: string, callers: number, stopAt: number, log: Sections, holdMs = 0): Promise<number> {
+  let done = 0;
+  await Promise.all(
+    Array.from({ length: callers }, async () => {
+      while (performance.now() < stopAt) {
+        const lease = await service.acquire(key, { ttlMs: 10_000, waitMs: 20_000 });
+        log.enter(lease);
+        if (holdMs > 0) await sleep(holdMs);
+        else await Promise.resolve();
+        log.exit();
+        await service.release(lease);
+        done++;
+      }
+    }),
+  );
+  return done;
+}
+
+describe("lock delegation's options", () => {
+  it("refuses bad settings and a bad per-acquisition option, naming them", async () => {
+    const backend = stores.redis!();
+    expect(() => new LockService(backend, { node: "a", delegation: { fenceBlock: 1 } })).toThrow(
+      /delegation\.fenceBlock must be an integer from 2 to 1000000, got 1/,
+    );
+    expect(() => new LockService(backend, { node: "a", delegation: { enabled: "yes" as unknown as boolean } })).toThrow(
+      /delegation\.enabled must be true or false/,
+    );
+    const locks = new LockService(backend, { node: "a" });
+    try {
+      await expect(locks.acquire("x", { ttlMs: 1_000, waitMs: 0, delegate: 1 as unknown as boolean })).rejects.toThrow(/delegate must be true or false/);
+    } finally {
+      await locks.close();
+    }
+  });
+});
+
+describe.each(Object.keys(stores))("%s: lock delegation", (store) => {
+  const open: LockService[] = [];
+  const host = (node: string, delegation = ON): LockService => {
+    const s = new LockService(stores[store]!(), { node, delegation });
+    open.push(s);
+    return s;
+  };
+  afterAll(async () => {
+    await Promise.all(open.map((s) => s.close().catch(() => undefined)));
+  });
+
+  it("keeps two hosts apart, with fences strictly increasing, and hands off locally", async () => {
+    const a = host("a");
+    const b = host("b");
+    const log = new Sections();
+    const stopAt = performance.now() + 1_500;
+    const [na, nb] = await Promise.all([hammer(a, "both", 8, stopAt, log), hammer(b, "both", 8, stopAt, log)]);
+    expect(log.overlaps).toBe(0);
+    expect(log.regressions()).toBe(0);
+    expect(na).toBeGreaterThan(0);
+    expect(nb).toBeGreaterThan(0);
+    // Handed on without a round trip: far more sections than grants.
+    const grants = a.stats().delegatedGrants + b.stats().delegatedGrants;
+    expect(grants).toBeGreaterThan(0);
+    expect(na + nb).toBeGreaterThan(2 * grants);
+  });
+
+  it("fences stay above every local fence after a host stops without a word (its lease runs out)", async () => {
+    const a = host("a");
+    const key = "crash";
+    const first = (await a.acquire(key, { ttlMs: 800, waitMs: 0, keepalive: false }))!;
+    // Local waiters get the next fences of the block.
+    const waiting = Array.from({ length: 3 }, () => a.acquire(key, { ttlMs: 800, waitMs: 5_000, keepalive: false }));
+    await sleep(20);
+    const fences = [first.fence];
+    await a.release(first);
+    for (const w of waiting) {
+      const lease = await w;
+      fences.push(lease.fence);
+      if (w !== waiting.at(-1)) await a.release(lease);
+    }
+    expect(fences).toEqual([fences[0], fences[0]! + 1, fences[0]! + 2, fences[0]! + 3]);
+    // Host a now stops without releasing (as a crashed process): its last holder's lease runs out on the server.
+    const b = host("b");
+    const next = await b.acquire(key, { ttlMs: 5_000, waitMs: 10_000 });
+    expect(next.fence).toBeGreaterThanOrEqual(fences[0]! + 1_024);
+    await b.release(next);
+  });
+
+  it("gives the key to a waiter of another host after the current hold", async () => {
+    const a = host("a");
+    const b = host("b");
+    const log = new Sections();
+    const stopAt = performance.now() + 4_000;
+    const busy = hammer(a, "hot", 4, stopAt, log);
+    await sleep(200);
+    const started = performance.now();
+    const lease = await b.acquire("hot", { ttlMs: 10_000, waitMs: 3_000 });
+    const waited = performance.now() - started;
+    log.enter(lease);
+    log.exit();
+    await b.release(lease);
+    await busy;
+    expect(log.overlaps).toBe(0);
+    expect(log.regressions()).toBe(0);
+    expect(waited).toBeLessThan(3_000);
+    expect(a.stats().delegationsYielded).toBeGreaterThan(0);
+  });
+
+  it("a try of another host does not take the key from the delegating host (only a waiter marks it wanted)", async () => {
+    const a = host("a");
+    const b = host("b");
+    const key = "tried";
+    const first = await a.acquire(key, { ttlMs: 10_000, waitMs: 0 });
+    const second = a.acquire(key, { ttlMs: 10_000, waitMs: 5_000 });
+    expect(await b.tryLock(key, { ttlMs: 10_000 })).toBeNull();
+    await sleep(100);
+    await a.release(first);
+    const next = await second;
+    expect(next.fence).toBe(first.fence + 1);
+    expect(a.stats().delegationsYielded).toBe(0);
+    await a.release(next);
+  });
+
+  it("force-release: the current local holder hears lost, and the next grant fences it", async () => {
+    const a = host("a");
+    const b = host("b");
+    const key = "forced";
+    const first = await a.acquire(key, { ttlMs: 30_000, waitMs: 0 });
+    const second = a.acquire(key, { ttlMs: 30_000, waitMs: 5_000 });
+    await sleep(20);
+    await a.release(first);
+    const holder = await second;
+    expect(holder.fence).toBe(first.fence + 1);
+    // Status from this host: its current local holder and fence; from the other: the delegating host.
+    const here = await a.status(key, { owners: true });
+    expect(here.holders[0]).toMatchObject({ node: "a", fence: holder.fence, owner: holder.owner });
+    const there = await b.status(key);
+    expect(there.holders[0]).toMatchObject({ node: "a" });
+    expect(await b.forceRelease(key)).toBe(1);
+    await until("the local holder hears lost", 3_000, () => holder.state === "lost");
+    const next = await b.acquire(key, { ttlMs: 5_000, waitMs: 0 });
+    expect(next.fence).toBeGreaterThan(holder.fence);
+    await b.release(next);
+  });
+
+  it("follows the acquisition's own option when the config leaves it off", async () => {
+    const a = host("a", { enabled: false });
+    const key = "optin";
+    const plain = await a.acquire(key, { ttlMs: 5_000, waitMs: 0 });
+    await a.release(plain);
+    expect(a.stats().delegatedGrants).toBe(0);
+    const first = await a.acquire(key, { ttlMs: 5_000, waitMs: 0, delegate: true });
+    const second = a.acquire(key, { ttlMs: 5_000, waitMs: 5_000, delegate: true });
+    await sleep(20);
+    await a.release(first);
+    const next = await second;
+    expect(next.fence).toBe(first.fence + 1);
+    await a.release(next);
+    expect(a.stats()).toMatchObject({ delegatedGrants: 1, delegatedHandoffs: 1 });
+  });
+});

@@ -38,6 +38,11 @@ export interface DelegatedGrant extends MutexAcquireRequest {
  */
 export interface DelegationSteps {
   /**
+   * The largest block a grant reserves (etcd: its `fence_scale`); the host asks for
+   * `min(fence_block, maxBlock)`. Absent: any block.
+   */
+  readonly maxBlock?: number;
+  /**
    * Takes `req.name` (free, or held by `req.from`) with a fence block; when someone else holds it,
    * marks it wanted by this backend instance for `req.wantedMs` (unless 0) and tells the holder's host
    * (wanted) in the same step, and answers contended.

@@ -8,22 +8,34 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { LockBackend } from "../kit/backend.js";
 import { LockService, type LockServiceOptions } from "../host/locking/service.js";
 import type { Lease } from "../host/locking/lease.js";
+import { isCode } from "../kit/errors.js";
+import { EtcdBackend, etcdDefaults, type EtcdConfig } from "../plugins/backends/etcd/index.js";
 import { PgBackend } from "../plugins/backends/pg/index.js";
 import { pgDefaults } from "../plugins/backends/pg/config.js";
 import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";
+import { etcdEndpoints } from "./support/etcd-servers.js";
 import { databaseUrl, redisUrl } from "./support/servers.js";
 import { sleep, until } from "./support/until.js";
 
 const RUN = randomUUID().slice(0, 8);
 const PREFIX = `lockhost-test:deleg-${RUN}:`;
 const TABLE = `lockhost_test_deleg_${RUN}`;
+const ETCD_PREFIX = `lockhost-test/deleg-${RUN}/`;
+const etcdConfig = (over: Partial<EtcdConfig> = {}): EtcdConfig => ({
+  ...etcdDefaults,
+  endpoints: etcdEndpoints(),
+  keyPrefix: ETCD_PREFIX,
+  fenceScale: 1_024,
+  ...over,
+});
 
 const stores: Record<string, () => LockBackend> = {
   redis: () => new RedisBackend({ ...redisDefaults, url: redisUrl(), keyPrefix: PREFIX }, captureLogger().logger),
   pg: () => new PgBackend({ ...pgDefaults, url: databaseUrl(), table: TABLE }, captureLogger().logger),
+  etcd: () => new EtcdBackend(etcdConfig(), captureLogger().logger),
 };
 
 afterAll(async () => {
@@ -209,5 +221,82 @@ describe.each(Object.keys(stores))("%s: lock delegation", (store) => {
     expect(next.fence).toBe(first.fence + 1);
     await a.release(next);
     expect(a.stats()).toMatchObject({ delegatedGrants: 1, delegatedHandoffs: 1 });
+  });
+});
+
+describe("etcd: the fence scale", () => {
+  const open: { close(): Promise<unknown> }[] = [];
+  afterAll(async () => {
+    for (const o of open.splice(0).reverse()) await o.close().catch(() => undefined);
+  });
+  const backend = (over: Partial<EtcdConfig>): EtcdBackend => {
+    const b = new EtcdBackend(etcdConfig(over), captureLogger().logger);
+    open.push(b);
+    return b;
+  };
+  const host = (node: string, over: Partial<EtcdConfig>, delegation?: LockServiceOptions["delegation"]): LockService => {
+    const s = new LockService(new EtcdBackend(etcdConfig(over), captureLogger().logger), { node, ...(delegation && { delegation }) });
+    open.push(s);
+    return s;
+  };
+
+  it("has no delegation steps without a scale, and a block of at most the scale with one", () => {
+    expect(backend({ keyPrefix: `${ETCD_PREFIX}none/`, fenceScale: 1 }).delegation).toBeUndefined();
+    expect(backend({ keyPrefix: `${ETCD_PREFIX}none/`, fenceScale: 16 }).delegation?.maxBlock).toBe(16);
+  });
+
+  it("a host whose scale differs from the prefix's refuses to start and to lock, naming the option", async () => {
+    const keyPrefix = `${ETCD_PREFIX}mixed/`;
+    await backend({ keyPrefix, fenceScale: 1_024 }).ping();
+    for (const fenceScale of [1, 512]) {
+      const other = backend({ keyPrefix, fenceScale });
+      const err = await other.ping().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isCode(err, "CONFIG_INVALID")).toBe(true);
+      expect((err as Error).message).toMatch(
+        new RegExp(`\\[locking\\.etcd\\] fence_scale is ${fenceScale}, but the hosts of key prefix ${keyPrefix} use 1024`),
+      );
+      const locks = new LockService(other, { node: "x" });
+      await expect(locks.tryLock("k", { ttlMs: 5_000 })).rejects.toThrow(/fence_scale/);
+      await expect(locks.try("k", { ttlMs: 5_000, kind: "rw", mode: "shared" })).rejects.toThrow(/fence_scale/);
+    }
+    // The same scale starts.
+    await backend({ keyPrefix, fenceScale: 1_024 }).ping();
+  });
+
+  it("fences of plain and delegated grants, interleaved, strictly increase; re-grants and status report scaled fences", async () => {
+    // A scale of 4: blocks of 4 fences (fence_block 1024 is capped), so a local line re-grants in place.
+    const over = { keyPrefix: `${ETCD_PREFIX}mix/`, fenceScale: 4 };
+    const a = host("a", over, ON);
+    const b = host("b", over);
+    const key = "mix";
+    const fences: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      // Host a: a local line of 10 holders, its grant renewed in place (`from`) after each 4.
+      const first = await a.acquire(key, { ttlMs: 10_000, waitMs: 0 });
+      const line = Array.from({ length: 9 }, () => a.acquire(key, { ttlMs: 10_000, waitMs: 10_000 }));
+      await sleep(20);
+      let lease = first;
+      for (let i = 0; i < 10; i++) {
+        fences.push(lease.fence);
+        if (i > 0 && lease.fence % 4 === 0) {
+          // A re-grant's base: what another host's status shows.
+          const there = await b.status(key);
+          expect(there.holders[0]).toMatchObject({ node: "a", fence: lease.fence });
+        }
+        await a.release(lease);
+        if (i < 9) lease = await line[i]!;
+      }
+      // Host b: a plain acquisition, its fence a revision times the scale.
+      const plain = await b.acquire(key, { ttlMs: 10_000, waitMs: 10_000 });
+      expect(plain.fence % 4).toBe(0);
+      expect((await a.status(key)).holders[0]).toMatchObject({ node: "b", fence: plain.fence });
+      fences.push(plain.fence);
+      await b.release(plain);
+    }
+    for (let i = 1; i < fences.length; i++) expect(fences[i]!, `fence ${i} of ${fences.join(",")}`).toBeGreaterThan(fences[i - 1]!);
+    expect(a.stats().delegatedGrants).toBeGreaterThanOrEqual(9);
   });
 });

@@ -92,11 +92,14 @@ export class DelegatingSteps implements KindSteps {
   readonly proclaim?: (name: string, owner: string, value: string) => Promise<boolean>;
   /** Grants taken from the backend, local handoffs, and grants given up for another host (stats, bench). */
   readonly counts = { grants: 0, localHandoffs: 0, yielded: 0 };
+  /** Fences per grant: `fence_block`, at most the backend's largest block. */
+  readonly #block: number;
 
   constructor(inner: KindSteps, steps: DelegationSteps, settings: DelegationSettings) {
     this.#inner = inner;
     this.#steps = steps;
     this.#settings = settings;
+    this.#block = Math.min(settings.fenceBlock, steps.maxBlock ?? settings.fenceBlock);
     if (inner.proclaim !== undefined) this.proclaim = inner.proclaim.bind(inner);
   }
 
@@ -175,7 +178,7 @@ export class DelegatingSteps implements KindSteps {
     }
     const left = g.deadline - now;
     // A block used up, one fence per µs since the grant, or too little lease left for the next holder: a new grant, in one step.
-    if (g.used >= s.fenceBlock || g.used > (now - g.sentAt) * 1_000 || left < next.ttlMs / 2) return this.#regrant(g, next);
+    if (g.used >= this.#block || g.used > (now - g.sentAt) * 1_000 || left < next.ttlMs / 2) return this.#regrant(g, next);
     g.local = next.owner;
     const fence = g.base + g.used++;
     this.counts.localHandoffs++;
@@ -234,7 +237,7 @@ export class DelegatingSteps implements KindSteps {
       owner: req.owner,
       ttlMs: req.ttlMs,
       holder: req.holder,
-      block: s.fenceBlock,
+      block: this.#block,
       wantedMs: (req as DelegatedRequest).waiting === true ? s.wantedMs : 0,
       ...(prev && { from: prev.owner }),
     });

@@ -87,14 +87,14 @@ export interface DelegationSettings {
 }
 
 export const DELEGATION_SCHEMA = table<DelegationSettings>({
-  doc: "lock delegation: a host keeps a hot mutex while its own callers wait and hands it between them without a round trip (redis, pg)",
+  doc: "lock delegation: a host keeps a hot mutex while its own callers wait and hands it between them without a round trip (redis, pg, scaled etcd)",
   fields: {
     enabled: field.bool({ default: false, doc: "delegate every mutex acquisition of this host (an acquisition's `delegate` option overrides it)" }),
     fenceBlock: field.int({
       default: 1_024,
       min: 2,
       max: 1_000_000,
-      doc: "fences each backend grant reserves: the local holders get base … base + fence_block − 1, every later grant more",
+      doc: "fences each backend grant reserves (on etcd at most its fence_scale): the local holders get base … base + fence_block − 1, every later grant more",
     }),
     minHoldMs: field.int({
       default: 0,

@@ -25,6 +25,12 @@ export interface EtcdConfig extends Partial<TlsConfig> {
    * host renews its leases every half of it.
    */
   readonly leaseMarginMs: number;
+  /**
+   * Fences are etcd revisions times this (a power of two, 1 to 1024); above 1 the mutex can be
+   * delegated (`[locking.delegation]`), a grant reserving up to this many fences. A property of
+   * the key prefix: stored in etcd by the first host, and a host with another value refuses to start.
+   */
+  readonly fenceScale: number;
 }
 
 /** The schema of `[locking.etcd]`. */
@@ -61,6 +67,13 @@ export const etcdConfigSchema = table<EtcdConfig>({
       max: 600_000,
       unit: "ms",
       doc: "how far leases are kept ahead of their locks: a dead host's lock lasts at most TTL + this, in whole seconds",
+    }),
+    fenceScale: field.int({
+      default: 1,
+      min: 1,
+      max: 1024,
+      doc: "fences are revisions times this (a power of two); above 1 the mutex can be delegated (blocks of up to this many fences); one value per key prefix",
+      check: (n) => ((n & (n - 1)) === 0 ? undefined : `must be a power of two, got ${n}`),
     }),
     ...tlsFields("https:// endpoints"),
   },

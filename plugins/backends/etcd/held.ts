@@ -21,7 +21,8 @@ import type { RenewRequest, RenewResult } from "../../../kit/index.js";
 import type { EtcdClient } from "./client.js";
 import { endOf, type ClassLease, type Leases } from "./leases.js";
 import { CMP, TARGET, type Compare, type KeyValue, type RequestOp } from "./proto.js";
-import { encode, readHolder, type StoredHolder } from "./record.js";
+import type { FenceScale } from "./fence-scale.js";
+import { encode, readHolder, settled, type StoredHolder } from "./record.js";
 import type { PrefixWatcher } from "./watch.js";
 
 /** What the steps of every kind share in one backend instance. */
@@ -31,6 +32,7 @@ export interface EtcdContext {
   readonly book: HeldLocks;
   readonly watcher: PrefixWatcher;
   readonly prefix: string;
+  readonly scale: FenceScale;
 }
 
 /** One key this host wrote and still counts as its own. */
@@ -127,7 +129,7 @@ export class HeldLocks {
    */
   async adopt(owner: string, key: string, kv: KeyValue, record: StoredHolder): Promise<HeldEntry> {
     const lease = this.#leases.byId(kv.lease) ?? (await this.#leases.leaseFor(record.t));
-    return this.add(owner, key, kv.create_revision, lease, Math.max(0, record.e - Date.now()), record);
+    return this.add(owner, key, kv.create_revision, lease, Math.max(0, record.e - Date.now()), settled(kv, record));
   }
 
   /** A renewal landed: the hold ends `ttlMs` from now, on `lease` (the same one unless the TTL class changed). */

@@ -1,13 +1,16 @@
 // lockhost/etcd: locks in an etcd v3 cluster. Every kind of the lock model: the mutex and the
 // leader kind as one key per lock (mutex.ts, served through kit's MutexSteps), the queue kinds
-// as a directory of holder and queue-place keys (queue.ts). Fences are etcd revisions; waiters
+// as a directory of holder and queue-place keys (queue.ts). Fences are etcd revisions (times the
+// prefix's fence scale, fence-scale.ts; above 1 the mutex can be delegated, delegation.ts); waiters
 // wake on one watch over the prefix (watch.ts); locks ride on this host's leases, one per TTL
 // class (leases.ts), and end at their own TTL by this host's timer (held.ts).
 import type { Logger } from "pino";
 import { isPermanent, LOCK_KINDS, LockhostError, markPermanent, StepsByKind, TLS_REFUSED_PATTERN } from "../../../kit/index.js";
-import type { KindSteps, LockBackend, LockKind } from "../../../kit/index.js";
+import type { DelegationSteps, KindSteps, LockBackend, LockKind } from "../../../kit/index.js";
 import { EtcdClient } from "./client.js";
 import type { EtcdConfig } from "./config.js";
+import { EtcdDelegation } from "./delegation.js";
+import { FenceScale } from "./fence-scale.js";
 import { HeldLocks, type EtcdContext } from "./held.js";
 import { Leases } from "./leases.js";
 import { EtcdMutexStore } from "./mutex.js";
@@ -28,6 +31,8 @@ export class EtcdBackend implements LockBackend {
   readonly kinds = LOCK_KINDS;
   /** A dead holder's lock lasts until its lease ends (or its TTL, by its host's timer, while the host lives). */
   readonly endsOnlyAtExpiry = true;
+  /** Lock delegation's steps: only with `fence_scale` above 1 (delegation.ts says why). */
+  readonly delegation?: DelegationSteps;
   readonly #client: EtcdClient;
   readonly #leases: Leases;
   readonly #book: HeldLocks;
@@ -37,6 +42,7 @@ export class EtcdBackend implements LockBackend {
   readonly #missedListeners: (() => void)[] = [];
   #closed = false;
   readonly #prefix: string;
+  readonly #scale: FenceScale;
   /** Set once the start-up check of the key permissions passed (ping). */
   #granted = false;
 
@@ -56,8 +62,11 @@ export class EtcdBackend implements LockBackend {
         for (const listener of this.#missedListeners) listener();
       },
     });
-    const context: EtcdContext = { client, leases: this.#leases, book: this.#book, watcher: this.#watcher, prefix: config.keyPrefix };
-    this.#steps = new StepsByKind(new EtcdMutexStore(context), (kind) => new EtcdQueueSteps(kind, context));
+    this.#scale = new FenceScale(client, config.keyPrefix, config.fenceScale ?? 1);
+    const context: EtcdContext = { client, leases: this.#leases, book: this.#book, watcher: this.#watcher, prefix: config.keyPrefix, scale: this.#scale };
+    const mutex = new EtcdMutexStore(context);
+    this.#steps = new StepsByKind(mutex, (kind) => new EtcdQueueSteps(kind, context));
+    if (this.#scale.value > 1) this.delegation = new EtcdDelegation(context, mutex);
   }
 
   steps(kind: LockKind): KindSteps {
@@ -103,6 +112,7 @@ export class EtcdBackend implements LockBackend {
         );
       });
     this.#granted = true;
+    await this.#scale.check();
   }
 
   /** Revokes this host's leases (whatever it still holds is freed at once) and closes the connections. */

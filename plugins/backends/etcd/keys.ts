@@ -19,6 +19,15 @@ export const queueDir = (prefix: string, kind: string, name: string): string => 
 /** The directory of every lock of a queue kind. */
 export const queueRoot = (prefix: string, kind: string): string => `${prefix}q/${kind}/`;
 
+/**
+ * The one key a delegated grant that finds a mutex held puts its name on (delegation.ts): every
+ * host's prefix watch sees the put and wakes the watchers of that name's wanted notice.
+ */
+export const wantedNoticeKey = (prefix: string): string => `${prefix}wanted`;
+
+/** What the watchers of `name`'s wanted notice are registered under (never written). */
+export const wantedWatchKey = (prefix: string, name: string): string => `${prefix}wanted/${name}`;
+
 /** The first key after every key that starts with `key` (etcd's range_end for a prefix). */
 export function prefixEnd(key: string | Buffer): Buffer {
   const bytes = Buffer.from(key);

@@ -1,8 +1,9 @@
 // The mutex (and, through kit's MutexSteps, the leader kind) in etcd: one key per lock, taken by
 // a put-if-absent transaction on this host's lease of the TTL's class, released by a delete
-// that compares the key's create revision. The fence is that create revision: etcd's revision
-// of the acquiring transaction, above every revision before it in the whole cluster, durable
-// and the same on every member, so it never steps back, whatever restarts or elections happen.
+// that compares the key's create revision. The fence is that create revision (times the prefix's
+// fence scale, fence-scale.ts): etcd's revision of the acquiring transaction, above every
+// revision before it in the whole cluster, durable and the same on every member, so it never
+// steps back, whatever restarts or elections happen.
 import type {
   ListRequest,
   LockPage,
@@ -19,7 +20,7 @@ import { isLeaseGone } from "./errors.js";
 import { renewRequests, type EtcdContext, type HeldEntry, type Refusal } from "./held.js";
 import { mutexKey, prefixEnd } from "./keys.js";
 import { endOf } from "./leases.js";
-import { CMP, TARGET } from "./proto.js";
+import { CMP, TARGET, type RequestOp } from "./proto.js";
 import { decodeHolder, encode, holderRecord, readHolder, retryAfter, storedHolder, type StoredHolder } from "./record.js";
 
 export class EtcdMutexStore implements MutexStore {
@@ -29,8 +30,10 @@ export class EtcdMutexStore implements MutexStore {
     this.#c = context;
   }
 
-  async acquire(req: MutexAcquireRequest): Promise<MutexAcquireResult> {
+  /** `failure`: more operations for the transaction to run when the key is held (delegation.ts's wanted notice). */
+  async acquire(req: MutexAcquireRequest, failure: readonly RequestOp[] = []): Promise<MutexAcquireResult> {
     const key = mutexKey(this.#c.prefix, req.name);
+    await this.#c.scale.check();
     for (let attempt = 0; ; attempt++) {
       const lease = await this.#c.leases.leaseFor(req.ttlMs);
       const leaseId = lease.id!;
@@ -42,7 +45,7 @@ export class EtcdMutexStore implements MutexStore {
           {
             compare: [{ key, target: TARGET.CREATE, result: CMP.EQUAL, create_revision: 0 }],
             success: [{ request_put: { key, value: encode(record), lease: leaseId } }],
-            failure: [{ request_range: { key } }],
+            failure: [{ request_range: { key } }, ...failure],
           },
           "an acquisition",
         );
@@ -52,7 +55,7 @@ export class EtcdMutexStore implements MutexStore {
         }
         const fence = res.header.revision;
         this.#c.book.add(req.owner, key, fence, lease, req.ttlMs, record);
-        return { acquired: true, fence: Number(fence), acquiredAtMs: now, expiresAtMs };
+        return { acquired: true, fence: this.#c.scale.of(fence), acquiredAtMs: now, expiresAtMs };
       } catch (err) {
         if (!isLeaseGone(err) || attempt > 0) {
           // Its answer was lost, not its request perhaps: the key may be there, on a lease this host keeps alive.
@@ -103,7 +106,7 @@ export class EtcdMutexStore implements MutexStore {
 
   async status(name: string): Promise<LockRecord | null> {
     const found = await readHolder(this.#c.client, mutexKey(this.#c.prefix, name));
-    return found === undefined ? null : { name, ...withoutMode(holderRecord(found.kv, found.stored, Date.now())) };
+    return found === undefined ? null : { name, ...withoutMode(holderRecord(found.kv, found.stored, Date.now(), this.#c.scale.value)) };
   }
 
   async forceRelease(name: string): Promise<boolean> {
@@ -123,7 +126,7 @@ export class EtcdMutexStore implements MutexStore {
     for (const kv of res.kvs) {
       last = kv.key.toString("utf8").slice(base.length);
       const stored = decodeHolder(kv.value);
-      if (stored !== undefined) locks.push({ name: last, ...withoutMode(holderRecord(kv, stored, now)) });
+      if (stored !== undefined) locks.push({ name: last, ...withoutMode(holderRecord(kv, stored, now, this.#c.scale.value)) });
     }
     return res.more && last !== undefined ? { locks, cursor: last } : { locks };
   }

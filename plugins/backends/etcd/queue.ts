@@ -4,7 +4,8 @@
 // writes its holder key in a transaction that succeeds only if no key of the directory was
 // created or changed since that read (a compare over the directory's range), so two hosts never
 // both decide on the same state. Queue places are ordered by their create revision: FIFO across
-// every host, from etcd itself. The fence is the revision of the acquiring transaction.
+// every host, from etcd itself. The fence is the revision of the acquiring transaction (times the
+// prefix's fence scale, fence-scale.ts).
 import type {
   AcquireRequest,
   AcquireResult,
@@ -68,6 +69,7 @@ export class EtcdQueueSteps implements KindSteps {
         if (req.mode === "exclusive" && req.queueMs > 0 && this.#queues) await this.#keepPlace(placeKey, req);
         return { acquired: false, ...retryAfter(d.holders.map((h) => h.stored.e)) };
       }
+      await this.#c.scale.check();
       const lease = await this.#c.leases.leaseFor(req.ttlMs);
       const leaseId = lease.id!;
       const expiresAtMs = endOf(now, req.ttlMs, lease);
@@ -96,7 +98,7 @@ export class EtcdQueueSteps implements KindSteps {
       if (!res.succeeded) continue; // another host changed the directory: decide again on what is there now
       const fence = res.header.revision;
       this.#c.book.add(req.owner, holderKey, fence, lease, req.ttlMs, record);
-      return { acquired: true, fence: Number(fence), acquiredAtMs: now, expiresAtMs };
+      return { acquired: true, fence: this.#c.scale.of(fence), acquiredAtMs: now, expiresAtMs };
     }
     // The directory kept changing under every decision: contended, with no hint (a hint is > 0).
     return { acquired: false };
@@ -267,7 +269,7 @@ export class EtcdQueueSteps implements KindSteps {
       name,
       kind: this.kind,
       limit: d.holders[0]?.stored.l ?? 0,
-      holders: d.holders.map((h) => holderRecord(h.kv, h.stored, now)),
+      holders: d.holders.map((h) => holderRecord(h.kv, h.stored, now, this.#c.scale.value)),
       queued: d.places.length,
     };
   }

@@ -21,6 +21,13 @@ export interface StoredHolder {
   readonly t: number;
   /** proclaimed value */
   readonly v?: string;
+  /**
+   * A delegated re-grant (delegation.ts) rewrote the key in place: its fence's revision is `g`,
+   * or, in the re-grant's own write (which cannot hold its revision), `r` (1) says it is the
+   * key's mod revision. Absent both: the key's create revision.
+   */
+  readonly g?: number;
+  readonly r?: 1;
 }
 
 export function storedHolder(
@@ -58,12 +65,24 @@ export function decodeHolder(value: Buffer): StoredHolder | undefined {
   }
 }
 
-/** A holder's record as status and list report it; its fence is its key's create revision. */
-export function holderRecord(kv: KeyValue, stored: StoredHolder, nowMs: number): HolderRecord {
+/** The revision of the grant a holder's key records (see StoredHolder.g): its fence is that times the prefix's fence scale. */
+export function grantRevision(kv: KeyValue, stored: StoredHolder): number {
+  return stored.g ?? Number(stored.r === 1 ? kv.mod_revision : kv.create_revision);
+}
+
+/** A holder's record as it is written again by its owner (a renewal, a proclamation): a re-grant's revision made explicit. */
+export function settled(kv: KeyValue, stored: StoredHolder): StoredHolder {
+  if (stored.r !== 1) return stored;
+  const { r: _r, ...rest } = stored;
+  return { ...rest, g: Number(kv.mod_revision) };
+}
+
+/** A holder's record as status and list report it; its fence is its grant's revision (grantRevision) times `scale`. */
+export function holderRecord(kv: KeyValue, stored: StoredHolder, nowMs: number, scale: number): HolderRecord {
   return {
     owner: stored.o,
     mode: stored.m === "s" ? "shared" : "exclusive",
-    fence: Number(kv.create_revision),
+    fence: grantRevision(kv, stored) * scale,
     holder: { plugin: stored.p, node: stored.n, ...(stored.h !== undefined && { hostname: stored.h }) },
     acquiredAtMs: stored.a,
     expiresAtMs: stored.e,

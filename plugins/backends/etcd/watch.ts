@@ -7,7 +7,7 @@
 import type { Logger } from "pino";
 import { ReleaseListeners, type ReleaseWatch } from "../../../kit/index.js";
 import { withBytes, type EtcdClient, type EtcdStream } from "./client.js";
-import { parseKey, prefixEnd } from "./keys.js";
+import { parseKey, prefixEnd, wantedNoticeKey, wantedWatchKey } from "./keys.js";
 import type { KeyValue, WatchResponse } from "./proto.js";
 import { decodeHolder } from "./record.js";
 
@@ -115,6 +115,11 @@ export class PrefixWatcher {
 
   #onEvent(deleted: boolean, kv: KeyValue, prev: KeyValue | null): void {
     const key = kv.key.toString("utf8");
+    if (key === wantedNoticeKey(this.#prefix)) {
+      // A delegated grant found the name it put here held: that name's holder is wanted (delegation.ts).
+      if (!deleted) this.#listeners.wake(wantedWatchKey(this.#prefix, kv.value.toString("utf8")));
+      return;
+    }
     const ref = parseKey(this.#prefix, key);
     if (ref === undefined) return;
     if (deleted) {

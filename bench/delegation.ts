@@ -5,8 +5,9 @@
 // - A waiter of another host while 8 callers of one host keep the key busy, each holding it
 //   HOLD_MS: how long the waiter waits beyond the hold that was current when it asked (target
 //   ≤ one round trip + min_hold_ms), beside the median round trip (PING) of the same run.
-// Every row runs once per round, rounds interleaved; medians. On a backend without the steps
-// (kit/delegation.ts) the delegated rows are the plain path: delegation is silently off there.
+// Every row runs once per round, rounds interleaved; medians. etcd runs with `fence_scale` 1024
+// (its steps need scaled fences); on a backend without the steps (kit/delegation.ts) the delegated
+// rows would be the plain path: delegation is silently off there.
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import pg from "pg";
@@ -151,7 +152,8 @@ export async function delegationBench(): Promise<void> {
     service(new PgBackend({ ...pgDefaults, url: DATABASE_URL, table: pgTable }, benchLog), node, delegation);
   let cluster: EtcdCluster | undefined;
   const endpoints = process.env.ETCD_ENDPOINTS?.split(",") ?? (cluster = await startEtcdCluster(1)).endpoints;
-  const etcdConfig: EtcdConfig = { ...etcdDefaults, endpoints, keyPrefix: `lockhost-bench-delegation/${randomUUID().slice(0, 8)}/` };
+  // Scaled fences (plain and delegated hosts alike: the scale belongs to the key prefix), so etcd has the steps.
+  const etcdConfig: EtcdConfig = { ...etcdDefaults, endpoints, keyPrefix: `lockhost-bench-delegation/${randomUUID().slice(0, 8)}/`, fenceScale: 1_024 };
   const etcd = (node: string, delegation?: LockServiceOptions["delegation"]): LockService => service(new EtcdBackend(etcdConfig, benchLog), node, delegation);
   const redisA = redis("a", DELEGATE);
   const redisB = redis("b", DELEGATE);
@@ -202,11 +204,13 @@ export async function delegationBench(): Promise<void> {
     { name: `pg, remote waiter beyond the current ${HOLD_MS} ms hold: delegated`, unit: "ms", run: (k) => remoteWait(pgA, pgB, k) },
     { name: `pg, remote waiter beyond the current ${HOLD_MS} ms hold: not delegated`, unit: "ms", run: (k) => remoteWait(pgPlainA, pgPlainB, k) },
     { name: "pg, floor: a release to the waiter of another host", unit: "ms", run: (k) => releaseToRemote(pgA, pgB, k) },
-    // etcd has no delegation steps: its delegated rows are the plain path (delegation silently off).
-    { name: "etcd, 1 host x 16: delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(etcdA)], CALLERS, TURNS, k) },
+    { name: "etcd, 1 host x 16: delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(etcdA)], CALLERS, DELEGATED_TURNS, k) },
     { name: "etcd, 1 host x 16: not delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(etcdPlainA)], CALLERS, TURNS, k) },
-    { name: "etcd, 2 hosts x 8: delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(etcdA), serviceTurn(etcdB)], 8, TURNS, k) },
+    { name: "etcd, 2 hosts x 8: delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(etcdA), serviceTurn(etcdB)], 8, 4 * TURNS, k) },
     { name: "etcd, 2 hosts x 8: not delegated", unit: "handoffs/s", run: (k) => contend([serviceTurn(etcdPlainA), serviceTurn(etcdPlainB)], 8, TURNS, k) },
+    { name: `etcd, remote waiter beyond the current ${HOLD_MS} ms hold: delegated`, unit: "ms", run: (k) => remoteWait(etcdA, etcdB, k) },
+    { name: `etcd, remote waiter beyond the current ${HOLD_MS} ms hold: not delegated`, unit: "ms", run: (k) => remoteWait(etcdPlainA, etcdPlainB, k) },
+    { name: "etcd, floor: a release to the waiter of another host", unit: "ms", run: (k) => releaseToRemote(etcdA, etcdB, k) },
   ];
   const results = new Map<string, number[]>(rows.map((r) => [r.name, []]));
   try {

@@ -5,7 +5,9 @@
 // a host is frozen past its TTL, another is killed and replaced, and the whole cluster restarts.
 // Each host reaches each member through its own TCP proxy (test/support/tcp-proxy.ts), so its
 // network alone can stall. etcd keeps its revisions through all of it: no fence may step back,
-// and no two sections may overlap at all except where a frozen host explains it.
+// and no two sections may overlap at all except where a frozen host explains it. Run twice: as
+// configured by default, and with lock delegation (which needs scaled fences, `fence_scale`, on a
+// key prefix of their own: the scale belongs to the prefix).
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { startEtcdCluster, type EtcdCluster } from "../support/etcd-servers.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
@@ -64,40 +66,46 @@ describe("faults on etcd (three members)", () => {
     await cluster?.stop();
   }, 60_000);
 
-  it("keeps exclusion and fences, tells holders, and stays live through member, leader, network and host faults", async () => {
-    // The whole cluster as one server (server-restart kills and restarts every member).
-    const server: TestServer = {
-      url: cluster.endpoints.join(","),
-      port: 0,
-      kill: async () => void (await Promise.all(cluster.members.map((m) => m.kill()))),
-      start: async () => {
-        await Promise.all(cluster.members.map((m) => m.start()));
-        await leaderOf(cluster);
-      },
-      stop: async () => undefined,
-      pause: () => cluster.members.forEach((m) => m.pause()),
-      resume: () => cluster.members.forEach((m) => m.resume()),
-    };
-    const r = await runFaults({
-      ...SHAPE,
-      server,
-      killSessions: async () => undefined,
-      faults: FAULTS,
-      locking: (node) => ({
-        backend: "etcd",
-        etcd: {
-          endpoints: proxies.get(group(node))!.map((p) => `http://127.0.0.1:${p.port}`),
-          keyPrefix: "faults/",
-          commandTimeoutMs: 1_000,
-          leaseMarginMs: 1_000,
+  it.each([false, true])(
+    "keeps exclusion and fences, tells holders, and stays live through member, leader, network and host faults (delegated: %s)",
+    async (delegated) => {
+      // The whole cluster as one server (server-restart kills and restarts every member).
+      const server: TestServer = {
+        url: cluster.endpoints.join(","),
+        port: 0,
+        kill: async () => void (await Promise.all(cluster.members.map((m) => m.kill()))),
+        start: async () => {
+          await Promise.all(cluster.members.map((m) => m.start()));
+          await leaderOf(cluster);
         },
-      }),
-      members: {
-        members: cluster.members,
-        leader: () => leaderOf(cluster),
-        stall: (node, on) => proxies.get(group(node))!.forEach((p) => p.stall(on)),
-      },
-    });
-    expectSafeAndLive("etcd", r);
-  }, 240_000);
+        stop: async () => undefined,
+        pause: () => cluster.members.forEach((m) => m.pause()),
+        resume: () => cluster.members.forEach((m) => m.resume()),
+      };
+      const r = await runFaults({
+        ...SHAPE,
+        server,
+        killSessions: async () => undefined,
+        faults: FAULTS,
+        locking: (node) => ({
+          backend: "etcd",
+          etcd: {
+            endpoints: proxies.get(group(node))!.map((p) => `http://127.0.0.1:${p.port}`),
+            keyPrefix: delegated ? "faults-delegated/" : "faults/",
+            commandTimeoutMs: 1_000,
+            leaseMarginMs: 1_000,
+            ...(delegated && { fenceScale: 1_024 }),
+          },
+          ...(delegated && { delegation: { enabled: true } }),
+        }),
+        members: {
+          members: cluster.members,
+          leader: () => leaderOf(cluster),
+          stall: (node, on) => proxies.get(group(node))!.forEach((p) => p.stall(on)),
+        },
+      });
+      expectSafeAndLive(delegated ? "etcd delegated" : "etcd", r);
+    },
+    240_000,
+  );
 });

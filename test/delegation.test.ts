@@ -299,4 +299,27 @@ describe("etcd: the fence scale", () => {
     for (let i = 1; i < fences.length; i++) expect(fences[i]!, `fence ${i} of ${fences.join(",")}`).toBeGreaterThan(fences[i - 1]!);
     expect(a.stats().delegatedGrants).toBeGreaterThanOrEqual(9);
   });
+
+  it("scales the fences of every kind, in acquisitions, status and list", async () => {
+    const over = { keyPrefix: `${ETCD_PREFIX}kinds/`, fenceScale: 8 };
+    const locks = host("k", over);
+    const mutex = await locks.acquire("m", { ttlMs: 5_000, waitMs: 0 });
+    const shared = await locks.acquire("rw", { ttlMs: 5_000, waitMs: 0, kind: "rw", mode: "shared" });
+    const permit = await locks.acquire("s", { ttlMs: 5_000, waitMs: 0, kind: "semaphore", permits: 2 });
+    expect([mutex.fence % 8, shared.fence % 8, permit.fence % 8]).toEqual([0, 0, 0]);
+    expect(shared.fence).toBeGreaterThan(mutex.fence);
+    expect(permit.fence).toBeGreaterThan(shared.fence);
+    expect((await locks.status("m")).holders[0]?.fence).toBe(mutex.fence);
+    expect((await locks.status("rw", { kind: "rw" })).holders[0]?.fence).toBe(shared.fence);
+    expect((await locks.status("s", { kind: "semaphore" })).holders[0]?.fence).toBe(permit.fence);
+    const listed = (await locks.list()).locks;
+    expect(listed.map((l) => [l.name, l.fence])).toEqual(
+      expect.arrayContaining([
+        ["global:m", mutex.fence],
+        ["global:rw", shared.fence],
+        ["global:s", permit.fence],
+      ]),
+    );
+    for (const lease of [mutex, shared, permit]) await locks.release(lease);
+  });
 });

@@ -16,6 +16,7 @@ import { RedisBackend } from "../plugins/backends/redis/index.js";
 import { redisDefaults } from "../plugins/backends/redis/config.js";
 import { dropPgTable, dropRedisPrefix } from "./support/cleanup.js";
 import { captureLogger } from "./support/log.js";
+import { gateway } from "./support/etcd-gateway.js";
 import { etcdEndpoints } from "./support/etcd-servers.js";
 import { databaseUrl, redisUrl } from "./support/servers.js";
 import { sleep, until } from "./support/until.js";
@@ -298,6 +299,32 @@ describe("etcd: the fence scale", () => {
     }
     for (let i = 1; i < fences.length; i++) expect(fences[i]!, `fence ${i} of ${fences.join(",")}`).toBeGreaterThan(fences[i - 1]!);
     expect(a.stats().delegatedGrants).toBeGreaterThanOrEqual(9);
+  });
+
+  it("a re-granted key deleted while its value names the previous grant (a renewal of it that landed late) tells the current holder lost", async () => {
+    const over = { keyPrefix: `${ETCD_PREFIX}late/`, fenceScale: 2 };
+    const a = host("a", over, ON);
+    const b = host("b", over);
+    const key = "late";
+    // Blocks of 2: the third holder's grant is the first's rewritten in place.
+    const first = await a.acquire(key, { ttlMs: 30_000, waitMs: 0 });
+    const line = [a.acquire(key, { ttlMs: 30_000, waitMs: 5_000 }), a.acquire(key, { ttlMs: 30_000, waitMs: 5_000 })];
+    await sleep(20);
+    await a.release(first);
+    const second = await line[0]!;
+    await a.release(second);
+    const third = await line[1]!;
+    expect(third.fence % 2).toBe(0);
+    expect(a.stats().delegatedGrants).toBe(2);
+    // The value names the grant before (as a renewal of it sent before the re-grant would write it back).
+    const etcdKey = Buffer.from(`${ETCD_PREFIX}late/m/global:${key}`).toString("base64");
+    const kv = (await gateway<{ kvs: { value: string; lease?: string }[] }>(etcdEndpoints()[0]!, "/v3/kv/range", { key: etcdKey })).kvs[0]!;
+    const stored = JSON.parse(Buffer.from(kv.value, "base64").toString("utf8")) as Record<string, unknown>;
+    expect(stored.o).toBe(third.owner);
+    const back = Buffer.from(JSON.stringify({ ...stored, o: first.owner })).toString("base64");
+    await gateway(etcdEndpoints()[0]!, "/v3/kv/put", { key: etcdKey, value: back, ...(kv.lease !== undefined && { lease: kv.lease }) });
+    expect(await b.forceRelease(key)).toBe(1);
+    await until("the current holder hears lost", 3_000, () => third.state === "lost");
   });
 
   it("scales the fences of every kind, in acquisitions, status and list", async () => {

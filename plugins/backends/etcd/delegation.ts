@@ -67,9 +67,9 @@ export class EtcdDelegation implements DelegationSteps {
         // Deleted meanwhile (force-released, expired): the watch tells the book.
         if (!res.succeeded) return NOT_ACQUIRED;
         const revision = res.header.revision;
-        this.#c.book.drop(req.from);
         // Its later writes (renewals, proclamations) carry the grant's revision as `g`.
         this.#c.book.add(req.owner, key, from.fence, lease, req.ttlMs, { ...record, g: Number(revision) });
+        this.#c.book.replaced(req.from, req.owner);
         return { acquired: true, fence: this.#c.scale.of(revision), acquiredAtMs: now, expiresAtMs };
       } catch (err) {
         if (!isLeaseGone(err) || attempt > 0) {

@@ -67,6 +67,12 @@ export class HeldLocks {
    * the key is there with its owner token.
    */
   readonly #unsure = new Set<HeldEntry>();
+  /**
+   * Delegated re-grants (delegation.ts): the previous owner of a key rewritten in place, by the
+   * owner it is now. A renewal of the previous owner sent before the re-grant may land after it
+   * and write that owner back into the value; a deletion that names it then means the new owner.
+   */
+  readonly #replaced = new Map<string, string>();
   readonly #client: EtcdClient;
   readonly #leases: Leases;
   readonly #log: Logger;
@@ -213,13 +219,22 @@ export class HeldLocks {
     } else {
       if (this.#byOwner.get(entry.owner) !== entry) return;
       this.#byOwner.delete(entry.owner);
+      for (const [old, now] of this.#replaced) if (now === entry.owner) this.#replaced.delete(old);
     }
     this.#due.remove(entry);
     this.#leases.unuse(entry.lease);
   }
 
+  /** `to` now holds `from`'s key, rewritten in place (a delegated re-grant): `from` is forgotten. */
+  replaced(from: string, to: string): void {
+    this.drop(from);
+    for (const [old, now] of this.#replaced) if (now === from) this.#replaced.delete(old);
+    this.#replaced.set(from, to);
+  }
+
   /** etcd deleted `key`: if it was a holder this host did not let go, its owner lost it. */
-  deleted(owner: string, key: string): void {
+  deleted(named: string, key: string): void {
+    const owner = this.#byOwner.has(named) ? named : (this.#replaced.get(named) ?? named);
     const entry = this.#byOwner.get(owner);
     if (entry === undefined || entry.key !== key) return;
     this.drop(owner);

@@ -48,7 +48,7 @@ const hasJspi = typeof WebAssembly.Suspending === "function";
 if (hasJspi || process.env.LOCKHOST_TEST_JSPI === "0") process.exit(first);
 
 // Positional arguments filter files: the second run takes the guest suites they select.
-const filters = args.filter((a, i) => !a.startsWith("-") && !(i > 0 && /^--(outputFile|reporter|project|config)$/.test(args[i - 1])));
+const filters = args.filter((a, i) => !a.startsWith("-") && !(i > 0 && /^--(outputFile|reporter|project|config|exclude)$/.test(args[i - 1])));
 const suites = filters.length === 0 ? GUEST_SUITES : GUEST_SUITES.filter((s) => filters.some((f) => s.includes(f)));
 if (suites.length === 0) process.exit(first);
 const options = args.filter((a) => !filters.includes(a)).map((a) => (a.startsWith("--outputFile=") ? `${a}.jspi.json` : a));

@@ -95,9 +95,11 @@ for (const target of queueBackends()) {
       const r = (await a!.try(k, { ttlMs: 30_000, ...READ }))!;
       const order: string[] = [];
       const first = b!.acquire(k, { ttlMs: 10_000, waitMs: 20_000, ...WRITE }).then((l) => (order.push("b"), l));
-      await sleep(150);
+      // Arrival is when the server queues a writer: a new host's first statement connects first,
+      // which took longer than a fixed sleep on a loaded machine (c queued ahead of b).
+      await until("b queues", 10_000, async () => (await a!.status(k, { kind: "rw" })).queued === 1);
       const second = c!.acquire(k, { ttlMs: 10_000, waitMs: 20_000, ...WRITE }).then((l) => (order.push("c"), l));
-      await sleep(150);
+      await until("c queues", 10_000, async () => (await a!.status(k, { kind: "rw" })).queued === 2);
       await a!.release(r);
       const wb = await first;
       await sleep(100);

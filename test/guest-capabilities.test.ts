@@ -17,6 +17,7 @@ import { GUEST_RUNTIMES, startGuest, startWorkerGuest, type TestGuestOptions } f
 import { guestFixture } from "./support/guest-fixture.js";
 import { until } from "./support/until.js";
 import { guestTraces } from "./support/log.js";
+import { closeServer, listenLocal } from "./support/http-server.js";
 
 const fx = guestFixture();
 let runtime: Runtime;
@@ -42,12 +43,10 @@ beforeAll(async () => {
       res.end(`${req.method} ${req.url} ${body}`);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  base = await listenLocal(server);
 });
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
+  await closeServer(server);
 });
 
 /** The grant the http cases run with: the test server, reachable although it is loopback. */
@@ -66,12 +65,7 @@ const grant = (over: Partial<HttpGrant> = {}): HttpGrant => ({
 /** Servers behind a fenceGuard the fence cases start; closed after all. */
 const fencedServers: Server[] = [];
 afterAll(async () => {
-  await Promise.all(
-    fencedServers.map((s) => {
-      s.closeAllConnections();
-      return new Promise((resolve) => s.close(resolve));
-    }),
-  );
+  await Promise.all(fencedServers.map(closeServer));
 });
 
 /**

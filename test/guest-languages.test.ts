@@ -10,7 +10,6 @@
 // fenced write and a stale one refused by lockhost/fence's guard, the schedule's lock's fence, a
 // non-2xx status, the allow-list's refusals).
 import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { fenceGuard } from "../fence/index.js";
 import * as S from "../abi/status.js";
@@ -20,6 +19,7 @@ import type { HttpGrant } from "../host/runtime/capabilities/http/index.js";
 import { expandScheduled } from "../host/scheduler/declared.js";
 import { startGuest, GUEST_RUNTIMES, type TestGuestOptions } from "./support/guest.js";
 import { guestFixture } from "./support/guest-fixture.js";
+import { closeServer, listenLocal } from "./support/http-server.js";
 
 const INFO = 30; // pino's level numbers
 const WARN = 40;
@@ -50,12 +50,10 @@ beforeAll(async () => {
       res.end(`${req.method} ${req.url} ${body}`);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  base = await listenLocal(server);
 });
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
+  await closeServer(server);
 });
 
 /** The SDK guests' HTTP grant: the test server, reachable although it is loopback. */

@@ -4,7 +4,6 @@
 // local server (which receives the W3C traceparent beside the fence) and schedule ticks, on the
 // memory backend and on Redis. First, with nothing registered: nothing recorded, no header sent.
 import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { context, propagation, trace, SpanKind, SpanStatusCode, type Span } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
@@ -24,6 +23,7 @@ import { dropRedisPrefix } from "./support/cleanup.js";
 import { GUEST_RUNTIMES, startGuest } from "./support/guest.js";
 import { captureLogger, silent } from "./support/log.js";
 import { redisUrl } from "./support/servers.js";
+import { closeServer, listenLocal } from "./support/http-server.js";
 
 const REDIS_PREFIX = `lockhost-test-tracing:${Math.random().toString(36).slice(2, 10)}:`;
 
@@ -46,12 +46,10 @@ beforeAll(async () => {
       res.end("ok");
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  base = await listenLocal(server);
 });
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
+  await closeServer(server);
   await dropRedisPrefix(redisUrl(), REDIS_PREFIX);
 });
 
